@@ -1,0 +1,117 @@
+/* format.h — format 1 in memory: the chunk index, the manifest, and the HDF5 shard image (doc/FORMAT.md). */
+#ifndef MT_FORMAT_H
+#define MT_FORMAT_H
+
+#include "util.h"
+
+/* ---- chunk index --------------------------------------------------------
+ * One entry per HDF5 dataset in a shard ("image", "tokens/values",
+ * "tokens/offsets").  A "unit" is a row of a fixed attribute, an item of
+ * ragged values, or one offset.  Encoded little-endian, see FORMAT.md. */
+
+typedef struct mt_chunk {
+	uint64_t offset; /* byte offset of the compressed chunk in the shard */
+	uint64_t size;   /* compressed bytes */
+	uint64_t first;  /* first unit */
+	uint64_t count;  /* units held */
+	uint64_t xxh3;   /* of the compressed bytes */
+} mt_chunk;
+
+typedef struct mt_index_entry {
+	char *name;
+	mt_dtype dtype;
+	uint64_t unit_bytes;  /* bytes per unit, uncompressed */
+	uint64_t chunk_units; /* units per (full) chunk */
+	uint64_t units;       /* units in the dataset */
+	size_t nchunks;
+	mt_chunk *chunks;
+} mt_index_entry;
+
+typedef struct mt_index {
+	size_t n;
+	mt_index_entry *e;
+} mt_index;
+
+MT_LOCAL int mt_index_encode(const mt_index *ix, mt_buf *out, mt_error *err);
+/* Decode and check an encoded index (magic, lengths, trailing xxh3, chunks
+ * in order and inside the shard of `shard_bytes`).  `what` names the
+ * shard in errors. */
+MT_LOCAL int mt_index_decode(const void *data, size_t len, uint64_t shard_bytes, const char *what,
+			     mt_index **out, mt_error *err);
+MT_LOCAL const mt_index_entry *mt_index_find(const mt_index *ix, const char *name);
+MT_LOCAL void mt_index_free(mt_index *ix);
+
+/* ---- manifest ---------------------------------------------------------- */
+
+typedef struct mt_mshard {
+	char sha256[65];
+	uint64_t bytes;
+	uint64_t rows;
+	uint64_t first_row;
+	uint64_t index_offset; /* the chunk index's bytes inside the shard */
+	uint64_t index_bytes;
+} mt_mshard;
+
+typedef struct mt_manifest {
+	int format;
+	char *dataset;
+	char *version;
+	char *parent;      /* "" when none */
+	char *created;     /* RFC 3339 UTC */
+	char *author;
+	char *description;
+	char **tags;
+	size_t ntags;
+	uint64_t rows;
+	uint64_t raw_bytes;
+	int level;
+	uint64_t chunk_bytes;
+	mt_attr *attrs; /* names owned */
+	size_t nattrs;
+	mt_mshard *shards;
+	size_t nshards;
+} mt_manifest;
+
+/* Compact JSON text (malloc'ed, NUL-terminated). */
+MT_LOCAL int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err);
+/* Parse and validate (names, dtypes, shapes, row sums, shard order);
+ * `what` (the key) is named in errors. */
+MT_LOCAL int mt_manifest_decode(const char *json, size_t len, const char *what,
+				mt_manifest **out, mt_error *err);
+MT_LOCAL void mt_manifest_free(mt_manifest *m);
+/* Deep copies of attribute arrays (names duplicated). */
+MT_LOCAL int mt_attrs_dup(const mt_attr *a, size_t n, mt_attr **out);
+MT_LOCAL void mt_attrs_free(mt_attr *a, size_t n);
+/* Check a list of attributes a writer is given: names unique and valid,
+ * dtypes known, ranks and shapes sane. */
+MT_LOCAL int mt_attrs_check(const mt_attr *a, size_t n, mt_error *err);
+
+/* ---- shard image -------------------------------------------------------- */
+
+/* One attribute's rows for a shard, already laid out back to back. */
+typedef struct mt_shard_col {
+	const void *data;       /* values */
+	const uint64_t *offsets; /* ragged: rows+1 item offsets starting at 0 */
+} mt_shard_col;
+
+typedef struct mt_shard_image {
+	mt_buf image;           /* the HDF5 file bytes */
+	char sha256[65];
+	uint64_t index_offset;
+	uint64_t index_bytes;
+	uint64_t raw_bytes;
+} mt_shard_image;
+
+/* Build the HDF5 file image of one shard in memory: chunks compressed on
+ * `threads` threads, written with H5Dwrite_chunk, the chunk index stored
+ * as dataset "_matorage_index", then the sha256 of the image. */
+MT_LOCAL int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs,
+			    uint64_t rows, const mt_shard_col *cols, uint64_t chunk_bytes,
+			    int level, int threads, mt_shard_image *out, mt_error *err);
+MT_LOCAL void mt_shard_image_free(mt_shard_image *s);
+
+/* Store keys of the layout. */
+MT_LOCAL char *mt_key_manifest(const char *dataset, const char *version);
+MT_LOCAL char *mt_key_shard(const char *dataset, const char *sha256);
+
+#endif

@@ -1,0 +1,325 @@
+/* matorage.h — the public API of libmatorage: versioned, sharded numeric datasets in object storage. */
+#ifndef MATORAGE_H
+#define MATORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(MT_BUILDING_LIBRARY)
+#define MT_API __attribute__((visibility("default")))
+#else
+#define MT_API
+#endif
+
+/*
+ * Threading: every handle (mt_store, mt_reader, mt_writer) may be used from
+ * several threads at once unless a function says otherwise; each handle
+ * serialises what must be serialised internally.  mt_error records are
+ * per call: give each thread its own.
+ *
+ * Ownership: strings and arrays a function returns through an out pointer
+ * belong to the caller unless the comment says "borrowed"; borrowed
+ * pointers stay valid until the handle they came from is closed.  Every
+ * *_close/*_free accepts NULL.
+ */
+
+#define MT_VERSION_MAJOR 0
+#define MT_VERSION_MINOR 1
+#define MT_VERSION_PATCH 0
+/* The on-disk/in-bucket format this library writes (doc/FORMAT.md). */
+#define MT_FORMAT_VERSION 1
+
+/* The library's version as "MAJOR.MINOR.PATCH". */
+MT_API const char *mt_version(void);
+
+/* ---- errors ---------------------------------------------------------- */
+
+/* X(name, value, message): the one table codes and messages come from. */
+#define MT_ERRORS(X)                                                        \
+	X(MT_OK, 0, "success")                                              \
+	X(MT_ENOMEM, -1, "out of memory")                                   \
+	X(MT_EINVAL, -2, "invalid argument")                                \
+	X(MT_EIO, -3, "input/output error")                                 \
+	X(MT_ENOTFOUND, -4, "not found")                                    \
+	X(MT_EEXIST, -5, "already exists")                                  \
+	X(MT_ECORRUPT, -6, "data is corrupt")                               \
+	X(MT_EFORMAT, -7, "malformed or unsupported format")                \
+	X(MT_ECANCELED, -8, "canceled")                                     \
+	X(MT_EHDF5, -9, "HDF5 error")                                       \
+	X(MT_ECODEC, -10, "compression error")                              \
+	X(MT_EUNSUPPORTED, -11, "not supported")                            \
+	X(MT_ERANGE, -12, "out of range")                                   \
+	X(MT_ESTATE, -13, "operation not valid in this state")              \
+	X(MT_EAUTH, -14, "access denied")                                   \
+	X(MT_ENET, -15, "network error")
+
+enum mt_status {
+#define MT_ERR_ENUM_(name, value, msg) name = value,
+	MT_ERRORS(MT_ERR_ENUM_)
+#undef MT_ERR_ENUM_
+};
+
+/* A static message for a code; never NULL. */
+MT_API const char *mt_strerror(int code);
+
+/* Filled by a failing call: the code and a one-line message naming the
+ * object, key, shard or row involved.  Pass NULL when not interested. */
+typedef struct mt_error {
+	int code;
+	char message[512];
+} mt_error;
+
+/* ---- progress --------------------------------------------------------- */
+
+/* Called from the thread doing the work, at most a few times a second and
+ * once at the end.  `done` and `total` count bytes unless the operation
+ * says otherwise; total may be 0 when unknown.  Return nonzero to cancel:
+ * the operation then fails with MT_ECANCELED and commits nothing. */
+typedef int (*mt_progress_fn)(void *ud, uint64_t done, uint64_t total);
+
+/* ---- dtypes ----------------------------------------------------------- */
+
+typedef enum mt_dtype {
+	MT_DTYPE_INVALID = 0,
+	MT_BOOL,
+	MT_INT8,
+	MT_INT16,
+	MT_INT32,
+	MT_INT64,
+	MT_UINT8,
+	MT_UINT16,
+	MT_UINT32,
+	MT_UINT64,
+	MT_FLOAT16,
+	MT_FLOAT32,
+	MT_FLOAT64
+} mt_dtype;
+
+/* Bytes per element; 0 for an invalid dtype. */
+MT_API size_t mt_dtype_size(mt_dtype t);
+/* NumPy's name ("float32", "bool"); "invalid" for an invalid dtype. */
+MT_API const char *mt_dtype_name(mt_dtype t);
+/* The dtype named `name` (NumPy names), or MT_DTYPE_INVALID. */
+MT_API mt_dtype mt_dtype_parse(const char *name);
+
+/* ---- attributes ------------------------------------------------------- */
+
+#define MT_MAX_RANK 8
+
+/* One column of a dataset.  A fixed attribute's row is an array of
+ * `shape[0..rank)` elements (rank 0: a scalar).  A ragged attribute's row
+ * is a variable number of items, each item an array of `shape[0..rank)`
+ * elements (rank 0: a plain sequence, e.g. token ids). */
+typedef struct mt_attr {
+	const char *name;
+	mt_dtype dtype;
+	int rank;
+	uint64_t shape[MT_MAX_RANK];
+	int ragged;
+} mt_attr;
+
+/* Elements in one row (fixed) or one item (ragged). */
+MT_API uint64_t mt_attr_items(const mt_attr *a);
+
+/* ---- stores ----------------------------------------------------------- */
+
+typedef struct mt_store mt_store;
+
+/* Open a store by URL: "file:///abs/path" or a plain path for a local
+ * directory.  NULL or "" opens the embedded default: $MATORAGE_STORE if
+ * set, else file://$XDG_DATA_HOME/matorage/store (~/.local/share/...). */
+MT_API int mt_store_open(const char *url, mt_store **out, mt_error *err);
+MT_API void mt_store_close(mt_store *s);
+/* The store's canonical URL (borrowed). */
+MT_API const char *mt_store_url(const mt_store *s);
+
+/* Names of the datasets in a store, sorted.  Free with mt_strv_free. */
+MT_API int mt_store_datasets(mt_store *s, char ***names, size_t *n, mt_error *err);
+/* Versions of a dataset, oldest first (by creation time).  Free with
+ * mt_strv_free.  MT_ENOTFOUND when the dataset has none. */
+MT_API int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t *n,
+			     mt_error *err);
+MT_API void mt_strv_free(char **v, size_t n);
+
+/* Delete one version's manifest.  Its shards stay until mt_store_gc. */
+MT_API int mt_store_delete_version(mt_store *s, const char *dataset, const char *version,
+				   mt_error *err);
+
+/* Called once per unreferenced object mt_store_gc finds. */
+typedef void (*mt_gc_fn)(void *ud, const char *key, uint64_t bytes);
+
+/* Find (and unless dry_run, delete) shard objects of `dataset` (NULL: of
+ * every dataset) that no manifest references and that are older than
+ * `grace_seconds` (objects of a put still running are young).  Totals go
+ * to *nobjects and *nbytes when not NULL. */
+MT_API int mt_store_gc(mt_store *s, const char *dataset, int dry_run, uint64_t grace_seconds,
+		       mt_gc_fn fn, void *ud, uint64_t *nobjects, uint64_t *nbytes,
+		       mt_error *err);
+
+/* ---- writing a version ------------------------------------------------ */
+
+typedef struct mt_writer mt_writer;
+
+typedef struct mt_writer_opts {
+	const char *version;     /* NULL: the next free "vN" */
+	const char *parent;      /* append to this version (NULL: latest); used when append */
+	int append;              /* start from the parent's rows; its shards are reused */
+	uint64_t shard_bytes;    /* uncompressed bytes per shard; 0: 64 MiB */
+	uint64_t shard_rows;     /* rows per shard; 0: decided by shard_bytes */
+	uint64_t chunk_bytes;    /* uncompressed bytes per chunk; 0: 1 MiB */
+	int level;               /* zstd level, 1..22; 0: 3 */
+	int threads;             /* compression threads; 0: number of CPUs */
+	const char *author;
+	const char *description;
+	const char *const *tags;
+	size_t ntags;
+	mt_progress_fn progress; /* bytes uploaded; called from any thread */
+	void *progress_ud;
+} mt_writer_opts;
+
+/* Defaults for every field. */
+MT_API void mt_writer_opts_init(mt_writer_opts *o);
+
+/* Start a new version of `dataset` with these attributes.  With
+ * o->append, `attrs` may be NULL (take the parent's) or must equal the
+ * parent's.  Nothing is visible to readers before mt_writer_commit. */
+MT_API int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs,
+			  size_t nattrs, const mt_writer_opts *o, mt_writer **out,
+			  mt_error *err);
+
+/* Append `nrows` rows.  data[i] holds attribute i's values for those rows,
+ * C-contiguous, little-endian.  For a ragged attribute i, lengths[i] holds
+ * nrows row lengths in items and data[i] the rows' items back to back;
+ * `lengths` may be NULL when no attribute is ragged.  Safe from several
+ * threads; each call's rows stay together and in order.  The data is
+ * copied before the call returns. */
+MT_API int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
+			    const uint64_t *const *lengths, mt_error *err);
+
+/* Upload what is buffered and write the manifest: the commit point.
+ * On success the version's name is copied to `version` (cap bytes) when
+ * not NULL.  Fails with MT_EEXIST if the version appeared meanwhile. */
+MT_API int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err);
+/* Stop uploading and discard the version; shards already uploaded are
+ * left for mt_store_gc.  After it, only mt_writer_close is valid. */
+MT_API void mt_writer_abort(mt_writer *w);
+/* Free the writer; aborts it when not committed. */
+MT_API void mt_writer_close(mt_writer *w);
+
+/* ---- reading a version ------------------------------------------------ */
+
+typedef struct mt_reader mt_reader;
+
+typedef struct mt_version_info {
+	const char *dataset;
+	const char *version;
+	const char *parent;      /* "" when none */
+	const char *author;
+	const char *description;
+	const char *created;     /* RFC 3339, UTC */
+	const char *const *tags;
+	size_t ntags;
+	uint64_t rows;
+	uint64_t nshards;
+	uint64_t stored_bytes;   /* sum of shard object sizes */
+	uint64_t raw_bytes;      /* uncompressed values (and ragged offsets) */
+	int level;
+} mt_version_info;
+
+typedef struct mt_shard_info {
+	const char *sha256;      /* 64 hex digits */
+	const char *key;         /* object key in the store */
+	uint64_t bytes;
+	uint64_t rows;
+	uint64_t first_row;
+} mt_shard_info;
+
+/* Open dataset@version; version NULL or "" (or "latest") opens the newest. */
+MT_API int mt_reader_open(mt_store *s, const char *dataset, const char *version,
+			  mt_reader **out, mt_error *err);
+MT_API void mt_reader_close(mt_reader *r);
+
+/* Borrowed views of the manifest. */
+MT_API const mt_version_info *mt_reader_info(const mt_reader *r);
+MT_API size_t mt_reader_nattrs(const mt_reader *r);
+MT_API const mt_attr *mt_reader_attr(const mt_reader *r, size_t i);
+/* Index of the attribute called `name`, or MT_ENOTFOUND. */
+MT_API int mt_reader_attr_index(const mt_reader *r, const char *name);
+MT_API int mt_reader_shard(const mt_reader *r, size_t i, mt_shard_info *out);
+/* The manifest as stored (borrowed JSON text). */
+MT_API const char *mt_reader_manifest(const mt_reader *r);
+
+/* Total items in rows [a, b) of ragged attribute `attr`; lengths (when not
+ * NULL) receives b-a row lengths in items.  Reads only the offsets. */
+MT_API int mt_reader_ragged_lengths(mt_reader *r, size_t attr, uint64_t a, uint64_t b,
+				    uint64_t *lengths, uint64_t *total, mt_error *err);
+
+/* Copy rows [a, b) of attribute `attr` into buf (cap bytes; rows back to
+ * back, C order, little-endian; ragged: the rows' items back to back).
+ * Reads only the chunks holding those rows and checks each chunk's
+ * checksum; a chunk that fails it fails the call with MT_ECORRUPT naming
+ * the shard and rows, and nothing of it is copied. */
+MT_API int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf,
+			  size_t cap, mt_error *err);
+
+/* What mt_reader_verify found about one shard: code 0 or an error. */
+typedef void (*mt_verify_fn)(void *ud, size_t shard, const mt_shard_info *info, int code,
+			     const char *message);
+
+/* Check every shard: object present, size and sha256 as in the manifest,
+ * chunk index intact, every chunk's xxh3.  Calls fn once per shard.
+ * Returns 0 when all are sound, MT_ECORRUPT when any is not (err names
+ * the first), or another error when verification itself could not run. */
+MT_API int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn progress,
+			    void *progress_ud, mt_error *err);
+
+/* ---- NumPy .npy files -------------------------------------------------- */
+
+typedef struct mt_npy mt_npy;
+
+typedef struct mt_npy_info {
+	mt_dtype dtype;
+	int rank;                /* 0 for a scalar array */
+	uint64_t shape[MT_MAX_RANK + 1];
+	int fortran_order;
+	int big_endian;
+	uint64_t header_bytes;   /* where the array's bytes start in the file */
+	uint64_t data_bytes;
+} mt_npy_info;
+
+/* Parse a .npy header (format 1.0, 2.0 or 3.0) from the first len bytes of
+ * a file.  MT_EFORMAT names what is wrong (object dtype, bad dict, ...);
+ * a header longer than len is MT_ERANGE. */
+MT_API int mt_npy_parse_header(const void *buf, size_t len, mt_npy_info *out, mt_error *err);
+
+/* Open a .npy file: parse its header and check the file holds all the
+ * data it declares (a truncated file is MT_EFORMAT naming the path). */
+MT_API int mt_npy_open(const char *path, mt_npy **out, mt_error *err);
+MT_API const mt_npy_info *mt_npy_get_info(const mt_npy *n);
+/* Copy rows [a, b) along the first dimension into buf (cap bytes) as
+ * C-order little-endian values, whatever the file's order and byte order.
+ * Not safe from several threads on one handle. */
+MT_API int mt_npy_read_rows(mt_npy *n, uint64_t a, uint64_t b, void *buf, size_t cap,
+			    mt_error *err);
+MT_API void mt_npy_close(mt_npy *n);
+
+/* Write a .npy file as a stream: create with the array's dtype and shape,
+ * write its C-order little-endian bytes in any number of pieces, finish.
+ * The file is written under a temporary name and renamed by finish, so a
+ * reader never sees half of it; close without finish removes it. */
+typedef struct mt_npy_writer mt_npy_writer;
+MT_API int mt_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
+			 mt_npy_writer **out, mt_error *err);
+MT_API int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_error *err);
+/* MT_ESTATE when fewer or more bytes were written than the shape holds. */
+MT_API int mt_npy_finish(mt_npy_writer *w, mt_error *err);
+MT_API void mt_npy_writer_close(mt_npy_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

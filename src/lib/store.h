@@ -1,0 +1,81 @@
+/* store.h — the object store behind a table of functions: ranged get, (multipart) put, head, paginated list, delete. */
+#ifndef MT_STORE_H
+#define MT_STORE_H
+
+#include "util.h"
+
+/* One listed object. */
+typedef struct mt_obj {
+	char *key;
+	uint64_t size;
+	int64_t mtime; /* seconds since the epoch */
+} mt_obj;
+
+/* One page of a listing.  `next` is the continuation token for the next
+ * page, NULL when this was the last. */
+typedef struct mt_list_page {
+	mt_obj *objs;
+	size_t n;
+	char *next;
+} mt_list_page;
+MT_LOCAL void mt_list_page_free(mt_list_page *p);
+
+/* An object being written in parts (multipart upload on S3, a temporary
+ * file on fs).  Nothing is visible under the key before commit. */
+typedef struct mt_upload mt_upload;
+
+/* put flags */
+#define MT_PUT_EXCLUSIVE 1 /* fail with MT_EEXIST when the key exists (manifests) */
+
+typedef struct mt_store_ops {
+	const char *scheme;
+	/* Read len bytes at offset (len UINT64_MAX: to the end) into a new
+	 * malloc'ed buffer.  MT_ENOTFOUND for a missing key; a range past the
+	 * end is MT_ERANGE. */
+	int (*get)(mt_store *s, const char *key, uint64_t offset, uint64_t len, void **data,
+		   size_t *got, mt_error *err);
+	/* Read exactly len bytes at offset into a caller buffer. */
+	int (*read)(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
+		    mt_error *err);
+	int (*put)(mt_store *s, const char *key, const void *data, size_t len, int flags,
+		   mt_error *err);
+	int (*upload_open)(mt_store *s, const char *key, int flags, mt_upload **out, mt_error *err);
+	/* Parts are appended in call order; not thread-safe per upload. */
+	int (*upload_write)(mt_upload *u, const void *data, size_t len, mt_error *err);
+	int (*upload_commit)(mt_upload *u, mt_error *err);
+	void (*upload_abort)(mt_upload *u); /* also frees */
+	int (*head)(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, mt_error *err);
+	/* Keys under prefix, sorted, at most max per page (0: the backend's
+	 * default); token NULL for the first page. */
+	int (*list)(mt_store *s, const char *prefix, const char *token, size_t max,
+		    mt_list_page *page, mt_error *err);
+	/* Delete keys; a missing key is not an error. */
+	int (*del)(mt_store *s, const char *const *keys, size_t n, mt_error *err);
+	void (*close)(mt_store *s);
+} mt_store_ops;
+
+/* Every backend's handle starts with this. */
+struct mt_store {
+	const mt_store_ops *ops;
+	char *url;
+};
+
+/* Backends */
+MT_LOCAL int mt_store_fs_open(const char *root, mt_store **out, mt_error *err);
+
+/* Convenience over ops that also name the key in errors. */
+MT_LOCAL int mt_store_get(mt_store *s, const char *key, uint64_t offset, uint64_t len,
+			  void **data, size_t *got, mt_error *err);
+MT_LOCAL int mt_store_read(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
+			   mt_error *err);
+MT_LOCAL int mt_store_put(mt_store *s, const char *key, const void *data, size_t len, int flags,
+			  mt_error *err);
+MT_LOCAL int mt_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime,
+			   mt_error *err);
+MT_LOCAL int mt_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err);
+/* Call fn for every object under prefix, page by page; stop early when fn
+ * returns nonzero (that value is returned). */
+MT_LOCAL int mt_store_list_all(mt_store *s, const char *prefix,
+			       int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err);
+
+#endif

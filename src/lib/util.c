@@ -1,0 +1,134 @@
+/* util.c — error records, string and buffer helpers shared by the library's modules. */
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int mt_err(mt_error *err, int code, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		err->code = code;
+		vsnprintf(err->message, sizeof err->message, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+int mt_err_prefix(mt_error *err, const char *fmt, ...)
+{
+	if (!err)
+		return MT_EINVAL;
+	char prefix[sizeof err->message], old[sizeof err->message];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	va_end(ap);
+	memcpy(old, err->message, sizeof old);
+	snprintf(err->message, sizeof err->message, "%s%s", prefix, old);
+	return err->code;
+}
+
+int mt_err_copy(mt_error *err, const mt_error *from)
+{
+	if (err && err != from)
+		*err = *from;
+	return from->code;
+}
+
+char *mt_strdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+char *mt_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return NULL;
+	char *s = malloc((size_t)n + 1);
+	if (!s)
+		return NULL;
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+int mt_buf_reserve(mt_buf *b, size_t extra)
+{
+	if (b->cap - b->len >= extra)
+		return 0;
+	size_t want = b->len + extra;
+	if (want < b->len)
+		return MT_ENOMEM;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < want)
+		cap = cap > SIZE_MAX / 2 ? want : cap * 2;
+	uint8_t *p = realloc(b->data, cap);
+	if (!p)
+		return MT_ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+int mt_buf_append(mt_buf *b, const void *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (mt_buf_reserve(b, n))
+		return MT_ENOMEM;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+void mt_buf_free(mt_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+int mt_name_check(const char *name, const char *what, mt_error *err)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > 128)
+		return mt_err(err, MT_EINVAL, "%s name must be 1 to 128 characters", what);
+	if (name[0] == '.' || name[0] == '-')
+		return mt_err(err, MT_EINVAL, "%s name '%s' must not start with '%c'", what, name,
+			      name[0]);
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return mt_err(err, MT_EINVAL,
+				      "%s name '%s' may hold only letters, digits, '.', '_' and '-'",
+				      what, name);
+	}
+	return 0;
+}
+
+int mt_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return !__builtin_mul_overflow(a, b, out);
+}
+
+int mt_add_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return !__builtin_add_overflow(a, b, out);
+}
+
+int mt_ncpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}

@@ -1,0 +1,70 @@
+/* util.h — internal helpers shared by every module of libmatorage: error records, strings, buffers. */
+#ifndef MT_UTIL_H
+#define MT_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matorage.h"
+
+#define MT_LOCAL __attribute__((visibility("hidden")))
+#define MT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* Fill err (when not NULL) with code and a formatted message; returns code
+ * so callers can write `return mt_err(err, MT_EIO, "...")`. */
+MT_LOCAL int mt_err(mt_error *err, int code, const char *fmt, ...) MT_PRINTF(3, 4);
+/* Prefix an existing message with context ("shard abc: ") and return its code. */
+MT_LOCAL int mt_err_prefix(mt_error *err, const char *fmt, ...) MT_PRINTF(2, 3);
+/* Copy a finished error record (from a worker thread) into err. */
+MT_LOCAL int mt_err_copy(mt_error *err, const mt_error *from);
+
+/* Allocation that returns NULL on failure (the library never aborts). */
+MT_LOCAL char *mt_strdup(const char *s);
+MT_LOCAL char *mt_asprintf(const char *fmt, ...) MT_PRINTF(1, 2);
+
+/* A growable byte buffer. */
+typedef struct mt_buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+} mt_buf;
+MT_LOCAL int mt_buf_reserve(mt_buf *b, size_t extra);
+MT_LOCAL int mt_buf_append(mt_buf *b, const void *p, size_t n);
+MT_LOCAL void mt_buf_free(mt_buf *b);
+
+/* Little-endian integer encoding for binary formats. */
+static inline void mt_put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint64_t mt_get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+static inline void mt_put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint32_t mt_get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Names of datasets and versions: [A-Za-z0-9._-], 1..128 chars, not
+ * starting with '.' or '-'.  `what` names the kind in the error. */
+MT_LOCAL int mt_name_check(const char *name, const char *what, mt_error *err);
+
+/* Overflow-checked a*b and a+b. */
+MT_LOCAL int mt_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
+MT_LOCAL int mt_add_ok(uint64_t a, uint64_t b, uint64_t *out);
+
+/* Number of online CPUs (at least 1). */
+MT_LOCAL int mt_ncpus(void);
+
+#endif

@@ -1,0 +1,427 @@
+/* dataset.c — datasets and versions in a store: listing, ordering, loading manifests, deleting, garbage collection. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "dataset.h"
+
+#define VERSIONS_DIR "/versions/"
+#define MANIFEST_EXT ".json"
+
+void mt_strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+char *mt_now_rfc3339(void)
+{
+	struct timeval tv;
+	struct tm tm;
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	char s[40];
+	strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
+	return mt_asprintf("%s.%03dZ", s, (int)(tv.tv_usec / 1000));
+}
+
+/* A growable list of strings. */
+struct strv {
+	char **v;
+	size_t n, cap;
+};
+
+static int strv_push(struct strv *l, const char *s, size_t len)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		char **v = realloc(l->v, cap * sizeof *v);
+		if (!v)
+			return MT_ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	if (!(l->v[l->n] = strndup(s, len)))
+		return MT_ENOMEM;
+	l->n++;
+	return 0;
+}
+
+static int strv_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct dataset_list {
+	struct strv l;
+	int with_manifest; /* only datasets that have a version */
+};
+
+/* datasets/<name>/... keys name a dataset once per object: keep the
+ * distinct names. */
+static int collect_dataset(void *ud, const mt_obj *o)
+{
+	struct dataset_list *dl = ud;
+	struct strv *l = &dl->l;
+	const char *name = o->key + strlen("datasets/");
+	const char *slash = strchr(name, '/');
+	if (!slash || (dl->with_manifest && strncmp(slash, VERSIONS_DIR, strlen(VERSIONS_DIR))))
+		return 0;
+	size_t len = (size_t)(slash - name);
+	if (l->n && strlen(l->v[l->n - 1]) == len && strncmp(l->v[l->n - 1], name, len) == 0)
+		return 0;
+	return strv_push(l, name, len);
+}
+
+static int list_datasets(mt_store *s, int with_manifest, struct strv *out, mt_error *err)
+{
+	struct dataset_list dl = {{0}, with_manifest};
+	struct strv *l = &dl.l;
+	int rc = mt_store_list_all(s, "datasets/", collect_dataset, &dl, err);
+	if (rc == MT_ENOMEM)
+		rc = mt_err(err, rc, "listing datasets: out of memory");
+	if (rc) {
+		mt_strv_free(l->v, l->n);
+		return rc;
+	}
+	/* Keys come sorted, but another dataset's name may sort inside a
+	 * prefix ("a" < "a-b" < "a/"), so sort and drop repeats. */
+	if (l->n)
+		qsort(l->v, l->n, sizeof *l->v, strv_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (k && strcmp(l->v[k - 1], l->v[i]) == 0)
+			free(l->v[i]);
+		else
+			l->v[k++] = l->v[i];
+	}
+	l->n = k;
+	*out = *l;
+	return 0;
+}
+
+int mt_store_datasets(mt_store *s, char ***names, size_t *n, mt_error *err)
+{
+	struct strv l;
+	int rc = list_datasets(s, 1, &l, err);
+	if (rc)
+		return rc;
+	*names = l.v;
+	*n = l.n;
+	return 0;
+}
+
+struct version_list {
+	struct strv l;
+	size_t prefix_len;
+};
+
+static int collect_version(void *ud, const mt_obj *o)
+{
+	struct version_list *vl = ud;
+	const char *name = o->key + vl->prefix_len;
+	size_t len = strlen(name);
+	size_t ext = strlen(MANIFEST_EXT);
+	if (len <= ext || strcmp(name + len - ext, MANIFEST_EXT) != 0 || strchr(name, '/'))
+		return 0;
+	return strv_push(&vl->l, name, len - ext);
+}
+
+/* Names of the manifests of a dataset, in key order. */
+static int version_names(mt_store *s, const char *dataset, struct strv *out, mt_error *err)
+{
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (rc)
+		return rc;
+	char *prefix = mt_asprintf("datasets/%s" VERSIONS_DIR, dataset);
+	if (!prefix)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	struct version_list vl = {{0}, strlen(prefix)};
+	rc = mt_store_list_all(s, prefix, collect_version, &vl, err);
+	free(prefix);
+	if (rc == MT_ENOMEM)
+		rc = mt_err(err, rc, "dataset %s: listing versions: out of memory", dataset);
+	if (rc) {
+		mt_strv_free(vl.l.v, vl.l.n);
+		return rc;
+	}
+	*out = vl.l;
+	return 0;
+}
+
+/* "v10" sorts after "v9": compare digit runs by value. */
+static int natural_cmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+			while (*a == '0')
+				a++;
+			while (*b == '0')
+				b++;
+			size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
+			if (la != lb)
+				return la < lb ? -1 : 1;
+			int c = strncmp(a, b, la);
+			if (c)
+				return c;
+			a += la;
+			b += lb;
+		} else {
+			if (*a != *b)
+				return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+			a++;
+			b++;
+		}
+	}
+	return *a ? 1 : *b ? -1 : 0;
+}
+
+struct dated {
+	char *name;
+	char *created;
+};
+
+static int dated_cmp(const void *x, const void *y)
+{
+	const struct dated *a = x, *b = y;
+	int c = strcmp(a->created, b->created);
+	return c ? c : natural_cmp(a->name, b->name);
+}
+
+/* Versions oldest first: the manifests' creation times decide, names
+ * break ties. */
+static int versions_by_age(mt_store *s, const char *dataset, struct strv *out, mt_error *err)
+{
+	struct strv names;
+	int rc = version_names(s, dataset, &names, err);
+	if (rc)
+		return rc;
+	struct dated *d = calloc(names.n ? names.n : 1, sizeof *d);
+	if (!d) {
+		mt_strv_free(names.v, names.n);
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < names.n && !rc; i++) {
+		mt_manifest *m = NULL;
+		rc = mt_dataset_load(s, dataset, names.v[i], &m, NULL, err);
+		d[i].name = names.v[i];
+		if (!rc && !(d[i].created = mt_strdup(m->created)))
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		mt_manifest_free(m);
+	}
+	if (!rc) {
+		qsort(d, names.n, sizeof *d, dated_cmp);
+		for (size_t i = 0; i < names.n; i++)
+			names.v[i] = d[i].name;
+	}
+	for (size_t i = 0; i < names.n; i++)
+		free(d[i].created);
+	free(d);
+	if (rc) {
+		mt_strv_free(names.v, names.n);
+		return rc;
+	}
+	*out = names;
+	return 0;
+}
+
+int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t *n,
+		      mt_error *err)
+{
+	struct strv l;
+	int rc = versions_by_age(s, dataset, &l, err);
+	if (rc)
+		return rc;
+	if (l.n == 0) {
+		free(l.v);
+		return mt_err(err, MT_ENOTFOUND, "dataset %s: no such dataset in %s", dataset,
+			      mt_store_url(s));
+	}
+	*versions = l.v;
+	*n = l.n;
+	return 0;
+}
+
+int mt_dataset_load(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
+		    char **json, mt_error *err)
+{
+	*m = NULL;
+	if (json)
+		*json = NULL;
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (rc)
+		return rc;
+	if (!version || !*version || strcmp(version, "latest") == 0) {
+		char **v;
+		size_t n;
+		rc = mt_store_versions(s, dataset, &v, &n, err);
+		if (rc)
+			return rc;
+		rc = mt_dataset_load(s, dataset, v[n - 1], m, json, err);
+		mt_strv_free(v, n);
+		return rc;
+	}
+	if ((rc = mt_name_check(version, "version", err)))
+		return rc;
+	char *key = mt_key_manifest(dataset, version);
+	if (!key)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	void *data = NULL;
+	size_t len = 0;
+	rc = mt_store_get(s, key, 0, UINT64_MAX, &data, &len, err);
+	if (rc == MT_ENOTFOUND)
+		rc = mt_err(err, rc, "%s@%s: no such version in %s", dataset, version,
+			    mt_store_url(s));
+	if (!rc)
+		rc = mt_manifest_decode(data, len, key, m, err);
+	if (!rc && (strcmp((*m)->dataset, dataset) != 0 || strcmp((*m)->version, version) != 0))
+		rc = mt_err(err, MT_ECORRUPT, "%s: names %s@%s, not %s@%s", key, (*m)->dataset,
+			    (*m)->version, dataset, version);
+	if (!rc && json) {
+		*json = strndup(data, len);
+		if (!*json)
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	if (rc) {
+		mt_manifest_free(*m);
+		*m = NULL;
+	}
+	free(data);
+	free(key);
+	return rc;
+}
+
+int mt_dataset_next_version(mt_store *s, const char *dataset, char **out, mt_error *err)
+{
+	struct strv names;
+	int rc = version_names(s, dataset, &names, err);
+	if (rc)
+		return rc;
+	unsigned long long max = 0;
+	for (size_t i = 0; i < names.n; i++) {
+		const char *v = names.v[i];
+		if (v[0] == 'v' && v[1] >= '1' && v[1] <= '9' && strspn(v + 1, "0123456789") ==
+		    strlen(v + 1) && strlen(v + 1) < 19) {
+			unsigned long long k = strtoull(v + 1, NULL, 10);
+			if (k > max)
+				max = k;
+		}
+	}
+	mt_strv_free(names.v, names.n);
+	*out = mt_asprintf("v%llu", max + 1);
+	return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+}
+
+int mt_store_delete_version(mt_store *s, const char *dataset, const char *version,
+			    mt_error *err)
+{
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc)
+		rc = mt_name_check(version, "version", err);
+	if (rc)
+		return rc;
+	char *key = mt_key_manifest(dataset, version);
+	if (!key)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	rc = mt_store_head(s, key, NULL, NULL, err);
+	if (rc == MT_ENOTFOUND)
+		rc = mt_err(err, rc, "%s@%s: no such version in %s", dataset, version,
+			    mt_store_url(s));
+	if (!rc)
+		rc = mt_store_del(s, (const char *const *)&key, 1, err);
+	free(key);
+	return rc;
+}
+
+/* ---- garbage collection ------------------------------------------------- */
+
+struct gc_state {
+	mt_store *s;
+	struct strv referenced; /* sorted shard keys */
+	struct strv doomed;
+	int64_t cutoff;
+	uint64_t nobjects, nbytes;
+	mt_gc_fn fn;
+	void *ud;
+};
+
+static int gc_consider(void *ud, const mt_obj *o)
+{
+	struct gc_state *g = ud;
+	const char *k = o->key;
+	if (bsearch(&k, g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp))
+		return 0;
+	if (o->mtime > g->cutoff)
+		return 0;
+	g->nobjects++;
+	g->nbytes += o->size;
+	if (g->fn)
+		g->fn(g->ud, o->key, o->size);
+	return strv_push(&g->doomed, k, strlen(k));
+}
+
+static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_error *err)
+{
+	struct strv names;
+	int rc = version_names(g->s, dataset, &names, err);
+	if (rc)
+		return rc;
+	/* Every manifest must load: a shard of an unreadable manifest may
+	 * still be needed, so gc refuses rather than guesses. */
+	for (size_t i = 0; i < names.n && !rc; i++) {
+		mt_manifest *m = NULL;
+		rc = mt_dataset_load(g->s, dataset, names.v[i], &m, NULL, err);
+		for (size_t k = 0; !rc && k < m->nshards; k++) {
+			char *key = mt_key_shard(dataset, m->shards[k].sha256);
+			if (!key || strv_push(&g->referenced, key, strlen(key)))
+				rc = mt_err(err, MT_ENOMEM, "out of memory");
+			free(key);
+		}
+		mt_manifest_free(m);
+	}
+	mt_strv_free(names.v, names.n);
+	if (rc)
+		return mt_err_prefix(err, "gc refused: ");
+	if (g->referenced.n)
+		qsort(g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp);
+	char *prefix = mt_asprintf("datasets/%s/shards/", dataset);
+	if (!prefix)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	rc = mt_store_list_all(g->s, prefix, gc_consider, g, err);
+	free(prefix);
+	if (rc == MT_ENOMEM)
+		rc = mt_err(err, rc, "out of memory");
+	if (!rc && !dry_run && g->doomed.n)
+		rc = mt_store_del(g->s, (const char *const *)g->doomed.v, g->doomed.n, err);
+	mt_strv_free(g->referenced.v, g->referenced.n);
+	mt_strv_free(g->doomed.v, g->doomed.n);
+	g->referenced = (struct strv){0};
+	g->doomed = (struct strv){0};
+	return rc;
+}
+
+int mt_store_gc(mt_store *s, const char *dataset, int dry_run, uint64_t grace_seconds,
+		mt_gc_fn fn, void *ud, uint64_t *nobjects, uint64_t *nbytes, mt_error *err)
+{
+	struct gc_state g = {.s = s, .fn = fn, .ud = ud};
+	g.cutoff = (int64_t)time(NULL) - (int64_t)(grace_seconds > INT32_MAX ? INT32_MAX :
+								 grace_seconds);
+	int rc = 0;
+	if (dataset) {
+		rc = gc_dataset(&g, dataset, dry_run, err);
+	} else {
+		/* Datasets whose every put crashed have shards but no manifest. */
+		struct strv l = {0};
+		rc = list_datasets(s, 0, &l, err);
+		for (size_t i = 0; !rc && i < l.n; i++)
+			rc = gc_dataset(&g, l.v[i], dry_run, err);
+		mt_strv_free(l.v, l.n);
+	}
+	if (nobjects)
+		*nobjects = g.nobjects;
+	if (nbytes)
+		*nbytes = g.nbytes;
+	return rc;
+}

@@ -1,0 +1,20 @@
+/* dataset.h — internal glue between dataset listing, the writer and the reader: manifests by name, version order. */
+#ifndef MT_DATASET_H
+#define MT_DATASET_H
+
+#include "format.h"
+#include "store.h"
+
+/* Load and decode dataset@version's manifest; version NULL, "" or
+ * "latest" picks the newest.  *json (when not NULL) gets the text. */
+MT_LOCAL int mt_dataset_load(mt_store *s, const char *dataset, const char *version,
+			     mt_manifest **m, char **json, mt_error *err);
+
+/* The next free automatic version name ("v<N+1>" for the largest vN). */
+MT_LOCAL int mt_dataset_next_version(mt_store *s, const char *dataset, char **out,
+				     mt_error *err);
+
+/* Current UTC time as RFC 3339 with milliseconds (malloc'ed). */
+MT_LOCAL char *mt_now_rfc3339(void);
+
+#endif

@@ -24,7 +24,7 @@ extern "C" {
  * Ownership: strings and arrays a function returns through an out pointer
  * belong to the caller unless the comment says "borrowed"; borrowed
  * pointers stay valid until the handle they came from is closed.  Every
- * *_close/*_free accepts NULL.
+ * close and free function accepts NULL.
  */
 
 #define MT_VERSION_MAJOR 0

@@ -23,13 +23,15 @@ int mt_err_prefix(mt_error *err, const char *fmt, ...)
 {
 	if (!err)
 		return MT_EINVAL;
-	char prefix[sizeof err->message], old[sizeof err->message];
+	char old[sizeof err->message];
+	memcpy(old, err->message, sizeof old);
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	int n = vsnprintf(err->message, sizeof err->message, fmt, ap);
 	va_end(ap);
-	memcpy(old, err->message, sizeof old);
-	snprintf(err->message, sizeof err->message, "%s%s", prefix, old);
+	if (n >= 0 && (size_t)n < sizeof err->message)
+		memcpy(err->message + n, old, sizeof err->message - (size_t)n - 1);
+	err->message[sizeof err->message - 1] = '\0';
 	return err->code;
 }
 

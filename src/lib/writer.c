@@ -1,0 +1,597 @@
+/* writer.c — build a new version: rows buffered into shards, shards built and uploaded on a background thread, manifest last. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset.h"
+
+#define DEFAULT_SHARD_BYTES (64ull << 20)
+#define DEFAULT_CHUNK_BYTES (1ull << 20)
+#define DEFAULT_LEVEL 3
+/* Sealed shards waiting for the uploader: bounds memory to about
+ * (QUEUE_MAX + 2) shards while letting appends overlap uploads. */
+#define QUEUE_MAX 1
+#define VERSION_RETRIES 20
+
+enum { W_OPEN, W_COMMITTING, W_DONE, W_FAILED, W_ABORTED };
+
+/* The rows of one shard, laid out per attribute. */
+struct pending {
+	uint64_t rows;
+	uint64_t bytes;
+	mt_buf *vals;
+	mt_buf *offs; /* ragged attributes: rows+1 item offsets */
+	struct pending *next;
+};
+
+struct mt_writer {
+	mt_store *store;
+	char *dataset, *version, *parent, *author, *description;
+	char **tags;
+	size_t ntags;
+	mt_attr *attrs;
+	size_t nattrs;
+	uint64_t shard_bytes, shard_rows, chunk_bytes;
+	int level, threads;
+	mt_progress_fn progress;
+	void *progress_ud;
+
+	pthread_mutex_t lock; /* guards everything below */
+	pthread_cond_t cond;
+	struct pending *cur;
+	struct pending *qhead, *qtail;
+	size_t qlen;
+	int state;
+	int stop;
+	mt_error failure;
+	mt_mshard *shards;
+	size_t nshards, cap;
+	uint64_t rows;     /* rows in uploaded shards, the parent's included */
+	uint64_t raw_bytes;
+	uint64_t new_bytes; /* uncompressed bytes uploaded by this writer */
+	pthread_t thread;
+	int thread_started;
+};
+
+void mt_writer_opts_init(mt_writer_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->shard_bytes = DEFAULT_SHARD_BYTES;
+	o->chunk_bytes = DEFAULT_CHUNK_BYTES;
+	o->level = DEFAULT_LEVEL;
+}
+
+static void pending_free(struct pending *p, size_t nattrs)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < nattrs; i++) {
+		mt_buf_free(&p->vals[i]);
+		mt_buf_free(&p->offs[i]);
+	}
+	free(p->vals);
+	free(p->offs);
+	free(p);
+}
+
+static struct pending *pending_new(const mt_writer *w)
+{
+	struct pending *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	p->vals = calloc(w->nattrs, sizeof *p->vals);
+	p->offs = calloc(w->nattrs, sizeof *p->offs);
+	if (!p->vals || !p->offs) {
+		pending_free(p, w->nattrs);
+		return NULL;
+	}
+	uint8_t zero[8] = {0};
+	for (size_t i = 0; i < w->nattrs; i++)
+		if (w->attrs[i].ragged && mt_buf_append(&p->offs[i], zero, 8)) {
+			pending_free(p, w->nattrs);
+			return NULL;
+		}
+	return p;
+}
+
+/* Record a failure once; later ones are consequences. */
+static void fail_locked(mt_writer *w, const mt_error *e)
+{
+	if (w->state == W_OPEN || w->state == W_COMMITTING) {
+		w->state = W_FAILED;
+		w->failure = *e;
+	}
+	pthread_cond_broadcast(&w->cond);
+}
+
+static int push_shard_locked(mt_writer *w, const mt_mshard *sh)
+{
+	if (w->nshards == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 16;
+		mt_mshard *n = realloc(w->shards, cap * sizeof *n);
+		if (!n)
+			return MT_ENOMEM;
+		w->shards = n;
+		w->cap = cap;
+	}
+	w->shards[w->nshards++] = *sh;
+	return 0;
+}
+
+/* Build one shard's HDF5 image and upload it under its content hash;
+ * an identical shard already stored is not sent again. */
+static int build_and_upload(mt_writer *w, const struct pending *p, mt_mshard *sh,
+			    uint64_t *raw, mt_error *err)
+{
+	mt_shard_col *cols = calloc(w->nattrs, sizeof *cols);
+	if (!cols)
+		return mt_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
+	for (size_t i = 0; i < w->nattrs; i++) {
+		cols[i].data = p->vals[i].data;
+		cols[i].offsets = (const uint64_t *)p->offs[i].data;
+	}
+	mt_shard_image img;
+	int rc = mt_shard_build(w->dataset, w->attrs, w->nattrs, p->rows, cols, w->chunk_bytes,
+				w->level, w->threads, &img, err);
+	free(cols);
+	if (rc)
+		return rc;
+	char *key = mt_key_shard(w->dataset, img.sha256);
+	if (!key) {
+		mt_shard_image_free(&img);
+		return mt_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
+	}
+	uint64_t have = 0;
+	mt_error ignored;
+	if (mt_store_head(w->store, key, &have, NULL, &ignored) != 0 || have != img.image.len)
+		rc = mt_store_put(w->store, key, img.image.data, img.image.len, 0, err);
+	if (!rc) {
+		memcpy(sh->sha256, img.sha256, sizeof sh->sha256);
+		sh->bytes = img.image.len;
+		sh->rows = p->rows;
+		sh->index_offset = img.index_offset;
+		sh->index_bytes = img.index_bytes;
+		*raw = img.raw_bytes;
+	}
+	free(key);
+	mt_shard_image_free(&img);
+	return rc;
+}
+
+static void *uploader(void *arg)
+{
+	mt_writer *w = arg;
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->qhead && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		struct pending *p = w->qhead;
+		if (!p)
+			break;
+		if (w->state != W_OPEN && w->state != W_COMMITTING) {
+			/* Failed or aborted: drop what is queued. */
+			w->qhead = p->next;
+			w->qlen--;
+			pending_free(p, w->nattrs);
+			pthread_cond_broadcast(&w->cond);
+			continue;
+		}
+		pthread_mutex_unlock(&w->lock);
+		mt_mshard sh = {0};
+		uint64_t raw = 0;
+		mt_error e = {0};
+		int rc = build_and_upload(w, p, &sh, &raw, &e);
+		pthread_mutex_lock(&w->lock);
+		w->qhead = p->next;
+		if (!w->qhead)
+			w->qtail = NULL;
+		w->qlen--;
+		if (!rc) {
+			sh.first_row = w->rows;
+			if (push_shard_locked(w, &sh))
+				rc = mt_err(&e, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
+		}
+		if (!rc) {
+			w->rows += p->rows;
+			w->raw_bytes += raw;
+			w->new_bytes += p->bytes;
+			uint64_t done = w->new_bytes;
+			pthread_mutex_unlock(&w->lock);
+			int cancel = w->progress && w->progress(w->progress_ud, done, 0);
+			pthread_mutex_lock(&w->lock);
+			if (cancel)
+				rc = mt_err(&e, MT_ECANCELED, "dataset %s: canceled", w->dataset);
+		}
+		if (rc)
+			fail_locked(w, &e);
+		pending_free(p, w->nattrs);
+		pthread_cond_broadcast(&w->cond);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static int enqueue_locked(mt_writer *w, struct pending *p)
+{
+	while (w->qlen >= QUEUE_MAX && (w->state == W_OPEN || w->state == W_COMMITTING))
+		pthread_cond_wait(&w->cond, &w->lock);
+	if (w->state != W_OPEN && w->state != W_COMMITTING) {
+		pending_free(p, w->nattrs);
+		return MT_ESTATE;
+	}
+	if (w->qtail)
+		w->qtail->next = p;
+	else
+		w->qhead = p;
+	w->qtail = p;
+	w->qlen++;
+	pthread_cond_broadcast(&w->cond);
+	return 0;
+}
+
+static int attrs_equal(const mt_attr *a, const mt_attr *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(a[i].name, b[i].name) || a[i].dtype != b[i].dtype ||
+		    a[i].rank != b[i].rank || !a[i].ragged != !b[i].ragged)
+			return 0;
+		for (int d = 0; d < a[i].rank; d++)
+			if (a[i].shape[d] != b[i].shape[d])
+				return 0;
+	}
+	return 1;
+}
+
+static int dup_strings(char ***out, const char *const *in, size_t n)
+{
+	*out = calloc(n ? n : 1, sizeof **out);
+	if (!*out)
+		return MT_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (!((*out)[i] = mt_strdup(in[i] ? in[i] : "")))
+			return MT_ENOMEM;
+	return 0;
+}
+
+/* Start from the parent version: its attributes, shards and rows. */
+static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
+			      const mt_writer_opts *o, mt_error *err)
+{
+	mt_manifest *pm = NULL;
+	int rc = mt_dataset_load(w->store, w->dataset, o->parent, &pm, NULL, err);
+	if (rc)
+		return mt_err_prefix(err, "parent of the new version: ");
+	if (!(w->parent = mt_strdup(pm->version)))
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && o->append) {
+		if (attrs && (nattrs != pm->nattrs || !attrs_equal(attrs, pm->attrs, nattrs)))
+			rc = mt_err(err, MT_EINVAL,
+				    "%s@%s: appended attributes differ from the parent's",
+				    w->dataset, pm->version);
+		for (size_t i = 0; !rc && i < pm->nshards; i++)
+			if (push_shard_locked(w, &pm->shards[i]))
+				rc = mt_err(err, MT_ENOMEM, "out of memory");
+		w->rows = pm->rows;
+		w->raw_bytes = pm->raw_bytes;
+		if (!rc && !attrs) {
+			w->attrs = pm->attrs;
+			w->nattrs = pm->nattrs;
+			pm->attrs = NULL;
+			pm->nattrs = 0;
+		}
+	}
+	mt_manifest_free(pm);
+	return rc;
+}
+
+int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_t nattrs,
+		   const mt_writer_opts *o, mt_writer **out, mt_error *err)
+{
+	mt_writer_opts defaults;
+	if (!o) {
+		mt_writer_opts_init(&defaults);
+		o = &defaults;
+	}
+	*out = NULL;
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc && o->version)
+		rc = mt_name_check(o->version, "version", err);
+	if (!rc && attrs)
+		rc = mt_attrs_check(attrs, nattrs, err);
+	if (!rc && (attrs ? nattrs == 0 : !o->append))
+		rc = mt_err(err, MT_EINVAL, "dataset %s: a new version needs attributes", dataset);
+	if (!rc && (o->level < 0 || o->level > 22))
+		rc = mt_err(err, MT_EINVAL, "zstd level %d is outside 1..22", o->level);
+	if (rc)
+		return rc;
+	mt_writer *w = calloc(1, sizeof *w);
+	if (!w)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->store = s;
+	w->shard_bytes = o->shard_bytes ? o->shard_bytes : DEFAULT_SHARD_BYTES;
+	w->shard_rows = o->shard_rows;
+	w->chunk_bytes = o->chunk_bytes ? o->chunk_bytes : DEFAULT_CHUNK_BYTES;
+	w->level = o->level ? o->level : DEFAULT_LEVEL;
+	w->threads = o->threads > 0 ? o->threads : mt_ncpus();
+	w->progress = o->progress;
+	w->progress_ud = o->progress_ud;
+	w->ntags = o->ntags;
+	if (!(w->dataset = mt_strdup(dataset)) || (o->version && !(w->version = mt_strdup(o->version))) ||
+	    !(w->author = mt_strdup(o->author ? o->author : "")) ||
+	    !(w->description = mt_strdup(o->description ? o->description : "")) ||
+	    dup_strings(&w->tags, o->tags, o->ntags))
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && (o->append || o->parent))
+		rc = writer_take_parent(w, attrs, nattrs, o, err);
+	if (!rc && !w->parent && !(w->parent = mt_strdup("")))
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && !w->attrs) {
+		w->nattrs = nattrs;
+		if (mt_attrs_dup(attrs, nattrs, &w->attrs))
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	if (!rc && w->version) {
+		/* Fail before uploading gigabytes, not at commit. */
+		char *key = mt_key_manifest(dataset, w->version);
+		mt_error e;
+		if (!key)
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		else if (mt_store_head(s, key, NULL, NULL, &e) == 0)
+			rc = mt_err(err, MT_EEXIST, "%s@%s already exists", dataset, w->version);
+		free(key);
+	}
+	if (!rc) {
+		if (pthread_create(&w->thread, NULL, uploader, w))
+			rc = mt_err(err, MT_ENOMEM, "dataset %s: cannot start the upload thread",
+				    dataset);
+		else
+			w->thread_started = 1;
+	}
+	if (rc) {
+		mt_writer_close(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+/* Rows [r, r+k) of the caller's batch that still fit in the open shard. */
+static uint64_t rows_that_fit(const mt_writer *w, const struct pending *p, uint64_t r,
+			      uint64_t nrows, const uint64_t *const *lengths, uint64_t fixed_row)
+{
+	uint64_t room = nrows - r;
+	if (w->shard_rows && w->shard_rows - p->rows < room)
+		room = w->shard_rows - p->rows;
+	uint64_t bytes = p->bytes, k = 0;
+	int ragged = 0;
+	for (size_t i = 0; i < w->nattrs; i++)
+		ragged |= w->attrs[i].ragged;
+	if (!ragged) {
+		uint64_t left = w->shard_bytes > bytes ? w->shard_bytes - bytes : 0;
+		uint64_t fit = (left + fixed_row - 1) / fixed_row;
+		return fit < 1 ? 1 : fit < room ? fit : room;
+	}
+	while (k < room && (k == 0 || bytes < w->shard_bytes)) {
+		bytes += fixed_row;
+		for (size_t i = 0; i < w->nattrs; i++)
+			if (w->attrs[i].ragged)
+				bytes += lengths[i][r + k] * mt_attr_items(&w->attrs[i]) *
+					 mt_dtype_size(w->attrs[i].dtype);
+		k++;
+	}
+	return k;
+}
+
+/* Copy rows [r, r+k) into the open shard.  src_items tracks, per ragged
+ * attribute, the item where row r starts in the caller's buffer. */
+static int copy_rows(mt_writer *w, struct pending *p, uint64_t r, uint64_t k,
+		     const void *const *data, const uint64_t *const *lengths, uint64_t *src_items)
+{
+	for (size_t i = 0; i < w->nattrs; i++) {
+		const mt_attr *a = &w->attrs[i];
+		uint64_t unit = mt_attr_items(a) * mt_dtype_size(a->dtype);
+		const uint8_t *src = data[i];
+		if (!a->ragged) {
+			if (mt_buf_append(&p->vals[i], src + r * unit, k * unit))
+				return MT_ENOMEM;
+			p->bytes += k * unit;
+			continue;
+		}
+		uint64_t end = mt_get_u64(p->offs[i].data + p->offs[i].len - 8), items = 0;
+		if (mt_buf_reserve(&p->offs[i], k * 8))
+			return MT_ENOMEM;
+		for (uint64_t j = 0; j < k; j++) {
+			items += lengths[i][r + j];
+			mt_put_u64(p->offs[i].data + p->offs[i].len, end + items);
+			p->offs[i].len += 8;
+		}
+		if (mt_buf_append(&p->vals[i], src + src_items[i] * unit, items * unit))
+			return MT_ENOMEM;
+		src_items[i] += items;
+		p->bytes += items * unit + k * 8;
+	}
+	p->rows += k;
+	return 0;
+}
+
+static int check_batch(const mt_writer *w, uint64_t nrows, const void *const *data,
+		       const uint64_t *const *lengths, uint64_t *fixed_row, mt_error *err)
+{
+	*fixed_row = 0;
+	for (size_t i = 0; i < w->nattrs; i++) {
+		const mt_attr *a = &w->attrs[i];
+		uint64_t unit = mt_attr_items(a) * mt_dtype_size(a->dtype), total = 0, bytes;
+		if (!data || (!data[i] && nrows))
+			return mt_err(err, MT_EINVAL, "dataset %s: no data for attribute %s",
+				      w->dataset, a->name);
+		if (!a->ragged) {
+			*fixed_row += unit;
+			continue;
+		}
+		*fixed_row += 8;
+		if (!lengths || (!lengths[i] && nrows))
+			return mt_err(err, MT_EINVAL, "dataset %s: no row lengths for ragged "
+				      "attribute %s", w->dataset, a->name);
+		for (uint64_t r = 0; r < nrows; r++)
+			if (!mt_add_ok(total, lengths[i][r], &total) || !mt_mul_ok(total, unit, &bytes))
+				return mt_err(err, MT_ERANGE, "dataset %s: attribute %s: row "
+					      "lengths overflow at row %llu", w->dataset, a->name,
+					      (unsigned long long)r);
+	}
+	return 0;
+}
+
+int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
+		     const uint64_t *const *lengths, mt_error *err)
+{
+	uint64_t fixed_row;
+	int rc = check_batch(w, nrows, data, lengths, &fixed_row, err);
+	if (rc)
+		return rc;
+	uint64_t *src_items = calloc(w->nattrs, sizeof *src_items);
+	if (!src_items)
+		return mt_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
+	mt_error e = {0};
+	pthread_mutex_lock(&w->lock);
+	for (uint64_t r = 0; r < nrows && w->state == W_OPEN;) {
+		if (!w->cur && !(w->cur = pending_new(w))) {
+			fail_locked(w, &(mt_error){MT_ENOMEM, "out of memory"});
+			break;
+		}
+		uint64_t k = rows_that_fit(w, w->cur, r, nrows, lengths, fixed_row);
+		if (copy_rows(w, w->cur, r, k, data, lengths, src_items)) {
+			mt_err(&e, MT_ENOMEM, "dataset %s: out of memory buffering row %llu",
+			       w->dataset, (unsigned long long)(w->rows + r));
+			fail_locked(w, &e);
+			break;
+		}
+		r += k;
+		if ((w->shard_rows && w->cur->rows >= w->shard_rows) ||
+		    w->cur->bytes >= w->shard_bytes) {
+			struct pending *p = w->cur;
+			w->cur = NULL;
+			enqueue_locked(w, p);
+		}
+	}
+	if (w->state == W_FAILED)
+		rc = mt_err_copy(err, &w->failure);
+	else if (w->state != W_OPEN)
+		rc = mt_err(err, MT_ESTATE, "dataset %s: writer is not open", w->dataset);
+	pthread_mutex_unlock(&w->lock);
+	free(src_items);
+	return rc;
+}
+
+static int write_manifest(mt_writer *w, char *version, size_t cap, mt_error *err)
+{
+	mt_manifest m = {
+		.format = MT_FORMAT_VERSION, .dataset = w->dataset, .parent = w->parent,
+		.author = w->author, .description = w->description, .tags = w->tags,
+		.ntags = w->ntags, .rows = w->rows, .raw_bytes = w->raw_bytes, .level = w->level,
+		.chunk_bytes = w->chunk_bytes, .attrs = w->attrs, .nattrs = w->nattrs,
+		.shards = w->shards, .nshards = w->nshards,
+	};
+	int rc = 0;
+	for (int attempt = 0; attempt < VERSION_RETRIES; attempt++) {
+		char *auto_name = NULL;
+		if (!w->version && (rc = mt_dataset_next_version(w->store, w->dataset, &auto_name, err)))
+			return rc;
+		m.version = w->version ? w->version : auto_name;
+		m.created = mt_now_rfc3339();
+		char *json = NULL, *key = mt_key_manifest(w->dataset, m.version);
+		if (!m.created || !key)
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		if (!rc)
+			rc = mt_manifest_encode(&m, &json, err);
+		if (!rc)
+			rc = mt_store_put(w->store, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
+		if (!rc && version && snprintf(version, cap, "%s", m.version) >= (int)cap)
+			rc = mt_err(err, MT_ERANGE, "version name %s does not fit %zu bytes",
+				    m.version, cap);
+		free(json);
+		free(key);
+		free(m.created);
+		free(auto_name);
+		/* Another writer took the automatic name first: take the next. */
+		if (rc != MT_EEXIST || w->version)
+			break;
+	}
+	if (rc == MT_EEXIST && w->version)
+		rc = mt_err(err, rc, "%s@%s already exists", w->dataset, w->version);
+	return rc;
+}
+
+int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
+{
+	pthread_mutex_lock(&w->lock);
+	if (w->state != W_OPEN) {
+		int rc = w->state == W_FAILED ? mt_err_copy(err, &w->failure)
+					      : mt_err(err, MT_ESTATE, "dataset %s: writer is "
+						       "not open", w->dataset);
+		pthread_mutex_unlock(&w->lock);
+		return rc;
+	}
+	w->state = W_COMMITTING;
+	int rc = 0;
+	if (w->cur && w->cur->rows) {
+		struct pending *p = w->cur;
+		w->cur = NULL;
+		rc = enqueue_locked(w, p);
+	}
+	w->stop = 1;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	w->thread_started = 0;
+	if (w->state == W_FAILED)
+		return mt_err_copy(err, &w->failure);
+	if (rc)
+		return mt_err(err, rc, "dataset %s: commit failed", w->dataset);
+	rc = write_manifest(w, version, cap, err);
+	w->state = rc ? W_FAILED : W_DONE;
+	if (rc && err)
+		w->failure = *err;
+	return rc;
+}
+
+void mt_writer_abort(mt_writer *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	if (w->state != W_DONE)
+		w->state = W_ABORTED;
+	w->stop = 1;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	if (w->thread_started) {
+		pthread_join(w->thread, NULL);
+		w->thread_started = 0;
+	}
+}
+
+void mt_writer_close(mt_writer *w)
+{
+	if (!w)
+		return;
+	mt_writer_abort(w);
+	pending_free(w->cur, w->nattrs);
+	for (struct pending *p = w->qhead, *n; p; p = n) {
+		n = p->next;
+		pending_free(p, w->nattrs);
+	}
+	mt_attrs_free(w->attrs, w->nattrs);
+	mt_strv_free(w->tags, w->ntags);
+	free(w->shards);
+	free(w->dataset);
+	free(w->version);
+	free(w->parent);
+	free(w->author);
+	free(w->description);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}

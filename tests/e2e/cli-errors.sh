@@ -1,0 +1,83 @@
+#!/bin/bash
+# cli-errors.sh — bad input gets one clear line naming the file/key/row, exit status ≠ 0, and nothing committed.
+. "$(dirname "$0")/lib.sh"
+M=$MATORAGE
+T="$PY $top_srcdir/tests/e2e/npy_tool.py"
+STORE=$WORK/store
+
+nothing_committed() { ! $M ls 2>/dev/null | grep -qx "$1"; }
+
+$T make "$WORK/good.npy" float32 50x8 1
+head -c 1000 "$WORK/good.npy" > "$WORK/trunc.npy"
+fails "truncated .npy is refused, naming the file" 1 "trunc.npy.*truncat" $M put bad1 x="$WORK/trunc.npy"
+ok $(nothing_committed bad1; echo $?) "truncated input commits nothing"
+
+$PY -c "import numpy as np; np.save('$WORK/obj.npy', np.array([1, 'a', None], dtype=object), allow_pickle=True)"
+fails "object-dtype .npy is refused" 1 "obj.npy.*object" $M put bad2 x="$WORK/obj.npy"
+$PY -c "import numpy as np; np.save('$WORK/cplx.npy', np.zeros(4, dtype=np.complex64))"
+fails "unknown dtype (complex64) is refused" 1 "cplx.npy.*(unsupported|dtype)" $M put bad3 x="$WORK/cplx.npy"
+$T make "$WORK/short.npy" int64 49 1
+fails "mismatched row counts name both files" 1 "good.npy.*50.*short.npy.*49|short.npy.*49.*good.npy.*50" \
+	$M put bad4 a="$WORK/good.npy" b="$WORK/short.npy"
+ok $(nothing_committed bad4; echo $?) "mismatched rows commit nothing"
+fails "missing input file is named" 1 "nosuch.npy" $M put bad5 x="$WORK/nosuch.npy"
+$PY -c "import numpy as np; np.save('$WORK/scalar.npy', np.float32(3))"
+fails "a 0-d array has no rows" 1 "scalar.npy" $M put bad6 x="$WORK/scalar.npy"
+fails "bad dataset name" 1 "dataset name" $M put 'no/slash' x="$WORK/good.npy"
+
+# Usage errors exit 2.
+fails "unknown command" 2 "unknown command|usage" $M frobnicate
+fails "put without arguments" 2 "usage|put" $M put
+fails "get without -o" 2 "usage|-o|output" $M get ds x
+fails "bad --rows" 2 "rows" $M get ds x -o "$WORK/o.npy" --rows 5:abc
+fails "bad --shard-size" 2 "shard-size" $M put ds x="$WORK/good.npy" --shard-size lots
+fails "rm needs an explicit version" 2 "version|usage" $M rm ds
+
+# Damage in the store.
+check "a sound dataset to damage" $M put dmg x="$WORK/good.npy" --shard-rows 10 --chunk-size 64
+fails "row range past the end" 1 "50" $M get dmg x -o "$WORK/o.npy" --rows 40:60
+fails "unknown attribute" 1 "nope" $M get dmg nope -o "$WORK/o.npy"
+fails "unknown version" 1 "dmg@v9" $M info dmg@v9
+
+shards=("$STORE"/datasets/dmg/shards/*.h5)
+# Flip one byte in the middle of the second shard's first chunk.
+$PY - "${shards[1]}" "$WORK/o.npy" <<'PYEOF'
+import sys, json, struct
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+# The chunk index is the contiguous dataset "_matorage_index"; find it by its magic.
+ix = data.rfind(b"MTIX")
+n = struct.unpack_from("<I", data, ix + 8)[0]
+p = ix + 12
+nl = struct.unpack_from("<I", data, p)[0]
+p += 4 + nl + 4 + 8 * 4
+off, size = struct.unpack_from("<QQ", data, p)
+data[off + size // 2] ^= 0x55
+open(path, "wb").write(bytes(data))
+PYEOF
+sha=$(basename "${shards[1]}" .h5)
+out=$($M verify dmg 2>&1)
+rc=$?
+ok $([ $rc -eq 1 ] && echo "$out" | grep -q "$sha" && [ "$(echo "$out" | grep -c "$sha")" -eq 1 ]; echo $?) \
+	"verify exits 1 with one line for the damaged shard"
+echo "$out" | sed 's/^/# /'
+# Which rows does the damaged shard hold? Find its first_row in the manifest.
+first=$($M info dmg --json | $PY -c "import json,sys; m=json.load(sys.stdin); print([s['first_row'] for s in m['shards'] if s['sha256']=='$sha'][0])")
+fails "get refuses the damaged rows, naming shard and rows" 1 "$sha.*(rows|checksum)" \
+	$M get dmg x -o "$WORK/o.npy" --rows "$first:$((first + 1))"
+ok $([ ! -e "$WORK/o.npy" ] || ! $T same "$WORK/good.npy" "$WORK/o.npy" "$first:$((first + 1))" 2>/dev/null; echo $?) \
+	"no output file with the damaged rows"
+check "rows of sound shards still come back" bash -c "$M get dmg x -o $WORK/o2.npy --rows 0:10 && $T same $WORK/good.npy $WORK/o2.npy 0:10"
+
+rm -f "${shards[2]}"
+sha2=$(basename "${shards[2]}" .h5)
+fails "missing shard object is named" 1 "$sha2" $M get dmg x -o "$WORK/o.npy"
+out=$($M verify dmg 2>&1)
+ok $([ $? -eq 1 ] && echo "$out" | grep -q "$sha2.*missing\|missing.*$sha2"; echo $?) "verify reports the missing shard"
+
+echo '{"format": 1, "dataset": "dmg", ' > "$STORE/datasets/dmg/versions/v1.json"
+fails "corrupt manifest is named" 1 "datasets/dmg/versions/v1.json" $M info dmg@v1
+fails "corrupt manifest blocks get" 1 "versions/v1.json" $M get dmg@v1 x -o "$WORK/o.npy"
+fails "gc refuses while a manifest is unreadable" 1 "v1.json" $M gc dmg --delete --grace 0
+
+done_testing

@@ -1,0 +1,57 @@
+#!/bin/bash
+# cli-roundtrip.sh — put → get through the real binary for every dtype and shape; versions, append, ls, info, cat, rm.
+. "$(dirname "$0")/lib.sh"
+M=$MATORAGE
+T="$PY $top_srcdir/tests/e2e/npy_tool.py"
+
+# Every dtype, scalar / 1-D / 3-D rows, written by numpy, back bit-exact.
+for dt in bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64; do
+	for shape in 37 37x5 37x2x3x4; do
+		$T make "$WORK/in.npy" $dt $shape 7
+		out=$($M put rt-$dt-$shape x="$WORK/in.npy" --shard-rows 10 --chunk-size 64 2>&1) &&
+			$M get rt-$dt-$shape x -o "$WORK/out.npy" 2>&1 &&
+			$T same "$WORK/in.npy" "$WORK/out.npy"
+		ok $? "put/get $dt shape $shape round-trips bit-exact"
+	done
+done
+
+# Fortran order, big endian, .npy format 2.0 and 3.0 come back as C-order little endian.
+$T make "$WORK/f.npy" float64 20x3 3 F
+check "Fortran-order input" bash -c "$M put ford x=$WORK/f.npy && $M get ford x -o $WORK/o.npy && $T same $WORK/f.npy $WORK/o.npy"
+$T make "$WORK/b.npy" int32 20x3 3 C '>'
+check "big-endian input" bash -c "$M put bend x=$WORK/b.npy && $M get bend x -o $WORK/o.npy && $T same $WORK/b.npy $WORK/o.npy"
+for v in 2.0 3.0; do
+	$T make "$WORK/v.npy" uint16 9x2 4 C '<' $v
+	check ".npy format $v input" bash -c "$M put fmt${v%.0} x=$WORK/v.npy && $M get fmt${v%.0} x -o $WORK/o.npy && $T same $WORK/v.npy $WORK/o.npy"
+done
+
+# Several attributes, row ranges, 0 and 1 rows.
+$T make "$WORK/img.npy" uint8 100x4x4 1
+$T make "$WORK/lab.npy" int64 100 2
+check "two attributes" $M put multi image="$WORK/img.npy" label="$WORK/lab.npy" --shard-rows 32 --description "two attrs" --tag a --tag b
+check "get --rows 30:70" bash -c "$M get multi image -o $WORK/o.npy --rows 30:70 && $T same $WORK/img.npy $WORK/o.npy 30:70"
+check "get --rows 99:" bash -c "$M get multi label -o $WORK/o.npy --rows 99: && $T same $WORK/lab.npy $WORK/o.npy 99:"
+$T make "$WORK/zero.npy" float32 0x3 1
+check "0-row dataset" bash -c "$M put zero x=$WORK/zero.npy && $M get zero x -o $WORK/o.npy && $T same $WORK/zero.npy $WORK/o.npy"
+$T make "$WORK/one.npy" float32 1x3 1
+check "1-row dataset" bash -c "$M put one x=$WORK/one.npy && $M get one x -o $WORK/o.npy && $T same $WORK/one.npy $WORK/o.npy"
+
+# Versions, append, listings.
+out=$($M put multi image="$WORK/img.npy" label="$WORK/lab.npy")
+ok $([ "$out" = "multi@v2" ]; echo $?) "second put prints multi@v2 (got '$out')"
+out=$($M put multi@v2 image="$WORK/img.npy" label="$WORK/lab.npy" 2>&1)
+ok $([ $? -eq 1 ] && echo "$out" | grep -q "already exists"; echo $?) "put to an existing version fails"
+out=$($M put multi image="$WORK/img.npy" label="$WORK/lab.npy" --append)
+check "append makes v3 with 200 rows" bash -c "$M info multi@v3 | grep -Eq 'rows:? *200'"
+check "appended rows equal the parent's followed by the new" bash -c "$M get multi@v3 label -o $WORK/o.npy --rows 100:200 && $T same $WORK/lab.npy $WORK/o.npy"
+check "ls lists datasets" bash -c "$M ls | grep -qx multi && $M ls | grep -qx zero"
+check "ls DATASET lists versions oldest first" bash -c "[ \"\$($M ls multi | tr '\n' ' ')\" = 'v1 v2 v3 ' ]"
+check "info --json is the manifest" bash -c "$M info multi@v1 --json | $PY -c 'import json,sys; m=json.load(sys.stdin); assert m[\"rows\"]==100 and m[\"tags\"]==[\"a\",\"b\"] and m[\"description\"]==\"two attrs\"'"
+check "info shows attributes, shards, ratio" bash -c "$M info multi@v1 | grep -q uint8 && $M info multi@v1 | grep -qi shards && $M info multi@v1 | grep -qi ratio"
+check "cat prints rows as text" bash -c "[ \"\$($M cat multi label --rows 3:5 | wc -l)\" -eq 2 ] && $M cat multi label --rows 3:4 | grep -qx -- \"\$($PY -c 'import numpy as n; print(n.load(\"$WORK/lab.npy\")[3])')\""
+check "verify passes on a sound version" $M verify multi@v1
+check "rm removes a version" bash -c "$M rm multi@v2 && ! $M ls multi | grep -qx v2"
+check "gc dry run lists v2-only shards? none: shards shared" $M gc multi --grace 0
+check "v1 still reads after rm and gc --delete" bash -c "$M gc --delete --grace 0 && $M get multi@v1 image -o $WORK/o.npy && $T same $WORK/img.npy $WORK/o.npy"
+
+done_testing

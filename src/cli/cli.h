@@ -1,0 +1,152 @@
+/* cli.h — the matorage command's shared declarations: command table entries, parsed arguments, helpers. */
+#ifndef MT_CLI_H
+#define MT_CLI_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matorage.h"
+
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define CLI_NORETURN __attribute__((noreturn))
+
+/* Exit statuses: the operation failed, or the command line was wrong. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* Reads and writes move data in batches of about this many bytes, so memory stays
+ * flat whatever the size of the file or version. */
+#define CLI_BATCH_BYTES (8u << 20)
+
+/* One option a command accepts; a table ends with an entry whose name is NULL. */
+struct cli_option {
+	const char *name;  /* long spelling, without "--" */
+	char short_name;   /* one-letter spelling, or 0 */
+	const char *arg;   /* placeholder for its value ("FILE"); NULL for a flag */
+	const char *help;  /* one line for --help */
+};
+
+/* What the parser found: positional arguments in order, and every value given
+ * for each option of the command's table (an option may repeat). */
+struct cli_args {
+	const struct cli_cmd *cmd;
+	int argc;
+	char **argv;
+	struct cli_optval {
+		int n;
+		const char **v;
+	} *opts; /* parallel to cmd->options */
+};
+
+/* State every command shares: the global options and the store, opened lazily. */
+struct cli_ctx {
+	const char *store_url; /* NULL: the library's default */
+	int quiet;
+	mt_store *store;
+};
+
+/* One subcommand.  Usage and help text are generated from these fields, so what
+ * `matorage help CMD` says is what the parser accepts. */
+struct cli_cmd {
+	const char *name;
+	const char *usage; /* positional arguments, as shown after the name */
+	const struct cli_option *options;
+	int (*exec)(struct cli_ctx *ctx, const struct cli_args *args);
+	const char *summary;
+	int min_args; /* positional arguments accepted; max_args -1: no limit */
+	int max_args;
+};
+
+extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, cli_cmd_info,
+	cli_cmd_verify, cli_cmd_rm, cli_cmd_gc;
+
+/* ---- cli-util.c ---- */
+
+/* Allocation for the application: print and exit on failure. */
+void *cli_xmalloc(size_t n);
+void *cli_xcalloc(size_t n, size_t size);
+void *cli_xreallocarray(void *p, size_t n, size_t size);
+char *cli_xstrdup(const char *s);
+char *cli_xasprintf(const char *fmt, ...) CLI_PRINTF(1, 2);
+
+/* "matorage: MESSAGE" on stderr, one line; cli_fail reports a library error.
+ * Both return CLI_FAIL. */
+int cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+int cli_fail(const mt_error *err);
+/* "matorage: CMD: MESSAGE (see 'matorage help CMD')" on stderr; returns CLI_USAGE. */
+int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* Parse argv (after the command name) against cmd's options.  Options may come
+ * before, between or after positional arguments; "--" ends them.  Returns CLI_OK,
+ * CLI_USAGE after printing why, or -1 when --help was asked for (the caller prints
+ * the help).  The global options --store, --quiet also work here and go to ctx. */
+int cli_args_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_ctx *ctx,
+		   struct cli_args *out);
+void cli_args_free(struct cli_args *a);
+/* Whether option `name` was given, the last value given, or all of them. */
+int cli_has(const struct cli_args *a, const char *name);
+const char *cli_get(const struct cli_args *a, const char *name);
+const char *const *cli_get_all(const struct cli_args *a, const char *name, size_t *n);
+
+/* Strict number options: absent leaves *out alone; a bad value is a usage error
+ * naming the option.  Byte counts accept K, M, G, T suffixes (powers of 1024). */
+int cli_opt_u64(const struct cli_args *a, const char *name, uint64_t *out);
+int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t *out);
+int cli_opt_int(const struct cli_args *a, const char *name, int lo, int hi, int *out);
+
+/* A row range as written: "A:B", "A:", ":B" or "N" (meaning N:N+1). */
+struct cli_rows {
+	uint64_t a, b;
+	int has_a, has_b;
+	const char *text;
+};
+int cli_opt_rows(const struct cli_args *a, const char *name, struct cli_rows *out);
+/* The range within a version of `nrows` rows, or an error (CLI_FAIL) naming `what`. */
+int cli_rows_resolve(const struct cli_rows *r, uint64_t nrows, const char *what, uint64_t *a,
+		     uint64_t *b);
+
+/* DATASET[@VERSION]; version NULL when not given.  An empty part is a usage error. */
+struct cli_ref {
+	char *dataset;
+	char *version;
+};
+int cli_ref_parse(const struct cli_cmd *cmd, const char *arg, struct cli_ref *out);
+void cli_ref_free(struct cli_ref *r);
+
+/* The store named by --store (or the default), opened on first use; NULL after
+ * printing the error. */
+mt_store *cli_store(struct cli_ctx *ctx);
+/* Open dataset@version for reading; NULL after printing the error. */
+mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref);
+/* Index of attribute `name` of r, or -1 after printing an error listing the attributes. */
+int cli_attr_index(mt_reader *r, const char *name);
+
+/* "1.5 MiB" into buf. */
+const char *cli_human_bytes(uint64_t n, char *buf, size_t cap);
+/* A row's shape as "(28, 28)"; ragged rows as "(*, 28)". */
+const char *cli_shape_str(const mt_attr *a, char *buf, size_t cap);
+
+/* ---- progress.c ---- */
+
+/* Set by SIGINT while a long operation runs; progress callbacks return it so the
+ * library cancels, and loops in the commands check it between batches. */
+extern volatile sig_atomic_t cli_interrupted;
+/* Catch the first SIGINT (a second one kills as usual). */
+void cli_catch_interrupt(void);
+
+/* A progress bar on stderr, drawn only when stderr is a terminal and not --quiet,
+ * redrawn at most ten times a second.  Safe to update from several threads. */
+struct cli_progress;
+struct cli_progress *cli_progress_begin(const struct cli_ctx *ctx, const char *label,
+					uint64_t total);
+/* Record that `done` bytes (of `total`, 0: unchanged) are done and maybe redraw;
+ * returns nonzero once interrupted. */
+int cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total);
+/* Change the label ("committing") and redraw. */
+void cli_progress_label(struct cli_progress *p, const char *label);
+/* Clear the bar and free it; accepts NULL. */
+void cli_progress_end(struct cli_progress *p);
+/* An mt_progress_fn whose ud is a struct cli_progress (which may be NULL). */
+int cli_progress_fn(void *ud, uint64_t done, uint64_t total);
+
+#endif

@@ -395,6 +395,16 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 		rc = mt_err(err, rc, "out of memory");
 	if (!rc && !dry_run && g->doomed.n)
 		rc = mt_store_del(g->s, (const char *const *)g->doomed.v, g->doomed.n, err);
+	/* Uploads a crashed writer never finished are garbage as well. */
+	uint64_t n = 0, bytes = 0;
+	char *dir = rc ? NULL : mt_asprintf("datasets/%s/", dataset);
+	if (!rc && !dir)
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = g->s->ops->sweep(g->s, dir, g->cutoff + 1, dry_run, &n, &bytes, err);
+	free(dir);
+	g->nobjects += n;
+	g->nbytes += bytes;
 	mt_strv_free(g->referenced.v, g->referenced.n);
 	mt_strv_free(g->doomed.v, g->doomed.n);
 	g->referenced = (struct strv){0};

@@ -51,6 +51,11 @@ typedef struct mt_store_ops {
 		    mt_list_page *page, mt_error *err);
 	/* Delete keys; a missing key is not an error. */
 	int (*del)(mt_store *s, const char *const *keys, size_t n, mt_error *err);
+	/* Find (and unless dry_run remove) uploads under prefix that were
+	 * started before `before` (epoch seconds) and never finished: temporary
+	 * files of a crashed writer, abandoned multipart uploads. */
+	int (*sweep)(mt_store *s, const char *prefix, int64_t before, int dry_run,
+		     uint64_t *n, uint64_t *bytes, mt_error *err);
 	void (*close)(mt_store *s);
 } mt_store_ops;
 

@@ -37,7 +37,10 @@ struct mt_writer {
 	mt_progress_fn progress;
 	void *progress_ud;
 
-	pthread_mutex_t lock; /* guards everything below */
+	/* Held for a whole append (and commit), so one call's rows stay
+	 * together even while it waits for the upload queue. */
+	pthread_mutex_t append_lock;
+	pthread_mutex_t lock; /* guards everything below; shared with the uploader */
 	pthread_cond_t cond;
 	struct pending *cur;
 	struct pending *qhead, *qtail;
@@ -308,6 +311,7 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 	mt_writer *w = calloc(1, sizeof *w);
 	if (!w)
 		return mt_err(err, MT_ENOMEM, "out of memory");
+	pthread_mutex_init(&w->append_lock, NULL);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	w->store = s;
@@ -455,6 +459,7 @@ int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
 	if (!src_items)
 		return mt_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
 	mt_error e = {0};
+	pthread_mutex_lock(&w->append_lock);
 	pthread_mutex_lock(&w->lock);
 	for (uint64_t r = 0; r < nrows && w->state == W_OPEN;) {
 		if (!w->cur && !(w->cur = pending_new(w))) {
@@ -481,6 +486,7 @@ int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
 	else if (w->state != W_OPEN)
 		rc = mt_err(err, MT_ESTATE, "dataset %s: writer is not open", w->dataset);
 	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->append_lock);
 	free(src_items);
 	return rc;
 }
@@ -526,12 +532,14 @@ static int write_manifest(mt_writer *w, char *version, size_t cap, mt_error *err
 
 int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 {
+	pthread_mutex_lock(&w->append_lock);
 	pthread_mutex_lock(&w->lock);
 	if (w->state != W_OPEN) {
 		int rc = w->state == W_FAILED ? mt_err_copy(err, &w->failure)
 					      : mt_err(err, MT_ESTATE, "dataset %s: writer is "
 						       "not open", w->dataset);
 		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_unlock(&w->append_lock);
 		return rc;
 	}
 	w->state = W_COMMITTING;
@@ -544,6 +552,7 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	w->stop = 1;
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->append_lock);
 	pthread_join(w->thread, NULL);
 	w->thread_started = 0;
 	if (w->state == W_FAILED)
@@ -593,5 +602,6 @@ void mt_writer_close(mt_writer *w)
 	free(w->description);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->append_lock);
 	free(w);
 }

@@ -9,15 +9,18 @@
 #define DEFAULT_SHARD_BYTES (64ull << 20)
 #define DEFAULT_CHUNK_BYTES (1ull << 20)
 #define DEFAULT_LEVEL 3
-/* Sealed shards waiting for the uploader: bounds memory to about
- * (QUEUE_MAX + 2) shards while letting appends overlap uploads. */
+/* Sealed shards waiting for an upload thread, and the number of upload
+ * threads: memory stays near (QUEUE_MAX + UPLOADERS + 1) shards while
+ * appends, compression and the store's I/O overlap. */
 #define QUEUE_MAX 1
+#define UPLOADERS 2
 #define VERSION_RETRIES 20
 
 enum { W_OPEN, W_COMMITTING, W_DONE, W_FAILED, W_ABORTED };
 
 /* The rows of one shard, laid out per attribute. */
 struct pending {
+	size_t slot; /* its place in shards[] */
 	uint64_t rows;
 	uint64_t bytes;
 	mt_buf *vals;
@@ -48,13 +51,13 @@ struct mt_writer {
 	int state;
 	int stop;
 	mt_error failure;
-	mt_mshard *shards;
+	mt_mshard *shards; /* in row order; first_row set at commit */
 	size_t nshards, cap;
-	uint64_t rows;     /* rows in uploaded shards, the parent's included */
+	uint64_t rows;     /* rows in queued and uploaded shards, the parent's included */
 	uint64_t raw_bytes;
 	uint64_t new_bytes; /* uncompressed bytes uploaded by this writer */
-	pthread_t thread;
-	int thread_started;
+	pthread_t uploaders[UPLOADERS];
+	int nthreads;
 };
 
 void mt_writer_opts_init(mt_writer_opts *o)
@@ -172,12 +175,14 @@ static void *uploader(void *arg)
 		struct pending *p = w->qhead;
 		if (!p)
 			break;
+		w->qhead = p->next;
+		if (!w->qhead)
+			w->qtail = NULL;
+		w->qlen--;
+		pthread_cond_broadcast(&w->cond);
 		if (w->state != W_OPEN && w->state != W_COMMITTING) {
 			/* Failed or aborted: drop what is queued. */
-			w->qhead = p->next;
-			w->qlen--;
 			pending_free(p, w->nattrs);
-			pthread_cond_broadcast(&w->cond);
 			continue;
 		}
 		pthread_mutex_unlock(&w->lock);
@@ -186,17 +191,8 @@ static void *uploader(void *arg)
 		mt_error e = {0};
 		int rc = build_and_upload(w, p, &sh, &raw, &e);
 		pthread_mutex_lock(&w->lock);
-		w->qhead = p->next;
-		if (!w->qhead)
-			w->qtail = NULL;
-		w->qlen--;
 		if (!rc) {
-			sh.first_row = w->rows;
-			if (push_shard_locked(w, &sh))
-				rc = mt_err(&e, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
-		}
-		if (!rc) {
-			w->rows += p->rows;
+			w->shards[p->slot] = sh;
 			w->raw_bytes += raw;
 			w->new_bytes += p->bytes;
 			uint64_t done = w->new_bytes;
@@ -223,6 +219,15 @@ static int enqueue_locked(mt_writer *w, struct pending *p)
 		pending_free(p, w->nattrs);
 		return MT_ESTATE;
 	}
+	/* Reserve the shard's place now: uploads may finish out of order. */
+	mt_mshard none = {0};
+	if (push_shard_locked(w, &none)) {
+		pending_free(p, w->nattrs);
+		fail_locked(w, &(mt_error){MT_ENOMEM, "out of memory"});
+		return MT_ENOMEM;
+	}
+	p->slot = w->nshards - 1;
+	w->rows += p->rows;
 	if (w->qtail)
 		w->qtail->next = p;
 	else
@@ -347,12 +352,12 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 			rc = mt_err(err, MT_EEXIST, "%s@%s already exists", dataset, w->version);
 		free(key);
 	}
-	if (!rc) {
-		if (pthread_create(&w->thread, NULL, uploader, w))
-			rc = mt_err(err, MT_ENOMEM, "dataset %s: cannot start the upload thread",
+	for (int t = 0; !rc && t < UPLOADERS; t++) {
+		if (pthread_create(&w->uploaders[t], NULL, uploader, w) == 0)
+			w->nthreads++;
+		else if (t == 0)
+			rc = mt_err(err, MT_ENOMEM, "dataset %s: cannot start an upload thread",
 				    dataset);
-		else
-			w->thread_started = 1;
 	}
 	if (rc) {
 		mt_writer_close(w);
@@ -530,6 +535,13 @@ static int write_manifest(mt_writer *w, char *version, size_t cap, mt_error *err
 	return rc;
 }
 
+static void join_uploaders(mt_writer *w)
+{
+	for (int t = 0; t < w->nthreads; t++)
+		pthread_join(w->uploaders[t], NULL);
+	w->nthreads = 0;
+}
+
 int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 {
 	pthread_mutex_lock(&w->append_lock);
@@ -553,10 +565,14 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_unlock(&w->append_lock);
-	pthread_join(w->thread, NULL);
-	w->thread_started = 0;
+	join_uploaders(w);
 	if (w->state == W_FAILED)
 		return mt_err_copy(err, &w->failure);
+	uint64_t row = 0;
+	for (size_t i = 0; i < w->nshards; i++) {
+		w->shards[i].first_row = row;
+		row += w->shards[i].rows;
+	}
 	if (rc)
 		return mt_err(err, rc, "dataset %s: commit failed", w->dataset);
 	rc = write_manifest(w, version, cap, err);
@@ -576,10 +592,7 @@ void mt_writer_abort(mt_writer *w)
 	w->stop = 1;
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
-	if (w->thread_started) {
-		pthread_join(w->thread, NULL);
-		w->thread_started = 0;
-	}
+	join_uploaders(w);
 }
 
 void mt_writer_close(mt_writer *w)

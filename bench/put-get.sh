@@ -1,9 +1,13 @@
 #!/bin/bash
 # put-get.sh — put and full get of a float32 dataset through matorage vs h5py+hdf5plugin writing/reading the same HDF5 layout, same zstd level, same run.
-# Usage: bench/put-get.sh [MATORAGE_BINARY] [GIB]   (defaults: build/bench/src/cli/matorage, 1)
+# Usage: bench/put-get.sh [BUILD_DIR] [GIB]   (defaults: build/bench, 1)
+# h5py needs a zstd filter plugin and Debian 12 ships none, so it uses the one
+# built here (plugins/.libs): the same filter id and level, plain zstd frames.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-M=${1:-$here/../build/bench/src/cli/matorage}
+BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
+M=$BUILD/src/cli/matorage
+export HDF5_PLUGIN_PATH=$BUILD/plugins/.libs
 GIB=${2:-1}
 PY=/usr/bin/python3
 DIR=${BENCH_DIR:-/tmp/mt-bench}

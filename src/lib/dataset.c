@@ -104,7 +104,7 @@ static int list_datasets(mt_store *s, int with_manifest, struct strv *out, mt_er
 
 int mt_store_datasets(mt_store *s, char ***names, size_t *n, mt_error *err)
 {
-	struct strv l;
+	struct strv l = {0};
 	int rc = list_datasets(s, 1, &l, err);
 	if (rc)
 		return rc;
@@ -194,7 +194,7 @@ static int dated_cmp(const void *x, const void *y)
  * break ties. */
 static int versions_by_age(mt_store *s, const char *dataset, struct strv *out, mt_error *err)
 {
-	struct strv names;
+	struct strv names = {0};
 	int rc = version_names(s, dataset, &names, err);
 	if (rc)
 		return rc;
@@ -230,7 +230,7 @@ static int versions_by_age(mt_store *s, const char *dataset, struct strv *out, m
 int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t *n,
 		      mt_error *err)
 {
-	struct strv l;
+	struct strv l = {0};
 	int rc = versions_by_age(s, dataset, &l, err);
 	if (rc)
 		return rc;
@@ -295,7 +295,7 @@ int mt_dataset_load(mt_store *s, const char *dataset, const char *version, mt_ma
 
 int mt_dataset_next_version(mt_store *s, const char *dataset, char **out, mt_error *err)
 {
-	struct strv names;
+	struct strv names = {0};
 	int rc = version_names(s, dataset, &names, err);
 	if (rc)
 		return rc;
@@ -364,7 +364,7 @@ static int gc_consider(void *ud, const mt_obj *o)
 
 static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_error *err)
 {
-	struct strv names;
+	struct strv names = {0};
 	int rc = version_names(g->s, dataset, &names, err);
 	if (rc)
 		return rc;

@@ -33,6 +33,7 @@ for i in range(0, rows, step):
     out[i:i + step] = np.round(rng.standard_normal((min(step, rows - i), cols)), 3)
 out.flush()
 PYEOF
+sync # the input's own writeback must not land on the first contender
 cat "$DIR/x.npy" > /dev/null # warm the page cache for both contenders
 
 t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
@@ -40,7 +41,7 @@ mb() { echo "scale=1; $GIB * 1024 / $1" | bc; }
 
 put=$(t "$M" put bench x="$DIR/x.npy" --level $LEVEL)
 h5put=$(t $PY - "$DIR/x.npy" "$DIR/h5py.h5" $LEVEL $CHUNK_ROWS <<'PYEOF'
-import sys
+import os, sys
 import h5py, hdf5plugin, numpy as np
 src, dst, level, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 a = np.load(src, mmap_mode="r")
@@ -50,8 +51,14 @@ with h5py.File(dst, "w") as f:
     step = chunk * 64
     for i in range(0, a.shape[0], step):
         d[i:i + step] = a[i:i + step]
+# matorage's put returns only once its shards are on disk; make h5py's
+# result as durable so both pay for the same writes.
+fd = os.open(dst, os.O_RDONLY)
+os.fsync(fd)
+os.close(fd)
 PYEOF
 )
+sync
 get=$(t "$M" get bench x -o "$DIR/out.npy")
 h5get=$(t $PY - "$DIR/h5py.h5" "$DIR/h5out.npy" <<'PYEOF'
 import sys

@@ -303,7 +303,8 @@ static int assemble(const char *dataset, uint64_t rows, struct part *parts, size
 	char fname[64];
 	snprintf(fname, sizeof fname, "matorage-shard-%u.h5", atomic_fetch_add(&shard_serial, 1));
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-	H5Pset_fapl_core(fapl, (size_t)(zbytes / 8 + 65536), 0);
+	/* One allocation for the whole image: growing it would copy it again. */
+	H5Pset_fapl_core(fapl, (size_t)(zbytes + (1u << 20)), 0);
 	hid_t file = H5Fcreate(fname, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
 	H5Pclose(fapl);
 	if (file < 0)

@@ -242,7 +242,8 @@ static void fs_upload_abort(mt_upload *u)
 static int fs_upload_commit(mt_upload *u, mt_error *err)
 {
 	int rc = 0;
-	if (fsync(u->fd) != 0)
+	int sync = !(u->flags & MT_PUT_NOSYNC);
+	if (sync && fsync(u->fd) != 0)
 		rc = fs_fail(u->s, u->key, "fsync", errno, err);
 	if (!rc && (u->flags & MT_PUT_EXCLUSIVE)) {
 		if (link(u->tmp, u->path) != 0)
@@ -253,7 +254,7 @@ static int fs_upload_commit(mt_upload *u, mt_error *err)
 	} else if (!rc && rename(u->tmp, u->path) != 0) {
 		rc = fs_fail(u->s, u->key, "rename", errno, err);
 	}
-	if (!rc)
+	if (!rc && sync)
 		fsync_dir_of(u->path);
 	close(u->fd);
 	if (rc || (u->flags & MT_PUT_EXCLUSIVE))
@@ -510,6 +511,30 @@ static int fs_del(mt_store *st, const char *const *keys, size_t n, mt_error *err
 	return 0;
 }
 
+static int fs_sync(mt_store *st, const char *const *keys, size_t n, mt_error *err)
+{
+	fs_store *s = (fs_store *)st;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		char *path = (rc = key_ok(s, keys[i], err)) ? NULL : key_path(s, keys[i]);
+		if (!rc && !path)
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		if (path && (fd < 0 || fsync(fd) != 0))
+			rc = fs_fail(s, keys[i], "fsync", errno, err);
+		if (fd >= 0)
+			close(fd);
+		/* Objects of one writer share a directory: flush it once. */
+		const char *prev = i ? strrchr(keys[i - 1], '/') : NULL;
+		const char *cur = strrchr(keys[i], '/');
+		if (!rc && (!i || !prev || !cur || prev - keys[i - 1] != cur - keys[i] ||
+			    strncmp(keys[i - 1], keys[i], (size_t)(cur - keys[i])) != 0))
+			fsync_dir_of(path);
+		free(path);
+	}
+	return rc;
+}
+
 static void fs_close(mt_store *st)
 {
 	fs_store *s = (fs_store *)st;
@@ -530,6 +555,7 @@ static const mt_store_ops fs_ops = {
 	.head = fs_head,
 	.list = fs_list,
 	.del = fs_del,
+	.sync = fs_sync,
 	.sweep = fs_sweep,
 	.close = fs_close,
 };

@@ -26,6 +26,7 @@ typedef struct mt_upload mt_upload;
 
 /* put flags */
 #define MT_PUT_EXCLUSIVE 1 /* fail with MT_EEXIST when the key exists (manifests) */
+#define MT_PUT_NOSYNC 2    /* durable only after a later sync of the key (shards) */
 
 typedef struct mt_store_ops {
 	const char *scheme;
@@ -51,6 +52,9 @@ typedef struct mt_store_ops {
 		    mt_list_page *page, mt_error *err);
 	/* Delete keys; a missing key is not an error. */
 	int (*del)(mt_store *s, const char *const *keys, size_t n, mt_error *err);
+	/* Make objects written with MT_PUT_NOSYNC durable: one flush for many
+	 * objects instead of a stall per object. */
+	int (*sync)(mt_store *s, const char *const *keys, size_t n, mt_error *err);
 	/* Find (and unless dry_run remove) uploads under prefix that were
 	 * started before `before` (epoch seconds) and never finished: temporary
 	 * files of a crashed writer, abandoned multipart uploads. */

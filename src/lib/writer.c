@@ -53,6 +53,7 @@ struct mt_writer {
 	mt_error failure;
 	mt_mshard *shards; /* in row order; first_row set at commit */
 	size_t nshards, cap;
+	size_t parent_shards; /* the first ones, taken from the parent */
 	uint64_t rows;     /* rows in queued and uploaded shards, the parent's included */
 	uint64_t raw_bytes;
 	uint64_t new_bytes; /* uncompressed bytes uploaded by this writer */
@@ -81,6 +82,8 @@ static void pending_free(struct pending *p, size_t nattrs)
 	free(p);
 }
 
+/* Reserve what a shard of fixed-size rows will hold, so filling it never
+ * copies the buffers again as they grow. */
 static struct pending *pending_new(const mt_writer *w)
 {
 	struct pending *p = calloc(1, sizeof *p);
@@ -92,12 +95,24 @@ static struct pending *pending_new(const mt_writer *w)
 		pending_free(p, w->nattrs);
 		return NULL;
 	}
-	uint8_t zero[8] = {0};
+	uint64_t row_bytes = 0;
 	for (size_t i = 0; i < w->nattrs; i++)
-		if (w->attrs[i].ragged && mt_buf_append(&p->offs[i], zero, 8)) {
+		row_bytes += w->attrs[i].ragged ? 8 : mt_attr_items(&w->attrs[i]) *
+							  mt_dtype_size(w->attrs[i].dtype);
+	uint64_t rows = (w->shard_bytes + row_bytes - 1) / row_bytes;
+	if (w->shard_rows && w->shard_rows < rows)
+		rows = w->shard_rows;
+	uint8_t zero[8] = {0};
+	for (size_t i = 0; i < w->nattrs; i++) {
+		const mt_attr *a = &w->attrs[i];
+		int rc = a->ragged ? mt_buf_append(&p->offs[i], zero, 8)
+				   : mt_buf_reserve(&p->vals[i], (size_t)(rows * mt_attr_items(a) *
+									mt_dtype_size(a->dtype)));
+		if (rc) {
 			pending_free(p, w->nattrs);
 			return NULL;
 		}
+	}
 	return p;
 }
 
@@ -151,7 +166,8 @@ static int build_and_upload(mt_writer *w, const struct pending *p, mt_mshard *sh
 	uint64_t have = 0;
 	mt_error ignored;
 	if (mt_store_head(w->store, key, &have, NULL, &ignored) != 0 || have != img.image.len)
-		rc = mt_store_put(w->store, key, img.image.data, img.image.len, 0, err);
+		rc = mt_store_put(w->store, key, img.image.data, img.image.len, MT_PUT_NOSYNC,
+				  err);
 	if (!rc) {
 		memcpy(sh->sha256, img.sha256, sizeof sh->sha256);
 		sh->bytes = img.image.len;
@@ -282,6 +298,7 @@ static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 				rc = mt_err(err, MT_ENOMEM, "out of memory");
 		w->rows = pm->rows;
 		w->raw_bytes = pm->raw_bytes;
+		w->parent_shards = w->nshards;
 		if (!rc && !attrs) {
 			w->attrs = pm->attrs;
 			w->nattrs = pm->nattrs;
@@ -496,6 +513,21 @@ int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
 	return rc;
 }
 
+/* The new shards must be durable before the manifest that names them. */
+static int sync_new_shards(mt_writer *w, mt_error *err)
+{
+	size_t n = w->nshards - w->parent_shards;
+	char **keys = calloc(n ? n : 1, sizeof *keys);
+	int rc = keys ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++)
+		if (!(keys[i] = mt_key_shard(w->dataset, w->shards[w->parent_shards + i].sha256)))
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && n)
+		rc = w->store->ops->sync(w->store, (const char *const *)keys, n, err);
+	mt_strv_free(keys, n);
+	return rc;
+}
+
 static int write_manifest(mt_writer *w, char *version, size_t cap, mt_error *err)
 {
 	mt_manifest m = {
@@ -575,7 +607,9 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	}
 	if (rc)
 		return mt_err(err, rc, "dataset %s: commit failed", w->dataset);
-	rc = write_manifest(w, version, cap, err);
+	rc = sync_new_shards(w, err);
+	if (!rc)
+		rc = write_manifest(w, version, cap, err);
 	w->state = rc ? W_FAILED : W_DONE;
 	if (rc && err)
 		w->failure = *err;

@@ -55,50 +55,54 @@ static int strv_cmp(const void *a, const void *b)
 }
 
 struct dataset_list {
+	mt_store *s;
 	struct strv l;
 	int with_manifest; /* only datasets that have a version */
+	mt_error *err;
 };
 
-/* datasets/<name>/... keys name a dataset once per object: keep the
- * distinct names. */
+static int first_object(void *ud, const mt_obj *o)
+{
+	return 1;
+}
+
+/* One entry per dataset directory ("datasets/<name>/"), not per object. */
 static int collect_dataset(void *ud, const mt_obj *o)
 {
 	struct dataset_list *dl = ud;
-	struct strv *l = &dl->l;
 	const char *name = o->key + strlen("datasets/");
-	const char *slash = strchr(name, '/');
-	if (!slash || (dl->with_manifest && strncmp(slash, VERSIONS_DIR, strlen(VERSIONS_DIR))))
+	size_t len = strlen(name);
+	if (len < 2 || name[len - 1] != '/')
 		return 0;
-	size_t len = (size_t)(slash - name);
-	if (l->n && strlen(l->v[l->n - 1]) == len && strncmp(l->v[l->n - 1], name, len) == 0)
-		return 0;
-	return strv_push(l, name, len);
+	char *n = strndup(name, len - 1);
+	if (!n)
+		return MT_ENOMEM;
+	int rc = mt_name_check(n, "dataset", NULL);
+	if (!rc && dl->with_manifest) {
+		char *versions = mt_asprintf("datasets/%s/versions/", n);
+		rc = versions ? mt_store_list_all(dl->s, versions, first_object, NULL, dl->err)
+			      : MT_ENOMEM;
+		free(versions);
+		/* 1: it has a manifest; 0: none, skip it. */
+		rc = rc == 1 ? 0 : rc == 0 ? 1 : rc;
+	}
+	if (!rc)
+		rc = strv_push(&dl->l, n, len - 1);
+	free(n);
+	return rc == 1 || rc == MT_EINVAL ? 0 : rc;
 }
 
 static int list_datasets(mt_store *s, int with_manifest, struct strv *out, mt_error *err)
 {
-	struct dataset_list dl = {{0}, with_manifest};
-	struct strv *l = &dl.l;
-	int rc = mt_store_list_all(s, "datasets/", collect_dataset, &dl, err);
+	struct dataset_list dl = {s, {0}, with_manifest, err};
+	int rc = mt_store_list_prefixes(s, "datasets/", collect_dataset, &dl, err);
 	if (rc == MT_ENOMEM)
 		rc = mt_err(err, rc, "listing datasets: out of memory");
 	if (rc) {
-		mt_strv_free(l->v, l->n);
+		mt_strv_free(dl.l.v, dl.l.n);
 		return rc;
 	}
-	/* Keys come sorted, but another dataset's name may sort inside a
-	 * prefix ("a" < "a-b" < "a/"), so sort and drop repeats. */
-	if (l->n)
-		qsort(l->v, l->n, sizeof *l->v, strv_cmp);
-	size_t k = 0;
-	for (size_t i = 0; i < l->n; i++) {
-		if (k && strcmp(l->v[k - 1], l->v[i]) == 0)
-			free(l->v[i]);
-		else
-			l->v[k++] = l->v[i];
-	}
-	l->n = k;
-	*out = *l;
+	*out = dl.l;
 	return 0;
 }
 
@@ -351,7 +355,8 @@ static int gc_consider(void *ud, const mt_obj *o)
 {
 	struct gc_state *g = ud;
 	const char *k = o->key;
-	if (bsearch(&k, g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp))
+	if (g->referenced.n &&
+	    bsearch(&k, g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp))
 		return 0;
 	if (o->mtime > g->cutoff)
 		return 0;

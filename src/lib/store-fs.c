@@ -387,6 +387,7 @@ static int walk_dir(struct walk *w, const char *rel, mt_error *err)
 		n++;
 	}
 	closedir(d);
+	free(dirpath);
 	if (n)
 		qsort(names, n, sizeof *names, name_cmp);
 	size_t plen = strlen(w->prefix);
@@ -475,6 +476,62 @@ static int fs_list(mt_store *st, const char *prefix, const char *token, size_t m
 	return rc;
 }
 
+static int fs_list_prefixes(mt_store *st, const char *prefix, const char *token, size_t max,
+			    mt_list_page *page, mt_error *err)
+{
+	fs_store *s = (fs_store *)st;
+	*page = (mt_list_page){0};
+	char *rel = prefix_dir(prefix);
+	char *path = rel ? mt_asprintf("%s/%s", s->root, rel) : NULL;
+	DIR *d = path ? opendir(path) : NULL;
+	int rc = !path ? mt_err(err, MT_ENOMEM, "out of memory")
+		 : !d && errno != ENOENT && errno != ENOTDIR ? fs_fail(s, prefix, "list", errno, err)
+							     : 0;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	for (struct dirent *de; !rc && d && (de = readdir(d));) {
+		char *key = mt_asprintf("%s%s/", rel, de->d_name);
+		char *full = key ? mt_asprintf("%s/%s", s->root, key) : NULL;
+		struct stat sb;
+		int keep = full && de->d_name[0] != '.' && strncmp(key, prefix, strlen(prefix)) == 0 &&
+			   (!token || strcmp(key, token) > 0) && lstat(full, &sb) == 0 &&
+			   S_ISDIR(sb.st_mode);
+		free(full);
+		if (!key || (keep && n == cap && !(names = realloc(names, (cap = cap ? 2 * cap : 32) *
+								       sizeof *names)))) {
+			free(key);
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			break;
+		}
+		if (keep)
+			names[n++] = key;
+		else
+			free(key);
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(names, n, sizeof *names, name_cmp);
+	size_t take = max ? max : PAGE_DEFAULT;
+	if (!rc && n)
+		rc = (page->objs = calloc(n < take ? n : take, sizeof *page->objs))
+			     ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (!rc && i < take)
+			page->objs[page->n++].key = names[i];
+		else
+			free(names[i]);
+	}
+	if (!rc && n > take && !(page->next = mt_strdup(page->objs[take - 1].key)))
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	free(names);
+	free(path);
+	free(rel);
+	if (rc)
+		mt_list_page_free(page);
+	return rc;
+}
+
 static int fs_sweep(mt_store *st, const char *prefix, int64_t before, int dry_run, uint64_t *n,
 		    uint64_t *bytes, mt_error *err)
 {
@@ -554,6 +611,7 @@ static const mt_store_ops fs_ops = {
 	.upload_abort = fs_upload_abort,
 	.head = fs_head,
 	.list = fs_list,
+	.list_prefixes = fs_list_prefixes,
 	.del = fs_del,
 	.sync = fs_sync,
 	.sweep = fs_sweep,

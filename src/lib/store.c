@@ -145,14 +145,15 @@ int mt_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err)
 	return s->ops->del(s, keys, n, err);
 }
 
-int mt_store_list_all(mt_store *s, const char *prefix, int (*fn)(void *ud, const mt_obj *o),
-		      void *ud, mt_error *err)
+static int list_pages(mt_store *s, const char *prefix, int prefixes,
+		      int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err)
 {
 	char *token = NULL;
 	int rc = 0;
 	do {
 		mt_list_page page = {0};
-		rc = s->ops->list(s, prefix, token, 0, &page, err);
+		rc = prefixes ? s->ops->list_prefixes(s, prefix, token, 0, &page, err)
+			      : s->ops->list(s, prefix, token, 0, &page, err);
 		free(token);
 		token = NULL;
 		for (size_t i = 0; !rc && i < page.n; i++)
@@ -165,4 +166,16 @@ int mt_store_list_all(mt_store *s, const char *prefix, int (*fn)(void *ud, const
 	} while (!rc && token);
 	free(token);
 	return rc;
+}
+
+int mt_store_list_all(mt_store *s, const char *prefix, int (*fn)(void *ud, const mt_obj *o),
+		      void *ud, mt_error *err)
+{
+	return list_pages(s, prefix, 0, fn, ud, err);
+}
+
+int mt_store_list_prefixes(mt_store *s, const char *prefix,
+			   int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err)
+{
+	return list_pages(s, prefix, 1, fn, ud, err);
 }

@@ -50,6 +50,12 @@ typedef struct mt_store_ops {
 	 * default); token NULL for the first page. */
 	int (*list)(mt_store *s, const char *prefix, const char *token, size_t max,
 		    mt_list_page *page, mt_error *err);
+	/* The distinct next path segments under prefix, each returned as an
+	 * object whose key is prefix + segment + "/" (S3's CommonPrefixes with
+	 * delimiter '/'): listing datasets then costs one entry per dataset,
+	 * not one per shard.  Sorted, paged like list; size and mtime are 0. */
+	int (*list_prefixes)(mt_store *s, const char *prefix, const char *token, size_t max,
+			     mt_list_page *page, mt_error *err);
 	/* Delete keys; a missing key is not an error. */
 	int (*del)(mt_store *s, const char *const *keys, size_t n, mt_error *err);
 	/* Make objects written with MT_PUT_NOSYNC durable: one flush for many
@@ -83,8 +89,11 @@ MT_LOCAL int mt_store_head(mt_store *s, const char *key, uint64_t *size, int64_t
 			   mt_error *err);
 MT_LOCAL int mt_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err);
 /* Call fn for every object under prefix, page by page; stop early when fn
- * returns nonzero (that value is returned). */
+ * returns nonzero (that value is returned).  With `prefixes`, fn gets the
+ * next path segments instead (ops->list_prefixes). */
 MT_LOCAL int mt_store_list_all(mt_store *s, const char *prefix,
 			       int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err);
+MT_LOCAL int mt_store_list_prefixes(mt_store *s, const char *prefix,
+				    int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err);
 
 #endif

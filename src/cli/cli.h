@@ -1,4 +1,4 @@
-/* cli.h — the matorage command's shared declarations: command table entries, parsed arguments, helpers. */
+/* cli.h — declarations shared by the matorage command: command entries, parsed options, helpers. */
 #ifndef MT_CLI_H
 #define MT_CLI_H
 
@@ -121,6 +121,15 @@ mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref);
 /* Index of attribute `name` of r, or -1 after printing an error listing the attributes. */
 int cli_attr_index(mt_reader *r, const char *name);
 
+/* One batch of rows [first, first + n) of an attribute: their values back to back
+ * (bytes of them) and, for a ragged attribute, the n row lengths in items (else
+ * NULL).  A nonzero return stops the reading and is returned by cli_read_rows. */
+typedef int (*cli_rows_fn)(void *ud, uint64_t first, uint64_t n, const void *values,
+			   size_t bytes, const uint64_t *lengths);
+/* Read rows [a, b) of attribute attr in batches of about CLI_BATCH_BYTES (at least
+ * one row, however long), so memory stays flat; library errors are printed. */
+int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud);
+
 /* "1.5 MiB" into buf. */
 const char *cli_human_bytes(uint64_t n, char *buf, size_t cap);
 /* A row's shape as "(28, 28)"; ragged rows as "(*, 28)". */
@@ -144,6 +153,8 @@ struct cli_progress *cli_progress_begin(const struct cli_ctx *ctx, const char *l
 int cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total);
 /* Change the label ("committing") and redraw. */
 void cli_progress_label(struct cli_progress *p, const char *label);
+/* Erase the bar on screen, if any, before printing a line to stderr. */
+void cli_progress_hide(void);
 /* Clear the bar and free it; accepts NULL. */
 void cli_progress_end(struct cli_progress *p);
 /* An mt_progress_fn whose ud is a struct cli_progress (which may be NULL). */

@@ -1,0 +1,47 @@
+/* cmd-gc.c — `matorage gc`: find (with --delete remove) shard objects no manifest references. */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cli.h"
+
+static const struct cli_option gc_options[] = {
+	{ "delete", 0, NULL, "delete the objects found (default: only list them)" },
+	{ "grace", 0, "SECONDS",
+	  "keep objects younger than this: a put may still be running (default 3600)" },
+	{ NULL, 0, NULL, NULL },
+};
+
+static void gc_found(void *ud, const char *key, uint64_t bytes)
+{
+	printf("%" PRIu64 "\t%s\n", bytes, key);
+}
+
+static int gc_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	uint64_t grace = 3600, nobjects = 0, nbytes = 0;
+	int rc = cli_opt_u64(a, "grace", &grace);
+	if (rc)
+		return rc;
+	int del = cli_has(a, "delete");
+	mt_store *s = cli_store(ctx);
+	if (!s)
+		return CLI_FAIL;
+	mt_error err = { 0 };
+	if (mt_store_gc(s, a->argc ? a->argv[0] : NULL, !del, grace, gc_found, NULL, &nobjects,
+			&nbytes, &err))
+		return cli_fail(&err);
+	char human[32];
+	cli_human_bytes(nbytes, human, sizeof human);
+	if (del)
+		printf("deleted %" PRIu64 " objects, %" PRIu64 " bytes (%s)\n", nobjects, nbytes,
+		       human);
+	else
+		printf("%" PRIu64 " objects, %" PRIu64 " bytes (%s) would be deleted%s\n", nobjects,
+		       nbytes, human, nobjects ? " (run with --delete)" : "");
+	return CLI_OK;
+}
+
+const struct cli_cmd cli_cmd_gc = {
+	"gc", "[DATASET]", gc_options, gc_exec,
+	"List (or with --delete remove) stored objects no version references", 0, 1,
+};

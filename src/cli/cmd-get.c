@@ -1,0 +1,128 @@
+/* cmd-get.c — `matorage get`: write rows of one attribute to a .npy file, streaming in batches. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_option get_options[] = {
+	{ "output", 'o', "FILE", "the .npy file to write (required)" },
+	{ "rows", 0, "A:B", "only rows A to B-1; also A:, :B, or N for row N alone" },
+	{ "lengths", 0, "FILE", "ragged attributes: also write the row lengths (int64 .npy)" },
+	{ NULL, 0, NULL, NULL },
+};
+
+struct get_job {
+	mt_reader *r;
+	size_t attr;
+	const mt_attr *at;
+	uint64_t a, b;
+	const char *what; /* dataset@version, for messages */
+	struct cli_progress *p;
+	mt_npy_writer *out, *lengths_out;
+	uint64_t done;
+};
+
+static int get_write(mt_npy_writer *w, const void *buf, size_t bytes)
+{
+	mt_error err = { 0 };
+	return mt_npy_write(w, buf, bytes, &err) ? cli_fail(&err) : 0;
+}
+
+static int get_batch(void *ud, uint64_t first, uint64_t n, const void *values, size_t bytes,
+		     const uint64_t *lengths)
+{
+	struct get_job *j = ud;
+	int rc = get_write(j->out, values, bytes);
+	/* The file says int64; lengths are far below 2^63, so the bytes are the same. */
+	if (!rc && j->lengths_out)
+		rc = get_write(j->lengths_out, lengths, (size_t)n * sizeof *lengths);
+	if (!rc && cli_progress_update(j->p, j->done += bytes, 0))
+		rc = cli_error("get %s: interrupted; no file was written", j->what);
+	return rc;
+}
+
+static int get_finish(mt_npy_writer *w)
+{
+	mt_error err = { 0 };
+	return w && mt_npy_finish(w, &err) ? cli_fail(&err) : 0;
+}
+
+static int get_run(struct cli_ctx *ctx, struct get_job *j, const char *path,
+		   const char *lengths_path)
+{
+	mt_error err = { 0 };
+	uint64_t shape[MT_MAX_RANK + 1];
+	uint64_t item_bytes = mt_attr_items(j->at) * mt_dtype_size(j->at->dtype);
+	uint64_t nrows = j->b - j->a, total = nrows;
+	if (j->at->ragged &&
+	    mt_reader_ragged_lengths(j->r, j->attr, j->a, j->b, NULL, &total, &err))
+		return cli_fail(&err);
+	shape[0] = total;
+	memcpy(shape + 1, j->at->shape, (size_t)j->at->rank * sizeof *shape);
+
+	int rc = 0;
+	if (mt_npy_create(path, j->at->dtype, j->at->rank + 1, shape, &j->out, &err) ||
+	    (lengths_path &&
+	     mt_npy_create(lengths_path, MT_INT64, 1, &nrows, &j->lengths_out, &err)))
+		rc = cli_fail(&err);
+	if (!rc) {
+		cli_catch_interrupt();
+		j->p = cli_progress_begin(ctx, j->what, total * item_bytes);
+		rc = cli_read_rows(j->r, j->attr, j->a, j->b, get_batch, j);
+		cli_progress_end(j->p);
+	}
+	if (!rc)
+		rc = get_finish(j->out);
+	if (!rc)
+		rc = get_finish(j->lengths_out);
+	/* After a failure these remove the unfinished files. */
+	mt_npy_writer_close(j->out);
+	mt_npy_writer_close(j->lengths_out);
+	return rc;
+}
+
+static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	struct cli_ref ref;
+	struct cli_rows rows;
+	const char *path = cli_get(a, "output");
+	const char *lengths_path = cli_get(a, "lengths");
+	int rc = cli_opt_rows(a, "rows", &rows);
+	if (rc)
+		return rc;
+	if (!path)
+		return cli_usage_error(a->cmd, "missing -o FILE, the .npy file to write");
+	if ((rc = cli_ref_parse(a->cmd, a->argv[0], &ref)))
+		return rc;
+	struct get_job j = { 0 };
+	j.r = cli_reader(ctx, &ref);
+	int idx = j.r ? cli_attr_index(j.r, a->argv[1]) : -1;
+	if (idx < 0) {
+		rc = CLI_FAIL;
+		goto out;
+	}
+	const mt_version_info *vi = mt_reader_info(j.r);
+	char *what = cli_xasprintf("%s@%s", vi->dataset, vi->version);
+	j.what = what;
+	j.attr = (size_t)idx;
+	j.at = mt_reader_attr(j.r, j.attr);
+	if (lengths_path && !j.at->ragged)
+		rc = cli_usage_error(a->cmd, "--lengths: attribute '%s' of %s is not ragged",
+				     j.at->name, what);
+	if (!rc)
+		rc = cli_rows_resolve(&rows, vi->rows, what, &j.a, &j.b);
+	if (!rc)
+		rc = get_run(ctx, &j, path, lengths_path);
+	free(what);
+out:
+	mt_reader_close(j.r);
+	cli_ref_free(&ref);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_get = {
+	"get", "DATASET[@VERSION] NAME -o FILE.npy", get_options, get_exec,
+	"Write rows of attribute NAME to a .npy file", 2, 2,
+};

@@ -1,0 +1,111 @@
+/* cmd-info.c — `matorage info`: what a version holds, as text or as its stored JSON manifest. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_option info_options[] = {
+	{ "json", 0, NULL, "print the manifest exactly as stored (JSON, shards included)" },
+	{ "shards", 0, NULL, "also list every shard: sha256, rows, first row, bytes" },
+	{ NULL, 0, NULL, NULL },
+};
+
+static void info_attrs(mt_reader *r)
+{
+	size_t n = mt_reader_nattrs(r);
+	int width = 4, swidth = 2;
+	char shape[MT_MAX_RANK * 24 + 16];
+	for (size_t i = 0; i < n; i++) {
+		const mt_attr *at = mt_reader_attr(r, i);
+		int w = (int)strlen(at->name);
+		width = w > width ? w : width;
+		w = (int)strlen(cli_shape_str(at, shape, sizeof shape));
+		swidth = w > swidth ? w : swidth;
+	}
+	printf("attributes:  %zu\n", n);
+	for (size_t i = 0; i < n; i++) {
+		const mt_attr *at = mt_reader_attr(r, i);
+		printf("  %-*s  %-8s %-*s%s\n", width, at->name, mt_dtype_name(at->dtype),
+		       at->ragged ? swidth : 0, cli_shape_str(at, shape, sizeof shape),
+		       at->ragged ? "  ragged" : "");
+	}
+}
+
+static void info_shards(mt_reader *r, uint64_t n)
+{
+	printf("  %5s  %-64s %12s %12s %12s\n", "SHARD", "SHA256", "FIRST_ROW", "ROWS", "BYTES");
+	for (uint64_t i = 0; i < n; i++) {
+		mt_shard_info si;
+		if (mt_reader_shard(r, (size_t)i, &si))
+			continue;
+		printf("  %5" PRIu64 "  %-64s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n", i,
+		       si.sha256, si.first_row, si.rows, si.bytes);
+	}
+}
+
+/* Optional manifest fields are "" when absent; show "-" so columns stay visible. */
+static const char *info_or_dash(const char *s)
+{
+	return s && s[0] ? s : "-";
+}
+
+static void info_text(mt_reader *r, int shards)
+{
+	const mt_version_info *vi = mt_reader_info(r);
+	char stored[32], raw[32];
+	printf("dataset:     %s\n", vi->dataset);
+	printf("version:     %s\n", vi->version);
+	printf("parent:      %s\n", info_or_dash(vi->parent));
+	printf("created:     %s\n", vi->created);
+	printf("author:      %s\n", info_or_dash(vi->author));
+	printf("description: %s\n", info_or_dash(vi->description));
+	printf("tags:        ");
+	for (size_t i = 0; i < vi->ntags; i++)
+		printf("%s%s", i ? ", " : "", vi->tags[i]);
+	printf("%s\n", vi->ntags ? "" : "-");
+	printf("rows:        %" PRIu64 "\n", vi->rows);
+	printf("shards:      %" PRIu64 "\n", vi->nshards);
+	printf("stored:      %s (%" PRIu64 " bytes)\n",
+	       cli_human_bytes(vi->stored_bytes, stored, sizeof stored), vi->stored_bytes);
+	printf("raw:         %s (%" PRIu64 " bytes)\n",
+	       cli_human_bytes(vi->raw_bytes, raw, sizeof raw), vi->raw_bytes);
+	if (vi->stored_bytes)
+		printf("ratio:       %.2f\n", (double)vi->raw_bytes / (double)vi->stored_bytes);
+	else
+		printf("ratio:       -\n");
+	printf("level:       %d\n", vi->level);
+	info_attrs(r);
+	if (shards) {
+		putchar('\n');
+		info_shards(r, vi->nshards);
+	}
+}
+
+static int info_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	struct cli_ref ref;
+	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
+	if (rc)
+		return rc;
+	mt_reader *r = cli_reader(ctx, &ref);
+	if (!r) {
+		rc = CLI_FAIL;
+	} else if (cli_has(a, "json")) {
+		const char *json = mt_reader_manifest(r);
+		size_t len = strlen(json);
+		fputs(json, stdout);
+		if (!len || json[len - 1] != '\n')
+			putchar('\n');
+	} else {
+		info_text(r, cli_has(a, "shards"));
+	}
+	mt_reader_close(r);
+	cli_ref_free(&ref);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_info = {
+	"info", "DATASET[@VERSION]", info_options, info_exec,
+	"Describe a version: attributes, rows, shards, sizes, compression, lineage", 1, 1,
+};

@@ -1,0 +1,226 @@
+/* cmd-put.c — `matorage put`: stream .npy files into a new dataset version, one attribute each. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_option put_options[] = {
+	{ "append", 0, NULL, "continue the parent version's rows (its shards are reused)" },
+	{ "parent", 0, "VERSION", "the version --append continues (default: the latest)" },
+	{ "shard-size", 0, "BYTES", "uncompressed bytes per shard (default 64M)" },
+	{ "shard-rows", 0, "N", "rows per shard (default: decided by --shard-size)" },
+	{ "chunk-size", 0, "BYTES", "uncompressed bytes per compressed chunk (default 1M)" },
+	{ "level", 0, "N", "zstd compression level, 1 to 22 (default 3)" },
+	{ "threads", 0, "N", "compression threads (default: one per CPU)" },
+	{ "author", 0, "NAME", "who made this version (default: $USER)" },
+	{ "description", 0, "TEXT", "what this version holds" },
+	{ "tag", 0, "TAG", "a tag for this version; may be given several times" },
+	{ NULL, 0, NULL, NULL },
+};
+
+/* One NAME=FILE.npy argument and the open file behind it. */
+struct put_input {
+	const char *arg;
+	char *name;
+	const char *path;
+	mt_npy *npy;
+	const mt_npy_info *info;
+	uint64_t row_bytes;
+	void *buf;
+};
+
+struct put_job {
+	struct put_input *in;
+	size_t n;
+	mt_attr *attrs;
+	uint64_t rows;
+};
+
+static void put_job_free(struct put_job *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		free(j->in[i].name);
+		mt_npy_close(j->in[i].npy);
+		free(j->in[i].buf);
+	}
+	free(j->in);
+	free(j->attrs);
+}
+
+/* Split the NAME=FILE arguments (usage errors) before touching any file. */
+static int put_parse_inputs(const struct cli_args *a, struct put_job *j)
+{
+	j->n = (size_t)a->argc - 1;
+	j->in = cli_xcalloc(j->n, sizeof *j->in);
+	for (size_t i = 0; i < j->n; i++) {
+		const char *arg = a->argv[i + 1];
+		const char *eq = strchr(arg, '=');
+		if (!eq || eq == arg || !eq[1])
+			return cli_usage_error(a->cmd, "'%s' is not NAME=FILE.npy", arg);
+		j->in[i].arg = arg;
+		j->in[i].name = cli_xasprintf("%.*s", (int)(eq - arg), arg);
+		j->in[i].path = eq + 1;
+	}
+	return 0;
+}
+
+/* Open every file and turn it into an attribute; all must have the same rows. */
+static int put_open_inputs(struct put_job *j)
+{
+	mt_error err = { 0 };
+	j->attrs = cli_xcalloc(j->n, sizeof *j->attrs);
+	for (size_t i = 0; i < j->n; i++) {
+		struct put_input *in = &j->in[i];
+		if (mt_npy_open(in->path, &in->npy, &err))
+			return cli_fail(&err);
+		in->info = mt_npy_get_info(in->npy);
+		if (in->info->rank == 0)
+			return cli_error("%s: a 0-d array has no rows to store (save it with shape "
+					 "(1,) instead)", in->arg);
+		if (in->info->rank > MT_MAX_RANK + 1)
+			return cli_error("%s: %d dimensions, at most %d are supported", in->arg,
+					 in->info->rank, MT_MAX_RANK + 1);
+		mt_attr *at = &j->attrs[i];
+		at->name = in->name;
+		at->dtype = in->info->dtype;
+		at->rank = in->info->rank - 1;
+		memcpy(at->shape, in->info->shape + 1, (size_t)at->rank * sizeof *at->shape);
+		if (__builtin_mul_overflow(mt_attr_items(at), mt_dtype_size(at->dtype),
+					   &in->row_bytes))
+			return cli_error("%s: rows are too large", in->arg);
+		if (i == 0) {
+			j->rows = in->info->shape[0];
+		} else if (in->info->shape[0] != j->rows) {
+			return cli_error("rows differ: %s has %" PRIu64 " rows, %s has %" PRIu64,
+					 j->in[0].arg, j->rows, in->arg, in->info->shape[0]);
+		}
+	}
+	return 0;
+}
+
+/* The writer's progress counts uploaded bytes, whose total is unknown; the bar
+ * shows input read instead, so this callback only carries the cancel flag. */
+static int put_cancel(void *ud, uint64_t done, uint64_t total)
+{
+	return cli_interrupted;
+}
+
+static int put_opts(const struct cli_args *a, const struct cli_ref *ref, mt_writer_opts *o)
+{
+	int rc;
+	mt_writer_opts_init(o);
+	o->version = ref->version;
+	o->append = cli_has(a, "append");
+	o->parent = cli_get(a, "parent");
+	if (o->parent && !o->append)
+		return cli_usage_error(a->cmd, "--parent needs --append");
+	if ((rc = cli_opt_bytes(a, "shard-size", &o->shard_bytes)) ||
+	    (rc = cli_opt_u64(a, "shard-rows", &o->shard_rows)) ||
+	    (rc = cli_opt_bytes(a, "chunk-size", &o->chunk_bytes)) ||
+	    (rc = cli_opt_int(a, "level", 1, 22, &o->level)) ||
+	    (rc = cli_opt_int(a, "threads", 0, 4096, &o->threads)))
+		return rc;
+	o->author = cli_get(a, "author");
+	if (!o->author)
+		o->author = getenv("USER");
+	o->description = cli_get(a, "description");
+	o->tags = cli_get_all(a, "tag", &o->ntags);
+	o->progress = put_cancel;
+	return 0;
+}
+
+/* A cancel the library reports is our Ctrl-C; say so in the same words as ours. */
+static int put_fail(const mt_error *err, const char *dataset)
+{
+	if (err->code == MT_ECANCELED && cli_interrupted)
+		return cli_error("put %s: interrupted; nothing was committed", dataset);
+	return cli_fail(err);
+}
+
+/* Read every file in batches of rows (about CLI_BATCH_BYTES of the widest attribute)
+ * and append them; memory stays flat whatever the file sizes. */
+static int put_stream(struct put_job *j, mt_writer *w, struct cli_progress *p, const char *label)
+{
+	uint64_t widest = 1;
+	for (size_t i = 0; i < j->n; i++)
+		widest = j->in[i].row_bytes > widest ? j->in[i].row_bytes : widest;
+	uint64_t batch = CLI_BATCH_BYTES / widest ? CLI_BATCH_BYTES / widest : 1;
+	if (batch > j->rows)
+		batch = j->rows ? j->rows : 1;
+	const void **data = cli_xcalloc(j->n, sizeof *data);
+	for (size_t i = 0; i < j->n; i++)
+		data[i] = j->in[i].buf = cli_xmalloc((size_t)(batch * j->in[i].row_bytes));
+
+	mt_error err = { 0 };
+	int rc = 0;
+	uint64_t done = 0;
+	for (uint64_t r = 0; !rc && r < j->rows; r += batch) {
+		uint64_t n = j->rows - r < batch ? j->rows - r : batch;
+		for (size_t i = 0; !rc && i < j->n; i++) {
+			size_t bytes = (size_t)(n * j->in[i].row_bytes);
+			if (mt_npy_read_rows(j->in[i].npy, r, r + n, j->in[i].buf, bytes, &err))
+				rc = cli_fail(&err);
+			done += bytes;
+		}
+		if (!rc && mt_writer_append(w, n, data, NULL, &err))
+			rc = put_fail(&err, label);
+		if (!rc && cli_progress_update(p, done, 0))
+			rc = cli_error("put %s: interrupted; nothing was committed", label);
+	}
+	free(data);
+	return rc;
+}
+
+static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	struct cli_ref ref;
+	struct put_job job = { 0 };
+	mt_writer_opts o;
+	mt_writer *w = NULL;
+	struct cli_progress *p = NULL;
+	mt_error err = { 0 };
+	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
+	if (rc)
+		return rc;
+	if ((rc = put_opts(a, &ref, &o)) || (rc = put_parse_inputs(a, &job)) ||
+	    (rc = put_open_inputs(&job)))
+		goto out;
+	mt_store *s = cli_store(ctx);
+	if (!s) {
+		rc = CLI_FAIL;
+		goto out;
+	}
+	cli_catch_interrupt();
+	if (mt_writer_open(s, ref.dataset, job.attrs, job.n, &o, &w, &err)) {
+		rc = cli_fail(&err);
+		goto out;
+	}
+	uint64_t total = 0;
+	for (size_t i = 0; i < job.n; i++)
+		total += job.in[i].info->data_bytes;
+	p = cli_progress_begin(ctx, ref.dataset, total);
+	if ((rc = put_stream(&job, w, p, ref.dataset)))
+		goto out;
+	cli_progress_label(p, "committing");
+	char version[256];
+	if (mt_writer_commit(w, version, sizeof version, &err)) {
+		rc = put_fail(&err, ref.dataset);
+		goto out;
+	}
+	cli_progress_end(p);
+	p = NULL;
+	printf("%s@%s\n", ref.dataset, version);
+out:
+	cli_progress_end(p);
+	mt_writer_close(w);
+	put_job_free(&job);
+	cli_ref_free(&ref);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_put = {
+	"put", "DATASET[@VERSION] NAME=FILE.npy [NAME=FILE.npy ...]", put_options, put_exec,
+	"Store .npy files as the attributes of a new version of DATASET", 2, -1,
+};

@@ -1,0 +1,39 @@
+/* cmd-rm.c — `matorage rm`: delete one version's manifest; its shards wait for gc. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_option rm_options[] = {
+	{ NULL, 0, NULL, NULL },
+};
+
+static int rm_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	struct cli_ref ref;
+	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
+	if (rc)
+		return rc;
+	/* Deleting is never done by default or by alias: the version must be named. */
+	if (!ref.version || !strcmp(ref.version, "latest")) {
+		rc = cli_usage_error(a->cmd, "'%s': name the version to remove, as DATASET@VERSION",
+				     a->argv[0]);
+		goto out;
+	}
+	mt_store *s = cli_store(ctx);
+	mt_error err = { 0 };
+	if (!s)
+		rc = CLI_FAIL;
+	else if (mt_store_delete_version(s, ref.dataset, ref.version, &err))
+		rc = cli_fail(&err);
+	else
+		printf("removed %s@%s\n", ref.dataset, ref.version);
+out:
+	cli_ref_free(&ref);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_rm = {
+	"rm", "DATASET@VERSION", rm_options, rm_exec,
+	"Remove a version (its shards stay until gc finds them unreferenced)", 1, 1,
+};

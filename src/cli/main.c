@@ -1,0 +1,181 @@
+/* main.c — the matorage command: global options, the subcommand table, help generated from it. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* In the order `matorage --help` lists them: looking before changing. */
+static const struct cli_cmd *const main_cmds[] = {
+	&cli_cmd_ls, &cli_cmd_info, &cli_cmd_cat, &cli_cmd_get, &cli_cmd_put,
+	&cli_cmd_verify, &cli_cmd_rm, &cli_cmd_gc, NULL,
+};
+
+/* Global options come before the command; --store and --quiet are also accepted
+ * after it (cli_args_parse knows them), --version and --help only here. */
+static const struct cli_option main_options[] = {
+	{ "store", 0, "URL",
+	  "a directory or file:// URL (default: $MATORAGE_STORE, else the local store)" },
+	{ "quiet", 'q', NULL, "draw no progress bars" },
+	{ "version", 0, NULL, "print the program's and the library's version, then exit" },
+	{ "help", 'h', NULL, "print this help (or 'matorage help COMMAND'), then exit" },
+	{ NULL, 0, NULL, NULL },
+};
+
+static const struct cli_cmd *main_find(const char *name)
+{
+	for (size_t i = 0; main_cmds[i]; i++)
+		if (!strcmp(main_cmds[i]->name, name))
+			return main_cmds[i];
+	return NULL;
+}
+
+static void main_print_options(FILE *f, const struct cli_option *opts)
+{
+	int width = 0;
+	for (size_t i = 0; opts[i].name; i++) {
+		int w = (int)strlen(opts[i].name);
+		if (opts[i].arg)
+			w += (int)strlen(opts[i].arg) + 1;
+		width = w > width ? w : width;
+	}
+	for (size_t i = 0; opts[i].name; i++) {
+		char spelling[128];
+		snprintf(spelling, sizeof spelling, "%s%s%s", opts[i].name, opts[i].arg ? " " : "",
+			 opts[i].arg ? opts[i].arg : "");
+		if (opts[i].short_name)
+			fprintf(f, "  -%c, --%-*s  %s\n", opts[i].short_name, width, spelling,
+				opts[i].help);
+		else
+			fprintf(f, "      --%-*s  %s\n", width, spelling, opts[i].help);
+	}
+}
+
+static void main_usage(FILE *f)
+{
+	fputs("usage: matorage [--store URL] [-q] COMMAND [ARGUMENTS] [OPTIONS]\n"
+	      "       matorage help COMMAND | --help | --version\n",
+	      f);
+}
+
+static void main_help(void)
+{
+	main_usage(stdout);
+	fputs("\nVersioned, sharded numeric datasets in an object store.\n\nCommands:\n", stdout);
+	for (size_t i = 0; main_cmds[i]; i++)
+		printf("  %-7s %s\n", main_cmds[i]->name, main_cmds[i]->summary);
+	fputs("\nGlobal options:\n", stdout);
+	main_print_options(stdout, main_options);
+	fputs("\nRun 'matorage help COMMAND' for a command's arguments and options.\n"
+	      "Exit status: 0 success, 1 the operation failed, 2 usage error.\n",
+	      stdout);
+}
+
+static void main_cmd_help(const struct cli_cmd *cmd)
+{
+	printf("usage: matorage %s %s%s\n\n%s.\n", cmd->name, cmd->usage,
+	       cmd->options[0].name ? " [OPTIONS]" : "", cmd->summary);
+	if (cmd->options[0].name) {
+		fputs("\nOptions:\n", stdout);
+		main_print_options(stdout, cmd->options);
+	}
+	fputs("\nThe global options --store URL and -q/--quiet may also follow the command.\n",
+	      stdout);
+}
+
+/* `matorage help [COMMAND]` */
+static int main_help_cmd(int argc, char **argv)
+{
+	if (argc == 0) {
+		main_help();
+		return CLI_OK;
+	}
+	const struct cli_cmd *cmd = main_find(argv[0]);
+	if (argc > 1)
+		return cli_usage_error(NULL, "help takes one command name");
+	if (!cmd)
+		return cli_usage_error(NULL, "help: unknown command '%s'", argv[0]);
+	main_cmd_help(cmd);
+	return CLI_OK;
+}
+
+/* Parse the global options; returns the index of the command, or -1 with *rc set
+ * when there is nothing more to do. */
+static int main_globals(int argc, char **argv, struct cli_ctx *ctx, int *rc)
+{
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else if (!strcmp(a, "--store")) {
+			if (i + 1 == argc) {
+				*rc = cli_usage_error(NULL, "option --store needs a value");
+				return -1;
+			}
+			ctx->store_url = argv[++i];
+		} else if (!strncmp(a, "--store=", 8)) {
+			ctx->store_url = a + 8;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			ctx->quiet = 1;
+		} else if (!strcmp(a, "--version")) {
+			printf("matorage %s (libmatorage %s, format %d)\n", PACKAGE_VERSION,
+			       mt_version(), MT_FORMAT_VERSION);
+			*rc = CLI_OK;
+			return -1;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			main_help();
+			*rc = CLI_OK;
+			return -1;
+		} else {
+			*rc = cli_usage_error(NULL, "unknown option %s", a);
+			return -1;
+		}
+	}
+	if (i == argc) {
+		/* The interactive browser will live here; until then this is a usage error. */
+		main_usage(stderr);
+		*rc = CLI_USAGE;
+		return -1;
+	}
+	return i;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_ctx ctx = { 0 };
+	int rc = CLI_OK;
+	int i = main_globals(argc, argv, &ctx, &rc);
+	if (i < 0)
+		goto out;
+	if (!strcmp(argv[i], "help")) {
+		rc = main_help_cmd(argc - i - 1, argv + i + 1);
+		goto out;
+	}
+	const struct cli_cmd *cmd = main_find(argv[i]);
+	if (!cmd) {
+		rc = cli_usage_error(NULL, "unknown command '%s'", argv[i]);
+		goto out;
+	}
+	struct cli_args args;
+	rc = cli_args_parse(cmd, argc - i - 1, argv + i + 1, &ctx, &args);
+	if (rc == -1) {
+		main_cmd_help(cmd);
+		rc = CLI_OK;
+	} else if (rc == CLI_OK) {
+		rc = cmd->exec(&ctx, &args);
+	}
+	cli_args_free(&args);
+	mt_store_close(ctx.store);
+out:
+	/* A full disk or closed pipe must not pass for success. */
+	if (fflush(stdout) || ferror(stdout)) {
+		int e = errno;
+		if (rc == CLI_OK)
+			rc = cli_error("writing standard output: %s", strerror(e));
+	}
+	return rc;
+}

@@ -137,8 +137,10 @@ static int h5_attr_u64(hid_t obj, const char *name, uint64_t value)
 	return rc < 0 ? -1 : 0;
 }
 
-/* Create one chunked dataset and write its precompressed chunks. */
-static int write_part(hid_t file, const struct part *pt, int level, const char *dataset,
+/* Create one chunked dataset and write its precompressed chunks, freeing
+ * each once HDF5 holds its copy (the shard would otherwise sit in memory
+ * twice). */
+static int write_part(hid_t file, struct part *pt, int level, const char *dataset,
 		      mt_error *err)
 {
 	const mt_index_entry *e = pt->entry;
@@ -167,6 +169,8 @@ static int write_part(hid_t file, const struct part *pt, int level, const char *
 		off[0] = e->chunks[c].first;
 		if (H5Dwrite_chunk(ds, H5P_DEFAULT, 0, off, e->chunks[c].size, pt->zbuf[c]) < 0)
 			rc = h5_fail(err, dataset, pt->name);
+		free(pt->zbuf[c]);
+		pt->zbuf[c] = NULL;
 	}
 	if (ds >= 0)
 		H5Dclose(ds);

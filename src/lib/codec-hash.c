@@ -5,24 +5,27 @@
 
 #include "codec.h"
 
+#define HASH_SHA256_BYTES 32
+
 struct mt_sha256 {
 	EVP_MD_CTX *ctx;
 };
 
-static void to_hex(const unsigned char *md, char out[MT_SHA256_HEX])
+static void hash_hex(const unsigned char *md, char out[MT_SHA256_HEX])
 {
-	static const char hex[] = "0123456789abcdef";
-	for (int i = 0; i < 32; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 15];
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 0; i < HASH_SHA256_BYTES; i++) {
+		out[2 * i] = digits[md[i] >> 4];
+		out[2 * i + 1] = digits[md[i] & 15];
 	}
-	out[64] = '\0';
+	out[2 * HASH_SHA256_BYTES] = '\0';
 }
 
 int mt_sha256_new(mt_sha256 **out, mt_error *err)
 {
-	mt_sha256 *h = malloc(sizeof *h);
-	if (!h || !(h->ctx = EVP_MD_CTX_new()) || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+	mt_sha256 *h = calloc(1, sizeof *h);
+	if (!h || !(h->ctx = EVP_MD_CTX_new()) ||
+	    EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
 		mt_sha256_free(h);
 		return mt_err(err, MT_ENOMEM, "sha256: cannot create a digest context");
 	}
@@ -33,17 +36,17 @@ int mt_sha256_new(mt_sha256 **out, mt_error *err)
 int mt_sha256_update(mt_sha256 *h, const void *data, size_t len, mt_error *err)
 {
 	if (EVP_DigestUpdate(h->ctx, data, len) != 1)
-		return mt_err(err, MT_EIO, "sha256: digest update failed");
+		return mt_err(err, MT_EIO, "sha256: digest update of %zu bytes failed", len);
 	return 0;
 }
 
 int mt_sha256_final(mt_sha256 *h, char out[MT_SHA256_HEX], mt_error *err)
 {
-	unsigned char md[32];
+	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
-	if (EVP_DigestFinal_ex(h->ctx, md, &n) != 1 || n != 32)
+	if (EVP_DigestFinal_ex(h->ctx, md, &n) != 1 || n != HASH_SHA256_BYTES)
 		return mt_err(err, MT_EIO, "sha256: digest final failed");
-	to_hex(md, out);
+	hash_hex(md, out);
 	return 0;
 }
 
@@ -57,11 +60,11 @@ void mt_sha256_free(mt_sha256 *h)
 
 int mt_sha256_hex(const void *data, size_t len, char out[MT_SHA256_HEX], mt_error *err)
 {
-	unsigned char md[32];
+	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
-	if (EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) != 1 || n != 32)
-		return mt_err(err, MT_EIO, "sha256: digest failed");
-	to_hex(md, out);
+	if (EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) != 1 || n != HASH_SHA256_BYTES)
+		return mt_err(err, MT_EIO, "sha256: digest of %zu bytes failed", len);
+	hash_hex(md, out);
 	return 0;
 }
 

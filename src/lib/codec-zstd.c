@@ -1,4 +1,4 @@
-/* codec-zstd.c — Zstandard frames for chunks, and registration of HDF5 filter 32015 with the library's HDF5. */
+/* codec-zstd.c — Zstandard frames for chunks, and registration of HDF5 filter 32015 with HDF5. */
 #include <hdf5.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -7,46 +7,72 @@
 #include "codec.h"
 #include "h5zstd.h"
 
-/* One compression context per thread: contexts are costly to create and
- * not shareable between threads. */
-static pthread_key_t cctx_key;
-static pthread_once_t cctx_once = PTHREAD_ONCE_INIT;
+_Static_assert(MT_ZSTD_FILTER_ID == MT_H5ZSTD_ID, "the library and the plugin share one id");
 
-static void cctx_free(void *p)
+/* Contexts cost hundreds of KiB to set up and cannot be shared, so each
+ * thread keeps one of each kind, freed when the thread exits. */
+static pthread_key_t zstd_ckey, zstd_dkey;
+static pthread_once_t zstd_keys_once = PTHREAD_ONCE_INIT;
+static int zstd_keys_ok;
+
+static void zstd_cctx_free(void *p)
 {
 	ZSTD_freeCCtx(p);
 }
 
-static void cctx_init(void)
+static void zstd_dctx_free(void *p)
 {
-	pthread_key_create(&cctx_key, cctx_free);
+	ZSTD_freeDCtx(p);
 }
 
-static ZSTD_CCtx *thread_cctx(void)
+static void zstd_keys_init(void)
 {
-	pthread_once(&cctx_once, cctx_init);
-	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
-	if (!c && (c = ZSTD_createCCtx()) && pthread_setspecific(cctx_key, c)) {
-		ZSTD_freeCCtx(c);
-		c = NULL;
+	if (pthread_key_create(&zstd_ckey, zstd_cctx_free))
+		return;
+	if (pthread_key_create(&zstd_dkey, zstd_dctx_free)) {
+		pthread_key_delete(zstd_ckey);
+		return;
 	}
+	zstd_keys_ok = 1;
+}
+
+/* The calling thread's context, created on first use.  *owned is set when
+ * it could not be kept (no thread keys left): the caller frees it. */
+static void *zstd_ctx(int compress, int *owned)
+{
+	pthread_once(&zstd_keys_once, zstd_keys_init);
+	pthread_key_t key = compress ? zstd_ckey : zstd_dkey;
+	void *c = zstd_keys_ok ? pthread_getspecific(key) : NULL;
+	*owned = 0;
+	if (c)
+		return c;
+	c = compress ? (void *)ZSTD_createCCtx() : (void *)ZSTD_createDCtx();
+	if (c && (!zstd_keys_ok || pthread_setspecific(key, c)))
+		*owned = 1;
 	return c;
 }
 
 int mt_zstd_compress(const void *src, size_t len, int level, void **out, size_t *outlen,
 		     mt_error *err)
 {
-	ZSTD_CCtx *c = thread_cctx();
+	int owned;
+	ZSTD_CCtx *c = zstd_ctx(1, &owned);
 	size_t cap = ZSTD_compressBound(len);
-	void *dst = malloc(cap ? cap : 1);
-	if (!c || !dst) {
-		free(dst);
+	void *dst = c ? malloc(cap) : NULL;
+	if (!dst) {
+		if (owned)
+			ZSTD_freeCCtx(c);
 		return mt_err(err, MT_ENOMEM, "zstd: out of memory compressing %zu bytes", len);
 	}
+	/* The simple API resets every parameter from the level and always
+	 * records the content size, as the HDF5 zstd filter expects. */
 	size_t n = ZSTD_compressCCtx(c, dst, cap, src, len, level);
+	if (owned)
+		ZSTD_freeCCtx(c);
 	if (ZSTD_isError(n)) {
 		free(dst);
-		return mt_err(err, MT_ECODEC, "zstd: %s", ZSTD_getErrorName(n));
+		return mt_err(err, MT_ECODEC, "zstd: cannot compress %zu bytes at level %d: %s",
+			      len, level, ZSTD_getErrorName(n));
 	}
 	*out = dst;
 	*outlen = n;
@@ -55,37 +81,58 @@ int mt_zstd_compress(const void *src, size_t len, int level, void **out, size_t 
 
 int mt_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen, mt_error *err)
 {
+	/* One whole frame and nothing after it: anything else is damage. */
+	size_t flen = ZSTD_findFrameCompressedSize(src, len);
+	if (ZSTD_isError(flen))
+		return mt_err(err, MT_ECORRUPT, "zstd: %zu bytes are not one whole zstd frame: %s",
+			      len, ZSTD_getErrorName(flen));
+	if (flen != len)
+		return mt_err(err, MT_ECORRUPT, "zstd: %zu stray bytes after the %zu-byte frame",
+			      len - flen, flen);
 	unsigned long long want = ZSTD_getFrameContentSize(src, len);
-	if (want == ZSTD_CONTENTSIZE_ERROR)
-		return mt_err(err, MT_ECORRUPT, "zstd: not a zstd frame");
 	if (want != ZSTD_CONTENTSIZE_UNKNOWN && want != dstlen)
 		return mt_err(err, MT_ECORRUPT, "zstd: frame holds %llu bytes, expected %zu", want,
 			      dstlen);
-	size_t n = ZSTD_decompress(dst, dstlen, src, len);
+	int owned;
+	ZSTD_DCtx *d = zstd_ctx(0, &owned);
+	if (!d)
+		return mt_err(err, MT_ENOMEM, "zstd: out of memory for a decompression context");
+	size_t n = ZSTD_decompressDCtx(d, dst, dstlen, src, len);
+	if (owned)
+		ZSTD_freeDCtx(d);
 	if (ZSTD_isError(n))
-		return mt_err(err, MT_ECORRUPT, "zstd: %s", ZSTD_getErrorName(n));
+		return mt_err(err, MT_ECORRUPT, "zstd: cannot decompress %zu bytes: %s", len,
+			      ZSTD_getErrorName(n));
 	if (n != dstlen)
 		return mt_err(err, MT_ECORRUPT, "zstd: frame holds %zu bytes, expected %zu", n,
 			      dstlen);
 	return 0;
 }
 
-static pthread_once_t filter_once = PTHREAD_ONCE_INIT;
-static int filter_rc;
+static pthread_once_t zstd_filter_once = PTHREAD_ONCE_INIT;
+static int zstd_filter_rc;
 
-static void filter_register(void)
+static void zstd_filter_init(void)
 {
+	/* The library never prints: silence HDF5's error report for this
+	 * call only, leaving the host's setting as it was. */
+	H5E_auto2_t fn = NULL;
+	void *ud = NULL;
+	int saved = H5Eget_auto2(H5E_DEFAULT, &fn, &ud) >= 0;
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-	filter_rc = H5Zfilter_avail(MT_ZSTD_FILTER_ID) > 0 || H5Zregister(mt_h5zstd_class()) >= 0
-			    ? 0
-			    : MT_EHDF5;
+	/* Registering our class replaces any plugin HDF5 may already have
+	 * loaded for the id, so shards never depend on HDF5_PLUGIN_PATH. */
+	zstd_filter_rc = H5Zregister(mt_h5zstd_class()) < 0 ? MT_EHDF5 : 0;
+	H5Eclear2(H5E_DEFAULT);
+	if (saved)
+		H5Eset_auto2(H5E_DEFAULT, fn, ud);
 }
 
 int mt_zstd_filter_register(mt_error *err)
 {
-	pthread_once(&filter_once, filter_register);
-	if (filter_rc)
-		return mt_err(err, filter_rc, "HDF5: cannot register the zstd filter %d",
+	pthread_once(&zstd_filter_once, zstd_filter_init);
+	if (zstd_filter_rc)
+		return mt_err(err, zstd_filter_rc, "HDF5: cannot register the zstd filter %d",
 			      MT_ZSTD_FILTER_ID);
 	return 0;
 }

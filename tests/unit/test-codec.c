@@ -1,0 +1,341 @@
+/* test-codec.c — sha256/xxh3 known values, zstd round trips and damage, filter 32015 in HDF5. */
+#include <hdf5.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "codec.h"
+#include "tap.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void *random_bytes(size_t n)
+{
+	uint8_t *p = malloc(n ? n : 1);
+	for (size_t i = 0; p && i < n; i++)
+		p[i] = (uint8_t)rng();
+	return p;
+}
+
+static void test_sha256(void)
+{
+	mt_error err = {0};
+	char hex[MT_SHA256_HEX];
+	TAP_CALL(mt_sha256_hex("", 0, hex, &err), &err, "sha256 of nothing runs");
+	tap_ok(strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0,
+	       "sha256(\"\") is the FIPS 180-2 value (got %s)", hex);
+	TAP_CALL(mt_sha256_hex("abc", 3, hex, &err), &err, "sha256 of abc runs");
+	tap_ok(strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0,
+	       "sha256(\"abc\") is the FIPS 180-2 value (got %s)", hex);
+
+	/* A million 'a' fed in uneven pieces: the incremental API must not
+	 * depend on how the input is split. */
+	mt_sha256 *h = NULL;
+	char piece[997];
+	memset(piece, 'a', sizeof piece);
+	int rc = mt_sha256_new(&h, &err);
+	for (size_t done = 0; !rc && done < 1000000;) {
+		size_t n = 1000000 - done < sizeof piece ? 1000000 - done : 1 + done % sizeof piece;
+		rc = mt_sha256_update(h, piece, n, &err);
+		done += n;
+	}
+	if (!rc)
+		rc = mt_sha256_final(h, hex, &err);
+	mt_sha256_free(h);
+	tap_ok(rc == 0 && strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc"
+				      "7112cd0") == 0,
+	       "incremental sha256 of a million 'a' in uneven pieces is the FIPS value");
+	mt_sha256_free(NULL);
+}
+
+static void test_xxh3(void)
+{
+	/* The reference value for empty input, seed 0 (xxHash's sanity table). */
+	tap_ok(mt_xxh3("", 0) == 0x2D06800538D394C2ull, "xxh3 of empty input is 2D06800538D394C2");
+	uint8_t *a = random_bytes(4097);
+	uint8_t *b = malloc(4098);
+	memcpy(b + 1, a, 4097);
+	tap_ok(mt_xxh3(a, 4097) == mt_xxh3(b + 1, 4097),
+	       "xxh3 depends on the bytes, not on their alignment");
+	b[1 + 2048] ^= 1;
+	tap_ok(mt_xxh3(a, 4097) != mt_xxh3(b + 1, 4097), "xxh3 changes when one bit flips");
+	free(a);
+	free(b);
+}
+
+/* Compress, check the frame records its size, decompress, compare. */
+static int round_trip(const void *src, size_t len, int level, size_t *zlen, mt_error *err)
+{
+	void *z = NULL;
+	size_t n = 0;
+	int rc = mt_zstd_compress(src, len, level, &z, &n, err);
+	if (rc)
+		return rc;
+	void *back = malloc(len ? len : 1);
+	if (ZSTD_getFrameContentSize(z, n) != len)
+		rc = mt_err(err, MT_ECODEC, "frame does not record its content size");
+	else if (!(rc = mt_zstd_decompress(z, n, back, len, err)) && memcmp(back, src, len))
+		rc = mt_err(err, MT_ECORRUPT, "round trip changed the bytes");
+	free(back);
+	free(z);
+	*zlen = n;
+	return rc;
+}
+
+static void test_zstd(void)
+{
+	mt_error err = {0};
+	size_t len = 1 << 20, zlen = 0;
+	uint8_t *rnd = random_bytes(len);
+	uint8_t *zero = calloc(1, len);
+	TAP_CALL(round_trip(rnd, len, 3, &zlen, &err), &err,
+		 "1 MiB of random bytes survive a level-3 round trip with the size in the frame");
+	TAP_CALL(round_trip(zero, len, 19, &zlen, &err), &err,
+		 "1 MiB of zeros survive a level-19 round trip");
+	tap_ok(zlen < len / 100, "zeros really compress (%zu bytes)", zlen);
+	TAP_CALL(round_trip(rnd, 0, 1, &zlen, &err), &err, "an empty buffer round-trips");
+	TAP_CALL(round_trip(rnd, 777, -5, &zlen, &err), &err, "a fast (negative) level works");
+
+	void *z = NULL;
+	size_t n = 0;
+	uint8_t *dst = malloc(len + 1);
+	int rc = mt_zstd_compress(zero, len, 3, &z, &n, &err);
+	tap_ok(rc == 0 && mt_zstd_decompress(z, n, dst, len + 1, &err) == MT_ECORRUPT,
+	       "a frame is refused when the caller expects one byte more (%s)", err.message);
+	tap_ok(mt_zstd_decompress(z, n, dst, len - 1, &err) == MT_ECORRUPT,
+	       "a frame is refused when the caller expects one byte less (%s)", err.message);
+	tap_ok(mt_zstd_decompress(z, n - 1, dst, len, &err) == MT_ECORRUPT,
+	       "a frame cut short by one byte is corrupt (%s)", err.message);
+	uint8_t *longer = malloc(n + 3);
+	memcpy(longer, z, n);
+	memcpy(longer + n, "xyz", 3);
+	tap_ok(mt_zstd_decompress(longer, n + 3, dst, len, &err) == MT_ECORRUPT,
+	       "stray bytes after the frame are corrupt (%s)", err.message);
+	tap_ok(mt_zstd_decompress(rnd, 4096, dst, len, &err) == MT_ECORRUPT,
+	       "random bytes are not a frame (%s)", err.message);
+	tap_ok(mt_zstd_decompress(rnd, 0, dst, 0, &err) == MT_ECORRUPT,
+	       "an empty input is not a frame");
+	free(longer);
+	free(z);
+	free(dst);
+	free(rnd);
+	free(zero);
+}
+
+struct worker {
+	int id;
+	int failures;
+};
+
+/* Many threads compress and decompress at once, each with its own level:
+ * the per-thread contexts must never be shared. */
+static void *zstd_worker(void *ud)
+{
+	struct worker *w = ud;
+	size_t len = 64 * 1024;
+	uint8_t *src = malloc(len);
+	for (int round = 0; round < 40; round++) {
+		for (size_t i = 0; i < len; i++)
+			src[i] = (uint8_t)((i * (size_t)(w->id + 1) + (size_t)round) % 251 *
+					   (i % 7 != 0));
+		mt_error err;
+		size_t zlen;
+		if (round_trip(src, len, 1 + (w->id + round) % 9, &zlen, &err))
+			w->failures++;
+	}
+	free(src);
+	return NULL;
+}
+
+static void test_zstd_threads(void)
+{
+	enum { NT = 8 };
+	pthread_t t[NT];
+	struct worker w[NT];
+	int failures = 0;
+	for (int i = 0; i < NT; i++) {
+		w[i] = (struct worker){i, 0};
+		pthread_create(&t[i], NULL, zstd_worker, &w[i]);
+	}
+	for (int i = 0; i < NT; i++) {
+		pthread_join(t[i], NULL);
+		failures += w[i].failures;
+	}
+	tap_ok(failures == 0, "8 threads x 40 round trips at mixed levels all succeed (%d failed)",
+	       failures);
+}
+
+/* ---- HDF5 ------------------------------------------------------------- */
+
+#define ROWS 1000
+#define COLS 37
+#define CHUNK_ROWS 64
+
+/* An in-memory file (core driver, no backing store). */
+static hid_t mem_file(void)
+{
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+	H5Pset_fapl_core(fapl, 1 << 20, 0);
+	hid_t f = H5Fcreate("codec-test.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	H5Pclose(fapl);
+	return f;
+}
+
+static hid_t make_dataset(hid_t file, const char *name, int level)
+{
+	hsize_t dims[2] = {ROWS, COLS}, chunk[2] = {CHUNK_ROWS, COLS};
+	hid_t space = H5Screate_simple(2, dims, NULL);
+	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	unsigned cd = (unsigned)level;
+	H5Pset_chunk(dcpl, 2, chunk);
+	H5Pset_filter(dcpl, MT_ZSTD_FILTER_ID, H5Z_FLAG_MANDATORY, 1, &cd);
+	hid_t d = H5Dcreate2(file, name, H5T_STD_I32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	H5Pclose(dcpl);
+	H5Sclose(space);
+	return d;
+}
+
+static int32_t *make_values(void)
+{
+	int32_t *v = malloc(sizeof(int32_t) * ROWS * COLS);
+	for (size_t i = 0; i < (size_t)ROWS * COLS; i++)
+		v[i] = (int32_t)(i * 2654435761u % 100000) - 50000;
+	return v;
+}
+
+static int read_equals(hid_t d, const int32_t *want)
+{
+	int32_t *got = malloc(sizeof(int32_t) * ROWS * COLS);
+	int ok = H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0 &&
+		 memcmp(got, want, sizeof(int32_t) * ROWS * COLS) == 0;
+	free(got);
+	return ok;
+}
+
+static void test_filter_register(void)
+{
+	mt_error err = {0};
+	TAP_CALL(mt_zstd_filter_register(&err), &err, "the zstd filter registers");
+	TAP_CALL(mt_zstd_filter_register(&err), &err, "registering it again is harmless");
+	unsigned flags = 0;
+	tap_ok(H5Zfilter_avail(MT_ZSTD_FILTER_ID) > 0 &&
+		       H5Zget_filter_info(MT_ZSTD_FILTER_ID, &flags) >= 0 &&
+		       (flags & H5Z_FILTER_CONFIG_ENCODE_ENABLED) &&
+		       (flags & H5Z_FILTER_CONFIG_DECODE_ENABLED),
+	       "HDF5 sees filter 32015 with both encoder and decoder");
+}
+
+static void test_hdf5_round_trip(void)
+{
+	int32_t *want = make_values();
+	hid_t f = mem_file();
+	hid_t d = make_dataset(f, "x", 5);
+	tap_ok(d >= 0 && H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, want) >= 0,
+	       "H5Dwrite through filter 32015 succeeds");
+	tap_ok(read_equals(d, want), "H5Dread through the filter returns what was written");
+
+	/* What is stored must be a plain zstd frame of the chunk's bytes,
+	 * the layout other zstd plugins read. */
+	hsize_t off[2] = {CHUNK_ROWS, 0}, csize = 0;
+	uint32_t mask = 1;
+	H5Dget_chunk_storage_size(d, off, &csize);
+	uint8_t *raw = malloc(csize ? csize : 1);
+	uint8_t *plain = malloc(sizeof(int32_t) * CHUNK_ROWS * COLS);
+	mt_error err = {0};
+	int ok = csize > 0 && H5Dread_chunk(d, H5P_DEFAULT, off, &mask, raw) >= 0 && mask == 0 &&
+		 csize < sizeof(int32_t) * CHUNK_ROWS * COLS &&
+		 mt_zstd_decompress(raw, csize, plain, sizeof(int32_t) * CHUNK_ROWS * COLS,
+				    &err) == 0 &&
+		 memcmp(plain, want + CHUNK_ROWS * COLS, sizeof(int32_t) * CHUNK_ROWS * COLS) == 0;
+	tap_ok(ok, "a stored chunk is one compressed zstd frame of its rows (%llu bytes)",
+	       (unsigned long long)csize);
+	free(raw);
+	free(plain);
+
+	/* Reopen the bytes as a file image, the way shards are read. */
+	H5Fflush(f, H5F_SCOPE_GLOBAL);
+	ssize_t n = H5Fget_file_image(f, NULL, 0);
+	void *image = malloc(n > 0 ? (size_t)n : 1);
+	ok = n > 0 && H5Fget_file_image(f, image, (size_t)n) == n;
+	H5Dclose(d);
+	H5Fclose(f);
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+	H5Pset_fapl_core(fapl, 1 << 20, 0);
+	H5Pset_file_image(fapl, image, (size_t)n);
+	hid_t f2 = ok ? H5Fopen("image.h5", H5F_ACC_RDONLY, fapl) : -1;
+	hid_t d2 = f2 >= 0 ? H5Dopen2(f2, "x", H5P_DEFAULT) : -1;
+	tap_ok(d2 >= 0 && read_equals(d2, want),
+	       "the file image reopened read-only decodes to the same values");
+	if (d2 >= 0)
+		H5Dclose(d2);
+	if (f2 >= 0)
+		H5Fclose(f2);
+	H5Pclose(fapl);
+	free(image);
+	free(want);
+}
+
+/* A frame without its content size (as streaming writers make) and a
+ * damaged chunk, both written raw with H5Dwrite_chunk. */
+static void test_hdf5_foreign_chunks(void)
+{
+	int32_t *want = make_values();
+	hid_t f = mem_file();
+	hid_t d = make_dataset(f, "y", 3);
+	size_t clen = sizeof(int32_t) * CHUNK_ROWS * COLS, cap = ZSTD_compressBound(clen);
+	uint8_t *z = malloc(cap);
+	int ok = d >= 0;
+	for (hsize_t r = 0; ok && r < ROWS; r += CHUNK_ROWS) {
+		int32_t *chunk = calloc(CHUNK_ROWS * COLS, sizeof(int32_t));
+		hsize_t have = ROWS - r < CHUNK_ROWS ? ROWS - r : CHUNK_ROWS;
+		memcpy(chunk, want + r * COLS, sizeof(int32_t) * have * COLS);
+		ZSTD_CCtx *c = ZSTD_createCCtx();
+		ZSTD_inBuffer in = {chunk, clen, 0};
+		ZSTD_outBuffer out = {z, cap, 0};
+		ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
+		ok = ZSTD_compressStream2(c, &out, &in, ZSTD_e_end) == 0 &&
+		     ZSTD_getFrameContentSize(z, out.pos) == ZSTD_CONTENTSIZE_UNKNOWN;
+		ZSTD_freeCCtx(c);
+		hsize_t off[2] = {r, 0};
+		ok = ok && H5Dwrite_chunk(d, H5P_DEFAULT, 0, off, out.pos, z) >= 0;
+		free(chunk);
+	}
+	tap_ok(ok, "chunks compressed without a content size are written raw");
+	tap_ok(ok && read_equals(d, want), "the filter decodes frames that omit their size");
+
+	/* The library must never print, and HDF5 would: silence it for the
+	 * failure this case provokes on purpose. */
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	memset(z, 0x5a, 100);
+	hsize_t off[2] = {0, 0};
+	H5Dwrite_chunk(d, H5P_DEFAULT, 0, off, 100, z);
+	int32_t *got = malloc(sizeof(int32_t) * ROWS * COLS);
+	tap_ok(H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, got) < 0,
+	       "a chunk of garbage makes H5Dread fail instead of returning data");
+	free(got);
+	free(z);
+	H5Dclose(d);
+	H5Fclose(f);
+	free(want);
+}
+
+int main(void)
+{
+	test_sha256();
+	test_xxh3();
+	test_zstd();
+	test_zstd_threads();
+	test_filter_register();
+	test_hdf5_round_trip();
+	test_hdf5_foreign_chunks();
+	return tap_done();
+}

@@ -1,0 +1,657 @@
+/* test-npy.c — .npy headers; rows of each dtype, order, byte order and version; the writer. */
+#define _XOPEN_SOURCE 700
+#include <dirent.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "util.h"
+
+#define PY "/usr/bin/python3"
+
+static char dir[256];
+
+static char *path_in(const char *name)
+{
+	static char buf[4][512];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+	return buf[k];
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, len, f) != len) {
+		perror(path);
+		exit(99);
+	}
+	fclose(f);
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
+	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return p;
+}
+
+/* A header as NumPy lays it out: magic, version, length, the dict text
+ * padded with spaces to a 64-byte boundary and ended by a newline. */
+static size_t make_header(uint8_t *out, int major, const char *dict)
+{
+	size_t prefix = major == 1 ? 10 : 12, n = strlen(dict);
+	size_t total = (prefix + n + 1 + 63) / 64 * 64;
+	memcpy(out, "\x93NUMPY", 6);
+	out[6] = (uint8_t)major;
+	out[7] = 0;
+	if (major == 1) {
+		out[8] = (uint8_t)((total - prefix) & 0xff);
+		out[9] = (uint8_t)((total - prefix) >> 8);
+	} else {
+		mt_put_u32(out + 8, (uint32_t)(total - prefix));
+	}
+	memcpy(out + prefix, dict, n);
+	memset(out + prefix + n, ' ', total - prefix - n - 1);
+	out[total - 1] = '\n';
+	return total;
+}
+
+static int parse(int major, const char *dict, mt_npy_info *info, mt_error *err)
+{
+	uint8_t buf[1024];
+	size_t n = make_header(buf, major, dict);
+	return mt_npy_parse_header(buf, n, info, err);
+}
+
+/* ---- header parsing --------------------------------------------------- */
+
+/* A header dict with this descr and shape (3,). */
+#define DICT_OF(descr) "{'descr': " descr ", 'fortran_order': False, 'shape': (3,)}"
+
+static void test_parse_good(void)
+{
+	mt_npy_info in;
+	mt_error err = {0};
+	TAP_CALL(parse(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", &in,
+		       &err), &err, "NumPy's own header layout parses");
+	tap_ok(in.dtype == MT_FLOAT32 && in.rank == 2 && in.shape[0] == 2 && in.shape[1] == 3 &&
+		       !in.fortran_order && !in.big_endian && in.header_bytes == 128 &&
+		       in.data_bytes == 24,
+	       "it gives float32 (2, 3), C order, little-endian, data at 128, 24 bytes");
+	TAP_CALL(parse(1, "{\"shape\":(2,3,),\"fortran_order\":True,\"descr\":\">i8\"}", &in, &err),
+		 &err, "keys in any order, double quotes, no spaces, trailing comma in the shape");
+	tap_ok(in.dtype == MT_INT64 && in.big_endian && in.fortran_order && in.rank == 2 &&
+		       in.data_bytes == 48,
+	       "it gives big-endian Fortran-order int64 (2, 3)");
+	TAP_CALL(parse(1, "{\n 'descr' : '|b1' ,\n\t'fortran_order' : False ,\n"
+		       " 'shape' : ( 7 , ) \n}", &in, &err),
+		 &err, "newlines, tabs and spaces everywhere are accepted");
+	tap_ok(in.dtype == MT_BOOL && in.rank == 1 && in.shape[0] == 7, "it gives bool (7,)");
+	TAP_CALL(parse(1, "{'descr': '<f8', 'fortran_order': False, 'shape': ()}", &in, &err),
+		 &err, "a scalar's empty shape parses");
+	tap_ok(in.rank == 0 && in.data_bytes == 8, "a scalar has rank 0 and one element");
+	TAP_CALL(parse(1, "{'descr': '=f8', 'fortran_order': False, 'shape': (3L, 4L)}", &in, &err),
+		 &err, "'=' byte order and Python 2 long dimensions parse");
+	tap_ok(in.dtype == MT_FLOAT64 && !in.big_endian && in.shape[1] == 4,
+	       "'=' means the host's order (little-endian here)");
+	TAP_CALL(parse(1, "{'descr': '>u1', 'fortran_order': False, 'shape': (5,)}", &in, &err),
+		 &err, "a one-byte type with '>' parses");
+	tap_ok(in.dtype == MT_UINT8 && !in.big_endian, "one-byte types never need swapping");
+	TAP_CALL(parse(2, "{'descr': '<f2', 'fortran_order': False, 'shape': (0, 5), }", &in,
+		       &err), &err, "format 2.0 (4-byte header length) parses");
+	tap_ok(in.dtype == MT_FLOAT16 && in.data_bytes == 0 && in.header_bytes == 128,
+	       "float16 (0, 5) holds no data");
+	TAP_CALL(parse(3, "{'descr': '|i1', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, "
+		       "1, 1, 2)}", &in, &err), &err, "format 3.0 with 9 dimensions parses");
+	tap_ok(in.dtype == MT_INT8 && in.rank == MT_MAX_RANK + 1 && in.data_bytes == 2,
+	       "int8 of rank 9 holds 2 bytes");
+
+	const char *descrs[] = {"|b1", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8",
+				"<f2", "<f4", "<f8"};
+	int ok = 1;
+	for (int t = 0; t < 12; t++) {
+		char dict[128];
+		snprintf(dict, sizeof dict, DICT_OF("'%s'"), descrs[t]);
+		ok &= parse(1, dict, &in, &err) == 0 && in.dtype == (mt_dtype)(MT_BOOL + t);
+	}
+	tap_ok(ok, "each of the 12 supported descrs maps to its dtype");
+}
+
+static void expect_bad(int code, const char *word, int major, const char *dict, const char *what)
+{
+	mt_npy_info in;
+	mt_error err = {0};
+	int rc = parse(major, dict, &in, &err);
+	tap_ok(rc == code && strstr(err.message, word), "%s is refused: %s", what, err.message);
+}
+
+static void test_parse_bad(void)
+{
+	expect_bad(MT_EFORMAT, "object", 1, DICT_OF("'|O'"), "object dtype");
+	expect_bad(MT_EFORMAT, "structured", 1, DICT_OF("[('a', '<i4'), ('b', '<f8')]"),
+		   "a structured dtype");
+	expect_bad(MT_EFORMAT, "unicode", 1, DICT_OF("'<U5'"), "a unicode string dtype");
+	expect_bad(MT_EFORMAT, "complex", 1, DICT_OF("'<c8'"), "complex64");
+	expect_bad(MT_EFORMAT, "datetime", 1, DICT_OF("'<M8[ns]'"), "datetime64");
+	expect_bad(MT_EFORMAT, "'<f16'", 1, DICT_OF("'<f16'"), "long double");
+	expect_bad(MT_EFORMAT, "'<i3'", 1, DICT_OF("'<i3'"), "a three-byte integer");
+	expect_bad(MT_EFORMAT, "string", 1, DICT_OF("'<f\\x34'"), "an escaped descr");
+	expect_bad(MT_EFORMAT, "shape", 1, "{'descr': '<f4', 'fortran_order': False}",
+		   "a dict without 'shape'");
+	expect_bad(MT_EFORMAT, "repeated", 1,
+		   "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': ()}",
+		   "a repeated key");
+	expect_bad(MT_EFORMAT, "unexpected key", 1,
+		   "{'descr': '<f4', 'fortran_order': False, 'shape': (), 'x': 1}", "an extra key");
+	expect_bad(MT_EFORMAT, "True or False", 1,
+		   "{'descr': '<f4', 'fortran_order': 0, 'shape': ()}", "fortran_order 0");
+	expect_bad(MT_EFORMAT, "non-negative", 1,
+		   "{'descr': '<f4', 'fortran_order': False, 'shape': (-3,)}",
+		   "a negative dimension");
+	expect_bad(MT_EFORMAT, "dimensions", 1,
+		   "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1,1)}",
+		   "rank 10");
+	expect_bad(MT_EFORMAT, "overflows", 1,
+		   "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)}",
+		   "a shape whose byte count overflows");
+	expect_bad(MT_EFORMAT, "overflows", 1,
+		   "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999,)}",
+		   "a dimension over 2^64");
+	expect_bad(MT_EFORMAT, "stray", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': ()}x",
+		   "bytes after the dict");
+	expect_bad(MT_EFORMAT, "'}'", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': () ",
+		   "an unclosed dict");
+	expect_bad(MT_EFORMAT, "'('", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': 3}",
+		   "a shape that is not a tuple");
+
+	mt_npy_info in;
+	mt_error err = {0};
+	uint8_t buf[256];
+	size_t n = make_header(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': ()}");
+	tap_ok(mt_npy_parse_header(buf, n - 1, &in, &err) == MT_ERANGE,
+	       "a header one byte longer than the buffer is MT_ERANGE (%s)", err.message);
+	tap_ok(mt_npy_parse_header(buf, 9, &in, &err) == MT_ERANGE,
+	       "a buffer that ends inside the length field is MT_ERANGE");
+	buf[6] = 4;
+	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT && strstr(err.message, "4.0"),
+	       "format version 4.0 is refused: %s", err.message);
+	buf[0] = 'x';
+	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT && strstr(err.message, "magic"),
+	       "a bad magic is refused: %s", err.message);
+	tap_ok(mt_npy_parse_header(buf, 0, &in, &err) == MT_EFORMAT ||
+		       mt_npy_parse_header(buf, 0, &in, &err) == MT_ERANGE,
+	       "an empty buffer is refused");
+	n = make_header(buf, 1, "{'descr': '<f4\x01', 'fortran_order': False, 'shape': ()}");
+	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT,
+	       "a control character inside the descr is refused");
+}
+
+/* ---- files we make ourselves ------------------------------------------ */
+
+static void test_files_by_hand(void)
+{
+	uint8_t buf[8192] = {0};
+	mt_error err = {0};
+	mt_npy *n = NULL;
+	/* int16 (3, 4) big-endian: values 0..11 stored swapped. */
+	size_t h = make_header(buf, 1, "{'descr': '>i2', 'fortran_order': False, 'shape': (3, 4)}");
+	for (int i = 0; i < 12; i++) {
+		buf[h + 2 * i] = (uint8_t)((i * 1000) >> 8);
+		buf[h + 2 * i + 1] = (uint8_t)(i * 1000);
+	}
+	write_file(path_in("be.npy"), buf, h + 24);
+	int16_t got[12] = {0};
+	int ok = mt_npy_open(path_in("be.npy"), &n, &err) == 0 &&
+		 mt_npy_read_rows(n, 1, 3, got, sizeof got, &err) == 0;
+	for (int i = 0; ok && i < 8; i++)
+		ok = got[i] == (int16_t)((i + 4) * 1000);
+	tap_ok(ok, "big-endian int16 rows 1..3 come back swapped to the host's order");
+	tap_ok(mt_npy_read_rows(n, 2, 4, got, sizeof got, &err) == MT_ERANGE &&
+		       strstr(err.message, "be.npy"),
+	       "rows past the end are MT_ERANGE naming the file: %s", err.message);
+	tap_ok(mt_npy_read_rows(n, 0, 3, got, 23, &err) == MT_ERANGE,
+	       "a buffer one byte too small is MT_ERANGE: %s", err.message);
+	tap_ok(mt_npy_read_rows(n, 2, 2, got, 0, &err) == 0, "an empty row range reads nothing");
+	mt_npy_close(n);
+	n = NULL;
+
+	/* Bools stored as any non-zero byte read as 1. */
+	h = make_header(buf, 1, "{'descr': '|b1', 'fortran_order': True, 'shape': (2, 2)}");
+	memcpy(buf + h, "\x00\x07\xff\x00", 4);
+	write_file(path_in("bool.npy"), buf, h + 4);
+	uint8_t b[4] = {9, 9, 9, 9};
+	ok = mt_npy_open(path_in("bool.npy"), &n, &err) == 0 &&
+	     mt_npy_read_rows(n, 0, 2, b, sizeof b, &err) == 0;
+	/* Fortran order: stored (0,0) (1,0) (0,1) (1,1) = 0, 7, 255, 0. */
+	tap_ok(ok && b[0] == 0 && b[1] == 1 && b[2] == 1 && b[3] == 0,
+	       "bools come back as 0/1 and a Fortran-order 2x2 is transposed");
+	mt_npy_close(n);
+	n = NULL;
+
+	h = make_header(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (512,)}");
+	memset(buf + h, 0, 100);
+	write_file(path_in("short.npy"), buf, h + 100);
+	tap_ok(mt_npy_open(path_in("short.npy"), &n, &err) == MT_EFORMAT && !n &&
+		       strstr(err.message, "short.npy: truncated: holds 100 of 4096 data bytes"),
+	       "a truncated file is refused at open: %s", err.message);
+	write_file(path_in("cut.npy"), buf, h - 10);
+	tap_ok(mt_npy_open(path_in("cut.npy"), &n, &err) == MT_EFORMAT &&
+		       strstr(err.message, "cut.npy") && strstr(err.message, "truncated"),
+	       "a header length beyond the file is refused: %s", err.message);
+	write_file(path_in("tiny.npy"), buf, 7);
+	tap_ok(mt_npy_open(path_in("tiny.npy"), &n, &err) == MT_EFORMAT &&
+		       strstr(err.message, "tiny.npy"),
+	       "a 7-byte file is refused: %s", err.message);
+	write_file(path_in("empty.npy"), buf, 0);
+	tap_ok(mt_npy_open(path_in("empty.npy"), &n, &err) == MT_EFORMAT,
+	       "an empty file is refused: %s", err.message);
+	memcpy(buf, "PK\x03\x04", 4);
+	write_file(path_in("zip.npy"), buf, h + 4096);
+	tap_ok(mt_npy_open(path_in("zip.npy"), &n, &err) == MT_EFORMAT &&
+		       strstr(err.message, "zip.npy") && strstr(err.message, "magic"),
+	       "a file with a bad magic is refused: %s", err.message);
+	tap_ok(mt_npy_open(path_in("missing.npy"), &n, &err) == MT_ENOTFOUND &&
+		       strstr(err.message, "missing.npy"),
+	       "a missing file is MT_ENOTFOUND: %s", err.message);
+	tap_ok(mt_npy_open(dir, &n, &err) == MT_EFORMAT, "a directory is refused: %s", err.message);
+	h = make_header(buf, 1, "{'descr': '|O', 'fortran_order': False, 'shape': (1,)}");
+	write_file(path_in("obj.npy"), buf, h + 64);
+	tap_ok(mt_npy_open(path_in("obj.npy"), &n, &err) == MT_EFORMAT &&
+		       strstr(err.message, "obj.npy") && strstr(err.message, "object"),
+	       "an object-dtype file is refused naming the file: %s", err.message);
+
+	/* A scalar is one row of one element. */
+	h = make_header(buf, 1, "{'descr': '<i4', 'fortran_order': False, 'shape': ()}");
+	mt_put_u32(buf + h, 0xdeadbeef);
+	write_file(path_in("scalar.npy"), buf, h + 4);
+	uint32_t v = 0;
+	ok = mt_npy_open(path_in("scalar.npy"), &n, &err) == 0 &&
+	     mt_npy_read_rows(n, 0, 1, &v, sizeof v, &err) == 0;
+	tap_ok(ok && v == 0xdeadbeef && mt_npy_get_info(n)->rank == 0,
+	       "a scalar reads as one row");
+	mt_npy_close(n);
+	mt_npy_close(NULL);
+}
+
+/* ---- numpy fixtures --------------------------------------------------- */
+
+static const char fixtures_py[] =
+	"import os, sys\n"
+	"import numpy as np\n"
+	"d = sys.argv[1]\n"
+	"rng = np.random.default_rng(7)\n"
+	"DT = ['bool', 'int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32',\n"
+	"      'uint64', 'float16', 'float32', 'float64']\n"
+	"def sample(dt, shape):\n"
+	"    dt = np.dtype(dt)\n"
+	"    if dt == np.bool_:\n"
+	"        return rng.integers(0, 2, size=shape).astype(np.bool_)\n"
+	"    if dt.kind in 'iu':\n"
+	"        i = np.iinfo(dt)\n"
+	"        return rng.integers(i.min, i.max, size=shape, dtype=dt, endpoint=True)\n"
+	"    return (rng.standard_normal(size=shape) * 1000).astype(dt)\n"
+	"out = open(os.path.join(d, 'list.txt'), 'w')\n"
+	"def emit(name, a, order, endian, version):\n"
+	"    if endian == '>':\n"
+	"        a = a.astype(a.dtype.newbyteorder('>'))\n"
+	"    if order == 'F':\n"
+	"        a = np.asfortranarray(a)\n"
+	"    with open(os.path.join(d, name + '.npy'), 'wb') as f:\n"
+	"        np.lib.format.write_array(f, a, version=version)\n"
+	"    with open(os.path.join(d, name + '.raw'), 'wb') as f:\n"
+	"        f.write(a.astype(a.dtype.newbyteorder('<')).tobytes(order='C'))\n"
+	"    fo = int(a.flags.f_contiguous and not a.flags.c_contiguous)\n"
+	"    be = int(a.dtype.byteorder == '>')\n"
+	"    print(name, a.dtype.name, fo, be, a.ndim, *a.shape, file=out)\n"
+	"for dt in DT:\n"
+	"    for shape in [(), (0,), (1,), (5, 3), (4, 2, 3)]:\n"
+	"        a = sample(dt, shape)\n"
+	"        for order in 'CF':\n"
+	"            for endian in '<>':\n"
+	"                for v in [(1, 0), (2, 0), (3, 0)]:\n"
+	"                    s = 'x'.join(map(str, shape)) or 's'\n"
+	"                    name = f'{dt}-{s}-{order}{endian}{v[0]}'\n"
+	"                    emit(name, a, order, endian, v)\n"
+	"emit('wideF', sample('float64', (3, 70)), 'F', '>', (1, 0))\n"
+	"emit('deepF', sample('int16', (6, 4, 5, 3)), 'F', '>', (1, 0))\n"
+	"emit('bigF2', sample('float32', (700000, 4)), 'F', '<', (1, 0))\n"
+	"emit('bigF1', sample('uint32', (2200000, 2)), 'F', '>', (2, 0))\n"
+	"out.close()\n"
+	"bad = {'object': np.array([1, 'a', None], dtype=object),\n"
+	"       'structured': np.zeros(3, dtype=[('a', '<i4'), ('b', '<f8')]),\n"
+	"       'unicode': np.array(['ab', 'c']),\n"
+	"       'complex': np.zeros(3, dtype=np.complex64),\n"
+	"       'datetime': np.zeros(3, dtype='datetime64[ns]')}\n"
+	"for k, a in bad.items():\n"
+	"    np.save(os.path.join(d, 'bad-' + k + '.npy'), a, allow_pickle=True)\n";
+
+static int run_python(const char *script_name, const char *script, const char *arg)
+{
+	write_file(path_in(script_name), script, strlen(script));
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, PY " '%s' '%s'", path_in(script_name), arg);
+	return system(cmd);
+}
+
+static int have_numpy(void)
+{
+	return access(PY, X_OK) == 0 && system(PY " -c 'import numpy' 2>/dev/null") == 0;
+}
+
+/* Read rows [a, b) and compare them with the expected C-order bytes. */
+static int rows_equal(mt_npy *n, const uint8_t *want, uint64_t row_bytes, uint64_t a, uint64_t b,
+		      mt_error *err)
+{
+	size_t len = (size_t)((b - a) * row_bytes);
+	uint8_t *got = malloc(len ? len : 1);
+	int ok = got && mt_npy_read_rows(n, a, b, got, len, err) == 0 &&
+		 memcmp(got, want + a * row_bytes, len) == 0;
+	free(got);
+	return ok;
+}
+
+/* Check one fixture: its info, all rows at once, then two rows at a time. */
+static int check_fixture(const char *line, char name[64], mt_error *err)
+{
+	char dtype[32];
+	int fo, be, rank, used;
+	uint64_t shape[MT_MAX_RANK + 1] = {0};
+	if (sscanf(line, "%63s %31s %d %d %d%n", name, dtype, &fo, &be, &rank, &used) != 5)
+		return 0;
+	for (int i = 0; i < rank; i++) {
+		int k;
+		unsigned long long v;
+		if (sscanf(line + used, "%llu%n", &v, &k) != 1)
+			return 0;
+		shape[i] = v;
+		used += k;
+	}
+	char npy[128], raw[128];
+	snprintf(npy, sizeof npy, "%s.npy", name);
+	snprintf(raw, sizeof raw, "%s.raw", name);
+	size_t rawlen;
+	uint8_t *want = read_file(path_in(raw), &rawlen);
+	mt_npy *n = NULL;
+	int ok = want && mt_npy_open(path_in(npy), &n, err) == 0;
+	const mt_npy_info *in = ok ? mt_npy_get_info(n) : NULL;
+	ok = ok && strcmp(mt_dtype_name(in->dtype), dtype) == 0 && in->fortran_order == fo &&
+	     in->big_endian == be && in->rank == rank && in->data_bytes == rawlen;
+	for (int i = 0; ok && i < rank; i++)
+		ok = in->shape[i] == shape[i];
+	uint64_t rows = rank ? shape[0] : 1, rb = rows ? rawlen / rows : 0;
+	if (ok && strncmp(name, "big", 3) == 0) {
+		/* Reads that take each way through a Fortran-order file:
+		 * long runs in pieces or per column, whole-array batches,
+		 * and short runs served from the array loaded once. */
+		ok = rows_equal(n, want, rb, 1, rows - 1, err) &&
+		     rows_equal(n, want, rb, 0, 5000, err) &&
+		     rows_equal(n, want, rb, 0, rows, err) &&
+		     rows_equal(n, want, rb, 100, 1100, err) &&
+		     rows_equal(n, want, rb, rows - 7, rows, err);
+	} else if (ok) {
+		ok = rows_equal(n, want, rb, 0, rows, err);
+		for (uint64_t a = 0; ok && a < rows; a += 2)
+			ok = rows_equal(n, want, rb, a, a + 2 < rows ? a + 2 : rows, err);
+	}
+	mt_npy_close(n);
+	free(want);
+	return ok;
+}
+
+struct group {
+	char name[64];  /* a dtype, or one of the special Fortran fixtures */
+	int files, failed;
+	char first[64]; /* the first fixture that failed, and why */
+	mt_error err;
+};
+
+static void group_report(struct group *g)
+{
+	if (g->files)
+		tap_ok(!g->failed, "numpy's %s files (%d) read back as C-order little-endian%s%s",
+		       g->name, g->files, g->failed ? "; first failure: " : "", g->first);
+	if (g->failed)
+		tap_diag("  %s", g->err.message);
+	memset(g, 0, sizeof *g);
+}
+
+static void test_numpy_fixtures(void)
+{
+	if (run_python("fixtures.py", fixtures_py, dir) != 0) {
+		tap_ok(0, "numpy writes the fixtures");
+		return;
+	}
+	FILE *list = fopen(path_in("list.txt"), "r");
+	char line[256], name[64];
+	int files = 0;
+	struct group g = {0};
+	mt_error err = {0};
+	/* One case per dtype ("int16-5x3-F>2" is in group int16) keeps the
+	 * output short. */
+	while (list && fgets(line, sizeof line, list)) {
+		int len = (int)strcspn(line, "- \n");
+		if (strncmp(line, g.name, (size_t)len) != 0 || g.name[len] != '\0') {
+			group_report(&g);
+			snprintf(g.name, sizeof g.name, "%.*s", len, line);
+		}
+		g.files++;
+		files++;
+		if (!check_fixture(line, name, &err) && !g.failed++) {
+			snprintf(g.first, sizeof g.first, "%s", name);
+			g.err = err;
+		}
+	}
+	group_report(&g);
+	if (list)
+		fclose(list);
+	tap_ok(files == 12 * 5 * 2 * 2 * 3 + 4, "all %d numpy fixtures were checked", files);
+
+	const char *kinds[][2] = {{"object", "object"},     {"structured", "structured"},
+				  {"unicode", "unicode"},   {"complex", "complex"},
+				  {"datetime", "datetime"}};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		char file[64];
+		mt_npy *n = NULL;
+		snprintf(file, sizeof file, "bad-%s.npy", kinds[i][0]);
+		tap_ok(mt_npy_open(path_in(file), &n, &err) == MT_EFORMAT &&
+			       strstr(err.message, file) && strstr(err.message, kinds[i][1]),
+		       "numpy's %s array is refused: %s", kinds[i][0], err.message);
+		mt_npy_close(n);
+	}
+}
+
+/* ---- writer ----------------------------------------------------------- */
+
+static int dir_entries(void)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Write one array in three uneven pieces and record it for numpy. */
+static int write_case(FILE *list, const char *name, mt_dtype t, int rank, const uint64_t *shape,
+		      mt_error *err)
+{
+	uint64_t bytes = mt_dtype_size(t);
+	for (int i = 0; i < rank; i++)
+		bytes *= shape[i];
+	uint8_t *data = malloc(bytes ? bytes : 1);
+	for (uint64_t i = 0; i < bytes; i++)
+		data[i] = (uint8_t)(i * 37 + 11);
+	if (t == MT_BOOL)
+		for (uint64_t i = 0; i < bytes; i++)
+			data[i] &= 1;
+	if (t == MT_FLOAT16 || t == MT_FLOAT32 || t == MT_FLOAT64) /* no NaN payloads */
+		for (uint64_t i = mt_dtype_size(t) - 1; i < bytes; i += mt_dtype_size(t))
+			data[i] &= 0x3f;
+	char npy[64], raw[64];
+	snprintf(npy, sizeof npy, "%s.npy", name);
+	snprintf(raw, sizeof raw, "%s.raw", name);
+	write_file(path_in(raw), data, bytes);
+	mt_npy_writer *w = NULL;
+	size_t p1 = (size_t)(bytes / 3), p2 = (size_t)(bytes / 2);
+	int rc = mt_npy_create(path_in(npy), t, rank, shape, &w, err);
+	if (!rc)
+		rc = mt_npy_write(w, data, p1, err);
+	if (!rc)
+		rc = mt_npy_write(w, data + p1, p2 - p1, err);
+	if (!rc)
+		rc = mt_npy_write(w, data + p2, bytes - p2, err);
+	if (!rc)
+		rc = mt_npy_finish(w, err);
+	mt_npy_writer_close(w);
+	/* Our own reader must agree before numpy is asked. */
+	mt_npy *n = NULL;
+	if (!rc && !(rc = mt_npy_open(path_in(npy), &n, err))) {
+		const mt_npy_info *in = mt_npy_get_info(n);
+		uint64_t rows = rank ? shape[0] : 1;
+		if (in->header_bytes % 64 || in->dtype != t || in->rank != rank ||
+		    !rows_equal(n, data, rows ? bytes / rows : 0, 0, rows, err))
+			rc = mt_err(err, MT_ECORRUPT, "%s does not read back", npy);
+	}
+	mt_npy_close(n);
+	fprintf(list, "%s %s", name, mt_dtype_name(t));
+	for (int i = 0; i < rank; i++)
+		fprintf(list, " %llu", (unsigned long long)shape[i]);
+	fprintf(list, "\n");
+	free(data);
+	return rc;
+}
+
+static const char check_py[] =
+	"import sys\n"
+	"import numpy as np\n"
+	"d = sys.argv[1]\n"
+	"for line in open(d + '/written.txt'):\n"
+	"    name, dt, *shape = line.split()\n"
+	"    a = np.load(f'{d}/{name}.npy', allow_pickle=False)\n"
+	"    raw = open(f'{d}/{name}.raw', 'rb').read()\n"
+	"    shape = tuple(int(s) for s in shape)\n"
+	"    if a.dtype != np.dtype(dt).newbyteorder('<') or a.shape != shape:\n"
+	"        sys.exit(f'{name}: numpy sees {a.dtype}{a.shape}, wanted {dt}{shape}')\n"
+	"    if not a.flags.c_contiguous or a.tobytes() != raw:\n"
+	"        sys.exit(f'{name}: values differ')\n";
+
+static void test_writer(int numpy)
+{
+	mt_error err = {0};
+	FILE *list = fopen(path_in("written.txt"), "w");
+	uint64_t s53[] = {5, 3}, s0[] = {0}, s7[] = {7}, s234[] = {2, 3, 4};
+	int ok = write_case(list, "w-f32", MT_FLOAT32, 2, s53, &err) == 0;
+	for (mt_dtype t = MT_BOOL; ok && t <= MT_FLOAT64; t++) {
+		char name[32];
+		snprintf(name, sizeof name, "w-%s", mt_dtype_name(t));
+		ok = write_case(list, name, t, 3, s234, &err) == 0;
+	}
+	ok = ok && write_case(list, "w-empty", MT_INT64, 1, s0, &err) == 0 &&
+	     write_case(list, "w-vec", MT_UINT16, 1, s7, &err) == 0 &&
+	     write_case(list, "w-scalar", MT_FLOAT64, 0, NULL, &err) == 0;
+	fclose(list);
+	tap_ok(ok, "the writer makes every dtype, scalars and empty arrays, in 3 pieces, and our "
+		   "reader reads them back%s%s", ok ? "" : ": ", ok ? "" : err.message);
+	if (numpy)
+		tap_ok(run_python("check.py", check_py, dir) == 0,
+		       "np.load reads every written file with the same dtype, shape and values");
+
+	/* Failures leave nothing behind: start from an empty directory. */
+	char keep[sizeof dir];
+	memcpy(keep, dir, sizeof dir);
+	strcat(dir, "/w");
+	mkdir(dir, 0700);
+	mt_npy_writer *w = NULL;
+	uint8_t data[60] = {0};
+	int rc = mt_npy_create(path_in("a.npy"), MT_FLOAT32, 2, s53, &w, &err);
+	if (!rc)
+		rc = mt_npy_write(w, data, 56, &err);
+	tap_ok(rc == 0 && mt_npy_write(w, data, 8, &err) == MT_ESTATE &&
+		       strstr(err.message, "a.npy"),
+	       "writing past what the shape holds is MT_ESTATE: %s", err.message);
+	tap_ok(mt_npy_finish(w, &err) == MT_ESTATE && strstr(err.message, "56 of the 60"),
+	       "finish with 4 bytes missing fails: %s", err.message);
+	tap_ok(access(path_in("a.npy"), F_OK) != 0 && dir_entries() == 0,
+	       "a failed finish leaves neither the file nor a temporary");
+	tap_ok(mt_npy_write(w, data, 4, &err) == MT_ESTATE, "nothing can be written after it");
+	mt_npy_writer_close(w);
+
+	rc = mt_npy_create(path_in("b.npy"), MT_UINT8, 1, s7, &w, &err);
+	tap_ok(rc == 0 && dir_entries() == 1 && access(path_in("b.npy"), F_OK) != 0,
+	       "an unfinished file exists only under a temporary name");
+	mt_npy_writer_close(w);
+	tap_ok(dir_entries() == 0, "close without finish removes the temporary");
+
+	write_file(path_in("c.npy"), "old", 3);
+	rc = mt_npy_create(path_in("c.npy"), MT_UINT8, 1, s7, &w, &err);
+	if (!rc)
+		rc = mt_npy_write(w, "1234567", 7, &err);
+	if (!rc)
+		rc = mt_npy_finish(w, &err);
+	tap_ok(mt_npy_finish(w, &err) == MT_ESTATE, "a second finish is MT_ESTATE");
+	mt_npy_writer_close(w);
+	size_t len = 0;
+	uint8_t *back = read_file(path_in("c.npy"), &len);
+	tap_ok(rc == 0 && back && len == 128 + 7 && memcmp(back + 128, "1234567", 7) == 0 &&
+		       dir_entries() == 1,
+	       "finish replaces an existing file and leaves no temporary");
+	free(back);
+
+	tap_ok(mt_npy_create(path_in("no/such/dir.npy"), MT_UINT8, 1, s7, &w, &err) != 0 &&
+		       strstr(err.message, "no/such/dir.npy"),
+	       "creating in a missing directory fails naming the path: %s", err.message);
+	tap_ok(mt_npy_create(path_in("d.npy"), MT_DTYPE_INVALID, 1, s7, &w, &err) == MT_EINVAL,
+	       "an invalid dtype is MT_EINVAL");
+	uint64_t huge[] = {UINT64_MAX / 2, 3};
+	tap_ok(mt_npy_create(path_in("d.npy"), MT_UINT8, 2, huge, &w, &err) == MT_EINVAL,
+	       "a shape whose size overflows is MT_EINVAL: %s", err.message);
+	memcpy(dir, keep, sizeof dir);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	return remove(path);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/test-npy.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror(dir);
+		return 99;
+	}
+	test_parse_good();
+	test_parse_bad();
+	test_files_by_hand();
+	int numpy = have_numpy();
+	if (numpy)
+		test_numpy_fixtures();
+	else
+		tap_diag("no numpy at " PY ": numpy fixtures skipped");
+	test_writer(numpy);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return tap_done();
+}

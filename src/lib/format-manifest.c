@@ -1,11 +1,20 @@
-/* format-manifest.c — the manifest as JSON (jansson): encode, and decode with every field checked. */
+/* format-manifest.c — the manifest as JSON (jansson): encode, and decode checking every field. */
 #include <jansson.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
+
+/* Magic, version, entry count and checksum: the smallest chunk index. */
+#define FM_INDEX_MIN 20
+/* zstd's level range (ZSTD_minCLevel() .. ZSTD_maxCLevel()). */
+#define FM_LEVEL_MIN (-131072)
+#define FM_LEVEL_MAX 22
+/* One row or item of an attribute: more would overflow the sizes
+ * computed from it long before it could be stored. */
+#define FM_ROW_BYTES_MAX (1ull << 40)
 
 char *mt_key_manifest(const char *dataset, const char *version)
 {
@@ -17,32 +26,66 @@ char *mt_key_shard(const char *dataset, const char *sha256)
 	return mt_asprintf("datasets/%s/shards/%s.h5", dataset, sha256);
 }
 
-int mt_attrs_check(const mt_attr *a, size_t n, mt_error *err)
+/* ---- attributes ---------------------------------------------------------- */
+
+/* One attribute on its own: name, dtype, rank, shape. */
+static int fm_attr_check(const mt_attr *a, mt_error *err)
 {
-	for (size_t i = 0; i < n; i++) {
-		int rc = mt_name_check(a[i].name, "attribute", err);
-		if (rc)
-			return rc;
-		if (a[i].name[0] == '_')
-			return mt_err(err, MT_EINVAL, "attribute name '%s': names starting with '_' "
-				      "are reserved", a[i].name);
-		if (mt_dtype_size(a[i].dtype) == 0)
-			return mt_err(err, MT_EINVAL, "attribute %s: unknown dtype %d", a[i].name,
-				      (int)a[i].dtype);
-		if (a[i].rank < 0 || a[i].rank > MT_MAX_RANK)
-			return mt_err(err, MT_EINVAL, "attribute %s: rank %d is outside 0..%d",
-				      a[i].name, a[i].rank, MT_MAX_RANK);
-		uint64_t bytes = mt_dtype_size(a[i].dtype);
-		for (int d = 0; d < a[i].rank; d++)
-			if (a[i].shape[d] == 0 || !mt_mul_ok(bytes, a[i].shape[d], &bytes) ||
-			    bytes > (1ull << 40))
-				return mt_err(err, MT_EINVAL, "attribute %s: dimension %d of its "
-					      "shape must be 1..2^40 bytes in all", a[i].name, d);
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(a[i].name, a[j].name) == 0)
-				return mt_err(err, MT_EINVAL, "attribute %s appears twice", a[i].name);
+	int rc = mt_name_check(a->name, "attribute", err);
+	if (rc)
+		return rc;
+	if (a->name[0] == '_')
+		return mt_err(err, MT_EINVAL, "attribute name '%s': names starting with '_' are "
+			      "reserved", a->name);
+	if (mt_dtype_size(a->dtype) == 0)
+		return mt_err(err, MT_EINVAL, "attribute %s: unknown dtype %d", a->name,
+			      (int)a->dtype);
+	if (a->rank < 0 || a->rank > MT_MAX_RANK)
+		return mt_err(err, MT_EINVAL, "attribute %s: rank %d is outside 0..%d", a->name,
+			      a->rank, MT_MAX_RANK);
+	uint64_t bytes = mt_dtype_size(a->dtype);
+	for (int d = 0; d < a->rank; d++) {
+		if (a->shape[d] == 0)
+			return mt_err(err, MT_EINVAL, "attribute %s: dimension %d of its shape "
+				      "is 0", a->name, d);
+		if (!mt_mul_ok(bytes, a->shape[d], &bytes) || bytes > FM_ROW_BYTES_MAX)
+			return mt_err(err, MT_EINVAL, "attribute %s: a %s of this shape would "
+				      "exceed 2^40 bytes", a->name, a->ragged ? "item" : "row");
 	}
 	return 0;
+}
+
+/* Note `name` as the i-th seen; *first gets the index of an earlier
+ * attribute of that name, else i.  A JSON object is the hash set. */
+static int fm_seen(json_t *seen, const char *name, size_t i, size_t *first)
+{
+	json_t *v = json_object_get(seen, name);
+	if (v) {
+		*first = (size_t)json_integer_value(v);
+		return 0;
+	}
+	*first = i;
+	return json_object_set_new(seen, name, json_integer((json_int_t)i)) ? MT_ENOMEM : 0;
+}
+
+int mt_attrs_check(const mt_attr *a, size_t n, mt_error *err)
+{
+	json_t *seen = json_object();
+	if (!seen)
+		return mt_err(err, MT_ENOMEM, "checking attributes: out of memory");
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		size_t first;
+		if ((rc = fm_attr_check(&a[i], err)))
+			break;
+		if ((rc = fm_seen(seen, a[i].name, i, &first)))
+			rc = mt_err(err, rc, "checking attributes: out of memory");
+		else if (first != i)
+			rc = mt_err(err, MT_EINVAL, "attribute %s appears twice (#%zu and #%zu)",
+				    a[i].name, first + 1, i + 1);
+	}
+	json_decref(seen);
+	return rc;
 }
 
 int mt_attrs_dup(const mt_attr *a, size_t n, mt_attr **out)
@@ -68,274 +111,374 @@ void mt_attrs_free(mt_attr *a, size_t n)
 	free(a);
 }
 
-/* ---- encode ------------------------------------------------------------- */
+/* ---- encode -------------------------------------------------------------- */
+
+/* Set o[key] = v (stolen); remember the first key that failed: v NULL
+ * means its text was not UTF-8, a number did not fit, or memory ran out. */
+static void fm_set(json_t *o, const char *key, json_t *v, const char **failed)
+{
+	if (json_object_set_new(o, key, v) && !*failed)
+		*failed = key;
+}
+
+/* JSON integers are signed 64-bit. */
+static json_t *fm_uint(uint64_t v)
+{
+	return v > INT64_MAX ? NULL : json_integer((json_int_t)v);
+}
+
+static json_t *fm_enc_attrs(const mt_manifest *m)
+{
+	json_t *attrs = json_array();
+	for (size_t i = 0; attrs && i < m->nattrs; i++) {
+		const mt_attr *a = &m->attrs[i];
+		json_t *shape = json_array(), *o = json_object();
+		const char *failed = NULL;
+		for (int d = 0; shape && d < a->rank && d < MT_MAX_RANK; d++)
+			if (json_array_append_new(shape, fm_uint(a->shape[d])))
+				failed = "shape";
+		fm_set(o, "name", json_string(a->name), &failed);
+		fm_set(o, "dtype", json_string(mt_dtype_name(a->dtype)), &failed);
+		fm_set(o, "shape", shape, &failed);
+		if (a->ragged)
+			fm_set(o, "ragged", json_true(), &failed);
+		if (!o || failed || json_array_append_new(attrs, o)) {
+			json_decref(attrs);
+			return NULL;
+		}
+	}
+	return attrs;
+}
+
+static json_t *fm_enc_shards(const mt_manifest *m)
+{
+	json_t *shards = json_array();
+	for (size_t i = 0; shards && i < m->nshards; i++) {
+		const mt_mshard *s = &m->shards[i];
+		/* One test for all five: any of them past INT64_MAX sets the top bit. */
+		uint64_t any = s->bytes | s->rows | s->first_row | s->index_offset | s->index_bytes;
+		json_t *o = any > INT64_MAX ? NULL
+			    : json_pack("{s:s%, s:I, s:I, s:I, s:[I,I]}", "sha256", s->sha256,
+					(size_t)64, "bytes", (json_int_t)s->bytes, "rows",
+					(json_int_t)s->rows, "first_row", (json_int_t)s->first_row,
+					"index", (json_int_t)s->index_offset,
+					(json_int_t)s->index_bytes);
+		if (json_array_append_new(shards, o)) {
+			json_decref(shards);
+			return NULL;
+		}
+	}
+	return shards;
+}
 
 int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 {
-	json_t *root = json_object(), *tags = json_array(), *attrs = json_array();
-	json_t *shards = json_array();
-	int bad = !root || !tags || !attrs || !shards;
-	for (size_t i = 0; !bad && i < m->ntags; i++)
-		bad |= json_array_append_new(tags, json_string(m->tags[i]));
-	for (size_t i = 0; !bad && i < m->nattrs; i++) {
-		const mt_attr *a = &m->attrs[i];
-		json_t *shape = json_array();
-		for (int d = 0; shape && d < a->rank; d++)
-			bad |= json_array_append_new(shape, json_integer((json_int_t)a->shape[d]));
-		json_t *o = json_pack("{s:s, s:s, s:o*}", "name", a->name, "dtype",
-				      mt_dtype_name(a->dtype), "shape", shape);
-		if (o && a->ragged)
-			bad |= json_object_set_new(o, "ragged", json_true());
-		bad |= !o || json_array_append_new(attrs, o);
-	}
-	for (size_t i = 0; !bad && i < m->nshards; i++) {
-		const mt_mshard *s = &m->shards[i];
-		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:[I,I]}", "sha256", s->sha256, "bytes",
-				      (json_int_t)s->bytes, "rows", (json_int_t)s->rows, "first_row",
-				      (json_int_t)s->first_row, "index", (json_int_t)s->index_offset,
-				      (json_int_t)s->index_bytes);
-		bad |= !o || json_array_append_new(shards, o);
-	}
-	if (!bad) {
-		json_t *comp = json_pack("{s:s, s:i, s:I}", "codec", "zstd", "level", m->level,
-					 "chunk_bytes", (json_int_t)m->chunk_bytes);
-		bad = !comp ||
-		      json_object_set_new(root, "format", json_integer(m->format)) ||
-		      json_object_set_new(root, "dataset", json_string(m->dataset)) ||
-		      json_object_set_new(root, "version", json_string(m->version)) ||
-		      json_object_set_new(root, "parent", json_string(m->parent ? m->parent : "")) ||
-		      json_object_set_new(root, "created", json_string(m->created)) ||
-		      json_object_set_new(root, "author", json_string(m->author ? m->author : "")) ||
-		      json_object_set_new(root, "description",
-					  json_string(m->description ? m->description : "")) ||
-		      json_object_set(root, "tags", tags) ||
-		      json_object_set_new(root, "rows", json_integer((json_int_t)m->rows)) ||
-		      json_object_set_new(root, "raw_bytes", json_integer((json_int_t)m->raw_bytes)) ||
-		      json_object_set_new(root, "compression", comp) ||
-		      json_object_set(root, "attributes", attrs) ||
-		      json_object_set(root, "shards", shards);
-	}
-	*json = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	*json = NULL;
+	const char *failed = NULL;
+	json_t *root = json_object(), *tags = json_array(), *comp = json_object();
+	for (size_t i = 0; tags && i < m->ntags; i++)
+		if (json_array_append_new(tags, json_string(m->tags[i])))
+			failed = "tags";
+	fm_set(comp, "codec", json_string("zstd"), &failed);
+	fm_set(comp, "level", json_integer(m->level), &failed);
+	fm_set(comp, "chunk_bytes", fm_uint(m->chunk_bytes), &failed);
+	/* The order of the format's description (JSON_PRESERVE_ORDER). */
+	fm_set(root, "format", json_integer(m->format), &failed);
+	fm_set(root, "dataset", json_string(m->dataset), &failed);
+	fm_set(root, "version", json_string(m->version), &failed);
+	fm_set(root, "parent", json_string(m->parent ? m->parent : ""), &failed);
+	fm_set(root, "created", json_string(m->created), &failed);
+	fm_set(root, "author", json_string(m->author ? m->author : ""), &failed);
+	fm_set(root, "description", json_string(m->description ? m->description : ""), &failed);
+	fm_set(root, "tags", tags, &failed);
+	fm_set(root, "rows", fm_uint(m->rows), &failed);
+	fm_set(root, "raw_bytes", fm_uint(m->raw_bytes), &failed);
+	fm_set(root, "compression", comp, &failed);
+	fm_set(root, "attributes", fm_enc_attrs(m), &failed);
+	fm_set(root, "shards", fm_enc_shards(m), &failed);
+	if (!failed && !(*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		failed = "(text)";
 	json_decref(root);
-	json_decref(tags);
-	json_decref(attrs);
-	json_decref(shards);
-	if (!*json)
-		return mt_err(err, MT_EINVAL, "manifest of %s@%s: cannot encode (text must be "
-			      "UTF-8)", m->dataset, m->version ? m->version : "?");
+	if (failed)
+		return mt_err(err, MT_EINVAL, "manifest of %s@%s: cannot encode %s (text must be "
+			      "UTF-8, numbers below 2^63; or out of memory)",
+			      m->dataset ? m->dataset : "?", m->version ? m->version : "?",
+			      failed);
 	return 0;
 }
 
-/* ---- decode ------------------------------------------------------------- */
+/* ---- decode -------------------------------------------------------------- */
 
-struct dec {
+struct fm_dec {
 	const char *what;
 	mt_error *err;
 };
 
-static int bad(struct dec *d, const char *path, const char *expect)
+/* MT_EFORMAT naming the manifest, then the JSON path and what is wrong. */
+static int fm_fail(struct fm_dec *d, const char *fmt, ...) MT_PRINTF(2, 3);
+static int fm_fail(struct fm_dec *d, const char *fmt, ...)
 {
-	return mt_err(d->err, MT_EFORMAT, "%s: %s: expected %s", d->what, path, expect);
+	char msg[384];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return mt_err(d->err, MT_EFORMAT, "%s: %s", d->what, msg);
 }
 
-static int get_u64(struct dec *d, json_t *o, const char *key, const char *path, uint64_t *out)
+static int fm_nomem(struct fm_dec *d)
 {
-	json_t *v = json_object_get(o, key);
+	return mt_err(d->err, MT_ENOMEM, "%s: out of memory", d->what);
+}
+
+static int fm_get_uint(json_t *v, uint64_t *out)
+{
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return bad(d, path, "a non-negative integer");
+		return -1;
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
 
-static int get_str(struct dec *d, json_t *o, const char *key, int required, char **out)
+static int fm_dec_uint(struct fm_dec *d, json_t *o, const char *key, const char *path,
+		       uint64_t *out)
+{
+	if (fm_get_uint(json_object_get(o, key), out))
+		return fm_fail(d, "%s: expected a non-negative integer", path);
+	return 0;
+}
+
+/* A string member; a missing optional one reads as "". */
+static int fm_dec_str(struct fm_dec *d, json_t *o, const char *key, int required, char **out)
 {
 	json_t *v = json_object_get(o, key);
-	if (!v && !required) {
+	if (!v && !required)
 		*out = mt_strdup("");
-	} else if (!json_is_string(v)) {
-		return bad(d, key, "a string");
-	} else {
-		*out = strndup(json_string_value(v), json_string_length(v));
-	}
-	return *out ? 0 : mt_err(d->err, MT_ENOMEM, "out of memory");
+	else if (!json_is_string(v))
+		return fm_fail(d, "%s: expected a string", key);
+	else
+		*out = mt_strdup(json_string_value(v));
+	return *out ? 0 : fm_nomem(d);
 }
 
-static int decode_attrs(struct dec *d, json_t *arr, mt_manifest *m)
+static int fm_dec_tags(struct fm_dec *d, json_t *tags, mt_manifest *m)
 {
-	if (!json_is_array(arr))
-		return bad(d, "attributes", "an array");
-	size_t n = json_array_size(arr);
-	if (!(m->attrs = calloc(n ? n : 1, sizeof *m->attrs)))
-		return mt_err(d->err, MT_ENOMEM, "out of memory");
-	char path[64];
+	if (tags && !json_is_array(tags))
+		return fm_fail(d, "tags: expected an array of strings");
+	size_t n = json_array_size(tags);
+	if (!(m->tags = calloc(n ? n : 1, sizeof *m->tags)))
+		return fm_nomem(d);
+	m->ntags = n;
 	for (size_t i = 0; i < n; i++) {
-		json_t *o = json_array_get(arr, i);
-		mt_attr *a = &m->attrs[i];
-		m->nattrs = i + 1;
-		snprintf(path, sizeof path, "attributes[%zu]", i);
-		json_t *name = json_object_get(o, "name"), *dt = json_object_get(o, "dtype");
-		json_t *shape = json_object_get(o, "shape"), *rag = json_object_get(o, "ragged");
-		if (!json_is_object(o) || !json_is_string(name) || !json_is_string(dt) ||
-		    !json_is_array(shape) || (rag && !json_is_boolean(rag)))
-			return bad(d, path, "{name, dtype, shape[, ragged]}");
-		if (!(a->name = mt_strdup(json_string_value(name))))
-			return mt_err(d->err, MT_ENOMEM, "out of memory");
-		a->dtype = mt_dtype_parse(json_string_value(dt));
-		if (a->dtype == MT_DTYPE_INVALID)
-			return mt_err(d->err, MT_EFORMAT, "%s: %s.dtype: unknown dtype '%s'", d->what,
-				      path, json_string_value(dt));
-		if (json_array_size(shape) > MT_MAX_RANK)
-			return mt_err(d->err, MT_EFORMAT, "%s: %s.shape: more than %d dimensions",
-				      d->what, path, MT_MAX_RANK);
-		a->rank = (int)json_array_size(shape);
-		for (int k = 0; k < a->rank; k++) {
-			json_t *v = json_array_get(shape, (size_t)k);
-			if (!json_is_integer(v) || json_integer_value(v) < 1)
-				return bad(d, path, "shape dimensions >= 1");
-			a->shape[k] = (uint64_t)json_integer_value(v);
-		}
-		a->ragged = rag && json_is_true(rag);
+		json_t *t = json_array_get(tags, i);
+		if (!json_is_string(t))
+			return fm_fail(d, "tags[%zu]: expected a string", i);
+		if (!(m->tags[i] = mt_strdup(json_string_value(t))))
+			return fm_nomem(d);
 	}
-	int rc = mt_attrs_check(m->attrs, m->nattrs, d->err);
-	return rc ? mt_err_prefix(d->err, "%s: ", d->what) : 0;
+	return 0;
 }
 
-static int is_sha(const char *s)
+static int fm_dec_attr(struct fm_dec *d, json_t *o, size_t i, mt_attr *a)
 {
-	if (strlen(s) != 64)
+	if (!json_is_object(o))
+		return fm_fail(d, "attributes[%zu]: expected an object", i);
+	json_t *name = json_object_get(o, "name"), *dt = json_object_get(o, "dtype");
+	json_t *shape = json_object_get(o, "shape"), *rag = json_object_get(o, "ragged");
+	if (!json_is_string(name))
+		return fm_fail(d, "attributes[%zu].name: expected a string", i);
+	if (!(a->name = mt_strdup(json_string_value(name))))
+		return fm_nomem(d);
+	if (!json_is_string(dt))
+		return fm_fail(d, "attributes[%zu].dtype: expected a string", i);
+	a->dtype = mt_dtype_parse(json_string_value(dt));
+	if (a->dtype == MT_DTYPE_INVALID)
+		return fm_fail(d, "attributes[%zu].dtype: unknown dtype '%.64s'", i,
+			       json_string_value(dt));
+	if (!json_is_array(shape) || json_array_size(shape) > MT_MAX_RANK)
+		return fm_fail(d, "attributes[%zu].shape: expected an array of at most %d "
+			       "dimensions", i, MT_MAX_RANK);
+	a->rank = (int)json_array_size(shape);
+	for (int k = 0; k < a->rank; k++) {
+		json_t *v = json_array_get(shape, (size_t)k);
+		if (fm_get_uint(v, &a->shape[k]) || a->shape[k] == 0)
+			return fm_fail(d, "attributes[%zu].shape[%d]: expected an integer >= 1", i,
+				       k);
+	}
+	if (rag && !json_is_boolean(rag))
+		return fm_fail(d, "attributes[%zu].ragged: expected true or false", i);
+	a->ragged = json_is_true(rag);
+	mt_error e;
+	if (fm_attr_check(a, &e))
+		return fm_fail(d, "attributes[%zu]: %s", i, e.message);
+	return 0;
+}
+
+static int fm_dec_attrs(struct fm_dec *d, json_t *arr, mt_manifest *m)
+{
+	size_t n = json_array_size(arr);
+	if (!json_is_array(arr) || n == 0)
+		return fm_fail(d, "attributes: expected a non-empty array");
+	json_t *seen = json_object();
+	if (!seen || !(m->attrs = calloc(n, sizeof *m->attrs))) {
+		json_decref(seen);
+		return fm_nomem(d);
+	}
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		size_t first;
+		m->nattrs = i + 1;
+		if ((rc = fm_dec_attr(d, json_array_get(arr, i), i, &m->attrs[i])))
+			break;
+		if (fm_seen(seen, m->attrs[i].name, i, &first))
+			rc = fm_nomem(d);
+		else if (first != i)
+			rc = fm_fail(d, "attributes[%zu].name: '%s' also names attributes[%zu]", i,
+				     m->attrs[i].name, first);
+	}
+	json_decref(seen);
+	return rc;
+}
+
+static int fm_is_sha(json_t *v)
+{
+	if (!json_is_string(v) || json_string_length(v) != 64)
 		return 0;
+	const char *s = json_string_value(v);
 	for (int i = 0; i < 64; i++)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return 1;
 }
 
-static int decode_shards(struct dec *d, json_t *arr, mt_manifest *m)
+/* One shard entry; *next is the running sum of rows before it.  Paths
+ * are formatted only on failure: a manifest may list 100 000 shards. */
+static int fm_dec_shard(struct fm_dec *d, json_t *o, size_t i, uint64_t *next, mt_mshard *s)
 {
-	if (!json_is_array(arr))
-		return bad(d, "shards", "an array");
-	size_t n = json_array_size(arr);
-	if (!(m->shards = calloc(n ? n : 1, sizeof *m->shards)))
-		return mt_err(d->err, MT_ENOMEM, "out of memory");
-	m->nshards = n;
-	uint64_t next = 0;
-	char path[64];
-	for (size_t i = 0; i < n; i++) {
-		json_t *o = json_array_get(arr, i), *ix;
-		mt_mshard *s = &m->shards[i];
-		int rc;
-		snprintf(path, sizeof path, "shards[%zu]", i);
-		if (!json_is_object(o))
-			return bad(d, path, "an object");
-		json_t *sha = json_object_get(o, "sha256");
-		if (!json_is_string(sha) || !is_sha(json_string_value(sha)))
-			return bad(d, path, "sha256 of 64 lowercase hex digits");
-		memcpy(s->sha256, json_string_value(sha), 65);
-		char sub[96];
-		snprintf(sub, sizeof sub, "%s.bytes", path);
-		if ((rc = get_u64(d, o, "bytes", sub, &s->bytes)))
-			return rc;
-		snprintf(sub, sizeof sub, "%s.rows", path);
-		if ((rc = get_u64(d, o, "rows", sub, &s->rows)))
-			return rc;
-		snprintf(sub, sizeof sub, "%s.first_row", path);
-		if ((rc = get_u64(d, o, "first_row", sub, &s->first_row)))
-			return rc;
-		if (s->first_row != next)
-			return mt_err(d->err, MT_EFORMAT, "%s: %s.first_row is %llu, the rows before "
-				      "it add up to %llu", d->what, path,
-				      (unsigned long long)s->first_row, (unsigned long long)next);
-		if (s->rows == 0 || !mt_add_ok(next, s->rows, &next))
-			return bad(d, sub, "a row count >= 1");
-		ix = json_object_get(o, "index");
-		json_t *io = json_array_get(ix, 0), *il = json_array_get(ix, 1);
-		snprintf(sub, sizeof sub, "%s.index", path);
-		if (!json_is_array(ix) || json_array_size(ix) != 2 || !json_is_integer(io) ||
-		    !json_is_integer(il) || json_integer_value(io) < 0 ||
-		    json_integer_value(il) < 20)
-			return bad(d, sub, "[offset, length]");
-		s->index_offset = (uint64_t)json_integer_value(io);
-		s->index_bytes = (uint64_t)json_integer_value(il);
-		uint64_t end;
-		if (!mt_add_ok(s->index_offset, s->index_bytes, &end) || end > s->bytes)
-			return mt_err(d->err, MT_EFORMAT, "%s: %s lies outside the shard's %llu "
-				      "bytes", d->what, sub, (unsigned long long)s->bytes);
-	}
-	if (next != m->rows)
-		return mt_err(d->err, MT_EFORMAT, "%s: shards hold %llu rows, \"rows\" says %llu",
-			      d->what, (unsigned long long)next, (unsigned long long)m->rows);
+	if (!json_is_object(o))
+		return fm_fail(d, "shards[%zu]: expected an object", i);
+	json_t *sha = json_object_get(o, "sha256");
+	if (!fm_is_sha(sha))
+		return fm_fail(d, "shards[%zu].sha256: expected 64 lowercase hex digits", i);
+	memcpy(s->sha256, json_string_value(sha), 65);
+	static const char *const fields[] = {"bytes", "rows", "first_row"};
+	uint64_t *dst[] = {&s->bytes, &s->rows, &s->first_row};
+	for (size_t k = 0; k < 3; k++)
+		if (fm_get_uint(json_object_get(o, fields[k]), dst[k]))
+			return fm_fail(d, "shards[%zu].%s: expected a non-negative integer", i,
+				       fields[k]);
+	if (s->rows == 0)
+		return fm_fail(d, "shards[%zu].rows: expected at least 1 row", i);
+	if (s->first_row != *next)
+		return fm_fail(d, "shards[%zu].first_row: is %llu, but the shards before it hold "
+			       "%llu rows", i, (unsigned long long)s->first_row,
+			       (unsigned long long)*next);
+	if (!mt_add_ok(*next, s->rows, next))
+		return fm_fail(d, "shards[%zu].rows: the row count overflows", i);
+	json_t *ix = json_object_get(o, "index");
+	if (json_array_size(ix) != 2 || fm_get_uint(json_array_get(ix, 0), &s->index_offset) ||
+	    fm_get_uint(json_array_get(ix, 1), &s->index_bytes) || s->index_bytes < FM_INDEX_MIN)
+		return fm_fail(d, "shards[%zu].index: expected [offset, length >= %d]", i,
+			       FM_INDEX_MIN);
+	uint64_t end;
+	if (!mt_add_ok(s->index_offset, s->index_bytes, &end) || end > s->bytes)
+		return fm_fail(d, "shards[%zu].index: bytes %llu+%llu lie outside the shard's "
+			       "%llu bytes", i, (unsigned long long)s->index_offset,
+			       (unsigned long long)s->index_bytes, (unsigned long long)s->bytes);
 	return 0;
 }
 
-static int decode_root(struct dec *d, json_t *root, mt_manifest *m)
+static int fm_dec_shards(struct fm_dec *d, json_t *arr, mt_manifest *m)
+{
+	if (!json_is_array(arr))
+		return fm_fail(d, "shards: expected an array");
+	size_t n = json_array_size(arr);
+	if (!(m->shards = calloc(n ? n : 1, sizeof *m->shards)))
+		return fm_nomem(d);
+	m->nshards = n;
+	uint64_t rows = 0;
+	for (size_t i = 0; i < n; i++) {
+		int rc = fm_dec_shard(d, json_array_get(arr, i), i, &rows, &m->shards[i]);
+		if (rc)
+			return rc;
+	}
+	if (rows != m->rows)
+		return fm_fail(d, "rows: is %llu, but the shards hold %llu rows",
+			       (unsigned long long)m->rows, (unsigned long long)rows);
+	return 0;
+}
+
+static int fm_dec_compression(struct fm_dec *d, json_t *c, mt_manifest *m)
+{
+	if (!json_is_object(c))
+		return fm_fail(d, "compression: expected an object");
+	json_t *codec = json_object_get(c, "codec"), *lvl = json_object_get(c, "level");
+	if (!json_is_string(codec) || strcmp(json_string_value(codec), "zstd") != 0)
+		return fm_fail(d, "compression.codec: expected \"zstd\"");
+	if (!json_is_integer(lvl) || json_integer_value(lvl) < FM_LEVEL_MIN ||
+	    json_integer_value(lvl) > FM_LEVEL_MAX)
+		return fm_fail(d, "compression.level: expected an integer from %d to %d",
+			       FM_LEVEL_MIN, FM_LEVEL_MAX);
+	m->level = (int)json_integer_value(lvl);
+	int rc = fm_dec_uint(d, c, "chunk_bytes", "compression.chunk_bytes", &m->chunk_bytes);
+	if (!rc && m->chunk_bytes == 0)
+		rc = fm_fail(d, "compression.chunk_bytes: expected at least 1");
+	return rc;
+}
+
+static int fm_dec_name(struct fm_dec *d, const char *name, const char *kind)
+{
+	mt_error e;
+	return mt_name_check(name, kind, &e) ? fm_fail(d, "%s", e.message) : 0;
+}
+
+static int fm_dec_root(struct fm_dec *d, json_t *root, mt_manifest *m)
 {
 	if (!json_is_object(root))
-		return bad(d, "(top level)", "an object");
+		return fm_fail(d, "expected a JSON object");
+	/* First, so a newer format is reported as such, not as bad fields. */
 	json_t *f = json_object_get(root, "format");
 	if (!json_is_integer(f))
-		return bad(d, "format", "an integer");
-	m->format = (int)json_integer_value(f);
-	if (m->format != MT_FORMAT_VERSION)
-		return mt_err(d->err, MT_EFORMAT, "%s: format %lld %s (this matorage reads %d)",
-			      d->what, (long long)json_integer_value(f),
-			      m->format > MT_FORMAT_VERSION ? "is newer than this matorage "
-							      "understands" : "is unknown",
-			      MT_FORMAT_VERSION);
+		return fm_fail(d, "format: expected an integer");
+	json_int_t format = json_integer_value(f);
+	if (format > MT_FORMAT_VERSION)
+		return fm_fail(d, "format %lld is newer than this matorage understands (%d)",
+			       (long long)format, MT_FORMAT_VERSION);
+	if (format != MT_FORMAT_VERSION)
+		return fm_fail(d, "format: %lld is not a format number (this matorage reads %d)",
+			       (long long)format, MT_FORMAT_VERSION);
+	m->format = (int)format;
 	int rc;
-	if ((rc = get_str(d, root, "dataset", 1, &m->dataset)) ||
-	    (rc = get_str(d, root, "version", 1, &m->version)) ||
-	    (rc = get_str(d, root, "parent", 0, &m->parent)) ||
-	    (rc = get_str(d, root, "created", 1, &m->created)) ||
-	    (rc = get_str(d, root, "author", 0, &m->author)) ||
-	    (rc = get_str(d, root, "description", 0, &m->description)))
+	if ((rc = fm_dec_str(d, root, "dataset", 1, &m->dataset)) ||
+	    (rc = fm_dec_str(d, root, "version", 1, &m->version)) ||
+	    (rc = fm_dec_str(d, root, "parent", 0, &m->parent)) ||
+	    (rc = fm_dec_str(d, root, "created", 1, &m->created)) ||
+	    (rc = fm_dec_str(d, root, "author", 0, &m->author)) ||
+	    (rc = fm_dec_str(d, root, "description", 0, &m->description)) ||
+	    (rc = fm_dec_name(d, m->dataset, "dataset")) ||
+	    (rc = fm_dec_name(d, m->version, "version")) ||
+	    (*m->parent && (rc = fm_dec_name(d, m->parent, "parent version"))) ||
+	    (rc = fm_dec_tags(d, json_object_get(root, "tags"), m)) ||
+	    (rc = fm_dec_uint(d, root, "rows", "rows", &m->rows)) ||
+	    (rc = fm_dec_uint(d, root, "raw_bytes", "raw_bytes", &m->raw_bytes)) ||
+	    (rc = fm_dec_compression(d, json_object_get(root, "compression"), m)) ||
+	    (rc = fm_dec_attrs(d, json_object_get(root, "attributes"), m)))
 		return rc;
-	if ((rc = mt_name_check(m->dataset, "dataset", d->err)) ||
-	    (rc = mt_name_check(m->version, "version", d->err)) ||
-	    (*m->parent && (rc = mt_name_check(m->parent, "parent version", d->err))))
-		return mt_err_prefix(d->err, "%s: ", d->what);
-	json_t *tags = json_object_get(root, "tags");
-	if (tags && !json_is_array(tags))
-		return bad(d, "tags", "an array of strings");
-	m->ntags = json_array_size(tags);
-	if (!(m->tags = calloc(m->ntags ? m->ntags : 1, sizeof *m->tags)))
-		return mt_err(d->err, MT_ENOMEM, "out of memory");
-	for (size_t i = 0; i < m->ntags; i++) {
-		json_t *t = json_array_get(tags, i);
-		if (!json_is_string(t))
-			return bad(d, "tags", "an array of strings");
-		if (!(m->tags[i] = strndup(json_string_value(t), json_string_length(t))))
-			return mt_err(d->err, MT_ENOMEM, "out of memory");
-	}
-	if ((rc = get_u64(d, root, "rows", "rows", &m->rows)) ||
-	    (rc = get_u64(d, root, "raw_bytes", "raw_bytes", &m->raw_bytes)))
-		return rc;
-	json_t *c = json_object_get(root, "compression");
-	json_t *codec = json_object_get(c, "codec"), *lvl = json_object_get(c, "level");
-	if (!json_is_object(c) || !json_is_string(codec) ||
-	    strcmp(json_string_value(codec), "zstd") != 0 || !json_is_integer(lvl) ||
-	    json_integer_value(lvl) < -131072 || json_integer_value(lvl) > 22)
-		return bad(d, "compression", "{codec: \"zstd\", level, chunk_bytes}");
-	m->level = (int)json_integer_value(lvl);
-	if ((rc = get_u64(d, c, "chunk_bytes", "compression.chunk_bytes", &m->chunk_bytes)) ||
-	    (rc = decode_attrs(d, json_object_get(root, "attributes"), m)))
-		return rc;
-	if (m->nattrs == 0)
-		return bad(d, "attributes", "at least one attribute");
-	return decode_shards(d, json_object_get(root, "shards"), m);
+	return fm_dec_shards(d, json_object_get(root, "shards"), m);
 }
 
 int mt_manifest_decode(const char *json, size_t len, const char *what, mt_manifest **out,
 		       mt_error *err)
 {
 	*out = NULL;
+	struct fm_dec d = {what ? what : "manifest", err};
 	json_error_t je;
+	/* Strings with NUL bytes are refused (jansson's default). */
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
-		return mt_err(err, MT_EFORMAT, "%s: invalid JSON at line %d column %d: %s", what,
-			      je.line, je.column, je.text);
+		return fm_fail(&d, "invalid JSON at line %d, column %d: %s", je.line, je.column,
+			       je.text);
 	mt_manifest *m = calloc(1, sizeof *m);
-	struct dec d = {what, err};
-	int rc = m ? decode_root(&d, root, m) : mt_err(err, MT_ENOMEM, "out of memory");
+	int rc = m ? fm_dec_root(&d, root, m) : fm_nomem(&d);
 	json_decref(root);
 	if (rc) {
 		mt_manifest_free(m);

@@ -1,4 +1,4 @@
-/* store-fs.c — the local-directory store: keys are relative paths, writes go to a temporary file then rename. */
+/* store-fs.c — the local-directory store: keys are relative paths, writes are temp file+rename. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -7,17 +7,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store.h"
 
 #define TMP_PREFIX ".tmp."
 #define PAGE_DEFAULT 1000
+#define KEY_MAX 1024 /* S3's limit, so keys stay portable between backends */
 
 typedef struct fs_store {
 	mt_store base;
 	char *root;
+	pthread_mutex_t lock;      /* guards cache */
+	struct fs_dircache *cache; /* see fs_scan */
 } fs_store;
 
 struct mt_upload {
@@ -28,69 +33,151 @@ struct mt_upload {
 	int flags;
 };
 
-static atomic_uint tmp_serial;
+static atomic_uint fs_tmp_serial;
 
-static int errno_code(int e)
+/* Reads report a missing object as not found; for a write, a missing
+ * directory is an I/O failure of the store itself. */
+static int fs_errno_code(int e, int reading)
 {
-	return e == ENOENT || e == ENOTDIR ? MT_ENOTFOUND : e == EACCES || e == EPERM ? MT_EAUTH
-			     : e == ENOMEM ? MT_ENOMEM : MT_EIO;
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR:
+		return reading ? MT_ENOTFOUND : MT_EIO;
+	case EACCES:
+	case EPERM:
+		return MT_EAUTH;
+	case ENOMEM:
+		return MT_ENOMEM;
+	default:
+		return MT_EIO;
+	}
 }
 
-static int fs_fail(fs_store *s, const char *key, const char *what, int e, mt_error *err)
+static int fs_fail(fs_store *s, const char *key, const char *what, int e, int reading,
+		   mt_error *err)
 {
-	return mt_err(err, errno_code(e), "%s: %s: %s%s%s", s->base.url, key, what ? what : "",
-		      what ? ": " : "", strerror(e));
+	return mt_err(err, fs_errno_code(e, reading), "store %s: %s: %s%s%s", s->base.url, key,
+		      what ? what : "", what ? ": " : "", strerror(e));
 }
 
-static int key_ok(fs_store *s, const char *key, mt_error *err)
+static int fs_nomem(fs_store *s, const char *key, mt_error *err)
 {
-	if (!key || !*key || key[0] == '/' || strstr(key, "//") || strstr(key, "..") ||
-	    key[strlen(key) - 1] == '/')
-		return mt_err(err, MT_EINVAL, "%s: invalid object key '%s'", s->base.url,
-			      key ? key : "");
+	return mt_err(err, MT_ENOMEM, "store %s: %s: out of memory", s->base.url, key);
+}
+
+static int fs_is_tmp(const char *key)
+{
+	const char *base = strrchr(key, '/');
+	return strncmp(base ? base + 1 : key, TMP_PREFIX, strlen(TMP_PREFIX)) == 0;
+}
+
+/* A key names a file below the root and nothing else: no way out of the
+ * root, no aliases of another key, no clash with temporary files. */
+static int fs_key_check(fs_store *s, const char *key, mt_error *err)
+{
+	const char *why = NULL;
+	size_t n = key ? strlen(key) : 0;
+	if (n == 0)
+		why = "empty";
+	else if (n > KEY_MAX)
+		why = "longer than 1024 bytes";
+	else if (key[0] == '/')
+		why = "absolute";
+	else if (key[n - 1] == '/')
+		why = "ends with '/'";
+	else if (strstr(key, "//"))
+		why = "holds an empty segment";
+	else if (strstr(key, ".."))
+		why = "holds '..'";
+	else if (strcmp(key, ".") == 0 || strncmp(key, "./", 2) == 0 || strstr(key, "/./") ||
+		 (n >= 2 && strcmp(key + n - 2, "/.") == 0))
+		why = "holds a '.' segment";
+	else if (fs_is_tmp(key))
+		why = "uses the temporary-file prefix " TMP_PREFIX;
+	if (why)
+		return mt_err(err, MT_EINVAL, "store %s: invalid object key '%.200s': %s",
+			      s->base.url, key ? key : "", why);
 	return 0;
 }
 
-static char *key_path(fs_store *s, const char *key)
+static char *fs_path(fs_store *s, const char *key)
 {
 	return mt_asprintf("%s/%s", s->root, key);
+}
+
+/* Open a key for reading; fails unless it is a regular file. */
+static int fs_open_object(fs_store *s, const char *key, int *fd, uint64_t *size,
+			  mt_error *err)
+{
+	int rc = fs_key_check(s, key, err);
+	if (rc)
+		return rc;
+	char *path = fs_path(s, key);
+	if (!path)
+		return fs_nomem(s, key, err);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	struct stat sb;
+	if (*fd < 0 || fstat(*fd, &sb) != 0)
+		rc = fs_fail(s, key, NULL, errno, 1, err);
+	else if (!S_ISREG(sb.st_mode))
+		rc = mt_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
+	else
+		*size = (uint64_t)sb.st_size;
+	if (rc && *fd >= 0)
+		close(*fd);
+	return rc;
+}
+
+static int fs_range_check(fs_store *s, const char *key, uint64_t offset, uint64_t len,
+			  uint64_t size, mt_error *err)
+{
+	uint64_t end;
+	if (!mt_add_ok(offset, len, &end) || end > size)
+		return mt_err(err, MT_ERANGE, "store %s: %s: %llu bytes at offset %llu are past "
+			      "its end (%llu bytes)", s->base.url, key, (unsigned long long)len,
+			      (unsigned long long)offset, (unsigned long long)size);
+	return 0;
+}
+
+/* pread exactly len bytes (inside the object), through short reads and
+ * signals. */
+static int fs_pread_full(fs_store *s, const char *key, int fd, uint64_t offset, void *buf,
+			 size_t len, mt_error *err)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(offset + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fs_fail(s, key, "read", errno, 1, err);
+		if (n == 0)
+			return mt_err(err, MT_ERANGE, "store %s: %s: ends at byte %llu while "
+				      "reading %zu bytes at %llu (truncated meanwhile?)",
+				      s->base.url, key, (unsigned long long)(offset + done), len,
+				      (unsigned long long)offset);
+		done += (size_t)n;
+	}
+	return 0;
 }
 
 static int fs_get(mt_store *st, const char *key, uint64_t offset, uint64_t len, void **data,
 		  size_t *got, mt_error *err)
 {
 	fs_store *s = (fs_store *)st;
-	int rc = key_ok(s, key, err);
+	int fd;
+	uint64_t size;
+	int rc = fs_open_object(s, key, &fd, &size, err);
 	if (rc)
 		return rc;
-	char *path = key_path(s, key);
-	if (!path)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb) != 0) {
-		rc = fs_fail(s, key, NULL, errno, err);
-		if (fd >= 0)
-			close(fd);
-		return rc;
-	}
-	uint64_t size = (uint64_t)sb.st_size;
-	if (offset > size || (len != UINT64_MAX && (offset + len < offset || offset + len > size))) {
-		close(fd);
-		return mt_err(err, MT_ERANGE, "%s: %s: bytes %llu+%llu are past its end (%llu)",
-			      s->base.url, key, (unsigned long long)offset,
-			      (unsigned long long)len, (unsigned long long)size);
-	}
 	if (len == UINT64_MAX)
-		len = size - offset;
-	void *buf = malloc(len ? (size_t)len : 1);
-	if (!buf) {
-		close(fd);
-		return mt_err(err, MT_ENOMEM, "%s: out of memory for %llu bytes", key,
-			      (unsigned long long)len);
-	}
-	rc = st->ops->read(st, key, offset, buf, (size_t)len, err);
+		len = offset <= size ? size - offset : 0;
+	rc = fs_range_check(s, key, offset, len, size, err);
+	void *buf = NULL;
+	if (!rc && !(buf = malloc(len ? (size_t)len : 1)))
+		rc = fs_nomem(s, key, err);
+	if (!rc)
+		rc = fs_pread_full(s, key, fd, offset, buf, (size_t)len, err);
 	close(fd);
 	if (rc) {
 		free(buf);
@@ -105,61 +192,54 @@ static int fs_read(mt_store *st, const char *key, uint64_t offset, void *buf, si
 		   mt_error *err)
 {
 	fs_store *s = (fs_store *)st;
-	int rc = key_ok(s, key, err);
+	int fd;
+	uint64_t size;
+	int rc = fs_open_object(s, key, &fd, &size, err);
 	if (rc)
 		return rc;
-	char *path = key_path(s, key);
-	if (!path)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0)
-		return fs_fail(s, key, NULL, errno, err);
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(offset + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = fs_fail(s, key, "read", errno, err);
-			break;
-		}
-		if (n == 0) {
-			rc = mt_err(err, MT_ERANGE, "%s: %s: bytes %llu+%zu are past its end",
-				    s->base.url, key, (unsigned long long)offset, len);
-			break;
-		}
-		done += (size_t)n;
-	}
+	rc = fs_range_check(s, key, offset, len, size, err);
+	if (!rc)
+		rc = fs_pread_full(s, key, fd, offset, buf, len, err);
 	close(fd);
 	return rc;
 }
 
-static int mkdirs_for(fs_store *s, const char *path, const char *key, mt_error *err)
+/* mkdir -p for the directories in path[from..]; path[from - 1] is a '/'
+ * of a directory that exists (or the whole path's first '/').  With
+ * `last`, the final component is created too. */
+static int fs_mkdirs(const char *path, size_t from, int last)
 {
 	char *p = mt_strdup(path);
 	if (!p)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	for (char *c = p + strlen(s->root) + 1; (c = strchr(c, '/')); c++) {
-		*c = '\0';
-		if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-			int e = errno;
-			free(p);
-			return fs_fail(s, key, "mkdir", e, err);
+		return ENOMEM;
+	int e = 0;
+	for (char *c = p + from;; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char was = *c;
+		if (was || last) {
+			*c = '\0';
+			if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+				e = errno;
+				break;
+			}
+			*c = was;
 		}
-		*c = '/';
+		if (!was)
+			break;
 	}
 	free(p);
-	return 0;
+	return e;
 }
 
-static void fsync_dir_of(const char *path)
+/* Flush a directory so that a rename or link in it survives a crash. */
+static void fs_sync_dir(const char *path)
 {
 	char *d = mt_strdup(path);
 	char *slash = d ? strrchr(d, '/') : NULL;
 	if (slash) {
 		*slash = '\0';
-		int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int fd = open(*d ? d : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd >= 0) {
 			fsync(fd);
 			close(fd);
@@ -168,59 +248,16 @@ static void fsync_dir_of(const char *path)
 	free(d);
 }
 
-static int fs_upload_open(mt_store *st, const char *key, int flags, mt_upload **out,
-			  mt_error *err)
+/* 64 bits that differ between processes that share a pid (containers on
+ * one volume), so temporary names rarely collide; O_EXCL catches the rest. */
+static uint64_t fs_tmp_nonce(void)
 {
-	fs_store *s = (fs_store *)st;
-	int rc = key_ok(s, key, err);
-	if (rc)
-		return rc;
-	mt_upload *u = calloc(1, sizeof *u);
-	if (!u)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	u->s = s;
-	u->fd = -1;
-	u->flags = flags;
-	u->key = mt_strdup(key);
-	u->path = key_path(s, key);
-	const char *base = strrchr(key, '/');
-	base = base ? base + 1 : key;
-	char *dir = u->path ? strndup(u->path, strlen(u->path) - strlen(base)) : NULL;
-	if (dir)
-		u->tmp = mt_asprintf("%s" TMP_PREFIX "%s.%ld.%u", dir, base, (long)getpid(),
-				     atomic_fetch_add(&tmp_serial, 1));
-	free(dir);
-	if (!u->key || !u->path || !u->tmp) {
-		st->ops->upload_abort(u);
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	}
-	if ((rc = mkdirs_for(s, u->path, key, err))) {
-		st->ops->upload_abort(u);
-		return rc;
-	}
-	u->fd = open(u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (u->fd < 0) {
-		rc = fs_fail(s, key, "create", errno, err);
-		st->ops->upload_abort(u);
-		return rc;
-	}
-	*out = u;
-	return 0;
-}
-
-static int fs_upload_write(mt_upload *u, const void *data, size_t len, mt_error *err)
-{
-	const char *p = data;
-	while (len) {
-		ssize_t n = write(u->fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return fs_fail(u->s, u->key, "write", errno, err);
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	uint64_t r;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
+		return r;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
 }
 
 static void fs_upload_abort(mt_upload *u)
@@ -237,29 +274,92 @@ static void fs_upload_abort(mt_upload *u)
 	free(u);
 }
 
+static int fs_upload_open(mt_store *st, const char *key, int flags, mt_upload **out,
+			  mt_error *err)
+{
+	fs_store *s = (fs_store *)st;
+	int rc = fs_key_check(s, key, err);
+	if (rc)
+		return rc;
+	mt_upload *u = calloc(1, sizeof *u);
+	if (!u)
+		return fs_nomem(s, key, err);
+	u->s = s;
+	u->fd = -1;
+	u->flags = flags;
+	u->key = mt_strdup(key);
+	u->path = fs_path(s, key);
+	if (!u->key || !u->path) {
+		fs_upload_abort(u);
+		return fs_nomem(s, key, err);
+	}
+	const char *base = strrchr(u->path, '/') + 1;
+	int e = fs_mkdirs(u->path, strlen(s->root) + 1, 0);
+	for (int tries = 0; !e && u->fd < 0 && tries < 8; tries++) {
+		free(u->tmp);
+		/* The key's name is there for people looking at the directory;
+		 * it is cut so the temporary name stays under NAME_MAX. */
+		u->tmp = mt_asprintf("%.*s" TMP_PREFIX "%.128s.%ld.%u.%016llx",
+				     (int)(base - u->path), u->path, base, (long)getpid(),
+				     atomic_fetch_add(&fs_tmp_serial, 1),
+				     (unsigned long long)fs_tmp_nonce());
+		if (!u->tmp)
+			e = ENOMEM;
+		else if ((u->fd = open(u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+				       0666)) < 0 && errno != EEXIST)
+			e = errno;
+	}
+	if (!e && u->fd < 0)
+		e = EEXIST;
+	if (e) {
+		rc = fs_fail(s, key, "create", e, 0, err);
+		fs_upload_abort(u);
+		return rc;
+	}
+	*out = u;
+	return 0;
+}
+
+static int fs_upload_write(mt_upload *u, const void *data, size_t len, mt_error *err)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(u->fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fs_fail(u->s, u->key, "write", errno, 0, err);
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 /* fsync, then publish: rename, or link(2) so an existing key is never
- * replaced (exclusive puts: manifests). */
+ * replaced (exclusive puts: manifests).  Frees the upload either way. */
 static int fs_upload_commit(mt_upload *u, mt_error *err)
 {
-	int rc = 0;
-	int sync = !(u->flags & MT_PUT_NOSYNC);
+	fs_store *s = u->s;
+	int sync = !(u->flags & MT_PUT_NOSYNC), rc = 0;
 	if (sync && fsync(u->fd) != 0)
-		rc = fs_fail(u->s, u->key, "fsync", errno, err);
-	if (!rc && (u->flags & MT_PUT_EXCLUSIVE)) {
-		if (link(u->tmp, u->path) != 0)
-			rc = errno == EEXIST
-				     ? mt_err(err, MT_EEXIST, "%s: %s already exists", u->s->base.url,
-					      u->key)
-				     : fs_fail(u->s, u->key, "link", errno, err);
-	} else if (!rc && rename(u->tmp, u->path) != 0) {
-		rc = fs_fail(u->s, u->key, "rename", errno, err);
-	}
-	if (!rc && sync)
-		fsync_dir_of(u->path);
-	close(u->fd);
-	if (rc || (u->flags & MT_PUT_EXCLUSIVE))
-		unlink(u->tmp);
+		rc = fs_fail(s, u->key, "fsync", errno, 0, err);
+	/* NFS reports some write errors only at close. */
+	int fd = u->fd;
 	u->fd = -1;
+	if (close(fd) != 0 && !rc)
+		rc = fs_fail(s, u->key, "close", errno, 0, err);
+	int exclusive = u->flags & MT_PUT_EXCLUSIVE;
+	if (!rc && exclusive && link(u->tmp, u->path) != 0)
+		rc = errno == EEXIST ? mt_err(err, MT_EEXIST, "store %s: %s already exists",
+					      s->base.url, u->key)
+				     : fs_fail(s, u->key, "link", errno, 0, err);
+	else if (!rc && !exclusive && rename(u->tmp, u->path) != 0)
+		rc = fs_fail(s, u->key, "rename", errno, 0, err);
+	/* After link(2) the temporary name is a second name of the object. */
+	if (rc || exclusive)
+		unlink(u->tmp);
+	if (!rc && sync)
+		fs_sync_dir(u->path);
 	fs_upload_abort(u);
 	return rc;
 }
@@ -268,30 +368,30 @@ static int fs_put(mt_store *st, const char *key, const void *data, size_t len, i
 		  mt_error *err)
 {
 	mt_upload *u;
-	int rc = st->ops->upload_open(st, key, flags, &u, err);
+	int rc = fs_upload_open(st, key, flags, &u, err);
 	if (rc)
 		return rc;
-	if ((rc = st->ops->upload_write(u, data, len, err))) {
-		st->ops->upload_abort(u);
+	if ((rc = fs_upload_write(u, data, len, err))) {
+		fs_upload_abort(u);
 		return rc;
 	}
-	return st->ops->upload_commit(u, err);
+	return fs_upload_commit(u, err);
 }
 
 static int fs_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime, mt_error *err)
 {
 	fs_store *s = (fs_store *)st;
-	int rc = key_ok(s, key, err);
+	int rc = fs_key_check(s, key, err);
 	if (rc)
 		return rc;
-	char *path = key_path(s, key);
+	char *path = fs_path(s, key);
 	if (!path)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return fs_nomem(s, key, err);
 	struct stat sb;
-	rc = stat(path, &sb) != 0 ? fs_fail(s, key, NULL, errno, err)
-	     : !S_ISREG(sb.st_mode) ? mt_err(err, MT_ENOTFOUND, "%s: %s is not an object",
-					     s->base.url, key)
-				    : 0;
+	if (stat(path, &sb) != 0)
+		rc = fs_fail(s, key, NULL, errno, 1, err);
+	else if (!S_ISREG(sb.st_mode))
+		rc = mt_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
 	free(path);
 	if (!rc) {
 		*size = (uint64_t)sb.st_size;
@@ -300,249 +400,371 @@ static int fs_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime
 	return rc;
 }
 
-/* ---- listing: a sorted walk of the tree below the prefix's directory ---- */
+/* ---- listing: a sorted walk of the tree below the prefix's directory ----
+ * Keys sort as byte strings.  A directory's keys all start with its name
+ * and a '/', so entries sorted by name with '/' appended to directories
+ * come out in key order ("a-b" < "a/x" < "a0"). */
 
-struct walk {
+/* What to collect from a walk. */
+enum fs_want {
+	FS_OBJECTS,  /* list: objects after the token */
+	FS_PREFIXES, /* list_prefixes: directories directly below */
+	FS_TEMPS,    /* sweep: temporary files */
+};
+
+struct fs_ent {
+	char *key; /* directories end with '/' */
+	int dir;
+};
+
+/* A growable array of entries. */
+struct fs_ents {
+	struct fs_ent *v;
+	size_t n, cap;
+};
+
+/* The last directory too large for one page, sorted, so that paging
+ * through 100 000 shards reads the directory once rather than once per
+ * page.  Valid while the directory's inode and mtime are unchanged: a
+ * listing is not a snapshot, and an object created within the mtime's
+ * granularity (a few ms) of the read may be missed, as it may be missed
+ * by a listing that has already passed its name. */
+struct fs_dircache {
+	char *rel;
+	char *prefix;
+	enum fs_want want;
+	struct stat st;
+	struct fs_ents all;
+};
+
+struct fs_walk {
 	fs_store *s;
+	enum fs_want want;
 	const char *prefix;
+	size_t plen;
 	const char *after; /* continuation token: the last key returned */
 	size_t max;
 	mt_list_page *page;
 	size_t cap;
-	int temps;         /* sweep: visit temporary files instead of objects */
+	int more; /* a full page has a successor */
 	int64_t before;
 	int dry_run;
 	uint64_t n, bytes;
 };
 
-static int name_cmp(const void *a, const void *b)
+static int fs_ent_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct fs_ent *)a)->key, ((const struct fs_ent *)b)->key);
 }
 
-static int walk_add(struct walk *w, const char *key, const struct stat *sb)
+static int fs_ents_push(struct fs_ents *a, const char *key, int dir)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct fs_ent *v = realloc(a->v, cap * sizeof *v);
+		if (!v)
+			return MT_ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	if (!(a->v[a->n].key = mt_strdup(key)))
+		return MT_ENOMEM;
+	a->v[a->n++].dir = dir;
+	return 0;
+}
+
+static void fs_ents_free(struct fs_ents *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i].key);
+	free(a->v);
+	*a = (struct fs_ents){0};
+}
+
+static void fs_dircache_free(struct fs_dircache *c)
+{
+	if (!c)
+		return;
+	free(c->rel);
+	free(c->prefix);
+	fs_ents_free(&c->all);
+	free(c);
+}
+
+/* Could this entry (`key`, named `name` in its directory) hold or be a
+ * key the walk wants, whatever the token?  Decided on the name alone. */
+static int fs_walk_keeps(const struct fs_walk *w, const char *key, size_t klen,
+			 const char *name, int dir)
+{
+	if (strncmp(key, w->prefix, klen < w->plen ? klen : w->plen) != 0)
+		return 0;
+	if (w->want == FS_PREFIXES)
+		return dir && name[0] != '.';
+	return dir || (klen >= w->plen && fs_is_tmp(key) == (w->want == FS_TEMPS));
+}
+
+/* Every entry of the open directory `rel` the walk may want, sorted.
+ * Returns 0 or an errno value. */
+static int fs_read_dir(struct fs_walk *w, DIR *d, const char *rel, struct fs_ents *all)
+{
+	mt_buf key = {0};
+	size_t rlen = strlen(rel);
+	int rc = mt_buf_append(&key, rel, rlen) ? ENOMEM : 0;
+	for (struct dirent *de; !rc && (errno = 0, de = readdir(d));) {
+		const char *name = de->d_name;
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		int type = de->d_type;
+		if (type == DT_UNKNOWN) {
+			struct stat sb;
+			type = fstatat(dirfd(d), name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ? DT_UNKNOWN
+			       : S_ISDIR(sb.st_mode) ? DT_DIR
+			       : S_ISREG(sb.st_mode) ? DT_REG : DT_UNKNOWN;
+		}
+		/* Symbolic links and special files are not objects. */
+		if (type != DT_DIR && type != DT_REG)
+			continue;
+		int dir = type == DT_DIR;
+		key.len = rlen;
+		if (mt_buf_append(&key, name, strlen(name)) ||
+		    (dir && mt_buf_append(&key, "/", 1)) || mt_buf_append(&key, "", 1) ||
+		    (fs_walk_keeps(w, (const char *)key.data, key.len - 1, name, dir) &&
+		     fs_ents_push(all, (const char *)key.data, dir)))
+			rc = ENOMEM;
+	}
+	if (!rc)
+		rc = errno;
+	mt_buf_free(&key);
+	if (!rc && all->n)
+		qsort(all->v, all->n, sizeof *all->v, fs_ent_cmp);
+	return rc;
+}
+
+/* Copy the entries after the token that this page can reach: up to
+ * `need` that list one key each ("leaves"), and the directories among
+ * them.  *rest: entries were left for later pages.  0 or ENOMEM. */
+static int fs_slice(const struct fs_walk *w, const struct fs_ents *all, struct fs_ents *out,
+		    int *rest)
+{
+	size_t lo = 0, hi = all->n;
+	if (w->after) {
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (strcmp(all->v[mid].key, w->after) <= 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		/* The directory holding the token has keys after it too. */
+		const struct fs_ent *prev = lo ? &all->v[lo - 1] : NULL;
+		if (prev && prev->dir && w->want != FS_PREFIXES &&
+		    strncmp(prev->key, w->after, strlen(prev->key)) == 0)
+			lo--;
+	}
+	size_t need = w->want == FS_TEMPS ? SIZE_MAX : w->max - w->page->n + 1, leaves = 0;
+	*rest = 0;
+	for (size_t i = lo; i < all->n; i++) {
+		int leaf = all->v[i].dir == (w->want == FS_PREFIXES);
+		if (leaf && leaves == need) {
+			*rest = 1;
+			break;
+		}
+		leaves += leaf;
+		if (fs_ents_push(out, all->v[i].key, all->v[i].dir))
+			return ENOMEM;
+	}
+	return 0;
+}
+
+static int fs_dircache_match(const struct fs_dircache *c, const struct fs_walk *w,
+			     const char *rel, const struct stat *st)
+{
+	return c && c->want == w->want && !strcmp(c->rel, rel) && !strcmp(c->prefix, w->prefix) &&
+	       c->st.st_dev == st->st_dev && c->st.st_ino == st->st_ino &&
+	       c->st.st_mtim.tv_sec == st->st_mtim.tv_sec &&
+	       c->st.st_mtim.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* The entries of directory `rel` ("" or ending in '/') this page of the
+ * walk may reach, sorted; *rest as for fs_slice. */
+static int fs_scan(struct fs_walk *w, const char *rel, struct fs_ents *out, int *rest,
+		   mt_error *err)
+{
+	fs_store *s = w->s;
+	*out = (struct fs_ents){0};
+	*rest = 0;
+	char *dirpath = mt_asprintf("%s/%s", s->root, rel);
+	if (!dirpath)
+		return fs_nomem(s, *rel ? rel : w->prefix, err);
+	DIR *d = opendir(dirpath);
+	int e = d ? 0 : errno;
+	free(dirpath);
+	/* A prefix nothing was stored under yet is an empty listing. */
+	if (!d)
+		return e == ENOENT || e == ENOTDIR ? 0 : fs_fail(s, rel, "list", e, 1, err);
+	struct stat st;
+	if (fstat(dirfd(d), &st) != 0) {
+		e = errno;
+		closedir(d);
+		return fs_fail(s, rel, "list", e, 1, err);
+	}
+	int rc = 0, hit = 0;
+	pthread_mutex_lock(&s->lock);
+	if (fs_dircache_match(s->cache, w, rel, &st)) {
+		hit = 1;
+		rc = fs_slice(w, &s->cache->all, out, rest);
+		/* The last page of it: nobody will ask again. */
+		if (!rc && !*rest) {
+			fs_dircache_free(s->cache);
+			s->cache = NULL;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	struct fs_dircache *c = NULL;
+	if (!hit) {
+		c = calloc(1, sizeof *c);
+		rc = c ? fs_read_dir(w, d, rel, &c->all) : ENOMEM;
+		if (!rc)
+			rc = fs_slice(w, &c->all, out, rest);
+	}
+	closedir(d);
+	if (c && !rc && *rest && (c->rel = mt_strdup(rel)) && (c->prefix = mt_strdup(w->prefix))) {
+		c->want = w->want;
+		c->st = st;
+		pthread_mutex_lock(&s->lock);
+		fs_dircache_free(s->cache);
+		s->cache = c;
+		pthread_mutex_unlock(&s->lock);
+		c = NULL;
+	}
+	fs_dircache_free(c);
+	if (rc) {
+		fs_ents_free(out);
+		return rc == ENOMEM ? fs_nomem(s, *rel ? rel : w->prefix, err)
+				    : fs_fail(s, rel, "list", rc, 1, err);
+	}
+	return 0;
+}
+
+/* Append to the page, or note that a full page has a successor. */
+static int fs_walk_add(struct fs_walk *w, const char *key, uint64_t size, int64_t mtime,
+		       mt_error *err)
 {
 	mt_list_page *p = w->page;
+	if (p->n == w->max) {
+		w->more = 1;
+		return 0;
+	}
 	if (p->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 64;
 		mt_obj *o = realloc(p->objs, cap * sizeof *o);
 		if (!o)
-			return MT_ENOMEM;
+			return fs_nomem(w->s, key, err);
 		p->objs = o;
 		w->cap = cap;
 	}
 	if (!(p->objs[p->n].key = mt_strdup(key)))
-		return MT_ENOMEM;
-	p->objs[p->n].size = (uint64_t)sb->st_size;
-	p->objs[p->n].mtime = (int64_t)sb->st_mtime;
+		return fs_nomem(w->s, key, err);
+	p->objs[p->n].size = size;
+	p->objs[p->n].mtime = mtime;
 	p->n++;
 	return 0;
 }
 
-/* Visit dir (key prefix `rel`, "" or ending in '/') in key order.  Keys
- * order as byte strings, and "a/" sorts after "a-b", so entries are sorted
- * by name with a '/' appended to directories. */
-static int walk_dir(struct walk *w, const char *rel, mt_error *err)
+/* A file the walk reached: list it, or sweep it. */
+static int fs_walk_file(struct fs_walk *w, const char *key, mt_error *err)
 {
-	char *dirpath = *rel ? mt_asprintf("%s/%s", w->s->root, rel) : mt_strdup(w->s->root);
-	if (!dirpath)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	DIR *d = opendir(dirpath);
-	if (!d) {
-		int e = errno;
-		free(dirpath);
-		return e == ENOENT || e == ENOTDIR ? 0 : fs_fail(w->s, rel, "list", e, err);
-	}
-	char **names = NULL;
-	size_t n = 0, cap = 0;
+	char *path = fs_path(w->s, key);
+	if (!path)
+		return fs_nomem(w->s, key, err);
+	struct stat sb;
 	int rc = 0;
-	struct dirent *de;
-	while (!rc && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		char *full = mt_asprintf("%s/%s", dirpath, de->d_name);
-		struct stat sb;
-		if (!full) {
-			rc = MT_ENOMEM;
-			break;
+	/* A file deleted since the scan is simply not there. */
+	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		if (w->want == FS_OBJECTS) {
+			rc = fs_walk_add(w, key, (uint64_t)sb.st_size, (int64_t)sb.st_mtime, err);
+		} else if ((int64_t)sb.st_mtime < w->before) {
+			w->n++;
+			w->bytes += (uint64_t)sb.st_size;
+			if (!w->dry_run && unlink(path) != 0 && errno != ENOENT)
+				rc = fs_fail(w->s, key, "delete", errno, 0, err);
 		}
-		int st = lstat(full, &sb);
-		free(full);
-		if (st != 0 || !(S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode)))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 32;
-			char **nn = realloc(names, cap * sizeof *nn);
-			if (!nn) {
-				rc = MT_ENOMEM;
-				break;
-			}
-			names = nn;
-		}
-		names[n] = mt_asprintf("%s%s%s", rel, de->d_name, S_ISDIR(sb.st_mode) ? "/" : "");
-		if (!names[n]) {
-			rc = MT_ENOMEM;
-			break;
-		}
-		n++;
 	}
-	closedir(d);
-	free(dirpath);
-	if (n)
-		qsort(names, n, sizeof *names, name_cmp);
-	size_t plen = strlen(w->prefix);
-	for (size_t i = 0; !rc && i < n; i++) {
-		const char *k = names[i];
-		size_t klen = strlen(k);
-		int is_dir = k[klen - 1] == '/';
-		/* Prune subtrees that cannot match the prefix or lie before the token. */
-		size_t cmp = klen < plen ? klen : plen;
-		if (strncmp(k, w->prefix, cmp) != 0)
-			continue;
-		if (is_dir) {
-			if (w->after && strncmp(k, w->after, klen) != 0 && strcmp(k, w->after) < 0)
-				continue;
-			rc = walk_dir(w, k, err);
-			if (rc == 1)
-				break;
-			continue;
-		}
-		if (klen < plen)
-			continue;
-		const char *base = strrchr(k, '/');
-		base = base ? base + 1 : k;
-		int is_tmp = strncmp(base, TMP_PREFIX, strlen(TMP_PREFIX)) == 0;
-		char *full = mt_asprintf("%s/%s", w->s->root, k);
-		struct stat sb;
-		if (!full) {
-			rc = MT_ENOMEM;
-			break;
-		}
-		if (stat(full, &sb) != 0) {
-			free(full);
-			continue;
-		}
-		if (w->temps) {
-			if (is_tmp && (int64_t)sb.st_mtime < w->before) {
-				w->n++;
-				w->bytes += (uint64_t)sb.st_size;
-				if (!w->dry_run && unlink(full) != 0 && errno != ENOENT)
-					rc = fs_fail(w->s, k, "unlink", errno, err);
-			}
-		} else if (!is_tmp && (!w->after || strcmp(k, w->after) > 0)) {
-			if (w->page->n == w->max) {
-				/* One more than a page: there is a next page. */
-				rc = 1;
-			} else if (walk_add(w, k, &sb)) {
-				rc = MT_ENOMEM;
-			}
-		}
-		free(full);
-	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	if (rc == MT_ENOMEM)
-		return mt_err(err, rc, "%s: listing %s: out of memory", w->s->base.url, w->prefix);
+	free(path);
 	return rc;
 }
 
-/* Start the walk at the deepest directory the prefix names. */
-static char *prefix_dir(const char *prefix)
+static int fs_walk_dir(struct fs_walk *w, const char *rel, mt_error *err)
 {
-	const char *slash = strrchr(prefix, '/');
-	return slash ? strndup(prefix, (size_t)(slash - prefix + 1)) : mt_strdup("");
+	struct fs_ents a;
+	int rest;
+	int rc = fs_scan(w, rel, &a, &rest, err);
+	for (size_t i = 0; !rc && !w->more && i < a.n; i++) {
+		if (w->want == FS_PREFIXES)
+			rc = fs_walk_add(w, a.v[i].key, 0, 0, err);
+		else if (a.v[i].dir)
+			rc = fs_walk_dir(w, a.v[i].key, err);
+		else
+			rc = fs_walk_file(w, a.v[i].key, err);
+	}
+	/* Files deleted since the scan left the page short of the entries
+	 * it could reach: end the page here, the next one goes on. */
+	if (!rc && rest)
+		w->more = 1;
+	fs_ents_free(&a);
+	return rc;
+}
+
+/* Walk from the deepest directory the prefix names. */
+static int fs_walk(struct fs_walk *w, mt_error *err)
+{
+	const char *slash = strrchr(w->prefix, '/');
+	char *dir = strndup(w->prefix, slash ? (size_t)(slash - w->prefix + 1) : 0);
+	if (!dir)
+		return fs_nomem(w->s, w->prefix, err);
+	int rc = fs_walk_dir(w, dir, err);
+	free(dir);
+	return rc;
+}
+
+static int fs_list_any(mt_store *st, enum fs_want want, const char *prefix, const char *token,
+		       size_t max, mt_list_page *page, mt_error *err)
+{
+	*page = (mt_list_page){0};
+	prefix = prefix ? prefix : "";
+	struct fs_walk w = {.s = (fs_store *)st, .want = want, .prefix = prefix,
+			    .plen = strlen(prefix), .after = token,
+			    .max = max ? max : PAGE_DEFAULT, .page = page};
+	int rc = fs_walk(&w, err);
+	/* An empty page that is not the last (see fs_walk_dir) repeats the
+	 * request. */
+	const char *next = page->n ? page->objs[page->n - 1].key : token ? token : "";
+	if (!rc && w.more && !(page->next = mt_strdup(next)))
+		rc = fs_nomem(w.s, prefix, err);
+	if (rc)
+		mt_list_page_free(page);
+	return rc;
 }
 
 static int fs_list(mt_store *st, const char *prefix, const char *token, size_t max,
 		   mt_list_page *page, mt_error *err)
 {
-	fs_store *s = (fs_store *)st;
-	*page = (mt_list_page){0};
-	struct walk w = {.s = s, .prefix = prefix, .after = token, .max = max ? max : PAGE_DEFAULT,
-			 .page = page};
-	char *dir = prefix_dir(prefix);
-	if (!dir)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	int rc = walk_dir(&w, dir, err);
-	free(dir);
-	if (rc == 1) {
-		rc = 0;
-		if (!(page->next = mt_strdup(page->objs[page->n - 1].key)))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
-	}
-	if (rc)
-		mt_list_page_free(page);
-	return rc;
+	return fs_list_any(st, FS_OBJECTS, prefix, token, max, page, err);
 }
 
 static int fs_list_prefixes(mt_store *st, const char *prefix, const char *token, size_t max,
 			    mt_list_page *page, mt_error *err)
 {
-	fs_store *s = (fs_store *)st;
-	*page = (mt_list_page){0};
-	char *rel = prefix_dir(prefix);
-	char *path = rel ? mt_asprintf("%s/%s", s->root, rel) : NULL;
-	DIR *d = path ? opendir(path) : NULL;
-	int rc = !path ? mt_err(err, MT_ENOMEM, "out of memory")
-		 : !d && errno != ENOENT && errno != ENOTDIR ? fs_fail(s, prefix, "list", errno, err)
-							     : 0;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	for (struct dirent *de; !rc && d && (de = readdir(d));) {
-		char *key = mt_asprintf("%s%s/", rel, de->d_name);
-		char *full = key ? mt_asprintf("%s/%s", s->root, key) : NULL;
-		struct stat sb;
-		int keep = full && de->d_name[0] != '.' && strncmp(key, prefix, strlen(prefix)) == 0 &&
-			   (!token || strcmp(key, token) > 0) && lstat(full, &sb) == 0 &&
-			   S_ISDIR(sb.st_mode);
-		free(full);
-		if (!key || (keep && n == cap && !(names = realloc(names, (cap = cap ? 2 * cap : 32) *
-								       sizeof *names)))) {
-			free(key);
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
-			break;
-		}
-		if (keep)
-			names[n++] = key;
-		else
-			free(key);
-	}
-	if (d)
-		closedir(d);
-	if (n)
-		qsort(names, n, sizeof *names, name_cmp);
-	size_t take = max ? max : PAGE_DEFAULT;
-	if (!rc && n)
-		rc = (page->objs = calloc(n < take ? n : take, sizeof *page->objs))
-			     ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++) {
-		if (!rc && i < take)
-			page->objs[page->n++].key = names[i];
-		else
-			free(names[i]);
-	}
-	if (!rc && n > take && !(page->next = mt_strdup(page->objs[take - 1].key)))
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
-	free(names);
-	free(path);
-	free(rel);
-	if (rc)
-		mt_list_page_free(page);
-	return rc;
+	return fs_list_any(st, FS_PREFIXES, prefix, token, max, page, err);
 }
 
 static int fs_sweep(mt_store *st, const char *prefix, int64_t before, int dry_run, uint64_t *n,
 		    uint64_t *bytes, mt_error *err)
 {
-	mt_list_page unused = {0};
-	struct walk w = {.s = (fs_store *)st, .prefix = prefix, .page = &unused, .temps = 1,
-			 .before = before, .dry_run = dry_run};
-	char *dir = prefix_dir(prefix);
-	if (!dir)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	int rc = walk_dir(&w, dir, err);
-	free(dir);
+	prefix = prefix ? prefix : "";
+	struct fs_walk w = {.s = (fs_store *)st, .want = FS_TEMPS, .prefix = prefix,
+			    .plen = strlen(prefix), .before = before, .dry_run = dry_run};
+	int rc = fs_walk(&w, err);
 	*n = w.n;
 	*bytes = w.bytes;
 	return rc;
@@ -552,49 +774,57 @@ static int fs_del(mt_store *st, const char *const *keys, size_t n, mt_error *err
 {
 	fs_store *s = (fs_store *)st;
 	for (size_t i = 0; i < n; i++) {
-		int rc = key_ok(s, keys[i], err);
-		char *path = rc ? NULL : key_path(s, keys[i]);
+		int rc = fs_key_check(s, keys[i], err);
 		if (rc)
 			return rc;
+		char *path = fs_path(s, keys[i]);
 		if (!path)
-			return mt_err(err, MT_ENOMEM, "out of memory");
-		if (unlink(path) != 0 && errno != ENOENT) {
-			rc = fs_fail(s, keys[i], "delete", errno, err);
-			free(path);
-			return rc;
-		}
+			return fs_nomem(s, keys[i], err);
+		if (unlink(path) != 0 && errno != ENOENT)
+			rc = fs_fail(s, keys[i], "delete", errno, 0, err);
 		free(path);
+		if (rc)
+			return rc;
 	}
 	return 0;
+}
+
+static int fs_same_dir(const char *a, const char *b)
+{
+	const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+	return sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
 }
 
 static int fs_sync(mt_store *st, const char *const *keys, size_t n, mt_error *err)
 {
 	fs_store *s = (fs_store *)st;
-	int rc = 0;
-	for (size_t i = 0; !rc && i < n; i++) {
-		char *path = (rc = key_ok(s, keys[i], err)) ? NULL : key_path(s, keys[i]);
-		if (!rc && !path)
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
-		int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-		if (path && (fd < 0 || fsync(fd) != 0))
-			rc = fs_fail(s, keys[i], "fsync", errno, err);
+	for (size_t i = 0; i < n; i++) {
+		int rc = fs_key_check(s, keys[i], err);
+		if (rc)
+			return rc;
+		char *path = fs_path(s, keys[i]);
+		if (!path)
+			return fs_nomem(s, keys[i], err);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fsync(fd) != 0)
+			rc = fs_fail(s, keys[i], "fsync", errno, 1, err);
 		if (fd >= 0)
 			close(fd);
 		/* Objects of one writer share a directory: flush it once. */
-		const char *prev = i ? strrchr(keys[i - 1], '/') : NULL;
-		const char *cur = strrchr(keys[i], '/');
-		if (!rc && (!i || !prev || !cur || prev - keys[i - 1] != cur - keys[i] ||
-			    strncmp(keys[i - 1], keys[i], (size_t)(cur - keys[i])) != 0))
-			fsync_dir_of(path);
+		if (!rc && (i == 0 || !fs_same_dir(keys[i - 1], keys[i])))
+			fs_sync_dir(path);
 		free(path);
+		if (rc)
+			return rc;
 	}
-	return rc;
+	return 0;
 }
 
 static void fs_close(mt_store *st)
 {
 	fs_store *s = (fs_store *)st;
+	fs_dircache_free(s->cache);
+	pthread_mutex_destroy(&s->lock);
 	free(s->root);
 	free(s->base.url);
 	free(s);
@@ -618,22 +848,27 @@ static const mt_store_ops fs_ops = {
 	.close = fs_close,
 };
 
+/* `root` is absolute and clean (store.c); it is created when missing. */
 int mt_store_fs_open(const char *root, mt_store **out, mt_error *err)
 {
+	int e = root[0] == '/' ? fs_mkdirs(root, 1, 1) : EINVAL;
 	struct stat sb;
-	if (stat(root, &sb) != 0 && mkdir(root, 0777) != 0)
-		return mt_err(err, errno_code(errno), "store file://%s: %s", root, strerror(errno));
-	if (stat(root, &sb) != 0 || !S_ISDIR(sb.st_mode))
+	if (e || stat(root, &sb) != 0)
+		return mt_err(err, fs_errno_code(e ? e : errno, 0), "store file://%s: %s", root,
+			      strerror(e ? e : errno));
+	if (!S_ISDIR(sb.st_mode))
 		return mt_err(err, MT_EINVAL, "store file://%s: not a directory", root);
 	fs_store *s = calloc(1, sizeof *s);
 	if (!s)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mt_err(err, MT_ENOMEM, "store file://%s: out of memory", root);
 	s->base.ops = &fs_ops;
-	s->root = mt_strdup(root);
+	pthread_mutex_init(&s->lock, NULL);
+	/* The root directory "/" must not become "//key". */
+	s->root = mt_strdup(strcmp(root, "/") ? root : "");
 	s->base.url = mt_asprintf("file://%s", root);
 	if (!s->root || !s->base.url) {
 		fs_close(&s->base);
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mt_err(err, MT_ENOMEM, "store file://%s: out of memory", root);
 	}
 	*out = &s->base;
 	return 0;

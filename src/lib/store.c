@@ -1,64 +1,92 @@
-/* store.c — open a store by URL (or the embedded default) and call its backend with errors that name the key. */
-#include <errno.h>
-#include <limits.h>
+/* store.c — open a store by URL (or the default); call its backend with errors naming the key. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store.h"
 
 void mt_list_page_free(mt_list_page *p)
 {
-	for (size_t i = 0; p && i < p->n; i++)
-		free(p->objs[i].key);
-	if (p) {
-		free(p->objs);
-		free(p->next);
-		*p = (mt_list_page){0};
-	}
-}
-
-/* mkdir -p */
-static int make_dirs(const char *path, mt_error *err)
-{
-	char *p = mt_strdup(path);
 	if (!p)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || *s == '\0') {
-			char c = *s;
-			*s = '\0';
-			if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-				int e = errno;
-				free(p);
-				return mt_err(err, MT_EIO, "cannot create %s: %s", path, strerror(e));
-			}
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	free(p);
-	return 0;
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		free(p->objs[i].key);
+	free(p->objs);
+	free(p->next);
+	*p = (mt_list_page){0};
 }
 
-/* The embedded default: $MATORAGE_STORE, else $XDG_DATA_HOME/matorage/store. */
-static int default_store(mt_store **out, mt_error *err)
+/* An absolute path with "." and empty segments dropped and ".." applied,
+ * without a trailing slash: two spellings of one directory give one URL. */
+static char *store_clean_path(const char *path)
+{
+	char *out = malloc(strlen(path) + 2);
+	if (!out)
+		return NULL;
+	size_t n = 0;
+	for (const char *p = path; *p;) {
+		while (*p == '/')
+			p++;
+		size_t len = strcspn(p, "/");
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+		} else if (len > 0 && !(len == 1 && p[0] == '.')) {
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	out[n] = '\0';
+	return out;
+}
+
+static int store_open_path(const char *url, const char *path, mt_store **out, mt_error *err)
+{
+	char *abs = NULL;
+	if (path[0] == '/') {
+		abs = store_clean_path(path);
+	} else {
+		char *cwd = getcwd(NULL, 0);
+		char *joined = cwd ? mt_asprintf("%s/%s", cwd, path) : NULL;
+		if (!cwd)
+			return mt_err(err, MT_EIO, "store %s: cannot resolve a relative path: "
+				      "the current directory is unknown", url);
+		abs = joined ? store_clean_path(joined) : NULL;
+		free(joined);
+		free(cwd);
+	}
+	if (!abs)
+		return mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
+	int rc = mt_store_fs_open(abs, out, err);
+	free(abs);
+	return rc;
+}
+
+/* The embedded default: $MATORAGE_STORE, else $XDG_DATA_HOME/matorage/store
+ * with XDG's fallback of ~/.local/share. */
+static int store_open_default(mt_store **out, mt_error *err)
 {
 	const char *env = getenv("MATORAGE_STORE");
 	if (env && *env)
 		return mt_store_open(env, out, err);
 	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	char *dir = xdg && *xdg ? mt_asprintf("%s/matorage/store", xdg)
-		    : home && *home ? mt_asprintf("%s/.local/share/matorage/store", home)
-				    : NULL;
-	if (!dir)
+	char *dir = NULL;
+	if (xdg && xdg[0] == '/')
+		dir = mt_asprintf("%s/matorage/store", xdg);
+	else if (home && *home)
+		dir = mt_asprintf("%s/.local/share/matorage/store", home);
+	else
 		return mt_err(err, MT_EINVAL, "no default store: set MATORAGE_STORE, "
 			      "XDG_DATA_HOME or HOME");
-	int rc = make_dirs(dir, err);
-	if (!rc)
-		rc = mt_store_fs_open(dir, out, err);
+	if (!dir)
+		return mt_err(err, MT_ENOMEM, "default store: out of memory");
+	int rc = store_open_path(dir, dir, out, err);
 	free(dir);
 	return rc;
 }
@@ -67,32 +95,22 @@ int mt_store_open(const char *url, mt_store **out, mt_error *err)
 {
 	*out = NULL;
 	if (!url || !*url)
-		return default_store(out, err);
-	const char *colon = strstr(url, "://");
-	if (!colon || strncmp(url, "file://", 7) == 0) {
-		const char *path = colon ? url + 7 : url;
-		if (colon && path[0] != '/')
-			return mt_err(err, MT_EINVAL, "store URL %s: file:// needs an absolute path",
-				      url);
-		char abs[PATH_MAX];
-		if (path[0] != '/') {
-			if (!getcwd(abs, sizeof abs) ||
-			    strlen(abs) + strlen(path) + 2 > sizeof abs)
-				return mt_err(err, MT_EINVAL, "store path %s is too long", path);
-			strcat(abs, "/");
-			strcat(abs, path);
-		} else if (strlen(path) >= sizeof abs) {
-			return mt_err(err, MT_EINVAL, "store path %s is too long", path);
-		} else {
-			strcpy(abs, path);
-		}
-		size_t n = strlen(abs);
-		while (n > 1 && abs[n - 1] == '/')
-			abs[--n] = '\0';
-		return mt_store_fs_open(abs, out, err);
+		return store_open_default(out, err);
+	const char *sep = strstr(url, "://");
+	/* A plain path may hold "://" further on; a scheme is letters first. */
+	size_t slen = strspn(url, "abcdefghijklmnopqrstuvwxyz"
+				  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+	if (!sep || (size_t)(sep - url) != slen || slen == 0)
+		return store_open_path(url, url, out, err);
+	if (slen == 4 && strncmp(url, "file", 4) == 0) {
+		const char *path = sep + 3;
+		if (path[0] != '/')
+			return mt_err(err, MT_EINVAL, "store URL %s: file:// needs an absolute "
+				      "path (file:///dir)", url);
+		return store_open_path(url, path, out, err);
 	}
-	return mt_err(err, MT_EUNSUPPORTED, "store URL %s: unsupported scheme '%.*s'", url,
-		      (int)(colon - url), url);
+	return mt_err(err, MT_EUNSUPPORTED, "unsupported store URL scheme '%.*s' in %s",
+		      (int)slen, url, url);
 }
 
 void mt_store_close(mt_store *s)
@@ -107,9 +125,9 @@ const char *mt_store_url(const mt_store *s)
 }
 
 /* Backends usually name the key; add it when they did not. */
-static int name_key(int rc, const char *key, mt_error *err)
+static int store_name_key(int rc, const char *key, mt_error *err)
 {
-	if (rc && err && !strstr(err->message, key))
+	if (rc && err && key && !strstr(err->message, key))
 		mt_err_prefix(err, "%s: ", key);
 	return rc;
 }
@@ -117,36 +135,38 @@ static int name_key(int rc, const char *key, mt_error *err)
 int mt_store_get(mt_store *s, const char *key, uint64_t offset, uint64_t len, void **data,
 		 size_t *got, mt_error *err)
 {
-	return name_key(s->ops->get(s, key, offset, len, data, got, err), key, err);
+	return store_name_key(s->ops->get(s, key, offset, len, data, got, err), key, err);
 }
 
 int mt_store_read(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
 		  mt_error *err)
 {
-	return name_key(s->ops->read(s, key, offset, buf, len, err), key, err);
+	return store_name_key(s->ops->read(s, key, offset, buf, len, err), key, err);
 }
 
 int mt_store_put(mt_store *s, const char *key, const void *data, size_t len, int flags,
 		 mt_error *err)
 {
-	return name_key(s->ops->put(s, key, data, len, flags, err), key, err);
+	return store_name_key(s->ops->put(s, key, data, len, flags, err), key, err);
 }
 
 int mt_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, mt_error *err)
 {
 	uint64_t sz;
 	int64_t mt;
-	return name_key(s->ops->head(s, key, size ? size : &sz, mtime ? mtime : &mt, err), key,
-			err);
+	return store_name_key(s->ops->head(s, key, size ? size : &sz, mtime ? mtime : &mt, err),
+			      key, err);
 }
 
 int mt_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err)
 {
-	return s->ops->del(s, keys, n, err);
+	int rc = s->ops->del(s, keys, n, err);
+	/* Which of several keys failed only the backend knows. */
+	return n == 1 ? store_name_key(rc, keys[0], err) : rc;
 }
 
-static int list_pages(mt_store *s, const char *prefix, int prefixes,
-		      int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err)
+static int store_list_pages(mt_store *s, const char *prefix, int prefixes,
+			    int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err)
 {
 	char *token = NULL;
 	int rc = 0;
@@ -171,11 +191,11 @@ static int list_pages(mt_store *s, const char *prefix, int prefixes,
 int mt_store_list_all(mt_store *s, const char *prefix, int (*fn)(void *ud, const mt_obj *o),
 		      void *ud, mt_error *err)
 {
-	return list_pages(s, prefix, 0, fn, ud, err);
+	return store_list_pages(s, prefix, 0, fn, ud, err);
 }
 
 int mt_store_list_prefixes(mt_store *s, const char *prefix,
 			   int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err)
 {
-	return list_pages(s, prefix, 1, fn, ud, err);
+	return store_list_pages(s, prefix, 1, fn, ud, err);
 }

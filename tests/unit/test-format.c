@@ -1,0 +1,428 @@
+/* test-format.c — format 1 in memory: the manifest JSON codec and attribute checks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "format.h"
+#include "tap.h"
+
+#define SHA_A "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+#define SHA_B "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752"
+#define SHA_C "fd61a03af4f77d870fc21e05e7e80678095c92d808cfb3b5c279ee04c74aca13"
+
+static mt_attr attrs[] = {
+	{"image", MT_UINT8, 2, {28, 28}, 0},
+	{"tokens", MT_INT32, 0, {0}, 1},
+	{"label", MT_INT64, 0, {0}, 0},
+	{"emb.v-2", MT_FLOAT16, 3, {2, 3, 4}, 1},
+};
+
+static mt_mshard shards[] = {
+	{SHA_A, 4031221, 1000, 0, 4027901, 3312},
+	{SHA_B, 999, 24, 1000, 100, 899},
+	{SHA_C, 1ull << 40, 3000000000ull, 1024, (1ull << 40) - 64, 64},
+};
+
+/* mt_manifest's strings are not const: give it writable copies. */
+static char tag0[] = "images", tag1[] = "fashion ü";
+static char *tags[] = {tag0, tag1};
+static char dataset[] = "mnist", version[] = "v2", parent[] = "v1", author[] = "ana";
+static char created[] = "2026-11-22T18:00:00.123Z";
+static char description[] = "Zürich ☃ 日本 — \"quoted\"\n\ttab \\ slash";
+
+static mt_manifest sample(void)
+{
+	return (mt_manifest){
+		.format = 1,
+		.dataset = dataset,
+		.version = version,
+		.parent = parent,
+		.created = created,
+		.author = author,
+		.description = description,
+		.tags = tags,
+		.ntags = 2,
+		.rows = 3000001024ull,
+		.raw_bytes = 123456789012ull,
+		.level = 3,
+		.chunk_bytes = 1048576,
+		.attrs = attrs,
+		.nattrs = 4,
+		.shards = shards,
+		.nshards = 3,
+	};
+}
+
+/* The exact encoding of sample(): compact, keys in the documented order,
+ * "ragged" only when true. */
+static const char sample_json[] =
+	"{\"format\":1,\"dataset\":\"mnist\",\"version\":\"v2\",\"parent\":\"v1\","
+	"\"created\":\"2026-11-22T18:00:00.123Z\",\"author\":\"ana\","
+	"\"description\":\"Zürich ☃ 日本 — \\\"quoted\\\"\\n\\ttab \\\\ slash\","
+	"\"tags\":[\"images\",\"fashion ü\"],\"rows\":3000001024,\"raw_bytes\":123456789012,"
+	"\"compression\":{\"codec\":\"zstd\",\"level\":3,\"chunk_bytes\":1048576},"
+	"\"attributes\":[{\"name\":\"image\",\"dtype\":\"uint8\",\"shape\":[28,28]},"
+	"{\"name\":\"tokens\",\"dtype\":\"int32\",\"shape\":[],\"ragged\":true},"
+	"{\"name\":\"label\",\"dtype\":\"int64\",\"shape\":[]},"
+	"{\"name\":\"emb.v-2\",\"dtype\":\"float16\",\"shape\":[2,3,4],\"ragged\":true}],"
+	"\"shards\":[{\"sha256\":\"" SHA_A "\",\"bytes\":4031221,\"rows\":1000,\"first_row\":0,"
+	"\"index\":[4027901,3312]},"
+	"{\"sha256\":\"" SHA_B "\",\"bytes\":999,\"rows\":24,\"first_row\":1000,"
+	"\"index\":[100,899]},"
+	"{\"sha256\":\"" SHA_C "\",\"bytes\":1099511627776,\"rows\":3000000000,"
+	"\"first_row\":1024,\"index\":[1099511627712,64]}]}";
+
+static int attrs_equal(const mt_attr *a, const mt_attr *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(a[i].name, b[i].name) || a[i].dtype != b[i].dtype ||
+		    a[i].rank != b[i].rank || !a[i].ragged != !b[i].ragged)
+			return 0;
+		for (int d = 0; d < a[i].rank; d++)
+			if (a[i].shape[d] != b[i].shape[d])
+				return 0;
+	}
+	return 1;
+}
+
+static int manifests_equal(const mt_manifest *a, const mt_manifest *b)
+{
+	if (a->format != b->format || strcmp(a->dataset, b->dataset) ||
+	    strcmp(a->version, b->version) || strcmp(a->parent, b->parent) ||
+	    strcmp(a->created, b->created) || strcmp(a->author, b->author) ||
+	    strcmp(a->description, b->description) || a->ntags != b->ntags ||
+	    a->rows != b->rows || a->raw_bytes != b->raw_bytes || a->level != b->level ||
+	    a->chunk_bytes != b->chunk_bytes || a->nattrs != b->nattrs || a->nshards != b->nshards)
+		return 0;
+	for (size_t i = 0; i < a->ntags; i++)
+		if (strcmp(a->tags[i], b->tags[i]))
+			return 0;
+	return attrs_equal(a->attrs, b->attrs, a->nattrs) &&
+	       memcmp(a->shards, b->shards, a->nshards * sizeof *a->shards) == 0;
+}
+
+static void test_roundtrip(void)
+{
+	mt_manifest m = sample();
+	char *json = NULL;
+	mt_error err;
+	if (!TAP_CALL(mt_manifest_encode(&m, &json, &err), &err, "encode a full manifest"))
+		return;
+	tap_ok(strcmp(json, sample_json) == 0, "encoding is compact, ordered, exact");
+	if (strcmp(json, sample_json))
+		tap_diag("got %s", json);
+	mt_manifest *d = NULL;
+	if (TAP_CALL(mt_manifest_decode(json, strlen(json), "datasets/mnist/versions/v2.json", &d,
+					&err), &err, "decode it")) {
+		tap_ok(manifests_equal(&m, d),
+		       "every field survives: names, unicode text, tags, ragged, 2^40 numbers");
+		char *again = NULL;
+		mt_manifest_encode(d, &again, &err);
+		tap_ok(again && strcmp(again, json) == 0, "decode then encode gives the same text");
+		free(again);
+		mt_manifest_free(d);
+	}
+	free(json);
+
+	/* Optional fields may be missing; empty lists are fine. */
+	const char *minimal =
+		"{\"format\":1,\"dataset\":\"d\",\"version\":\"v1\",\"created\":\"x\","
+		"\"rows\":0,\"raw_bytes\":0,\"compression\":{\"codec\":\"zstd\",\"level\":1,"
+		"\"chunk_bytes\":1},\"attributes\":[{\"name\":\"a\",\"dtype\":\"bool\","
+		"\"shape\":[]}],\"shards\":[],\"future_field\":{\"x\":1}}";
+	d = NULL;
+	if (TAP_CALL(mt_manifest_decode(minimal, strlen(minimal), "min", &d, &err), &err,
+		     "a manifest without parent, author, description, tags or shards, with an "
+		     "unknown field, decodes"))
+		tap_ok(!strcmp(d->parent, "") && !strcmp(d->author, "") && d->ntags == 0 &&
+		       d->nshards == 0 && d->rows == 0 && d->attrs[0].ragged == 0,
+		       "missing text reads as \"\", missing tags as none");
+	mt_manifest_free(d);
+	mt_manifest_free(NULL);
+}
+
+static void test_encode_errors(void)
+{
+	mt_manifest m = sample();
+	char untouched[] = "untouched";
+	char *json = untouched;
+	mt_error err;
+	char bad_utf8[] = {'a', (char)0xff, 'b', 0};
+	m.description = bad_utf8;
+	int rc = mt_manifest_encode(&m, &json, &err);
+	tap_ok(rc == MT_EINVAL && json == NULL && strstr(err.message, "description") &&
+	       strstr(err.message, "mnist@v2"),
+	       "text that is not UTF-8 is refused, naming the field: %s", err.message);
+	m = sample();
+	m.rows = (uint64_t)INT64_MAX + 1;
+	rc = mt_manifest_encode(&m, &json, &err);
+	tap_ok(rc == MT_EINVAL && strstr(err.message, "rows"),
+	       "a count JSON cannot hold is refused: %s", err.message);
+	mt_mshard big[1] = {shards[0]};
+	big[0].index_bytes = UINT64_MAX;
+	m = sample();
+	m.shards = big;
+	m.nshards = 1;
+	rc = mt_manifest_encode(&m, &json, &err);
+	tap_ok(rc == MT_EINVAL && strstr(err.message, "shards"),
+	       "so is a shard field past 2^63: %s", err.message);
+}
+
+/* ---- 100 000 shards ------------------------------------------------------- */
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+#define NBIG 100000
+
+static void test_big(void)
+{
+	mt_manifest m = sample();
+	mt_mshard *sh = calloc(NBIG, sizeof *sh);
+	uint64_t row = 0;
+	for (size_t i = 0; i < NBIG; i++) {
+		/* Realistic magnitudes: 64 MiB shards of 65536 rows, 10^9+ rows in all. */
+		for (int k = 0; k < 64; k++)
+			sh[i].sha256[k] =
+				"0123456789abcdef"[(i * 7 + (size_t)k * 13 + i / 16) % 16];
+		sh[i].bytes = 67108864 + i;
+		sh[i].rows = 65536;
+		sh[i].first_row = row;
+		sh[i].index_offset = 67000000 + i;
+		sh[i].index_bytes = 13312;
+		row += sh[i].rows;
+	}
+	m.shards = sh;
+	m.nshards = NBIG;
+	m.rows = row;
+	char *json = NULL;
+	mt_error err;
+	double t0 = now();
+	int rc = mt_manifest_encode(&m, &json, &err);
+	double t1 = now();
+	if (!TAP_CALL(rc, &err, "encode a manifest of 100000 shards")) {
+		free(sh);
+		return;
+	}
+	size_t len = strlen(json);
+	double per = (double)len / NBIG;
+	tap_diag("100000 shards: %zu bytes, %.1f bytes per shard; encode %.0f ms", len, per,
+		 (t1 - t0) * 1e3);
+	tap_ok(per <= 200, "a shard entry costs <= 200 bytes (%.1f)", per);
+	mt_manifest *d = NULL;
+	t0 = now();
+	rc = mt_manifest_decode(json, len, "big", &d, &err);
+	t1 = now();
+	tap_diag("decode %.0f ms", (t1 - t0) * 1e3);
+	if (TAP_CALL(rc, &err, "decode it"))
+		tap_ok(d->nshards == NBIG && d->rows == row &&
+		       memcmp(d->shards, sh, NBIG * sizeof *sh) == 0,
+		       "all 100000 shard entries come back");
+	mt_manifest_free(d);
+	free(json);
+	free(sh);
+}
+
+/* ---- decode errors -------------------------------------------------------- */
+
+/* sample_json with the first `from` replaced by `to` (NULL when `from` is
+ * not there: the case then fails rather than testing nothing). */
+static char *mutate(const char *from, const char *to)
+{
+	const char *at = strstr(sample_json, from);
+	if (!at) {
+		tap_diag("'%s' is not in the sample", from);
+		return NULL;
+	}
+	size_t head = (size_t)(at - sample_json), n = strlen(sample_json) - strlen(from) +
+								   strlen(to);
+	char *s = malloc(n + 1);
+	memcpy(s, sample_json, head);
+	strcpy(s + head, to);
+	strcat(s, at + strlen(from));
+	return s;
+}
+
+#define KEY "datasets/mnist/versions/v2.json"
+
+/* Decode a mutation; it must fail with `code` and a message that starts
+ * with the key and holds every string in `needles` ('|'-separated). */
+static void refuse(const char *name, const char *from, const char *to, int code,
+		   const char *needles)
+{
+	char *json = mutate(from, to);
+	mt_manifest *m = (mt_manifest *)&m;
+	mt_error err = {0};
+	int rc = json ? mt_manifest_decode(json, strlen(json), KEY, &m, &err) : 1;
+	int ok = rc == code && m == NULL && strncmp(err.message, KEY ": ", strlen(KEY) + 2) == 0;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", needles);
+	for (char *p = strtok(buf, "|"); ok && p; p = strtok(NULL, "|"))
+		ok = strstr(err.message, p) != NULL;
+	tap_ok(ok, "%s: %s", name, err.message);
+	if (rc == 0)
+		mt_manifest_free(m);
+	free(json);
+}
+
+static void test_decode_errors(void)
+{
+	int F = MT_EFORMAT;
+	refuse("invalid JSON names line and column", "\"rows\":3000001024,", "\"rows\":30x,", F,
+	       "invalid JSON at line 1, column");
+	refuse("trailing garbage is invalid JSON", "]}]}", "]}]}}", F, "invalid JSON");
+	refuse("a duplicate JSON key is refused", "\"author\":\"ana\"",
+	       "\"author\":\"ana\",\"author\":\"bob\"", F, "invalid JSON|author");
+	refuse("a number past 2^63 is refused", "\"raw_bytes\":123456789012",
+	       "\"raw_bytes\":99999999999999999999", F, "invalid JSON");
+	refuse("a newer format is named as such", "\"format\":1", "\"format\":2", F,
+	       "format 2 is newer than this matorage understands (1)");
+	refuse("format 2^32+1 is not format 1", "\"format\":1", "\"format\":4294967297", F,
+	       "format 4294967297 is newer");
+	refuse("format 0 is refused", "\"format\":1", "\"format\":0", F, "format: 0");
+	refuse("format must be a number", "\"format\":1", "\"format\":\"1\"", F,
+	       "format: expected an integer");
+	refuse("an unknown dtype is named", "\"dtype\":\"int32\"", "\"dtype\":\"complex64\"", F,
+	       "attributes[1].dtype|complex64");
+	refuse("an upper-case sha256 is refused", SHA_B,
+	       "60303AE22B998861BCE3B28F33EEC1BE758A213C86C93C076DBE9F558C11C752", F,
+	       "shards[1].sha256");
+	refuse("a short sha256 is refused", SHA_C "\"", "fd61\"", F, "shards[2].sha256");
+	refuse("rows must equal the shards' sum", "\"rows\":3000001024", "\"rows\":3000001025", F,
+	       "rows: is 3000001025|3000001024");
+	refuse("first_row must be the running sum", "\"first_row\":1024", "\"first_row\":1023", F,
+	       "shards[2].first_row: is 1023|1024");
+	refuse("a duplicate attribute is named with its twin", "\"name\":\"label\"",
+	       "\"name\":\"image\"", F, "attributes[2].name|also names attributes[0]");
+	refuse("a negative number is refused", "\"bytes\":4031221", "\"bytes\":-4031221", F,
+	       "shards[0].bytes: expected a non-negative integer");
+	refuse("a fractional number is refused", "\"rows\":24", "\"rows\":24.0", F,
+	       "shards[1].rows: expected a non-negative integer");
+	refuse("an index outside its shard is refused", "\"index\":[100,899]",
+	       "\"index\":[101,899]", F, "shards[1].index|outside|999");
+	refuse("an index whose end overflows is refused", "\"index\":[100,899]",
+	       "\"index\":[9223372036854775807,899]", F, "shards[1].index");
+	refuse("an index must be [offset, length]", "\"index\":[100,899]", "\"index\":[100]", F,
+	       "shards[1].index: expected");
+	refuse("a zero-row shard is refused", "\"rows\":24", "\"rows\":0", F, "shards[1].rows");
+	refuse("a shard must be an object", "{\"sha256\":\"" SHA_B, "7,{\"x\":\"" SHA_B, F,
+	       "shards[1]: expected an object");
+	refuse("a non-string tag is named", "\"fashion ü\"", "7", F, "tags[1]: expected a string");
+	refuse("tags must be an array", "[\"images\",\"fashion ü\"]", "\"images\"", F,
+	       "tags: expected an array");
+	refuse("a non-string author is refused", "\"author\":\"ana\"", "\"author\":null", F,
+	       "author: expected a string");
+	refuse("a missing version is refused", "\"version\":\"v2\",", "", F,
+	       "version: expected a string");
+	refuse("a bad dataset name is refused", "\"dataset\":\"mnist\"", "\"dataset\":\"a/b\"", F,
+	       "dataset name 'a/b'");
+	refuse("a bad parent name is refused", "\"parent\":\"v1\"", "\"parent\":\".v1\"", F,
+	       "parent version name");
+	refuse("a reserved attribute name is refused", "\"name\":\"label\"", "\"name\":\"_label\"",
+	       F, "attributes[2]|reserved");
+	refuse("a bad attribute name is refused", "\"name\":\"label\"", "\"name\":\"a b\"", F,
+	       "attributes[2]|attribute name 'a b'");
+	refuse("a zero dimension is named", "\"shape\":[28,28]", "\"shape\":[28,0]", F,
+	       "attributes[0].shape[1]: expected an integer >= 1");
+	refuse("more than 8 dimensions are refused", "\"shape\":[28,28]",
+	       "\"shape\":[1,1,1,1,1,1,1,1,1]", F, "attributes[0].shape|at most 8");
+	refuse("a row over 2^40 bytes is refused", "\"shape\":[28,28]",
+	       "\"shape\":[1048576,1048577]", F, "attributes[0]|2^40");
+	refuse("ragged must be a boolean", "\"ragged\":true", "\"ragged\":1", F,
+	       "attributes[1].ragged");
+	refuse("attributes must not be empty", "\"attributes\":[{", "\"attributes\":[],\"x\":[{",
+	       F, "attributes: expected a non-empty array");
+	refuse("only zstd is known", "\"codec\":\"zstd\"", "\"codec\":\"lz4\"", F,
+	       "compression.codec");
+	refuse("the level must be zstd's", "\"level\":3", "\"level\":23", F, "compression.level");
+	refuse("chunk_bytes must be positive", "\"chunk_bytes\":1048576", "\"chunk_bytes\":0", F,
+	       "compression.chunk_bytes");
+	refuse("shards must be an array", "\"shards\":[", "\"shards\":\"x\",\"y\":[", F,
+	       "shards: expected an array");
+	refuse("the top level must be an object", sample_json, "[1,2]", F,
+	       "expected a JSON object");
+	refuse("a NUL inside a string is refused", "\"author\":\"ana\"", "\"author\":\"a\\u0000b\"",
+	       F, "invalid JSON");
+
+	mt_manifest *m;
+	mt_error err;
+	int rc = mt_manifest_decode("", 0, KEY, &m, &err);
+	tap_ok(rc == F && strstr(err.message, KEY), "empty input: %s", err.message);
+	rc = mt_manifest_decode(sample_json, 40, KEY, &m, &err);
+	tap_ok(rc == F && strstr(err.message, "invalid JSON"), "truncated input: %s", err.message);
+}
+
+/* ---- attribute lists a writer is given ------------------------------------ */
+
+static void test_attrs(void)
+{
+	mt_error err;
+	TAP_CALL(mt_attrs_check(attrs, 4, &err), &err, "a good attribute list passes");
+	struct {
+		const char *why;
+		mt_attr a;
+		const char *needle;
+	} bad[] = {
+		{"a name starting with '_' is reserved", {"_x", MT_INT8, 0, {0}, 0}, "reserved"},
+		{"a name starting with '.'", {".x", MT_INT8, 0, {0}, 0}, "start"},
+		{"a name with '/'", {"a/b", MT_INT8, 0, {0}, 0}, "a/b"},
+		{"an empty name", {"", MT_INT8, 0, {0}, 0}, "1 to 128"},
+		{"no name", {NULL, MT_INT8, 0, {0}, 0}, "1 to 128"},
+		{"the invalid dtype", {"x", MT_DTYPE_INVALID, 0, {0}, 0}, "dtype"},
+		{"an out-of-range dtype", {"x", (mt_dtype)99, 0, {0}, 0}, "dtype"},
+		{"rank 9", {"x", MT_INT8, 9, {0}, 0}, "rank 9"},
+		{"a negative rank", {"x", MT_INT8, -1, {0}, 0}, "rank -1"},
+		{"a zero dimension (fixed)", {"x", MT_INT8, 2, {3, 0}, 0}, "dimension 1"},
+		{"a zero dimension (ragged item)", {"x", MT_INT8, 1, {0}, 1}, "dimension 0"},
+		{"a row of 2^40+ bytes", {"x", MT_FLOAT64, 2, {1 << 20, (1 << 17) + 1}, 0}, "2^40"},
+		{"a shape whose product overflows", {"x", MT_INT8, 2, {1ull << 63, 4}, 0}, "2^40"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		mt_attr list[2] = {attrs[0], bad[i].a};
+		int rc = mt_attrs_check(list, 2, &err);
+		tap_ok(rc == MT_EINVAL && strstr(err.message, bad[i].needle), "refused: %s: %s",
+		       bad[i].why, err.message);
+	}
+	mt_attr dup[3] = {attrs[0], attrs[1], attrs[0]};
+	int rc = mt_attrs_check(dup, 3, &err);
+	tap_ok(rc == MT_EINVAL && strstr(err.message, "image appears twice"),
+	       "refused: a duplicate name: %s", err.message);
+	mt_attr max = {"x", MT_UINT8, 2, {1 << 20, 1 << 20}, 0};
+	TAP_CALL(mt_attrs_check(&max, 1, &err), &err, "a row of exactly 2^40 bytes passes");
+
+	mt_attr *c = NULL;
+	rc = mt_attrs_dup(attrs, 4, &c);
+	tap_ok(rc == 0 && attrs_equal(attrs, c, 4) && c[0].name != attrs[0].name,
+	       "mt_attrs_dup copies the list and its names");
+	mt_attrs_free(c, 4);
+	mt_attrs_free(NULL, 0);
+}
+
+static void test_keys(void)
+{
+	char *k = mt_key_manifest("mnist", "v2");
+	tap_ok(k && !strcmp(k, "datasets/mnist/versions/v2.json"), "manifest key: %s", k);
+	free(k);
+	k = mt_key_shard("mnist", SHA_A);
+	tap_ok(k && !strcmp(k, "datasets/mnist/shards/" SHA_A ".h5"), "shard key: %s", k);
+	free(k);
+}
+
+int main(void)
+{
+	test_roundtrip();
+	test_encode_errors();
+	test_big();
+	test_decode_errors();
+	test_attrs();
+	test_keys();
+
+	/* chunk index tests: */
+
+	return tap_done();
+}

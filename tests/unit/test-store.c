@@ -1,0 +1,816 @@
+/* test-store.c — object store: URLs, default store, fs get/put/list/delete, uploads, threads. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include "store.h"
+#include "tap.h"
+
+static char tmp[256];   /* everything the test creates lives below */
+static char root[300];  /* the store most cases use */
+static mt_store *store;
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void rm_tree(const char *path)
+{
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+		tap_diag("could not remove %s", path);
+}
+
+static int put_str(const char *key, const char *s, int flags, mt_error *err)
+{
+	return mt_store_put(store, key, s, strlen(s), flags, err);
+}
+
+/* The object's content as a string ("" when the get fails). */
+static char *get_str(const char *key)
+{
+	void *data = NULL;
+	size_t len = 0;
+	mt_error err;
+	char *s = calloc(1, 1);
+	if (mt_store_get(store, key, 0, UINT64_MAX, &data, &len, &err) == 0) {
+		free(s);
+		s = calloc(1, len + 1);
+		memcpy(s, data, len);
+		free(data);
+	}
+	return s;
+}
+
+static int is_str(const char *key, const char *want)
+{
+	char *s = get_str(key);
+	int ok = strcmp(s, want) == 0;
+	free(s);
+	return ok;
+}
+
+/* Files in a store directory whose name starts with prefix. */
+static int count_files(const char *rel, const char *prefix)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		     strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+	closedir(d);
+	return n;
+}
+
+/* ---- URLs ---------------------------------------------------------------- */
+
+static void test_urls(void)
+{
+	mt_error err;
+	mt_store *s;
+	char url[400], want[400];
+
+	snprintf(url, sizeof url, "file://%s//urls/./a/../b/", tmp);
+	snprintf(want, sizeof want, "file://%s/urls/b", tmp);
+	if (TAP_CALL(mt_store_open(url, &s, &err), &err,
+		     "file:// URL opens (and creates) a store")) {
+		tap_ok(strcmp(mt_store_url(s), want) == 0, "URL is canonical: %s", mt_store_url(s));
+		mt_store_close(s);
+	}
+
+	char cwd[256];
+	if (!getcwd(cwd, sizeof cwd) || chdir(tmp) != 0)
+		tap_diag("chdir failed");
+	snprintf(want, sizeof want, "file://%s/rel/store", tmp);
+	if (TAP_CALL(mt_store_open("rel/store/", &s, &err), &err, "a relative path opens")) {
+		tap_ok(strcmp(mt_store_url(s), want) == 0, "relative path made absolute: %s",
+		       mt_store_url(s));
+		mt_store_close(s);
+	}
+	if (chdir(cwd) != 0)
+		tap_diag("chdir back failed");
+
+	int rc = mt_store_open("s3://bucket/prefix", &s, &err);
+	tap_ok(rc == MT_EUNSUPPORTED && s == NULL &&
+	       strstr(err.message, "unsupported store URL scheme 's3'"),
+	       "s3:// is refused as unsupported: %s", err.message);
+	rc = mt_store_open("gs://b", &s, &err);
+	tap_ok(rc == MT_EUNSUPPORTED && strstr(err.message, "'gs'"), "any unknown scheme too: %s",
+	       err.message);
+	rc = mt_store_open("file://relative/dir", &s, &err);
+	tap_ok(rc == MT_EINVAL && strstr(err.message, "absolute"),
+	       "file:// with a relative path is refused: %s", err.message);
+
+	char file[400];
+	snprintf(file, sizeof file, "%s/plainfile", tmp);
+	FILE *f = fopen(file, "w");
+	if (f)
+		fclose(f);
+	rc = mt_store_open(file, &s, &err);
+	tap_ok(rc == MT_EINVAL && strstr(err.message, "not a directory"),
+	       "a file is not a store: %s", err.message);
+}
+
+/* $MATORAGE_STORE, else $XDG_DATA_HOME/matorage/store, else ~/.local/share/... */
+static void test_default_store(void)
+{
+	char *saved[3];
+	const char *names[3] = {"MATORAGE_STORE", "XDG_DATA_HOME", "HOME"};
+	for (int i = 0; i < 3; i++)
+		saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+	mt_error err;
+	mt_store *s = NULL;
+	char val[400], want[400];
+	struct stat sb;
+
+	snprintf(val, sizeof val, "file://%s/env-store/", tmp);
+	snprintf(want, sizeof want, "file://%s/env-store", tmp);
+	setenv("MATORAGE_STORE", val, 1);
+	setenv("XDG_DATA_HOME", "/nonexistent-xdg", 1);
+	if (TAP_CALL(mt_store_open(NULL, &s, &err), &err, "default store from MATORAGE_STORE")) {
+		tap_ok(strcmp(mt_store_url(s), want) == 0, "MATORAGE_STORE wins over XDG: %s",
+		       mt_store_url(s));
+		mt_store_close(s);
+	}
+
+	unsetenv("MATORAGE_STORE");
+	snprintf(val, sizeof val, "%s/xdg", tmp);
+	setenv("XDG_DATA_HOME", val, 1);
+	snprintf(want, sizeof want, "file://%s/xdg/matorage/store", tmp);
+	if (TAP_CALL(mt_store_open("", &s, &err), &err, "default store from XDG_DATA_HOME")) {
+		tap_ok(strcmp(mt_store_url(s), want) == 0 && stat(want + 7, &sb) == 0 &&
+		       S_ISDIR(sb.st_mode),
+		       "$XDG_DATA_HOME/matorage/store is used and created: %s", mt_store_url(s));
+		mt_store_close(s);
+	}
+
+	unsetenv("XDG_DATA_HOME");
+	snprintf(val, sizeof val, "%s/home", tmp);
+	setenv("HOME", val, 1);
+	snprintf(want, sizeof want, "file://%s/home/.local/share/matorage/store", tmp);
+	if (TAP_CALL(mt_store_open(NULL, &s, &err), &err, "default store from HOME")) {
+		tap_ok(strcmp(mt_store_url(s), want) == 0 && stat(want + 7, &sb) == 0,
+		       "XDG_DATA_HOME defaults to ~/.local/share: %s", mt_store_url(s));
+		mt_store_close(s);
+	}
+
+	for (int i = 0; i < 3; i++) {
+		if (saved[i])
+			setenv(names[i], saved[i], 1);
+		else
+			unsetenv(names[i]);
+		free(saved[i]);
+	}
+}
+
+/* ---- objects ------------------------------------------------------------- */
+
+static void test_roundtrip(void)
+{
+	mt_error err;
+	const char *key = "datasets/a/versions/v1.json";
+	TAP_CALL(put_str(key, "hello, store", 0, &err), &err, "put creates parent directories");
+	tap_ok(is_str(key, "hello, store"), "get returns what put stored");
+	uint64_t size = 0;
+	int64_t mtime = 0;
+	TAP_CALL(mt_store_head(store, key, &size, &mtime, &err), &err, "head of a stored key");
+	tap_ok(size == 12 && mtime > 1500000000, "head gives size %llu and mtime %lld",
+	       (unsigned long long)size, (long long)mtime);
+	char buf[8];
+	TAP_CALL(mt_store_read(store, key, 7, buf, 5, &err), &err, "read of 5 bytes at 7");
+	tap_ok(memcmp(buf, "store", 5) == 0, "read fills the caller's buffer exactly");
+
+	TAP_CALL(put_str(key, "replaced", 0, &err), &err, "a plain put over an existing key");
+	tap_ok(is_str(key, "replaced"), "replaces it");
+	tap_ok(count_files("datasets/a/versions", ".tmp.") == 0, "and leaves no temporary file");
+
+	TAP_CALL(put_str("empty", "", 0, &err), &err, "an empty object can be put");
+	void *data = NULL;
+	size_t got = 99;
+	TAP_CALL(mt_store_get(store, "empty", 0, UINT64_MAX, &data, &got, &err), &err,
+		 "and read back");
+	tap_ok(data && got == 0, "as 0 bytes");
+	free(data);
+
+	const char *keys[] = {key, "never-stored"};
+	TAP_CALL(mt_store_del(store, keys, 2, &err), &err, "delete (a missing key is fine)");
+	int rc = mt_store_head(store, key, NULL, NULL, &err);
+	tap_ok(rc == MT_ENOTFOUND && strstr(err.message, key) &&
+	       strstr(err.message, "No such file"),
+	       "head after delete: not found, naming store and key: %s", err.message);
+	rc = mt_store_get(store, key, 0, UINT64_MAX, &data, &got, &err);
+	tap_ok(rc == MT_ENOTFOUND && strstr(err.message, mt_store_url(store)) &&
+	       strstr(err.message, key), "get of a missing key: %s", err.message);
+	rc = mt_store_read(store, "datasets/a", 0, buf, 1, &err);
+	tap_ok(rc == MT_ENOTFOUND, "a directory is not an object: %s", err.message);
+	rc = mt_store_head(store, "datasets", NULL, NULL, &err);
+	tap_ok(rc == MT_ENOTFOUND, "head of a directory: not found: %s", err.message);
+}
+
+static void test_ranges(void)
+{
+	mt_error err;
+	const char *key = "ranges/obj";
+	put_str(key, "0123456789", 0, &err);
+	void *d = NULL;
+	size_t got = 0;
+	int rc;
+
+	TAP_CALL(mt_store_get(store, key, 3, 4, &d, &got, &err), &err, "ranged get in the middle");
+	tap_ok(got == 4 && memcmp(d, "3456", 4) == 0, "gives bytes 3..6");
+	free(d);
+	d = NULL;
+	TAP_CALL(mt_store_get(store, key, 6, UINT64_MAX, &d, &got, &err), &err,
+		 "ranged get to the end");
+	tap_ok(got == 4 && memcmp(d, "6789", 4) == 0, "gives bytes 6..9");
+	free(d);
+	d = NULL;
+	TAP_CALL(mt_store_get(store, key, 10, UINT64_MAX, &d, &got, &err), &err,
+		 "get from exactly the end");
+	tap_ok(got == 0, "gives nothing");
+	free(d);
+	d = NULL;
+	TAP_CALL(mt_store_get(store, key, 8, 2, &d, &got, &err), &err,
+		 "ranged get of the last bytes");
+	free(d);
+	d = NULL;
+
+	rc = mt_store_get(store, key, 11, UINT64_MAX, &d, &got, &err);
+	tap_ok(rc == MT_ERANGE && !d && strstr(err.message, key), "offset past the end: %s",
+	       err.message);
+	rc = mt_store_get(store, key, 8, 3, &d, &got, &err);
+	tap_ok(rc == MT_ERANGE && !d, "a range running past the end: %s", err.message);
+	rc = mt_store_get(store, key, UINT64_MAX - 1, 4, &d, &got, &err);
+	tap_ok(rc == MT_ERANGE && !d, "an offset+len that overflows: %s", err.message);
+	char buf[4];
+	rc = mt_store_read(store, key, 8, buf, 3, &err);
+	tap_ok(rc == MT_ERANGE && strstr(err.message, "past its end"),
+	       "read past the end: %s", err.message);
+	rc = mt_store_read(store, key, (uint64_t)1 << 63, buf, 1, &err);
+	tap_ok(rc == MT_ERANGE, "read at an offset beyond off_t: %s", err.message);
+}
+
+static void test_exclusive(void)
+{
+	mt_error err;
+	const char *key = "excl/v1.json";
+	TAP_CALL(put_str(key, "first", MT_PUT_EXCLUSIVE, &err), &err, "exclusive put of a new key");
+	int rc = put_str(key, "second", MT_PUT_EXCLUSIVE, &err);
+	tap_ok(rc == MT_EEXIST && strstr(err.message, key), "a second exclusive put: %s",
+	       err.message);
+	tap_ok(is_str(key, "first"), "the first content survives");
+	tap_ok(count_files("excl", "") == 1, "and no temporary file is left");
+
+	mt_upload *u;
+	TAP_CALL(store->ops->upload_open(store, key, MT_PUT_EXCLUSIVE, &u, &err), &err,
+		 "exclusive upload over an existing key opens");
+	store->ops->upload_write(u, "x", 1, &err);
+	rc = store->ops->upload_commit(u, &err);
+	tap_ok(rc == MT_EEXIST && is_str(key, "first") && count_files("excl", "") == 1,
+	       "its commit fails with MT_EEXIST, cleanly: %s", err.message);
+}
+
+static void test_bad_keys(void)
+{
+	const char *bad[] = {"", "/etc/passwd", "a/../b", "..", "a//b", "a/", "a/./b", "./a",
+			     "a/.", ".tmp.x", "d/.tmp.v1.json.1.2"};
+	mt_error err;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		void *d = NULL;
+		size_t got;
+		int put = put_str(bad[i], "x", 0, &err);
+		int get = mt_store_get(store, bad[i], 0, UINT64_MAX, &d, &got, &err);
+		int head = mt_store_head(store, bad[i], NULL, NULL, &err);
+		int del = mt_store_del(store, &bad[i], 1, &err);
+		tap_ok(put == MT_EINVAL && get == MT_EINVAL && head == MT_EINVAL &&
+		       del == MT_EINVAL && strstr(err.message, "invalid object key"),
+		       "key '%s' is refused by put, get, head and delete: %s", bad[i], err.message);
+	}
+	char longkey[1100];
+	memset(longkey, 'k', sizeof longkey - 1);
+	longkey[sizeof longkey - 1] = '\0';
+	tap_ok(put_str(longkey, "x", 0, &err) == MT_EINVAL, "a key over 1024 bytes is refused");
+	tap_ok(put_str("ok/a..b", "x", 0, &err) == MT_EINVAL, "'..' anywhere is refused");
+	tap_ok(put_str("ok/.hidden/x-y_z.1", "x", 0, &err) == 0,
+	       "dots, dashes and hidden names are fine");
+}
+
+static void test_uploads(void)
+{
+	mt_error err;
+	mt_upload *u;
+	const char *key = "up/big.bin";
+	TAP_CALL(store->ops->upload_open(store, key, 0, &u, &err), &err, "upload opens");
+	TAP_CALL(store->ops->upload_write(u, "part one|", 9, &err), &err, "part 1");
+	TAP_CALL(store->ops->upload_write(u, "part two|", 9, &err), &err, "part 2");
+	TAP_CALL(store->ops->upload_write(u, "part three", 10, &err), &err, "part 3");
+	tap_ok(mt_store_head(store, key, NULL, NULL, &err) == MT_ENOTFOUND,
+	       "nothing is visible under the key before commit");
+	mt_list_page page;
+	store->ops->list(store, "up/", NULL, 0, &page, &err);
+	tap_ok(page.n == 0, "nor in a listing (the temporary file is skipped)");
+	mt_list_page_free(&page);
+	TAP_CALL(store->ops->upload_commit(u, &err), &err, "commit");
+	tap_ok(is_str(key, "part one|part two|part three"), "the parts arrive in order");
+
+	TAP_CALL(store->ops->upload_open(store, "up/aborted", 0, &u, &err), &err,
+		 "a second upload opens");
+	store->ops->upload_write(u, "junk", 4, &err);
+	tap_ok(count_files("up", ".tmp.") == 1, "its data sits in a temporary file");
+	store->ops->upload_abort(u);
+	tap_ok(mt_store_head(store, "up/aborted", NULL, NULL, &err) == MT_ENOTFOUND &&
+	       count_files("up", "") == 1, "abort leaves nothing behind");
+	store->ops->upload_abort(NULL);
+}
+
+/* ---- listing ------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct collect {
+	char **keys;
+	size_t n, stop_at;
+};
+
+static int collect(void *ud, const mt_obj *o)
+{
+	struct collect *c = ud;
+	c->keys[c->n++] = strdup(o->key);
+	return c->stop_at && c->n == c->stop_at ? 42 : 0;
+}
+
+#define NLIST 2500
+
+static void test_list(void)
+{
+	mt_error err;
+	/* Names chosen so that key order differs from a naive per-directory
+	 * walk: "a-b" < "a/..." < "a0" < "a/" would be wrong. */
+	static char *keys[NLIST];
+	const char *tricky[] = {"L/a-b", "L/a/z", "L/a/b/c", "L/a0", "L/a.x", "L/b"};
+	size_t nt = sizeof tricky / sizeof tricky[0];
+	for (size_t i = 0; i < NLIST; i++) {
+		char k[64];
+		if (i < nt)
+			snprintf(k, sizeof k, "%s", tricky[i]);
+		else
+			snprintf(k, sizeof k, "L/d%zu/k%04zu", i % 13, i);
+		keys[i] = strdup(k);
+		put_str(k, k, MT_PUT_NOSYNC, &err);
+	}
+	put_str("Lx/outside", "x", 0, &err);
+	qsort(keys, NLIST, sizeof *keys, cmp_str);
+
+	/* Clutter a listing must not show. */
+	char p[600];
+	snprintf(p, sizeof p, "%s/L/d3/.tmp.k0003.1.2.3", root);
+	FILE *f = fopen(p, "w");
+	if (f)
+		fclose(f);
+	snprintf(p, sizeof p, "%s/L/emptydir", root);
+	mkdir(p, 0777);
+	snprintf(p, sizeof p, "%s/L/d3/link", root);
+	if (symlink("k0003", p) != 0)
+		tap_diag("symlink failed");
+
+	size_t seen = 0, pages = 0, sizes[4] = {0};
+	int sorted = 1, match = 1, tokens = 1;
+	char *token = NULL;
+	int rc = 0;
+	do {
+		mt_list_page page;
+		rc = store->ops->list(store, "L/", token, 1000, &page, &err);
+		if (rc)
+			break;
+		if (pages < 4)
+			sizes[pages] = page.n;
+		pages++;
+		for (size_t i = 0; i < page.n; i++, seen++) {
+			if (seen >= NLIST || strcmp(page.objs[i].key, keys[seen]) != 0)
+				match = 0;
+			if (i && strcmp(page.objs[i - 1].key, page.objs[i].key) >= 0)
+				sorted = 0;
+			if (page.objs[i].size != strlen(page.objs[i].key))
+				match = 0;
+		}
+		if (page.next && strcmp(page.next, page.objs[page.n - 1].key) != 0)
+			tokens = 0;
+		free(token);
+		token = page.next;
+		page.next = NULL;
+		mt_list_page_free(&page);
+	} while (token && pages < 10);
+	free(token);
+	tap_ok(rc == 0, "listing 2500 keys in pages of 1000: %s", rc ? err.message : "ok");
+	tap_ok(pages == 3 && sizes[0] == 1000 && sizes[1] == 1000 && sizes[2] == 500,
+	       "three pages: %zu, %zu, %zu", sizes[0], sizes[1], sizes[2]);
+	tap_ok(sorted && tokens, "each page sorted, each token the last key of its page");
+	tap_ok(match && seen == NLIST,
+	       "every key exactly once, in byte order, with its size; no temp files, "
+	       "directories or links (%zu seen)", seen);
+
+	struct collect c = {calloc(NLIST + 10, sizeof(char *)), 0, 0};
+	TAP_CALL(mt_store_list_all(store, "L/", collect, &c, &err), &err,
+		 "list_all pages through everything");
+	tap_ok(c.n == NLIST, "list_all saw %zu keys", c.n);
+	for (size_t i = 0; i < c.n; i++)
+		free(c.keys[i]);
+	c.n = 0;
+	c.stop_at = 1500;
+	rc = mt_store_list_all(store, "L/", collect, &c, &err);
+	tap_ok(rc == 42 && c.n == 1500, "list_all stops when the callback says so (rc %d)", rc);
+	for (size_t i = 0; i < c.n; i++)
+		free(c.keys[i]);
+
+	/* A prefix is a string prefix of keys, not a directory. */
+	c.n = 0;
+	c.stop_at = 0;
+	mt_store_list_all(store, "L/d1", collect, &c, &err);
+	size_t want = 0;
+	for (size_t i = 0; i < NLIST; i++)
+		want += strncmp(keys[i], "L/d1", 4) == 0;
+	int prefixed = c.n == want;
+	for (size_t i = 0; i < c.n; i++) {
+		prefixed &= strncmp(c.keys[i], "L/d1", 4) == 0;
+		free(c.keys[i]);
+	}
+	tap_ok(prefixed && want > 0 && c.n > NLIST / 13,
+	       "prefix \"L/d1\" matches L/d1/, L/d10/, L/d11/, L/d12/ (%zu keys)", want);
+	c.n = 0;
+	mt_store_list_all(store, "L/a", collect, &c, &err);
+	tap_ok(c.n == 5 && !strcmp(c.keys[0], "L/a-b") && !strcmp(c.keys[1], "L/a.x") &&
+	       !strcmp(c.keys[2], "L/a/b/c") && !strcmp(c.keys[3], "L/a/z") &&
+	       !strcmp(c.keys[4], "L/a0"),
+	       "prefix \"L/a\": a-b, a.x, a/b/c, a/z, a0 in that order");
+	for (size_t i = 0; i < c.n; i++)
+		free(c.keys[i]);
+
+	mt_list_page page;
+	rc = store->ops->list(store, "nothing/here/", NULL, 0, &page, &err);
+	tap_ok(rc == 0 && page.n == 0 && !page.next, "a missing prefix is an empty listing");
+	mt_list_page_free(&page);
+	rc = store->ops->list(store, "L/", "L/d9/k9999", 0, &page, &err);
+	tap_ok(rc == 0 && page.n == 0 && !page.next, "a token after the last key: empty page");
+	mt_list_page_free(&page);
+
+	/* list_prefixes: one entry per directory, S3 CommonPrefixes-like. */
+	rc = store->ops->list_prefixes(store, "L/", NULL, 5, &page, &err);
+	tap_ok(rc == 0 && page.n == 5 && !strcmp(page.objs[0].key, "L/a/") &&
+	       !strcmp(page.objs[1].key, "L/d0/") && !strcmp(page.objs[2].key, "L/d1/") &&
+	       !strcmp(page.objs[3].key, "L/d10/") && page.next &&
+	       !strcmp(page.next, page.objs[4].key),
+	       "list_prefixes: first page of directories, sorted");
+	char *next = page.next;
+	page.next = NULL;
+	mt_list_page_free(&page);
+	rc = store->ops->list_prefixes(store, "L/", next, 100, &page, &err);
+	tap_ok(rc == 0 && page.n == 10 && !strcmp(page.objs[9].key, "L/emptydir/") && !page.next,
+	       "list_prefixes: the rest after the token (%zu)", page.n);
+	mt_list_page_free(&page);
+	free(next);
+	c.n = 0;
+	mt_store_list_prefixes(store, "", collect, &c, &err);
+	tap_ok(c.n >= 3 && !strcmp(c.keys[0], "L/") && !strcmp(c.keys[1], "Lx/"),
+	       "list_prefixes at the root");
+	for (size_t i = 0; i < c.n; i++)
+		free(c.keys[i]);
+	free(c.keys);
+
+	for (size_t i = 0; i < NLIST; i++)
+		free(keys[i]);
+}
+
+/* Page through prefix with pages of max keys; the keys go to out (one
+ * string, newline-separated).  Returns the number of pages or -1. */
+static int list_pages(const char *prefix, size_t max, char **out, size_t *nkeys)
+{
+	mt_buf b = {0};
+	char *token = NULL;
+	int pages = 0;
+	*nkeys = 0;
+	do {
+		mt_list_page page;
+		mt_error err;
+		if (store->ops->list(store, prefix, token, max, &page, &err)) {
+			tap_diag("list: %s", err.message);
+			pages = -1;
+			break;
+		}
+		pages++;
+		for (size_t i = 0; i < page.n; i++) {
+			mt_buf_append(&b, page.objs[i].key, strlen(page.objs[i].key));
+			mt_buf_append(&b, "\n", 1);
+		}
+		*nkeys += page.n;
+		free(token);
+		token = page.next;
+		page.next = NULL;
+		mt_list_page_free(&page);
+	} while (token && pages < 100000);
+	free(token);
+	mt_buf_append(&b, "", 1);
+	*out = (char *)b.data;
+	return pages;
+}
+
+static char *join_keys(char **keys, size_t n)
+{
+	mt_buf b = {0};
+	for (size_t i = 0; i < n; i++) {
+		mt_buf_append(&b, keys[i], strlen(keys[i]));
+		mt_buf_append(&b, "\n", 1);
+	}
+	mt_buf_append(&b, "", 1);
+	return (char *)b.data;
+}
+
+static void test_list_small_pages(void)
+{
+	/* The same 2500 keys in pages of 7: tokens that fall inside nested
+	 * directories must resume right after themselves. */
+	static char *keys[NLIST + 10];
+	struct collect c = {keys, 0, 0};
+	mt_error err;
+	mt_store_list_all(store, "L/", collect, &c, &err);
+	char *want = join_keys(keys, c.n), *got;
+	size_t n;
+	int pages = list_pages("L/", 7, &got, &n);
+	tap_ok(pages == (NLIST + 6) / 7 && strcmp(got, want) == 0,
+	       "pages of 7 keys give the same %zu keys in order (%d pages)", n, pages);
+	free(got);
+	free(want);
+	for (size_t i = 0; i < c.n; i++)
+		free(keys[i]);
+}
+
+#define NFLAT 2500
+
+/* Set a directory's mtime, so a cached listing of it is (or is not) stale
+ * whatever the file system's timestamp granularity. */
+static void set_dir_mtime(const char *rel, const struct timespec *t)
+{
+	char p[600];
+	snprintf(p, sizeof p, "%s/%s", root, rel);
+	struct timespec ts[2] = {*t, *t};
+	if (utimensat(AT_FDCWD, p, ts, 0) != 0)
+		tap_diag("utimensat %s: %s", p, strerror(errno));
+}
+
+static struct timespec dir_mtime(const char *rel)
+{
+	char p[600];
+	snprintf(p, sizeof p, "%s/%s", root, rel);
+	struct stat sb = {0};
+	stat(p, &sb);
+	return sb.st_mtim;
+}
+
+/* One directory larger than a page: read once, then served from memory
+ * while it is unchanged. */
+static void test_list_flat(void)
+{
+	mt_error err;
+	for (int i = 0; i < NFLAT; i++) {
+		char k[32];
+		snprintf(k, sizeof k, "flat/k%05d", i);
+		put_str(k, k, MT_PUT_NOSYNC, &err);
+	}
+	mt_list_page p1, p2, p3;
+	int rc = store->ops->list(store, "flat/", NULL, 1000, &p1, &err);
+	tap_ok(rc == 0 && p1.n == 1000 && !strcmp(p1.objs[0].key, "flat/k00000") &&
+	       !strcmp(p1.next, "flat/k00999"), "flat directory: first page of 1000");
+
+	/* A file deleted behind an unchanged directory mtime. */
+	struct timespec t = dir_mtime("flat");
+	const char *gone = "flat/k01500";
+	mt_store_del(store, &gone, 1, &err);
+	set_dir_mtime("flat", &t);
+	rc = store->ops->list(store, "flat/", p1.next, 1000, &p2, &err);
+	int ok = rc == 0 && p2.n == 1000 && p2.next && !strcmp(p2.next, "flat/k02000");
+	for (size_t i = 0; ok && i < p2.n; i++)
+		ok = strcmp(p2.objs[i].key, gone) != 0 && (!i || strcmp(p2.objs[i - 1].key,
+									p2.objs[i].key) < 0);
+	tap_ok(ok, "second page skips a file deleted since the directory was read (next %s)",
+	       p2.next ? p2.next : "NULL");
+
+	/* A file created behind a changed mtime must appear. */
+	put_str("flat/k02100a", "new", 0, &err);
+	t.tv_sec += 10;
+	set_dir_mtime("flat", &t);
+	rc = store->ops->list(store, "flat/", p2.next, 1000, &p3, &err);
+	int found = 0;
+	for (size_t i = 0; rc == 0 && i < p3.n; i++)
+		found += !strcmp(p3.objs[i].key, "flat/k02100a");
+	tap_ok(rc == 0 && p3.n == 500 && !p3.next && found == 1 &&
+	       !strcmp(p3.objs[0].key, "flat/k02001") && !strcmp(p3.objs[499].key, "flat/k02499"),
+	       "after the directory changed, the last page sees a new key (%zu keys)", p3.n);
+	mt_list_page_free(&p1);
+	mt_list_page_free(&p2);
+	mt_list_page_free(&p3);
+}
+
+static void *list_worker(void *arg)
+{
+	char *got;
+	size_t n;
+	int pages = list_pages((const char *)arg, 100, &got, &n);
+	free(got);
+	return (void *)(intptr_t)(pages > 0 ? (intptr_t)n : -1);
+}
+
+static void test_list_threads(void)
+{
+	pthread_t th[4];
+	const char *prefixes[4] = {"flat/", "L/", "flat/", "L/"};
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, list_worker, (void *)(uintptr_t)prefixes[i]);
+	int ok = 1;
+	for (int i = 0; i < 4; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		/* flat/ lost one key and gained one in test_list_flat. */
+		ok &= (intptr_t)r == (i % 2 ? NLIST : NFLAT);
+	}
+	tap_ok(ok, "4 threads page through two large listings at once, each sees every key");
+}
+
+static void test_sweep_sync(void)
+{
+	mt_error err;
+	char p[600];
+	put_str("sw/a/obj", "keep", 0, &err);
+	snprintf(p, sizeof p, "%s/sw/a/.tmp.obj.1.2.3", root);
+	FILE *f = fopen(p, "w");
+	if (f) {
+		fputs("old!", f);
+		fclose(f);
+	}
+	struct utimbuf old = {1000000000, 1000000000};
+	utime(p, &old);
+	snprintf(p, sizeof p, "%s/sw/a/.tmp.young.1.2.3", root);
+	if ((f = fopen(p, "w")))
+		fclose(f);
+	uint64_t n = 0, bytes = 0;
+	TAP_CALL(store->ops->sweep(store, "sw/", 1500000000, 1, &n, &bytes, &err), &err,
+		 "sweep, dry run");
+	tap_ok(n == 1 && bytes == 4 && count_files("sw/a", ".tmp.") == 2,
+	       "finds only the old temporary file, deletes nothing");
+	TAP_CALL(store->ops->sweep(store, "sw/", 1500000000, 0, &n, &bytes, &err), &err, "sweep");
+	tap_ok(count_files("sw/a", ".tmp.") == 1 && is_str("sw/a/obj", "keep"),
+	       "removes it, keeps the young one and the objects");
+
+	const char *keys[] = {"sw/a/obj", "L/a0", "L/b"};
+	TAP_CALL(store->ops->sync(store, keys, 3, &err), &err, "sync of stored keys");
+	const char *missing[] = {"sw/a/none"};
+	int rc = store->ops->sync(store, missing, 1, &err);
+	tap_ok(rc == MT_ENOTFOUND && strstr(err.message, "sw/a/none"),
+	       "sync of a missing key names it: %s", err.message);
+}
+
+/* A backend whose errors do not name the key: the wrappers add it. */
+static int mute_get(mt_store *s, const char *key, uint64_t offset, uint64_t len, void **data,
+		    size_t *got, mt_error *err)
+{
+	return mt_err(err, MT_EIO, "disk on fire");
+}
+
+static void test_wrappers_name_key(void)
+{
+	mt_store_ops ops = *store->ops;
+	const mt_store_ops *real = store->ops;
+	ops.get = mute_get;
+	store->ops = &ops;
+	mt_error err;
+	void *d;
+	size_t got;
+	int rc = mt_store_get(store, "some/key", 0, 1, &d, &got, &err);
+	store->ops = real;
+	tap_ok(rc == MT_EIO && strcmp(err.message, "some/key: disk on fire") == 0,
+	       "the get wrapper names the key the backend left out: %s", err.message);
+}
+
+static void test_permission(void)
+{
+	if (geteuid() == 0) {
+		tap_ok(1, "# SKIP permission errors cannot be provoked as root");
+		return;
+	}
+	mt_error err;
+	char p[600];
+	put_str("perm/x", "x", 0, &err);
+	snprintf(p, sizeof p, "%s/perm/x", root);
+	chmod(p, 0);
+	void *d = NULL;
+	size_t got;
+	int rc = mt_store_get(store, "perm/x", 0, UINT64_MAX, &d, &got, &err);
+	tap_ok(rc == MT_EAUTH && strstr(err.message, "perm/x"), "unreadable object: %s",
+	       err.message);
+	chmod(p, 0644);
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+#define THREADS 4
+#define PER_THREAD 150
+
+static void *put_worker(void *arg)
+{
+	long t = (long)arg;
+	intptr_t failures = 0;
+	for (int i = 0; i < PER_THREAD; i++) {
+		char key[64], val[64];
+		/* Shared and fresh directories, so mkdir races too. */
+		snprintf(key, sizeof key, "thr/%s%d/t%ld-%d", i % 2 ? "shared" : "own", i % 7, t,
+			 i);
+		snprintf(val, sizeof val, "value %ld %d", t, i);
+		mt_error err;
+		if (put_str(key, val, i % 3 == 0 ? MT_PUT_EXCLUSIVE : 0, &err) != 0)
+			failures++;
+		if (!is_str(key, val))
+			failures++;
+	}
+	return (void *)failures;
+}
+
+static void test_threads(void)
+{
+	pthread_t th[THREADS];
+	for (long t = 0; t < THREADS; t++)
+		pthread_create(&th[t], NULL, put_worker, (void *)t);
+	intptr_t failures = 0;
+	for (int t = 0; t < THREADS; t++) {
+		void *r;
+		pthread_join(th[t], &r);
+		failures += (intptr_t)r;
+	}
+	tap_ok(failures == 0, "4 threads put and read back 600 keys (%ld failures)",
+	       (long)failures);
+	struct collect c = {calloc(THREADS * PER_THREAD + 1, sizeof(char *)), 0, 0};
+	mt_error err;
+	mt_store_list_all(store, "thr/", collect, &c, &err);
+	int all = c.n == THREADS * PER_THREAD;
+	for (int t = 0; all && t < THREADS; t++)
+		for (int i = 0; all && i < PER_THREAD; i++) {
+			char val[64];
+			snprintf(val, sizeof val, "value %d %d", t, i);
+			char key[64];
+			snprintf(key, sizeof key, "thr/%s%d/t%d-%d", i % 2 ? "shared" : "own",
+				 i % 7, t, i);
+			all = is_str(key, val);
+		}
+	tap_ok(all, "all %zu objects are listed with the right content", c.n);
+	for (size_t i = 0; i < c.n; i++)
+		free(c.keys[i]);
+	free(c.keys);
+}
+
+int main(void)
+{
+	const char *t = getenv("TMPDIR");
+	snprintf(tmp, sizeof tmp, "%s/mt-store-XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(tmp)) {
+		printf("Bail out! mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+	snprintf(root, sizeof root, "%s/store", tmp);
+	mt_error err;
+	if (mt_store_open(root, &store, &err)) {
+		printf("Bail out! %s\n", err.message);
+		return 1;
+	}
+	test_urls();
+	test_default_store();
+	test_roundtrip();
+	test_ranges();
+	test_exclusive();
+	test_bad_keys();
+	test_uploads();
+	test_list();
+	test_list_small_pages();
+	test_list_flat();
+	test_list_threads();
+	test_sweep_sync();
+	test_wrappers_name_key();
+	test_permission();
+	test_threads();
+	mt_store_close(store);
+	mt_store_close(NULL);
+	rm_tree(tmp);
+	return tap_done();
+}

@@ -298,9 +298,71 @@ static int plan_parts(const mt_attr *attrs, size_t nattrs, uint64_t rows,
 
 static atomic_uint shard_serial;
 
+/* The core driver's buffer, taken over when the file closes instead of
+ * being copied out with H5Fget_file_image and freed. */
+struct image_grab {
+	void *mem;
+	size_t cap;  /* bytes allocated for the open file's image */
+	void *spare; /* an earlier image's buffer, used if large enough */
+	size_t spare_cap;
+};
+
+static void *grab_malloc(size_t size, H5FD_file_image_op_t op, void *ud)
+{
+	struct image_grab *g = ud;
+	if (g->spare && size <= g->spare_cap) {
+		void *p = g->spare;
+		g->cap = g->spare_cap;
+		g->spare = NULL;
+		return p;
+	}
+	g->cap = size;
+	return malloc(size);
+}
+
+static void *grab_memcpy(void *dst, const void *src, size_t size, H5FD_file_image_op_t op,
+			 void *ud)
+{
+	return memcpy(dst, src, size);
+}
+
+static void *grab_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *ud)
+{
+	struct image_grab *g = ud;
+	if (!ptr)
+		return grab_malloc(size, op, ud);
+	if (size <= g->cap)
+		return ptr;
+	void *p = realloc(ptr, size);
+	if (p)
+		g->cap = size;
+	return p;
+}
+
+static herr_t grab_free(void *ptr, H5FD_file_image_op_t op, void *ud)
+{
+	struct image_grab *g = ud;
+	if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && !g->mem)
+		g->mem = ptr;
+	else
+		free(ptr);
+	return 0;
+}
+
+static void *grab_udata_copy(void *ud)
+{
+	return ud;
+}
+
+static herr_t grab_udata_free(void *ud)
+{
+	return 0;
+}
+
 /* Assemble the HDF5 file in memory from the compressed chunks. */
 static int assemble(const char *dataset, uint64_t rows, struct part *parts, size_t nparts,
-		    mt_index *ix, int level, uint64_t zbytes, mt_shard_image *out, mt_error *err)
+		    mt_index *ix, int level, uint64_t zbytes, mt_buf *reuse, mt_shard_image *out,
+		    mt_error *err)
 {
 	/* HDF5 prints its error stack unless told not to, per thread. */
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -309,10 +371,18 @@ static int assemble(const char *dataset, uint64_t rows, struct part *parts, size
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
 	/* One allocation for the whole image: growing it would copy it again. */
 	H5Pset_fapl_core(fapl, (size_t)(zbytes + (1u << 20)), 0);
+	struct image_grab grab = {NULL, 0, reuse->data, reuse->cap};
+	*reuse = (mt_buf){0};
+	H5FD_file_image_callbacks_t cb = {grab_malloc,	   grab_memcpy,	    grab_realloc,
+					  grab_free,	   grab_udata_copy, grab_udata_free,
+					  &grab};
+	H5Pset_file_image_callbacks(fapl, &cb);
 	hid_t file = H5Fcreate(fname, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
 	H5Pclose(fapl);
-	if (file < 0)
+	if (file < 0) {
+		free(grab.spare);
 		return h5_fail(err, dataset, "create file image");
+	}
 	int rc = 0;
 	hid_t root = H5Gopen2(file, "/", H5P_DEFAULT);
 	if (root < 0 || h5_attr_u64(root, "matorage_format", MT_FORMAT_VERSION) ||
@@ -338,26 +408,32 @@ static int assemble(const char *dataset, uint64_t rows, struct part *parts, size
 	ssize_t n = rc ? -1 : H5Fget_file_image(file, NULL, 0);
 	if (!rc && n <= 0)
 		rc = h5_fail(err, dataset, "file image size");
-	if (!rc && mt_buf_reserve(&out->image, (size_t)n))
-		rc = mt_err(err, MT_ENOMEM, "dataset %s: shard image of %zd bytes: out of memory",
-			    dataset, n);
-	if (!rc && H5Fget_file_image(file, out->image.data, (size_t)n) != n)
-		rc = h5_fail(err, dataset, "file image");
-	if (!rc)
-		out->image.len = (size_t)n;
 	if (H5Fclose(file) < 0 && !rc)
 		rc = h5_fail(err, dataset, "close file image");
-	return rc;
+	free(grab.spare);
+	if (!rc && !grab.mem)
+		rc = mt_err(err, MT_EHDF5, "dataset %s: shard: HDF5 kept the file image", dataset);
+	if (rc) {
+		free(grab.mem);
+		return rc;
+	}
+	out->image.data = grab.mem;
+	out->image.len = (size_t)n;
+	out->image.cap = grab.cap;
+	return 0;
 }
 
 int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs, uint64_t rows,
 		   const mt_shard_col *cols, uint64_t chunk_bytes, int level, int threads,
 		   mt_shard_image *out, mt_error *err)
 {
+	mt_buf reuse = out->image;
 	memset(out, 0, sizeof *out);
 	int rc = mt_zstd_filter_register(err);
-	if (rc)
+	if (rc) {
+		mt_buf_free(&reuse);
 		return rc;
+	}
 	size_t nparts = 0;
 	for (size_t i = 0; i < nattrs; i++)
 		nparts += attrs[i].ragged ? 2 : 1;
@@ -399,7 +475,7 @@ int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs, uin
 	for (size_t p = 0; p < nparts; p++)
 		for (size_t c = 0; c < parts[p].entry->nchunks; c++)
 			zbytes += parts[p].entry->chunks[c].size;
-	rc = assemble(dataset, rows, parts, nparts, &ix, level, zbytes, out, err);
+	rc = assemble(dataset, rows, parts, nparts, &ix, level, zbytes, &reuse, out, err);
 	if (!rc)
 		rc = mt_sha256_hex(out->image.data, out->image.len, out->sha256, err);
 done:
@@ -416,6 +492,7 @@ done:
 	free(parts);
 	free(first_job);
 	free(errs);
+	mt_buf_free(&reuse);
 	if (rc)
 		mt_shard_image_free(out);
 	return rc;

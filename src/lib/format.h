@@ -104,7 +104,9 @@ typedef struct mt_shard_image {
 
 /* Build the HDF5 file image of one shard in memory: chunks compressed on
  * `threads` threads, written with H5Dwrite_chunk, the chunk index stored
- * as dataset "_matorage_index", then the sha256 of the image. */
+ * as dataset "_matorage_index", then the sha256 of the image.  out must be
+ * zeroed or hold an earlier image, whose buffer is reused (fresh pages
+ * cost more than filling them) or freed. */
 MT_LOCAL int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs,
 			    uint64_t rows, const mt_shard_col *cols, uint64_t chunk_bytes,
 			    int level, int threads, mt_shard_image *out, mt_error *err);

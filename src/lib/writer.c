@@ -14,6 +14,7 @@
  * appends, compression and the store's I/O overlap. */
 #define QUEUE_MAX 1
 #define UPLOADERS 2
+#define SPARE_MAX (UPLOADERS + QUEUE_MAX)
 #define VERSION_RETRIES 20
 
 enum { W_OPEN, W_COMMITTING, W_DONE, W_FAILED, W_ABORTED };
@@ -47,6 +48,8 @@ struct mt_writer {
 	pthread_cond_t cond;
 	struct pending *cur;
 	struct pending *qhead, *qtail;
+	struct pending *spare; /* emptied buffers kept for the next shard */
+	size_t nspare;
 	size_t qlen;
 	int state;
 	int stop;
@@ -82,10 +85,40 @@ static void pending_free(struct pending *p, size_t nattrs)
 	free(p);
 }
 
-/* Reserve what a shard of fixed-size rows will hold, so filling it never
- * copies the buffers again as they grow. */
-static struct pending *pending_new(const mt_writer *w)
+/* Keep an uploaded shard's buffers for a later one: fresh multi-MiB
+ * allocations come from mmap, and faulting their pages in again costs more
+ * than the copy that fills them.  Called with w->lock held. */
+static void pending_release(mt_writer *w, struct pending *p)
 {
+	if (!p)
+		return;
+	if (w->nspare >= SPARE_MAX) {
+		pending_free(p, w->nattrs);
+		return;
+	}
+	for (size_t i = 0; i < w->nattrs; i++) {
+		p->vals[i].len = 0;
+		/* Ragged offsets keep their leading 0. */
+		p->offs[i].len = p->offs[i].len ? 8 : 0;
+	}
+	p->rows = p->bytes = 0;
+	p->slot = 0;
+	p->next = w->spare;
+	w->spare = p;
+	w->nspare++;
+}
+
+/* Reserve what a shard of fixed-size rows will hold, so filling it never
+ * copies the buffers again as they grow.  Called with w->lock held. */
+static struct pending *pending_new(mt_writer *w)
+{
+	if (w->spare) {
+		struct pending *s = w->spare;
+		w->spare = s->next;
+		w->nspare--;
+		s->next = NULL;
+		return s;
+	}
 	struct pending *p = calloc(1, sizeof *p);
 	if (!p)
 		return NULL;
@@ -140,10 +173,11 @@ static int push_shard_locked(mt_writer *w, const mt_mshard *sh)
 	return 0;
 }
 
-/* Build one shard's HDF5 image and upload it under its content hash;
- * an identical shard already stored is not sent again. */
-static int build_and_upload(mt_writer *w, const struct pending *p, mt_mshard *sh,
-			    uint64_t *raw, mt_error *err)
+/* Build one shard's HDF5 image into img (which holds the previous one,
+ * whose buffer is reused) and upload it under its content hash; an
+ * identical shard already stored is not sent again. */
+static int build_and_upload(mt_writer *w, const struct pending *p, mt_shard_image *img,
+			    mt_mshard *sh, uint64_t *raw, mt_error *err)
 {
 	mt_shard_col *cols = calloc(w->nattrs, sizeof *cols);
 	if (!cols)
@@ -152,38 +186,35 @@ static int build_and_upload(mt_writer *w, const struct pending *p, mt_mshard *sh
 		cols[i].data = p->vals[i].data;
 		cols[i].offsets = (const uint64_t *)p->offs[i].data;
 	}
-	mt_shard_image img;
 	int rc = mt_shard_build(w->dataset, w->attrs, w->nattrs, p->rows, cols, w->chunk_bytes,
-				w->level, w->threads, &img, err);
+				w->level, w->threads, img, err);
 	free(cols);
 	if (rc)
 		return rc;
-	char *key = mt_key_shard(w->dataset, img.sha256);
-	if (!key) {
-		mt_shard_image_free(&img);
+	char *key = mt_key_shard(w->dataset, img->sha256);
+	if (!key)
 		return mt_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
-	}
 	uint64_t have = 0;
 	mt_error ignored;
-	if (mt_store_head(w->store, key, &have, NULL, &ignored) != 0 || have != img.image.len)
-		rc = mt_store_put(w->store, key, img.image.data, img.image.len, MT_PUT_NOSYNC,
+	if (mt_store_head(w->store, key, &have, NULL, &ignored) != 0 || have != img->image.len)
+		rc = mt_store_put(w->store, key, img->image.data, img->image.len, MT_PUT_NOSYNC,
 				  err);
 	if (!rc) {
-		memcpy(sh->sha256, img.sha256, sizeof sh->sha256);
-		sh->bytes = img.image.len;
+		memcpy(sh->sha256, img->sha256, sizeof sh->sha256);
+		sh->bytes = img->image.len;
 		sh->rows = p->rows;
-		sh->index_offset = img.index_offset;
-		sh->index_bytes = img.index_bytes;
-		*raw = img.raw_bytes;
+		sh->index_offset = img->index_offset;
+		sh->index_bytes = img->index_bytes;
+		*raw = img->raw_bytes;
 	}
 	free(key);
-	mt_shard_image_free(&img);
 	return rc;
 }
 
 static void *uploader(void *arg)
 {
 	mt_writer *w = arg;
+	mt_shard_image img = {0}; /* the last image, its buffer reused by the next */
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		while (!w->qhead && !w->stop)
@@ -198,14 +229,14 @@ static void *uploader(void *arg)
 		pthread_cond_broadcast(&w->cond);
 		if (w->state != W_OPEN && w->state != W_COMMITTING) {
 			/* Failed or aborted: drop what is queued. */
-			pending_free(p, w->nattrs);
+			pending_release(w, p);
 			continue;
 		}
 		pthread_mutex_unlock(&w->lock);
 		mt_mshard sh = {0};
 		uint64_t raw = 0;
 		mt_error e = {0};
-		int rc = build_and_upload(w, p, &sh, &raw, &e);
+		int rc = build_and_upload(w, p, &img, &sh, &raw, &e);
 		pthread_mutex_lock(&w->lock);
 		if (!rc) {
 			w->shards[p->slot] = sh;
@@ -220,10 +251,11 @@ static void *uploader(void *arg)
 		}
 		if (rc)
 			fail_locked(w, &e);
-		pending_free(p, w->nattrs);
+		pending_release(w, p);
 		pthread_cond_broadcast(&w->cond);
 	}
 	pthread_mutex_unlock(&w->lock);
+	mt_shard_image_free(&img);
 	return NULL;
 }
 
@@ -232,13 +264,13 @@ static int enqueue_locked(mt_writer *w, struct pending *p)
 	while (w->qlen >= QUEUE_MAX && (w->state == W_OPEN || w->state == W_COMMITTING))
 		pthread_cond_wait(&w->cond, &w->lock);
 	if (w->state != W_OPEN && w->state != W_COMMITTING) {
-		pending_free(p, w->nattrs);
+		pending_release(w, p);
 		return MT_ESTATE;
 	}
 	/* Reserve the shard's place now: uploads may finish out of order. */
 	mt_mshard none = {0};
 	if (push_shard_locked(w, &none)) {
-		pending_free(p, w->nattrs);
+		pending_release(w, p);
 		fail_locked(w, &(mt_error){MT_ENOMEM, "out of memory"});
 		return MT_ENOMEM;
 	}
@@ -636,6 +668,10 @@ void mt_writer_close(mt_writer *w)
 	mt_writer_abort(w);
 	pending_free(w->cur, w->nattrs);
 	for (struct pending *p = w->qhead, *n; p; p = n) {
+		n = p->next;
+		pending_free(p, w->nattrs);
+	}
+	for (struct pending *p = w->spare, *n; p; p = n) {
 		n = p->next;
 		pending_free(p, w->nattrs);
 	}

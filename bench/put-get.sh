@@ -71,11 +71,15 @@ cmp "$DIR/x.npy" "$DIR/out.npy" >/dev/null 2>&1 || $PY -c "
 import numpy as np, sys
 a, b = np.load('$DIR/x.npy', mmap_mode='r'), np.load('$DIR/out.npy', mmap_mode='r')
 sys.exit(0 if np.array_equal(a, b) else 'matorage get returned different values')"
+# The compression floor: the zstd command on the whole file, every core, no HDF5, no hashing.
+zc=$(t zstd -q -$LEVEL -T0 -f "$DIR/x.npy" -o "$DIR/x.npy.zst")
+zd=$(t zstd -q -d -T0 -f "$DIR/x.npy.zst" -o "$DIR/x.zstd-out")
 stored=$(du -sb "$DIR/store" | cut -f1)
 h5size=$(stat -c %s "$DIR/h5py.h5")
 
 printf '| step | matorage s | MB/s | h5py s | MB/s | ratio (h5py time / matorage time) |\n|---|---|---|---|---|---|\n'
 printf '| put | %.2f | %s | %.2f | %s | %.2fx |\n' "$put" "$(mb $put)" "$h5put" "$(mb $h5put)" "$(echo "$h5put / $put" | bc -l)"
 printf '| get | %.2f | %s | %.2f | %s | %.2fx |\n' "$get" "$(mb $get)" "$h5get" "$(mb $h5get)" "$(echo "$h5get / $get" | bc -l)"
+printf '| (zstd -%s -T0 / zstd -d, whole file) | %.2f / %.2f | %s / %s | | | |\n' "$LEVEL" "$zc" "$zd" "$(mb $zc)" "$(mb $zd)"
 echo "# stored: matorage $stored bytes, h5py $h5size bytes"
 rm -rf "$DIR"

@@ -12,7 +12,8 @@ typedef struct mt_obj {
 } mt_obj;
 
 /* One page of a listing.  `next` is the continuation token for the next
- * page, NULL when this was the last. */
+ * page, NULL when this was the last.  A page may hold fewer than the
+ * maximum, even none, and still have a next one (S3 does this). */
 typedef struct mt_list_page {
 	mt_obj *objs;
 	size_t n;
@@ -43,8 +44,10 @@ typedef struct mt_store_ops {
 	int (*upload_open)(mt_store *s, const char *key, int flags, mt_upload **out, mt_error *err);
 	/* Parts are appended in call order; not thread-safe per upload. */
 	int (*upload_write)(mt_upload *u, const void *data, size_t len, mt_error *err);
+	/* Make the object visible under its key.  Frees u, whether it
+	 * succeeds or not: a failed commit leaves nothing under the key. */
 	int (*upload_commit)(mt_upload *u, mt_error *err);
-	void (*upload_abort)(mt_upload *u); /* also frees */
+	void (*upload_abort)(mt_upload *u); /* discard the parts, free u */
 	int (*head)(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, mt_error *err);
 	/* Keys under prefix, sorted, at most max per page (0: the backend's
 	 * default); token NULL for the first page. */

@@ -1,9 +1,10 @@
-/* test-format.c — format 1 in memory: the manifest JSON codec and attribute checks. */
+/* test-format.c — format 1 in memory: the manifest JSON codec, attribute checks and the chunk index codec. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "codec.h"
 #include "format.h"
 #include "tap.h"
 
@@ -413,6 +414,153 @@ static void test_keys(void)
 	free(k);
 }
 
+/* ---- chunk index ------------------------------------------------------ */
+
+static char ix_name0[] = "image", ix_name1[] = "tokens/values";
+static mt_chunk ix_chunks0[] = {
+	{4096, 1000, 0, 256, 11}, {5096, 900, 256, 256, 22}, {5996, 10, 512, 3, 33}};
+static mt_chunk ix_chunks1[] = {{6006, 77, 0, 40, 44}};
+
+static mt_index sample_index(mt_index_entry *e)
+{
+	e[0] = (mt_index_entry){ix_name0, MT_UINT8, 784, 256, 515, 3, ix_chunks0};
+	e[1] = (mt_index_entry){ix_name1, MT_INT32, 4, 1024, 40, 1, ix_chunks1};
+	return (mt_index){2, e};
+}
+
+/* Offsets into the sample's encoding (see doc/FORMAT.md): header 12 bytes,
+ * then entry 0's name length, name, 36 bytes of shape, 40 per chunk. */
+#define IX_E0_SHAPE (12 + 4 + 5)
+#define IX_E0_CHUNK(c) (IX_E0_SHAPE + 36 + 40 * (c))
+
+static void reseal(mt_buf *b)
+{
+	mt_put_u64(b->data + b->len - 8, mt_xxh3(b->data, b->len - 8));
+}
+
+static int decode_fails(const mt_buf *b, uint64_t shard_bytes, int code, const char *needle,
+			const char *what)
+{
+	mt_index *ix = NULL;
+	mt_error err = {0};
+	int rc = mt_index_decode(b->data, b->len, shard_bytes, "shard abc", &ix, &err);
+	int ok = rc == code && ix == NULL && strstr(err.message, "shard abc") &&
+		 (!needle || strstr(err.message, needle));
+	tap_ok(ok, "index: %s -> %d: %s", what, rc, err.message);
+	mt_index_free(ix);
+	return ok;
+}
+
+static void test_index_roundtrip(void)
+{
+	mt_index_entry e[2];
+	mt_index in = sample_index(e);
+	mt_buf b = {0};
+	mt_error err = {0};
+	TAP_CALL(mt_index_encode(&in, &b, &err), &err, "index: encode");
+	tap_ok(b.len == 12 + (4 + 5 + 36 + 3 * 40) + (4 + 13 + 36 + 40) + 8,
+	       "index: encoded size %zu", b.len);
+	mt_index *out = NULL;
+	TAP_CALL(mt_index_decode(b.data, b.len, 6083, "s", &out, &err), &err, "index: decode");
+	int same = out && out->n == 2;
+	for (size_t i = 0; same && i < 2; i++) {
+		const mt_index_entry *a = &in.e[i], *o = &out->e[i];
+		same = !strcmp(a->name, o->name) && a->dtype == o->dtype &&
+		       a->unit_bytes == o->unit_bytes && a->chunk_units == o->chunk_units &&
+		       a->units == o->units && a->nchunks == o->nchunks &&
+		       !memcmp(a->chunks, o->chunks, a->nchunks * sizeof *a->chunks);
+	}
+	tap_ok(same, "index: decodes to what was encoded");
+	tap_ok(out && mt_index_find(out, "tokens/values") == &out->e[1] &&
+		       !mt_index_find(out, "tokens") && !mt_index_find(out, "image/"),
+	       "index: find by exact name");
+	mt_index_free(out);
+
+	/* An empty index (a shard of 0 rows has entries without chunks). */
+	mt_chunk none[1];
+	mt_index_entry z = {ix_name0, MT_FLOAT64, 8, 1, 0, 0, none};
+	mt_index zi = {1, &z};
+	mt_buf zb = {0};
+	TAP_CALL(mt_index_encode(&zi, &zb, &err), &err, "index: encode 0 rows");
+	out = NULL;
+	TAP_CALL(mt_index_decode(zb.data, zb.len, 0, "s", &out, &err), &err, "index: decode 0 rows");
+	tap_ok(out && out->n == 1 && out->e[0].nchunks == 0 && out->e[0].units == 0,
+	       "index: 0 rows round trip");
+	mt_index_free(out);
+	mt_buf_free(&zb);
+	mt_buf_free(&b);
+}
+
+static void test_index_errors(void)
+{
+	mt_index_entry e[2];
+	mt_index in = sample_index(e);
+	mt_buf good = {0}, b = {0};
+	mt_error err = {0};
+	TAP_CALL(mt_index_encode(&in, &good, &err), &err, "index: encode");
+
+	/* Every truncation is refused, none reads past the end. */
+	int all = 1;
+	for (size_t n = 0; n < good.len; n++) {
+		mt_index *ix = NULL;
+		if (mt_index_decode(good.data, n, 0, "s", &ix, &err) != MT_ECORRUPT || ix)
+			all = 0;
+		mt_index_free(ix);
+	}
+	tap_ok(all, "index: all %zu truncations refused as corrupt", good.len);
+
+	/* Every single flipped byte is caught (by the checksum or a check). */
+	all = 1;
+	for (size_t i = 0; i < good.len; i++) {
+		mt_index *ix = NULL;
+		good.data[i] ^= 0x10;
+		if (mt_index_decode(good.data, good.len, 0, "s", &ix, &err) == 0)
+			all = 0;
+		good.data[i] ^= 0x10;
+		mt_index_free(ix);
+	}
+	tap_ok(all, "index: every flipped byte refused");
+
+#define MUTATE(stmt, shard_bytes, code, needle, what)                                    \
+	do {                                                                              \
+		b.len = 0;                                                                \
+		mt_buf_append(&b, good.data, good.len);                                   \
+		stmt;                                                                     \
+		reseal(&b);                                                               \
+		decode_fails(&b, shard_bytes, code, needle, what);                        \
+	} while (0)
+
+	MUTATE(memcpy(b.data, "MTIY", 4), 0, MT_ECORRUPT, "bad magic", "bad magic");
+	b.len = 0;
+	mt_buf_append(&b, good.data, good.len);
+	b.data[IX_E0_CHUNK(0) + 8] ^= 1;
+	decode_fails(&b, 0, MT_ECORRUPT, "checksum", "flipped bit, old checksum");
+	MUTATE(mt_put_u32(b.data + 4, 2), 0, MT_EFORMAT, "version 2", "future version");
+	MUTATE(mt_put_u32(b.data + 8, 1000000), 0, MT_ECORRUPT, "cannot fit", "entry count");
+	MUTATE(mt_put_u32(b.data + 8, 1), 0, MT_ECORRUPT, "trailing", "fewer entries than bytes");
+	MUTATE(mt_put_u32(b.data + 12, 100000), 0, MT_ECORRUPT, "entry 0", "name too long");
+	MUTATE(mt_put_u32(b.data + IX_E0_SHAPE, 99), 0, MT_ECORRUPT, "unknown dtype",
+	       "unknown dtype");
+	MUTATE(mt_put_u64(b.data + IX_E0_SHAPE + 12, 0), 0, MT_ECORRUPT, "zero chunk",
+	       "zero chunk units");
+	MUTATE(mt_put_u64(b.data + IX_E0_SHAPE + 20, 516), 0, MT_ECORRUPT, "515 units, not 516",
+	       "units disagree with chunks");
+	MUTATE(mt_put_u64(b.data + IX_E0_SHAPE + 28, 1ull << 40), 0, MT_ECORRUPT, "cut short",
+	       "huge chunk count");
+	MUTATE(mt_put_u64(b.data + IX_E0_CHUNK(1) + 16, 300), 0, MT_ECORRUPT, "chunk 1",
+	       "chunk out of order");
+	MUTATE(mt_put_u64(b.data + IX_E0_CHUNK(0) + 24, 257), 0, MT_ECORRUPT, "chunk 0",
+	       "chunk larger than the chunk shape");
+	MUTATE(mt_put_u64(b.data + IX_E0_CHUNK(2) + 8, 0), 0, MT_ECORRUPT, "chunk 2",
+	       "empty chunk");
+	MUTATE(mt_put_u64(b.data + IX_E0_CHUNK(0), UINT64_MAX - 10), 0, MT_ECORRUPT, "chunk 0",
+	       "offset + size overflows");
+	MUTATE((void)0, 6082, MT_ECORRUPT, "tokens/values", "chunk past the end of the shard");
+#undef MUTATE
+	mt_buf_free(&b);
+	mt_buf_free(&good);
+}
+
 int main(void)
 {
 	test_roundtrip();
@@ -422,7 +570,7 @@ int main(void)
 	test_attrs();
 	test_keys();
 
-	/* chunk index tests: */
-
+	test_index_roundtrip();
+	test_index_errors();
 	return tap_done();
 }

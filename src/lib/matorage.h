@@ -130,9 +130,60 @@ MT_API uint64_t mt_attr_items(const mt_attr *a);
 typedef struct mt_store mt_store;
 
 /* Open a store by URL: "file:///abs/path" or a plain path for a local
- * directory.  NULL or "" opens the embedded default: $MATORAGE_STORE if
- * set, else file://$XDG_DATA_HOME/matorage/store (~/.local/share/...). */
+ * directory, "s3://BUCKET[/PREFIX]" for an S3-compatible server, or the
+ * name of a remote (mt_remote_add).  NULL or "" opens the embedded
+ * default: $MATORAGE_STORE if set, else file://$XDG_DATA_HOME/matorage/store
+ * (~/.local/share/...). */
 MT_API int mt_store_open(const char *url, mt_store **out, mt_error *err);
+
+/* S3 addressing: path style (http://host/bucket/key), virtual-hosted
+ * (http://bucket.host/key), or virtual-hosted for AWS and path style for
+ * any other endpoint. */
+enum { MT_S3_AUTO = 0, MT_S3_PATH, MT_S3_VIRTUAL };
+
+/* How to reach a store; only S3 reads them.  A NULL or 0 field takes its
+ * value from the remote named by the URL, else from the environment and
+ * the AWS configuration files, as the AWS CLI does: AWS_ENDPOINT_URL,
+ * AWS_REGION / AWS_DEFAULT_REGION, AWS_PROFILE, ~/.aws/credentials,
+ * ~/.aws/config. */
+typedef struct mt_store_opts {
+	const char *endpoint;  /* "http(s)://host[:port]"; default AWS's */
+	const char *region;    /* default "us-east-1" */
+	const char *profile;   /* AWS profile for credentials and defaults */
+	const char *ca_bundle; /* PEM file of trusted certificate authorities */
+	int insecure;          /* do not verify TLS certificates */
+	int addressing;        /* MT_S3_AUTO, MT_S3_PATH, MT_S3_VIRTUAL */
+	int max_requests;      /* requests in flight at once; 0: 16 */
+	int max_attempts;      /* tries per request (retries on 5xx, 429, resets, timeouts); 0: 6 */
+	/* A line per request and retry for --debug; credentials and
+	 * signatures never appear in it.  Called from any thread. */
+	void (*log)(void *ud, const char *line);
+	void *log_ud;
+} mt_store_opts;
+MT_API void mt_store_opts_init(mt_store_opts *o);
+/* mt_store_open with options (NULL: all defaults). */
+MT_API int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **out,
+			      mt_error *err);
+
+/* ---- remotes: named stores in matorage's configuration ----------------- */
+
+/* Kept in $MATORAGE_CONFIG, else $XDG_CONFIG_HOME/matorage/config.json
+ * (~/.config/matorage/config.json).  It never holds secrets: credentials
+ * come from the AWS profile it names or the environment. */
+typedef struct mt_remote {
+	char *name; /* [A-Za-z0-9._-], as dataset names */
+	char *url;  /* file:// or s3:// */
+	char *endpoint, *region, *profile, *ca_bundle; /* NULL when not set */
+	int insecure;
+	int addressing;
+} mt_remote;
+/* All configured remotes, sorted by name.  Free with mt_remotes_free. */
+MT_API int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err);
+/* Add a remote; MT_EEXIST if the name is taken unless replace. */
+MT_API int mt_remote_add(const mt_remote *r, int replace, mt_error *err);
+/* MT_ENOTFOUND when there is no such remote. */
+MT_API int mt_remote_remove(const char *name, mt_error *err);
+MT_API void mt_remotes_free(mt_remote *r, size_t n);
 MT_API void mt_store_close(mt_store *s);
 /* The store's canonical URL (borrowed). */
 MT_API const char *mt_store_url(const mt_store *s);
@@ -159,6 +210,24 @@ typedef void (*mt_gc_fn)(void *ud, const char *key, uint64_t bytes);
 MT_API int mt_store_gc(mt_store *s, const char *dataset, int dry_run, uint64_t grace_seconds,
 		       mt_gc_fn fn, void *ud, uint64_t *nobjects, uint64_t *nbytes,
 		       mt_error *err);
+
+/* ---- copying versions between stores ---------------------------------- */
+
+typedef struct mt_copy_stats {
+	uint64_t versions, versions_present; /* manifests written; already there */
+	uint64_t shards, shards_present;     /* shard objects sent; already there */
+	uint64_t bytes, bytes_present;       /* their bytes */
+} mt_copy_stats;
+
+/* Copy dataset@version from src to dst (version NULL: every version of
+ * the dataset; dataset NULL: every dataset).  Only shards dst lacks are
+ * sent (they are content-addressed), several at once, and each version's
+ * manifest is written last, so an interrupted copy commits nothing and a
+ * re-run sends only what is missing.  A version dst holds with different
+ * content is MT_EEXIST.  progress counts bytes to send; stats may be NULL. */
+MT_API int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *version,
+		   int threads, mt_progress_fn progress, void *ud, mt_copy_stats *stats,
+		   mt_error *err);
 
 /* ---- writing a version ------------------------------------------------ */
 

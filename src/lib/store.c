@@ -70,11 +70,11 @@ static int store_open_path(const char *url, const char *path, mt_store **out, mt
 
 /* The embedded default: $MATORAGE_STORE, else $XDG_DATA_HOME/matorage/store
  * with XDG's fallback of ~/.local/share. */
-static int store_open_default(mt_store **out, mt_error *err)
+static int store_open_default(const mt_store_opts *o, mt_store **out, mt_error *err)
 {
 	const char *env = getenv("MATORAGE_STORE");
 	if (env && *env)
-		return mt_store_open(env, out, err);
+		return mt_store_open_opts(env, o, out, err);
 	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
 	char *dir = NULL;
 	if (xdg && xdg[0] == '/')
@@ -91,17 +91,66 @@ static int store_open_default(mt_store **out, mt_error *err)
 	return rc;
 }
 
+void mt_store_opts_init(mt_store_opts *o)
+{
+	memset(o, 0, sizeof *o);
+}
+
+/* A remote's settings under the caller's: what the caller set wins. */
+static int store_open_remote(const mt_remote *r, const mt_store_opts *o, mt_store **out,
+			     mt_error *err)
+{
+	mt_store_opts m = *o;
+	m.endpoint = o->endpoint ? o->endpoint : r->endpoint;
+	m.region = o->region ? o->region : r->region;
+	m.profile = o->profile ? o->profile : r->profile;
+	m.ca_bundle = o->ca_bundle ? o->ca_bundle : r->ca_bundle;
+	m.insecure = o->insecure || r->insecure;
+	m.addressing = o->addressing ? o->addressing : r->addressing;
+	/* A remote's URL is never another remote's name. */
+	if (strncmp(r->url, "s3://", 5) != 0 && strncmp(r->url, "file://", 7) != 0)
+		return mt_err(err, MT_EINVAL, "remote %s: URL %s is not file:// or s3://",
+			      r->name, r->url);
+	int rc = mt_store_open_opts(r->url, &m, out, err);
+	if (rc)
+		mt_err_prefix(err, "remote %s: ", r->name);
+	return rc;
+}
+
 int mt_store_open(const char *url, mt_store **out, mt_error *err)
 {
+	return mt_store_open_opts(url, NULL, out, err);
+}
+
+int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **out,
+		       mt_error *err)
+{
+	mt_store_opts none;
+	mt_store_opts_init(&none);
+	const mt_store_opts *o = opts ? opts : &none;
 	*out = NULL;
 	if (!url || !*url)
-		return store_open_default(out, err);
+		return store_open_default(o, out, err);
 	const char *sep = strstr(url, "://");
 	/* A plain path may hold "://" further on; a scheme is letters first. */
 	size_t slen = strspn(url, "abcdefghijklmnopqrstuvwxyz"
 				  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
-	if (!sep || (size_t)(sep - url) != slen || slen == 0)
+	if (!sep || (size_t)(sep - url) != slen || slen == 0) {
+		/* A bare name is a remote when one is configured under it. */
+		mt_error ignored;
+		if (!strchr(url, '/') && mt_name_check(url, "remote", &ignored) == 0) {
+			mt_remote r;
+			int rc = mt_remote_find(url, &r, err);
+			if (rc == 0) {
+				rc = store_open_remote(&r, o, out, err);
+				mt_remotes_free_one(&r);
+				return rc;
+			}
+			if (rc != MT_ENOTFOUND)
+				return rc;
+		}
 		return store_open_path(url, url, out, err);
+	}
 	if (slen == 4 && strncmp(url, "file", 4) == 0) {
 		const char *path = sep + 3;
 		if (path[0] != '/')
@@ -109,6 +158,8 @@ int mt_store_open(const char *url, mt_store **out, mt_error *err)
 				      "path (file:///dir)", url);
 		return store_open_path(url, path, out, err);
 	}
+	if (slen == 2 && strncmp(url, "s3", 2) == 0)
+		return mt_store_s3_open(url, o, out, err);
 	return mt_err(err, MT_EUNSUPPORTED, "unsupported store URL scheme '%.*s' in %s",
 		      (int)slen, url, url);
 }

@@ -80,6 +80,14 @@ struct mt_store {
 
 /* Backends */
 MT_LOCAL int mt_store_fs_open(const char *root, mt_store **out, mt_error *err);
+/* url is "s3://BUCKET[/PREFIX]"; o is never NULL. */
+MT_LOCAL int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out,
+			      mt_error *err);
+
+/* remote.c: the remote called name, MT_ENOTFOUND when none is (and when
+ * there is no configuration file).  Free with mt_remotes_free_one. */
+MT_LOCAL int mt_remote_find(const char *name, mt_remote *out, mt_error *err);
+MT_LOCAL void mt_remotes_free_one(mt_remote *r);
 
 /* Convenience over ops that also name the key in errors. */
 MT_LOCAL int mt_store_get(mt_store *s, const char *key, uint64_t offset, uint64_t len,

@@ -1,0 +1,2 @@
+/* cmd-pull.c — placeholder while being written. */
+#include "cli.h"

@@ -1,0 +1,2 @@
+/* cmd-push.c — placeholder while being written. */
+#include "cli.h"

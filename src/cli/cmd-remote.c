@@ -1,0 +1,2 @@
+/* cmd-remote.c — placeholder while being written. */
+#include "cli.h"

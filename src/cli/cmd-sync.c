@@ -1,0 +1,2 @@
+/* cmd-sync.c — placeholder while being written. */
+#include "cli.h"

@@ -150,7 +150,7 @@ typedef struct mt_store_opts {
 	const char *endpoint;  /* "http(s)://host[:port]"; default AWS's */
 	const char *region;    /* default "us-east-1" */
 	const char *profile;   /* AWS profile for credentials and defaults */
-	const char *ca_bundle; /* PEM file of trusted certificate authorities */
+	const char *ca_bundle; /* PEM file of trusted CAs; default $AWS_CA_BUNDLE, else the system's */
 	int insecure;          /* do not verify TLS certificates */
 	int addressing;        /* MT_S3_AUTO, MT_S3_PATH, MT_S3_VIRTUAL */
 	int max_requests;      /* requests in flight at once; 0: 16 */

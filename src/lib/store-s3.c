@@ -1,5 +1,4 @@
-/* store-s3.c — the S3 store over libcurl. */
-#include "util.h"
+/* store-s3.c — the S3 store over libcurl (being written). */
 #include "store.h"
 
 int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out, mt_error *err)

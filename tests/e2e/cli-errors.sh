@@ -1,9 +1,10 @@
 #!/bin/bash
 # cli-errors.sh — bad input gets one clear line naming the file/key/row, exit status ≠ 0, and nothing committed.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/store.sh"
+use_store
 M=$MATORAGE
 T="$PY $top_srcdir/tests/e2e/npy_tool.py"
-STORE=$WORK/store
 
 nothing_committed() { ! $M ls 2>/dev/null | grep -qx "$1"; }
 
@@ -39,9 +40,10 @@ fails "row range past the end" 1 "50" $M get dmg x -o "$WORK/o.npy" --rows 40:60
 fails "unknown attribute" 1 "nope" $M get dmg nope -o "$WORK/o.npy"
 fails "unknown version" 1 "dmg@v9" $M info dmg@v9
 
-shards=("$STORE"/datasets/dmg/shards/*.h5)
+mapfile -t shards < <(obj_ls datasets/dmg/shards/)
 # Flip one byte in the middle of the second shard's first chunk.
-$PY - "${shards[1]}" "$WORK/o.npy" <<'PYEOF'
+obj_get "${shards[1]}" "$WORK/shard.h5"
+$PY - "$WORK/shard.h5" <<'PYEOF'
 import sys, json, struct
 path = sys.argv[1]
 data = bytearray(open(path, "rb").read())
@@ -55,6 +57,7 @@ off, size = struct.unpack_from("<QQ", data, p)
 data[off + size // 2] ^= 0x55
 open(path, "wb").write(bytes(data))
 PYEOF
+obj_put "$WORK/shard.h5" "${shards[1]}"
 sha=$(basename "${shards[1]}" .h5)
 out=$($M verify dmg 2>&1)
 rc=$?
@@ -70,13 +73,14 @@ ok $([ ! -e "$WORK/o.npy" ] || ! $T same "$WORK/good.npy" "$WORK/o.npy" "$first:
 sound=$($M info dmg --json | $PY -c "import json,sys; m=json.load(sys.stdin); s=[s for s in m['shards'] if s['sha256']!='$sha'][0]; print('%d:%d' % (s['first_row'], s['first_row'] + s['rows']))")
 check "rows $sound of a sound shard still come back" bash -c "$M get dmg x -o $WORK/o2.npy --rows $sound && $T same $WORK/good.npy $WORK/o2.npy $sound"
 
-rm -f "${shards[2]}"
+obj_rm "${shards[2]}"
 sha2=$(basename "${shards[2]}" .h5)
 fails "missing shard object is named" 1 "$sha2" $M get dmg x -o "$WORK/o.npy"
 out=$($M verify dmg 2>&1)
 ok $([ $? -eq 1 ] && echo "$out" | grep -q "$sha2.*missing\|missing.*$sha2"; echo $?) "verify reports the missing shard"
 
-echo '{"format": 1, "dataset": "dmg", ' > "$STORE/datasets/dmg/versions/v1.json"
+echo '{"format": 1, "dataset": "dmg", ' > "$WORK/bad.json"
+obj_put "$WORK/bad.json" datasets/dmg/versions/v1.json
 fails "corrupt manifest is named" 1 "datasets/dmg/versions/v1.json" $M info dmg@v1
 fails "corrupt manifest blocks get" 1 "versions/v1.json" $M get dmg@v1 x -o "$WORK/o.npy"
 fails "gc refuses while a manifest is unreadable" 1 "v1.json" $M gc dmg --delete --grace 0

@@ -1,6 +1,8 @@
 #!/bin/bash
 # cli-roundtrip.sh — put → get through the real binary for every dtype and shape; versions, append, ls, info, cat, rm.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/store.sh"
+use_store
 M=$MATORAGE
 T="$PY $top_srcdir/tests/e2e/npy_tool.py"
 

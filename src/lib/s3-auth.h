@@ -27,8 +27,8 @@ typedef struct mt_s3_config {
  * [default]) with keys aws_access_key_id, aws_secret_access_key,
  * aws_session_token, region, endpoint_url (also inside an "s3 =" nested
  * section).  Environment credentials win over profile credentials only
- * when no profile was given explicitly (argument or AWS_PROFILE), as in
- * the CLI.  A profile named explicitly that exists in neither file is
+ * when no profile was named for the store (the argument; AWS_PROFILE does
+ * not count), as in the AWS CLI.  A profile named explicitly that exists in neither file is
  * MT_ENOTFOUND; a file that cannot be parsed is MT_EFORMAT naming file and
  * line.  Errors never contain secrets. */
 MT_LOCAL int mt_s3_config_resolve(const char *profile, const char *region, const char *endpoint,
@@ -76,12 +76,10 @@ typedef struct mt_sigv4_out {
 	size_t nheaders;
 } mt_sigv4_out;
 
-/* Sign for service "s3" in c->region with c's credentials. */
+/* Sign for service "s3" in c->region with c's credentials; without an
+ * access key (anonymous) there is no Authorization line. */
 MT_LOCAL int mt_sigv4_sign(const mt_s3_config *c, const mt_sigv4_req *r, mt_sigv4_out *out,
 			   mt_error *err);
-/* The same for any service (the AWS test suite signs for "service"). */
-MT_LOCAL int mt_sigv4_sign_service(const mt_s3_config *c, const char *service,
-				   const mt_sigv4_req *r, mt_sigv4_out *out, mt_error *err);
 MT_LOCAL void mt_sigv4_out_free(mt_sigv4_out *o);
 
 /* A copy of text with secrets replaced by "[REDACTED]": the values of

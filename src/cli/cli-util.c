@@ -113,9 +113,90 @@ int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 
 /* ---- option parsing ---- */
 
-/* Options every command understands besides its own; they mirror the global
- * ones so `matorage ls --store URL` works as well as `matorage --store URL ls`. */
-enum { CLI_G_STORE = -2, CLI_G_QUIET = -3, CLI_G_HELP = -4 };
+/* The global options: every command accepts them too, so `matorage ls --store URL`
+ * works as well as `matorage --store URL ls`. */
+const struct cli_option cli_global_options[] = {
+	{ "store", 0, "URL",
+	  "a directory, file:// or s3://BUCKET[/PREFIX] URL, or a remote's name (default: "
+	  "$MATORAGE_STORE, else the local store)" },
+	{ "quiet", 'q', NULL, "draw no progress bars" },
+	{ "endpoint", 0, "URL",
+	  "S3 server, http(s)://HOST[:PORT] (default: $AWS_ENDPOINT_URL, the profile's, else AWS)" },
+	{ "region", 0, "NAME", "S3 region (default: $AWS_REGION, the profile's, else us-east-1)" },
+	{ "profile", 0, "NAME", "AWS profile for credentials and defaults (default: $AWS_PROFILE)" },
+	{ "ca-bundle", 0, "FILE", "PEM file of trusted certificate authorities for https" },
+	{ "insecure", 0, NULL, "do not verify the S3 server's TLS certificate" },
+	{ "addressing", 0, "STYLE", "S3 URLs: auto, path (http://host/bucket) or virtual" },
+	{ "debug", 0, NULL, "log each S3 request and retry on stderr (secrets redacted)" },
+	{ NULL, 0, NULL, NULL },
+};
+enum { G_STORE, G_QUIET, G_ENDPOINT, G_REGION, G_PROFILE, G_CA, G_INSECURE, G_ADDRESSING,
+       G_DEBUG };
+
+int cli_global_find(const char *name, size_t len)
+{
+	for (int i = 0; cli_global_options[i].name; i++)
+		if (strlen(cli_global_options[i].name) == len &&
+		    !strncmp(cli_global_options[i].name, name, len))
+			return i;
+	return -1;
+}
+
+static void cli_debug_line(void *ud, const char *line)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&lock);
+	cli_print_line("matorage: debug: ", line, "");
+	pthread_mutex_unlock(&lock);
+}
+
+int cli_global_set(struct cli_ctx *ctx, int g, const char *val)
+{
+	switch (g) {
+	case G_STORE:
+		ctx->store_url = val;
+		break;
+	case G_QUIET:
+		ctx->quiet = 1;
+		break;
+	case G_ENDPOINT:
+		ctx->store_opts.endpoint = val;
+		break;
+	case G_REGION:
+		ctx->store_opts.region = val;
+		break;
+	case G_PROFILE:
+		ctx->store_opts.profile = val;
+		break;
+	case G_CA:
+		ctx->store_opts.ca_bundle = val;
+		break;
+	case G_INSECURE:
+		ctx->store_opts.insecure = 1;
+		break;
+	case G_ADDRESSING:
+		if (!strcmp(val, "auto"))
+			ctx->store_opts.addressing = MT_S3_AUTO;
+		else if (!strcmp(val, "path"))
+			ctx->store_opts.addressing = MT_S3_PATH;
+		else if (!strcmp(val, "virtual"))
+			ctx->store_opts.addressing = MT_S3_VIRTUAL;
+		else
+			return cli_usage_error(NULL, "--addressing: '%s' is not auto, path or virtual",
+					       val);
+		break;
+	case G_DEBUG:
+		ctx->store_opts.log = cli_debug_line;
+		break;
+	default:
+		break;
+	}
+	return CLI_OK;
+}
+
+/* Option numbers: a command's own are its table's indexes; below CLI_G_BASE are
+ * the global options (CLI_G_BASE - index). */
+enum { CLI_G_HELP = -4, CLI_G_BASE = -10 };
 
 static int cli_find_long(const struct cli_cmd *cmd, const char *name, size_t len)
 {
@@ -123,10 +204,9 @@ static int cli_find_long(const struct cli_cmd *cmd, const char *name, size_t len
 		if (strlen(cmd->options[i].name) == len &&
 		    !strncmp(cmd->options[i].name, name, len))
 			return i;
-	if (len == 5 && !strncmp(name, "store", 5))
-		return CLI_G_STORE;
-	if (len == 5 && !strncmp(name, "quiet", 5))
-		return CLI_G_QUIET;
+	int g = cli_global_find(name, len);
+	if (g >= 0)
+		return CLI_G_BASE - g;
 	if (len == 4 && !strncmp(name, "help", 4))
 		return CLI_G_HELP;
 	return -1;
@@ -137,8 +217,9 @@ static int cli_find_short(const struct cli_cmd *cmd, char c)
 	for (int i = 0; cmd->options[i].name; i++)
 		if (cmd->options[i].short_name == c)
 			return i;
-	if (c == 'q')
-		return CLI_G_QUIET;
+	for (int i = 0; cli_global_options[i].name; i++)
+		if (cli_global_options[i].short_name == c)
+			return CLI_G_BASE - i;
 	if (c == 'h')
 		return CLI_G_HELP;
 	return -1;
@@ -146,24 +227,18 @@ static int cli_find_short(const struct cli_cmd *cmd, char c)
 
 static int cli_takes_arg(const struct cli_cmd *cmd, int opt)
 {
-	return opt == CLI_G_STORE || (opt >= 0 && cmd->options[opt].arg);
+	if (opt <= CLI_G_BASE)
+		return cli_global_options[CLI_G_BASE - opt].arg != NULL;
+	return opt >= 0 && cmd->options[opt].arg;
 }
 
 /* Record one occurrence of option opt; returns -1 for --help. */
 static int cli_store_opt(int opt, const char *val, struct cli_ctx *ctx, struct cli_args *out)
 {
-	switch (opt) {
-	case CLI_G_STORE:
-		ctx->store_url = val;
-		return 0;
-	case CLI_G_QUIET:
-		ctx->quiet = 1;
-		return 0;
-	case CLI_G_HELP:
+	if (opt == CLI_G_HELP)
 		return -1;
-	default:
-		break;
-	}
+	if (opt <= CLI_G_BASE)
+		return cli_global_set(ctx, CLI_G_BASE - opt, val);
 	struct cli_optval *ov = &out->opts[opt];
 	ov->v = cli_xreallocarray(ov->v, (size_t)ov->n + 1, sizeof *ov->v);
 	ov->v[ov->n++] = val;
@@ -429,15 +504,21 @@ void cli_ref_free(struct cli_ref *r)
 	*r = (struct cli_ref){ 0 };
 }
 
+mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url)
+{
+	mt_store *s = NULL;
+	mt_error err = { 0 };
+	if (mt_store_open_opts(url, &ctx->store_opts, &s, &err)) {
+		cli_fail(&err);
+		return NULL;
+	}
+	return s;
+}
+
 mt_store *cli_store(struct cli_ctx *ctx)
 {
-	if (!ctx->store) {
-		mt_error err = { 0 };
-		if (mt_store_open(ctx->store_url, &ctx->store, &err)) {
-			cli_fail(&err);
-			return NULL;
-		}
-	}
+	if (!ctx->store)
+		ctx->store = cli_store_open(ctx, ctx->store_url);
 	return ctx->store;
 }
 

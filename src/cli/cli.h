@@ -42,6 +42,7 @@ struct cli_args {
 struct cli_ctx {
 	const char *store_url; /* NULL: the library's default */
 	int quiet;
+	mt_store_opts store_opts; /* --endpoint, --profile, ... for every store opened */
 	mt_store *store;
 };
 
@@ -58,7 +59,7 @@ struct cli_cmd {
 };
 
 extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, cli_cmd_info,
-	cli_cmd_verify, cli_cmd_rm, cli_cmd_gc;
+	cli_cmd_verify, cli_cmd_rm, cli_cmd_gc, cli_cmd_push, cli_cmd_pull, cli_cmd_sync;
 
 /* ---- cli-util.c ---- */
 
@@ -76,10 +77,16 @@ int cli_fail(const mt_error *err);
 /* "matorage: CMD: MESSAGE (see 'matorage help CMD')" on stderr; returns CLI_USAGE. */
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
+/* The global options (a table ending in a NULL name), the index of one by its long
+ * name (-1: none), and recording one into ctx (CLI_USAGE after printing why). */
+extern const struct cli_option cli_global_options[];
+int cli_global_find(const char *name, size_t len);
+int cli_global_set(struct cli_ctx *ctx, int index, const char *val);
+
 /* Parse argv (after the command name) against cmd's options.  Options may come
  * before, between or after positional arguments; "--" ends them.  Returns CLI_OK,
  * CLI_USAGE after printing why, or -1 when --help was asked for (the caller prints
- * the help).  The global options --store, --quiet also work here and go to ctx. */
+ * the help).  The global options also work here and go to ctx. */
 int cli_args_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_ctx *ctx,
 		   struct cli_args *out);
 void cli_args_free(struct cli_args *a);
@@ -116,6 +123,9 @@ void cli_ref_free(struct cli_ref *r);
 /* The store named by --store (or the default), opened on first use; NULL after
  * printing the error. */
 mt_store *cli_store(struct cli_ctx *ctx);
+/* Another store (URL or remote name) with the global options; the caller closes it.
+ * NULL after printing the error. */
+mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url);
 /* Open dataset@version for reading; NULL after printing the error. */
 mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref);
 /* Index of attribute `name` of r, or -1 after printing an error listing the attributes. */
@@ -134,6 +144,14 @@ int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn
 const char *cli_human_bytes(uint64_t n, char *buf, size_t cap);
 /* A row's shape as "(28, 28)"; ragged rows as "(*, 28)". */
 const char *cli_shape_str(const mt_attr *a, char *buf, size_t cap);
+
+/* ---- cmd-sync.c ---- */
+
+/* Options of push, pull and sync, and the copy they all run: spec is
+ * DATASET[@VERSION] or NULL (everything); prints a summary line. */
+extern const struct cli_option cli_copy_options[];
+int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, mt_store *dst,
+		 const char *spec);
 
 /* ---- progress.c ---- */
 

@@ -1,2 +1,18 @@
-/* cmd-pull.c — placeholder while being written. */
+/* cmd-pull.c — `matorage pull`: copy versions from another store into the current one. */
 #include "cli.h"
+
+static int pull_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	mt_store *src = cli_store_open(ctx, a->argv[0]);
+	mt_store *dst = src ? cli_store(ctx) : NULL;
+	int rc = dst ? cli_copy_run(ctx, a, src, dst, a->argv[1]) : CLI_FAIL;
+	mt_store_close(src);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_pull = {
+	"pull", "SRC DATASET[@VERSION]", cli_copy_options, pull_exec,
+	"Copy a dataset's versions (or one) from SRC (a URL or remote) into the store, "
+	"fetching only missing shards, manifest last",
+	2, 2,
+};

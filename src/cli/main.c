@@ -10,15 +10,13 @@
 /* In the order `matorage --help` lists them: looking before changing. */
 static const struct cli_cmd *const main_cmds[] = {
 	&cli_cmd_ls, &cli_cmd_info, &cli_cmd_cat, &cli_cmd_get, &cli_cmd_put,
-	&cli_cmd_verify, &cli_cmd_rm, &cli_cmd_gc, NULL,
+	&cli_cmd_verify, &cli_cmd_rm, &cli_cmd_gc, &cli_cmd_push, &cli_cmd_pull, &cli_cmd_sync,
+	NULL,
 };
 
-/* Global options come before the command; --store and --quiet are also accepted
- * after it (cli_args_parse knows them), --version and --help only here. */
+/* Global options (cli_global_options) come before the command and are also accepted
+ * after it; --version and --help only here. */
 static const struct cli_option main_options[] = {
-	{ "store", 0, "URL",
-	  "a directory or file:// URL (default: $MATORAGE_STORE, else the local store)" },
-	{ "quiet", 'q', NULL, "draw no progress bars" },
 	{ "version", 0, NULL, "print the program's and the library's version, then exit" },
 	{ "help", 'h', NULL, "print this help (or 'matorage help COMMAND'), then exit" },
 	{ NULL, 0, NULL, NULL },
@@ -55,7 +53,7 @@ static void main_print_options(FILE *f, const struct cli_option *opts)
 
 static void main_usage(FILE *f)
 {
-	fputs("usage: matorage [--store URL] [-q] COMMAND [ARGUMENTS] [OPTIONS]\n"
+	fputs("usage: matorage [GLOBAL OPTIONS] COMMAND [ARGUMENTS] [OPTIONS]\n"
 	      "       matorage help COMMAND | --help | --version\n",
 	      f);
 }
@@ -67,6 +65,7 @@ static void main_help(void)
 	for (size_t i = 0; main_cmds[i]; i++)
 		printf("  %-7s %s\n", main_cmds[i]->name, main_cmds[i]->summary);
 	fputs("\nGlobal options:\n", stdout);
+	main_print_options(stdout, cli_global_options);
 	main_print_options(stdout, main_options);
 	fputs("\nRun 'matorage help COMMAND' for a command's arguments and options.\n"
 	      "Exit status: 0 success, 1 the operation failed, 2 usage error.\n",
@@ -81,8 +80,7 @@ static void main_cmd_help(const struct cli_cmd *cmd)
 		fputs("\nOptions:\n", stdout);
 		main_print_options(stdout, cmd->options);
 	}
-	fputs("\nThe global options --store URL and -q/--quiet may also follow the command.\n",
-	      stdout);
+	fputs("\nThe global options (matorage --help) may also follow the command.\n", stdout);
 }
 
 /* `matorage help [COMMAND]` */
@@ -111,15 +109,27 @@ static int main_globals(int argc, char **argv, struct cli_ctx *ctx, int *rc)
 		if (!strcmp(a, "--")) {
 			i++;
 			break;
-		} else if (!strcmp(a, "--store")) {
-			if (i + 1 == argc) {
-				*rc = cli_usage_error(NULL, "option --store needs a value");
+		} else if (a[1] == '-' && cli_global_find(a + 2, strcspn(a + 2, "=")) >= 0) {
+			size_t len = strcspn(a + 2, "=");
+			int g = cli_global_find(a + 2, len);
+			const char *val = NULL;
+			if (cli_global_options[g].arg) {
+				if (a[2 + len] == '=')
+					val = a + 3 + len;
+				else if (i + 1 < argc)
+					val = argv[++i];
+				else {
+					*rc = cli_usage_error(NULL, "option %s needs a value", a);
+					return -1;
+				}
+			} else if (a[2 + len] == '=') {
+				*rc = cli_usage_error(NULL, "option --%.*s takes no value", (int)len,
+						      a + 2);
 				return -1;
 			}
-			ctx->store_url = argv[++i];
-		} else if (!strncmp(a, "--store=", 8)) {
-			ctx->store_url = a + 8;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			if ((*rc = cli_global_set(ctx, g, val)) != CLI_OK)
+				return -1;
+		} else if (!strcmp(a, "-q")) {
 			ctx->quiet = 1;
 		} else if (!strcmp(a, "--version")) {
 			printf("matorage %s (libmatorage %s, format %d)\n", PACKAGE_VERSION,
@@ -147,6 +157,7 @@ static int main_globals(int argc, char **argv, struct cli_ctx *ctx, int *rc)
 int main(int argc, char **argv)
 {
 	struct cli_ctx ctx = { 0 };
+	mt_store_opts_init(&ctx.store_opts);
 	int rc = CLI_OK;
 	int i = main_globals(argc, argv, &ctx, &rc);
 	if (i < 0)

@@ -1,8 +1,300 @@
 /* copy.c — copy dataset versions between stores, shards first, manifest last. */
-#include "util.h"
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "dataset.h"
+#include "pool.h"
+
+/* Shards are streamed through in pieces this big: memory stays at
+ * threads x PIECE whatever the shard size, and S3 gets multipart uploads. */
+#define PIECE_BYTES (8u << 20)
+#define DEFAULT_THREADS 8
+
+typedef struct copy_shard {
+	char *key;
+	const char *sha256;
+	uint64_t bytes;
+	int missing; /* dst lacks it (or holds an object of another size) */
+} copy_shard;
+
+typedef struct copy_ctx {
+	mt_store *src, *dst;
+	mt_progress_fn progress;
+	void *ud;
+	mt_copy_stats *st;
+	pthread_mutex_t lock;
+	uint64_t done, total; /* bytes sent / to send, over the whole copy */
+	int canceled;
+	mt_error failure;
+	int failed;
+	copy_shard *shards;
+	size_t nshards;
+} copy_ctx;
+
+/* Keep the first error any worker hit; return its code. */
+static int copy_fail(copy_ctx *c, int rc, const mt_error *e)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!c->failed) {
+		c->failed = 1;
+		mt_err_copy(&c->failure, e);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+static int head_job(void *ud, size_t i)
+{
+	copy_ctx *c = ud;
+	copy_shard *sh = &c->shards[i];
+	mt_error e = {0};
+	uint64_t size = 0;
+	int rc = c->dst->ops->head(c->dst, sh->key, &size, NULL, &e);
+	if (rc == MT_ENOTFOUND) {
+		sh->missing = 1;
+		return 0;
+	}
+	if (rc)
+		return copy_fail(c, rc, &e);
+	/* Same name, same size: the same bytes, since the name is their hash.
+	 * Another size is a damaged or partial object; replace it. */
+	sh->missing = size != sh->bytes;
+	return 0;
+}
+
+/* Report progress; nonzero when the caller asked to stop. */
+static int copy_tick(copy_ctx *c, uint64_t n)
+{
+	pthread_mutex_lock(&c->lock);
+	c->done += n;
+	if (!c->canceled && c->progress && c->progress(c->ud, c->done, c->total))
+		c->canceled = 1;
+	int stop = c->canceled;
+	pthread_mutex_unlock(&c->lock);
+	return stop;
+}
+
+static int send_job(void *ud, size_t i)
+{
+	copy_ctx *c = ud;
+	copy_shard *sh = &c->shards[i];
+	if (!sh->missing)
+		return 0;
+	mt_error e = {0};
+	mt_upload *u = NULL;
+	mt_sha256 *h = NULL;
+	size_t cap = sh->bytes < PIECE_BYTES ? (size_t)sh->bytes : PIECE_BYTES;
+	void *buf = malloc(cap ? cap : 1);
+	int rc = buf ? mt_sha256_new(&h, &e) : mt_err(&e, MT_ENOMEM, "copy: out of memory");
+	if (!rc)
+		rc = c->dst->ops->upload_open(c->dst, sh->key, MT_PUT_NOSYNC, &u, &e);
+	for (uint64_t off = 0; !rc && off < sh->bytes;) {
+		size_t n = sh->bytes - off < cap ? (size_t)(sh->bytes - off) : cap;
+		rc = c->src->ops->read(c->src, sh->key, off, buf, n, &e);
+		if (!rc)
+			rc = mt_sha256_update(h, buf, n, &e);
+		if (!rc)
+			rc = c->dst->ops->upload_write(u, buf, n, &e);
+		off += n;
+		if (!rc && copy_tick(c, n))
+			rc = mt_err(&e, MT_ECANCELED, "copy canceled");
+	}
+	char got[MT_SHA256_HEX];
+	if (!rc && !(rc = mt_sha256_final(h, got, &e)) && strcmp(got, sh->sha256) != 0)
+		rc = mt_err(&e, MT_ECORRUPT,
+			    "%s in %s: sha256 is %s, not the %s its name promises (the source is "
+			    "damaged; run verify there)",
+			    sh->key, mt_store_url(c->src), got, sh->sha256);
+	if (!rc) {
+		/* Commit frees the upload whatever it returns. */
+		rc = c->dst->ops->upload_commit(u, &e);
+		u = NULL;
+	}
+	if (u)
+		c->dst->ops->upload_abort(u);
+	mt_sha256_free(h);
+	free(buf);
+	if (rc)
+		return copy_fail(c, rc, &e);
+	pthread_mutex_lock(&c->lock);
+	c->st->shards++;
+	c->st->bytes += sh->bytes;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static void shards_free(copy_ctx *c)
+{
+	for (size_t i = 0; i < c->nshards; i++)
+		free(c->shards[i].key);
+	free(c->shards);
+	c->shards = NULL;
+	c->nshards = 0;
+}
+
+/* The manifest at key in dst: 1 when it is byte-for-byte `json`, 0 when
+ * absent, MT_EEXIST (with the error filled) when it differs. */
+static int dst_manifest_same(copy_ctx *c, const char *key, const char *what, const char *json,
+			     size_t len, mt_error *err)
+{
+	void *data = NULL;
+	size_t got = 0;
+	int rc = c->dst->ops->get(c->dst, key, 0, UINT64_MAX, &data, &got, err);
+	if (rc == MT_ENOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	int same = got == len && memcmp(data, json, len) == 0;
+	free(data);
+	if (same)
+		return 1;
+	return mt_err(err, MT_EEXIST,
+		      "%s already exists in %s with different content (remove it there or copy "
+		      "under another version name)",
+		      what, mt_store_url(c->dst));
+}
+
+static int copy_version(copy_ctx *c, int threads, const char *dataset, const char *version,
+			mt_error *err)
+{
+	char *key = mt_key_manifest(dataset, version);
+	char *what = mt_asprintf("%s@%s", dataset, version);
+	void *json = NULL;
+	size_t len = 0;
+	mt_manifest *m = NULL;
+	int rc = key && what ? 0 : mt_err(err, MT_ENOMEM, "copy: out of memory");
+	if (!rc)
+		rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, &json, &len, err);
+	if (rc == MT_ENOTFOUND)
+		mt_err(err, MT_ENOTFOUND, "%s: no such version in %s", what ? what : dataset,
+		       mt_store_url(c->src));
+	/* Decoding checks the manifest before anything is sent on its word. */
+	if (!rc)
+		rc = mt_manifest_decode(json, len, key, &m, err);
+	int same = rc ? rc : dst_manifest_same(c, key, what, json, len, err);
+	if (same < 0)
+		rc = same;
+	if (!rc && same == 1) {
+		c->st->versions_present++;
+		for (size_t i = 0; i < m->nshards; i++) {
+			c->st->shards_present++;
+			c->st->bytes_present += m->shards[i].bytes;
+		}
+		goto out;
+	}
+	if (!rc && m->nshards && !(c->shards = calloc(m->nshards, sizeof *c->shards)))
+		rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
+	for (size_t i = 0; !rc && i < m->nshards; i++) {
+		/* A shard may repeat within a version; send it once. */
+		int dup = 0;
+		for (size_t j = 0; j < c->nshards && !dup; j++)
+			dup = strcmp(c->shards[j].sha256, m->shards[i].sha256) == 0;
+		if (dup)
+			continue;
+		copy_shard *sh = &c->shards[c->nshards];
+		if (!(sh->key = mt_key_shard(dataset, m->shards[i].sha256))) {
+			rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
+			break;
+		}
+		sh->sha256 = m->shards[i].sha256;
+		sh->bytes = m->shards[i].bytes;
+		c->nshards++;
+	}
+	if (!rc)
+		rc = mt_parallel_for(threads, c->nshards, head_job, c);
+	if (!rc) {
+		for (size_t i = 0; i < c->nshards; i++) {
+			if (c->shards[i].missing) {
+				c->total += c->shards[i].bytes;
+			} else {
+				c->st->shards_present++;
+				c->st->bytes_present += c->shards[i].bytes;
+			}
+		}
+		rc = mt_parallel_for(threads, c->nshards, send_job, c);
+	}
+	if (rc && c->failed)
+		mt_err_copy(err, &c->failure);
+	if (!rc) {
+		const char **keys = malloc((c->nshards + 1) * sizeof *keys);
+		size_t n = 0;
+		for (size_t i = 0; keys && i < c->nshards; i++)
+			if (c->shards[i].missing)
+				keys[n++] = c->shards[i].key;
+		rc = keys ? c->dst->ops->sync(c->dst, keys, n, err)
+			  : mt_err(err, MT_ENOMEM, "copy: out of memory");
+		free(keys);
+	}
+	/* The commit point: only now does dst show the version. */
+	if (!rc) {
+		rc = c->dst->ops->put(c->dst, key, json, len, MT_PUT_EXCLUSIVE, err);
+		if (rc == MT_EEXIST) {
+			/* Someone else copied it meanwhile: fine if it is the same. */
+			same = dst_manifest_same(c, key, what, json, len, err);
+			rc = same == 1 ? 0 : same ? same : MT_EEXIST;
+		}
+		if (!rc)
+			c->st->versions++;
+	}
+	if (rc && rc != MT_EEXIST && rc != MT_ENOTFOUND)
+		mt_err_prefix(err, "copying %s to %s: ", what ? what : dataset, mt_store_url(c->dst));
+out:
+	shards_free(c);
+	mt_manifest_free(m);
+	free(json);
+	free(key);
+	free(what);
+	return rc;
+}
 
 int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *version, int threads,
 	    mt_progress_fn progress, void *ud, mt_copy_stats *stats, mt_error *err)
 {
-	return mt_err(err, MT_EUNSUPPORTED, "copy is being written");
+	mt_copy_stats local;
+	copy_ctx c = {.src = src, .dst = dst, .progress = progress, .ud = ud,
+		      .st = stats ? stats : &local};
+	memset(c.st, 0, sizeof *c.st);
+	if (!src || !dst)
+		return mt_err(err, MT_EINVAL, "copy: no source or destination store");
+	if (version && !dataset)
+		return mt_err(err, MT_EINVAL, "copy: a version needs a dataset");
+	if (threads <= 0)
+		threads = DEFAULT_THREADS;
+	pthread_mutex_init(&c.lock, NULL);
+	char **names = NULL;
+	size_t nnames = 0;
+	int rc = 0;
+	if (dataset) {
+		names = calloc(1, sizeof *names);
+		if (!names || !(names[0] = mt_strdup(dataset)))
+			rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
+		nnames = names ? 1 : 0;
+	} else {
+		rc = mt_store_datasets(src, &names, &nnames, err);
+	}
+	for (size_t d = 0; !rc && d < nnames; d++) {
+		char **vers = NULL;
+		size_t nvers = 0;
+		int latest = version && (!*version || strcmp(version, "latest") == 0);
+		if (version && !latest) {
+			vers = calloc(1, sizeof *vers);
+			if (!vers || !(vers[0] = mt_strdup(version)))
+				rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
+			nvers = vers ? 1 : 0;
+		} else {
+			rc = mt_store_versions(src, names[d], &vers, &nvers, err);
+		}
+		/* "latest" is the newest version only. */
+		size_t first = latest && nvers ? nvers - 1 : 0;
+		/* Oldest first: a parent lands before the versions appended to it. */
+		for (size_t v = first; !rc && v < nvers; v++)
+			rc = copy_version(&c, threads, names[d], vers[v], err);
+		mt_strv_free(vers, nvers);
+	}
+	mt_strv_free(names, nnames);
+	pthread_mutex_destroy(&c.lock);
+	return rc;
 }

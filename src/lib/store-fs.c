@@ -395,7 +395,8 @@ static int fs_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime
 	free(path);
 	if (!rc) {
 		*size = (uint64_t)sb.st_size;
-		*mtime = (int64_t)sb.st_mtime;
+		if (mtime)
+			*mtime = (int64_t)sb.st_mtime;
 	}
 	return rc;
 }

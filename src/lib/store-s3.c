@@ -44,7 +44,8 @@ typedef struct s3_store {
 	CURL **pool;
 	size_t npool;
 	int inflight, max_inflight;
-	int bucket_checked; /* the bucket was created or seen to exist */
+	pthread_mutex_t bucket_lock;
+	int bucket_checked; /* the bucket was created or seen to exist (under bucket_lock) */
 } s3_store;
 
 /* One request and what came back. */
@@ -462,12 +463,9 @@ out:
 
 /* Create the bucket the first time something is written to a store whose
  * bucket does not exist yet, so "matorage --store s3://new put" works. */
-static int ensure_bucket(s3_store *s, mt_error *err)
+static int bucket_check(s3_store *s, mt_error *err)
 {
-	pthread_mutex_lock(&s->lock);
-	int done = s->bucket_checked;
-	pthread_mutex_unlock(&s->lock);
-	if (done)
+	if (s->bucket_checked)
 		return 0;
 	s3_req r = {.method = "HEAD", .allow_404 = 1};
 	int rc = s3_do(s, &r, err);
@@ -491,17 +489,31 @@ static int ensure_bucket(s3_store *s, mt_error *err)
 		}
 		rc = s3_do(s, &c, err);
 		mt_buf_free(&body);
-		/* Someone else created it meanwhile: fine. */
+		/* Another client created it meanwhile: fine when it is ours (some
+		 * servers say BucketAlreadyExists then too; a HEAD tells). */
 		if (rc && !strcmp(c.s3code, "BucketAlreadyOwnedByYou"))
 			rc = 0;
+		if (rc && !strcmp(c.s3code, "BucketAlreadyExists")) {
+			s3_req h = {.method = "HEAD"};
+			mt_error e;
+			if (s3_do(s, &h, &e) == 0)
+				rc = 0;
+		}
 		if (rc)
 			mt_err_prefix(err, "creating bucket %s: ", s->bucket);
 	}
-	if (!rc) {
-		pthread_mutex_lock(&s->lock);
+	if (!rc)
 		s->bucket_checked = 1;
-		pthread_mutex_unlock(&s->lock);
-	}
+	return rc;
+}
+
+static int ensure_bucket(s3_store *s, mt_error *err)
+{
+	/* One thread checks while the others wait: concurrent creations would
+	 * fail each other. */
+	pthread_mutex_lock(&s->bucket_lock);
+	int rc = bucket_check(s, err);
+	pthread_mutex_unlock(&s->bucket_lock);
 	return rc;
 }
 
@@ -1169,6 +1181,7 @@ static void s3_close(mt_store *st)
 	free(s->ca_bundle);
 	free(s->base.url);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->bucket_lock);
 	pthread_cond_destroy(&s->cond);
 	free(s);
 }
@@ -1265,6 +1278,7 @@ int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out, mt
 	if (!s)
 		return mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->bucket_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	s->base.ops = &s3_ops;
 	/* The canonical URL: no trailing or doubled slashes in the prefix. */

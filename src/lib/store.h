@@ -48,6 +48,7 @@ typedef struct mt_store_ops {
 	 * succeeds or not: a failed commit leaves nothing under the key. */
 	int (*upload_commit)(mt_upload *u, mt_error *err);
 	void (*upload_abort)(mt_upload *u); /* discard the parts, free u */
+	/* mtime may be NULL. */
 	int (*head)(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, mt_error *err);
 	/* Keys under prefix, sorted, at most max per page (0: the backend's
 	 * default); token NULL for the first page. */

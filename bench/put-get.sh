@@ -21,18 +21,7 @@ export MATORAGE_STORE="file://$DIR/store"
 
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m)"
 echo "# data: $ROWS x $COLS float32 ($GIB GiB), zstd level $LEVEL, chunks of $CHUNK_ROWS rows (1 MiB)"
-$PY - "$DIR/x.npy" "$ROWS" "$COLS" <<'PYEOF'
-import sys
-import numpy as np
-path, rows, cols = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-# Activations-like values: normal, rounded to 3 decimals, so zstd has something to find.
-rng = np.random.default_rng(0)
-out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, cols))
-step = 16384
-for i in range(0, rows, step):
-    out[i:i + step] = np.round(rng.standard_normal((min(step, rows - i), cols)), 3)
-out.flush()
-PYEOF
+$PY "$here/make-data.py" "$DIR/x.npy" "$ROWS" "$COLS"
 sync # the input's own writeback must not land on the first contender
 cat "$DIR/x.npy" > /dev/null # warm the page cache for both contenders
 

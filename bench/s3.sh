@@ -1,0 +1,112 @@
+#!/bin/bash
+# s3.sh — push and pull of a version through S3 (s3rver) vs `aws s3 cp --recursive` of the same objects,
+# and the GET path against nginx serving the store read-only vs parallel curl processes.
+# Usage: bench/s3.sh [BUILD_DIR] [GIB]   (defaults: build/bench, 1)
+# Needs: s3rver (scripts/install-deps.sh puts it under tests/s3), /usr/bin/aws, nginx, curl.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
+M=$BUILD/src/cli/matorage
+GIB=${2:-1}
+PY=/usr/bin/python3
+DIR=${BENCH_DIR:-/tmp/mt-bench-s3}
+# Pulled copies land in memory for both contenders: the network path is measured, not the disk.
+OUT=${BENCH_OUT:-/dev/shm/mt-bench-s3}
+THREADS=8
+COLS=1024
+ROWS=$((GIB * 1024 * 1024 * 1024 / (COLS * 4)))
+S3RVER=${S3RVER:-$here/../tests/s3/node_modules/s3rver/bin/s3rver.js}
+for need in "$S3RVER" /usr/bin/aws /usr/sbin/nginx; do
+	[ -e "$need" ] || { echo "s3.sh: $need is missing (scripts/install-deps.sh)" >&2; exit 1; }
+done
+rm -rf "$DIR" "$OUT"
+mkdir -p "$DIR/s3data" "$DIR/nginx" "$OUT"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+	rm -rf "$DIR" "$OUT"
+}
+trap cleanup EXIT
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_port() {
+	for _ in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
+		sleep 0.1
+	done
+	echo "s3.sh: nothing answers on port $1" >&2
+	exit 1
+}
+
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m)"
+echo "# data: $ROWS x $COLS float32 ($GIB GiB), default shards (64 MiB) and zstd level"
+$PY "$here/make-data.py" "$DIR/x.npy" "$ROWS" "$COLS"
+"$M" --store "$DIR/store" put bench x="$DIR/x.npy" > /dev/null
+rm "$DIR/x.npy"
+stored=$(du -sb "$DIR/store" | cut -f1)
+nobj=$(find "$DIR/store" -type f | wc -l)
+echo "# store: $nobj objects, $stored bytes"
+
+S3PORT=$(free_port)
+node --openssl-legacy-provider "$S3RVER" --address 127.0.0.1 --port "$S3PORT" \
+	--directory "$DIR/s3data" --silent > "$DIR/s3rver.log" 2>&1 &
+pids+=($!)
+wait_port "$S3PORT"
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL=http://127.0.0.1:$S3PORT AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CA_BUNDLE AWS_DEFAULT_REGION
+aws() { AWS_PAGER= /usr/bin/aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
+aws s3 mb s3://bench > /dev/null
+
+t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
+mb() { echo "scale=1; $stored / 1048576 / $1" | bc; }
+row() { printf '| %s | %.2f | %s | %.2f | %s | %.2fx |\n' "$1" "$2" "$(mb "$2")" "$3" "$(mb "$3")" "$(echo "$3 / $2" | bc -l)"; }
+
+push=$(t "$M" -q --store "$DIR/store" push bench s3://bench/m --threads $THREADS)
+awspush=$(t aws s3 cp --recursive --quiet "$DIR/store" s3://bench/a)
+pull=$(t "$M" -q --store "$OUT/m" pull s3://bench/m bench@v1 --threads $THREADS)
+awspull=$(t aws s3 cp --recursive --quiet s3://bench/a "$OUT/a")
+diff -r "$DIR/store/datasets" "$OUT/m/datasets" > /dev/null || { echo "s3.sh: pulled store differs" >&2; exit 1; }
+rm -rf "$OUT/m" "$OUT/a"
+
+# nginx serves the store directory as bucket "bench": path-style URLs are its files.
+NGPORT=$(free_port)
+mkdir -p "$DIR/www"
+ln -s "$DIR/store" "$DIR/www/bench"
+cat > "$DIR/nginx/nginx.conf" <<EOF
+worker_processes 2;
+pid $DIR/nginx/nginx.pid;
+error_log $DIR/nginx/error.log;
+events { worker_connections 256; }
+http {
+	access_log off;
+	sendfile on;
+	tcp_nopush on;
+	client_body_temp_path $DIR/nginx;
+	proxy_temp_path $DIR/nginx;
+	fastcgi_temp_path $DIR/nginx;
+	uwsgi_temp_path $DIR/nginx;
+	scgi_temp_path $DIR/nginx;
+	server {
+		listen 127.0.0.1:$NGPORT;
+		root $DIR/www;
+		disable_symlinks off;
+		location / { limit_except GET { deny all; } }
+	}
+}
+EOF
+/usr/sbin/nginx -c "$DIR/nginx/nginx.conf" -g 'daemon off;' &
+pids+=($!)
+wait_port "$NGPORT"
+# Anonymous requests: nginx knows nothing of signatures.
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+ngpull=$(t "$M" -q --store "$OUT/n" --endpoint "http://127.0.0.1:$NGPORT" --addressing path \
+	pull s3://bench bench@v1 --threads $THREADS)
+diff -r "$DIR/store/datasets" "$OUT/n/datasets" > /dev/null || { echo "s3.sh: nginx pull differs" >&2; exit 1; }
+(cd "$DIR/store" && find datasets -type f) | sed "s|^|http://127.0.0.1:$NGPORT/bench/|" > "$DIR/urls"
+mkdir -p "$OUT/c"
+curls=$(t bash -c "cd '$OUT/c' && xargs -P $THREADS -n 1 curl -s -f -O < '$DIR/urls'")
+
+printf '| step | matorage s | MB/s | baseline s | MB/s | ratio (baseline time / matorage time) |\n|---|---|---|---|---|---|\n'
+row "push to s3rver vs aws s3 cp --recursive" "$push" "$awspush"
+row "pull from s3rver vs aws s3 cp --recursive" "$pull" "$awspull"
+row "pull from nginx vs $THREADS parallel curl" "$ngpull" "$curls"

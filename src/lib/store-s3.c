@@ -411,6 +411,23 @@ static int s3_do(s3_store *s, s3_req *r, mt_error *err)
 		curl_slist_free_all(h);
 		char code[128], msg[256];
 		error_fields(r, code, sizeof code, msg, sizeof msg);
+		/* A refused HEAD has no body to say why; a GET of the same resource
+		 * (one byte of an object, no keys of a bucket) is refused the same
+		 * way and does: SignatureDoesNotMatch, InvalidAccessKeyId, ... */
+		if (cc == CURLE_OK && !strcmp(r->method, "HEAD") && !code[0] &&
+		    (r->status == 400 || r->status == 403)) {
+			s3_req g = {.method = "GET", .key = r->key, .allow_404 = 1};
+			if (r->key)
+				g.hdrs[g.nhdrs++] = (mt_kv){"range", "bytes=0-0"};
+			else
+				g.query[g.nquery++] = (mt_kv){"max-keys", "0"};
+			mt_buf ignored = {0};
+			mt_error e;
+			g.out = &ignored;
+			if (s3_do(s, &g, &e) && g.status == r->status)
+				snprintf(code, sizeof code, "%s", g.s3code);
+			mt_buf_free(&ignored);
+		}
 		snprintf(r->s3code, sizeof r->s3code, "%s", code);
 		if (cc != CURLE_OK)
 			s3_log(s, "%s %s -> %s (attempt %d, %.1f ms)", r->method, url,

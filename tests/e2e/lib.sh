@@ -12,7 +12,11 @@ T_FAILED=0
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mt-e2e.XXXXXX")
 export MATORAGE_STORE="file://$WORK/store"
 export XDG_DATA_HOME="$WORK/xdg"
-trap 'rm -rf "$WORK"' EXIT
+mt_cleanup() {
+	s3_stop
+	rm -rf "$WORK"
+}
+trap mt_cleanup EXIT
 
 # ok COND_EXIT_STATUS NAME: record one TAP case.
 ok() {
@@ -58,3 +62,95 @@ done_testing() {
 	echo "1..$T_N"
 	[ "$T_FAILED" -eq 0 ]
 }
+
+# ---- S3: s3rver behind the signature-checking, fault-injecting proxy (s3proxy.py) ----
+
+S3_PIDS=()
+S3RVER_JS="$top_srcdir/tests/s3/node_modules/s3rver/bin/s3rver.js"
+
+# s3_available: node, s3rver (scripts/install-deps.sh) and Debian's botocore are there.
+s3_available() {
+	command -v node > /dev/null && [ -f "$S3RVER_JS" ] && "$PY" -c 'import botocore' 2> /dev/null
+}
+
+# s3_wait URL: until something answers there (at most 15 s).
+s3_wait() {
+	for _ in $(seq 150); do
+		curl -s -o /dev/null --max-time 1 "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# s3_launch: start s3rver on $S3_PORT and the proxy on $S3_PROXY_PORT (0: any free port).
+s3_launch() {
+	mkdir -p "$WORK/s3data"
+	node --openssl-legacy-provider "$S3RVER_JS" --address 127.0.0.1 --port "$S3_PORT" \
+		--directory "$WORK/s3data" --silent > "$WORK/s3rver.log" 2>&1 &
+	S3_PIDS+=($!)
+	rm -f "$WORK/proxy.port"
+	S3PROXY_ACCESS_KEY=$AWS_ACCESS_KEY_ID S3PROXY_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
+		"$PY" "$top_srcdir/tests/e2e/s3proxy.py" "$S3_PROXY_PORT" "$S3_PORT" "$WORK/proxy.port" \
+		> "$WORK/s3proxy.log" 2>&1 &
+	S3_PIDS+=($!)
+	for _ in $(seq 150); do
+		[ -s "$WORK/proxy.port" ] && break
+		sleep 0.1
+	done
+	[ -s "$WORK/proxy.port" ] || return 1
+	S3_PROXY_PORT=$(cat "$WORK/proxy.port")
+	s3_wait "http://127.0.0.1:$S3_PORT/" && s3_wait "http://127.0.0.1:$S3_PROXY_PORT/__log"
+}
+
+# s3_start: start both, and point every S3 client (matorage, aws, botocore) at the proxy
+# with the test's key pair; the real ~/.aws is never read.
+s3_start() {
+	S3_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	S3_PROXY_PORT=0
+	unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CA_BUNDLE AWS_DEFAULT_REGION AWS_ENDPOINT_URL_S3
+	# s3rver knows this one key id (and checks no V4 signature); the proxy checks them with the secret.
+	export AWS_ACCESS_KEY_ID=S3RVER
+	export AWS_SECRET_ACCESS_KEY=matorage-test-secret-4f1c9a
+	export AWS_REGION=us-east-1
+	mkdir -p "$WORK/aws"
+	: > "$WORK/aws/config"
+	: > "$WORK/aws/credentials"
+	export AWS_CONFIG_FILE="$WORK/aws/config" AWS_SHARED_CREDENTIALS_FILE="$WORK/aws/credentials"
+	export AWS_PAGER="" AWS_EC2_METADATA_DISABLED=true
+	s3_launch || return 1
+	export S3_ENDPOINT="http://127.0.0.1:$S3_PROXY_PORT" S3_DIRECT="http://127.0.0.1:$S3_PORT"
+	export AWS_ENDPOINT_URL=$S3_ENDPOINT
+}
+
+# s3_kill: the server dies (both processes, at once); s3_restart brings it back on the same ports and data.
+s3_kill() {
+	for p in "${S3_PIDS[@]}"; do kill -9 "$p" 2> /dev/null; done
+	for p in "${S3_PIDS[@]}"; do wait "$p" 2> /dev/null; done
+	S3_PIDS=()
+}
+s3_restart() {
+	s3_launch
+}
+
+s3_stop() {
+	for p in "${S3_PIDS[@]}"; do kill "$p" 2> /dev/null; done
+	for p in "${S3_PIDS[@]}"; do wait "$p" 2> /dev/null; done
+	S3_PIDS=()
+}
+
+# s3_faults JSON | s3_faults clear: add fault rules to the proxy (see s3proxy.py), or drop them all.
+s3_faults() {
+	if [ "$1" = clear ]; then
+		curl -s -f -X DELETE "$S3_ENDPOINT/__faults" > /dev/null
+	else
+		curl -s -f -X POST --data-binary "$1" "$S3_ENDPOINT/__faults" > /dev/null
+	fi
+}
+
+# s3_log: the proxy's request log, "METHOD /path?query STATUS" a line; s3_log_clear empties it.
+s3_log() { curl -s -f "$S3_ENDPOINT/__log"; }
+s3_log_clear() { curl -s -f -X DELETE "$S3_ENDPOINT/__log" > /dev/null; }
+
+# aws_cli ARGS...: Debian's awscli (another aws may shadow it on PATH) against the proxy.
+aws_cli() { /usr/bin/aws --endpoint-url "$S3_ENDPOINT" "$@"; }
+export -f aws_cli

@@ -56,6 +56,7 @@ s3_faults '{"rules":[{"match":"^PUT .*partNumber=2","action":"503","count":-1}]}
 fails "a part that never goes up fails the push" 1 "partNumber|part 2|HTTP 503" \
 	$M --store "$L" push big s3://faults/mp
 ok $([ "$(count_log '^DELETE .*uploadId=')" -ge 1 ]; echo $?) "the multipart upload was aborted (DELETE ?uploadId)"
+s3_faults clear
 s3_faults '{"rules":[{"match":"^PUT .*partNumber=2","action":"503","count":2}]}'
 check "with two 503s on a part the multipart push completes" $M --store "$L" push big s3://faults/mp
 check "and reads back" bash -c "$M --store s3://faults/mp get big x -o $WORK/o3.npy && $T same $WORK/big.npy $WORK/o3.npy"

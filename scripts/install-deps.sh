@@ -16,7 +16,13 @@ PACKAGES=(
 	clang libclang-rt-14-dev
 	# TUI screen tests and the man page
 	tmux groff-base man-db
+	# S3 tests: the signature-checking proxy (botocore), other S3 clients, the GET benchmark's server
+	python3-botocore awscli s3cmd curl nginx-light
 )
+# s3rver runs on Node.js: Debian's, unless a node (with its npm) is already installed.
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+	PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -27,19 +33,28 @@ for p in "${PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#PACKAGES[@]} packages present"
-	exit 0
+else
+	echo "install-deps: installing ${missing[*]}"
+	SUDO=()
+	if [ "$(id -u)" -ne 0 ]; then
+		command -v sudo > /dev/null || {
+			echo "install-deps: not root and no sudo; install as root: ${missing[*]}" >&2
+			exit 1
+		}
+		SUDO=(sudo)
+	fi
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-	command -v sudo > /dev/null || {
-		echo "install-deps: not root and no sudo; install as root: ${missing[*]}" >&2
-		exit 1
-	}
-	SUDO=(sudo)
+# The S3 server the tests start (tests/s3/package.json pins it, package-lock.json fixes
+# the whole tree); installed again only when the lock file changed.
+S3DIR=$(cd "$(dirname "$0")/../tests/s3" && pwd)
+if [ "$S3DIR/node_modules/.package-lock.json" -nt "$S3DIR/package-lock.json" ] &&
+	[ -f "$S3DIR/node_modules/s3rver/bin/s3rver.js" ]; then
+	echo "install-deps: s3rver present"
+else
+	echo "install-deps: installing s3rver into tests/s3/node_modules"
+	npm ci --prefix "$S3DIR" --no-audit --no-fund --loglevel=error
 fi
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-	apt-get install -y -q --no-install-recommends "${missing[@]}"

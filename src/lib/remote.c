@@ -1,30 +1,336 @@
-/* remote.c — named remotes in matorage's configuration file. */
-#include "util.h"
+/* remote.c — named remotes in matorage's configuration file (JSON), read and rewritten atomically. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "store.h"
 
-int mt_remote_find(const char *name, mt_remote *out, mt_error *err)
+/* $MATORAGE_CONFIG, else $XDG_CONFIG_HOME/matorage/config.json, else
+ * ~/.config/matorage/config.json. */
+static char *config_path(void)
 {
-	return MT_ENOTFOUND;
+	const char *p = getenv("MATORAGE_CONFIG");
+	if (p && *p)
+		return mt_strdup(p);
+	const char *x = getenv("XDG_CONFIG_HOME");
+	if (x && *x == '/')
+		return mt_asprintf("%s/matorage/config.json", x);
+	const char *home = getenv("HOME");
+	return mt_asprintf("%s/.config/matorage/config.json", home && *home ? home : ".");
 }
+
+/* The whole file as JSON; an absent file is an empty object. */
+static int config_load(const char *path, json_t **out, mt_error *err)
+{
+	*out = NULL;
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	if (!root) {
+		if (access(path, F_OK) != 0 && errno == ENOENT) {
+			*out = json_object();
+			return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+		}
+		return mt_err(err, MT_EFORMAT, "configuration %s: line %d, column %d: %s", path,
+			      je.line, je.column, je.text);
+	}
+	json_t *remotes = json_object_get(root, "remotes");
+	if (!json_is_object(root) || (remotes && !json_is_object(remotes))) {
+		json_decref(root);
+		return mt_err(err, MT_EFORMAT,
+			      "configuration %s: expected an object with \"remotes\": {NAME: {...}}",
+			      path);
+	}
+	*out = root;
+	return 0;
+}
+
+static const char *const addressing_names[] = {"auto", "path", "virtual"};
+
 void mt_remotes_free_one(mt_remote *r)
 {
+	free(r->name);
+	free(r->url);
+	free(r->endpoint);
+	free(r->region);
+	free(r->profile);
+	free(r->ca_bundle);
+	memset(r, 0, sizeof *r);
 }
+
+void mt_remotes_free(mt_remote *r, size_t n)
+{
+	for (size_t i = 0; r && i < n; i++)
+		mt_remotes_free_one(&r[i]);
+	free(r);
+}
+
+/* One entry of the file into r, every string a copy. */
+static int remote_decode(const char *path, const char *name, json_t *e, mt_remote *r,
+			 mt_error *err)
+{
+	memset(r, 0, sizeof *r);
+	if (!json_is_object(e))
+		return mt_err(err, MT_EFORMAT, "configuration %s: remote %s is not an object", path,
+			      name);
+	int rc = 0;
+	if (!(r->name = mt_strdup(name)))
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	struct {
+		const char *key;
+		char **slot;
+	} strs[] = {{"url", &r->url},         {"endpoint", &r->endpoint}, {"region", &r->region},
+		    {"profile", &r->profile}, {"ca_bundle", &r->ca_bundle}};
+	for (size_t i = 0; !rc && i < sizeof strs / sizeof *strs; i++) {
+		json_t *v = json_object_get(e, strs[i].key);
+		if (v && !json_is_string(v))
+			rc = mt_err(err, MT_EFORMAT, "configuration %s: remote %s: %s is not a string",
+				    path, name, strs[i].key);
+		else if (v && !(*strs[i].slot = mt_strdup(json_string_value(v))))
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	if (!rc && !r->url)
+		rc = mt_err(err, MT_EFORMAT, "configuration %s: remote %s has no url", path, name);
+	json_t *ins = json_object_get(e, "insecure");
+	if (!rc && ins && !json_is_boolean(ins))
+		rc = mt_err(err, MT_EFORMAT, "configuration %s: remote %s: insecure is not true or "
+			    "false", path, name);
+	r->insecure = json_is_true(ins);
+	json_t *a = json_object_get(e, "addressing");
+	if (!rc && a) {
+		const char *s = json_is_string(a) ? json_string_value(a) : "";
+		int found = -1;
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(s, addressing_names[i]))
+				found = i;
+		if (found < 0)
+			rc = mt_err(err, MT_EFORMAT, "configuration %s: remote %s: addressing is not "
+				    "\"auto\", \"path\" or \"virtual\"", path, name);
+		r->addressing = found;
+	}
+	if (rc)
+		mt_remotes_free_one(r);
+	return rc;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const mt_remote *)a)->name, ((const mt_remote *)b)->name);
+}
+
 int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err)
 {
 	*out = NULL;
 	*n = 0;
+	char *path = config_path();
+	json_t *root = NULL;
+	int rc = path ? config_load(path, &root, err) : mt_err(err, MT_ENOMEM, "out of memory");
+	json_t *remotes = rc ? NULL : json_object_get(root, "remotes");
+	size_t count = remotes ? json_object_size(remotes) : 0;
+	mt_remote *list = count ? calloc(count, sizeof *list) : NULL;
+	if (!rc && count && !list)
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	size_t k = 0;
+	const char *name;
+	json_t *e;
+	if (!rc && remotes) {
+		json_object_foreach(remotes, name, e) {
+			if ((rc = remote_decode(path, name, e, &list[k], err)))
+				break;
+			k++;
+		}
+	}
+	json_decref(root);
+	free(path);
+	if (rc) {
+		mt_remotes_free(list, k);
+		return rc;
+	}
+	qsort(list, k, sizeof *list, name_cmp);
+	*out = list;
+	*n = k;
 	return 0;
 }
+
+int mt_remote_find(const char *name, mt_remote *out, mt_error *err)
+{
+	memset(out, 0, sizeof *out);
+	char *path = config_path();
+	json_t *root = NULL;
+	int rc = path ? config_load(path, &root, err) : mt_err(err, MT_ENOMEM, "out of memory");
+	json_t *e = rc ? NULL : json_object_get(json_object_get(root, "remotes"), name);
+	if (!rc && !e)
+		rc = MT_ENOTFOUND;
+	if (!rc)
+		rc = remote_decode(path, name, e, out, err);
+	json_decref(root);
+	free(path);
+	return rc;
+}
+
+/* mkdir -p of path's directory, private to the user. */
+static int make_parent(const char *path, mt_error *err)
+{
+	char *dir = mt_strdup(path);
+	if (!dir)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+			int rc = mt_err(err, MT_EIO, "configuration directory %s: %s", dir,
+					strerror(errno));
+			free(dir);
+			return rc;
+		}
+		*p = '/';
+	}
+	free(dir);
+	return 0;
+}
+
+/* Write root to path: a private temporary file beside it, flushed, renamed
+ * over it, so a crash leaves the old file or the new one. */
+static int config_save(const char *path, json_t *root, mt_error *err)
+{
+	int rc = make_parent(path, err);
+	if (rc)
+		return rc;
+	char *tmp = mt_asprintf("%s.XXXXXX", path);
+	if (!tmp)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		rc = mt_err(err, MT_EIO, "configuration %s: %s", path, strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	fchmod(fd, 0600);
+	char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+	size_t len = text ? strlen(text) : 0;
+	int ok = text && write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1 &&
+		 fsync(fd) == 0;
+	int e = errno;
+	free(text);
+	if (close(fd) != 0 && ok) {
+		ok = 0;
+		e = errno;
+	}
+	if (ok && rename(tmp, path) != 0) {
+		ok = 0;
+		e = errno;
+	}
+	if (!ok) {
+		unlink(tmp);
+		rc = mt_err(err, MT_EIO, "writing configuration %s: %s", path, strerror(e));
+	}
+	free(tmp);
+	return rc;
+}
+
+static int remote_check(const mt_remote *r, mt_error *err)
+{
+	int rc = mt_name_check(r->name, "remote", err);
+	if (rc)
+		return rc;
+	const char *u = r->url ? r->url : "";
+	int s3 = !strncmp(u, "s3://", 5), file = !strncmp(u, "file:///", 8);
+	if ((!s3 && !file) || (s3 && (u[5] == '\0' || u[5] == '/')))
+		return mt_err(err, MT_EINVAL,
+			      "remote %s: URL '%s' is not s3://BUCKET[/PREFIX] or file:///PATH",
+			      r->name, u);
+	if (r->endpoint && strncmp(r->endpoint, "http://", 7) && strncmp(r->endpoint, "https://", 8))
+		return mt_err(err, MT_EINVAL, "remote %s: endpoint '%s' is not http(s)://HOST[:PORT]",
+			      r->name, r->endpoint);
+	if (r->addressing < MT_S3_AUTO || r->addressing > MT_S3_VIRTUAL)
+		return mt_err(err, MT_EINVAL, "remote %s: addressing %d is not MT_S3_AUTO, "
+			      "MT_S3_PATH or MT_S3_VIRTUAL", r->name, r->addressing);
+	return 0;
+}
+
+/* Load, let edit() change the "remotes" object, save. */
+static int config_edit(int (*edit)(json_t *remotes, const void *arg, const char *path,
+				   mt_error *err),
+		       const void *arg, mt_error *err)
+{
+	char *path = config_path();
+	json_t *root = NULL;
+	int rc = path ? config_load(path, &root, err) : mt_err(err, MT_ENOMEM, "out of memory");
+	json_t *remotes = rc ? NULL : json_object_get(root, "remotes");
+	if (!rc && !remotes) {
+		remotes = json_object();
+		if (!remotes || json_object_set_new(root, "remotes", remotes))
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	if (!rc)
+		rc = edit(remotes, arg, path, err);
+	if (!rc)
+		rc = config_save(path, root, err);
+	json_decref(root);
+	free(path);
+	return rc;
+}
+
+typedef struct add_arg {
+	const mt_remote *r;
+	int replace;
+} add_arg;
+
+static int edit_add(json_t *remotes, const void *arg, const char *path, mt_error *err)
+{
+	const add_arg *a = arg;
+	const mt_remote *r = a->r;
+	json_t *old = json_object_get(remotes, r->name);
+	if (old && !a->replace)
+		return mt_err(err, MT_EEXIST, "remote %s already exists (in %s)", r->name, path);
+	/* Keep fields this version does not know about. */
+	json_t *e = json_is_object(old) ? json_deep_copy(old) : json_object();
+	int bad = !e;
+	const char *keys[] = {"url", "endpoint", "region", "profile", "ca_bundle"};
+	const char *vals[] = {r->url, r->endpoint, r->region, r->profile, r->ca_bundle};
+	for (size_t i = 0; !bad && i < 5; i++)
+		bad = vals[i] && *vals[i] ? json_object_set_new(e, keys[i], json_string(vals[i]))
+					  : (json_object_del(e, keys[i]), 0);
+	if (!bad)
+		bad = r->insecure ? json_object_set_new(e, "insecure", json_true())
+				  : (json_object_del(e, "insecure"), 0);
+	if (!bad)
+		bad = r->addressing ? json_object_set_new(e, "addressing",
+							  json_string(addressing_names[r->addressing]))
+				    : (json_object_del(e, "addressing"), 0);
+	if (bad || json_object_set_new(remotes, r->name, e)) {
+		if (bad)
+			json_decref(e);
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int mt_remote_add(const mt_remote *r, int replace, mt_error *err)
 {
-	return mt_err(err, MT_EUNSUPPORTED, "remotes are being written");
+	int rc = remote_check(r, err);
+	if (rc)
+		return rc;
+	add_arg a = {r, replace};
+	return config_edit(edit_add, &a, err);
 }
+
+static int edit_remove(json_t *remotes, const void *arg, const char *path, mt_error *err)
+{
+	const char *name = arg;
+	if (json_object_del(remotes, name) != 0)
+		return mt_err(err, MT_ENOTFOUND, "no remote named %s (in %s)", name, path);
+	return 0;
+}
+
 int mt_remote_remove(const char *name, mt_error *err)
 {
-	return mt_err(err, MT_EUNSUPPORTED, "remotes are being written");
-}
-void mt_remotes_free(mt_remote *r, size_t n)
-{
-	free(r);
+	if (!name || !*name)
+		return mt_err(err, MT_EINVAL, "remote name is empty");
+	return config_edit(edit_remove, name, err);
 }

@@ -73,10 +73,12 @@ s3_available() {
 	command -v node > /dev/null && [ -f "$S3RVER_JS" ] && "$PY" -c 'import botocore' 2> /dev/null
 }
 
-# s3_wait URL: until something answers there (at most 15 s).
+# s3_wait URL [CURL OPTIONS...]: until something answers there (at most 15 s).
 s3_wait() {
+	local url=$1
+	shift
 	for _ in $(seq 150); do
-		curl -s -o /dev/null --max-time 1 "$1" && return 0
+		curl -s -o /dev/null --max-time 1 "$@" "$url" && return 0
 		sleep 0.1
 	done
 	return 1
@@ -86,7 +88,7 @@ s3_wait() {
 s3_launch() {
 	mkdir -p "$WORK/s3data"
 	node --openssl-legacy-provider "$S3RVER_JS" --address 127.0.0.1 --port "$S3_PORT" \
-		--directory "$WORK/s3data" --silent > "$WORK/s3rver.log" 2>&1 &
+		--directory "$WORK/s3data" --service-endpoint localhost --silent > "$WORK/s3rver.log" 2>&1 &
 	S3_PIDS+=($!)
 	rm -f "$WORK/proxy.port"
 	S3PROXY_ACCESS_KEY=$AWS_ACCESS_KEY_ID S3PROXY_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \

@@ -63,7 +63,10 @@ PYEOF
 out=$($M --store $S gc ds --grace 0 2>&1)
 ok $(echo "$out" | grep -Eq '1100 (objects|shards)'; echo $?) "gc finds all 1100 unreferenced objects across pages"
 echo "$out" | tail -1 | sed 's/^/# /'
-check "gc --delete removes them (batched deletes)" $M --store $S gc ds --grace 0 --delete
+s3_log_clear
+check "gc --delete removes them" $M --store $S gc ds --grace 0 --delete
+nbatch=$(s3_log | grep -Ec '^POST /interop/?\?delete.* 200')
+ok $([ "$nbatch" -eq 2 ]; echo $?) "in two DeleteObjects batches of at most 1000 keys ($nbatch)"
 left=$(aws_cli s3 ls --recursive $S/datasets/ds/shards/ | grep -c junk)
 ok $([ "$left" -eq 0 ]; echo $?) "no junk objects left ($left)"
 check "the dataset still reads after gc" bash -c "$M --store $S get ds y -o $WORK/o4.npy && $T same $WORK/y.npy $WORK/o4.npy"

@@ -14,6 +14,9 @@ MT_LOCAL int mt_dataset_load(mt_store *s, const char *dataset, const char *versi
 MT_LOCAL int mt_dataset_next_version(mt_store *s, const char *dataset, char **out,
 				     mt_error *err);
 
+/* Threads each read of r fetches and decodes chunks on (default: CPUs). */
+MT_LOCAL void mt_reader_set_threads(mt_reader *r, int threads);
+
 /* Current UTC time as RFC 3339 with milliseconds (malloc'ed). */
 MT_LOCAL char *mt_now_rfc3339(void);
 

@@ -346,6 +346,94 @@ typedef void (*mt_verify_fn)(void *ud, size_t shard, const mt_shard_info *info, 
 MT_API int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn progress,
 			    void *progress_ud, mt_error *err);
 
+/* ---- loading batches for training ------------------------------------- */
+
+/*
+ * A loader streams a version's rows as batches: shuffled (or not), split
+ * between the ranks of a distributed job, prefetched on a background thread
+ * within a memory budget, and resumable from a small text token.
+ *
+ * Order.  Rows are grouped in units (runs of consecutive rows inside one
+ * shard, at most shuffle_rows / 2) and units in windows (consecutive units,
+ * at most shuffle_rows rows).  An epoch's sequence is: the units in an order
+ * drawn from (seed, epoch), then the rows of each window in an order drawn
+ * from (seed, epoch, window).  Without shuffle it is row order.  It is a
+ * pure function of (seed, epoch, rows, shard layout, shuffle_rows): thread
+ * counts and the prefetch budget do not change it once shuffle_rows is set.
+ *
+ * Ranks.  Each of world ranks takes a contiguous share of the sequence:
+ * ceil(R / world) rows each, where the last rank's share is completed by
+ * repeating rows from the start of the sequence (at most world - 1 rows per
+ * epoch), so every rank gets the same number of batches; with drop_last,
+ * floor(R / (world * batch_rows)) full batches each and the rest is left
+ * out.  All ranks together see every row of an epoch exactly once (plus the
+ * repeats).
+ *
+ * Resume.  mt_loader_state gives a token naming the version, the order and
+ * how many batches each rank has taken this epoch; a loader opened with it
+ * (opts.resume) delivers exactly the rows not yet delivered, even with
+ * another world size or batch size (the rows left are then shared among
+ * the new ranks).  Take the token on every rank at the same step; they are
+ * identical.
+ *
+ * Threading: one thread calls next / read_rows / set_epoch / state; the
+ * loader's own thread fetches and decodes ahead.
+ */
+typedef struct mt_loader mt_loader;
+
+typedef struct mt_loader_opts {
+	size_t batch_rows;          /* rows per batch; 0: 32 */
+	const char *const *attrs;   /* attributes to load (others are never fetched); NULL: all */
+	size_t nattrs;
+	int shuffle;
+	uint64_t seed;
+	uint64_t epoch;
+	unsigned rank, world;       /* this process's rank among world (0: 1) */
+	int drop_last;
+	uint64_t shuffle_rows;      /* rows shuffled together; 0: what fits in half the budget */
+	uint64_t prefetch_bytes;    /* decoded rows held ahead; 0: 256 MiB */
+	int threads;                /* fetch and decode threads; 0: number of CPUs */
+	const char *resume;         /* a token from mt_loader_state, or NULL */
+	/* Batch buffers come from here when set (e.g. pinned memory). */
+	void *(*alloc)(void *ud, size_t bytes);
+	void (*dealloc)(void *ud, void *p, size_t bytes);
+	void *alloc_ud;
+} mt_loader_opts;
+
+/* One attribute of a batch: the rows' values back to back (C order,
+ * little-endian); for a ragged attribute offsets[0..rows] (in items) too. */
+typedef struct mt_batch_col {
+	const void *data;
+	size_t bytes;
+	const uint64_t *offsets; /* NULL unless ragged */
+} mt_batch_col;
+
+typedef struct mt_batch {
+	size_t rows;
+	const uint64_t *row_ids;  /* global row numbers, in batch order */
+	const mt_batch_col *cols; /* in the order of opts.attrs */
+	size_t ncols;
+} mt_batch;
+
+MT_API void mt_loader_opts_init(mt_loader_opts *o);
+MT_API int mt_loader_open(mt_store *s, const char *dataset, const char *version,
+			  const mt_loader_opts *o, mt_loader **out, mt_error *err);
+/* The next batch of this rank's share (borrowed, valid until the next call
+ * on the loader).  At the end of the epoch: returns 0 with *out NULL. */
+MT_API int mt_loader_next(mt_loader *l, const mt_batch **out, mt_error *err);
+/* Batches this rank gets in the current epoch (all ranks get as many). */
+MT_API uint64_t mt_loader_batches(const mt_loader *l);
+/* Start epoch `epoch` from its beginning. */
+MT_API int mt_loader_set_epoch(mt_loader *l, uint64_t epoch, mt_error *err);
+/* The resume token (a NUL-terminated line) into buf; returns its length,
+ * which may be >= cap (then call again with a bigger buffer). */
+MT_API size_t mt_loader_state(const mt_loader *l, char *buf, size_t cap);
+/* Rows by number, in the given order, as one batch (borrowed, valid until
+ * the next call); reads only the chunks holding them. */
+MT_API int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n,
+			       const mt_batch **out, mt_error *err);
+MT_API void mt_loader_close(mt_loader *l);
+
 /* ---- NumPy .npy files -------------------------------------------------- */
 
 typedef struct mt_npy mt_npy;

@@ -63,6 +63,11 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	return 0;
 }
 
+void mt_reader_set_threads(mt_reader *r, int threads)
+{
+	r->threads = threads > 0 ? threads : mt_ncpus();
+}
+
 void mt_reader_close(mt_reader *r)
 {
 	if (!r)

@@ -1,0 +1,409 @@
+/* test-loader.c — the loader's promises: every row once per epoch, deterministic order, equal rank shares, exact and elastic resume. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "matorage.h"
+#include "tap.h"
+
+#define ROWS 1000
+
+static mt_store *store;
+
+/* Dataset "ld": x (int64) = row number; r (ragged uint8) = row % 5 items of row & 0xff. */
+static int make_dataset(void)
+{
+	mt_attr attrs[2] = {{.name = "x", .dtype = MT_INT64, .rank = 0},
+			    {.name = "r", .dtype = MT_UINT8, .rank = 0, .ragged = 1}};
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	o.shard_rows = 37;
+	o.chunk_bytes = 64;
+	mt_writer *w;
+	mt_error err = {0};
+	if (mt_writer_open(store, "ld", attrs, 2, &o, &w, &err))
+		return tap_diag("writer: %s", err.message), -1;
+	int64_t x[ROWS];
+	uint8_t r[ROWS * 4];
+	uint64_t len[ROWS];
+	size_t k = 0;
+	for (int i = 0; i < ROWS; i++) {
+		x[i] = i;
+		len[i] = (uint64_t)(i % 5);
+		for (uint64_t j = 0; j < len[i]; j++)
+			r[k++] = (uint8_t)(i & 0xff);
+	}
+	const void *data[2] = {x, r};
+	const uint64_t *lens[2] = {NULL, len};
+	int rc = mt_writer_append(w, ROWS, data, lens, &err) || mt_writer_commit(w, NULL, 0, &err);
+	if (rc)
+		tap_diag("writer: %s", err.message);
+	mt_writer_close(w);
+	return rc ? -1 : 0;
+}
+
+/* Rows a loader delivers in one epoch, checking each batch's values. */
+typedef struct run {
+	uint64_t *rows;
+	size_t n, batches;
+	int bad_values, bad_sizes;
+	size_t sizes[64];
+} run;
+
+static int collect(mt_loader *l, run *out, size_t max_batches)
+{
+	memset(out, 0, sizeof *out);
+	out->rows = malloc(4 * ROWS * sizeof *out->rows);
+	const mt_batch *b;
+	mt_error err = {0};
+	while (out->batches < max_batches) {
+		if (mt_loader_next(l, &b, &err))
+			return tap_diag("next: %s", err.message), -1;
+		if (!b)
+			break;
+		if (out->batches < 64)
+			out->sizes[out->batches] = b->rows;
+		out->batches++;
+		const int64_t *x = b->cols[0].data;
+		for (size_t i = 0; i < b->rows; i++) {
+			uint64_t id = b->row_ids[i];
+			out->rows[out->n++] = id;
+			if (x[i] != (int64_t)id)
+				out->bad_values++;
+			if (b->ncols > 1) {
+				const uint64_t *off = b->cols[1].offsets;
+				const uint8_t *v = b->cols[1].data;
+				if (off[i + 1] - off[i] != id % 5)
+					out->bad_sizes++;
+				for (uint64_t j = off[i]; j < off[i + 1]; j++)
+					if (v[j] != (uint8_t)(id & 0xff))
+						out->bad_values++;
+			}
+		}
+	}
+	return 0;
+}
+
+/* How many times each row appears in a set of runs. */
+static void count_rows(const run *runs, size_t nruns, int *count)
+{
+	memset(count, 0, ROWS * sizeof *count);
+	for (size_t r = 0; r < nruns; r++)
+		for (size_t i = 0; i < runs[r].n; i++)
+			count[runs[r].rows[i]]++;
+}
+
+static mt_loader *open_loader(mt_loader_opts *o, const char *what)
+{
+	mt_loader *l = NULL;
+	mt_error err = {0};
+	if (mt_loader_open(store, "ld", NULL, o, &l, &err))
+		tap_ok(0, "%s: open: %s", what, err.message);
+	return l;
+}
+
+static void test_plain(void)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	o.batch_rows = 64;
+	mt_loader *l = open_loader(&o, "plain");
+	if (!l)
+		return;
+	run r;
+	collect(l, &r, 1000);
+	int in_order = r.n == ROWS;
+	for (size_t i = 0; in_order && i < r.n; i++)
+		in_order = r.rows[i] == i;
+	tap_ok(in_order, "without shuffle: rows 0..999 in order (%zu rows)", r.n);
+	tap_ok(r.batches == 16 && mt_loader_batches(l) == 16 && r.sizes[15] == 40,
+	       "16 batches, the last of 40 rows");
+	tap_ok(!r.bad_values && !r.bad_sizes, "values and ragged rows are the rows named");
+	const mt_batch *b;
+	mt_error err = {0};
+	tap_ok(mt_loader_next(l, &b, &err) == 0 && b == NULL, "after the end: no batch, no error");
+	free(r.rows);
+	TAP_CALL(mt_loader_set_epoch(l, 1, &err), &err, "set_epoch");
+	collect(l, &r, 1000);
+	tap_ok(r.n == ROWS, "the next epoch starts over (%zu rows)", r.n);
+	free(r.rows);
+	mt_loader_close(l);
+}
+
+static void test_shuffle(void)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	o.batch_rows = 50;
+	o.shuffle = 1;
+	o.seed = 7;
+	o.shuffle_rows = 200;
+	mt_loader *l = open_loader(&o, "shuffle");
+	if (!l)
+		return;
+	run a, b, c, d;
+	collect(l, &a, 1000);
+	int count[ROWS];
+	count_rows(&a, 1, count);
+	int once = 1, moved = 0;
+	for (int i = 0; i < ROWS; i++)
+		once &= count[i] == 1;
+	for (size_t i = 0; i < a.n; i++)
+		moved += a.rows[i] != i;
+	tap_ok(once && a.n == ROWS, "shuffled: every row exactly once");
+	tap_ok(moved > ROWS / 2, "and out of order (%d of %d rows moved)", moved, ROWS);
+	tap_ok(!a.bad_values && !a.bad_sizes, "values follow their rows");
+	mt_error err = {0};
+	mt_loader_set_epoch(l, 1, &err);
+	collect(l, &b, 1000);
+	tap_ok(b.n == ROWS && memcmp(a.rows, b.rows, ROWS * sizeof *a.rows) != 0,
+	       "epoch 1's order differs from epoch 0's");
+	mt_loader_close(l);
+
+	o.threads = 1;
+	o.prefetch_bytes = 1 << 12; /* a different budget: the order must not move */
+	l = open_loader(&o, "shuffle again");
+	if (l) {
+		collect(l, &c, 1000);
+		tap_ok(c.n == ROWS && memcmp(a.rows, c.rows, ROWS * sizeof *a.rows) == 0,
+		       "the same seed and epoch give the same order with other threads and budget");
+		free(c.rows);
+		mt_loader_close(l);
+	}
+	o.seed = 8;
+	l = open_loader(&o, "other seed");
+	if (l) {
+		collect(l, &d, 1000);
+		tap_ok(d.n == ROWS && memcmp(a.rows, d.rows, ROWS * sizeof *a.rows) != 0,
+		       "another seed gives another order");
+		free(d.rows);
+		mt_loader_close(l);
+	}
+	free(a.rows);
+	free(b.rows);
+}
+
+static void test_ranks(int drop)
+{
+	run r[3];
+	size_t total = 0;
+	int same_batches = 1;
+	for (unsigned k = 0; k < 3; k++) {
+		mt_loader_opts o;
+		mt_loader_opts_init(&o);
+		o.batch_rows = 32;
+		o.shuffle = 1;
+		o.seed = 3;
+		o.shuffle_rows = 128;
+		o.world = 3;
+		o.rank = k;
+		o.drop_last = drop;
+		mt_loader *l = open_loader(&o, "ranks");
+		if (!l)
+			return;
+		collect(l, &r[k], 1000);
+		total += r[k].n;
+		same_batches &= r[k].batches == r[0].batches &&
+				r[k].batches == mt_loader_batches(l);
+		mt_loader_close(l);
+	}
+	int count[ROWS];
+	count_rows(r, 3, count);
+	int missing = 0, twice = 0;
+	for (int i = 0; i < ROWS; i++) {
+		missing += count[i] == 0;
+		twice += count[i] > 1;
+	}
+	if (!drop) {
+		tap_ok(same_batches && r[0].batches == 11, "3 ranks: 11 batches each (%zu)",
+		       r[0].batches);
+		tap_ok(missing == 0 && total == 1002 && twice == 2,
+		       "together every row, 2 repeated to even the shares (%zu rows, %d twice)",
+		       total, twice);
+	} else {
+		tap_ok(same_batches && r[0].batches == 10 && total == 960,
+		       "drop_last: 10 full batches each (%zu rows)", total);
+		tap_ok(twice == 0 && missing == 40, "no row twice, the 40 left over are dropped");
+	}
+	for (int k = 0; k < 3; k++)
+		free(r[k].rows);
+}
+
+static void test_resume(void)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	o.batch_rows = 40;
+	o.shuffle = 1;
+	o.seed = 11;
+	o.epoch = 4;
+	o.shuffle_rows = 300;
+	mt_loader *l = open_loader(&o, "resume: full");
+	if (!l)
+		return;
+	run full, head, tail;
+	collect(l, &full, 1000);
+	mt_loader_close(l);
+
+	l = open_loader(&o, "resume: head");
+	if (!l)
+		return;
+	collect(l, &head, 7);
+	char tok[512];
+	size_t n = mt_loader_state(l, tok, sizeof tok);
+	tap_ok(n < sizeof tok && !strncmp(tok, "mtl1 ld v1 1000 11 4 1 ", 23), "token: %s", tok);
+	mt_loader_close(l);
+
+	mt_loader_opts r;
+	mt_loader_opts_init(&r);
+	r.batch_rows = 40;
+	r.resume = tok;
+	l = open_loader(&r, "resume: tail");
+	if (!l)
+		return;
+	collect(l, &tail, 1000);
+	tap_ok(head.n + tail.n == ROWS && !memcmp(full.rows, head.rows, head.n * sizeof *head.rows) &&
+		       !memcmp(full.rows + head.n, tail.rows, tail.n * sizeof *tail.rows),
+	       "resuming after 7 batches delivers exactly the rest, in the same order");
+	mt_loader_close(l);
+	free(full.rows);
+	free(head.rows);
+	free(tail.rows);
+
+	/* Elastic: 2 ranks take 3 batches each, then 3 ranks of another batch size finish. */
+	run before[2], after[3];
+	char tok2[512] = "";
+	for (unsigned k = 0; k < 2; k++) {
+		o.world = 2;
+		o.rank = k;
+		o.batch_rows = 16;
+		l = open_loader(&o, "elastic: before");
+		if (!l)
+			return;
+		collect(l, &before[k], 3);
+		char t[512];
+		mt_loader_state(l, t, sizeof t);
+		if (k == 0)
+			snprintf(tok2, sizeof tok2, "%s", t);
+		else
+			tap_ok(!strcmp(t, tok2), "both ranks' tokens are the same");
+		mt_loader_close(l);
+	}
+	size_t extra = 0;
+	for (unsigned k = 0; k < 3; k++) {
+		mt_loader_opts e;
+		mt_loader_opts_init(&e);
+		e.world = 3;
+		e.rank = k;
+		e.batch_rows = 20;
+		e.resume = tok2;
+		l = open_loader(&e, "elastic: after");
+		if (!l)
+			return;
+		collect(l, &after[k], 1000);
+		mt_loader_close(l);
+	}
+	run all[5] = {before[0], before[1], after[0], after[1], after[2]};
+	int count[ROWS];
+	count_rows(all, 5, count);
+	int missing = 0;
+	for (int i = 0; i < ROWS; i++) {
+		missing += count[i] == 0;
+		extra += count[i] > 1 ? (size_t)count[i] - 1 : 0;
+	}
+	tap_ok(missing == 0 && extra <= 2 && after[0].batches == after[2].batches,
+	       "2 ranks then 3: every row of the epoch, repeats only to even the shares (%zu)",
+	       extra);
+	for (int k = 0; k < 5; k++)
+		free(all[k].rows);
+}
+
+static size_t allocs, frees;
+static void *my_alloc(void *ud, size_t n)
+{
+	allocs++;
+	return malloc(n);
+}
+static void my_free(void *ud, void *p, size_t n)
+{
+	frees++;
+	free(p);
+}
+
+static void test_misc(void)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	const char *only_x[] = {"x"};
+	o.attrs = only_x;
+	o.nattrs = 1;
+	o.alloc = my_alloc;
+	o.dealloc = my_free;
+	o.prefetch_bytes = 256; /* tiny windows */
+	mt_loader *l = open_loader(&o, "misc");
+	if (!l)
+		return;
+	run r;
+	collect(l, &r, 1000);
+	tap_ok(r.n == ROWS && !r.bad_values, "one attribute, a tiny budget: all rows right");
+	const mt_batch *b;
+	mt_error err = {0};
+	uint64_t ids[3] = {5, 999, 0};
+	if (TAP_CALL(mt_loader_read_rows(l, ids, 3, &b, &err), &err, "read_rows")) {
+		const int64_t *x = b->cols[0].data;
+		tap_ok(b->rows == 3 && b->ncols == 1 && x[0] == 5 && x[1] == 999 && x[2] == 0,
+		       "read_rows returns the rows asked for, in order");
+	}
+	uint64_t past = ROWS;
+	tap_ok(mt_loader_read_rows(l, &past, 1, &b, &err) == MT_ERANGE, "a row past the end: %s",
+	       err.message);
+	mt_loader_close(l);
+	tap_ok(allocs > 0 && allocs == frees, "batch buffers come from the caller's allocator (%zu)",
+	       allocs);
+	free(r.rows);
+
+	const char *nope[] = {"nope"};
+	o.attrs = nope;
+	l = NULL;
+	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == MT_ENOTFOUND && !l,
+	       "an unknown attribute: %s", err.message);
+	mt_loader_opts_init(&o);
+	o.world = 2;
+	o.rank = 2;
+	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == MT_EINVAL, "rank >= world: %s",
+	       err.message);
+	mt_loader_opts_init(&o);
+	o.resume = "hello";
+	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == MT_EINVAL, "not a token: %s",
+	       err.message);
+	o.resume = "mtl1 ld v1 999 1 0 1 100 50 1:32:0:2";
+	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == MT_EINVAL &&
+		       strstr(err.message, "999"),
+	       "a token for other rows: %s", err.message);
+	o.resume = "mtl1 other v1 1000 1 0 1 100 50 1:32:0:2";
+	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == MT_EINVAL, "a token for another "
+	       "dataset: %s", err.message);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/mt-loader.XXXXXX";
+	if (!mkdtemp(dir))
+		return tap_ok(0, "mkdtemp"), tap_done();
+	mt_error err = {0};
+	if (mt_store_open(dir, &store, &err) || make_dataset())
+		return tap_ok(0, "setup: %s", err.message), tap_done();
+	test_plain();
+	test_shuffle();
+	test_ranks(0);
+	test_ranks(1);
+	test_resume();
+	test_misc();
+	mt_store_close(store);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		tap_diag("cleanup failed");
+	return tap_done();
+}

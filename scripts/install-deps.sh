@@ -18,6 +18,8 @@ PACKAGES=(
 	tmux groff-base man-db
 	# S3 tests: the signature-checking proxy (botocore), other S3 clients, the GET benchmark's server
 	python3-botocore awscli s3cmd curl nginx-light
+	# the loader's training example and its data
+	dataset-fashion-mnist
 )
 # s3rver runs on Node.js: Debian's, unless a node (with its npm) is already installed.
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then

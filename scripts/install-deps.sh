@@ -20,6 +20,8 @@ PACKAGES=(
 	python3-botocore awscli s3cmd curl nginx-light
 	# the loader's training example and its data
 	dataset-fashion-mnist
+	# the Python loader's torch test
+	python3-torch
 )
 # s3rver runs on Node.js: Debian's, unless a node (with its npm) is already installed.
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then

@@ -30,6 +30,21 @@ check "get completes through dropped connections" bash -c \
 s3_faults '{"rules":[{"match":"^GET .*/shards/","action":"truncate","count":3}]}'
 check "get completes through truncated bodies" bash -c \
 	"$M --store $S get ds x -o $WORK/o2.npy && $T same $WORK/x.npy $WORK/o2.npy"
+s3_faults '{"rules":[{"match":"^GET .*/shards/","action":"corrupt","count":1},{"match":"^GET .*/shards/","action":"corrupt","after":12,"count":1}]}'
+check "get completes through bodies corrupted in transit (index and chunk read again)" bash -c \
+	"$M --store $S get ds x -o $WORK/o5.npy && $T same $WORK/x.npy $WORK/o5.npy"
+s3_faults clear
+s3_faults '{"rules":[{"match":"^GET .*/shards/","action":"corrupt","count":-1}]}'
+fails "a chunk index corrupted on every read: the error names the shard" 1 \
+	"ds@v1: shard [0-9]+: datasets/ds/shards/[0-9a-f]{64}\.h5: chunk index: checksum mismatch" \
+	$M --store $S get ds x -o "$WORK/o6.npy"
+s3_faults clear
+s3_faults '{"rules":[{"match":"^GET .*/shards/","action":"corrupt","after":10,"count":-1}]}'
+fails "a chunk corrupted on every read is never delivered: the error names shard and rows" 1 \
+	"ds@v1: shard [0-9]+ \(datasets/ds/shards/[0-9a-f]{64}\.h5\): x chunk [0-9]+ \(rows [0-9]+\.\.[0-9]+\) fails its checksum, read twice" \
+	$M --store $S get ds x -o "$WORK/o6.npy"
+ok $([ ! -e "$WORK/o6.npy" ]; echo $?) "and no output file is left"
+s3_faults clear
 s3_faults '{"rules":[{"match":"^GET ","action":"500","count":2},{"match":"^GET ","action":"delay","delay_ms":300,"count":4}]}'
 check "pull completes through 500s and delays" bash -c \
 	"$M --store $WORK/pulled pull $S ds && $M --store $WORK/pulled verify ds"

@@ -12,8 +12,9 @@ not the x-amz-content-sha256 header 400 XAmzContentSHA256Mismatch.
 
 Control endpoints (never signature-checked):
   POST /__faults   {"rules": [{"match": REGEX on "METHOD /path?query",
-                               "action": "drop"|"503"|"500"|"429"|"truncate"|"delay",
-                               "count": N (default 1, -1 forever), "delay_ms": MS}]}
+                               "action": "drop"|"503"|"500"|"429"|"truncate"|"corrupt"|"delay",
+                               "count": N (default 1, -1 forever), "delay_ms": MS,
+                               "after": N (let the first N matching requests through)}]}
   DELETE /__faults clears the rules, GET /__faults lists what is left.
   GET /__log       one line per request: "METHOD /path?query STATUS" (drop: "drop")
   DELETE /__log    clears it.
@@ -63,6 +64,9 @@ def take_fault(line):
     with lock:
         for r in rules:
             if re.search(r["match"], line):
+                if r.get("after", 0) > 0:
+                    r["after"] -= 1
+                    continue
                 if r.get("count", 1) > 0:
                     r["count"] = r.get("count", 1) - 1
                     if r["count"] == 0:
@@ -274,6 +278,12 @@ class Handler(BaseHTTPRequestHandler):
             status, rheaders, data = upstream(method, raw, fwd, body)
         except OSError as e:
             return self.reply(502, error_xml("BadGateway", str(e)), [], line)
+        if action == "corrupt" and data:
+            # One byte flipped, the length kept: only a checksum can tell.
+            data = data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0xFF]) + \
+                data[len(data) // 2 + 1:]
+            with lock:
+                log.append(f"{line} corrupted")
         if action == "truncate" and len(data) > 1:
             with lock:
                 log.append(f"{line} truncated")

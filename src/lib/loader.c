@@ -10,6 +10,7 @@
 #define DEFAULT_BATCH 32
 #define DEFAULT_BUDGET (256ull << 20)
 #define TOKEN_MAGIC "mtl1"
+#define DEFAULT_CACHE (10ull << 30)
 
 typedef struct ld_unit {
 	uint64_t first, rows;
@@ -62,6 +63,7 @@ typedef struct ld_out {
 } ld_out;
 
 struct mt_loader {
+	mt_store *cache; /* the store seen through the shard cache, when one is used */
 	mt_reader *r;
 	mt_loader_opts o;
 	ld_col *cols;
@@ -856,6 +858,11 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 	l->epoch = o->epoch;
 	int rc = 0;
 	char *tokver = NULL;
+	if (o->cache_dir) {
+		rc = mt_store_cache_open(s, o->cache_dir, o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE,
+					 &l->cache, err);
+		s = l->cache;
+	}
 	if (o->rank >= o->world)
 		rc = mt_err(err, MT_EINVAL, "loader: rank %u is not below the world size %u", o->rank,
 			    o->world);
@@ -969,6 +976,8 @@ void mt_loader_close(mt_loader *l)
 	out_free(l, &l->out);
 	out_free(l, &l->rr);
 	mt_reader_close(l->r);
+	if (l->cache)
+		l->cache->ops->close(l->cache);
 	free(l->cols);
 	free(l->units);
 	free(l->order);

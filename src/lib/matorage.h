@@ -394,6 +394,11 @@ typedef struct mt_loader_opts {
 	uint64_t prefetch_bytes;    /* decoded rows held ahead; 0: 256 MiB */
 	int threads;                /* fetch and decode threads; 0: number of CPUs */
 	const char *resume;         /* a token from mt_loader_state, or NULL */
+	/* Keep whole shards in this directory (shared by processes, at most
+	 * cache_bytes, least recently used evicted): later epochs read them
+	 * locally.  NULL: no cache. */
+	const char *cache_dir;
+	uint64_t cache_bytes;       /* 0: 10 GiB */
 	/* Batch buffers come from here when set (e.g. pinned memory). */
 	void *(*alloc)(void *ud, size_t bytes);
 	void (*dealloc)(void *ud, void *p, size_t bytes);

@@ -85,6 +85,13 @@ MT_LOCAL int mt_store_fs_open(const char *root, mt_store **out, mt_error *err);
 MT_LOCAL int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out,
 			      mt_error *err);
 
+/* store-cache.c: a read-only view of inner whose shard objects are kept
+ * whole in directory dir (at most cap bytes, least recently used evicted),
+ * each downloaded once across threads and processes, checked against its
+ * sha256 name and renamed into place.  inner stays the caller's. */
+MT_LOCAL int mt_store_cache_open(mt_store *inner, const char *dir, uint64_t cap, mt_store **out,
+				 mt_error *err);
+
 /* remote.c: the remote called name, MT_ENOTFOUND when none is (and when
  * there is no configuration file).  Free with mt_remotes_free_one. */
 MT_LOCAL int mt_remote_find(const char *name, mt_remote *out, mt_error *err);

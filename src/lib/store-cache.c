@@ -1,0 +1,366 @@
+/* store-cache.c — a local directory caching another store's shard objects whole: checked, renamed into place, shared between processes, capped. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "store.h"
+
+typedef struct cache_store {
+	mt_store base;
+	mt_store *inner;
+	char *dir;
+	uint64_t cap;
+} cache_store;
+
+/* Shard objects are named by the sha256 of their bytes: the cache can
+ * check them and share them between datasets. */
+static int is_shard_file(const char *b)
+{
+	if (strlen(b) != 67 || strcmp(b + 64, ".h5"))
+		return 0;
+	for (int i = 0; i < 64; i++)
+		if (!strchr("0123456789abcdef", b[i]))
+			return 0;
+	return 1;
+}
+
+/* The cache's file name for key, NULL when key is not a shard. */
+static const char *shard_name(const char *key)
+{
+	const char *b = strrchr(key, '/');
+	return b && strstr(key, "/shards/") && is_shard_file(b + 1) ? b + 1 : NULL;
+}
+
+typedef struct entry {
+	char *name;
+	uint64_t size;
+	struct timespec used;
+} entry;
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const entry *x = a, *y = b;
+	if (x->used.tv_sec != y->used.tv_sec)
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
+}
+
+/* Delete the least recently used shards until `need` more bytes fit. */
+static int evict(cache_store *c, uint64_t need, mt_error *err)
+{
+	DIR *d = opendir(c->dir);
+	if (!d)
+		return mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+	entry *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	int rc = 0;
+	struct dirent *de;
+	while (!rc && (de = readdir(d))) {
+		struct stat sb;
+		if (!is_shard_file(de->d_name))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &sb, 0) != 0 || !S_ISREG(sb.st_mode))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			entry *g = realloc(v, cap * sizeof *g);
+			if (!g) {
+				rc = mt_err(err, MT_ENOMEM, "out of memory");
+				break;
+			}
+			v = g;
+		}
+		v[n].name = mt_strdup(de->d_name);
+		v[n].size = (uint64_t)sb.st_size;
+		v[n].used = sb.st_mtim;
+		if (!v[n].name) {
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			break;
+		}
+		total += v[n++].size;
+	}
+	closedir(d);
+	if (!rc)
+		qsort(v, n, sizeof *v, entry_cmp);
+	/* A reader holding a deleted file keeps it until it closes it. */
+	for (size_t i = 0; !rc && i < n && total + need > c->cap; i++) {
+		char *p = mt_asprintf("%s/%s", c->dir, v[i].name);
+		if (p && unlink(p) == 0)
+			total -= v[i].size;
+		free(p);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	return rc;
+}
+
+/* Download key into the cache unless it is there; its path in *path. */
+static int fetch(cache_store *c, const char *key, const char *name, char **path, mt_error *err)
+{
+	*path = mt_asprintf("%s/%s", c->dir, name);
+	char *lock = mt_asprintf("%s/.locks/%s", c->dir, name);
+	if (!*path || !lock) {
+		free(lock);
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	/* Most reads find it there. */
+	if (utimensat(AT_FDCWD, *path, NULL, 0) == 0) {
+		free(lock);
+		return 0;
+	}
+	/* One downloader per shard across threads and processes; the others
+	 * wait and then find it in place. */
+	int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int rc = 0;
+	if (lfd < 0 || flock(lfd, LOCK_EX) != 0)
+		rc = mt_err(err, MT_EIO, "cache %s: lock %s: %s", c->dir, lock, strerror(errno));
+	free(lock);
+	if (!rc && utimensat(AT_FDCWD, *path, NULL, 0) == 0) {
+		close(lfd);
+		return 0;
+	}
+	uint64_t size = 0;
+	void *data = NULL;
+	size_t got = 0;
+	if (!rc)
+		rc = mt_store_head(c->inner, key, &size, NULL, err);
+	if (!rc && size > c->cap)
+		rc = mt_err(err, MT_ERANGE,
+			    "cache %s: %s is %llu bytes, more than the whole cache (%llu bytes); "
+			    "raise the cache size",
+			    c->dir, key, (unsigned long long)size, (unsigned long long)c->cap);
+	if (!rc)
+		rc = evict(c, size, err);
+	if (!rc)
+		rc = mt_store_get(c->inner, key, 0, UINT64_MAX, &data, &got, err);
+	char sha[MT_SHA256_HEX];
+	if (!rc && !(rc = mt_sha256_hex(data, got, sha, err)) && strncmp(sha, name, 64) != 0)
+		rc = mt_err(err, MT_ECORRUPT, "%s in %s: sha256 is %s, not the name's (damaged "
+			    "object; run verify)", key, mt_store_url(c->inner), sha);
+	/* Written under a unique name, then renamed: nobody sees half a file. */
+	char *tmp = rc ? NULL : mt_asprintf("%s/.tmp.%s.XXXXXX", c->dir, name);
+	int fd = tmp ? mkstemp(tmp) : -1;
+	if (!rc && fd < 0)
+		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+	if (!rc) {
+		const uint8_t *p = data;
+		size_t left = got;
+		while (left && !rc) {
+			ssize_t w = write(fd, p, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				rc = mt_err(err, MT_EIO, "cache %s: writing %s: %s", c->dir, name,
+					    strerror(errno));
+			else {
+				p += w;
+				left -= (size_t)w;
+			}
+		}
+		fchmod(fd, 0644);
+		if (close(fd) != 0 && !rc)
+			rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+		if (!rc && rename(tmp, *path) != 0)
+			rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+		if (rc)
+			unlink(tmp);
+	}
+	free(tmp);
+	free(data);
+	if (lfd >= 0)
+		close(lfd);
+	return rc;
+}
+
+/* An open descriptor of the cached shard, fetched first if need be. */
+static int cached_open(cache_store *c, const char *key, const char *name, int *fd, mt_error *err)
+{
+	/* Another process's eviction may delete it between fetch and open. */
+	for (int attempt = 0;; attempt++) {
+		char *path;
+		int rc = fetch(c, key, name, &path, err);
+		*fd = rc ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+		int e = errno;
+		free(path);
+		if (rc)
+			return rc;
+		if (*fd >= 0)
+			return 0;
+		if (e != ENOENT || attempt == 3)
+			return mt_err(err, MT_EIO, "cache %s: %s: %s", c->dir, name, strerror(e));
+	}
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t r = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(offset + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+static int cache_get(mt_store *st, const char *key, uint64_t offset, uint64_t len, void **data,
+		     size_t *got, mt_error *err)
+{
+	cache_store *c = (cache_store *)st;
+	const char *name = shard_name(key);
+	if (!name)
+		return c->inner->ops->get(c->inner, key, offset, len, data, got, err);
+	int fd, rc = cached_open(c, key, name, &fd, err);
+	if (rc)
+		return rc;
+	struct stat sb;
+	uint64_t size = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+	size_t n = 0;
+	void *buf = NULL;
+	if (offset > size || (len != UINT64_MAX && len > size - offset))
+		rc = mt_err(err, MT_ERANGE, "%s: range past the end of its %llu bytes", key,
+			    (unsigned long long)size);
+	else if (!(buf = malloc((n = (size_t)(len == UINT64_MAX ? size - offset : len)) + 1)))
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	else if (pread_all(fd, buf, n, offset))
+		rc = mt_err(err, MT_EIO, "cache %s: reading %s: %s", c->dir, name, strerror(errno));
+	close(fd);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	*data = buf;
+	*got = n;
+	return 0;
+}
+
+static int cache_read(mt_store *st, const char *key, uint64_t offset, void *buf, size_t len,
+		      mt_error *err)
+{
+	cache_store *c = (cache_store *)st;
+	const char *name = shard_name(key);
+	if (!name)
+		return c->inner->ops->read(c->inner, key, offset, buf, len, err);
+	int fd, rc = cached_open(c, key, name, &fd, err);
+	if (rc)
+		return rc;
+	if (pread_all(fd, buf, len, offset))
+		rc = mt_err(err, MT_ERANGE, "%s: %zu bytes at %llu are past its end", key, len,
+			    (unsigned long long)offset);
+	close(fd);
+	return rc;
+}
+
+/* The loader only reads through the cache; writes go to the store itself. */
+static int readonly(const cache_store *c, mt_error *err)
+{
+	return mt_err(err, MT_EUNSUPPORTED, "cache %s of %s is read-only", c->dir, c->base.url);
+}
+
+static int cache_put(mt_store *st, const char *key, const void *data, size_t len, int flags,
+		     mt_error *err)
+{
+	return readonly((cache_store *)st, err);
+}
+
+static int cache_upload_open(mt_store *st, const char *key, int flags, mt_upload **out,
+			     mt_error *err)
+{
+	return readonly((cache_store *)st, err);
+}
+
+static int cache_del(mt_store *st, const char *const *keys, size_t n, mt_error *err)
+{
+	return readonly((cache_store *)st, err);
+}
+
+static int cache_sync(mt_store *st, const char *const *keys, size_t n, mt_error *err)
+{
+	return readonly((cache_store *)st, err);
+}
+
+static int cache_sweep(mt_store *st, const char *prefix, int64_t before, int dry_run,
+		       uint64_t *n, uint64_t *bytes, mt_error *err)
+{
+	return readonly((cache_store *)st, err);
+}
+
+static int cache_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime,
+		      mt_error *err)
+{
+	mt_store *in = ((cache_store *)st)->inner;
+	return in->ops->head(in, key, size, mtime, err);
+}
+
+static int cache_list(mt_store *st, const char *prefix, const char *token, size_t max,
+		      mt_list_page *page, mt_error *err)
+{
+	mt_store *in = ((cache_store *)st)->inner;
+	return in->ops->list(in, prefix, token, max, page, err);
+}
+
+static int cache_list_prefixes(mt_store *st, const char *prefix, const char *token, size_t max,
+			       mt_list_page *page, mt_error *err)
+{
+	mt_store *in = ((cache_store *)st)->inner;
+	return in->ops->list_prefixes(in, prefix, token, max, page, err);
+}
+
+static void cache_close(mt_store *st)
+{
+	cache_store *c = (cache_store *)st;
+	free(c->dir);
+	free(c);
+}
+
+static const mt_store_ops cache_ops = {
+	.scheme = "cache",
+	.get = cache_get,
+	.read = cache_read,
+	.put = cache_put,
+	.upload_open = cache_upload_open,
+	.head = cache_head,
+	.list = cache_list,
+	.list_prefixes = cache_list_prefixes,
+	.del = cache_del,
+	.sync = cache_sync,
+	.sweep = cache_sweep,
+	.close = cache_close,
+};
+
+int mt_store_cache_open(mt_store *inner, const char *dir, uint64_t cap, mt_store **out,
+			mt_error *err)
+{
+	*out = NULL;
+	char *locks = mt_asprintf("%s/.locks", dir);
+	int rc = locks ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && mkdir(dir, 0755) != 0 && errno != EEXIST)
+		rc = mt_err(err, MT_EIO, "cache directory %s: %s", dir, strerror(errno));
+	if (!rc && mkdir(locks, 0755) != 0 && errno != EEXIST)
+		rc = mt_err(err, MT_EIO, "cache directory %s: %s", locks, strerror(errno));
+	free(locks);
+	cache_store *c = rc ? NULL : calloc(1, sizeof *c);
+	if (!rc && (!c || !(c->dir = mt_strdup(dir)))) {
+		free(c);
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	if (rc)
+		return rc;
+	c->base.ops = &cache_ops;
+	c->base.url = inner->url;
+	c->inner = inner;
+	c->cap = cap;
+	*out = &c->base;
+	return 0;
+}

@@ -991,3 +991,103 @@ void mt_loader_close(mt_loader *l)
 	pthread_cond_destroy(&l->cond);
 	free(l);
 }
+
+/* ---- mixing loaders ----------------------------------------------------- */
+
+struct mt_mix {
+	mt_loader **l;
+	double *w;
+	uint64_t *left; /* batches each loader still has this epoch */
+	size_t n;
+	uint64_t seed, epoch, k;
+};
+
+static void mix_reset(mt_mix *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		m->left[i] = m->l[i]->nb - m->l[i]->taken;
+	m->k = 0;
+}
+
+int mt_mix_open(mt_loader *const *loaders, const double *weights, size_t n, uint64_t seed,
+		mt_mix **out, mt_error *err)
+{
+	*out = NULL;
+	if (!n)
+		return mt_err(err, MT_EINVAL, "mix: no loaders");
+	for (size_t i = 0; i < n; i++)
+		if (!(weights[i] > 0))
+			return mt_err(err, MT_EINVAL, "mix: weight %zu is not positive", i);
+	mt_mix *m = calloc(1, sizeof *m);
+	if (m) {
+		m->l = malloc(n * sizeof *m->l);
+		m->w = malloc(n * sizeof *m->w);
+		m->left = malloc(n * sizeof *m->left);
+	}
+	if (!m || !m->l || !m->w || !m->left) {
+		mt_mix_close(m);
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	memcpy(m->l, loaders, n * sizeof *m->l);
+	memcpy(m->w, weights, n * sizeof *m->w);
+	m->n = n;
+	m->seed = seed;
+	m->epoch = loaders[0]->epoch;
+	mix_reset(m);
+	*out = m;
+	return 0;
+}
+
+int mt_mix_next(mt_mix *m, const mt_batch **out, size_t *source, mt_error *err)
+{
+	*out = NULL;
+	double total = 0;
+	for (size_t i = 0; i < m->n; i++)
+		total += m->left[i] ? m->w[i] : 0;
+	if (total <= 0)
+		return 0;
+	/* 53 random bits as a fraction of the weights still in play. */
+	uint64_t st = rng_seed(m->seed, m->epoch, m->k + 1);
+	double x = (double)(splitmix(&st) >> 11) / 9007199254740992.0 * total;
+	size_t pick = m->n;
+	for (size_t i = 0; i < m->n; i++) {
+		if (!m->left[i])
+			continue;
+		pick = i;
+		if (x < m->w[i])
+			break;
+		x -= m->w[i];
+	}
+	int rc = mt_loader_next(m->l[pick], out, err);
+	if (rc)
+		return rc;
+	m->k++;
+	m->left[pick]--;
+	if (!*out) /* the loader ran out early: draw again without it */
+		return mt_mix_next(m, out, source, err);
+	if (source)
+		*source = pick;
+	return 0;
+}
+
+int mt_mix_set_epoch(mt_mix *m, uint64_t epoch, mt_error *err)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		int rc = mt_loader_set_epoch(m->l[i], epoch, err);
+		if (rc)
+			return rc;
+	}
+	m->epoch = epoch;
+	mix_reset(m);
+	return 0;
+}
+
+void mt_mix_close(mt_mix *m)
+{
+	if (!m)
+		return;
+	free(m->l);
+	free(m->w);
+	free(m->left);
+	free(m);
+}

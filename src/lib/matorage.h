@@ -439,6 +439,22 @@ MT_API int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n,
 			       const mt_batch **out, mt_error *err);
 MT_API void mt_loader_close(mt_loader *l);
 
+/* Several loaders mixed into one stream by weight: each batch comes whole
+ * from one of them, drawn with probability proportional to its weight
+ * among those with batches left this epoch, from (seed, epoch, batch
+ * number).  The epoch ends when every loader's has; each still delivers
+ * each of its rows once.  The loaders stay the caller's (close them after
+ * the mix); use them only through the mix meanwhile. */
+typedef struct mt_mix mt_mix;
+MT_API int mt_mix_open(mt_loader *const *loaders, const double *weights, size_t n,
+		       uint64_t seed, mt_mix **out, mt_error *err);
+/* The next batch and which loader (index) it came from; *out NULL at the
+ * end of the epoch. */
+MT_API int mt_mix_next(mt_mix *m, const mt_batch **out, size_t *source, mt_error *err);
+/* Every loader to epoch `epoch`, and the draws with them. */
+MT_API int mt_mix_set_epoch(mt_mix *m, uint64_t epoch, mt_error *err);
+MT_API void mt_mix_close(mt_mix *m);
+
 /* ---- NumPy .npy files -------------------------------------------------- */
 
 typedef struct mt_npy mt_npy;

@@ -386,6 +386,73 @@ static void test_misc(void)
 	       "dataset: %s", err.message);
 }
 
+/* Two loaders on the same rows, mixed 70/30. */
+static void test_mix(void)
+{
+	mt_loader *a, *b;
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	o.batch_rows = 10;
+	o.shuffle = 1;
+	o.seed = 1;
+	o.shuffle_rows = 200;
+	a = open_loader(&o, "mix a");
+	o.seed = 2;
+	b = open_loader(&o, "mix b");
+	if (!a || !b)
+		return;
+	mt_loader *ls[2] = {a, b};
+	double w[2] = {0.7, 0.3};
+	mt_mix *m;
+	mt_error err = {0};
+	if (!TAP_CALL(mt_mix_open(ls, w, 2, 9, &m, &err), &err, "mix_open"))
+		return;
+	char seq[2][201];
+	int count[2][ROWS];
+	for (int epoch = 0; epoch < 2; epoch++) {
+		memset(count, 0, sizeof count);
+		size_t n = 0, from_a_first100 = 0, src;
+		const mt_batch *bt;
+		if (epoch)
+			mt_mix_set_epoch(m, 1, &err);
+		while (!mt_mix_next(m, &bt, &src, &err) && bt && n < 200) {
+			seq[epoch][n] = (char)('a' + src);
+			if (n < 100 && src == 0)
+				from_a_first100++;
+			n++;
+			for (size_t i = 0; i < bt->rows; i++)
+				count[src][bt->row_ids[i]]++;
+		}
+		seq[epoch][n] = '\0';
+		int once = 1;
+		for (int i = 0; i < ROWS; i++)
+			once &= count[0][i] == 1 && count[1][i] == 1;
+		if (epoch == 0) {
+			tap_ok(n == 200 && once, "mixed epoch: all 200 batches, every row of both once");
+			tap_ok(from_a_first100 >= 55 && from_a_first100 <= 85,
+			       "the first 100 batches follow the 70/30 weights (%zu from a)",
+			       from_a_first100);
+		}
+	}
+	tap_ok(strcmp(seq[0], seq[1]) != 0, "another epoch draws another sequence");
+	mt_mix_close(m);
+	mt_loader_set_epoch(a, 0, &err);
+	mt_loader_set_epoch(b, 0, &err);
+	mt_mix_open(ls, w, 2, 9, &m, &err);
+	char again[201];
+	size_t n = 0, src;
+	const mt_batch *bt;
+	while (!mt_mix_next(m, &bt, &src, &err) && bt && n < 200)
+		again[n++] = (char)('a' + src);
+	again[n] = '\0';
+	tap_ok(strcmp(seq[0], again) == 0, "the same seed and epoch draw the same sequence");
+	mt_mix_close(m);
+	double bad[2] = {1, 0};
+	tap_ok(mt_mix_open(ls, bad, 2, 9, &m, &err) == MT_EINVAL, "a zero weight: %s", err.message);
+	mt_loader_close(a);
+	mt_loader_close(b);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/mt-loader.XXXXXX";
@@ -400,6 +467,7 @@ int main(void)
 	test_ranks(1);
 	test_resume();
 	test_misc();
+	test_mix();
 	mt_store_close(store);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -1,0 +1,61 @@
+/* loader-epoch.c — one epoch through the loader, for bench/loader.sh: prints "rows bytes seconds peak_rss_kib".
+ * usage: loader-epoch STORE DATASET ATTR[,ATTR...] BATCH SHUFFLE BUDGET_BYTES [THREADS] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <matorage.h>
+
+int main(int argc, char **argv)
+{
+	if (argc < 7) {
+		fprintf(stderr, "usage: loader-epoch STORE DATASET ATTR[,ATTR...] BATCH SHUFFLE "
+				"BUDGET_BYTES [THREADS]\n");
+		return 2;
+	}
+	const char *attrs[16];
+	size_t nattrs = 0;
+	for (char *a = strtok(argv[3], ","); a && nattrs < 16; a = strtok(NULL, ","))
+		attrs[nattrs++] = a;
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	o.attrs = attrs;
+	o.nattrs = nattrs;
+	o.batch_rows = (size_t)atol(argv[4]);
+	o.shuffle = atoi(argv[5]);
+	o.seed = 1;
+	o.prefetch_bytes = strtoull(argv[6], NULL, 10);
+	o.threads = argc > 7 ? atoi(argv[7]) : 0;
+	mt_store *s;
+	mt_loader *l;
+	mt_error err = {0};
+	if (mt_store_open(argv[1], &s, &err) || mt_loader_open(s, argv[2], NULL, &o, &l, &err)) {
+		fprintf(stderr, "loader-epoch: %s\n", err.message);
+		return 1;
+	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned long long rows = 0, bytes = 0;
+	const mt_batch *b;
+	int rc;
+	while (!(rc = mt_loader_next(l, &b, &err)) && b) {
+		rows += b->rows;
+		for (size_t c = 0; c < b->ncols; c++)
+			bytes += b->cols[c].bytes;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (rc) {
+		fprintf(stderr, "loader-epoch: %s\n", err.message);
+		return 1;
+	}
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("%llu %llu %.3f %ld\n", rows, bytes,
+	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+	       ru.ru_maxrss);
+	mt_loader_close(l);
+	mt_store_close(s);
+	return 0;
+}

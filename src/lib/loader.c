@@ -39,13 +39,17 @@ typedef struct ld_col {
 enum { SLOT_EMPTY, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
 
 /* A window's rows, decoded: rowid[j] for the j-th row in unit order,
- * perm[i] the unit-order index of the i-th row of the window's sequence. */
+ * perm[i] the unit-order index of the i-th row of the window's sequence.
+ * Buffers outlive the window they hold: the next one reuses them, since
+ * fresh multi-MiB allocations fault every page in again. */
 typedef struct ld_slot {
 	int state;
 	size_t k; /* index into the rank's window list */
 	uint64_t n;
 	uint64_t *rowid, *perm;
+	uint64_t rows_cap;
 	uint8_t **vals;
+	size_t *vals_cap;
 	uint64_t **offs; /* ragged columns: n+1 offsets in items */
 	mt_error err;
 	int rc;
@@ -319,7 +323,7 @@ static int plan(mt_loader *l, mt_error *err)
 
 /* ---- the prefetch thread ----------------------------------------------- */
 
-static void slot_clear(mt_loader *l, ld_slot *s)
+static void slot_free(mt_loader *l, ld_slot *s)
 {
 	free(s->rowid);
 	free(s->perm);
@@ -330,8 +334,20 @@ static void slot_clear(mt_loader *l, ld_slot *s)
 			free(s->offs[c]);
 	}
 	free(s->vals);
+	free(s->vals_cap);
 	free(s->offs);
 	*s = (ld_slot){.state = SLOT_EMPTY};
+}
+
+/* Grow *p to hold n bytes (contents not kept). */
+static int grow(void **p, size_t *cap, size_t n)
+{
+	if (n <= *cap && *p)
+		return 0;
+	free(*p);
+	*p = malloc(n ? n : 1);
+	*cap = *p ? n : 0;
+	return *p ? 0 : -1;
 }
 
 /* Decode window mywin[k] into s. */
@@ -342,12 +358,26 @@ static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 	mt_error *err = &s->err;
 	s->k = k;
 	s->n = n;
-	s->rowid = malloc(n * sizeof *s->rowid);
-	s->perm = malloc(n * sizeof *s->perm);
-	s->vals = calloc(l->ncols, sizeof *s->vals);
-	s->offs = calloc(l->ncols, sizeof *s->offs);
-	if (!s->rowid || !s->perm || !s->vals || !s->offs)
-		return mt_err(err, MT_ENOMEM, "loader: out of memory");
+	if (!s->vals) {
+		s->vals = calloc(l->ncols ? l->ncols : 1, sizeof *s->vals);
+		s->vals_cap = calloc(l->ncols ? l->ncols : 1, sizeof *s->vals_cap);
+		s->offs = calloc(l->ncols ? l->ncols : 1, sizeof *s->offs);
+		if (!s->vals || !s->vals_cap || !s->offs)
+			return mt_err(err, MT_ENOMEM, "loader: out of memory");
+	}
+	if (n > s->rows_cap) {
+		free(s->rowid);
+		free(s->perm);
+		for (size_t c = 0; c < l->ncols; c++) {
+			free(s->offs[c]);
+			s->offs[c] = NULL;
+		}
+		s->rowid = malloc(n * sizeof *s->rowid);
+		s->perm = malloc(n * sizeof *s->perm);
+		s->rows_cap = s->rowid && s->perm ? n : 0;
+		if (!s->rows_cap)
+			return mt_err(err, MT_ENOMEM, "loader: out of memory");
+	}
 	uint64_t j = 0;
 	for (size_t u = l->win_u0[w]; u < l->win_u0[w + 1]; u++) {
 		const ld_unit *un = &l->units[l->order[u]];
@@ -362,9 +392,9 @@ static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 		const ld_col *col = &l->cols[c];
 		uint64_t total = n;
 		if (col->ragged) {
-			uint64_t *offs = malloc((n + 1) * sizeof *offs);
-			if (!(s->offs[c] = offs))
+			if (!s->offs[c] && !(s->offs[c] = malloc((s->rows_cap + 1) * sizeof **s->offs)))
 				return mt_err(err, MT_ENOMEM, "loader: out of memory");
+			uint64_t *offs = s->offs[c];
 			offs[0] = 0;
 			uint64_t at = 0;
 			for (size_t u = l->win_u0[w]; u < l->win_u0[w + 1]; u++) {
@@ -382,7 +412,7 @@ static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 			total = offs[n];
 		}
 		size_t bytes = (size_t)(total * col->unit_bytes);
-		if (!(s->vals[c] = malloc(bytes ? bytes : 1)))
+		if (grow((void **)&s->vals[c], &s->vals_cap[c], bytes))
 			return mt_err(err, MT_ENOMEM, "loader: out of memory for a window of %zu bytes",
 				      bytes);
 		uint64_t at = 0;
@@ -411,18 +441,13 @@ static void *prefetch(void *arg)
 			pthread_cond_wait(&l->cond, &l->lock);
 		if (l->stop)
 			break;
+		/* Only this thread touches a slot while it is loading. */
 		s->state = SLOT_LOADING;
 		pthread_mutex_unlock(&l->lock);
-		ld_slot tmp = {0};
-		int rc = slot_load(l, &tmp, k);
-		mt_error e = tmp.err;
-		if (rc)
-			slot_clear(l, &tmp);
+		int rc = slot_load(l, s, k);
 		pthread_mutex_lock(&l->lock);
-		*s = tmp;
 		s->k = k;
 		s->rc = rc;
-		s->err = e;
 		s->state = rc ? SLOT_FAILED : SLOT_READY;
 		pthread_cond_broadcast(&l->cond);
 		if (rc)
@@ -443,7 +468,7 @@ static void prefetch_stop(mt_loader *l)
 		l->running = 0;
 	}
 	for (int i = 0; i < 2; i++)
-		slot_clear(l, &l->slot[i]);
+		l->slot[i].state = SLOT_EMPTY;
 	l->stop = 0;
 }
 
@@ -481,7 +506,7 @@ static int window_get(mt_loader *l, size_t w, ld_slot **out, mt_error *err)
 			break;
 		}
 		/* Positions only grow: this window is done with. */
-		slot_clear(l, s);
+		s->state = SLOT_EMPTY;
 		l->cur++;
 		pthread_cond_broadcast(&l->cond);
 	}
@@ -696,7 +721,7 @@ int mt_loader_next(mt_loader *l, const mt_batch **out, mt_error *err)
 		}
 		uint64_t pos = live_pos(l, idx);
 		size_t w = window_of(l, pos);
-		ld_slot *s;
+		ld_slot *s = NULL;
 		if ((rc = window_get(l, w, &s, err)))
 			break;
 		uint64_t j = s->perm[pos - l->win_start[w]];
@@ -973,6 +998,8 @@ void mt_loader_close(mt_loader *l)
 	if (!l)
 		return;
 	prefetch_stop(l);
+	for (int i = 0; i < 2; i++)
+		slot_free(l, &l->slot[i]);
 	out_free(l, &l->out);
 	out_free(l, &l->rr);
 	mt_reader_close(l->r);

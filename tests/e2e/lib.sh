@@ -84,7 +84,8 @@ s3_wait() {
 	return 1
 }
 
-# s3_launch: start s3rver on $S3_PORT and the proxy on $S3_PROXY_PORT (0: any free port).
+# s3_launch: start s3rver on $S3_PORT and the proxy on $S3_PROXY_PORT (0: any free port);
+# with S3_ANONYMOUS=1 the proxy forwards unsigned requests instead of refusing them.
 s3_launch() {
 	mkdir -p "$WORK/s3data"
 	node --openssl-legacy-provider "$S3RVER_JS" --address 127.0.0.1 --port "$S3_PORT" \
@@ -92,16 +93,22 @@ s3_launch() {
 	S3_PIDS+=($!)
 	rm -f "$WORK/proxy.port"
 	S3PROXY_ACCESS_KEY=$AWS_ACCESS_KEY_ID S3PROXY_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
-		"$PY" "$top_srcdir/tests/e2e/s3proxy.py" "$S3_PROXY_PORT" "$S3_PORT" "$WORK/proxy.port" \
-		> "$WORK/s3proxy.log" 2>&1 &
+		S3PROXY_REGION=$AWS_REGION "$PY" "$top_srcdir/tests/e2e/s3proxy.py" "$S3_PROXY_PORT" \
+		"$S3_PORT" "$WORK/proxy.port" ${S3_ANONYMOUS:+--allow-anonymous} > "$WORK/s3proxy.log" 2>&1 &
 	S3_PIDS+=($!)
 	for _ in $(seq 150); do
 		[ -s "$WORK/proxy.port" ] && break
 		sleep 0.1
 	done
-	[ -s "$WORK/proxy.port" ] || return 1
-	S3_PROXY_PORT=$(cat "$WORK/proxy.port")
-	s3_wait "http://127.0.0.1:$S3_PORT/" && s3_wait "http://127.0.0.1:$S3_PROXY_PORT/__log"
+	if [ -s "$WORK/proxy.port" ]; then
+		S3_PROXY_PORT=$(cat "$WORK/proxy.port")
+		s3_wait "http://127.0.0.1:$S3_PORT/" && s3_wait "http://127.0.0.1:$S3_PROXY_PORT/__log" && return 0
+	fi
+	# Why not, on stderr (TAP readers show it): the last lines each server printed.
+	for f in s3rver s3proxy; do
+		tail -n 5 "$WORK/$f.log" 2> /dev/null | sed "s/^/# $f: /" >&2
+	done
+	return 1
 }
 
 # s3_start: start both, and point every S3 client (matorage, aws, botocore) at the proxy

@@ -22,6 +22,8 @@ PACKAGES=(
 	dataset-fashion-mnist
 	# the Python loader's torch test
 	python3-torch
+	# the loader benchmark's zarr baseline
+	python3-zarr
 )
 # s3rver runs on Node.js: Debian's, unless a node (with its npm) is already installed.
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then

@@ -52,6 +52,7 @@ class _Opts(ctypes.Structure):
                 ("shuffle_rows", ctypes.c_uint64), ("prefetch_bytes", ctypes.c_uint64),
                 ("threads", ctypes.c_int), ("resume", ctypes.c_char_p),
                 ("cache_dir", ctypes.c_char_p), ("cache_bytes", ctypes.c_uint64),
+                ("in_memory", ctypes.c_int),
                 ("alloc", ctypes.c_void_p), ("dealloc", ctypes.c_void_p),
                 ("alloc_ud", ctypes.c_void_p)]
 
@@ -151,7 +152,8 @@ class Loader:
 
     def __init__(self, store, dataset, version=None, attrs=None, batch_rows=32, shuffle=False,
                  seed=0, epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=0,
-                 prefetch_bytes=0, threads=0, resume=None, cache_dir=None, cache_bytes=0):
+                 prefetch_bytes=0, threads=0, resume=None, cache_dir=None, cache_bytes=0,
+                 in_memory=False):
         lib = _lib_get()
         self._store = store
         info = _attrs_of(store, dataset, version)
@@ -169,6 +171,7 @@ class Loader:
         o.shuffle_rows, o.prefetch_bytes, o.threads = shuffle_rows, prefetch_bytes, threads
         self._resume, self._cache = _b(resume), _b(cache_dir)
         o.resume, o.cache_dir, o.cache_bytes = self._resume, self._cache, cache_bytes
+        o.in_memory = int(in_memory)
         self._h = ctypes.c_void_p()
         err = _Error()
         _check(lib.mt_loader_open(store._h, _b(dataset), _b(version), ctypes.byref(o),

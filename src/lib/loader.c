@@ -883,9 +883,11 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 	l->epoch = o->epoch;
 	int rc = 0;
 	char *tokver = NULL;
-	if (o->cache_dir) {
-		rc = mt_store_cache_open(s, o->cache_dir, o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE,
-					 &l->cache, err);
+	if (o->cache_dir && o->in_memory)
+		rc = mt_err(err, MT_EINVAL, "loader: a cache directory or in-memory, not both");
+	else if (o->cache_dir || o->in_memory) {
+		rc = mt_store_cache_open(s, o->in_memory ? NULL : o->cache_dir,
+					 o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE, &l->cache, err);
 		s = l->cache;
 	}
 	if (o->rank >= o->world)

@@ -399,6 +399,9 @@ typedef struct mt_loader_opts {
 	 * locally.  NULL: no cache. */
 	const char *cache_dir;
 	uint64_t cache_bytes;       /* 0: 10 GiB */
+	/* Keep the shards read in memory instead (as many as fit in
+	 * cache_bytes): from the second epoch on the store is not read. */
+	int in_memory;
 	/* Batch buffers come from here when set (e.g. pinned memory). */
 	void *(*alloc)(void *ud, size_t bytes);
 	void (*dealloc)(void *ud, void *p, size_t bytes);

@@ -1,10 +1,11 @@
-/* store-cache.c — a local directory caching another store's shard objects whole: checked, renamed into place, shared between processes, capped. */
+/* store-cache.c — another store's shard objects kept whole, checked against their names: in a local directory (renamed into place, shared between processes, least recently used evicted) or in memory. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,11 +13,24 @@
 #include "codec.h"
 #include "store.h"
 
+/* One shard held in memory; `loading` while a thread downloads it. */
+typedef struct mem_entry {
+	char name[68];
+	uint8_t *data;
+	size_t size;
+	int loading;
+} mem_entry;
+
 typedef struct cache_store {
 	mt_store base;
 	mt_store *inner;
-	char *dir;
+	char *dir; /* NULL: in memory */
 	uint64_t cap;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	mem_entry **mem;
+	size_t nmem, capmem;
+	uint64_t used;
 } cache_store;
 
 /* Shard objects are named by the sha256 of their bytes: the cache can
@@ -103,6 +117,89 @@ static int evict(cache_store *c, uint64_t need, mt_error *err)
 	return rc;
 }
 
+/* The whole object, checked against the sha256 its name promises. */
+static int download(cache_store *c, const char *key, const char *name, void **data, size_t *got,
+		    mt_error *err)
+{
+	int rc = mt_store_get(c->inner, key, 0, UINT64_MAX, data, got, err);
+	char sha[MT_SHA256_HEX];
+	if (!rc && !(rc = mt_sha256_hex(*data, *got, sha, err)) && strncmp(sha, name, 64) != 0)
+		rc = mt_err(err, MT_ECORRUPT, "%s in %s: sha256 is %s, not the name's (damaged "
+			    "object; run verify)", key, mt_store_url(c->inner), sha);
+	if (rc) {
+		free(*data);
+		*data = NULL;
+	}
+	return rc;
+}
+
+/* In memory: the shard, downloaded by one thread while the others wait.
+ * *out NULL when it does not fit under the cap (then read it from inner). */
+static int mem_fetch(cache_store *c, const char *key, const char *name, const mem_entry **out,
+		     mt_error *err)
+{
+	*out = NULL;
+	pthread_mutex_lock(&c->lock);
+	mem_entry *e = NULL;
+	for (;;) {
+		e = NULL;
+		for (size_t i = 0; i < c->nmem && !e; i++)
+			if (!strcmp(c->mem[i]->name, name))
+				e = c->mem[i];
+		if (!e || !e->loading)
+			break;
+		pthread_cond_wait(&c->cond, &c->lock);
+	}
+	if (e) {
+		/* Entries are never freed before the store: data stays valid. */
+		*out = e->data ? e : NULL;
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	int rc = 0;
+	if (c->nmem == c->capmem) {
+		size_t cap = c->capmem ? 2 * c->capmem : 64;
+		mem_entry **g = realloc(c->mem, cap * sizeof *g);
+		if (g) {
+			c->mem = g;
+			c->capmem = cap;
+		}
+	}
+	if (c->nmem < c->capmem && (e = calloc(1, sizeof *e))) {
+		snprintf(e->name, sizeof e->name, "%s", name);
+		e->loading = 1;
+		c->mem[c->nmem++] = e;
+	} else {
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		return rc;
+	void *data = NULL;
+	size_t got = 0;
+	rc = download(c, key, name, &data, &got, err);
+	pthread_mutex_lock(&c->lock);
+	if (!rc && c->used + got <= c->cap) {
+		e->data = data;
+		e->size = got;
+		c->used += got;
+		*out = e;
+	} else {
+		free(data);
+	}
+	e->loading = 0;
+	/* A failed download is forgotten, so a later read tries again. */
+	if (rc) {
+		for (size_t i = 0; i < c->nmem; i++)
+			if (c->mem[i] == e)
+				c->mem[i] = c->mem[--c->nmem];
+		free(e);
+	}
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 /* Download key into the cache unless it is there; its path in *path. */
 static int fetch(cache_store *c, const char *key, const char *name, char **path, mt_error *err)
 {
@@ -141,11 +238,7 @@ static int fetch(cache_store *c, const char *key, const char *name, char **path,
 	if (!rc)
 		rc = evict(c, size, err);
 	if (!rc)
-		rc = mt_store_get(c->inner, key, 0, UINT64_MAX, &data, &got, err);
-	char sha[MT_SHA256_HEX];
-	if (!rc && !(rc = mt_sha256_hex(data, got, sha, err)) && strncmp(sha, name, 64) != 0)
-		rc = mt_err(err, MT_ECORRUPT, "%s in %s: sha256 is %s, not the name's (damaged "
-			    "object; run verify)", key, mt_store_url(c->inner), sha);
+		rc = download(c, key, name, &data, &got, err);
 	/* Written under a unique name, then renamed: nobody sees half a file. */
 	char *tmp = rc ? NULL : mt_asprintf("%s/.tmp.%s.XXXXXX", c->dir, name);
 	int fd = tmp ? mkstemp(tmp) : -1;
@@ -219,8 +312,25 @@ static int cache_get(mt_store *st, const char *key, uint64_t offset, uint64_t le
 {
 	cache_store *c = (cache_store *)st;
 	const char *name = shard_name(key);
-	if (!name)
+	const mem_entry *e = NULL;
+	if (name && !c->dir) {
+		int rc = mem_fetch(c, key, name, &e, err);
+		if (rc)
+			return rc;
+	}
+	if (!name || (!c->dir && !e))
 		return c->inner->ops->get(c->inner, key, offset, len, data, got, err);
+	if (e) {
+		if (offset > e->size || (len != UINT64_MAX && len > e->size - offset))
+			return mt_err(err, MT_ERANGE, "%s: range past the end of its %zu bytes", key,
+				      e->size);
+		size_t n = (size_t)(len == UINT64_MAX ? e->size - offset : len);
+		if (!(*data = malloc(n + 1)))
+			return mt_err(err, MT_ENOMEM, "out of memory");
+		memcpy(*data, e->data + offset, n);
+		*got = n;
+		return 0;
+	}
 	int fd, rc = cached_open(c, key, name, &fd, err);
 	if (rc)
 		return rc;
@@ -250,8 +360,21 @@ static int cache_read(mt_store *st, const char *key, uint64_t offset, void *buf,
 {
 	cache_store *c = (cache_store *)st;
 	const char *name = shard_name(key);
-	if (!name)
+	const mem_entry *e = NULL;
+	if (name && !c->dir) {
+		int rc = mem_fetch(c, key, name, &e, err);
+		if (rc)
+			return rc;
+	}
+	if (!name || (!c->dir && !e))
 		return c->inner->ops->read(c->inner, key, offset, buf, len, err);
+	if (e) {
+		if (offset > e->size || len > e->size - offset)
+			return mt_err(err, MT_ERANGE, "%s: %zu bytes at %llu are past its end", key, len,
+				      (unsigned long long)offset);
+		memcpy(buf, e->data + offset, len);
+		return 0;
+	}
 	int fd, rc = cached_open(c, key, name, &fd, err);
 	if (rc)
 		return rc;
@@ -320,6 +443,13 @@ static int cache_list_prefixes(mt_store *st, const char *prefix, const char *tok
 static void cache_close(mt_store *st)
 {
 	cache_store *c = (cache_store *)st;
+	for (size_t i = 0; i < c->nmem; i++) {
+		free(c->mem[i]->data);
+		free(c->mem[i]);
+	}
+	free(c->mem);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
 	free(c->dir);
 	free(c);
 }
@@ -343,20 +473,25 @@ int mt_store_cache_open(mt_store *inner, const char *dir, uint64_t cap, mt_store
 			mt_error *err)
 {
 	*out = NULL;
-	char *locks = mt_asprintf("%s/.locks", dir);
-	int rc = locks ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
-	if (!rc && mkdir(dir, 0755) != 0 && errno != EEXIST)
-		rc = mt_err(err, MT_EIO, "cache directory %s: %s", dir, strerror(errno));
-	if (!rc && mkdir(locks, 0755) != 0 && errno != EEXIST)
-		rc = mt_err(err, MT_EIO, "cache directory %s: %s", locks, strerror(errno));
-	free(locks);
+	int rc = 0;
+	if (dir) {
+		char *locks = mt_asprintf("%s/.locks", dir);
+		rc = locks ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+		if (!rc && mkdir(dir, 0755) != 0 && errno != EEXIST)
+			rc = mt_err(err, MT_EIO, "cache directory %s: %s", dir, strerror(errno));
+		if (!rc && mkdir(locks, 0755) != 0 && errno != EEXIST)
+			rc = mt_err(err, MT_EIO, "cache directory %s: %s", locks, strerror(errno));
+		free(locks);
+	}
 	cache_store *c = rc ? NULL : calloc(1, sizeof *c);
-	if (!rc && (!c || !(c->dir = mt_strdup(dir)))) {
+	if (!rc && (!c || (dir && !(c->dir = mt_strdup(dir))))) {
 		free(c);
 		rc = mt_err(err, MT_ENOMEM, "out of memory");
 	}
 	if (rc)
 		return rc;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
 	c->base.ops = &cache_ops;
 	c->base.url = inner->url;
 	c->inner = inner;

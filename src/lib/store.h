@@ -88,7 +88,8 @@ MT_LOCAL int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store 
 /* store-cache.c: a read-only view of inner whose shard objects are kept
  * whole in directory dir (at most cap bytes, least recently used evicted),
  * each downloaded once across threads and processes, checked against its
- * sha256 name and renamed into place.  inner stays the caller's. */
+ * sha256 name and renamed into place; dir NULL keeps them in memory
+ * instead (those that fit under cap).  inner stays the caller's. */
 MT_LOCAL int mt_store_cache_open(mt_store *inner, const char *dir, uint64_t cap, mt_store **out,
 				 mt_error *err);
 

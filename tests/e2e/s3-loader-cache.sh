@@ -24,12 +24,17 @@ import sys
 import matorage
 url, cache, cap, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 store = matorage.Store(url)
+where = {"in_memory": True} if cache == "memory" else {"cache_dir": cache}
 l = matorage.Loader(store, "ds", batch_rows=256, shuffle=True, seed=2, shuffle_rows=2000,
-                    cache_dir=cache, cache_bytes=cap)
+                    cache_bytes=cap, **where)
 for e in range(n):
     l.set_epoch(e)
     rows = sorted(int(r) for b in l for r in b["_rows"])
-    print(len(rows), rows == list(range(6000)))
+    print(len(rows), rows == list(range(6000)), flush=True)
+    if e == 0 and n > 1 and cache == "memory":
+        import os, time  # the test clears the proxy's log, then says go
+        while not os.path.exists(os.environ["GO"]):
+            time.sleep(0.05)
 PYEOF
 }
 shard_gets() { s3_log | grep -Ec '^GET /cache/team/datasets/ds/shards/[0-9a-f]{64}\.h5 2'; }
@@ -70,4 +75,17 @@ err=$(epochs "$WORK/c4" 1000 1 2>&1)
 ok $(echo "$err" | grep -q 'more than the whole cache (1000 bytes)'; echo $?) \
 	"a cap smaller than one shard is a clear error, not a hang"
 echo "$err" | tail -1 | sed 's/^/# /'
+# In memory: the first epoch downloads each shard once, the next ones read nothing from S3.
+s3_log_clear
+GO="$WORK/go" epochs memory 0 2 > "$WORK/mem.out" &
+mem=$!
+for _ in $(seq 300); do [ -s "$WORK/mem.out" ] && break; sleep 0.1; done
+gets_first=$(shard_gets)
+s3_log_clear
+touch "$WORK/go"
+wait $mem
+first=$(sed -n 1p "$WORK/mem.out") second=$(sed -n 2p "$WORK/mem.out")
+ok $([ "$first $second" = "6000 True 6000 True" ] && [ "$gets_first" -eq 6 ]; echo $?) \
+	"in memory: every row, each shard downloaded once ($gets_first GETs; $first / $second)"
+ok $([ "$(shard_gets)" -eq 0 ]; echo $?) "and the second epoch reads nothing from the store"
 done_testing

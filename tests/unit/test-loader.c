@@ -381,6 +381,25 @@ static void test_misc(void)
 	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == MT_EINVAL &&
 		       strstr(err.message, "999"),
 	       "a token for other rows: %s", err.message);
+	mt_loader_opts_init(&o);
+	o.in_memory = 1;
+	o.cache_dir = "/tmp";
+	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == MT_EINVAL,
+	       "a cache directory and in-memory together: %s", err.message);
+	mt_loader_opts_init(&o);
+	o.in_memory = 1;
+	o.batch_rows = 100;
+	if ((l = open_loader(&o, "in memory"))) {
+		run m1, m2;
+		collect(l, &m1, 1000);
+		mt_loader_set_epoch(l, 1, &err);
+		collect(l, &m2, 1000);
+		tap_ok(m1.n == ROWS && m2.n == ROWS && !m1.bad_values && !m2.bad_values,
+		       "in memory: two epochs, every row right");
+		free(m1.rows);
+		free(m2.rows);
+		mt_loader_close(l);
+	}
 	o.resume = "mtl1 other v1 1000 1 0 1 100 50 1:32:0:2";
 	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == MT_EINVAL, "a token for another "
 	       "dataset: %s", err.message);

@@ -260,6 +260,9 @@ static int fetch(cache_store *c, const char *key, const char *name, char **path,
 			}
 		}
 		fchmod(fd, 0644);
+		/* A crash must not leave a short file under the final name. */
+		if (!rc && fsync(fd) != 0)
+			rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
 		if (close(fd) != 0 && !rc)
 			rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
 		if (!rc && rename(tmp, *path) != 0)

@@ -1111,6 +1111,34 @@ int mt_mix_set_epoch(mt_mix *m, uint64_t epoch, mt_error *err)
 	return 0;
 }
 
+size_t mt_mix_state(const mt_mix *m, char *buf, size_t cap)
+{
+	char line[128];
+	int n = snprintf(line, sizeof line, "mtm1 %" PRIu64 " %" PRIu64 " %" PRIu64 " %zu", m->seed,
+			 m->epoch, m->k, m->n);
+	if (buf && cap)
+		snprintf(buf, cap, "%s", line);
+	return n > 0 ? (size_t)n : 0;
+}
+
+int mt_mix_resume(mt_mix *m, const char *token, mt_error *err)
+{
+	uint64_t seed, epoch, k;
+	size_t n;
+	int used = 0;
+	if (sscanf(token, "mtm1 %" SCNu64 " %" SCNu64 " %" SCNu64 " %zu%n", &seed, &epoch, &k, &n,
+		   &used) != 4 || token[used + strspn(token + used, " \n")])
+		return mt_err(err, MT_EINVAL, "mix: not a mix token: '%.60s'", token);
+	if (seed != m->seed || n != m->n)
+		return mt_err(err, MT_EINVAL, "mix: the token is for %zu loaders with seed %" PRIu64
+			      ", this mix has %zu with seed %" PRIu64, n, seed, m->n, m->seed);
+	/* The loaders, resumed from their own tokens, know what is left. */
+	m->epoch = epoch;
+	mix_reset(m);
+	m->k = k;
+	return 0;
+}
+
 void mt_mix_close(mt_mix *m)
 {
 	if (!m)

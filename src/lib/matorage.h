@@ -456,6 +456,11 @@ MT_API int mt_mix_open(mt_loader *const *loaders, const double *weights, size_t 
 MT_API int mt_mix_next(mt_mix *m, const mt_batch **out, size_t *source, mt_error *err);
 /* Every loader to epoch `epoch`, and the draws with them. */
 MT_API int mt_mix_set_epoch(mt_mix *m, uint64_t epoch, mt_error *err);
+/* Where the draws are, as a line (like mt_loader_state).  To resume, open
+ * each loader with its own token, open the mix over them, then
+ * mt_mix_resume with this one: the draws go on where they stopped. */
+MT_API size_t mt_mix_state(const mt_mix *m, char *buf, size_t cap);
+MT_API int mt_mix_resume(mt_mix *m, const char *token, mt_error *err);
 MT_API void mt_mix_close(mt_mix *m);
 
 /* ---- NumPy .npy files -------------------------------------------------- */

@@ -466,6 +466,40 @@ static void test_mix(void)
 	again[n] = '\0';
 	tap_ok(strcmp(seq[0], again) == 0, "the same seed and epoch draw the same sequence");
 	mt_mix_close(m);
+	/* Stop after 60 batches, resume every part from its token: the same 140 follow. */
+	mt_loader_set_epoch(a, 0, &err);
+	mt_loader_set_epoch(b, 0, &err);
+	mt_mix_open(ls, w, 2, 9, &m, &err);
+	for (int i = 0; i < 60; i++)
+		mt_mix_next(m, &bt, &src, &err);
+	char ta[512], tb[512], tm[128];
+	mt_loader_state(a, ta, sizeof ta);
+	mt_loader_state(b, tb, sizeof tb);
+	mt_mix_state(m, tm, sizeof tm);
+	mt_mix_close(m);
+	mt_loader_opts r;
+	mt_loader_opts_init(&r);
+	r.batch_rows = 10;
+	r.resume = ta;
+	mt_loader *ra = open_loader(&r, "mix resume a");
+	r.resume = tb;
+	mt_loader *rb = open_loader(&r, "mix resume b");
+	if (ra && rb) {
+		mt_loader *rls[2] = {ra, rb};
+		mt_mix_open(rls, w, 2, 9, &m, &err);
+		TAP_CALL(mt_mix_resume(m, tm, &err), &err, "mix_resume (%s)", tm);
+		n = 60;
+		while (!mt_mix_next(m, &bt, &src, &err) && bt && n < 200)
+			again[n++] = (char)('a' + src);
+		again[n] = '\0';
+		tap_ok(n == 200 && strcmp(seq[0] + 60, again + 60) == 0,
+		       "a resumed mix draws the rest of the same sequence (%zu batches)", n);
+		tap_ok(mt_mix_resume(m, "mtm1 1 0 0 2", &err) == MT_EINVAL, "a token of another "
+		       "seed: %s", err.message);
+		mt_mix_close(m);
+	}
+	mt_loader_close(ra);
+	mt_loader_close(rb);
 	double bad[2] = {1, 0};
 	tap_ok(mt_mix_open(ls, bad, 2, 9, &m, &err) == MT_EINVAL, "a zero weight: %s", err.message);
 	mt_loader_close(a);

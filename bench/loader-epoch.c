@@ -27,7 +27,7 @@ int main(int argc, char **argv)
 	o.shuffle = atoi(argv[5]);
 	o.seed = 1;
 	o.prefetch_bytes = strtoull(argv[6], NULL, 10);
-	o.threads = argc > 7 ? atoi(argv[7]) : 0;
+	o.decode_threads = argc > 7 ? atoi(argv[7]) : 0;
 	mt_store *s;
 	mt_loader *l;
 	mt_error err = {0};

@@ -50,7 +50,8 @@ class _Opts(ctypes.Structure):
                 ("seed", ctypes.c_uint64), ("epoch", ctypes.c_uint64),
                 ("rank", ctypes.c_uint), ("world", ctypes.c_uint), ("drop_last", ctypes.c_int),
                 ("shuffle_rows", ctypes.c_uint64), ("prefetch_bytes", ctypes.c_uint64),
-                ("threads", ctypes.c_int), ("resume", ctypes.c_char_p),
+                ("fetch_threads", ctypes.c_int), ("decode_threads", ctypes.c_int),
+                ("resume", ctypes.c_char_p),
                 ("cache_dir", ctypes.c_char_p), ("cache_bytes", ctypes.c_uint64),
                 ("in_memory", ctypes.c_int),
                 ("alloc", ctypes.c_void_p), ("dealloc", ctypes.c_void_p),
@@ -152,7 +153,7 @@ class Loader:
 
     def __init__(self, store, dataset, version=None, attrs=None, batch_rows=32, shuffle=False,
                  seed=0, epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=0,
-                 prefetch_bytes=0, threads=0, resume=None, cache_dir=None, cache_bytes=0,
+                 prefetch_bytes=0, fetch_threads=0, decode_threads=0, resume=None, cache_dir=None, cache_bytes=0,
                  in_memory=False):
         lib = _lib_get()
         self._store = store
@@ -168,7 +169,8 @@ class Loader:
         o.attrs, o.nattrs = self._names, len(self.attrs)
         o.batch_rows, o.shuffle, o.seed, o.epoch = batch_rows, int(shuffle), seed, epoch
         o.rank, o.world, o.drop_last = rank, world, int(drop_last)
-        o.shuffle_rows, o.prefetch_bytes, o.threads = shuffle_rows, prefetch_bytes, threads
+        o.shuffle_rows, o.prefetch_bytes = shuffle_rows, prefetch_bytes
+        o.fetch_threads, o.decode_threads = fetch_threads, decode_threads
         self._resume, self._cache = _b(resume), _b(cache_dir)
         o.resume, o.cache_dir, o.cache_bytes = self._resume, self._cache, cache_bytes
         o.in_memory = int(in_memory)

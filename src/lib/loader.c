@@ -6,11 +6,13 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "pool.h"
 
 #define DEFAULT_BATCH 32
 #define DEFAULT_BUDGET (256ull << 20)
 #define TOKEN_MAGIC "mtl1"
 #define DEFAULT_CACHE (10ull << 30)
+#define DEFAULT_FETCH 4
 
 typedef struct ld_unit {
 	uint64_t first, rows;
@@ -350,6 +352,44 @@ static int grow(void **p, size_t *cap, size_t n)
 	return *p ? 0 : -1;
 }
 
+/* Reading one unit of a window: pass 0 the ragged columns' row lengths,
+ * pass 1 every column's values. */
+typedef struct unit_jobs {
+	mt_loader *l;
+	ld_slot *s;
+	size_t u0;
+	const uint64_t *at; /* each unit's first row in the window */
+	int pass;
+	mt_error *errs;
+} unit_jobs;
+
+static int unit_job(void *ud, size_t i)
+{
+	unit_jobs *j = ud;
+	mt_loader *l = j->l;
+	ld_slot *s = j->s;
+	const ld_unit *un = &l->units[l->order[j->u0 + i]];
+	uint64_t at = j->at[i];
+	for (size_t c = 0; c < l->ncols; c++) {
+		const ld_col *col = &l->cols[c];
+		int rc = 0;
+		if (j->pass == 0 && col->ragged) {
+			uint64_t sum;
+			rc = mt_reader_ragged_lengths(l->r, col->attr, un->first, un->first + un->rows,
+						      s->offs[c] + at + 1, &sum, &j->errs[i]);
+		} else if (j->pass == 1) {
+			uint64_t from = col->ragged ? s->offs[c][at] : at;
+			uint64_t to = col->ragged ? s->offs[c][at + un->rows] : at + un->rows;
+			rc = mt_reader_read(l->r, col->attr, un->first, un->first + un->rows,
+					    s->vals[c] + from * col->unit_bytes,
+					    (size_t)((to - from) * col->unit_bytes), &j->errs[i]);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Decode window mywin[k] into s. */
 static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 {
@@ -388,47 +428,54 @@ static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 		s->perm[i] = i;
 	if (l->o.shuffle)
 		shuffle_u64(s->perm, n, rng_seed(l->o.seed, l->epoch, (uint64_t)w + 1));
-	for (size_t c = 0; c < l->ncols; c++) {
+	/* Units are read fetch_threads at a time, each decoded on the reader's
+	 * threads: a store far away keeps several requests in flight. */
+	size_t u0 = l->win_u0[w], nu = l->win_u0[w + 1] - u0;
+	uint64_t *at = malloc((nu ? nu : 1) * sizeof *at);
+	mt_error *errs = calloc(nu ? nu : 1, sizeof *errs);
+	int rc = at && errs ? 0 : mt_err(err, MT_ENOMEM, "loader: out of memory");
+	uint64_t sum = 0;
+	for (size_t i = 0; !rc && i < nu; i++) {
+		at[i] = sum;
+		sum += l->units[l->order[u0 + i]].rows;
+	}
+	unit_jobs uj = {l, s, u0, at, 0, errs};
+	int ragged = 0;
+	for (size_t c = 0; c < l->ncols; c++)
+		ragged |= l->cols[c].ragged;
+	for (size_t c = 0; !rc && c < l->ncols; c++)
+		if (l->cols[c].ragged && !s->offs[c] &&
+		    !(s->offs[c] = malloc((s->rows_cap + 1) * sizeof **s->offs)))
+			rc = mt_err(err, MT_ENOMEM, "loader: out of memory");
+	/* Ragged columns: every unit's row lengths first, then where each row goes. */
+	if (!rc && ragged)
+		rc = mt_parallel_for(l->o.fetch_threads, nu, unit_job, &uj);
+	for (size_t c = 0; !rc && c < l->ncols; c++) {
 		const ld_col *col = &l->cols[c];
 		uint64_t total = n;
 		if (col->ragged) {
-			if (!s->offs[c] && !(s->offs[c] = malloc((s->rows_cap + 1) * sizeof **s->offs)))
-				return mt_err(err, MT_ENOMEM, "loader: out of memory");
 			uint64_t *offs = s->offs[c];
 			offs[0] = 0;
-			uint64_t at = 0;
-			for (size_t u = l->win_u0[w]; u < l->win_u0[w + 1]; u++) {
-				const ld_unit *un = &l->units[l->order[u]];
-				uint64_t sum;
-				int rc = mt_reader_ragged_lengths(l->r, col->attr, un->first,
-								  un->first + un->rows, offs + at + 1,
-								  &sum, err);
-				if (rc)
-					return rc;
-				for (uint64_t i = 0; i < un->rows; i++)
-					offs[at + i + 1] += offs[at + i];
-				at += un->rows;
-			}
+			for (uint64_t i = 0; i < n; i++)
+				offs[i + 1] += offs[i];
 			total = offs[n];
 		}
 		size_t bytes = (size_t)(total * col->unit_bytes);
 		if (grow((void **)&s->vals[c], &s->vals_cap[c], bytes))
-			return mt_err(err, MT_ENOMEM, "loader: out of memory for a window of %zu bytes",
-				      bytes);
-		uint64_t at = 0;
-		for (size_t u = l->win_u0[w]; u < l->win_u0[w + 1]; u++) {
-			const ld_unit *un = &l->units[l->order[u]];
-			uint64_t from = col->ragged ? s->offs[c][at] : at;
-			uint64_t to = col->ragged ? s->offs[c][at + un->rows] : at + un->rows;
-			int rc = mt_reader_read(l->r, col->attr, un->first, un->first + un->rows,
-						s->vals[c] + from * col->unit_bytes,
-						(size_t)((to - from) * col->unit_bytes), err);
-			if (rc)
-				return rc;
-			at += un->rows;
-		}
+			rc = mt_err(err, MT_ENOMEM, "loader: out of memory for a window of %zu bytes",
+				    bytes);
 	}
-	return 0;
+	uj.pass = 1;
+	if (!rc)
+		rc = mt_parallel_for(l->o.fetch_threads, nu, unit_job, &uj);
+	for (size_t i = 0; rc && i < nu && errs; i++)
+		if (errs[i].code) {
+			mt_err_copy(err, &errs[i]);
+			break;
+		}
+	free(at);
+	free(errs);
+	return rc;
 }
 
 static void *prefetch(void *arg)
@@ -880,6 +927,8 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 		o->world = 1;
 	if (!o->prefetch_bytes)
 		o->prefetch_bytes = DEFAULT_BUDGET;
+	if (o->fetch_threads <= 0)
+		o->fetch_threads = DEFAULT_FETCH;
 	l->epoch = o->epoch;
 	int rc = 0;
 	char *tokver = NULL;
@@ -918,8 +967,8 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 		mt_loader_close(l);
 		return rc;
 	}
-	if (o->threads > 0)
-		mt_reader_set_threads(l->r, o->threads);
+	if (o->decode_threads > 0)
+		mt_reader_set_threads(l->r, o->decode_threads);
 	const mt_version_info *vi = mt_reader_info(l->r);
 	l->rows = vi->rows;
 	size_t nattrs = mt_reader_nattrs(l->r);

@@ -392,7 +392,8 @@ typedef struct mt_loader_opts {
 	int drop_last;
 	uint64_t shuffle_rows;      /* rows shuffled together; 0: what fits in half the budget */
 	uint64_t prefetch_bytes;    /* decoded rows held ahead; 0: 256 MiB */
-	int threads;                /* fetch and decode threads; 0: number of CPUs */
+	int fetch_threads;          /* units of a window read at once; 0: 4 */
+	int decode_threads;         /* threads decompressing each unit's chunks; 0: CPUs */
 	const char *resume;         /* a token from mt_loader_state, or NULL */
 	/* Keep whole shards in this directory (shared by processes, at most
 	 * cache_bytes, least recently used evicted): later epochs read them

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -79,10 +80,20 @@ static int evict(cache_store *c, uint64_t need, mt_error *err)
 	struct dirent *de;
 	while (!rc && (de = readdir(d))) {
 		struct stat sb;
-		if (!is_shard_file(de->d_name))
+		int tmp = !strncmp(de->d_name, ".tmp.", 5);
+		if (!is_shard_file(de->d_name) && !tmp)
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &sb, 0) != 0 || !S_ISREG(sb.st_mode))
 			continue;
+		/* Downloads in progress take room but are not evicted; one an
+		 * hour old was left by a process that died. */
+		if (tmp) {
+			if (time(NULL) - sb.st_mtime > 3600)
+				unlinkat(dirfd(d), de->d_name, 0);
+			else
+				total += (uint64_t)sb.st_size;
+			continue;
+		}
 		if (n == cap) {
 			cap = cap ? 2 * cap : 64;
 			entry *g = realloc(v, cap * sizeof *g);
@@ -235,18 +246,32 @@ static int fetch(cache_store *c, const char *key, const char *name, char **path,
 			    "cache %s: %s is %llu bytes, more than the whole cache (%llu bytes); "
 			    "raise the cache size",
 			    c->dir, key, (unsigned long long)size, (unsigned long long)c->cap);
+	/* Room is made and claimed under one lock for the whole directory: the
+	 * temporary file gets its full size at once, and evict counts
+	 * temporary files, so concurrent downloads cannot overshoot the cap. */
+	char *space = rc ? NULL : mt_asprintf("%s/.locks/.space", c->dir);
+	int sfd = space ? open(space, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+	if (!rc && (sfd < 0 || flock(sfd, LOCK_EX) != 0))
+		rc = mt_err(err, MT_EIO, "cache %s: lock %s: %s", c->dir, space ? space : "",
+			    strerror(errno));
+	free(space);
 	if (!rc)
 		rc = evict(c, size, err);
-	if (!rc)
-		rc = download(c, key, name, &data, &got, err);
 	/* Written under a unique name, then renamed: nobody sees half a file. */
 	char *tmp = rc ? NULL : mt_asprintf("%s/.tmp.%s.XXXXXX", c->dir, name);
 	int fd = tmp ? mkstemp(tmp) : -1;
-	if (!rc && fd < 0)
+	if (!rc && (fd < 0 || ftruncate(fd, (off_t)size) != 0))
 		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
-	if (!rc) {
+	if (sfd >= 0)
+		close(sfd);
+	if (!rc)
+		rc = download(c, key, name, &data, &got, err);
+	if (!rc && got != size)
+		rc = mt_err(err, MT_EIO, "%s changed size while being cached (%zu bytes, %llu "
+			    "announced)", key, got, (unsigned long long)size);
+	if (tmp && fd >= 0) {
 		const uint8_t *p = data;
-		size_t left = got;
+		size_t left = rc ? 0 : got;
 		while (left && !rc) {
 			ssize_t w = write(fd, p, left);
 			if (w < 0 && errno == EINTR)
@@ -269,6 +294,8 @@ static int fetch(cache_store *c, const char *key, const char *name, char **path,
 			rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
 		if (rc)
 			unlink(tmp);
+	} else if (tmp) {
+		unlink(tmp);
 	}
 	free(tmp);
 	free(data);

@@ -161,7 +161,8 @@ static void test_shuffle(void)
 	       "epoch 1's order differs from epoch 0's");
 	mt_loader_close(l);
 
-	o.threads = 1;
+	o.fetch_threads = 1;
+	o.decode_threads = 1;
 	o.prefetch_bytes = 1 << 12; /* a different budget: the order must not move */
 	l = open_loader(&o, "shuffle again");
 	if (l) {

@@ -75,6 +75,51 @@ static const char *dash(const char *s)
 	return s && *s ? s : "-";
 }
 
+/* What a remote sets beyond the columns, "-" for nothing. */
+static char *remote_extras(const mt_remote *r)
+{
+	char *s = cli_xasprintf("%s%s%s%s%s", r->insecure ? ",insecure" : "",
+				r->addressing ? ",addressing=" : "",
+				r->addressing ? addressing_names[r->addressing] : "",
+				r->ca_bundle ? ",ca-bundle=" : "", r->ca_bundle ? r->ca_bundle : "");
+	if (!*s) {
+		free(s);
+		return cli_xstrdup("-");
+	}
+	memmove(s, s + 1, strlen(s)); /* the leading comma */
+	return s;
+}
+
+/* Columns as wide as their widest cell: URLs and endpoints vary too much for
+ * fixed widths. */
+static void remote_table(const mt_remote *r, size_t n)
+{
+	enum { NCOL = 6 };
+	static const char *const head[NCOL] = { "NAME", "URL", "ENDPOINT", "REGION", "PROFILE",
+						"OPTIONS" };
+	char **extras = cli_xcalloc(n, sizeof *extras);
+	int w[NCOL];
+	for (int c = 0; c < NCOL; c++)
+		w[c] = (int)strlen(head[c]);
+	for (size_t i = 0; i < n; i++) {
+		extras[i] = remote_extras(&r[i]);
+		const char *cell[NCOL] = { r[i].name, r[i].url, dash(r[i].endpoint),
+					   dash(r[i].region), dash(r[i].profile), extras[i] };
+		for (int c = 0; c < NCOL; c++)
+			if ((int)strlen(cell[c]) > w[c])
+				w[c] = (int)strlen(cell[c]);
+	}
+	printf("%-*s  %-*s  %-*s  %-*s  %-*s  %s\n", w[0], head[0], w[1], head[1], w[2], head[2],
+	       w[3], head[3], w[4], head[4], head[5]);
+	for (size_t i = 0; i < n; i++) {
+		printf("%-*s  %-*s  %-*s  %-*s  %-*s  %s\n", w[0], r[i].name, w[1], r[i].url, w[2],
+		       dash(r[i].endpoint), w[3], dash(r[i].region), w[4], dash(r[i].profile),
+		       extras[i]);
+		free(extras[i]);
+	}
+	free(extras);
+}
+
 static int remote_ls(const struct cli_args *a)
 {
 	if (a->argc != 1)
@@ -108,20 +153,8 @@ static int remote_ls(const struct cli_args *a)
 		}
 		puts(text);
 		free(text);
-	} else {
-		for (size_t i = 0; i < n; i++) {
-			printf("%s\t%s", r[i].name, r[i].url);
-			if (r[i].endpoint || r[i].region || r[i].profile || r[i].ca_bundle ||
-			    r[i].insecure || r[i].addressing)
-				printf("\tendpoint=%s region=%s profile=%s%s%s%s%s", dash(r[i].endpoint),
-				       dash(r[i].region), dash(r[i].profile),
-				       r[i].ca_bundle ? " ca-bundle=" : "", r[i].ca_bundle ? r[i].ca_bundle : "",
-				       r[i].insecure ? " insecure" : "",
-				       r[i].addressing ? (r[i].addressing == MT_S3_PATH ? " addressing=path"
-											 : " addressing=virtual")
-						       : "");
-			putchar('\n');
-		}
+	} else if (n > 0) {
+		remote_table(r, n);
 	}
 	mt_remotes_free(r, n);
 	return CLI_OK;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,16 +29,25 @@ static char *config_path(void)
 static int config_load(const char *path, json_t **out, mt_error *err)
 {
 	*out = NULL;
+	FILE *f = fopen(path, "r");
+	if (!f && errno == ENOENT) {
+		*out = json_object();
+		return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	if (!f)
+		return mt_err(err, MT_EIO, "configuration %s: %s", path, strerror(errno));
+	/* A directory opens fine and then reads as an empty, broken file. */
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return mt_err(err, MT_EIO, "configuration %s: not a regular file", path);
+	}
 	json_error_t je;
-	json_t *root = json_load_file(path, 0, &je);
-	if (!root) {
-		if (access(path, F_OK) != 0 && errno == ENOENT) {
-			*out = json_object();
-			return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
-		}
+	json_t *root = json_loadf(f, 0, &je);
+	fclose(f);
+	if (!root)
 		return mt_err(err, MT_EFORMAT, "configuration %s: line %d, column %d: %s", path,
 			      je.line, je.column, je.text);
-	}
 	json_t *remotes = json_object_get(root, "remotes");
 	if (!json_is_object(root) || (remotes && !json_is_object(remotes))) {
 		json_decref(root);
@@ -150,7 +160,8 @@ int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err)
 		mt_remotes_free(list, k);
 		return rc;
 	}
-	qsort(list, k, sizeof *list, name_cmp);
+	if (k)
+		qsort(list, k, sizeof *list, name_cmp);
 	*out = list;
 	*n = k;
 	return 0;
@@ -198,24 +209,20 @@ static int make_parent(const char *path, mt_error *err)
  * over it, so a crash leaves the old file or the new one. */
 static int config_save(const char *path, json_t *root, mt_error *err)
 {
-	int rc = make_parent(path, err);
-	if (rc)
-		return rc;
 	char *tmp = mt_asprintf("%s.XXXXXX", path);
 	if (!tmp)
 		return mt_err(err, MT_ENOMEM, "out of memory");
-	int fd = mkstemp(tmp);
+	int fd = mkstemp(tmp); /* mode 0600 */
 	if (fd < 0) {
-		rc = mt_err(err, MT_EIO, "configuration %s: %s", path, strerror(errno));
+		int rc = mt_err(err, MT_EIO, "configuration %s: %s", path, strerror(errno));
 		free(tmp);
 		return rc;
 	}
-	fchmod(fd, 0600);
 	char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
 	size_t len = text ? strlen(text) : 0;
 	int ok = text && write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1 &&
 		 fsync(fd) == 0;
-	int e = errno;
+	int e = text ? errno : ENOMEM;
 	free(text);
 	if (close(fd) != 0 && ok) {
 		ok = 0;
@@ -225,12 +232,44 @@ static int config_save(const char *path, json_t *root, mt_error *err)
 		ok = 0;
 		e = errno;
 	}
+	int rc = 0;
 	if (!ok) {
 		unlink(tmp);
-		rc = mt_err(err, MT_EIO, "writing configuration %s: %s", path, strerror(e));
+		rc = mt_err(err, e == ENOMEM ? MT_ENOMEM : MT_EIO, "writing configuration %s: %s",
+			    path, strerror(e));
 	}
 	free(tmp);
 	return rc;
+}
+
+/* The file a rewrite replaces.  A configuration kept as a symbolic link (to
+ * a dotfiles repository) stays one: its target is rewritten instead. */
+static char *config_target(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		char *real = realpath(path, NULL);
+		if (real)
+			return real;
+	}
+	return mt_strdup(path);
+}
+
+/* Lock the directory holding path against another matorage editing the same
+ * file, so that two `remote add` at once both land; returns the directory's
+ * descriptor (also used to flush the rename), -1 when it cannot be opened.
+ * The lock is advisory and best effort: where the file system has no locks
+ * the edit goes ahead as it would without one. */
+static int config_lock(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? mt_asprintf("%.*s", (int)(slash - path), path) : mt_strdup(".");
+	int fd = dir ? open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	free(dir);
+	if (fd >= 0)
+		while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+			;
+	return fd;
 }
 
 static int remote_check(const mt_remote *r, mt_error *err)
@@ -253,14 +292,22 @@ static int remote_check(const mt_remote *r, mt_error *err)
 	return 0;
 }
 
-/* Load, let edit() change the "remotes" object, save. */
+/* Lock, load, let edit() change the "remotes" object, save.  Readers take
+ * no lock: they see the old file or the new one, never half of one. */
 static int config_edit(int (*edit)(json_t *remotes, const void *arg, const char *path,
 				   mt_error *err),
 		       const void *arg, mt_error *err)
 {
-	char *path = config_path();
+	char *name = config_path();
+	char *path = name ? config_target(name) : NULL;
+	free(name);
+	if (!path)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	int rc = make_parent(path, err);
+	int dfd = rc ? -1 : config_lock(path);
 	json_t *root = NULL;
-	int rc = path ? config_load(path, &root, err) : mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = config_load(path, &root, err);
 	json_t *remotes = rc ? NULL : json_object_get(root, "remotes");
 	if (!rc && !remotes) {
 		remotes = json_object();
@@ -271,6 +318,11 @@ static int config_edit(int (*edit)(json_t *remotes, const void *arg, const char 
 		rc = edit(remotes, arg, path, err);
 	if (!rc)
 		rc = config_save(path, root, err);
+	/* The rename is durable once the directory is. */
+	if (!rc && dfd >= 0)
+		fsync(dfd);
+	if (dfd >= 0)
+		close(dfd);
 	json_decref(root);
 	free(path);
 	return rc;

@@ -113,7 +113,7 @@ static int evict(cache_store *c, uint64_t need, mt_error *err)
 		total += v[n++].size;
 	}
 	closedir(d);
-	if (!rc)
+	if (!rc && n)
 		qsort(v, n, sizeof *v, entry_cmp);
 	/* A reader holding a deleted file keeps it until it closes it. */
 	for (size_t i = 0; !rc && i < n && total + need > c->cap; i++) {

@@ -7,6 +7,19 @@ set -u
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 
+# pymt ARGS...: python with python/matorage.py importable over the built library.  An
+# instrumented library needs its sanitizer runtime preloaded, into python alone: other
+# programs a test runs (curl) can deadlock in their start-up with it preloaded.
+pymt() {
+	local env=(MATORAGE_LIB="$top_builddir/src/lib/.libs/libmatorage.so"
+		PYTHONPATH="$top_srcdir/python")
+	case "${MT_CFLAGS:-}" in *fsanitize=address*)
+		env+=(LD_PRELOAD="$($MT_CC -print-file-name=libasan.so) $($MT_CC -print-file-name=libubsan.so)"
+			ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0) ;;
+	esac
+	env "${env[@]}" "$PY" "$@"
+}
+
 T_N=0
 T_FAILED=0
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mt-e2e.XXXXXX")

@@ -2,13 +2,6 @@
 # python-loader.sh — python/matorage.py: the loader as numpy batches and as a torch IterableDataset, and a model trained on it.
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
-export MATORAGE_LIB="$top_builddir/src/lib/.libs/libmatorage.so"
-export PYTHONPATH="$top_srcdir/python"
-# An instrumented library needs its sanitizer runtime loaded first into python.
-case "${MT_CFLAGS:-}" in *fsanitize=address*)
-	export LD_PRELOAD="$($MT_CC -print-file-name=libasan.so) $($MT_CC -print-file-name=libubsan.so)"
-	export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 ;;
-esac
 "$PY" - "$WORK" <<'PYEOF'
 import sys
 import numpy as np
@@ -22,7 +15,7 @@ np.save(f"{d}/id.npy", np.arange(3000, dtype=np.int64))
 PYEOF
 check "a dataset" $M put pyds x="$WORK/x.npy" y="$WORK/y.npy" id="$WORK/id.npy" --shard-rows 500
 
-check "numpy batches: values, order, shuffle, resume, read_rows, errors" "$PY" - "$WORK" "$MATORAGE_STORE" <<'PYEOF'
+check "numpy batches: values, order, shuffle, resume, read_rows, errors" pymt - "$WORK" "$MATORAGE_STORE" <<'PYEOF'
 import sys
 import numpy as np
 import matorage
@@ -60,7 +53,7 @@ if ! "$PY" -c 'import torch' 2> /dev/null; then
 	done_testing
 	exit
 fi
-check "torch: DataLoader workers share the rows, a model learns from them" "$PY" - "$MATORAGE_STORE" <<'PYEOF'
+check "torch: DataLoader workers share the rows, a model learns from them" pymt - "$MATORAGE_STORE" <<'PYEOF'
 import sys
 import numpy as np
 import torch

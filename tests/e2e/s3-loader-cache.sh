@@ -7,11 +7,6 @@ if ! s3_available; then
 fi
 s3_start || { echo "Bail out! cannot start s3rver and the signing proxy"; exit 1; }
 M=$MATORAGE
-export MATORAGE_LIB="$top_builddir/src/lib/.libs/libmatorage.so" PYTHONPATH="$top_srcdir/python"
-case "${MT_CFLAGS:-}" in *fsanitize=address*)
-	export LD_PRELOAD="$($MT_CC -print-file-name=libasan.so) $($MT_CC -print-file-name=libubsan.so)"
-	export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 ;;
-esac
 S=s3://cache/team
 "$PY" -c "import numpy as np; np.save('$WORK/x.npy', np.random.default_rng(0).standard_normal((6000, 64)).astype(np.float32))"
 check "a version of 6 shards in S3" $M --store $S put ds x="$WORK/x.npy" --shard-rows 1000
@@ -19,7 +14,7 @@ shard_bytes=$($M --store $S info ds --json | "$PY" -c 'import json,sys; print(ma
 
 # epochs CACHE_DIR CAP N: read N shuffled epochs through the cache; print the rows seen per epoch.
 epochs() {
-	"$PY" - "$S" "$1" "$2" "$3" <<'PYEOF'
+	pymt - "$S" "$1" "$2" "$3" <<'PYEOF'
 import sys
 import matorage
 url, cache, cap, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

@@ -31,6 +31,8 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	r->store = s;
 	r->threads = mt_ncpus();
 	int rc = mt_dataset_load(s, dataset, version, &r->m, &r->json, err);
+	if (!rc)
+		rc = mt_dataset_load_meta(s, r->m, err);
 	if (rc) {
 		mt_reader_close(r);
 		return rc;

@@ -430,8 +430,21 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
 	if (rc)
 		return rc;
 	sqlite3_stmt *st = NULL;
-	if (!(rc = cat_prepare(c, "DELETE FROM versions WHERE dataset_id = ?1 AND name = ?2", &st,
-			       err))) {
+	/* Verifications belong to shard objects, which outlive this row. */
+	if (!(rc = cat_exec(c, "CREATE TEMP TABLE IF NOT EXISTS kept(sha256 TEXT PRIMARY KEY,"
+			    " verified TEXT, verified_at TEXT); DELETE FROM temp.kept",
+			    "replacing a version", err)) &&
+	    !(rc = cat_prepare(c, "INSERT OR REPLACE INTO temp.kept SELECT s.sha256, s.verified,"
+			       " s.verified_at FROM shards s JOIN versions v ON v.id = s.version_id"
+			       " WHERE v.dataset_id = ?1 AND v.name = ?2 AND s.verified_at <> ''",
+			       &st, err))) {
+		sqlite3_bind_int64(st, 1, ds);
+		sqlite3_bind_text(st, 2, m->version, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "replacing a version", err);
+		sqlite3_finalize(st);
+	}
+	if (!rc && !(rc = cat_prepare(c, "DELETE FROM versions WHERE dataset_id = ?1 AND name = ?2",
+				      &st, err))) {
 		sqlite3_bind_int64(st, 1, ds);
 		sqlite3_bind_text(st, 2, m->version, -1, SQLITE_STATIC);
 		rc = cat_step_done(c, st, "replacing a version", err);
@@ -486,11 +499,14 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
 		}
 		sqlite3_finalize(st);
 	}
-	/* A shard verified under an earlier version keeps its result. */
+	/* A shard verified before (under this version or another) keeps its
+	 * latest result: SQLite takes a bare column from max()'s row. */
 	if (!rc && !(rc = cat_prepare(c, "INSERT INTO shards(version_id, idx, sha256, bytes, rows, "
 				      "first_row, verified, verified_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6,"
-				      " coalesce(max(verified), ''), coalesce(max(verified_at), '') "
-				      "FROM shards WHERE sha256 = ?3 AND verified_at <> ''",
+				      " coalesce(verified, ''), coalesce(max(verified_at), '')"
+				      " FROM (SELECT verified, verified_at FROM shards WHERE"
+				      " sha256 = ?3 AND verified_at <> '' UNION ALL SELECT verified,"
+				      " verified_at FROM temp.kept WHERE sha256 = ?3)",
 				      &st, err))) {
 		for (size_t i = 0; !rc && i < m->nshards; i++) {
 			const mt_mshard *sh = &m->shards[i];

@@ -14,6 +14,7 @@
 /* Order is the help screen's and the footer's. */
 const struct tui_key tui_keys[] = {
 	{ '?', FN(KEY_F(1)), "?", "help", "this help, generated from the key table", ACT_HELP, K_ALL, 1 },
+	{ 'q', 0, "q", "quit", "quit (running jobs are canceled)", ACT_QUIT, K_ALL, 1 },
 	{ FN(KEY_ENTER), '\n', "Enter", "open", "open the row: remote > bucket > dataset > version > shard", ACT_OPEN, K_LIST | K_VERSION | K_JOBS, 1 },
 	{ FN(KEY_BACKSPACE), 127, "Bksp", "back", "back to the view this one was opened from", ACT_BACK, K_ALL, 0 },
 	{ ESC, 0, "Esc", "back", "close the prompt, else go back", ACT_ESC, K_ALL, 0 },
@@ -48,7 +49,6 @@ const struct tui_key tui_keys[] = {
 	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX, 1 },
 	{ ':', 0, ":", "cmd", "command line: sync [REMOTE], search TEXT, filter TEXT, jobs, help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
-	{ 'q', 0, "q", "quit", "quit (running jobs are canceled)", ACT_QUIT, K_ALL, 1 },
 	{ 0, 0, NULL, NULL, NULL, ACT_NONE, 0, 0 },
 };
 

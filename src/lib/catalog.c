@@ -443,20 +443,22 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
 		rc = cat_step_done(c, st, "replacing a version", err);
 		sqlite3_finalize(st);
 	}
-	if (!rc && !(rc = cat_prepare(c, "DELETE FROM versions WHERE dataset_id = ?1 AND name = ?2",
-				      &st, err))) {
-		sqlite3_bind_int64(st, 1, ds);
-		sqlite3_bind_text(st, 2, m->version, -1, SQLITE_STATIC);
-		rc = cat_step_done(c, st, "replacing a version", err);
-		sqlite3_finalize(st);
-	}
 	uint64_t stored = 0;
 	for (size_t i = 0; i < m->nshards; i++)
 		stored += m->shards[i].bytes;
+	/* An upsert keeps the row's id, so views open on it stay valid. */
 	if (!rc && !(rc = cat_prepare(c, "INSERT INTO versions(dataset_id, name, parent, created, "
 				      "author, description, rows, nshards, stored_bytes, raw_bytes, "
 				      "level, manifest_size, manifest_mtime, meta_size, meta_mtime) "
-				      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st, err))) {
+				      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dataset_id, name) "
+				      "DO UPDATE SET parent = excluded.parent, created = excluded.created,"
+				      " author = excluded.author, description = excluded.description,"
+				      " rows = excluded.rows, nshards = excluded.nshards,"
+				      " stored_bytes = excluded.stored_bytes, raw_bytes = excluded.raw_bytes,"
+				      " level = excluded.level, manifest_size = excluded.manifest_size,"
+				      " manifest_mtime = excluded.manifest_mtime,"
+				      " meta_size = excluded.meta_size, meta_mtime = excluded.meta_mtime",
+				      &st, err))) {
 		sqlite3_bind_int64(st, 1, ds);
 		sqlite3_bind_text(st, 2, m->version, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, m->parent, -1, SQLITE_STATIC);
@@ -475,7 +477,22 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
 		rc = cat_step_done(c, st, "recording a version", err);
 		sqlite3_finalize(st);
 	}
-	int64_t vid = sqlite3_last_insert_rowid(c->db);
+	int64_t vid = 0;
+	if (!rc)
+		rc = cat_lookup(c, "SELECT id FROM versions WHERE dataset_id = ?1 AND name = ?2", ds,
+				m->version, &vid, err);
+	/* Its parts are written anew. */
+	static const char *const clear[] = {
+		"DELETE FROM attrs WHERE version_id = ?1", "DELETE FROM tags WHERE version_id = ?1",
+		"DELETE FROM shards WHERE version_id = ?1", "DELETE FROM search WHERE rowid = ?1",
+	};
+	for (size_t i = 0; !rc && i < sizeof clear / sizeof clear[0]; i++) {
+		if ((rc = cat_prepare(c, clear[i], &st, err)))
+			break;
+		sqlite3_bind_int64(st, 1, vid);
+		rc = cat_step_done(c, st, "replacing a version", err);
+		sqlite3_finalize(st);
+	}
 	if (!rc && !(rc = cat_prepare(c, "INSERT INTO attrs VALUES(?,?,?,?,?,?)", &st, err))) {
 		for (size_t i = 0; !rc && i < m->nattrs; i++) {
 			char shape[MT_MAX_RANK * 24 + 8];

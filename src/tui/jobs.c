@@ -145,8 +145,12 @@ void tui_job_progress_text(const struct tui_job *j, char *buf, size_t cap)
 		snprintf(d, sizeof d, "%llu", (unsigned long long)done);
 		snprintf(tot, sizeof tot, "%llu", (unsigned long long)total);
 	}
+	if (!j->unit) {
+		snprintf(buf, cap, "%.1fs", secs);
+		return;
+	}
 	if (!total) {
-		snprintf(buf, cap, "%s %s%s, %.0fs", d, j->unit ? j->unit : "", rate, secs);
+		snprintf(buf, cap, "%s %s%s, %.0fs", d, j->unit, rate, secs);
 		return;
 	}
 	int pct = (int)(100.0 * (double)done / (double)total);

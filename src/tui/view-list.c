@@ -232,9 +232,11 @@ static void list_find(struct tui *t, struct list *l, int dir, int from_next)
 static void search_submit(struct tui *t, const char *text, void *arg)
 {
 	struct list *l = (struct list *)tui_find_view(t, (unsigned)(uintptr_t)arg);
-	if (!l || !*text)
+	if (!l)
 		return;
-	snprintf(l->search, sizeof l->search, "%s", text);
+	/* An empty search repeats the last one, as in vi. */
+	if (*text)
+		snprintf(l->search, sizeof l->search, "%s", text);
 	list_find(t, l, 1, 0);
 }
 
@@ -361,7 +363,7 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		list_open(t, l);
 		return V_HANDLED;
 	case ACT_SEARCH:
-		tui_ask(t, "/", l->search, search_submit, (void *)(uintptr_t)v->serial, NULL);
+		tui_ask(t, "/", "", search_submit, (void *)(uintptr_t)v->serial, NULL);
 		return V_HANDLED;
 	case ACT_NEXT:
 		list_find(t, l, 1, 1);

@@ -40,6 +40,7 @@ struct matrix {
 	uint64_t want; /* the row asked for */
 	uint64_t top, left;
 	int image;
+	int pending; /* want changed while a read ran: read again after it */
 };
 
 static void mx_unref(struct mx_data *d)
@@ -152,9 +153,10 @@ static int mx_read(struct tui_job *j)
 static void mx_fetch(struct tui *t, struct matrix *m)
 {
 	if (atomic_exchange(&m->d->busy, 1)) {
-		tui_status(t, 0, "still reading; press again when it is shown");
+		m->pending = 1;
 		return;
 	}
+	m->pending = 0;
 	atomic_fetch_add(&m->d->refs, 1);
 	m->d->want = m->want;
 	char title[200];
@@ -265,6 +267,9 @@ static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
 	struct matrix *m = (struct matrix *)v;
 	struct mx_data *d = m->d;
 	int w = disp_width();
+	/* Keys pressed during a read asked for another row: read it now. */
+	if (m->pending && !atomic_load(&d->busy))
+		mx_fetch(t, m);
 	pthread_mutex_lock(&d->lock);
 	char head[400], shape[MT_MAX_RANK * 24 + 16];
 	if (!d->ready && !d->error[0]) {
@@ -389,7 +394,9 @@ static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
 {
 	struct matrix *m = (struct matrix *)v;
 	struct mx_data *d = m->d;
-	uint64_t step = !d->a.ragged && d->a.rank == 0 ? SCALAR_PAGE : 1;
+	pthread_mutex_lock(&d->lock);
+	uint64_t step = d->rows && !d->a.ragged && d->a.rank == 0 ? SCALAR_PAGE : 1;
+	pthread_mutex_unlock(&d->lock);
 	int page = disp_height() - 8;
 	switch (a) {
 	case ACT_UP:
@@ -419,7 +426,8 @@ static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		m->left++;
 		return V_HANDLED;
 	case ACT_ROW_NEXT:
-		if (d->rows && m->want + step < d->rows) {
+		/* Before the first read the row count is unknown: the read checks. */
+		if (!d->rows || m->want + step < d->rows) {
 			m->want += step;
 			mx_fetch(t, m);
 		}

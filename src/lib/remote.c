@@ -150,7 +150,9 @@ int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err)
 		mt_remotes_free(list, k);
 		return rc;
 	}
-	qsort(list, k, sizeof *list, name_cmp);
+	/* No remotes: list may be NULL, which qsort must not get. */
+	if (k)
+		qsort(list, k, sizeof *list, name_cmp);
 	*out = list;
 	*n = k;
 	return 0;

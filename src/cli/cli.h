@@ -167,8 +167,9 @@ void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
 
 /* ---- tui (src/tui) ---- */
 
-/* The interactive browser on the terminal; returns an exit status. */
-int tui_main(struct cli_ctx *ctx, int read_only);
+/* The interactive browser on the terminal, on dataset `open`'s versions when
+ * not NULL; returns an exit status. */
+int tui_main(struct cli_ctx *ctx, int read_only, const char *open);
 
 /* ---- progress.c ---- */
 

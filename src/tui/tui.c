@@ -369,12 +369,62 @@ static int tui_loop(struct tui *t)
 	return CLI_OK;
 }
 
-int tui_main(struct cli_ctx *ctx, int read_only)
+/* The id of the row of `level` under parent whose first column is name. */
+struct find_row {
+	const char *name;
+	int64_t id;
+};
+
+static int find_row_fn(void *ud, const mt_catalog_row *row)
+{
+	struct find_row *f = ud;
+	if (f->name && strcmp(row->cols[0], f->name))
+		return 0;
+	f->id = row->id;
+	return 1;
+}
+
+static int64_t find_row(struct tui *t, int level, int64_t parent, const char *name)
+{
+	struct find_row f = { name, 0 };
+	mt_error err;
+	mt_catalog_list(t->cat, level, parent, NULL, find_row_fn, &f, &err);
+	return f.id;
+}
+
+int tui_goto_dataset(struct tui *t, const char *dataset)
+{
+	const char *remote = cli_store_name(t->ctx);
+	int64_t r = find_row(t, MT_CAT_REMOTES, 0, remote);
+	int64_t b = r ? find_row(t, MT_CAT_BUCKETS, r, NULL) : 0;
+	int64_t d = b ? find_row(t, MT_CAT_DATASETS, b, dataset) : 0;
+	if (!d) {
+		tui_status(t, 1, "%s: no dataset %s in the catalog (r to sync)", remote, dataset);
+		return -1;
+	}
+	char url[256] = "";
+	mt_catalog_ref ref;
+	mt_error err;
+	if (!mt_catalog_locate(t->cat, MT_CAT_BUCKETS, b, &ref, &err)) {
+		snprintf(url, sizeof url, "%s", ref.url);
+		mt_catalog_ref_free(&ref);
+	}
+	tui_push(t, tui_list_view(t, MT_CAT_BUCKETS, r, remote));
+	tui_push(t, tui_list_view(t, MT_CAT_DATASETS, b, url));
+	tui_push(t, tui_list_view(t, MT_CAT_VERSIONS, d, dataset));
+	return 0;
+}
+
+int tui_main(struct cli_ctx *ctx, int read_only, const char *open)
 {
 	struct tui t;
 	mt_error err = { 0 };
 	if (tui_init(&t, ctx, NULL, read_only, &err))
 		return cli_fail(&err);
+	if (open && tui_goto_dataset(&t, open)) {
+		tui_free(&t);
+		return cli_error("%s: no such dataset in the catalog (run 'matorage sync')", open);
+	}
 	const char *nc = getenv("NO_COLOR");
 	if (disp_open_tty(nc && *nc)) {
 		tui_free(&t);

@@ -179,6 +179,9 @@ void tui_free(struct tui *t);
 void tui_key(struct tui *t, int k);
 /* Draw everything into the display buffer. */
 void tui_draw(struct tui *t);
+/* Open the views down to dataset's versions in the command line's store;
+ * -1 (status set) when the catalog does not know it. */
+int tui_goto_dataset(struct tui *t, const char *dataset);
 /* Start the background refresh of every store (startup, `:sync`). */
 void tui_sync_all(struct tui *t);
 

@@ -113,6 +113,15 @@ ok $(grep -q 'exited 0' "$WORK/exit" 2> /dev/null; echo $?) "q quits with status
 ok $([ ! -s "$WORK/stderr" ]; echo $?) "nothing was printed over the screen"
 [ -s "$WORK/stderr" ] && sed 's/^/# stderr: /' "$WORK/stderr"
 
+# Straight to a dataset's versions, as the demo does.
+tmx new-session -d -s open -x 80 -y 24 \
+	"env MATORAGE_STORE='$MATORAGE_STORE' XDG_DATA_HOME='$XDG_DATA_HOME' MATORAGE_CONFIG='$MATORAGE_CONFIG' $M tui --open tiny --read-only"
+for _ in $(seq 100); do tmx capture-pane -p -t open | grep -q "VERSION  CREATED" && break; sleep 0.1; done
+out=$(tmx capture-pane -p -t open)
+ok $(grep -q "› tiny" <<< "$out" && grep -q "read-only" <<< "$out"; echo $?) "tui --open DATASET starts on its versions"
+tmx send-keys -t open q
+fails "tui --open of a dataset the catalog lacks" 1 "no such dataset" $M tui --open nosuch
+
 # Not a terminal: the usage, as before, never a browser waiting for keys.
 fails "without a terminal, no arguments is a usage error" 2 "usage" $M < /dev/null
 done_testing

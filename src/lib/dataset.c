@@ -385,10 +385,11 @@ int mt_store_delete_version(mt_store *s, const char *dataset, const char *versio
 	if (!rc)
 		rc = mt_store_del(s, (const char *const *)&key, 1, err);
 	free(key);
-	if (!rc && !(key = mt_key_meta(dataset, version)))
+	if (rc)
+		return rc;
+	if (!(key = mt_key_meta(dataset, version)))
 		return mt_err(err, MT_ENOMEM, "out of memory");
-	if (!rc)
-		rc = mt_store_del(s, (const char *const *)&key, 1, err);
+	rc = mt_store_del(s, (const char *const *)&key, 1, err);
 	free(key);
 	return rc;
 }

@@ -329,6 +329,22 @@ MT_API const mt_attr *mt_reader_attr(const mt_reader *r, size_t i);
 /* Index of the attribute called `name`, or MT_ENOTFOUND. */
 MT_API int mt_reader_attr_index(const mt_reader *r, const char *name);
 MT_API int mt_reader_shard(const mt_reader *r, size_t i, mt_shard_info *out);
+/* One compressed chunk of one attribute inside a shard. */
+typedef struct mt_chunk_info {
+	const char *attr;    /* the attribute ("tokens/values", "tokens/offsets" when ragged) */
+	const char *dtype;   /* NumPy name of the stored values */
+	uint64_t offset;     /* byte offset in the shard object */
+	uint64_t bytes;      /* compressed bytes */
+	uint64_t first;      /* first unit (row, or item of a ragged attribute) */
+	uint64_t count;      /* units held */
+	uint64_t unit_bytes; /* uncompressed bytes per unit */
+} mt_chunk_info;
+/* Call fn for every chunk of shard i, attribute by attribute, in order.
+ * Reads the shard's chunk index (once per reader); fn's strings are
+ * borrowed for the call. */
+MT_API int mt_reader_chunks(mt_reader *r, size_t shard,
+			    void (*fn)(void *ud, const mt_chunk_info *c), void *ud, mt_error *err);
+
 /* The manifest as stored (borrowed JSON text). */
 MT_API const char *mt_reader_manifest(const mt_reader *r);
 

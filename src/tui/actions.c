@@ -446,3 +446,62 @@ int tui_gc_action(struct tui *t, int level, int64_t id)
 	tui_job_start(t, "gc-preview", title, NULL, gc_run, gc_previewed, tg, target_free);
 	return 0;
 }
+
+/* ---- a shard's chunk layout: read its chunk index, show it ---- */
+
+static void chunk_line(void *ud, const mt_chunk_info *c)
+{
+	struct tui_job *j = ud;
+	char human[32];
+	tui_job_log(j, "%-20s %-8s %12llu %10s  %llu..%llu (%llu x %llu B)", c->attr, c->dtype,
+		    (unsigned long long)c->offset, cli_human_bytes(c->bytes, human, sizeof human),
+		    (unsigned long long)c->first, (unsigned long long)(c->first + c->count),
+		    (unsigned long long)c->count, (unsigned long long)c->unit_bytes);
+}
+
+static int chunks_run(struct tui_job *j)
+{
+	struct target *tg = j->arg;
+	mt_error err = { 0 };
+	mt_store *s = tui_open_store(j, tg->ref.remote, &err);
+	mt_reader *r = NULL;
+	int rc = s ? mt_reader_open(s, tg->ref.dataset, tg->ref.version, &r, &err) : err.code;
+	if (!rc)
+		rc = mt_reader_chunks(r, (size_t)tg->ref.shard, chunk_line, j, &err);
+	mt_reader_close(r);
+	mt_store_close(s);
+	if (rc)
+		return job_fail(j, &err);
+	snprintf(j->result, sizeof j->result, "%zu chunks", j->nlog);
+	return 0;
+}
+
+static void chunks_read(struct tui *t, struct tui_job *j)
+{
+	struct target *tg = j->arg;
+	if (atomic_load(&j->state) != JOB_OK)
+		return;
+	pthread_mutex_lock(&j->lock);
+	char **lines = cli_xcalloc(j->nlog + 2, sizeof *lines);
+	size_t n = 0;
+	lines[n++] = cli_xasprintf("%-20s %-8s %12s %10s  %s", "ATTRIBUTE", "DTYPE", "OFFSET",
+				   "BYTES", "UNITS");
+	for (size_t i = 0; i < j->nlog; i++)
+		lines[n++] = cli_xstrdup(j->log[i]);
+	pthread_mutex_unlock(&j->lock);
+	char title[64];
+	snprintf(title, sizeof title, "chunks of shard %lld", (long long)tg->ref.shard);
+	tui_push(t, tui_text_view(title, lines, n));
+}
+
+int tui_chunks_action(struct tui *t, int64_t shard_id)
+{
+	struct target *tg = target_new(t, MT_CAT_SHARDS, shard_id);
+	if (!tg)
+		return -1;
+	char title[200];
+	snprintf(title, sizeof title, "chunks %s:%s@%s shard %lld", tg->ref.remote, tg->ref.dataset,
+		 tg->ref.version, (long long)tg->ref.shard);
+	tui_job_start(t, "chunks", title, NULL, chunks_run, chunks_read, tg, target_free);
+	return 0;
+}

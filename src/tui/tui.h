@@ -210,6 +210,8 @@ struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const cha
 
 /* Version actions shared by lists and details (actions.c). */
 int tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
+/* A shard's chunk layout, read by a job and shown when it is in. */
+int tui_chunks_action(struct tui *t, int64_t shard_id);
 /* Dataset/bucket-level gc with a preview. */
 int tui_gc_action(struct tui *t, int level, int64_t id);
 

@@ -297,6 +297,9 @@ static void list_open(struct tui *t, struct list *l)
 		mt_catalog_ref_free(&ref);
 		break;
 	}
+	case MT_CAT_SHARD:
+		tui_chunks_action(t, l->parent);
+		break;
 	case MT_CAT_VERSION:
 		if (!strcmp(r->cols[0], "attributes"))
 			tui_push(t, tui_list_view(t, MT_CAT_ATTRS, l->parent, "attributes"));

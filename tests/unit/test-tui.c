@@ -154,6 +154,11 @@ int main(void)
 	keys(&t, "S\n");
 	tap_ok(shows(&t, "sha256") && shows(&t, "datasets/tiny/shards/") && shows(&t, "never"),
 	       "shard details: sha256, key, verify status");
+	keys(&t, "\n");
+	tap_ok(shows(&t, "chunks of shard 0") && shows(&t, "image") && shows(&t, "uint8") &&
+		       shows(&t, "0..3 (3 x 20 B)"),
+	       "Enter on a shard shows its chunk layout");
+	keys(&t, "\x1b");
 	keys(&t, "\x1b\x1b");
 	keys(&t, "v");
 	keys(&t, "S\n");

@@ -47,7 +47,7 @@ const struct tui_key tui_keys[] = {
 	{ '[', 0, "[", "row-", "previous row of the attribute", ACT_ROW_PREV, K_MATRIX, 1 },
 	{ '#', 0, "#", "goto", "go to a row by number", ACT_ROW_GOTO, K_MATRIX, 1 },
 	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX, 1 },
-	{ ':', 0, ":", "cmd", "command line: sync [REMOTE], search TEXT, filter TEXT, jobs, help, quit", ACT_COMMAND, K_ALL, 1 },
+	{ ':', 0, ":", "cmd", "command line: sync, search TEXT, filter TEXT, jobs, history (past jobs), help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
 	{ 0, 0, NULL, NULL, NULL, ACT_NONE, 0, 0 },
 };

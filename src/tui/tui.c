@@ -192,6 +192,8 @@ void tui_command(struct tui *t, const char *line)
 		tui_sync_all(t);
 	} else if (!strcmp(word, "jobs")) {
 		tui_push(t, tui_jobs_view(t));
+	} else if (!strcmp(word, "history")) {
+		tui_push(t, tui_list_view(t, MT_CAT_JOBS, 0, "job history"));
 	} else if (!strcmp(word, "help")) {
 		tui_push(t, tui_help_view(t));
 	} else if (!strcmp(word, "search") && *rest) {
@@ -200,7 +202,7 @@ void tui_command(struct tui *t, const char *line)
 		top->ops->filter(t, top, rest);
 	} else {
 		tui_status(t, 1, "unknown command '%s' (try: sync, search TEXT, filter TEXT, jobs, "
-				 "help, quit)", line);
+				 "history, help, quit)", line);
 	}
 }
 
@@ -300,9 +302,12 @@ static void draw_title(struct tui *t)
 	for (size_t i = 0; i < t->njobs; i++)
 		running += atomic_load(&t->jobs[i]->state) == JOB_RUNNING;
 	char right[64] = "";
-	snprintf(right, sizeof right, "%s%s%d job%s running ", t->read_only ? "read-only  " : "",
-		 "", running, running == 1 ? "" : "s");
-	int rw = running ? disp_columns(right) : (t->read_only ? 11 : 0);
+	if (running)
+		snprintf(right, sizeof right, "%s%d job%s running ",
+			 t->read_only ? "read-only  " : "", running, running == 1 ? "" : "s");
+	else if (t->read_only)
+		snprintf(right, sizeof right, "read-only  ");
+	int rw = disp_columns(right);
 	/* Where one is matters more than where one started: cut the front. */
 	const char *shown = crumb;
 	while (disp_columns(shown) > w - rw - 1 && *shown) {
@@ -316,8 +321,7 @@ static void draw_title(struct tui *t)
 	} else {
 		disp_text(0, 0, w - rw, R_TITLE, crumb);
 	}
-	if (running || t->read_only)
-		disp_text(0, w - rw, rw, R_TITLE, running ? right : "read-only  ");
+	disp_text(0, w - rw, rw, R_TITLE, right);
 }
 
 static void draw_status(struct tui *t, int y)

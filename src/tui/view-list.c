@@ -300,6 +300,10 @@ static void list_open(struct tui *t, struct list *l)
 	case MT_CAT_SHARD:
 		tui_chunks_action(t, l->parent);
 		break;
+	case MT_CAT_JOBS:
+		snprintf(title, sizeof title, "job %s", r->cols[0]);
+		tui_push(t, tui_list_view(t, MT_CAT_JOB, r->id, title));
+		break;
 	case MT_CAT_VERSION:
 		if (!strcmp(r->cols[0], "attributes"))
 			tui_push(t, tui_list_view(t, MT_CAT_ATTRS, l->parent, "attributes"));

@@ -217,6 +217,13 @@ int main(void)
 	keys(&t, "search gold\n");
 	tap_ok(shows(&t, "search: gold") && shows(&t, "tiny"), ":search finds the edited tag");
 	keys(&t, ":");
+	keys(&t, "history\n");
+	tap_ok(shows(&t, "job history") && shows(&t, "verify") && shows(&t, "tags"),
+	       ":history lists the jobs recorded in the catalog");
+	keys(&t, "/verify\n\n");
+	tap_ok(shows(&t, "shard 0") && shows(&t, "ok"), "with each verified shard's result");
+	keys(&t, "\x1b\x1b");
+	keys(&t, ":");
 	keys(&t, "frobnicate\n");
 	tap_ok(shows(&t, "unknown command 'frobnicate'"), "an unknown command is reported");
 

@@ -418,7 +418,7 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	pthread_mutex_lock(&j->lock);
 	char **lines = cli_xcalloc(j->nlog + 2, sizeof *lines);
 	size_t n = 0;
-	lines[n++] = cli_xasprintf("gc would delete %s", j->result);
+	lines[n++] = cli_xasprintf("gc preview: %s", j->result);
 	for (size_t i = 0; i < j->nlog; i++)
 		lines[n++] = cli_xstrdup(j->log[i]);
 	pthread_mutex_unlock(&j->lock);

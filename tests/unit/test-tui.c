@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "tap.h"
 #include "tui.h"
@@ -226,6 +227,46 @@ int main(void)
 	keys(&t, ":");
 	keys(&t, "frobnicate\n");
 	tap_ok(shows(&t, "unknown command 'frobnicate'"), "an unknown command is reported");
+
+	/* Copy to another store: the version and its edited metadata arrive. */
+	keys(&t, "\x1b");
+	tap_ok(shows(&t, "lineage"), "back on the version");
+	char dst[400], copied[500];
+	snprintf(dst, sizeof dst, "file://%s/copy", root);
+	snprintf(copied, sizeof copied, "%s/copy/datasets/tiny/meta/v1.json", root);
+	keys(&t, "p");
+	keys(&t, dst);
+	keys(&t, "\n");
+	tap_ok(shows(&t, "1 shards sent"), "p copies the version to another store");
+	tap_ok(access(copied, F_OK) == 0, "with its metadata object");
+
+	/* gc: an old orphan shard is previewed, then deleted once confirmed. */
+	char orphan[500];
+	snprintf(orphan, sizeof orphan, "%s/store/datasets/tiny/shards/%064d.h5", root, 7);
+	FILE *of = fopen(orphan, "w");
+	if (of) {
+		fputs("orphan", of);
+		fclose(of);
+	}
+	struct utimbuf old = { time(NULL) - 7200, time(NULL) - 7200 };
+	utime(orphan, &old);
+	keys(&t, "\x1b\x1b");
+	/* The tag the filter matched is gone since the edit: clear it. */
+	keys(&t, "f");
+	tui_key(&t, DISP_CTRL('u'));
+	keys(&t, "\n");
+	keys(&t, "X");
+	tap_ok(shows(&t, "gc preview: 1 objects, 6 B would be deleted") &&
+		       shows(&t, "datasets/tiny/shards/00000000") &&
+		       shows(&t, "type 'delete'"),
+	       "X previews what gc would delete and asks");
+	keys(&t, "no\n");
+	tap_ok(access(orphan, F_OK) == 0, "anything but 'delete' keeps it");
+	keys(&t, "\x1b");
+	keys(&t, "X");
+	keys(&t, "delete\n");
+	tap_ok(access(orphan, F_OK) != 0, "'delete' deletes it");
+	keys(&t, "\x1b");
 
 	/* Sizes. */
 	disp_resize(200, 60);

@@ -71,7 +71,6 @@ out:
 
 const struct cli_cmd cli_cmd_describe = {
 	"describe", "DATASET@VERSION", describe_options, describe_exec,
-	"Change a version's description and tags (stored beside its manifest, which never "
-	"changes; info, ls and the catalog show the new values)",
+	"Change a version's description and tags (kept beside its immutable manifest)",
 	1, 1,
 };

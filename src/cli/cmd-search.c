@@ -50,7 +50,7 @@ static int search_exec(struct cli_ctx *ctx, const struct cli_args *a)
 
 const struct cli_cmd cli_cmd_search = {
 	"search", "WORD [WORD ...]", search_options, search_exec,
-	"Find versions whose dataset or version name, description, tags or attribute names "
-	"start with every WORD (in the catalog; lines: remote, dataset@version, tags, match)",
+	"Search the catalog: versions whose names, description, tags or attributes match every "
+	"WORD",
 	1, -1,
 };

@@ -134,8 +134,7 @@ static int sync_exec(struct cli_ctx *ctx, const struct cli_args *a)
 
 const struct cli_cmd cli_cmd_sync = {
 	"sync", "[REMOTE] | SRC DST [DATASET[@VERSION]]", sync_options, sync_exec,
-	"Refresh the catalog from the default store and every remote (or REMOTE; 'local' is "
-	"the default store), reading only manifests that changed; with SRC DST, copy versions "
-	"(default: all) from store SRC to DST, sending only the shards DST lacks",
+	"Refresh the catalog from every store (or REMOTE; 'local': the default one); with "
+	"SRC DST, copy versions between two stores",
 	0, 3,
 };

@@ -14,7 +14,6 @@ static int tui_exec(struct cli_ctx *ctx, const struct cli_args *a)
 
 const struct cli_cmd cli_cmd_tui = {
 	"tui", "", tui_options, tui_exec,
-	"Browse remotes, buckets, datasets, versions and shards; inspect, verify, copy, edit "
-	"and delete (what 'matorage' alone opens on a terminal)",
+	"The interactive browser and admin ('matorage' alone on a terminal opens it)",
 	0, 0,
 };

@@ -283,7 +283,7 @@ void tui_key(struct tui *t, int k)
 	case ACT_NONE:
 		break;
 	default:
-		tui_status(t, 0, "%s", a == ACT_NONE ? "" : "not here (? for help)");
+		tui_status(t, 0, "not here (? for help)");
 		break;
 	}
 }

@@ -96,6 +96,17 @@ static void keys(struct tui *t, const char *s)
 	settle(t);
 }
 
+/* A job that runs until canceled (at most 10 s), as a long copy would. */
+static int endless_run(struct tui_job *j)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (tui_job_progress(j, (uint64_t)i, 1000))
+			return MT_ECANCELED;
+		usleep(10000);
+	}
+	return 0;
+}
+
 static int max_line_width(struct tui *t)
 {
 	char *s = screen(t);
@@ -266,6 +277,20 @@ int main(void)
 	keys(&t, "X");
 	keys(&t, "delete\n");
 	tap_ok(access(orphan, F_OK) != 0, "'delete' deletes it");
+	keys(&t, "\x1b");
+
+	/* Cancel: c in the jobs list stops the job under the cursor. */
+	struct tui_job *j = tui_job_start(&t, "test", "endless", "bytes", endless_run, NULL, NULL,
+					  NULL);
+	tui_key(&t, 'J');
+	tui_draw(&t);
+	char *scr = disp_dump();
+	tap_ok(strstr(scr, "running") && strstr(scr, "endless"), "J lists the running job");
+	free(scr);
+	tui_key(&t, 'c');
+	keys(&t, "");
+	tap_ok(j && atomic_load(&j->state) == JOB_CANCELED && shows(&t, "canceled"),
+	       "c cancels it and the list says so");
 	keys(&t, "\x1b");
 
 	/* Sizes. */

@@ -11,9 +11,7 @@
 struct target {
 	mt_catalog_ref ref;
 	char *text;  /* typed input: tags, description, destination remote */
-	char **keys; /* gc: what the preview found */
-	size_t nkeys;
-	uint64_t bytes;
+	uint64_t found, bytes; /* gc: objects found and their bytes */
 	uint64_t shards_ok, shards_bad;
 };
 
@@ -24,9 +22,6 @@ static void target_free(void *arg)
 		return;
 	mt_catalog_ref_free(&tg->ref);
 	free(tg->text);
-	for (size_t i = 0; i < tg->nkeys; i++)
-		free(tg->keys[i]);
-	free(tg->keys);
 	free(tg);
 }
 
@@ -384,7 +379,7 @@ static int gc_run(struct tui_job *j)
 	if (rc)
 		return job_fail(j, &err);
 	char human[32];
-	tg->nkeys = (size_t)n;
+	tg->found = n;
 	tg->bytes = bytes;
 	snprintf(j->result, sizeof j->result, "%llu objects, %s %s", (unsigned long long)n,
 		 cli_human_bytes(bytes, human, sizeof human), dry ? "would be deleted" : "deleted");
@@ -411,7 +406,7 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	struct target *tg = j->arg;
 	if (atomic_load(&j->state) != JOB_OK)
 		return;
-	if (!tg->nkeys) {
+	if (!tg->found) {
 		tui_status(t, 0, "gc: nothing to delete");
 		return;
 	}

@@ -339,7 +339,21 @@ static void draw_status(struct tui *t, int y)
 		return;
 	}
 	disp_fill(y, 0, w, t->status_error ? R_ERROR : R_STATUS);
-	tui_text_cut(y, 0, w, t->status_error ? R_ERROR : R_STATUS, t->status);
+	/* The newest running job's progress stays in view at the right. */
+	char prog[256] = "";
+	for (size_t i = t->njobs; i-- > 0 && !t->status_error;) {
+		const struct tui_job *j = t->jobs[i];
+		if (j->quiet || atomic_load(&j->state) != JOB_RUNNING)
+			continue;
+		char p[128];
+		tui_job_progress_text(j, p, sizeof p);
+		snprintf(prog, sizeof prog, " %s: %s ", j->kind, p);
+		break;
+	}
+	int pw = disp_columns(prog) < w / 2 ? disp_columns(prog) : 0;
+	tui_text_cut(y, 0, w - pw, t->status_error ? R_ERROR : R_STATUS, t->status);
+	if (pw)
+		disp_text(y, w - pw, pw, R_KEY, prog);
 }
 
 void tui_draw(struct tui *t)

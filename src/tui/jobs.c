@@ -163,6 +163,23 @@ void tui_job_progress_text(const struct tui_job *j, char *buf, size_t cap)
 		 bytes ? "" : " ", bytes ? rate : j->unit ? j->unit : "", eta);
 }
 
+int tui_jobs_wait(struct tui *t, int ms)
+{
+	for (size_t i = 0; i < t->njobs; i++)
+		tui_job_cancel(t->jobs[i]);
+	for (int waited = 0;; waited += 10) {
+		int running = 0;
+		for (size_t i = 0; i < t->njobs; i++)
+			running += atomic_load(&t->jobs[i]->state) == JOB_RUNNING;
+		if (!running)
+			return 1;
+		if (waited >= ms)
+			return 0;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 void tui_jobs_stop(struct tui *t)
 {
 	for (size_t i = 0; i < t->njobs; i++)

@@ -450,9 +450,11 @@ int tui_main(struct cli_ctx *ctx, int read_only, const char *open)
 	}
 	tui_sync_all(&t);
 	int rc = tui_loop(&t);
-	/* Jobs end (canceled) before the screen goes, so nothing prints over it. */
-	tui_jobs_stop(&t);
 	disp_close();
-	tui_free(&t);
+	/* A job stuck on an unanswering server must not hold the terminal: when
+	 * one has not seen its cancel in time, the process exits around it (its
+	 * catalog writes are transactions, so nothing is left half done). */
+	if (tui_jobs_wait(&t, 3000))
+		tui_free(&t);
 	return rc;
 }

@@ -134,8 +134,10 @@ void tui_job_cancel(struct tui_job *j);
 int tui_jobs_poll(struct tui *t);
 /* Progress as text: "37% 120 MiB of 1 GiB, 40 MiB/s, ETA 0:21". */
 void tui_job_progress_text(const struct tui_job *j, char *buf, size_t cap);
-/* Cancel every job and wait for them (quitting). */
+/* Cancel every job and wait for them, then free them (quitting). */
 void tui_jobs_stop(struct tui *t);
+/* Cancel every job; 1 once all have ended, 0 if some still run after ms. */
+int tui_jobs_wait(struct tui *t, int ms);
 struct view *tui_jobs_view(struct tui *t);
 /* Open the store the catalog calls `remote` (on a worker thread only:
  * this may wait on the network). */

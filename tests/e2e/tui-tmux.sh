@@ -23,10 +23,19 @@ check "a dataset of 16 shards" $M put big x="$WORK/big.npy" --shard-rows 4
 # A remote nobody answers at: the browser must mark it offline, not hang.
 check "an unreachable remote" $M remote add far s3://nowhere --endpoint http://127.0.0.1:9
 
+# And one that accepts connections and never answers: quitting must not wait for it.
+"$PY" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True); time.sleep(120)' > "$WORK/mute.port" &
+MUTE_PID=$!
+for _ in $(seq 50); do [ -s "$WORK/mute.port" ] && break; sleep 0.1; done
+check "a remote that never answers" $M remote add mute s3://silent --endpoint "http://127.0.0.1:$(cat "$WORK/mute.port")"
+
 SOCK="$WORK/tmux.sock"
 tmx() { tmux -S "$SOCK" -f /dev/null "$@"; }
 tui_cleanup() {
 	tmx kill-server 2> /dev/null
+	kill "$MUTE_PID" 2> /dev/null
 	mt_cleanup
 }
 trap tui_cleanup EXIT
@@ -88,8 +97,8 @@ check "and the version is still there" $M info tiny@v1
 
 tmx resize-window -t mt -x 200 -y 60
 expect "redrawn at 200x60" "zstd level"
-ok $([ "$(screen | awk '{ if (length($0) > m) m = length($0) } END { print m }')" -le 200 ]; echo $?) \
-	"no line wider than 200"
+width=$(screen | wc -L)
+ok $([ "$width" -le 200 ] && [ "$width" -gt 80 ]; echo $?) "lines use the width, none wider than 200: $width"
 tmx resize-window -t mt -x 80 -y 24
 keys C-l
 expect "redrawn at 80x24" "lineage"
@@ -107,9 +116,12 @@ if [ "$OBJ_MODE" = s3 ]; then
 	s3_faults clear
 fi
 
+keys J
+expect "the sync of the silent remote is still running" "sync mute"
 keys q
 for _ in $(seq 100); do [ -s "$WORK/exit" ] && break; sleep 0.1; done
-ok $(grep -q 'exited 0' "$WORK/exit" 2> /dev/null; echo $?) "q quits with status 0"
+ok $(grep -q 'exited 0' "$WORK/exit" 2> /dev/null; echo $?) \
+	"q quits with status 0 within 10 s, a job stuck on the network or not"
 ok $([ ! -s "$WORK/stderr" ]; echo $?) "nothing was printed over the screen"
 [ -s "$WORK/stderr" ] && sed 's/^/# stderr: /' "$WORK/stderr"
 

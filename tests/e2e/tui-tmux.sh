@@ -63,6 +63,7 @@ keys() { tmx send-keys -t mt "$@"; }
 tmx new-session -d -s mt -x 80 -y 24 \
 	"env MATORAGE_STORE='$MATORAGE_STORE' XDG_DATA_HOME='$XDG_DATA_HOME' MATORAGE_CONFIG='$MATORAGE_CONFIG' TERM=tmux-256color $M 2> '$WORK/stderr'; echo exited \$? > '$WORK/exit'; sleep 30"
 expect "matorage with no arguments on a terminal opens the browser" "matorage › remotes"
+ok $(tmx capture-pane -e -p -t mt | grep -q $'\e\\[[0-9;]*3[0-7]m'; echo $?) "colours on a colour terminal"
 expect "the store is synced into the catalog" "sync local:"
 expect "the unreachable remote is marked offline" "offline"
 keys Enter
@@ -127,10 +128,13 @@ ok $([ ! -s "$WORK/stderr" ]; echo $?) "nothing was printed over the screen"
 
 # Straight to a dataset's versions, as the demo does.
 tmx new-session -d -s open -x 80 -y 24 \
-	"env MATORAGE_STORE='$MATORAGE_STORE' XDG_DATA_HOME='$XDG_DATA_HOME' MATORAGE_CONFIG='$MATORAGE_CONFIG' $M tui --open tiny --read-only"
+	"env NO_COLOR=1 MATORAGE_STORE='$MATORAGE_STORE' XDG_DATA_HOME='$XDG_DATA_HOME' MATORAGE_CONFIG='$MATORAGE_CONFIG' $M tui --open tiny --read-only"
 for _ in $(seq 100); do tmx capture-pane -p -t open | grep -q "VERSION  CREATED" && break; sleep 0.1; done
 out=$(tmx capture-pane -p -t open)
 ok $(grep -q "› tiny" <<< "$out" && grep -q "read-only" <<< "$out"; echo $?) "tui --open DATASET starts on its versions"
+out=$(tmx capture-pane -e -p -t open)
+ok $(! grep -q $'\e\\[[0-9;]*[34][0-7]m' <<< "$out" && grep -q $'\e\\[[0-9;]*7m' <<< "$out"; echo $?) \
+	"NO_COLOR: no colours, the selection in reverse video"
 tmx send-keys -t open q
 fails "tui --open of a dataset the catalog lacks" 1 "no such dataset" $M tui --open nosuch
 

@@ -14,7 +14,7 @@
 /* Order is the help screen's and the footer's. */
 const struct tui_key tui_keys[] = {
 	{ '?', FN(KEY_F(1)), "?", "help", "this help, generated from the key table", ACT_HELP, K_ALL, 1 },
-	{ 'q', 0, "q", "quit", "quit (running jobs are canceled)", ACT_QUIT, K_ALL, 1 },
+	{ 'q', DISP_CTRL('c'), "q", "quit", "quit, also Ctrl-C (running jobs are canceled)", ACT_QUIT, K_ALL, 1 },
 	{ FN(KEY_ENTER), '\n', "Enter", "open", "open the row: remote > bucket > dataset > version > shard > its chunk layout", ACT_OPEN, K_LIST | K_VERSION | K_JOBS, 1 },
 	{ FN(KEY_BACKSPACE), 127, "Bksp", "back", "back to the view this one was opened from", ACT_BACK, K_ALL, 0 },
 	{ ESC, 0, "Esc", "back", "close the prompt, else go back", ACT_ESC, K_ALL, 0 },

@@ -663,6 +663,9 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 			rc = cat_put_version(c, ds, m, lm, lmeta, err);
 			pthread_mutex_unlock(&c->lock);
 			stats->versions_read++;
+		} else if (rc == MT_ENOTFOUND) {
+			/* Deleted since the listing: the next sync drops it. */
+			rc = 0;
 		} else if (rc == MT_EFORMAT || rc == MT_ECORRUPT) {
 			if (!bad.code) {
 				if (err)

@@ -435,7 +435,9 @@ int tui_goto_dataset(struct tui *t, const char *dataset)
 
 int tui_main(struct cli_ctx *ctx, int read_only, const char *open)
 {
-	struct tui t;
+	/* Static: when a stuck job is left running at exit, what it uses stays
+	 * reachable rather than leaked. */
+	static struct tui t;
 	mt_error err = { 0 };
 	if (tui_init(&t, ctx, NULL, read_only, &err))
 		return cli_fail(&err);

@@ -73,6 +73,10 @@ int disp_open_tty(int mono)
 	curs_set(0);
 	/* Esc must act at once, not wait for an escape sequence. */
 	set_escdelay(25);
+	/* Clicks and the wheel; Shift still selects text in most terminals. */
+	mousemask(BUTTON1_CLICKED | BUTTON1_DOUBLE_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED,
+		  NULL);
+	mouseinterval(200);
 	D.mono = mono;
 	D.colour = !mono && has_colors();
 	if (D.colour)
@@ -267,6 +271,26 @@ int disp_key(int timeout_ms)
 	if (r == OK)
 		return (int)ch;
 	return -1;
+}
+
+int disp_mouse(int *y, int *x, int *what)
+{
+	MEVENT ev;
+	if (!D.tty || getmouse(&ev) != OK)
+		return -1;
+	*y = ev.y;
+	*x = ev.x;
+	if (ev.bstate & BUTTON1_DOUBLE_CLICKED)
+		*what = MOUSE_DOUBLE;
+	else if (ev.bstate & BUTTON1_CLICKED)
+		*what = MOUSE_CLICK;
+	else if (ev.bstate & BUTTON4_PRESSED)
+		*what = MOUSE_WHEEL_UP;
+	else if (ev.bstate & BUTTON5_PRESSED)
+		*what = MOUSE_WHEEL_DOWN;
+	else
+		return -1;
+	return 0;
 }
 
 char *disp_dump(void)

@@ -57,6 +57,11 @@ void disp_flush(int full);
 /* The next key within timeout_ms (-1: none yet).  Terminal only. */
 int disp_key(int timeout_ms);
 
+/* After a DISP_FN | KEY_MOUSE key: where, and what happened; 0, or -1
+ * when the event is none of these. */
+enum { MOUSE_CLICK = 1, MOUSE_DOUBLE, MOUSE_WHEEL_UP, MOUSE_WHEEL_DOWN };
+int disp_mouse(int *y, int *x, int *what);
+
 /* The screen as text lines (trailing blanks cut), malloc'ed. */
 char *disp_dump(void);
 

@@ -231,6 +231,21 @@ void tui_key(struct tui *t, int k)
 		return;
 	}
 	struct view *v = tui_top(t);
+	int my, mx, what;
+	if (k == (DISP_FN | KEY_MOUSE)) {
+		if (!v || disp_mouse(&my, &mx, &what))
+			return;
+		if (what == MOUSE_WHEEL_UP || what == MOUSE_WHEEL_DOWN) {
+			for (int i = 0; i < 3; i++)
+				v->ops->key(t, v, what == MOUSE_WHEEL_UP ? ACT_UP : ACT_DOWN, 0);
+		} else if (v->ops->click) {
+			v->ops->click(t, v, my);
+			if (what == MOUSE_DOUBLE)
+				v->ops->key(t, v, ACT_OPEN, 0);
+		}
+		t->dirty = 1;
+		return;
+	}
 	enum tui_action a = tui_key_action(t, k, view_scope(v));
 	int r = v && a != ACT_NONE ? v->ops->key(t, v, a, k) : V_IGNORED;
 	if (r == V_CLOSE) {

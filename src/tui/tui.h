@@ -70,6 +70,8 @@ struct view_ops {
 	void (*reload)(struct tui *t, struct view *v);
 	/* Keep only rows containing text ("": all); NULL where that makes no sense. */
 	void (*filter)(struct tui *t, struct view *v, const char *text);
+	/* A click on screen line y (NULL: clicks do nothing there). */
+	void (*click)(struct tui *t, struct view *v, int y);
 	void (*free)(struct view *v);
 };
 

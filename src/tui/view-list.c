@@ -26,6 +26,7 @@ struct list {
 	struct row *rows;
 	size_t n, cap;
 	size_t cur, top;
+	int first_y; /* screen line of row `top`, for clicks */
 	int *widths;
 	char filter[256];
 	char search[256];
@@ -178,6 +179,7 @@ static void list_draw(struct tui *t, struct view *v, int top, int bottom)
 		l->top = l->cur;
 	if (l->cur >= l->top + (size_t)rows)
 		l->top = l->cur - (size_t)rows + 1;
+	l->first_y = y;
 	for (size_t i = l->top; i < l->n && y < bottom; i++, y++) {
 		const struct row *r = &l->rows[i];
 		int role = i == l->cur ? R_SELECTED : r->role;
@@ -433,6 +435,13 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	}
 }
 
+static void list_click(struct tui *t, struct view *v, int y)
+{
+	struct list *l = (struct list *)v;
+	if (y >= l->first_y && l->top + (size_t)(y - l->first_y) < l->n)
+		l->cur = l->top + (size_t)(y - l->first_y);
+}
+
 static void list_reload(struct tui *t, struct view *v)
 {
 	struct list *l = (struct list *)v;
@@ -450,16 +459,16 @@ static void list_free(struct view *v)
 }
 
 static const struct view_ops catalog_ops = {
-	"list", K_LIST, list_draw, list_key, list_reload, list_filter, list_free,
+	"list", K_LIST, list_draw, list_key, list_reload, list_filter, list_click, list_free,
 };
 static const struct view_ops version_ops = {
-	"version", K_VERSION, list_draw, list_key, list_reload, NULL, list_free,
+	"version", K_VERSION, list_draw, list_key, list_reload, NULL, list_click, list_free,
 };
 static const struct view_ops jobs_ops = {
-	"jobs", K_JOBS, list_draw, list_key, NULL, NULL, list_free,
+	"jobs", K_JOBS, list_draw, list_key, NULL, NULL, list_click, list_free,
 };
 static const struct view_ops text_ops = {
-	"text", K_TEXT, list_draw, list_key, NULL, NULL, list_free,
+	"text", K_TEXT, list_draw, list_key, NULL, NULL, list_click, list_free,
 };
 
 struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char *title)

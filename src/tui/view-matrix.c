@@ -459,7 +459,7 @@ static void mx_free(struct view *v)
 }
 
 static const struct view_ops matrix_ops = {
-	"matrix", K_MATRIX, mx_draw, mx_key, NULL, NULL, mx_free,
+	"matrix", K_MATRIX, mx_draw, mx_key, NULL, NULL, NULL, mx_free,
 };
 
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr)

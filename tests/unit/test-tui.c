@@ -163,6 +163,16 @@ int main(void)
 	keys(&t, "\n");
 	tap_ok(shows(&t, "rows          3") && shows(&t, "lineage") && shows(&t, "ratio"),
 	       "version details: rows, lineage, ratio");
+	/* A click on the "attributes" line, then opening it, as a double click does. */
+	char *scr0 = screen(&t);
+	int line = 0;
+	for (char *p = scr0; p && strncmp(p, "attributes ", 11); p = strchr(p, '\n'), p = p ? p + 1 : p)
+		line++;
+	free(scr0);
+	tui_top(&t)->ops->click(&t, tui_top(&t), line);
+	tui_top(&t)->ops->key(&t, tui_top(&t), ACT_OPEN, 0);
+	tap_ok(shows(&t, "ATTRIBUTE") && shows(&t, "uint8"), "clicking a row selects it (mouse)");
+	keys(&t, "\x1b");
 	keys(&t, "S\n");
 	tap_ok(shows(&t, "sha256") && shows(&t, "datasets/tiny/shards/") && shows(&t, "never"),
 	       "shard details: sha256, key, verify status");

@@ -674,6 +674,9 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 			}
 			rc = 0;
 		}
+		/* A version skipped leaves no error behind for a sync that succeeds. */
+		if (!rc && err)
+			*err = (mt_error){0};
 		mt_manifest_free(m);
 	}
 	pthread_mutex_lock(&c->lock);

@@ -166,10 +166,13 @@ static int copy_meta(copy_ctx *c, const char *dataset, const char *version, mt_e
 		return mt_err(err, MT_ENOMEM, "copy: out of memory");
 	void *data = NULL;
 	size_t len = 0;
-	int rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, &data, &len, err);
+	mt_error e = {0};
+	int rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, &data, &len, &e);
 	if (rc == MT_ENOTFOUND)
 		rc = 0;
-	else if (!rc)
+	else if (rc)
+		mt_err_copy(err, &e);
+	else
 		rc = c->dst->ops->put(c->dst, key, data, len, 0, err);
 	free(data);
 	free(key);

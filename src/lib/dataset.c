@@ -304,10 +304,14 @@ int mt_dataset_load_meta(mt_store *s, mt_manifest *m, mt_error *err)
 		return mt_err(err, MT_ENOMEM, "out of memory");
 	void *data = NULL;
 	size_t len = 0;
-	int rc = mt_store_get(s, key, 0, UINT64_MAX, &data, &len, err);
+	/* No metadata object is the usual case, not an error to leave in err. */
+	mt_error e = {0};
+	int rc = mt_store_get(s, key, 0, UINT64_MAX, &data, &len, &e);
 	if (rc == MT_ENOTFOUND)
 		rc = 0;
-	else if (!rc)
+	else if (rc)
+		mt_err_copy(err, &e);
+	else
 		rc = mt_meta_apply(m, data, len, key, err);
 	free(data);
 	free(key);

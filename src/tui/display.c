@@ -124,11 +124,6 @@ int disp_height(void)
 	return D.h;
 }
 
-int disp_colour(void)
-{
-	return D.colour;
-}
-
 void disp_clear(void)
 {
 	for (int i = 0; i < D.w * D.h; i++)

@@ -35,8 +35,6 @@ void disp_close(void);
 void disp_resize(int w, int h);
 int disp_width(void);
 int disp_height(void);
-/* Whether colours are in use (else the monochrome scheme). */
-int disp_colour(void);
 
 /* Blank the buffer. */
 void disp_clear(void);

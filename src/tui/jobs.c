@@ -48,7 +48,6 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 	j->finish = finish;
 	j->arg = arg;
 	j->free_arg = free_arg;
-	j->view = tui_top(t) ? tui_top(t)->serial : 0;
 	pthread_mutex_init(&j->lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &j->started);
 	mt_error err;

@@ -78,7 +78,7 @@ struct view_ops {
 struct view {
 	const struct view_ops *ops;
 	char title[256];   /* breadcrumb part */
-	unsigned serial;   /* identifies the view to jobs that finish later */
+	unsigned serial;   /* identifies the view to a prompt answered later */
 };
 
 /* ---- jobs (jobs.c) ---- */
@@ -117,7 +117,6 @@ struct tui_job {
 	void (*finish)(struct tui *t, struct tui_job *j);
 	void *arg;
 	void (*free_arg)(void *arg);
-	unsigned view;         /* serial of the view that asked, 0: none */
 	int quiet;             /* a view's own reading: no status line, not listed */
 };
 

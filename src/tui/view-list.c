@@ -76,8 +76,8 @@ static int list_catalog_row(void *ud, const mt_catalog_row *row)
 	/* Trouble stands out: offline remotes, damaged shards, failed jobs. */
 	if (l->level == MT_CAT_REMOTES && !strcmp(row->cols[2], "offline"))
 		role = R_OFFLINE;
-	if (l->level == MT_CAT_SHARDS && strcmp(row->cols[5], "-") && strcmp(row->cols[5], "ok"))
-		role = R_OFFLINE;
+	if (l->level == MT_CAT_SHARDS && strcmp(row->cols[5], "-"))
+		role = strcmp(row->cols[5], "ok") ? R_OFFLINE : R_GOOD;
 	list_add(l, row->id, row->cols, role);
 	return 0;
 }

@@ -48,6 +48,30 @@ static void write_dataset(const char *url)
 	mt_store_close(s);
 }
 
+/* "seq": ragged int32 token rows (row i: i+1 tokens 100*i+k) and float16 scores. */
+static void write_ragged(const char *url)
+{
+	mt_store *s;
+	mt_error err = { 0 };
+	static const mt_attr attrs[] = {
+		{ "tokens", MT_INT32, 0, { 0 }, 1 },
+		{ "score", MT_FLOAT16, 0, { 0 }, 0 },
+	};
+	int32_t tok[6] = { 0, 100, 101, 200, 201, 202 };
+	uint64_t lens[3] = { 1, 2, 3 };
+	uint16_t score[3] = { 0x3c00, 0xc000, 0x3800 }; /* 1, -2, 0.5 */
+	const void *data[2] = { tok, score };
+	const uint64_t *lengths[2] = { lens, NULL };
+	mt_writer *w;
+	if (mt_store_open(url, &s, &err) || mt_writer_open(s, "seq", attrs, 2, NULL, &w, &err) ||
+	    mt_writer_append(w, 3, data, lengths, &err) || mt_writer_commit(w, NULL, 0, &err)) {
+		tap_diag("%s", err.message);
+		exit(1);
+	}
+	mt_writer_close(w);
+	mt_store_close(s);
+}
+
 /* Let jobs finish (at most 20 s), as the loop would between keys. */
 static void settle(struct tui *t)
 {
@@ -133,6 +157,7 @@ int main(void)
 	snprintf(cfg, sizeof cfg, "%s/config.json", root);
 	setenv("MATORAGE_CONFIG", cfg, 1);
 	write_dataset(url);
+	write_ragged(url);
 
 	struct cli_ctx ctx = { 0 };
 	mt_store_opts_init(&ctx.store_opts);
@@ -228,6 +253,20 @@ int main(void)
 	keys(&t, "\x1b");
 	tap_ok(shows(&t, "lineage"), "Esc drops the delete prompt");
 
+	/* The matrix viewer on a ragged attribute and on float16 scalars. */
+	keys(&t, ":");
+	keys(&t, "search seq\n\n");
+	keys(&t, "A\n");
+	keys(&t, "]]");
+	tap_ok(shows(&t, "tokens  int32") && shows(&t, "row 2 of 3") && shows(&t, "202"),
+	       "a ragged row shows its items (row 2: 200, 201, 202)");
+	keys(&t, "\x1b");
+	keys(&t, "j\n");
+	tap_ok(shows(&t, "score  float16") && shows(&t, "rows 0-2 of 3") && shows(&t, "-2") &&
+		       shows(&t, "0.5"),
+	       "float16 scalars show as numbers, a page of rows at once");
+	keys(&t, "\x1b\x1b\x1b\x1b");
+
 	/* Help and the command line. */
 	keys(&t, "?");
 	tap_ok(shows(&t, "this help, generated from the key table"), "? shows the key table");
@@ -276,6 +315,7 @@ int main(void)
 	keys(&t, "f");
 	tui_key(&t, DISP_CTRL('u'));
 	keys(&t, "\n");
+	keys(&t, "/tiny\n");
 	keys(&t, "X");
 	tap_ok(shows(&t, "gc preview: 1 objects, 6 B would be deleted") &&
 		       shows(&t, "datasets/tiny/shards/00000000") &&

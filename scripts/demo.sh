@@ -49,18 +49,23 @@ EOF
 		--description "matorage demo: synthetic 28x28 images with labels" --tag demo
 fi
 
-# Until the TUI exists the demo is this printout; then it ends by opening the TUI here.
-step "matorage info demo"
-"$M" info demo
-step "matorage cat demo label --rows 0:10"
-"$M" cat demo label --rows 0:10 | tr '\n' ' '
-echo
 cat <<EOF
 
 The demo lives in the default local store (matorage(1), FILES). Try next:
+  $M                  (the browser: Enter opens, ? lists the keys, q quits)
   $M ls -l
   $M info demo --shards
+  $M search demo
   $M get demo image -o /tmp/demo-images.npy --rows 0:100
   $M verify demo
   man $ROOT/doc/matorage.1
 EOF
+"$M" sync local > /dev/null
+# On a terminal the demo ends in the browser, on the demo dataset's versions;
+# elsewhere (a pipe, CI) it prints what the browser would have shown.
+if [ -t 0 ] && [ -t 1 ]; then
+	step "opening the browser on the demo dataset (q quits)"
+	exec "$M" tui --open demo
+fi
+step "matorage info demo"
+"$M" info demo

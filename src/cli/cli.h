@@ -60,7 +60,7 @@ struct cli_cmd {
 
 extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, cli_cmd_info,
 	cli_cmd_verify, cli_cmd_rm, cli_cmd_gc, cli_cmd_push, cli_cmd_pull, cli_cmd_sync,
-	cli_cmd_remote;
+	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui;
 
 /* ---- cli-util.c ---- */
 
@@ -149,10 +149,27 @@ const char *cli_shape_str(const mt_attr *a, char *buf, size_t cap);
 /* ---- cmd-sync.c ---- */
 
 /* Options of push, pull and sync, and the copy they all run: spec is
- * DATASET[@VERSION] or NULL (everything); prints a summary line. */
+ * DATASET[@VERSION] or NULL (everything); prints a summary line.  dst_name
+ * names dst in the catalog, which learns what was copied. */
 extern const struct cli_option cli_copy_options[];
 int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, mt_store *dst,
-		 const char *spec);
+		 const char *dst_name, const char *spec);
+
+/* ---- cli-catalog.c ---- */
+
+/* The catalog's name for the default store. */
+#define CLI_LOCAL "local"
+/* The catalog's name for the store of --store: the remote or URL given, else CLI_LOCAL. */
+const char *cli_store_name(const struct cli_ctx *ctx);
+/* After a write: bring the catalog's view of `dataset` (NULL: every dataset) of store s,
+ * called `name`, up to date; a failure is a warning on stderr, never an error. */
+void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
+
+/* ---- tui (src/tui) ---- */
+
+/* The interactive browser on the terminal, on dataset `open`'s versions when
+ * not NULL; returns an exit status. */
+int tui_main(struct cli_ctx *ctx, int read_only, const char *open);
 
 /* ---- progress.c ---- */
 

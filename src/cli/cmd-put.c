@@ -212,6 +212,7 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	cli_progress_end(p);
 	p = NULL;
 	printf("%s@%s\n", ref.dataset, version);
+	cli_catalog_note(cli_store_name(ctx), s, ref.dataset);
 out:
 	cli_progress_end(p);
 	mt_writer_close(w);

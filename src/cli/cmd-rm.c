@@ -26,8 +26,10 @@ static int rm_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		rc = CLI_FAIL;
 	else if (mt_store_delete_version(s, ref.dataset, ref.version, &err))
 		rc = cli_fail(&err);
-	else
+	else {
 		printf("removed %s@%s\n", ref.dataset, ref.version);
+		cli_catalog_note(cli_store_name(ctx), s, ref.dataset);
+	}
 out:
 	cli_ref_free(&ref);
 	return rc;

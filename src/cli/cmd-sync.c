@@ -1,4 +1,5 @@
-/* cmd-sync.c — `matorage sync`: copy versions between any two stores; the copy that push and pull run too. */
+/* cmd-sync.c — `matorage sync`: refresh the catalog from the stores, or copy versions between two stores (the copy push and pull run too). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,8 +10,14 @@ const struct cli_option cli_copy_options[] = {
 	{ NULL, 0, NULL, NULL },
 };
 
+static const struct cli_option sync_options[] = {
+	{ "threads", 'j', "N", "copying: shards copied at once (default 8)" },
+	{ "full", 0, NULL, "refreshing: read every manifest again, changed or not" },
+	{ NULL, 0, NULL, NULL },
+};
+
 int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, mt_store *dst,
-		 const char *spec)
+		 const char *dst_name, const char *spec)
 {
 	struct cli_ref ref = { 0 };
 	int threads = 0;
@@ -44,15 +51,81 @@ int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, m
 		       (unsigned long long)st.versions_present, (unsigned long long)st.shards, sent,
 		       (unsigned long long)st.shards_present, present);
 	}
+	/* Even a failed copy may have committed some versions. */
+	if (st.versions)
+		cli_catalog_note(dst_name, dst, ref.dataset);
 	cli_ref_free(&ref);
+	return rc;
+}
+
+/* Refresh what the catalog knows of one store; a store that cannot be opened
+ * or read is marked offline there. */
+static int sync_refresh_one(struct cli_ctx *ctx, mt_catalog *c, const char *name,
+			    const char *url, int flags)
+{
+	mt_error err = { 0 };
+	mt_store *s = NULL;
+	if (mt_store_open_opts(url, &ctx->store_opts, &s, &err)) {
+		mt_error e2;
+		mt_catalog_set_offline(c, name, url ? url : name, err.message, &e2);
+		return cli_fail(&err);
+	}
+	cli_catch_interrupt();
+	struct cli_progress *p = cli_progress_begin(ctx, name, 0);
+	mt_catalog_sync_stats st;
+	int rc = mt_catalog_sync(c, name, s, NULL, flags, cli_progress_fn, p, &st, &err);
+	cli_progress_end(p);
+	if (rc)
+		rc = cli_fail(&err);
+	else if (!ctx->quiet)
+		printf("%s: %" PRIu64 " dataset(s), %" PRIu64 " version(s): %" PRIu64 " read, %" PRIu64
+		       " unchanged, %" PRIu64 " dropped\n", name, st.datasets, st.versions,
+		       st.versions_read, st.versions - st.versions_read, st.versions_removed);
+	mt_store_close(s);
+	return rc;
+}
+
+/* `sync [REMOTE]`: the default store and every remote, or the one named. */
+static int sync_refresh(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	mt_catalog *c;
+	mt_error err = { 0 };
+	int flags = cli_has(a, "full") ? MT_CATALOG_FULL : 0;
+	if (mt_catalog_open(NULL, &c, &err))
+		return cli_fail(&err);
+	int rc = CLI_OK;
+	if (a->argc == 1) {
+		const char *name = a->argv[0];
+		rc = sync_refresh_one(ctx, c, name, strcmp(name, CLI_LOCAL) ? name : NULL, flags);
+	} else {
+		mt_remote *r = NULL;
+		size_t n = 0;
+		rc = sync_refresh_one(ctx, c, CLI_LOCAL, ctx->store_url, flags);
+		if (mt_remotes_list(&r, &n, &err))
+			rc = cli_fail(&err);
+		/* One unreachable remote does not keep the others stale. */
+		for (size_t i = 0; i < n && !cli_interrupted; i++)
+			if (sync_refresh_one(ctx, c, r[i].name, r[i].name, flags) != CLI_OK)
+				rc = CLI_FAIL;
+		mt_remotes_free(r, n);
+	}
+	mt_catalog_close(c);
 	return rc;
 }
 
 static int sync_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
+	if (a->argc < 2) {
+		if (cli_has(a, "threads"))
+			return cli_usage_error(a->cmd, "--threads is for copying (SRC DST)");
+		return sync_refresh(ctx, a);
+	}
+	if (cli_has(a, "full"))
+		return cli_usage_error(a->cmd, "--full is for refreshing the catalog");
 	mt_store *src = cli_store_open(ctx, a->argv[0]);
 	mt_store *dst = src ? cli_store_open(ctx, a->argv[1]) : NULL;
-	int rc = src && dst ? cli_copy_run(ctx, a, src, dst, a->argc > 2 ? a->argv[2] : NULL)
+	int rc = src && dst ? cli_copy_run(ctx, a, src, dst, a->argv[1],
+					   a->argc > 2 ? a->argv[2] : NULL)
 			    : CLI_FAIL;
 	mt_store_close(dst);
 	mt_store_close(src);
@@ -60,8 +133,8 @@ static int sync_exec(struct cli_ctx *ctx, const struct cli_args *a)
 }
 
 const struct cli_cmd cli_cmd_sync = {
-	"sync", "SRC DST [DATASET[@VERSION]]", cli_copy_options, sync_exec,
-	"Copy versions (default: every version of every dataset) from store SRC to store DST, "
-	"sending only the shards DST lacks",
-	2, 3,
+	"sync", "[REMOTE] | SRC DST [DATASET[@VERSION]]", sync_options, sync_exec,
+	"Refresh the catalog from every store (or REMOTE; 'local': the default one); with "
+	"SRC DST, copy versions between two stores",
+	0, 3,
 };

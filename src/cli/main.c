@@ -4,14 +4,15 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 /* In the order `matorage --help` lists them: looking before changing. */
 static const struct cli_cmd *const main_cmds[] = {
-	&cli_cmd_ls, &cli_cmd_info, &cli_cmd_cat, &cli_cmd_get, &cli_cmd_put,
-	&cli_cmd_verify, &cli_cmd_rm, &cli_cmd_gc, &cli_cmd_push, &cli_cmd_pull, &cli_cmd_sync,
-	&cli_cmd_remote, NULL,
+	&cli_cmd_ls, &cli_cmd_info, &cli_cmd_search, &cli_cmd_cat, &cli_cmd_get, &cli_cmd_put,
+	&cli_cmd_describe, &cli_cmd_verify, &cli_cmd_rm, &cli_cmd_gc, &cli_cmd_push,
+	&cli_cmd_pull, &cli_cmd_sync, &cli_cmd_remote, &cli_cmd_tui, NULL,
 };
 
 /* Global options (cli_global_options) come before the command and are also accepted
@@ -63,7 +64,7 @@ static void main_help(void)
 	main_usage(stdout);
 	fputs("\nVersioned, sharded numeric datasets in an object store.\n\nCommands:\n", stdout);
 	for (size_t i = 0; main_cmds[i]; i++)
-		printf("  %-7s %s\n", main_cmds[i]->name, main_cmds[i]->summary);
+		printf("  %-9s %s\n", main_cmds[i]->name, main_cmds[i]->summary);
 	fputs("\nGlobal options:\n", stdout);
 	main_print_options(stdout, cli_global_options);
 	main_print_options(stdout, main_options);
@@ -146,7 +147,12 @@ static int main_globals(int argc, char **argv, struct cli_ctx *ctx, int *rc)
 		}
 	}
 	if (i == argc) {
-		/* The interactive browser will live here; until then this is a usage error. */
+		/* On a terminal, no command means the browser; in a pipe or a script
+		 * it stays a usage error, so nothing waits for keys that never come. */
+		if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
+			*rc = tui_main(ctx, 0, NULL);
+			return -1;
+		}
 		main_usage(stderr);
 		*rc = CLI_USAGE;
 		return -1;

@@ -157,6 +157,28 @@ static int dst_manifest_same(copy_ctx *c, const char *key, const char *what, con
 		      what, mt_store_url(c->dst));
 }
 
+/* Edited descriptions and tags travel with the version; an unedited version
+ * leaves whatever dst holds alone. */
+static int copy_meta(copy_ctx *c, const char *dataset, const char *version, mt_error *err)
+{
+	char *key = mt_key_meta(dataset, version);
+	if (!key)
+		return mt_err(err, MT_ENOMEM, "copy: out of memory");
+	void *data = NULL;
+	size_t len = 0;
+	mt_error e = {0};
+	int rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, &data, &len, &e);
+	if (rc == MT_ENOTFOUND)
+		rc = 0;
+	else if (rc)
+		mt_err_copy(err, &e);
+	else
+		rc = c->dst->ops->put(c->dst, key, data, len, 0, err);
+	free(data);
+	free(key);
+	return rc;
+}
+
 static int copy_version(copy_ctx *c, int threads, const char *dataset, const char *version,
 			mt_error *err)
 {
@@ -183,6 +205,7 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 			c->st->shards_present++;
 			c->st->bytes_present += m->shards[i].bytes;
 		}
+		rc = copy_meta(c, dataset, version, err);
 		goto out;
 	}
 	if (!rc && m->nshards && !(c->shards = calloc(m->nshards, sizeof *c->shards)))
@@ -239,6 +262,8 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 		if (!rc)
 			c->st->versions++;
 	}
+	if (!rc)
+		rc = copy_meta(c, dataset, version, err);
 	if (rc && rc != MT_EEXIST && rc != MT_ENOTFOUND)
 		mt_err_prefix(err, "copying %s to %s: ", what ? what : dataset, mt_store_url(c->dst));
 out:

@@ -297,6 +297,57 @@ int mt_dataset_load(mt_store *s, const char *dataset, const char *version, mt_ma
 	return rc;
 }
 
+int mt_dataset_load_meta(mt_store *s, mt_manifest *m, mt_error *err)
+{
+	char *key = mt_key_meta(m->dataset, m->version);
+	if (!key)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	void *data = NULL;
+	size_t len = 0;
+	/* No metadata object is the usual case, not an error to leave in err. */
+	mt_error e = {0};
+	int rc = mt_store_get(s, key, 0, UINT64_MAX, &data, &len, &e);
+	if (rc == MT_ENOTFOUND)
+		rc = 0;
+	else if (rc)
+		mt_err_copy(err, &e);
+	else
+		rc = mt_meta_apply(m, data, len, key, err);
+	free(data);
+	free(key);
+	return rc;
+}
+
+int mt_store_set_metadata(mt_store *s, const char *dataset, const char *version,
+			  const char *description, const char *const *tags, size_t ntags,
+			  mt_error *err)
+{
+	if (!description || (ntags && !tags))
+		return mt_err(err, MT_EINVAL, "%s@%s: metadata needs a description and tags",
+			      dataset, version);
+	for (size_t i = 0; i < ntags; i++)
+		if (!tags[i] || !tags[i][0])
+			return mt_err(err, MT_EINVAL, "%s@%s: tag %zu is empty", dataset,
+				      version, i + 1);
+	/* Only an existing version gets metadata: the manifest says so. */
+	mt_manifest *m = NULL;
+	int rc = mt_dataset_load(s, dataset, version, &m, NULL, err);
+	if (rc)
+		return rc;
+	char *now = mt_now_rfc3339(), *json = NULL, *key = mt_key_meta(dataset, version);
+	if (!now || !key)
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = mt_meta_encode(m, now, description, tags, ntags, &json, err);
+	if (!rc)
+		rc = mt_store_put(s, key, json, strlen(json), 0, err);
+	free(json);
+	free(key);
+	free(now);
+	mt_manifest_free(m);
+	return rc;
+}
+
 int mt_dataset_next_version(mt_store *s, const char *dataset, char **out, mt_error *err)
 {
 	struct strv names = {0};
@@ -333,8 +384,16 @@ int mt_store_delete_version(mt_store *s, const char *dataset, const char *versio
 	if (rc == MT_ENOTFOUND)
 		rc = mt_err(err, rc, "%s@%s: no such version in %s", dataset, version,
 			    mt_store_url(s));
+	/* The manifest goes first: a failure after it leaves only metadata of
+	 * no version, which nothing reads. */
 	if (!rc)
 		rc = mt_store_del(s, (const char *const *)&key, 1, err);
+	free(key);
+	if (rc)
+		return rc;
+	if (!(key = mt_key_meta(dataset, version)))
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	rc = mt_store_del(s, (const char *const *)&key, 1, err);
 	free(key);
 	return rc;
 }

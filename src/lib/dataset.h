@@ -10,6 +10,10 @@
 MT_LOCAL int mt_dataset_load(mt_store *s, const char *dataset, const char *version,
 			     mt_manifest **m, char **json, mt_error *err);
 
+/* Replace m's description and tags with those of its version's metadata
+ * object, when there is one (doc/FORMAT.md, "Curated metadata"). */
+MT_LOCAL int mt_dataset_load_meta(mt_store *s, mt_manifest *m, mt_error *err);
+
 /* The next free automatic version name ("v<N+1>" for the largest vN). */
 MT_LOCAL int mt_dataset_next_version(mt_store *s, const char *dataset, char **out,
 				     mt_error *err);

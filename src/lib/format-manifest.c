@@ -26,6 +26,11 @@ char *mt_key_shard(const char *dataset, const char *sha256)
 	return mt_asprintf("datasets/%s/shards/%s.h5", dataset, sha256);
 }
 
+char *mt_key_meta(const char *dataset, const char *version)
+{
+	return mt_asprintf("datasets/%s/meta/%s.json", dataset, version);
+}
+
 /* ---- attributes ---------------------------------------------------------- */
 
 /* One attribute on its own: name, dtype, rank, shape. */
@@ -504,4 +509,72 @@ void mt_manifest_free(mt_manifest *m)
 	mt_attrs_free(m->attrs, m->nattrs);
 	free(m->shards);
 	free(m);
+}
+
+/* ---- curated metadata ---------------------------------------------------- */
+
+int mt_meta_encode(const mt_manifest *m, const char *updated, const char *description,
+		   const char *const *tags, size_t ntags, char **json, mt_error *err)
+{
+	*json = NULL;
+	const char *failed = NULL;
+	json_t *root = json_object(), *jt = json_array();
+	for (size_t i = 0; jt && i < ntags; i++)
+		if (json_array_append_new(jt, json_string(tags[i])))
+			failed = "tags";
+	fm_set(root, "format", json_integer(MT_FORMAT_VERSION), &failed);
+	fm_set(root, "dataset", json_string(m->dataset), &failed);
+	fm_set(root, "version", json_string(m->version), &failed);
+	fm_set(root, "updated", json_string(updated), &failed);
+	fm_set(root, "description", json_string(description), &failed);
+	fm_set(root, "tags", jt, &failed);
+	if (!failed && !(*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		failed = "(text)";
+	json_decref(root);
+	if (failed)
+		return mt_err(err, MT_EINVAL, "metadata of %s@%s: cannot encode %s (text must be "
+			      "UTF-8; or out of memory)", m->dataset, m->version, failed);
+	return 0;
+}
+
+int mt_meta_apply(mt_manifest *m, const char *json, size_t len, const char *what,
+		  mt_error *err)
+{
+	struct fm_dec d = {what, err};
+	json_error_t je;
+	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return fm_fail(&d, "invalid JSON at line %d, column %d: %s", je.line, je.column,
+			       je.text);
+	mt_manifest tmp = {0};
+	int rc = 0;
+	json_t *f = json_object_get(root, "format");
+	if (!json_is_integer(f) || json_integer_value(f) != MT_FORMAT_VERSION)
+		rc = fm_fail(&d, "format: expected %d", MT_FORMAT_VERSION);
+	else if (!json_is_string(json_object_get(root, "dataset")) ||
+		 !json_is_string(json_object_get(root, "version")) ||
+		 strcmp(json_string_value(json_object_get(root, "dataset")), m->dataset) ||
+		 strcmp(json_string_value(json_object_get(root, "version")), m->version))
+		/* A copied or renamed object must not relabel another version. */
+		rc = fm_fail(&d, "does not name %s@%s", m->dataset, m->version);
+	if (!rc && !(rc = fm_dec_str(&d, root, "description", 1, &tmp.description)))
+		rc = fm_dec_tags(&d, json_object_get(root, "tags"), &tmp);
+	json_decref(root);
+	if (!rc) {
+		free(m->description);
+		m->description = tmp.description;
+		tmp.description = NULL;
+		for (size_t i = 0; i < m->ntags; i++)
+			free(m->tags[i]);
+		free(m->tags);
+		m->tags = tmp.tags;
+		m->ntags = tmp.ntags;
+		tmp.tags = NULL;
+		tmp.ntags = 0;
+	}
+	free(tmp.description);
+	for (size_t i = 0; tmp.tags && i < tmp.ntags; i++)
+		free(tmp.tags[i]);
+	free(tmp.tags);
+	return rc;
 }

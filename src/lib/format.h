@@ -115,5 +115,17 @@ MT_LOCAL void mt_shard_image_free(mt_shard_image *s);
 /* Store keys of the layout. */
 MT_LOCAL char *mt_key_manifest(const char *dataset, const char *version);
 MT_LOCAL char *mt_key_shard(const char *dataset, const char *sha256);
+MT_LOCAL char *mt_key_meta(const char *dataset, const char *version);
+
+/* ---- curated metadata (meta/<version>.json) ------------------------------ */
+
+/* Encode the description and tags that replace m's for m's version (the
+ * other fields of m only name it), edited at time `updated` (RFC 3339). */
+MT_LOCAL int mt_meta_encode(const mt_manifest *m, const char *updated, const char *description,
+			    const char *const *tags, size_t ntags, char **json, mt_error *err);
+/* Decode a metadata object for m's version and put its description and tags
+ * into m in place of the manifest's.  `what` names the object in errors. */
+MT_LOCAL int mt_meta_apply(mt_manifest *m, const char *json, size_t len, const char *what,
+			   mt_error *err);
 
 #endif

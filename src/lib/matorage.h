@@ -200,6 +200,16 @@ MT_API void mt_strv_free(char **v, size_t n);
 MT_API int mt_store_delete_version(mt_store *s, const char *dataset, const char *version,
 				   mt_error *err);
 
+/* Replace a version's description and tags (ntags may be 0).  Manifests
+ * are immutable, so the new values go to a small mutable object beside the
+ * manifest (datasets/<dataset>/meta/<version>.json, doc/FORMAT.md) that
+ * mt_reader_open reads over the manifest's; mt_store_delete_version
+ * deletes it with the version.  MT_ENOTFOUND when there is no such
+ * version; an empty tag is MT_EINVAL. */
+MT_API int mt_store_set_metadata(mt_store *s, const char *dataset, const char *version,
+				 const char *description, const char *const *tags, size_t ntags,
+				 mt_error *err);
+
 /* Called once per unreferenced object mt_store_gc finds. */
 typedef void (*mt_gc_fn)(void *ud, const char *key, uint64_t bytes);
 
@@ -319,6 +329,22 @@ MT_API const mt_attr *mt_reader_attr(const mt_reader *r, size_t i);
 /* Index of the attribute called `name`, or MT_ENOTFOUND. */
 MT_API int mt_reader_attr_index(const mt_reader *r, const char *name);
 MT_API int mt_reader_shard(const mt_reader *r, size_t i, mt_shard_info *out);
+/* One compressed chunk of one attribute inside a shard. */
+typedef struct mt_chunk_info {
+	const char *attr;    /* the attribute ("tokens/values", "tokens/offsets" when ragged) */
+	const char *dtype;   /* NumPy name of the stored values */
+	uint64_t offset;     /* byte offset in the shard object */
+	uint64_t bytes;      /* compressed bytes */
+	uint64_t first;      /* first unit (row, or item of a ragged attribute) */
+	uint64_t count;      /* units held */
+	uint64_t unit_bytes; /* uncompressed bytes per unit */
+} mt_chunk_info;
+/* Call fn for every chunk of shard i, attribute by attribute, in order.
+ * Reads the shard's chunk index (once per reader); fn's strings are
+ * borrowed for the call. */
+MT_API int mt_reader_chunks(mt_reader *r, size_t shard,
+			    void (*fn)(void *ud, const mt_chunk_info *c), void *ud, mt_error *err);
+
 /* The manifest as stored (borrowed JSON text). */
 MT_API const char *mt_reader_manifest(const mt_reader *r);
 
@@ -463,6 +489,127 @@ MT_API int mt_mix_set_epoch(mt_mix *m, uint64_t epoch, mt_error *err);
 MT_API size_t mt_mix_state(const mt_mix *m, char *buf, size_t cap);
 MT_API int mt_mix_resume(mt_mix *m, const char *token, mt_error *err);
 MT_API void mt_mix_close(mt_mix *m);
+
+/* ---- the catalog: a local SQLite index of what the stores hold ---------- */
+
+/*
+ * The catalog is a cache of the stores, never the source of truth:
+ * deleting its file loses nothing, and mt_catalog_sync rebuilds it.  It
+ * knows remotes (a name and a URL: "local" is the default store), their
+ * buckets, datasets, versions with their lineage, attributes, tags and
+ * shards, the last verification of each shard, and the jobs run on them.
+ *
+ * Threading: one handle may be used from several threads; calls are
+ * serialised inside, and a sync holds the handle only while it writes, not
+ * while it reads the store.  A list callback must not call the catalog.
+ */
+typedef struct mt_catalog mt_catalog;
+
+/* The schema version this library writes; older catalogs are upgraded in
+ * place when opened. */
+#define MT_CATALOG_SCHEMA 2
+
+/* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
+ * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/...).  A catalog
+ * written by a newer matorage is MT_EFORMAT (delete it; sync rebuilds it). */
+MT_API int mt_catalog_open(const char *path, mt_catalog **out, mt_error *err);
+MT_API void mt_catalog_close(mt_catalog *c);
+/* Its file (borrowed). */
+MT_API const char *mt_catalog_path(const mt_catalog *c);
+
+typedef struct mt_catalog_sync_stats {
+	uint64_t datasets;         /* datasets seen */
+	uint64_t versions;         /* versions seen */
+	uint64_t versions_read;    /* manifests read: new or changed since the last sync */
+	uint64_t versions_removed; /* gone from the store, dropped from the catalog */
+} mt_catalog_sync_stats;
+
+/* mt_catalog_sync flags */
+#define MT_CATALOG_FULL 1 /* read every manifest, changed or not */
+
+/* Bring what the catalog knows of store s, listed as remote `remote`, up to
+ * date: of `dataset` only, or (NULL) of every dataset, dropping those the
+ * store no longer has.  Only manifests and metadata objects that are new or
+ * whose listed size or time changed are read.  progress counts datasets.
+ * A failure marks the remote offline with its message; a success marks it
+ * online.  st may be NULL. */
+MT_API int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *dataset,
+			   int flags, mt_progress_fn progress, void *ud,
+			   mt_catalog_sync_stats *st, mt_error *err);
+/* Record that remote (at url) could not be reached. */
+MT_API int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url,
+				  const char *why, mt_error *err);
+
+/* What mt_catalog_list lists.  Each level's rows have an id that is the
+ * parent of the level below: remotes > buckets > datasets > versions >
+ * shards and attributes.  MT_CAT_VERSION and MT_CAT_SHARD list the fields
+ * of one version or shard (id: a version's or shard's) as name/value
+ * rows; MT_CAT_SEARCH lists versions matching a full-text query. */
+enum mt_catalog_level {
+	MT_CAT_REMOTES,
+	MT_CAT_BUCKETS,
+	MT_CAT_DATASETS,
+	MT_CAT_VERSIONS,
+	MT_CAT_SHARDS,
+	MT_CAT_ATTRS,
+	MT_CAT_VERSION,
+	MT_CAT_SHARD,
+	MT_CAT_JOBS,
+	MT_CAT_JOB,
+	MT_CAT_SEARCH,
+	MT_CAT_NLEVELS
+};
+
+/* How a column's text is to be read. */
+enum { MT_COL_TEXT, MT_COL_COUNT, MT_COL_BYTES };
+typedef struct mt_catalog_col {
+	const char *name; /* header, upper case */
+	int kind;
+} mt_catalog_col;
+/* The columns of a level's rows (static); NULL for an unknown level. */
+MT_API const mt_catalog_col *mt_catalog_columns(int level, size_t *n);
+
+typedef struct mt_catalog_row {
+	int64_t id;
+	size_t ncols;
+	const char *const *cols; /* borrowed, valid during the callback; never NULL */
+} mt_catalog_row;
+/* Return nonzero to stop the listing (that value is returned). */
+typedef int (*mt_catalog_fn)(void *ud, const mt_catalog_row *row);
+
+/* Call fn for each row of `level` under `parent` (ignored for remotes and
+ * jobs), in display order.  `filter` (NULL: none) keeps the rows whose
+ * name, description or tags contain it, ignoring ASCII case; for
+ * MT_CAT_SEARCH it is the query: words, each matching names, descriptions,
+ * tags and attribute names by prefix. */
+MT_API int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter,
+			   mt_catalog_fn fn, void *ud, mt_error *err);
+
+/* Where a row of a level lives, to open it in its store. */
+typedef struct mt_catalog_ref {
+	char *remote, *url; /* always set */
+	char *dataset;      /* datasets and below, else NULL */
+	char *version;      /* versions and below, else NULL */
+	char *sha256;       /* shards, else NULL */
+	int64_t shard;      /* a shard's index in its version, else -1 */
+} mt_catalog_ref;
+/* MT_ENOTFOUND when there is no such row (any more). */
+MT_API int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
+			     mt_error *err);
+MT_API void mt_catalog_ref_free(mt_catalog_ref *r);
+
+/* Jobs (verify, copy, gc, ...) and their per-item results, for history. */
+MT_API int mt_catalog_job_begin(mt_catalog *c, const char *kind, const char *target,
+				int64_t *id, mt_error *err);
+MT_API int mt_catalog_job_result(mt_catalog *c, int64_t job, const char *item, int code,
+				 const char *message, mt_error *err);
+MT_API int mt_catalog_job_end(mt_catalog *c, int64_t job, int code, const char *message,
+			      mt_error *err);
+/* Record a verification of shard sha256 of dataset in bucket url: code 0
+ * (sound) or the error and its message.  Every version listing it sees it. */
+MT_API int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
+				     const char *sha256, int code, const char *message,
+				     mt_error *err);
 
 /* ---- NumPy .npy files -------------------------------------------------- */
 

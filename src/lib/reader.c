@@ -31,6 +31,8 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	r->store = s;
 	r->threads = mt_ncpus();
 	int rc = mt_dataset_load(s, dataset, version, &r->m, &r->json, err);
+	if (!rc)
+		rc = mt_dataset_load_meta(s, r->m, err);
 	if (rc) {
 		mt_reader_close(r);
 		return rc;
@@ -215,6 +217,26 @@ static int jobs_add(struct jobs *js, const struct job *j)
 }
 
 /* Queue the chunks holding units [u0, u1) of entry e of a shard. */
+int mt_reader_chunks(mt_reader *r, size_t shard, void (*fn)(void *ud, const mt_chunk_info *c),
+		     void *ud, mt_error *err)
+{
+	if (shard >= r->m->nshards)
+		return mt_err(err, MT_ERANGE, "%s@%s: no shard %zu (it has %zu)", r->m->dataset,
+			      r->m->version, shard, r->m->nshards);
+	const mt_index *ix;
+	int rc = shard_index(r, shard, &ix, err);
+	for (size_t a = 0; !rc && a < ix->n; a++) {
+		const mt_index_entry *e = &ix->e[a];
+		for (size_t k = 0; k < e->nchunks; k++) {
+			const mt_chunk *ch = &e->chunks[k];
+			mt_chunk_info ci = { e->name, mt_dtype_name(e->dtype), ch->offset, ch->size,
+					     ch->first, ch->count, e->unit_bytes };
+			fn(ud, &ci);
+		}
+	}
+	return rc;
+}
+
 static int plan_units(struct jobs *js, size_t shard, const mt_index_entry *e, uint64_t u0,
 		      uint64_t u1, uint8_t *dst)
 {

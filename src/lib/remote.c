@@ -183,28 +183,6 @@ int mt_remote_find(const char *name, mt_remote *out, mt_error *err)
 	return rc;
 }
 
-/* mkdir -p of path's directory, private to the user. */
-static int make_parent(const char *path, mt_error *err)
-{
-	char *dir = mt_strdup(path);
-	if (!dir)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-			int rc = mt_err(err, MT_EIO, "configuration directory %s: %s", dir,
-					strerror(errno));
-			free(dir);
-			return rc;
-		}
-		*p = '/';
-	}
-	free(dir);
-	return 0;
-}
-
 /* Write root to path: a private temporary file beside it, flushed, renamed
  * over it, so a crash leaves the old file or the new one. */
 static int config_save(const char *path, json_t *root, mt_error *err)
@@ -303,7 +281,7 @@ static int config_edit(int (*edit)(json_t *remotes, const void *arg, const char 
 	free(name);
 	if (!path)
 		return mt_err(err, MT_ENOMEM, "out of memory");
-	int rc = make_parent(path, err);
+	int rc = mt_mkdir_parent(path, "configuration directory", err);
 	int dfd = rc ? -1 : config_lock(path);
 	json_t *root = NULL;
 	if (!rc)

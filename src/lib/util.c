@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int mt_err(mt_error *err, int code, const char *fmt, ...)
@@ -133,4 +134,24 @@ int mt_ncpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+int mt_mkdir_parent(const char *path, const char *what, mt_error *err)
+{
+	char *dir = mt_strdup(path);
+	if (!dir)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+			int rc = mt_err(err, MT_EIO, "%s %s: %s", what, dir, strerror(errno));
+			free(dir);
+			return rc;
+		}
+		*p = '/';
+	}
+	free(dir);
+	return 0;
 }

@@ -64,6 +64,10 @@ MT_LOCAL int mt_name_check(const char *name, const char *what, mt_error *err);
 MT_LOCAL int mt_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
 MT_LOCAL int mt_add_ok(uint64_t a, uint64_t b, uint64_t *out);
 
+/* mkdir -p of path's directory, private to the user; `what` names the
+ * directory in errors. */
+MT_LOCAL int mt_mkdir_parent(const char *path, const char *what, mt_error *err);
+
 /* Number of online CPUs (at least 1). */
 MT_LOCAL int mt_ncpus(void);
 

@@ -1,0 +1,56 @@
+/* cmd-search.c — `matorage search`: full-text search of the catalog over names, descriptions, tags and attribute names. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_option search_options[] = {
+	{ NULL, 0, NULL, NULL },
+};
+
+static int search_row(void *ud, const mt_catalog_row *row)
+{
+	size_t *n = ud;
+	/* remote, dataset, version, tags, match */
+	printf("%s\t%s@%s\t%s\t%s\n", row->cols[0], row->cols[1], row->cols[2],
+	       row->cols[3][0] ? row->cols[3] : "-", row->cols[4]);
+	(*n)++;
+	return 0;
+}
+
+static int search_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	size_t len = 0;
+	for (int i = 0; i < a->argc; i++)
+		len += strlen(a->argv[i]) + 1;
+	char *text = cli_xmalloc(len + 1);
+	text[0] = '\0';
+	for (int i = 0; i < a->argc; i++) {
+		if (i)
+			strcat(text, " ");
+		strcat(text, a->argv[i]);
+	}
+	mt_catalog *c = NULL;
+	mt_error err = { 0 };
+	size_t n = 0;
+	int rc = CLI_OK;
+	if (mt_catalog_open(NULL, &c, &err) ||
+	    mt_catalog_list(c, MT_CAT_SEARCH, 0, text, search_row, &n, &err))
+		rc = err.code == MT_EINVAL ? cli_usage_error(a->cmd, "%s", err.message)
+					   : cli_fail(&err);
+	/* Nothing found is a result, not a failure; say so where people look. */
+	else if (n == 0)
+		fprintf(stderr, "matorage: search: nothing matches '%s' (run 'matorage sync' if the "
+				"catalog is behind)\n", text);
+	mt_catalog_close(c);
+	free(text);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_search = {
+	"search", "WORD [WORD ...]", search_options, search_exec,
+	"Search the catalog: versions whose names, description, tags or attributes match every "
+	"WORD",
+	1, -1,
+};

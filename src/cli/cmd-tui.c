@@ -1,0 +1,19 @@
+/* cmd-tui.c — `matorage tui` (and `matorage` alone on a terminal): the interactive catalog browser and admin. */
+#include "cli.h"
+
+static const struct cli_option tui_options[] = {
+	{ "read-only", 0, NULL, "browse and verify only: no edits, deletes, copies or gc" },
+	{ "open", 0, "DATASET", "start on DATASET's versions in the store (--store, else the default)" },
+	{ NULL, 0, NULL, NULL },
+};
+
+static int tui_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	return tui_main(ctx, cli_has(a, "read-only"), cli_get(a, "open"));
+}
+
+const struct cli_cmd cli_cmd_tui = {
+	"tui", "", tui_options, tui_exec,
+	"The interactive browser and admin ('matorage' alone on a terminal opens it)",
+	0, 0,
+};

@@ -1,0 +1,1208 @@
+/* catalog.c — the local SQLite index of remotes, buckets, datasets, versions, shards, tags and jobs: schema, migrations, sync, listings, search. */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog.h"
+#include "dataset.h"
+
+struct mt_catalog {
+	sqlite3 *db;
+	char *path;
+	pthread_mutex_t lock;
+};
+
+/* ---- schema ---------------------------------------------------------------- */
+
+/* The dataset summary the lists show, kept in the dataset's row so that
+ * listing 10k datasets reads 10k rows, not their versions. */
+#define SUMMARY_UPDATE                                                                     \
+	"UPDATE datasets SET "                                                             \
+	"nversions = (SELECT count(*) FROM versions v WHERE v.dataset_id = datasets.id), " \
+	"(latest, rows, stored_bytes, description, latest_id) = (SELECT v.name, v.rows, "  \
+	" v.stored_bytes, v.description, v.id FROM versions v WHERE v.dataset_id = "       \
+	" datasets.id ORDER BY v.created DESC, v.id DESC LIMIT 1), "                       \
+	"tags = coalesce((SELECT group_concat(t.tag, ' ') FROM tags t WHERE t.version_id = " \
+	" (SELECT v.id FROM versions v WHERE v.dataset_id = datasets.id ORDER BY v.created "  \
+	" DESC, v.id DESC LIMIT 1)), '')"
+
+/* One version's row of the full-text index (rowid = version id). */
+#define SEARCH_INSERT                                                                      \
+	"INSERT INTO search(rowid, dataset, version, description, tags, attrs) "          \
+	"SELECT v.id, d.name, v.name, v.description, "                                     \
+	" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''), " \
+	" coalesce((SELECT group_concat(name, ' ') FROM attrs WHERE version_id = v.id), '') " \
+	"FROM versions v JOIN datasets d ON d.id = v.dataset_id"
+
+/* Migration i takes a catalog from schema i to i + 1.  They are history:
+ * never edit one, add the next. */
+static const char *const migrations[] = {
+	/* 0 -> 1: what the stores hold. */
+	"CREATE TABLE remotes(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+	" url TEXT NOT NULL, online INTEGER NOT NULL DEFAULT 1, error TEXT NOT NULL DEFAULT '',"
+	" synced TEXT NOT NULL DEFAULT '');"
+	"CREATE TABLE buckets(id INTEGER PRIMARY KEY,"
+	" remote_id INTEGER NOT NULL REFERENCES remotes(id) ON DELETE CASCADE,"
+	" url TEXT NOT NULL, UNIQUE(remote_id, url));"
+	"CREATE TABLE datasets(id INTEGER PRIMARY KEY,"
+	" bucket_id INTEGER NOT NULL REFERENCES buckets(id) ON DELETE CASCADE,"
+	" name TEXT NOT NULL, UNIQUE(bucket_id, name));"
+	"CREATE TABLE versions(id INTEGER PRIMARY KEY,"
+	" dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"
+	" name TEXT NOT NULL, parent TEXT NOT NULL, created TEXT NOT NULL, author TEXT NOT NULL,"
+	" description TEXT NOT NULL, rows INTEGER NOT NULL, nshards INTEGER NOT NULL,"
+	" stored_bytes INTEGER NOT NULL, raw_bytes INTEGER NOT NULL, level INTEGER NOT NULL,"
+	" manifest_size INTEGER NOT NULL, manifest_mtime INTEGER NOT NULL,"
+	" meta_size INTEGER NOT NULL, meta_mtime INTEGER NOT NULL, UNIQUE(dataset_id, name));"
+	"CREATE INDEX versions_created ON versions(dataset_id, created);"
+	"CREATE TABLE attrs(version_id INTEGER NOT NULL REFERENCES versions(id) ON DELETE CASCADE,"
+	" idx INTEGER NOT NULL, name TEXT NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL,"
+	" ragged INTEGER NOT NULL, PRIMARY KEY(version_id, idx));"
+	"CREATE TABLE tags(version_id INTEGER NOT NULL REFERENCES versions(id) ON DELETE CASCADE,"
+	" tag TEXT NOT NULL, PRIMARY KEY(version_id, tag));"
+	"CREATE TABLE shards(id INTEGER PRIMARY KEY,"
+	" version_id INTEGER NOT NULL REFERENCES versions(id) ON DELETE CASCADE,"
+	" idx INTEGER NOT NULL, sha256 TEXT NOT NULL, bytes INTEGER NOT NULL,"
+	" rows INTEGER NOT NULL, first_row INTEGER NOT NULL, UNIQUE(version_id, idx));",
+
+	/* 1 -> 2: dataset summaries for fast lists, verification results,
+	 * recipes, jobs, full-text search. */
+	"ALTER TABLE datasets ADD COLUMN nversions INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE datasets ADD COLUMN latest TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE datasets ADD COLUMN latest_id INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE datasets ADD COLUMN rows INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE datasets ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE datasets ADD COLUMN description TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE datasets ADD COLUMN tags TEXT NOT NULL DEFAULT '';"
+	SUMMARY_UPDATE ";"
+	"ALTER TABLE shards ADD COLUMN verified TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE shards ADD COLUMN verified_at TEXT NOT NULL DEFAULT '';"
+	"CREATE INDEX shards_sha ON shards(sha256);"
+	"CREATE TABLE recipes(version_id INTEGER PRIMARY KEY REFERENCES versions(id)"
+	" ON DELETE CASCADE, sha256 TEXT NOT NULL, args TEXT NOT NULL);"
+	"CREATE TABLE jobs(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL,"
+	" started TEXT NOT NULL, finished TEXT NOT NULL DEFAULT '', code INTEGER,"
+	" message TEXT NOT NULL DEFAULT '');"
+	"CREATE TABLE job_results(job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" item TEXT NOT NULL, code INTEGER NOT NULL, message TEXT NOT NULL);"
+	"CREATE VIRTUAL TABLE search USING fts5(dataset, version, description, tags, attrs);"
+	SEARCH_INSERT ";"
+	"CREATE TRIGGER versions_unsearch AFTER DELETE ON versions BEGIN"
+	" DELETE FROM search WHERE rowid = old.id; END;",
+};
+
+#define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
+
+static int cat_sqlerr(mt_catalog *c, mt_error *err, const char *what)
+{
+	int code = sqlite3_errcode(c->db);
+	int rc = code == SQLITE_NOMEM ? MT_ENOMEM
+		 : code == SQLITE_CORRUPT || code == SQLITE_NOTADB ? MT_ECORRUPT
+								   : MT_EIO;
+	return mt_err(err, rc, "catalog %s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+}
+
+static int cat_exec(mt_catalog *c, const char *sql, const char *what, mt_error *err)
+{
+	return sqlite3_exec(c->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0
+								       : cat_sqlerr(c, err, what);
+}
+
+static int cat_prepare(mt_catalog *c, const char *sql, sqlite3_stmt **st, mt_error *err)
+{
+	if (sqlite3_prepare_v2(c->db, sql, -1, st, NULL) != SQLITE_OK)
+		return cat_sqlerr(c, err, "preparing a query");
+	return 0;
+}
+
+/* Run a statement that returns no rows. */
+static int cat_step_done(mt_catalog *c, sqlite3_stmt *st, const char *what, mt_error *err)
+{
+	int r = sqlite3_step(st);
+	int rc = r == SQLITE_DONE || r == SQLITE_ROW ? 0 : cat_sqlerr(c, err, what);
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int cat_user_version(mt_catalog *c, int *v, mt_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "PRAGMA user_version", &st, err);
+	if (rc)
+		return rc;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*v = sqlite3_column_int(st, 0);
+	else
+		rc = cat_sqlerr(c, err, "reading the schema version");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Upgrade to schema `target`, one transaction per step, so a crash leaves
+ * a catalog at some schema version, never between two. */
+int mt_catalog_migrate(mt_catalog *c, int target, mt_error *err)
+{
+	int v = 0;
+	int rc = cat_user_version(c, &v, err);
+	if (rc)
+		return rc;
+	if (v > MT_CATALOG_SCHEMA)
+		return mt_err(err, MT_EFORMAT,
+			      "catalog %s: schema %d is newer than this matorage understands (%d); "
+			      "delete the file and run 'matorage sync' to rebuild it",
+			      c->path, v, MT_CATALOG_SCHEMA);
+	for (; !rc && v < target; v++) {
+		char pragma[48];
+		snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d;", v + 1);
+		rc = cat_exec(c, "BEGIN IMMEDIATE", "starting an upgrade", err);
+		if (!rc)
+			rc = cat_exec(c, migrations[v], "upgrading the schema", err);
+		if (!rc)
+			rc = cat_exec(c, pragma, "upgrading the schema", err);
+		if (!rc)
+			rc = cat_exec(c, "COMMIT", "upgrading the schema", err);
+		if (rc)
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	return rc;
+}
+
+static char *cat_default_path(void)
+{
+	const char *p = getenv("MATORAGE_CATALOG");
+	if (p && *p)
+		return mt_strdup(p);
+	const char *x = getenv("XDG_DATA_HOME");
+	if (x && *x == '/')
+		return mt_asprintf("%s/matorage/catalog.db", x);
+	const char *home = getenv("HOME");
+	return mt_asprintf("%s/.local/share/matorage/catalog.db", home && *home ? home : ".");
+}
+
+int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_error *err)
+{
+	*out = NULL;
+	mt_catalog *c = calloc(1, sizeof *c);
+	if (!c || !(c->path = path ? mt_strdup(path) : cat_default_path())) {
+		free(c);
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	int rc = mt_mkdir_parent(c->path, "catalog directory", err);
+	if (!rc && sqlite3_open_v2(c->path, &c->db,
+				   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+					   SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK)
+		rc = c->db ? cat_sqlerr(c, err, "opening")
+			   : mt_err(err, MT_ENOMEM, "catalog %s: out of memory", c->path);
+	/* Another matorage (a CLI write while the TUI runs) may hold the write
+	 * lock for a moment; WAL lets readers go on meanwhile. */
+	if (!rc)
+		sqlite3_busy_timeout(c->db, 5000);
+	if (!rc)
+		rc = cat_exec(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+			      "PRAGMA foreign_keys = ON;", "setting it up", err);
+	if (!rc)
+		rc = mt_catalog_migrate(c, schema, err);
+	if (rc) {
+		mt_catalog_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int mt_catalog_open(const char *path, mt_catalog **out, mt_error *err)
+{
+	return mt_catalog_open_schema(path, MT_CATALOG_SCHEMA, out, err);
+}
+
+void mt_catalog_close(mt_catalog *c)
+{
+	if (!c)
+		return;
+	sqlite3_close_v2(c->db);
+	pthread_mutex_destroy(&c->lock);
+	free(c->path);
+	free(c);
+}
+
+const char *mt_catalog_path(const mt_catalog *c)
+{
+	return c->path;
+}
+
+/* ---- remotes and buckets ------------------------------------------------------ */
+
+static void cat_now(char *buf, size_t cap)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The id of a row found by an integer key ?1 and a text key ?2 (a query
+ * may use only ?2), 0 when none. */
+static int cat_lookup(mt_catalog *c, const char *sql, int64_t key, const char *text,
+		      int64_t *id, mt_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, sql, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, key);
+	sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+	int r = sqlite3_step(st);
+	*id = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		rc = cat_sqlerr(c, err, "looking up");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* How a sync left a remote. */
+enum { REMOTE_KEEP = -1, REMOTE_OFFLINE, REMOTE_SYNCED, REMOTE_TROUBLED };
+
+/* The bucket row of (remote, url), created with its remote when new; the
+ * remote's state changes unless it is REMOTE_KEEP: offline or troubled
+ * (reachable, but something in it could not be read) with message `why`. */
+static int cat_bucket(mt_catalog *c, const char *remote, const char *url, int state,
+		      const char *why, int64_t *bucket, mt_error *err)
+{
+	char now[32];
+	cat_now(now, sizeof now);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT INTO remotes(name, url) VALUES(?1, ?2) ON CONFLICT(name) "
+			     "DO UPDATE SET url = ?2", &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, remote, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, url, -1, SQLITE_STATIC);
+	rc = cat_step_done(c, st, "recording a remote", err);
+	sqlite3_finalize(st);
+	int64_t rid = 0;
+	if (!rc)
+		rc = cat_lookup(c, "SELECT id FROM remotes WHERE name = ?2", 0, remote,
+				&rid, err);
+	static const char *const state_sql[] = {
+		[REMOTE_OFFLINE] = "UPDATE remotes SET online = 0, error = ?3 WHERE id = ?1",
+		[REMOTE_SYNCED] = "UPDATE remotes SET online = 1, error = '', synced = ?2 "
+				  "WHERE id = ?1",
+		[REMOTE_TROUBLED] = "UPDATE remotes SET online = 1, error = ?3 WHERE id = ?1",
+	};
+	if (!rc && state != REMOTE_KEEP && !(rc = cat_prepare(c, state_sql[state], &st, err))) {
+		sqlite3_bind_int64(st, 1, rid);
+		sqlite3_bind_text(st, 2, now, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, why ? why : "", -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a remote", err);
+		sqlite3_finalize(st);
+	}
+	if (!rc && !(rc = cat_prepare(c, "INSERT OR IGNORE INTO buckets(remote_id, url) "
+				      "VALUES(?1, ?2)", &st, err))) {
+		sqlite3_bind_int64(st, 1, rid);
+		sqlite3_bind_text(st, 2, url, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a bucket", err);
+		sqlite3_finalize(st);
+	}
+	if (!rc)
+		rc = cat_lookup(c, "SELECT id FROM buckets WHERE remote_id = ?1 AND url = ?2", rid,
+				url, bucket, err);
+	return rc;
+}
+
+int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url, const char *why,
+			   mt_error *err)
+{
+	int64_t b;
+	pthread_mutex_lock(&c->lock);
+	int rc = cat_bucket(c, remote, url, REMOTE_OFFLINE, why ? why : "unreachable", &b, err);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* ---- sync ------------------------------------------------------------------------ */
+
+/* A listed manifest or metadata object. */
+struct listed {
+	char *name; /* the version */
+	uint64_t size;
+	int64_t mtime;
+};
+
+struct listing {
+	struct listed *v;
+	size_t n, cap;
+	size_t prefix_len;
+};
+
+static void listing_free(struct listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	*l = (struct listing){0};
+}
+
+static int listing_add(void *ud, const mt_obj *o)
+{
+	struct listing *l = ud;
+	const char *name = o->key + l->prefix_len;
+	size_t len = strlen(name);
+	if (len <= 5 || strcmp(name + len - 5, ".json") || strchr(name, '/'))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct listed *v = realloc(l->v, cap * sizeof *v);
+		if (!v)
+			return MT_ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	if (!(l->v[l->n].name = strndup(name, len - 5)))
+		return MT_ENOMEM;
+	l->v[l->n].size = o->size;
+	l->v[l->n].mtime = o->mtime;
+	l->n++;
+	return 0;
+}
+
+static int cat_list_objects(mt_store *s, const char *dataset, const char *dir,
+			    struct listing *l, mt_error *err)
+{
+	char *prefix = mt_asprintf("datasets/%s/%s/", dataset, dir);
+	if (!prefix)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	l->prefix_len = strlen(prefix);
+	int rc = mt_store_list_all(s, prefix, listing_add, l, err);
+	if (rc == MT_ENOMEM)
+		rc = mt_err(err, rc, "dataset %s: listing: out of memory", dataset);
+	free(prefix);
+	return rc;
+}
+
+static const struct listed *listing_find(const struct listing *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i].name, name))
+			return &l->v[i];
+	return NULL;
+}
+
+static int cat_dataset_id(mt_catalog *c, int64_t bucket, const char *name, int create,
+			  int64_t *id, mt_error *err)
+{
+	int rc = 0;
+	if (create) {
+		sqlite3_stmt *st;
+		if ((rc = cat_prepare(c, "INSERT OR IGNORE INTO datasets(bucket_id, name) "
+				      "VALUES(?1, ?2)", &st, err)))
+			return rc;
+		sqlite3_bind_int64(st, 1, bucket);
+		sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a dataset", err);
+		sqlite3_finalize(st);
+	}
+	if (!rc)
+		rc = cat_lookup(c, "SELECT id FROM datasets WHERE bucket_id = ?1 AND name = ?2",
+				bucket, name, id, err);
+	return rc;
+}
+
+static const char *cat_shape(const mt_attr *a, char *buf, size_t cap)
+{
+	size_t n = (size_t)snprintf(buf, cap, "(");
+	for (int i = 0; i < a->rank && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%llu", i ? ", " : "",
+				      (unsigned long long)a->shape[i]);
+	if (n < cap)
+		snprintf(buf + n, cap - n, "%s)", a->rank == 1 ? "," : "");
+	return buf;
+}
+
+/* Replace version m of dataset ds with what was read; one transaction. */
+static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
+			   const struct listed *man, const struct listed *meta, mt_error *err)
+{
+	int rc = cat_exec(c, "SAVEPOINT put_version", "writing a version", err);
+	if (rc)
+		return rc;
+	sqlite3_stmt *st = NULL;
+	/* Verifications belong to shard objects, which outlive this row. */
+	if (!(rc = cat_exec(c, "CREATE TEMP TABLE IF NOT EXISTS kept(sha256 TEXT PRIMARY KEY,"
+			    " verified TEXT, verified_at TEXT); DELETE FROM temp.kept",
+			    "replacing a version", err)) &&
+	    !(rc = cat_prepare(c, "INSERT OR REPLACE INTO temp.kept SELECT s.sha256, s.verified,"
+			       " s.verified_at FROM shards s JOIN versions v ON v.id = s.version_id"
+			       " WHERE v.dataset_id = ?1 AND v.name = ?2 AND s.verified_at <> ''",
+			       &st, err))) {
+		sqlite3_bind_int64(st, 1, ds);
+		sqlite3_bind_text(st, 2, m->version, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "replacing a version", err);
+		sqlite3_finalize(st);
+	}
+	uint64_t stored = 0;
+	for (size_t i = 0; i < m->nshards; i++)
+		stored += m->shards[i].bytes;
+	/* An upsert keeps the row's id, so views open on it stay valid. */
+	if (!rc && !(rc = cat_prepare(c, "INSERT INTO versions(dataset_id, name, parent, created, "
+				      "author, description, rows, nshards, stored_bytes, raw_bytes, "
+				      "level, manifest_size, manifest_mtime, meta_size, meta_mtime) "
+				      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dataset_id, name) "
+				      "DO UPDATE SET parent = excluded.parent, created = excluded.created,"
+				      " author = excluded.author, description = excluded.description,"
+				      " rows = excluded.rows, nshards = excluded.nshards,"
+				      " stored_bytes = excluded.stored_bytes, raw_bytes = excluded.raw_bytes,"
+				      " level = excluded.level, manifest_size = excluded.manifest_size,"
+				      " manifest_mtime = excluded.manifest_mtime,"
+				      " meta_size = excluded.meta_size, meta_mtime = excluded.meta_mtime",
+				      &st, err))) {
+		sqlite3_bind_int64(st, 1, ds);
+		sqlite3_bind_text(st, 2, m->version, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, m->parent, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, m->created, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, m->author, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, m->description, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, (int64_t)m->rows);
+		sqlite3_bind_int64(st, 8, (int64_t)m->nshards);
+		sqlite3_bind_int64(st, 9, (int64_t)stored);
+		sqlite3_bind_int64(st, 10, (int64_t)m->raw_bytes);
+		sqlite3_bind_int(st, 11, m->level);
+		sqlite3_bind_int64(st, 12, (int64_t)man->size);
+		sqlite3_bind_int64(st, 13, man->mtime);
+		sqlite3_bind_int64(st, 14, meta ? (int64_t)meta->size : -1);
+		sqlite3_bind_int64(st, 15, meta ? meta->mtime : -1);
+		rc = cat_step_done(c, st, "recording a version", err);
+		sqlite3_finalize(st);
+	}
+	int64_t vid = 0;
+	if (!rc)
+		rc = cat_lookup(c, "SELECT id FROM versions WHERE dataset_id = ?1 AND name = ?2", ds,
+				m->version, &vid, err);
+	/* Its parts are written anew. */
+	static const char *const clear[] = {
+		"DELETE FROM attrs WHERE version_id = ?1", "DELETE FROM tags WHERE version_id = ?1",
+		"DELETE FROM shards WHERE version_id = ?1", "DELETE FROM search WHERE rowid = ?1",
+	};
+	for (size_t i = 0; !rc && i < sizeof clear / sizeof clear[0]; i++) {
+		if ((rc = cat_prepare(c, clear[i], &st, err)))
+			break;
+		sqlite3_bind_int64(st, 1, vid);
+		rc = cat_step_done(c, st, "replacing a version", err);
+		sqlite3_finalize(st);
+	}
+	if (!rc && !(rc = cat_prepare(c, "INSERT INTO attrs VALUES(?,?,?,?,?,?)", &st, err))) {
+		for (size_t i = 0; !rc && i < m->nattrs; i++) {
+			char shape[MT_MAX_RANK * 24 + 8];
+			sqlite3_bind_int64(st, 1, vid);
+			sqlite3_bind_int64(st, 2, (int64_t)i);
+			sqlite3_bind_text(st, 3, m->attrs[i].name, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 4, mt_dtype_name(m->attrs[i].dtype), -1,
+					  SQLITE_STATIC);
+			sqlite3_bind_text(st, 5, cat_shape(&m->attrs[i], shape, sizeof shape), -1,
+					  SQLITE_TRANSIENT);
+			sqlite3_bind_int(st, 6, m->attrs[i].ragged);
+			rc = cat_step_done(c, st, "recording an attribute", err);
+		}
+		sqlite3_finalize(st);
+	}
+	if (!rc && !(rc = cat_prepare(c, "INSERT OR IGNORE INTO tags VALUES(?,?)", &st, err))) {
+		for (size_t i = 0; !rc && i < m->ntags; i++) {
+			sqlite3_bind_int64(st, 1, vid);
+			sqlite3_bind_text(st, 2, m->tags[i], -1, SQLITE_STATIC);
+			rc = cat_step_done(c, st, "recording a tag", err);
+		}
+		sqlite3_finalize(st);
+	}
+	/* A shard verified before (under this version or another) keeps its
+	 * latest result: SQLite takes a bare column from max()'s row. */
+	if (!rc && !(rc = cat_prepare(c, "INSERT INTO shards(version_id, idx, sha256, bytes, rows, "
+				      "first_row, verified, verified_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6,"
+				      " coalesce(verified, ''), coalesce(max(verified_at), '')"
+				      " FROM (SELECT verified, verified_at FROM shards WHERE"
+				      " sha256 = ?3 AND verified_at <> '' UNION ALL SELECT verified,"
+				      " verified_at FROM temp.kept WHERE sha256 = ?3)",
+				      &st, err))) {
+		for (size_t i = 0; !rc && i < m->nshards; i++) {
+			const mt_mshard *sh = &m->shards[i];
+			sqlite3_bind_int64(st, 1, vid);
+			sqlite3_bind_int64(st, 2, (int64_t)i);
+			sqlite3_bind_text(st, 3, sh->sha256, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 4, (int64_t)sh->bytes);
+			sqlite3_bind_int64(st, 5, (int64_t)sh->rows);
+			sqlite3_bind_int64(st, 6, (int64_t)sh->first_row);
+			rc = cat_step_done(c, st, "recording a shard", err);
+		}
+		sqlite3_finalize(st);
+	}
+	if (!rc && !(rc = cat_prepare(c, SEARCH_INSERT " WHERE v.id = ?1", &st, err))) {
+		sqlite3_bind_int64(st, 1, vid);
+		rc = cat_step_done(c, st, "indexing a version", err);
+		sqlite3_finalize(st);
+	}
+	if (rc)
+		sqlite3_exec(c->db, "ROLLBACK TO put_version", NULL, NULL, NULL);
+	sqlite3_exec(c->db, "RELEASE put_version", NULL, NULL, NULL);
+	return rc;
+}
+
+/* What the catalog has of a dataset's versions, to compare with a listing. */
+struct known {
+	char *name;
+	int64_t man_size, man_mtime, meta_size, meta_mtime;
+};
+
+static void known_free(struct known *k, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(k[i].name);
+	free(k);
+}
+
+static int cat_known(mt_catalog *c, int64_t ds, struct known **out, size_t *n, mt_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "SELECT name, manifest_size, manifest_mtime, meta_size, meta_mtime "
+			     "FROM versions WHERE dataset_id = ?1", &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, ds);
+	size_t cap = 0;
+	int r;
+	while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			struct known *k = realloc(*out, cap * sizeof *k);
+			if (!k) {
+				rc = mt_err(err, MT_ENOMEM, "out of memory");
+				break;
+			}
+			*out = k;
+		}
+		struct known *k = &(*out)[*n];
+		if (!(k->name = mt_strdup((const char *)sqlite3_column_text(st, 0)))) {
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			break;
+		}
+		k->man_size = sqlite3_column_int64(st, 1);
+		k->man_mtime = sqlite3_column_int64(st, 2);
+		k->meta_size = sqlite3_column_int64(st, 3);
+		k->meta_mtime = sqlite3_column_int64(st, 4);
+		(*n)++;
+	}
+	if (!rc && r != SQLITE_DONE)
+		rc = cat_sqlerr(c, err, "reading versions");
+	sqlite3_finalize(st);
+	if (rc) {
+		known_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+static int cat_unchanged(const struct known *k, size_t nk, const struct listed *man,
+			 const struct listed *meta)
+{
+	for (size_t i = 0; i < nk; i++)
+		if (!strcmp(k[i].name, man->name))
+			return k[i].man_size == (int64_t)man->size &&
+			       k[i].man_mtime == man->mtime &&
+			       k[i].meta_size == (meta ? (int64_t)meta->size : -1) &&
+			       k[i].meta_mtime == (meta ? meta->mtime : -1);
+	return 0;
+}
+
+static int cat_summarize(mt_catalog *c, int64_t ds, mt_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, SUMMARY_UPDATE " WHERE id = ?1", &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, ds);
+	rc = cat_step_done(c, st, "summarising a dataset", err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Read what changed of one dataset and write it.  The store is read without
+ * the lock; each version is written in its own short transaction. */
+static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const char *dataset,
+			    int flags, mt_catalog_sync_stats *stats, mt_error *err)
+{
+	struct listing man = {0}, meta = {0};
+	struct known *known = NULL;
+	size_t nknown = 0;
+	int64_t ds = 0;
+	int rc = cat_list_objects(s, dataset, "versions", &man, err);
+	if (!rc)
+		rc = cat_list_objects(s, dataset, "meta", &meta, err);
+	pthread_mutex_lock(&c->lock);
+	if (!rc)
+		rc = cat_dataset_id(c, bucket, dataset, man.n > 0, &ds, err);
+	if (!rc && ds)
+		rc = cat_known(c, ds, &known, &nknown, err);
+	pthread_mutex_unlock(&c->lock);
+	/* A damaged manifest is reported, after the others are read. */
+	mt_error bad = {0};
+	for (size_t i = 0; !rc && i < man.n; i++) {
+		const struct listed *lm = &man.v[i], *lmeta = listing_find(&meta, lm->name);
+		stats->versions++;
+		if (!(flags & MT_CATALOG_FULL) && cat_unchanged(known, nknown, lm, lmeta))
+			continue;
+		mt_manifest *m = NULL;
+		rc = mt_dataset_load(s, dataset, lm->name, &m, NULL, err);
+		if (!rc && lmeta)
+			rc = mt_dataset_load_meta(s, m, err);
+		if (!rc) {
+			pthread_mutex_lock(&c->lock);
+			rc = cat_put_version(c, ds, m, lm, lmeta, err);
+			pthread_mutex_unlock(&c->lock);
+			stats->versions_read++;
+		} else if (rc == MT_ENOTFOUND) {
+			/* Deleted since the listing: the next sync drops it. */
+			rc = 0;
+		} else if (rc == MT_EFORMAT || rc == MT_ECORRUPT) {
+			if (!bad.code) {
+				if (err)
+					bad = *err;
+				bad.code = rc;
+			}
+			rc = 0;
+		}
+		/* A version skipped leaves no error behind for a sync that succeeds. */
+		if (!rc && err)
+			*err = (mt_error){0};
+		mt_manifest_free(m);
+	}
+	pthread_mutex_lock(&c->lock);
+	if (!rc && ds)
+		rc = cat_exec(c, "SAVEPOINT sync_dataset", "syncing a dataset", err);
+	for (size_t i = 0; !rc && ds && i < nknown; i++) {
+		if (listing_find(&man, known[i].name))
+			continue;
+		sqlite3_stmt *st;
+		if (!(rc = cat_prepare(c, "DELETE FROM versions WHERE dataset_id = ?1 AND name = ?2",
+				       &st, err))) {
+			sqlite3_bind_int64(st, 1, ds);
+			sqlite3_bind_text(st, 2, known[i].name, -1, SQLITE_STATIC);
+			rc = cat_step_done(c, st, "dropping a version", err);
+			sqlite3_finalize(st);
+		}
+		stats->versions_removed++;
+	}
+	if (!rc && ds && man.n) {
+		rc = cat_summarize(c, ds, err);
+	} else if (!rc && ds) {
+		sqlite3_stmt *st;
+		if (!(rc = cat_prepare(c, "DELETE FROM datasets WHERE id = ?1", &st, err))) {
+			sqlite3_bind_int64(st, 1, ds);
+			rc = cat_step_done(c, st, "dropping a dataset", err);
+			sqlite3_finalize(st);
+		}
+	}
+	if (ds)
+		sqlite3_exec(c->db, rc ? "ROLLBACK TO sync_dataset; RELEASE sync_dataset"
+				       : "RELEASE sync_dataset", NULL, NULL, NULL);
+	pthread_mutex_unlock(&c->lock);
+	known_free(known, nknown);
+	listing_free(&man);
+	listing_free(&meta);
+	return rc ? rc : bad.code ? mt_err_copy(err, &bad) : 0;
+}
+
+/* Drop the datasets of bucket that the store no longer lists. */
+static int cat_drop_missing(mt_catalog *c, int64_t bucket, char **names, size_t n,
+			    mt_catalog_sync_stats *stats, mt_error *err)
+{
+	int rc = cat_exec(c, "CREATE TEMP TABLE IF NOT EXISTS listed(name TEXT PRIMARY KEY);"
+			  "DELETE FROM temp.listed", "syncing", err);
+	sqlite3_stmt *st;
+	if (!rc && !(rc = cat_prepare(c, "INSERT OR IGNORE INTO temp.listed VALUES(?1)", &st,
+				      err))) {
+		for (size_t i = 0; !rc && i < n; i++) {
+			sqlite3_bind_text(st, 1, names[i], -1, SQLITE_STATIC);
+			rc = cat_step_done(c, st, "syncing", err);
+		}
+		sqlite3_finalize(st);
+	}
+	if (!rc && !(rc = cat_prepare(c, "DELETE FROM datasets WHERE bucket_id = ?1 AND name NOT "
+				      "IN (SELECT name FROM temp.listed) RETURNING nversions", &st,
+				      err))) {
+		sqlite3_bind_int64(st, 1, bucket);
+		int r;
+		while ((r = sqlite3_step(st)) == SQLITE_ROW)
+			stats->versions_removed += (uint64_t)sqlite3_column_int64(st, 0);
+		if (r != SQLITE_DONE)
+			rc = cat_sqlerr(c, err, "dropping datasets");
+		sqlite3_finalize(st);
+	}
+	return rc;
+}
+
+int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *dataset,
+		    int flags, mt_progress_fn progress, void *ud, mt_catalog_sync_stats *st,
+		    mt_error *err)
+{
+	mt_catalog_sync_stats local;
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof *st);
+	int64_t bucket = 0;
+	pthread_mutex_lock(&c->lock);
+	int rc = cat_bucket(c, remote, mt_store_url(s), REMOTE_KEEP, NULL, &bucket, err);
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		return rc;
+	char **names = NULL;
+	size_t n = 0;
+	if (dataset) {
+		rc = mt_name_check(dataset, "dataset", err);
+		if (!rc && !(names = calloc(1, sizeof *names)))
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		if (!rc && !(names[n++] = mt_strdup(dataset)))
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+	} else {
+		rc = mt_store_datasets(s, &names, &n, err);
+	}
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (progress && progress(ud, i, n)) {
+			rc = mt_err(err, MT_ECANCELED, "sync of %s canceled", remote);
+			break;
+		}
+		rc = cat_sync_dataset(c, bucket, s, names[i], flags, st, err);
+		st->datasets++;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (!rc && !dataset)
+		rc = cat_drop_missing(c, bucket, names, n, st, err);
+	if (!rc && progress)
+		progress(ud, n, n);
+	/* An interrupted sync says nothing about the remote's health. */
+	if (rc != MT_ECANCELED && rc != MT_ENOMEM) {
+		mt_error e2;
+		int state = !rc ? REMOTE_SYNCED
+			    : rc == MT_ENET || rc == MT_EAUTH ? REMOTE_OFFLINE : REMOTE_TROUBLED;
+		cat_bucket(c, remote, mt_store_url(s), state, err ? err->message : "sync failed",
+			   &bucket, &e2);
+	}
+	pthread_mutex_unlock(&c->lock);
+	mt_strv_free(names, n);
+	return rc;
+}
+
+/* ---- listings ------------------------------------------------------------------- */
+
+struct level {
+	const mt_catalog_col *cols;
+	size_t ncols;
+	const char *sql; /* ?1 parent id, ?2 the filter as a LIKE pattern (NULL: none) */
+};
+
+static const mt_catalog_col remote_cols[] = {
+	{"REMOTE", MT_COL_TEXT}, {"URL", MT_COL_TEXT}, {"STATE", MT_COL_TEXT},
+	{"DATASETS", MT_COL_COUNT}, {"SYNCED", MT_COL_TEXT}, {"ERROR", MT_COL_TEXT},
+};
+static const mt_catalog_col bucket_cols[] = {
+	{"BUCKET", MT_COL_TEXT}, {"DATASETS", MT_COL_COUNT}, {"VERSIONS", MT_COL_COUNT},
+	{"STORED", MT_COL_BYTES},
+};
+static const mt_catalog_col dataset_cols[] = {
+	{"DATASET", MT_COL_TEXT}, {"VERSIONS", MT_COL_COUNT}, {"LATEST", MT_COL_TEXT},
+	{"ROWS", MT_COL_COUNT},   {"STORED", MT_COL_BYTES},   {"TAGS", MT_COL_TEXT},
+	{"DESCRIPTION", MT_COL_TEXT},
+};
+static const mt_catalog_col version_cols[] = {
+	{"VERSION", MT_COL_TEXT}, {"CREATED", MT_COL_TEXT}, {"ROWS", MT_COL_COUNT},
+	{"SHARDS", MT_COL_COUNT}, {"STORED", MT_COL_BYTES}, {"PARENT", MT_COL_TEXT},
+	{"TAGS", MT_COL_TEXT},    {"DESCRIPTION", MT_COL_TEXT},
+};
+static const mt_catalog_col shard_cols[] = {
+	{"SHARD", MT_COL_COUNT}, {"SHA256", MT_COL_TEXT}, {"FIRST_ROW", MT_COL_COUNT},
+	{"ROWS", MT_COL_COUNT},  {"BYTES", MT_COL_BYTES}, {"VERIFIED", MT_COL_TEXT},
+};
+static const mt_catalog_col attr_cols[] = {
+	{"ATTRIBUTE", MT_COL_TEXT}, {"DTYPE", MT_COL_TEXT}, {"SHAPE", MT_COL_TEXT},
+	{"RAGGED", MT_COL_TEXT},
+};
+static const mt_catalog_col field_cols[] = {
+	{"FIELD", MT_COL_TEXT}, {"VALUE", MT_COL_TEXT},
+};
+static const mt_catalog_col job_cols[] = {
+	{"JOB", MT_COL_COUNT},     {"KIND", MT_COL_TEXT},    {"TARGET", MT_COL_TEXT},
+	{"STARTED", MT_COL_TEXT},  {"FINISHED", MT_COL_TEXT}, {"RESULT", MT_COL_TEXT},
+};
+static const mt_catalog_col result_cols[] = {
+	{"ITEM", MT_COL_TEXT}, {"RESULT", MT_COL_TEXT},
+};
+static const mt_catalog_col search_cols[] = {
+	{"REMOTE", MT_COL_TEXT}, {"DATASET", MT_COL_TEXT}, {"VERSION", MT_COL_TEXT},
+	{"TAGS", MT_COL_TEXT},   {"MATCH", MT_COL_TEXT},
+};
+
+#define LIKE_FILTER(cols) " AND (?2 IS NULL OR " cols ")"
+
+/* Field rows of one version: (name, value) pairs in display order. */
+#define FIELD(name, expr) "SELECT 0, " name ", " expr " FROM v UNION ALL "
+
+static const struct level levels[MT_CAT_NLEVELS] = {
+	[MT_CAT_REMOTES] = {remote_cols, 6,
+		"SELECT r.id, r.name, r.url, CASE r.online WHEN 1 THEN 'online' ELSE 'offline' END,"
+		" (SELECT count(*) FROM datasets d JOIN buckets b ON b.id = d.bucket_id"
+		"  WHERE b.remote_id = r.id), r.synced, r.error FROM remotes r WHERE 1"
+		LIKE_FILTER("r.name LIKE ?2 ESCAPE '\\' OR r.url LIKE ?2 ESCAPE '\\'")
+		" ORDER BY r.name = 'local' DESC, r.name"},
+	[MT_CAT_BUCKETS] = {bucket_cols, 4,
+		"SELECT b.id, b.url, count(d.id), coalesce(sum(d.nversions), 0),"
+		" coalesce(sum(d.stored_bytes), 0) FROM buckets b LEFT JOIN datasets d"
+		" ON d.bucket_id = b.id WHERE b.remote_id = ?1"
+		LIKE_FILTER("b.url LIKE ?2 ESCAPE '\\'") " GROUP BY b.id ORDER BY b.url"},
+	[MT_CAT_DATASETS] = {dataset_cols, 7,
+		"SELECT id, name, nversions, latest, rows, stored_bytes, tags, description"
+		" FROM datasets WHERE bucket_id = ?1"
+		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
+			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
+	[MT_CAT_VERSIONS] = {version_cols, 8,
+		"SELECT v.id, v.name, v.created, v.rows, v.nshards, v.stored_bytes, v.parent,"
+		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
+		" v.description FROM versions v WHERE v.dataset_id = ?1"
+		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"
+			    " EXISTS (SELECT 1 FROM tags t WHERE t.version_id = v.id AND"
+			    " t.tag LIKE ?2 ESCAPE '\\')") " ORDER BY v.created, v.id"},
+	[MT_CAT_SHARDS] = {shard_cols, 6,
+		"SELECT id, idx, sha256, first_row, rows, bytes,"
+		" CASE verified WHEN '' THEN '-' ELSE verified END FROM shards"
+		" WHERE version_id = ?1" LIKE_FILTER("sha256 LIKE ?2 ESCAPE '\\'") " ORDER BY idx"},
+	[MT_CAT_ATTRS] = {attr_cols, 4,
+		"SELECT idx, name, dtype, shape, CASE ragged WHEN 1 THEN 'yes' ELSE 'no' END"
+		" FROM attrs WHERE version_id = ?1" LIKE_FILTER("name LIKE ?2 ESCAPE '\\'")
+		" ORDER BY idx"},
+	[MT_CAT_VERSION] = {field_cols, 2,
+		"WITH v AS (SELECT v.*, d.name AS dataset, b.url AS url, r.name AS remote,"
+		" (SELECT group_concat(tag, ', ') FROM tags WHERE version_id = v.id) AS tagl,"
+		" (SELECT sha256 || ' ' || args FROM recipes WHERE version_id = v.id) AS recipe,"
+		" (SELECT group_concat(p.name, ' < ') FROM (WITH RECURSIVE up(name, n) AS"
+		"  (SELECT v.parent, 0 UNION ALL SELECT pv.parent, up.n + 1 FROM up JOIN versions pv"
+		"   ON pv.dataset_id = v.dataset_id AND pv.name = up.name WHERE up.name <> ''"
+		"   AND up.n < 64) SELECT name FROM up WHERE name <> '' ORDER BY n) p) AS lineage,"
+		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified = 'ok')"
+		"  AS nok,"
+		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified NOT IN"
+		"  ('', 'ok')) AS nbad"
+		" FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"
+		" ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id WHERE v.id = ?1)"
+		FIELD("'dataset'", "dataset") FIELD("'version'", "name")
+		FIELD("'remote'", "remote || '  ' || url")
+		FIELD("'parent'", "CASE parent WHEN '' THEN '-' ELSE parent END")
+		FIELD("'lineage'", "coalesce(name || ' < ' || lineage, name)")
+		FIELD("'created'", "created")
+		FIELD("'author'", "CASE author WHEN '' THEN '-' ELSE author END")
+		FIELD("'description'", "CASE description WHEN '' THEN '-' ELSE description END")
+		FIELD("'tags'", "coalesce(tagl, '-')") FIELD("'rows'", "rows")
+		FIELD("'shards'", "nshards") FIELD("'stored bytes'", "stored_bytes")
+		FIELD("'raw bytes'", "raw_bytes")
+		FIELD("'ratio'", "CASE stored_bytes WHEN 0 THEN '-' ELSE"
+		      " printf('%.2f', 1.0 * raw_bytes / stored_bytes) END")
+		FIELD("'zstd level'", "level")
+		FIELD("'recipe'", "coalesce(recipe, '-')")
+		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN 'never' ELSE"
+		      " nok || ' of ' || nshards || ' shards sound, ' || nbad || ' damaged' END")
+		"SELECT 0, 'attributes', (SELECT count(*) FROM attrs WHERE version_id = ?1) FROM v"},
+	[MT_CAT_SHARD] = {field_cols, 2,
+		"WITH s AS (SELECT s.*, d.name AS dataset, v.name AS version FROM shards s"
+		" JOIN versions v ON v.id = s.version_id JOIN datasets d ON d.id = v.dataset_id"
+		" WHERE s.id = ?1)"
+		"SELECT 0, 'shard', idx FROM s UNION ALL SELECT 0, 'version', dataset || '@' ||"
+		" version FROM s UNION ALL SELECT 0, 'sha256', sha256 FROM s UNION ALL SELECT 0,"
+		" 'key', 'datasets/' || dataset || '/shards/' || sha256 || '.h5' FROM s UNION ALL"
+		" SELECT 0, 'rows', rows FROM s UNION ALL SELECT 0, 'first row', first_row FROM s"
+		" UNION ALL SELECT 0, 'bytes', bytes FROM s UNION ALL SELECT 0, 'verified',"
+		" CASE verified WHEN '' THEN 'never' ELSE verified || ' at ' || verified_at END"
+		" FROM s"},
+	[MT_CAT_JOBS] = {job_cols, 6,
+		"SELECT id, id, kind, target, started, finished, CASE WHEN code IS NULL THEN"
+		" 'running' WHEN code = 0 THEN 'ok' ELSE message END FROM jobs WHERE 1"
+		LIKE_FILTER("kind LIKE ?2 ESCAPE '\\' OR target LIKE ?2 ESCAPE '\\'")
+		" ORDER BY id DESC"},
+	[MT_CAT_JOB] = {result_cols, 2,
+		"SELECT rowid, item, CASE code WHEN 0 THEN 'ok' ELSE message END FROM job_results"
+		" WHERE job_id = ?1" LIKE_FILTER("item LIKE ?2 ESCAPE '\\'") " ORDER BY rowid"},
+	[MT_CAT_SEARCH] = {search_cols, 5,
+		"SELECT s.rowid, r.name, s.dataset, s.version, s.tags,"
+		" snippet(search, -1, '[', ']', '...', 8) FROM search s"
+		" JOIN versions v ON v.id = s.rowid JOIN datasets d ON d.id = v.dataset_id"
+		" JOIN buckets b ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id"
+		" WHERE search MATCH ?2 ORDER BY rank, r.name, s.dataset, v.created"},
+};
+
+const mt_catalog_col *mt_catalog_columns(int level, size_t *n)
+{
+	if (level < 0 || level >= MT_CAT_NLEVELS) {
+		*n = 0;
+		return NULL;
+	}
+	*n = levels[level].ncols;
+	return levels[level].cols;
+}
+
+/* "%text%" with LIKE's wildcards escaped. */
+static char *cat_like(const char *text)
+{
+	size_t n = strlen(text);
+	char *p = malloc(2 * n + 3), *q = p;
+	if (!p)
+		return NULL;
+	*q++ = '%';
+	for (const char *s = text; *s; s++) {
+		if (*s == '%' || *s == '_' || *s == '\\')
+			*q++ = '\\';
+		*q++ = *s;
+	}
+	*q++ = '%';
+	*q = '\0';
+	return p;
+}
+
+/* Words of free text as an FTS5 query: each a quoted prefix, all required,
+ * so no user input is read as query syntax. */
+static char *cat_fts_query(const char *text)
+{
+	size_t n = strlen(text);
+	char *p = malloc(4 * n + 8), *q = p;
+	if (!p)
+		return NULL;
+	const char *s = text;
+	while (*s) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s)
+			break;
+		if (q != p)
+			*q++ = ' ';
+		*q++ = '"';
+		for (; *s && *s != ' ' && *s != '\t'; s++) {
+			if (*s == '"')
+				*q++ = '"';
+			*q++ = *s;
+		}
+		*q++ = '"';
+		*q++ = '*';
+	}
+	*q = '\0';
+	return p;
+}
+
+int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter,
+		    mt_catalog_fn fn, void *ud, mt_error *err)
+{
+	if (level < 0 || level >= MT_CAT_NLEVELS)
+		return mt_err(err, MT_EINVAL, "catalog: no list %d", level);
+	const struct level *lv = &levels[level];
+	char *pattern = NULL;
+	if (level == MT_CAT_SEARCH) {
+		if (!filter || !*filter)
+			return mt_err(err, MT_EINVAL, "search: empty query");
+		pattern = cat_fts_query(filter);
+	} else if (filter && *filter) {
+		pattern = cat_like(filter);
+	}
+	if (filter && *filter && !pattern)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	if (level == MT_CAT_SEARCH && !*pattern) {
+		free(pattern);
+		return mt_err(err, MT_EINVAL, "search: empty query");
+	}
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, lv->sql, &st, err);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, parent);
+		if (pattern)
+			sqlite3_bind_text(st, 2, pattern, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 2);
+		const char *cols[8];
+		mt_catalog_row row = {0, lv->ncols, cols};
+		int r;
+		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+			row.id = sqlite3_column_int64(st, 0);
+			for (size_t i = 0; i < lv->ncols; i++) {
+				const unsigned char *t = sqlite3_column_text(st, (int)i + 1);
+				cols[i] = t ? (const char *)t : "";
+			}
+			if ((rc = fn(ud, &row)))
+				break;
+		}
+		if (!rc && r != SQLITE_DONE)
+			rc = cat_sqlerr(c, err, "listing");
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(pattern);
+	return rc;
+}
+
+/* ---- locating rows ----------------------------------------------------------------- */
+
+static char *cat_col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	return t ? mt_strdup((const char *)t) : NULL;
+}
+
+int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out, mt_error *err)
+{
+	static const char *const sql[MT_CAT_NLEVELS] = {
+		[MT_CAT_REMOTES] = "SELECT name, url, NULL, NULL, NULL, -1 FROM remotes WHERE id = ?1",
+		[MT_CAT_BUCKETS] = "SELECT r.name, b.url, NULL, NULL, NULL, -1 FROM buckets b JOIN "
+				   "remotes r ON r.id = b.remote_id WHERE b.id = ?1",
+		[MT_CAT_DATASETS] = "SELECT r.name, b.url, d.name, NULL, NULL, -1 FROM datasets d "
+				    "JOIN buckets b ON b.id = d.bucket_id JOIN remotes r ON r.id = "
+				    "b.remote_id WHERE d.id = ?1",
+		[MT_CAT_VERSIONS] = "SELECT r.name, b.url, d.name, v.name, NULL, -1 FROM versions v "
+				    "JOIN datasets d ON d.id = v.dataset_id JOIN buckets b ON b.id = "
+				    "d.bucket_id JOIN remotes r ON r.id = b.remote_id WHERE v.id = ?1",
+		[MT_CAT_SHARDS] = "SELECT r.name, b.url, d.name, v.name, s.sha256, s.idx FROM shards s "
+				  "JOIN versions v ON v.id = s.version_id JOIN datasets d ON d.id = "
+				  "v.dataset_id JOIN buckets b ON b.id = d.bucket_id JOIN remotes r "
+				  "ON r.id = b.remote_id WHERE s.id = ?1",
+	};
+	memset(out, 0, sizeof *out);
+	out->shard = -1;
+	int lv = level == MT_CAT_VERSION || level == MT_CAT_SEARCH ? MT_CAT_VERSIONS
+		 : level == MT_CAT_SHARD				 ? MT_CAT_SHARDS
+									 : level;
+	if (lv < 0 || lv >= MT_CAT_NLEVELS || !sql[lv])
+		return mt_err(err, MT_EINVAL, "catalog: rows of list %d have no place", level);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, sql[lv], &st, err);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, id);
+		int r = sqlite3_step(st);
+		if (r == SQLITE_ROW) {
+			out->remote = cat_col_dup(st, 0);
+			out->url = cat_col_dup(st, 1);
+			out->dataset = cat_col_dup(st, 2);
+			out->version = cat_col_dup(st, 3);
+			out->sha256 = cat_col_dup(st, 4);
+			out->shard = sqlite3_column_int64(st, 5);
+			if (!out->remote || !out->url || (lv >= MT_CAT_DATASETS && !out->dataset) ||
+			    (lv >= MT_CAT_VERSIONS && !out->version) ||
+			    (lv == MT_CAT_SHARDS && !out->sha256))
+				rc = mt_err(err, MT_ENOMEM, "out of memory");
+		} else if (r == SQLITE_DONE) {
+			rc = mt_err(err, MT_ENOTFOUND, "catalog: no such row any more (sync?)");
+		} else {
+			rc = cat_sqlerr(c, err, "locating a row");
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		mt_catalog_ref_free(out);
+	return rc;
+}
+
+void mt_catalog_ref_free(mt_catalog_ref *r)
+{
+	if (!r)
+		return;
+	free(r->remote);
+	free(r->url);
+	free(r->dataset);
+	free(r->version);
+	free(r->sha256);
+	memset(r, 0, sizeof *r);
+	r->shard = -1;
+}
+
+/* ---- jobs --------------------------------------------------------------------------- */
+
+/* Run one statement with ?1 a, ?2 b, ?3 code, ?4 msg, ?5 the time; a
+ * statement may leave some out (binding those fails harmlessly). */
+static int cat_run(mt_catalog *c, const char *sql, int64_t a, const char *b, int code,
+		   const char *msg, const char *what, mt_error *err)
+{
+	char now[32];
+	cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, sql, &st, err);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, a);
+		sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 3, code);
+		sqlite3_bind_text(st, 4, msg, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, what, err);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_job_begin(mt_catalog *c, const char *kind, const char *target, int64_t *id,
+			 mt_error *err)
+{
+	pthread_mutex_lock(&c->lock);
+	char now[32];
+	cat_now(now, sizeof now);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT INTO jobs(kind, target, started) VALUES(?1, ?2, ?3)", &st,
+			     err);
+	if (!rc) {
+		sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, target, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a job", err);
+		sqlite3_finalize(st);
+		*id = rc ? 0 : sqlite3_last_insert_rowid(c->db);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_job_result(mt_catalog *c, int64_t job, const char *item, int code,
+			  const char *message, mt_error *err)
+{
+	return cat_run(c, "INSERT INTO job_results VALUES(?1, ?2, ?3, coalesce(?4, ''))", job,
+		       item, code, message, "recording a job result", err);
+}
+
+int mt_catalog_job_end(mt_catalog *c, int64_t job, int code, const char *message,
+		       mt_error *err)
+{
+	return cat_run(c, "UPDATE jobs SET finished = ?5, code = ?3, message = coalesce(?4, '') "
+		       "WHERE id = ?1", job, NULL, code, message,
+		       "recording a job's end", err);
+}
+
+int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
+			      const char *sha256, int code, const char *message, mt_error *err)
+{
+	char now[32];
+	cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "UPDATE shards SET verified = ?4, verified_at = ?5 WHERE sha256 = ?3 "
+			     "AND version_id IN (SELECT v.id FROM versions v JOIN datasets d ON "
+			     "d.id = v.dataset_id JOIN buckets b ON b.id = d.bucket_id WHERE "
+			     "b.url = ?1 AND d.name = ?2)", &st, err);
+	if (!rc) {
+		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, sha256, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, code ? (message && *message ? message : mt_strerror(code))
+					      : "ok", -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a verification", err);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}

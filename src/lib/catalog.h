@@ -1,0 +1,14 @@
+/* catalog.h — internal entry points of the catalog for tests: opening at an older schema, upgrading. */
+#ifndef MT_CATALOG_H
+#define MT_CATALOG_H
+
+#include "util.h"
+
+/* mt_catalog_open, but creating or upgrading only up to schema `schema`
+ * (tests build old catalogs this way and then open them normally). */
+MT_LOCAL int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out,
+				    mt_error *err);
+/* Upgrade c to schema `target`, one transaction per step. */
+MT_LOCAL int mt_catalog_migrate(mt_catalog *c, int target, mt_error *err);
+
+#endif

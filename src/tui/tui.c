@@ -1,0 +1,477 @@
+/* tui.c — the browser's loop: the view stack, title, status and footer lines, the prompt and ':' commands, one paint per iteration. */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include "config.h"
+
+#include <ncursesw/curses.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui.h"
+
+int tui_init(struct tui *t, struct cli_ctx *ctx, const char *cat_path, int read_only,
+	     mt_error *err)
+{
+	memset(t, 0, sizeof *t);
+	t->ctx = ctx;
+	t->read_only = read_only;
+	if (mt_catalog_open(cat_path, &t->cat, err))
+		return -1;
+	tui_push(t, tui_list_view(t, MT_CAT_REMOTES, 0, "remotes"));
+	tui_status(t, 0, "? for help, q to quit%s", read_only ? " (read-only)" : "");
+	return 0;
+}
+
+void tui_free(struct tui *t)
+{
+	tui_jobs_stop(t);
+	while (t->depth)
+		tui_pop(t);
+	free(t->stack);
+	if (t->prompt.free_arg)
+		t->prompt.free_arg(t->prompt.arg);
+	mt_catalog_close(t->cat);
+}
+
+void tui_push(struct tui *t, struct view *v)
+{
+	if (t->depth == t->cap)
+		t->stack = cli_xreallocarray(t->stack, t->cap = t->cap ? 2 * t->cap : 8,
+					     sizeof *t->stack);
+	v->serial = ++t->next_serial;
+	t->stack[t->depth++] = v;
+	t->dirty = 1;
+}
+
+void tui_pop(struct tui *t)
+{
+	if (!t->depth)
+		return;
+	struct view *v = t->stack[--t->depth];
+	v->ops->free(v);
+	t->dirty = 1;
+}
+
+struct view *tui_top(struct tui *t)
+{
+	return t->depth ? t->stack[t->depth - 1] : NULL;
+}
+
+struct view *tui_find_view(struct tui *t, unsigned serial)
+{
+	for (size_t i = 0; serial && i < t->depth; i++)
+		if (t->stack[i]->serial == serial)
+			return t->stack[i];
+	return NULL;
+}
+
+void tui_reload_all(struct tui *t)
+{
+	for (size_t i = 0; i < t->depth; i++)
+		if (t->stack[i]->ops->reload)
+			t->stack[i]->ops->reload(t, t->stack[i]);
+	t->dirty = 1;
+}
+
+void tui_status(struct tui *t, int error, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->status, sizeof t->status, fmt, ap);
+	va_end(ap);
+	/* One line: a multi-line message would garble the screen. */
+	for (char *p = t->status; *p; p++)
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+	t->status_error = error;
+	t->dirty = 1;
+}
+
+void tui_ask(struct tui *t, const char *label, const char *initial,
+	     void (*submit)(struct tui *t, const char *text, void *arg), void *arg,
+	     void (*free_arg)(void *arg))
+{
+	if (t->prompt.free_arg)
+		t->prompt.free_arg(t->prompt.arg);
+	t->prompt = (struct tui_prompt){ .active = 1, .submit = submit, .arg = arg,
+					 .free_arg = free_arg };
+	snprintf(t->prompt.label, sizeof t->prompt.label, "%s", label);
+	snprintf(t->prompt.text, sizeof t->prompt.text, "%s", initial ? initial : "");
+	t->dirty = 1;
+}
+
+int tui_text_cut(int y, int x, int w, int role, const char *s)
+{
+	if (w <= 0)
+		return 0;
+	if (disp_columns(s) <= w)
+		return disp_text(y, x, w, role, s);
+	int used = disp_text(y, x, w - 1, role, s);
+	return used + disp_text(y, x + used, 1, role, "…");
+}
+
+/* ---- the prompt ---- */
+
+static void prompt_end(struct tui *t, int submit)
+{
+	struct tui_prompt p = t->prompt;
+	t->prompt = (struct tui_prompt){ 0 };
+	t->dirty = 1;
+	/* A submit callback owns arg from then on (a job may keep it). */
+	if (submit && p.submit)
+		p.submit(t, p.text, p.arg);
+	else if (p.free_arg)
+		p.free_arg(p.arg);
+}
+
+static void prompt_key(struct tui *t, int k)
+{
+	struct tui_prompt *p = &t->prompt;
+	size_t len = strlen(p->text);
+	if (k == 27) {
+		prompt_end(t, 0);
+	} else if (k == '\n' || k == '\r' || k == (DISP_FN | KEY_ENTER)) {
+		prompt_end(t, 1);
+	} else if (k == 127 || k == 8 || k == (DISP_FN | KEY_BACKSPACE)) {
+		/* Drop one whole UTF-8 character. */
+		while (len > 0 && ((unsigned char)p->text[len - 1] & 0xc0) == 0x80)
+			len--;
+		if (len > 0)
+			len--;
+		p->text[len] = '\0';
+	} else if (k == DISP_CTRL('u')) {
+		p->text[0] = '\0';
+	} else if (k >= 0x20 && !(k & DISP_FN) && k != 0x7f && k < 0x110000) {
+		char mb[5] = { 0 };
+		unsigned u = (unsigned)k;
+		if (u < 0x80) {
+			mb[0] = (char)u;
+		} else if (u < 0x800) {
+			mb[0] = (char)(0xc0 | u >> 6);
+			mb[1] = (char)(0x80 | (u & 0x3f));
+		} else if (u < 0x10000) {
+			mb[0] = (char)(0xe0 | u >> 12);
+			mb[1] = (char)(0x80 | (u >> 6 & 0x3f));
+			mb[2] = (char)(0x80 | (u & 0x3f));
+		} else {
+			mb[0] = (char)(0xf0 | u >> 18);
+			mb[1] = (char)(0x80 | (u >> 12 & 0x3f));
+			mb[2] = (char)(0x80 | (u >> 6 & 0x3f));
+			mb[3] = (char)(0x80 | (u & 0x3f));
+		}
+		if (len + strlen(mb) < sizeof p->text)
+			strcat(p->text, mb);
+	}
+	t->dirty = 1;
+}
+
+/* ---- ':' commands ---- */
+
+static void command_submit(struct tui *t, const char *text, void *arg)
+{
+	tui_command(t, text);
+}
+
+void tui_command(struct tui *t, const char *line)
+{
+	while (*line == ' ')
+		line++;
+	char word[32];
+	size_t n = strcspn(line, " ");
+	snprintf(word, sizeof word, "%.*s", (int)(n < sizeof word ? n : sizeof word - 1), line);
+	const char *rest = line + n;
+	while (*rest == ' ')
+		rest++;
+	struct view *top = tui_top(t);
+	if (!*word) {
+		return;
+	} else if (!strcmp(word, "q") || !strcmp(word, "quit")) {
+		t->quit = 1;
+	} else if (!strcmp(word, "sync")) {
+		tui_sync_all(t);
+	} else if (!strcmp(word, "jobs")) {
+		tui_push(t, tui_jobs_view(t));
+	} else if (!strcmp(word, "history")) {
+		tui_push(t, tui_list_view(t, MT_CAT_JOBS, 0, "job history"));
+	} else if (!strcmp(word, "help")) {
+		tui_push(t, tui_help_view(t));
+	} else if (!strcmp(word, "search") && *rest) {
+		tui_push(t, tui_list_view(t, MT_CAT_SEARCH, 0, rest));
+	} else if (!strcmp(word, "filter") && top && top->ops->filter) {
+		top->ops->filter(t, top, rest);
+	} else {
+		tui_status(t, 1, "unknown command '%s' (try: sync, search TEXT, filter TEXT, jobs, "
+				 "history, help, quit)", line);
+	}
+}
+
+/* ---- keys ---- */
+
+static void find_submit(struct tui *t, const char *text, void *arg)
+{
+	if (*text)
+		tui_push(t, tui_list_view(t, MT_CAT_SEARCH, 0, text));
+}
+
+static int view_scope(const struct view *v)
+{
+	return v ? v->ops->scope : K_LIST;
+}
+
+void tui_key(struct tui *t, int k)
+{
+	if (k == (DISP_FN | KEY_RESIZE)) {
+		disp_resize(0, 0);
+		t->dirty = 1;
+		return;
+	}
+	if (t->prompt.active) {
+		prompt_key(t, k);
+		return;
+	}
+	struct view *v = tui_top(t);
+	int my, mx, what;
+	if (k == (DISP_FN | KEY_MOUSE)) {
+		if (!v || disp_mouse(&my, &mx, &what))
+			return;
+		if (what == MOUSE_WHEEL_UP || what == MOUSE_WHEEL_DOWN) {
+			for (int i = 0; i < 3; i++)
+				v->ops->key(t, v, what == MOUSE_WHEEL_UP ? ACT_UP : ACT_DOWN, 0);
+		} else if (v->ops->click) {
+			v->ops->click(t, v, my);
+			if (what == MOUSE_DOUBLE)
+				v->ops->key(t, v, ACT_OPEN, 0);
+		}
+		t->dirty = 1;
+		return;
+	}
+	enum tui_action a = tui_key_action(t, k, view_scope(v));
+	int r = v && a != ACT_NONE ? v->ops->key(t, v, a, k) : V_IGNORED;
+	if (r == V_CLOSE) {
+		if (t->depth > 1)
+			tui_pop(t);
+		return;
+	}
+	if (r == V_HANDLED) {
+		t->dirty = 1;
+		return;
+	}
+	switch (a) {
+	case ACT_QUIT:
+		t->quit = 1;
+		break;
+	case ACT_BACK:
+	case ACT_ESC:
+	case ACT_LEFT:
+		if (t->depth > 1)
+			tui_pop(t);
+		break;
+	case ACT_HELP:
+		tui_push(t, tui_help_view(t));
+		break;
+	case ACT_JOBS:
+		tui_push(t, tui_jobs_view(t));
+		break;
+	case ACT_COMMAND:
+		tui_ask(t, ":", "", command_submit, NULL, NULL);
+		break;
+	case ACT_SYNC:
+		tui_sync_all(t);
+		break;
+	case ACT_REDRAW:
+		t->full_redraw = 1;
+		t->dirty = 1;
+		break;
+	case ACT_CANCEL:
+		for (size_t i = t->njobs; i-- > 0;)
+			if (atomic_load(&t->jobs[i]->state) == JOB_RUNNING) {
+				tui_job_cancel(t->jobs[i]);
+				tui_status(t, 0, "canceling %s", t->jobs[i]->title);
+				return;
+			}
+		tui_status(t, 0, "no job is running");
+		break;
+	case ACT_FIND:
+		tui_ask(t, "search the catalog: ", "", find_submit, NULL, NULL);
+		break;
+	case ACT_NONE:
+		break;
+	default:
+		tui_status(t, 0, "not here (? for help)");
+		break;
+	}
+}
+
+/* ---- drawing ---- */
+
+static void draw_title(struct tui *t)
+{
+	int w = disp_width();
+	disp_fill(0, 0, w, R_TITLE);
+	char crumb[1024] = "matorage";
+	size_t len = strlen(crumb);
+	for (size_t i = 0; i < t->depth && len < sizeof crumb; i++)
+		len += (size_t)snprintf(crumb + len, sizeof crumb - len, " › %s", t->stack[i]->title);
+	int running = 0;
+	for (size_t i = 0; i < t->njobs; i++)
+		running += atomic_load(&t->jobs[i]->state) == JOB_RUNNING;
+	char right[64] = "";
+	if (running)
+		snprintf(right, sizeof right, "%s%d job%s running ",
+			 t->read_only ? "read-only  " : "", running, running == 1 ? "" : "s");
+	else if (t->read_only)
+		snprintf(right, sizeof right, "read-only  ");
+	int rw = disp_columns(right);
+	/* Where one is matters more than where one started: cut the front. */
+	const char *shown = crumb;
+	while (disp_columns(shown) > w - rw - 1 && *shown) {
+		shown++;
+		while (((unsigned char)*shown & 0xc0) == 0x80)
+			shown++;
+	}
+	if (shown != crumb) {
+		int x = disp_text(0, 0, 1, R_TITLE, "…");
+		disp_text(0, x, w - rw - x, R_TITLE, shown);
+	} else {
+		disp_text(0, 0, w - rw, R_TITLE, crumb);
+	}
+	disp_text(0, w - rw, rw, R_TITLE, right);
+}
+
+static void draw_status(struct tui *t, int y)
+{
+	int w = disp_width();
+	if (t->prompt.active) {
+		disp_fill(y, 0, w, R_NORMAL);
+		int x = disp_text(y, 0, w, R_STATUS, t->prompt.label);
+		/* Show the end of long input: that is where typing happens. */
+		const char *s = t->prompt.text;
+		while (disp_columns(s) > w - x - 2 && *s)
+			s++;
+		x += disp_text(y, x, w - x, R_NORMAL, s);
+		disp_text(y, x, 1, R_SELECTED, " ");
+		return;
+	}
+	disp_fill(y, 0, w, t->status_error ? R_ERROR : R_STATUS);
+	/* The newest running job's progress stays in view at the right. */
+	char prog[256] = "";
+	for (size_t i = t->njobs; i-- > 0 && !t->status_error;) {
+		const struct tui_job *j = t->jobs[i];
+		if (j->quiet || atomic_load(&j->state) != JOB_RUNNING)
+			continue;
+		char p[128];
+		tui_job_progress_text(j, p, sizeof p);
+		snprintf(prog, sizeof prog, " %s: %s ", j->kind, p);
+		break;
+	}
+	int pw = disp_columns(prog) < w / 2 ? disp_columns(prog) : 0;
+	tui_text_cut(y, 0, w - pw, t->status_error ? R_ERROR : R_STATUS, t->status);
+	if (pw)
+		disp_text(y, w - pw, pw, R_KEY, prog);
+}
+
+void tui_draw(struct tui *t)
+{
+	disp_clear();
+	int h = disp_height();
+	struct view *v = tui_top(t);
+	draw_title(t);
+	if (v && h > 3)
+		v->ops->draw(t, v, 1, h - 2);
+	draw_status(t, h - 2);
+	tui_footer(t, h - 1, view_scope(v));
+}
+
+static int tui_loop(struct tui *t)
+{
+	t->dirty = 1;
+	while (!t->quit) {
+		if (tui_jobs_poll(t))
+			t->dirty = 1;
+		if (t->dirty) {
+			tui_draw(t);
+			disp_flush(t->full_redraw);
+			t->dirty = t->full_redraw = 0;
+		}
+		/* A short wait keeps progress moving without a busy loop. */
+		int k = disp_key(200);
+		if (k >= 0)
+			tui_key(t, k);
+	}
+	return CLI_OK;
+}
+
+/* The id of the row of `level` under parent whose first column is name. */
+struct find_row {
+	const char *name;
+	int64_t id;
+};
+
+static int find_row_fn(void *ud, const mt_catalog_row *row)
+{
+	struct find_row *f = ud;
+	if (f->name && strcmp(row->cols[0], f->name))
+		return 0;
+	f->id = row->id;
+	return 1;
+}
+
+static int64_t find_row(struct tui *t, int level, int64_t parent, const char *name)
+{
+	struct find_row f = { name, 0 };
+	mt_error err;
+	mt_catalog_list(t->cat, level, parent, NULL, find_row_fn, &f, &err);
+	return f.id;
+}
+
+int tui_goto_dataset(struct tui *t, const char *dataset)
+{
+	const char *remote = cli_store_name(t->ctx);
+	int64_t r = find_row(t, MT_CAT_REMOTES, 0, remote);
+	int64_t b = r ? find_row(t, MT_CAT_BUCKETS, r, NULL) : 0;
+	int64_t d = b ? find_row(t, MT_CAT_DATASETS, b, dataset) : 0;
+	if (!d) {
+		tui_status(t, 1, "%s: no dataset %s in the catalog (r to sync)", remote, dataset);
+		return -1;
+	}
+	char url[256] = "";
+	mt_catalog_ref ref;
+	mt_error err;
+	if (!mt_catalog_locate(t->cat, MT_CAT_BUCKETS, b, &ref, &err)) {
+		snprintf(url, sizeof url, "%s", ref.url);
+		mt_catalog_ref_free(&ref);
+	}
+	tui_push(t, tui_list_view(t, MT_CAT_BUCKETS, r, remote));
+	tui_push(t, tui_list_view(t, MT_CAT_DATASETS, b, url));
+	tui_push(t, tui_list_view(t, MT_CAT_VERSIONS, d, dataset));
+	return 0;
+}
+
+int tui_main(struct cli_ctx *ctx, int read_only, const char *open)
+{
+	/* Static: when a stuck job is left running at exit, what it uses stays
+	 * reachable rather than leaked. */
+	static struct tui t;
+	mt_error err = { 0 };
+	if (tui_init(&t, ctx, NULL, read_only, &err))
+		return cli_fail(&err);
+	if (open && tui_goto_dataset(&t, open)) {
+		tui_free(&t);
+		return cli_error("%s: no such dataset in the catalog (run 'matorage sync')", open);
+	}
+	const char *nc = getenv("NO_COLOR");
+	if (disp_open_tty(nc && *nc)) {
+		tui_free(&t);
+		return cli_error("cannot open the terminal");
+	}
+	tui_sync_all(&t);
+	int rc = tui_loop(&t);
+	disp_close();
+	/* A job stuck on an unanswering server must not hold the terminal: when
+	 * one has not seen its cancel in time, the process exits around it (its
+	 * catalog writes are transactions, so nothing is left half done). */
+	if (tui_jobs_wait(&t, 3000))
+		tui_free(&t);
+	return rc;
+}

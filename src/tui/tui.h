@@ -1,0 +1,224 @@
+/* tui.h — the browser's shared types: the key table, views as vtables, the view stack, the prompt, jobs on worker threads. */
+#ifndef MT_TUI_H
+#define MT_TUI_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "display.h"
+
+struct tui;
+struct view;
+
+/* ---- keys (keys.c) ---- */
+
+/* What a key asks for; views act on the ones they know. */
+enum tui_action {
+	ACT_NONE,
+	ACT_UP, ACT_DOWN, ACT_PGUP, ACT_PGDN, ACT_HOME, ACT_END, ACT_LEFT, ACT_RIGHT,
+	ACT_OPEN, ACT_BACK, ACT_ESC,
+	ACT_SEARCH, ACT_NEXT, ACT_PREV, ACT_FILTER, ACT_COMMAND, ACT_HELP, ACT_QUIT, ACT_REDRAW,
+	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
+	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
+	ACT_ROW_GOTO,
+};
+
+/* Where a binding applies (a view says which it is). */
+enum {
+	K_ALL = 0x3f,
+	K_LIST = 0x01,    /* catalog lists */
+	K_VERSION = 0x02, /* a version's details */
+	K_MATRIX = 0x04,
+	K_JOBS = 0x08,
+	K_TEXT = 0x10,    /* help, logs */
+	K_WRITE = 0x40,   /* changes a store: not in --read-only */
+};
+
+struct tui_key {
+	int key, alt;     /* a key and an optional second one (0: none) */
+	const char *label; /* how the footer and help spell the key */
+	const char *name;  /* a word for the footer */
+	const char *help;  /* a line for the help screen */
+	enum tui_action action;
+	int scope;         /* K_* bits */
+	int footer;        /* shown in the footer of the views in scope */
+};
+extern const struct tui_key tui_keys[];
+
+/* The action of key k in a view of kind `scope` (ACT_NONE: none). */
+enum tui_action tui_key_action(const struct tui *t, int k, int scope);
+/* Draw the footer line for a view of kind `scope`. */
+void tui_footer(const struct tui *t, int y, int scope);
+/* The help text, a line per binding, generated from the table. */
+struct view *tui_help_view(struct tui *t);
+
+/* ---- views ---- */
+
+/* What a key handler did. */
+enum { V_IGNORED = 0, V_HANDLED = 1, V_CLOSE = 2 };
+
+struct view_ops {
+	const char *kind; /* for the title */
+	int scope;        /* K_* bits its keys come from */
+	/* Draw into rows [top, bottom) of the display. */
+	void (*draw)(struct tui *t, struct view *v, int top, int bottom);
+	/* React to an action (or raw key k for text entry); V_*. */
+	int (*key)(struct tui *t, struct view *v, enum tui_action a, int k);
+	/* Data below changed (a job finished, a sync): reload. */
+	void (*reload)(struct tui *t, struct view *v);
+	/* Keep only rows containing text ("": all); NULL where that makes no sense. */
+	void (*filter)(struct tui *t, struct view *v, const char *text);
+	/* A click on screen line y (NULL: clicks do nothing there). */
+	void (*click)(struct tui *t, struct view *v, int y);
+	void (*free)(struct view *v);
+};
+
+struct view {
+	const struct view_ops *ops;
+	char title[256];   /* breadcrumb part */
+	unsigned serial;   /* identifies the view to a prompt answered later */
+};
+
+/* ---- jobs (jobs.c) ---- */
+
+enum { JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_CANCELED };
+
+/*
+ * A job is a worker thread doing store I/O: a run function, progress
+ * (done of total, in `unit`s) that also carries the cancel request, and log
+ * lines.  The UI thread reads these while it runs and calls `finish` on its
+ * own thread once it ends.  Verify, copy, sync, gc, edits and deletes are
+ * jobs; so will be running a Lua recipe: a run function that reports
+ * through tui_job_progress and tui_job_log.
+ */
+struct tui_job {
+	unsigned id;
+	char kind[16];
+	char title[160];
+	const char *unit;      /* "bytes", "shards", "datasets" */
+	atomic_uint_fast64_t done, total;
+	atomic_int cancel;
+	atomic_int state;      /* JOB_* */
+	struct timespec started;
+	double seconds;        /* when it ended */
+	char result[512];      /* one line: what happened */
+	pthread_mutex_t lock;  /* guards log */
+	char **log;
+	size_t nlog;
+	int64_t catalog_id;
+	pthread_t thread;
+	int joined;
+	struct tui *t;
+	/* Runs on the worker: returns 0 or an MT_E code, fills result. */
+	int (*run)(struct tui_job *j);
+	/* Runs on the UI thread after the job ended (may be NULL). */
+	void (*finish)(struct tui *t, struct tui_job *j);
+	void *arg;
+	void (*free_arg)(void *arg);
+	int quiet;             /* a view's own reading: no status line, not listed */
+};
+
+/* Start a job (takes arg); NULL when the thread could not start (status set). */
+struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title,
+			      const char *unit, int (*run)(struct tui_job *j),
+			      void (*finish)(struct tui *t, struct tui_job *j), void *arg,
+			      void (*free_arg)(void *arg));
+/* An mt_progress_fn whose ud is the job: records progress, returns cancel. */
+int tui_job_progress(void *ud, uint64_t done, uint64_t total);
+void tui_job_log(struct tui_job *j, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* Ask a running job to stop. */
+void tui_job_cancel(struct tui_job *j);
+/* Called by the loop: ends finished jobs (their done callbacks run here);
+ * returns nonzero when anything changed on screen. */
+int tui_jobs_poll(struct tui *t);
+/* Progress as text: "37% 120 MiB of 1 GiB, 40 MiB/s, ETA 0:21". */
+void tui_job_progress_text(const struct tui_job *j, char *buf, size_t cap);
+/* Cancel every job and wait for them, then free them (quitting). */
+void tui_jobs_stop(struct tui *t);
+/* Cancel every job; 1 once all have ended, 0 if some still run after ms. */
+int tui_jobs_wait(struct tui *t, int ms);
+struct view *tui_jobs_view(struct tui *t);
+/* Open the store the catalog calls `remote` (on a worker thread only:
+ * this may wait on the network). */
+mt_store *tui_open_store(struct tui_job *j, const char *remote, mt_error *err);
+
+/* ---- the application (tui.c) ---- */
+
+struct tui_prompt {
+	int active;
+	char label[200];
+	char text[512];
+	/* Called with what was typed (Enter), on the UI thread; it owns arg
+	 * from then on.  Esc frees arg with free_arg instead. */
+	void (*submit)(struct tui *t, const char *text, void *arg);
+	void *arg;
+	void (*free_arg)(void *arg);
+};
+
+struct tui {
+	struct cli_ctx *ctx;
+	mt_catalog *cat;
+	int read_only;
+	int quit;
+	int dirty, full_redraw;
+	struct view **stack;
+	size_t depth, cap;
+	unsigned next_serial;
+	struct tui_prompt prompt;
+	char status[512];
+	int status_error;
+	struct tui_job **jobs;
+	size_t njobs;
+	unsigned next_job;
+};
+
+/* Open and close the application (catalog at cat_path, NULL: default). */
+int tui_init(struct tui *t, struct cli_ctx *ctx, const char *cat_path, int read_only,
+	     mt_error *err);
+void tui_free(struct tui *t);
+/* One key (as disp_key returns it). */
+void tui_key(struct tui *t, int k);
+/* Draw everything into the display buffer. */
+void tui_draw(struct tui *t);
+/* Open the views down to dataset's versions in the command line's store;
+ * -1 (status set) when the catalog does not know it. */
+int tui_goto_dataset(struct tui *t, const char *dataset);
+/* Start the background refresh of every store (startup, `:sync`). */
+void tui_sync_all(struct tui *t);
+
+void tui_push(struct tui *t, struct view *v);
+void tui_pop(struct tui *t);
+struct view *tui_top(struct tui *t);
+/* The view with this serial if it is still open. */
+struct view *tui_find_view(struct tui *t, unsigned serial);
+void tui_reload_all(struct tui *t);
+void tui_status(struct tui *t, int error, const char *fmt, ...) CLI_PRINTF(3, 4);
+/* Ask for a line of text; submit gets it on Enter (Esc drops it). */
+void tui_ask(struct tui *t, const char *label, const char *initial,
+	     void (*submit)(struct tui *t, const char *text, void *arg), void *arg,
+	     void (*free_arg)(void *arg));
+/* Run a ':' command line. */
+void tui_command(struct tui *t, const char *line);
+
+/* ---- views (view-*.c) ---- */
+
+/* A catalog list: remotes at the root, or a level under a parent row. */
+struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char *title);
+/* Lines of text (help, a job's log). */
+struct view *tui_text_view(const char *title, char **lines, size_t n);
+/* The values of attribute `attr` of a version, a row at a time. */
+struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr);
+
+/* Version actions shared by lists and details (actions.c). */
+int tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
+/* A shard's chunk layout, read by a job and shown when it is in. */
+int tui_chunks_action(struct tui *t, int64_t shard_id);
+/* Dataset/bucket-level gc with a preview. */
+int tui_gc_action(struct tui *t, int level, int64_t id);
+
+/* Draw text with "…" when cut; returns the columns used. */
+int tui_text_cut(int y, int x, int w, int role, const char *s);
+
+#endif

@@ -1,0 +1,518 @@
+/* view-list.c — every list on screen: catalog levels (remotes to shards, details, search results), the jobs list and plain text, with cursor, search and filter. */
+#define _GNU_SOURCE 1
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui.h"
+
+enum { SRC_CATALOG, SRC_TEXT, SRC_JOBS };
+
+struct row {
+	int64_t id;
+	char **cols;
+	int role;
+};
+
+struct list {
+	struct view base;
+	int src;
+	int level;
+	int64_t parent;
+	const mt_catalog_col *cols;
+	size_t ncols;
+	struct row *rows;
+	size_t n, cap;
+	size_t cur, top;
+	int first_y; /* screen line of row `top`, for clicks */
+	int *widths;
+	char filter[256];
+	char search[256];
+	char error[512];
+};
+
+static const mt_catalog_col job_cols[] = {
+	{ "JOB", MT_COL_COUNT }, { "KIND", MT_COL_TEXT }, { "STATE", MT_COL_TEXT },
+	{ "PROGRESS", MT_COL_TEXT }, { "WHAT", MT_COL_TEXT },
+};
+static const mt_catalog_col text_cols[] = { { "", MT_COL_TEXT } };
+
+static void list_clear(struct list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		for (size_t c = 0; c < l->ncols; c++)
+			free(l->rows[i].cols[c]);
+		free(l->rows[i].cols);
+	}
+	l->n = 0;
+}
+
+static void list_add(struct list *l, int64_t id, const char *const *cols, int role)
+{
+	if (l->n == l->cap)
+		l->rows = cli_xreallocarray(l->rows, l->cap = l->cap ? 2 * l->cap : 64,
+					    sizeof *l->rows);
+	struct row *r = &l->rows[l->n++];
+	r->id = id;
+	r->role = role;
+	r->cols = cli_xcalloc(l->ncols, sizeof *r->cols);
+	for (size_t c = 0; c < l->ncols; c++) {
+		if (l->cols[c].kind == MT_COL_BYTES && cols[c][0]) {
+			char buf[32];
+			r->cols[c] = cli_xstrdup(cli_human_bytes(strtoull(cols[c], NULL, 10), buf,
+								 sizeof buf));
+		} else {
+			r->cols[c] = cli_xstrdup(cols[c]);
+		}
+	}
+}
+
+static int list_catalog_row(void *ud, const mt_catalog_row *row)
+{
+	struct list *l = ud;
+	int role = R_NORMAL;
+	/* Trouble stands out: offline remotes, damaged shards, failed jobs. */
+	if (l->level == MT_CAT_REMOTES && !strcmp(row->cols[2], "offline"))
+		role = R_OFFLINE;
+	if (l->level == MT_CAT_SHARDS && strcmp(row->cols[5], "-"))
+		role = strcmp(row->cols[5], "ok") ? R_OFFLINE : R_GOOD;
+	list_add(l, row->id, row->cols, role);
+	return 0;
+}
+
+static void list_widths(struct list *l)
+{
+	free(l->widths);
+	l->widths = cli_xcalloc(l->ncols, sizeof *l->widths);
+	for (size_t c = 0; c < l->ncols; c++) {
+		int w = disp_columns(l->cols[c].name);
+		for (size_t i = 0; i < l->n && i < 5000; i++) {
+			int k = disp_columns(l->rows[i].cols[c]);
+			w = k > w ? k : w;
+		}
+		/* Long text (descriptions, hashes) must not push the rest away. */
+		l->widths[c] = w > 40 ? 40 : w;
+	}
+}
+
+static void jobs_fill(struct tui *t, struct list *l)
+{
+	static const char *const states[] = { "running", "done", "failed", "canceled" };
+	for (size_t i = t->njobs; i-- > 0;) {
+		struct tui_job *j = t->jobs[i];
+		if (j->quiet)
+			continue;
+		char id[16], prog[128];
+		snprintf(id, sizeof id, "%u", j->id);
+		tui_job_progress_text(j, prog, sizeof prog);
+		int st = atomic_load(&j->state);
+		const char *cols[] = { id, j->kind, states[st], prog, j->title };
+		list_add(l, (int64_t)i, cols, st == JOB_FAILED ? R_OFFLINE : R_NORMAL);
+	}
+}
+
+static void list_load(struct tui *t, struct list *l)
+{
+	size_t keep = l->cur;
+	int64_t keep_id = l->cur < l->n ? l->rows[l->cur].id : -1;
+	list_clear(l);
+	l->error[0] = '\0';
+	if (l->src == SRC_CATALOG) {
+		mt_error err = { 0 };
+		if (mt_catalog_list(t->cat, l->level, l->parent, l->filter[0] ? l->filter : NULL,
+				    list_catalog_row, l, &err))
+			snprintf(l->error, sizeof l->error, "%s", err.message);
+	} else if (l->src == SRC_JOBS) {
+		jobs_fill(t, l);
+	}
+	/* The cursor stays on its row when the rows around it change. */
+	l->cur = keep < l->n ? keep : l->n ? l->n - 1 : 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->rows[i].id == keep_id && l->src == SRC_CATALOG) {
+			l->cur = i;
+			break;
+		}
+	list_widths(l);
+}
+
+/* ---- drawing ---- */
+
+static int list_has_header(const struct list *l)
+{
+	return l->src != SRC_TEXT;
+}
+
+static void list_draw(struct tui *t, struct view *v, int top, int bottom)
+{
+	struct list *l = (struct list *)v;
+	if (l->src == SRC_JOBS)
+		list_load(t, l);
+	int w = disp_width(), y = top;
+	if (list_has_header(l)) {
+		int x = 0;
+		disp_fill(y, 0, w, R_HEADER);
+		for (size_t c = 0; c < l->ncols && x < w; c++) {
+			int cw = c + 1 == l->ncols ? w - x : l->widths[c];
+			tui_text_cut(y, x, cw, R_HEADER, l->cols[c].name);
+			x += cw + 2;
+		}
+		y++;
+	}
+	int rows = bottom - y;
+	if (rows <= 0)
+		return;
+	if (l->error[0]) {
+		tui_text_cut(y, 0, w, R_ERROR, l->error);
+		return;
+	}
+	if (!l->n) {
+		disp_text(y, 1, w - 1, R_DIM,
+			  l->filter[0] ? "(nothing matches the filter; f to change it)"
+			  : l->src == SRC_CATALOG && l->level == MT_CAT_REMOTES
+				  ? "(empty catalog: r syncs it from the stores)"
+				  : "(empty)");
+		return;
+	}
+	if (l->cur < l->top)
+		l->top = l->cur;
+	if (l->cur >= l->top + (size_t)rows)
+		l->top = l->cur - (size_t)rows + 1;
+	l->first_y = y;
+	for (size_t i = l->top; i < l->n && y < bottom; i++, y++) {
+		const struct row *r = &l->rows[i];
+		int role = i == l->cur ? R_SELECTED : r->role;
+		disp_fill(y, 0, w, role);
+		int x = 0;
+		for (size_t c = 0; c < l->ncols && x < w; c++) {
+			int cw = c + 1 == l->ncols ? w - x : l->widths[c];
+			int num = l->cols[c].kind != MT_COL_TEXT && c + 1 < l->ncols;
+			int tw = disp_columns(r->cols[c]);
+			int pad = num && tw < cw ? cw - tw : 0;
+			tui_text_cut(y, x + pad, cw - pad, role, r->cols[c]);
+			x += cw + 2;
+		}
+	}
+	/* Where the cursor is in a long list. */
+	if (l->n > (size_t)rows) {
+		char pos[48];
+		snprintf(pos, sizeof pos, " %zu/%zu ", l->cur + 1, l->n);
+		disp_text(top, w - disp_columns(pos), disp_columns(pos), R_HEADER, pos);
+	}
+}
+
+/* ---- keys ---- */
+
+static int row_matches(const struct list *l, size_t i, const char *s)
+{
+	for (size_t c = 0; c < l->ncols; c++)
+		if (strcasestr(l->rows[i].cols[c], s))
+			return 1;
+	return 0;
+}
+
+static void list_find(struct tui *t, struct list *l, int dir, int from_next)
+{
+	if (!l->search[0] || !l->n) {
+		tui_status(t, 0, "no search (/ to search)");
+		return;
+	}
+	size_t i = l->cur;
+	for (size_t k = 0; k < l->n; k++) {
+		if (k || from_next)
+			i = (i + l->n + (size_t)dir) % l->n;
+		if (row_matches(l, i, l->search)) {
+			l->cur = i;
+			tui_status(t, 0, "/%s", l->search);
+			return;
+		}
+	}
+	tui_status(t, 1, "not found: %s", l->search);
+}
+
+static void search_submit(struct tui *t, const char *text, void *arg)
+{
+	struct list *l = (struct list *)tui_find_view(t, (unsigned)(uintptr_t)arg);
+	if (!l)
+		return;
+	/* An empty search repeats the last one, as in vi. */
+	if (*text)
+		snprintf(l->search, sizeof l->search, "%s", text);
+	list_find(t, l, 1, 0);
+}
+
+static void list_filter(struct tui *t, struct view *v, const char *text)
+{
+	struct list *l = (struct list *)v;
+	snprintf(l->filter, sizeof l->filter, "%s", text);
+	l->cur = l->top = 0;
+	list_load(t, l);
+	if (l->filter[0])
+		tui_status(t, 0, "filter: %s (%zu rows)", l->filter, l->n);
+	else
+		tui_status(t, 0, "no filter (%zu rows)", l->n);
+}
+
+static void filter_submit(struct tui *t, const char *text, void *arg)
+{
+	struct view *v = tui_find_view(t, (unsigned)(uintptr_t)arg);
+	if (v)
+		list_filter(t, v, text);
+}
+
+static void list_open(struct tui *t, struct list *l)
+{
+	if (l->cur >= l->n)
+		return;
+	const struct row *r = &l->rows[l->cur];
+	char title[300];
+	switch (l->src == SRC_CATALOG ? l->level : -1) {
+	case MT_CAT_REMOTES:
+		tui_push(t, tui_list_view(t, MT_CAT_BUCKETS, r->id, r->cols[0]));
+		break;
+	case MT_CAT_BUCKETS:
+		tui_push(t, tui_list_view(t, MT_CAT_DATASETS, r->id, r->cols[0]));
+		break;
+	case MT_CAT_DATASETS:
+		tui_push(t, tui_list_view(t, MT_CAT_VERSIONS, r->id, r->cols[0]));
+		break;
+	case MT_CAT_VERSIONS:
+		tui_push(t, tui_list_view(t, MT_CAT_VERSION, r->id, r->cols[0]));
+		break;
+	case MT_CAT_SEARCH:
+		snprintf(title, sizeof title, "%s@%s", r->cols[1], r->cols[2]);
+		tui_push(t, tui_list_view(t, MT_CAT_VERSION, r->id, title));
+		break;
+	case MT_CAT_SHARDS:
+		snprintf(title, sizeof title, "shard %s", r->cols[0]);
+		tui_push(t, tui_list_view(t, MT_CAT_SHARD, r->id, title));
+		break;
+	case MT_CAT_ATTRS: {
+		mt_catalog_ref ref;
+		mt_error err = { 0 };
+		if (mt_catalog_locate(t->cat, MT_CAT_VERSIONS, l->parent, &ref, &err)) {
+			tui_status(t, 1, "%s", err.message);
+			break;
+		}
+		tui_push(t, tui_matrix_view(t, &ref, r->cols[0]));
+		mt_catalog_ref_free(&ref);
+		break;
+	}
+	case MT_CAT_SHARD:
+		tui_chunks_action(t, l->parent);
+		break;
+	case MT_CAT_JOBS:
+		snprintf(title, sizeof title, "job %s", r->cols[0]);
+		tui_push(t, tui_list_view(t, MT_CAT_JOB, r->id, title));
+		break;
+	case MT_CAT_VERSION:
+		if (!strcmp(r->cols[0], "attributes"))
+			tui_push(t, tui_list_view(t, MT_CAT_ATTRS, l->parent, "attributes"));
+		else if (!strcmp(r->cols[0], "shards"))
+			tui_push(t, tui_list_view(t, MT_CAT_SHARDS, l->parent, "shards"));
+		break;
+	default:
+		if (l->src == SRC_JOBS && r->id < (int64_t)t->njobs) {
+			struct tui_job *j = t->jobs[r->id];
+			pthread_mutex_lock(&j->lock);
+			char **lines = cli_xcalloc(j->nlog + 3, sizeof *lines);
+			size_t n = 0;
+			lines[n++] = cli_xstrdup(j->title);
+			lines[n++] = cli_xstrdup(j->result[0] ? j->result : "(running)");
+			for (size_t i = 0; i < j->nlog; i++)
+				lines[n++] = cli_xstrdup(j->log[i]);
+			pthread_mutex_unlock(&j->lock);
+			snprintf(title, sizeof title, "job %u", j->id);
+			tui_push(t, tui_text_view(title, lines, n));
+		}
+		break;
+	}
+}
+
+/* The version a version-level key means here, or 0. */
+static int64_t list_version(const struct list *l)
+{
+	if (l->src != SRC_CATALOG)
+		return 0;
+	if (l->level == MT_CAT_VERSION || l->level == MT_CAT_SHARDS || l->level == MT_CAT_ATTRS)
+		return l->parent;
+	if ((l->level == MT_CAT_VERSIONS || l->level == MT_CAT_SEARCH) && l->cur < l->n)
+		return l->rows[l->cur].id;
+	return 0;
+}
+
+static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
+{
+	struct list *l = (struct list *)v;
+	int page = disp_height() - 5;
+	switch (a) {
+	case ACT_UP:
+		l->cur -= l->cur > 0;
+		return V_HANDLED;
+	case ACT_DOWN:
+		l->cur += l->cur + 1 < l->n;
+		return V_HANDLED;
+	case ACT_PGUP:
+		l->cur = l->cur > (size_t)page ? l->cur - (size_t)page : 0;
+		return V_HANDLED;
+	case ACT_PGDN:
+		l->cur = l->n && l->cur + (size_t)page < l->n ? l->cur + (size_t)page
+			 : l->n				? l->n - 1
+							: 0;
+		return V_HANDLED;
+	case ACT_HOME:
+		l->cur = 0;
+		return V_HANDLED;
+	case ACT_END:
+		l->cur = l->n ? l->n - 1 : 0;
+		return V_HANDLED;
+	case ACT_OPEN:
+	case ACT_RIGHT:
+		list_open(t, l);
+		return V_HANDLED;
+	case ACT_SEARCH:
+		tui_ask(t, "/", "", search_submit, (void *)(uintptr_t)v->serial, NULL);
+		return V_HANDLED;
+	case ACT_NEXT:
+		list_find(t, l, 1, 1);
+		return V_HANDLED;
+	case ACT_PREV:
+		list_find(t, l, -1, 1);
+		return V_HANDLED;
+	case ACT_FILTER:
+		if (l->src == SRC_TEXT)
+			return V_IGNORED;
+		tui_ask(t, "filter: ", l->filter, filter_submit, (void *)(uintptr_t)v->serial, NULL);
+		return V_HANDLED;
+	case ACT_CANCEL:
+		if (l->src == SRC_JOBS && l->cur < l->n) {
+			struct tui_job *j = t->jobs[l->rows[l->cur].id];
+			if (atomic_load(&j->state) == JOB_RUNNING) {
+				tui_job_cancel(j);
+				tui_status(t, 0, "canceling job %u: %s", j->id, j->title);
+			} else {
+				tui_status(t, 0, "job %u is not running", j->id);
+			}
+			return V_HANDLED;
+		}
+		return V_IGNORED;
+	case ACT_SHARDS:
+	case ACT_ATTRS:
+		if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSION) {
+			tui_push(t, tui_list_view(t, a == ACT_SHARDS ? MT_CAT_SHARDS : MT_CAT_ATTRS,
+						  l->parent, a == ACT_SHARDS ? "shards" : "attributes"));
+			return V_HANDLED;
+		}
+		return V_IGNORED;
+	case ACT_MATRIX:
+		if (l->src == SRC_CATALOG && l->level == MT_CAT_ATTRS) {
+			list_open(t, l);
+			return V_HANDLED;
+		}
+		/* The version's first attribute. */
+		__attribute__((fallthrough));
+	case ACT_VERIFY:
+	case ACT_COPY:
+	case ACT_TAGS:
+	case ACT_DESCRIBE:
+	case ACT_DELETE: {
+		int64_t id = list_version(l);
+		if (!id)
+			return V_IGNORED;
+		tui_version_action(t, a, id);
+		return V_HANDLED;
+	}
+	case ACT_GC:
+		if (l->src == SRC_CATALOG && (l->level == MT_CAT_DATASETS ||
+					      l->level == MT_CAT_BUCKETS) && l->cur < l->n)
+			return tui_gc_action(t, l->level, l->rows[l->cur].id), V_HANDLED;
+		if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSIONS)
+			return tui_gc_action(t, MT_CAT_DATASETS, l->parent), V_HANDLED;
+		return V_IGNORED;
+	default:
+		return V_IGNORED;
+	}
+}
+
+static void list_click(struct tui *t, struct view *v, int y)
+{
+	struct list *l = (struct list *)v;
+	if (y >= l->first_y && l->top + (size_t)(y - l->first_y) < l->n)
+		l->cur = l->top + (size_t)(y - l->first_y);
+}
+
+static void list_reload(struct tui *t, struct view *v)
+{
+	struct list *l = (struct list *)v;
+	if (l->src == SRC_CATALOG)
+		list_load(t, l);
+}
+
+static void list_free(struct view *v)
+{
+	struct list *l = (struct list *)v;
+	list_clear(l);
+	free(l->rows);
+	free(l->widths);
+	free(l);
+}
+
+static const struct view_ops catalog_ops = {
+	"list", K_LIST, list_draw, list_key, list_reload, list_filter, list_click, list_free,
+};
+static const struct view_ops version_ops = {
+	"version", K_VERSION, list_draw, list_key, list_reload, NULL, list_click, list_free,
+};
+static const struct view_ops jobs_ops = {
+	"jobs", K_JOBS, list_draw, list_key, NULL, NULL, list_click, list_free,
+};
+static const struct view_ops text_ops = {
+	"text", K_TEXT, list_draw, list_key, NULL, NULL, list_click, list_free,
+};
+
+struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char *title)
+{
+	struct list *l = cli_xcalloc(1, sizeof *l);
+	l->base.ops = level == MT_CAT_VERSION ? &version_ops : &catalog_ops;
+	l->src = SRC_CATALOG;
+	l->level = level;
+	l->parent = parent;
+	l->cols = mt_catalog_columns(level, &l->ncols);
+	if (level == MT_CAT_SEARCH)
+		snprintf(l->filter, sizeof l->filter, "%s", title);
+	snprintf(l->base.title, sizeof l->base.title, "%s%s", level == MT_CAT_SEARCH ? "search: " : "",
+		 title);
+	list_load(t, l);
+	return &l->base;
+}
+
+struct view *tui_jobs_view(struct tui *t)
+{
+	struct list *l = cli_xcalloc(1, sizeof *l);
+	l->base.ops = &jobs_ops;
+	l->src = SRC_JOBS;
+	l->cols = job_cols;
+	l->ncols = sizeof job_cols / sizeof job_cols[0];
+	snprintf(l->base.title, sizeof l->base.title, "jobs");
+	list_load(t, l);
+	return &l->base;
+}
+
+struct view *tui_text_view(const char *title, char **lines, size_t n)
+{
+	struct list *l = cli_xcalloc(1, sizeof *l);
+	l->base.ops = &text_ops;
+	l->src = SRC_TEXT;
+	l->cols = text_cols;
+	l->ncols = 1;
+	snprintf(l->base.title, sizeof l->base.title, "%s", title);
+	for (size_t i = 0; i < n; i++) {
+		const char *cols[] = { lines[i] };
+		list_add(l, (int64_t)i, cols, R_NORMAL);
+		free(lines[i]);
+	}
+	free(lines);
+	list_widths(l);
+	return &l->base;
+}

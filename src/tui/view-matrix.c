@@ -1,0 +1,482 @@
+/* view-matrix.c — the matrix viewer: one row of an attribute as a grid of values (dtype-aware), per-column statistics, a grey-scale preview of 2-D rows. */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include "config.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui.h"
+
+/* Scalar attributes show this many rows at once, as one column. */
+#define SCALAR_PAGE 512
+
+/* What the view and its reading jobs share; freed by whoever lets go last. */
+struct mx_data {
+	pthread_mutex_t lock;
+	atomic_int refs;
+	mt_catalog_ref ref;
+	char attr[128];
+	mt_store *s; /* opened by the first job, used by one job at a time */
+	mt_reader *r;
+	int ai;
+	mt_attr a;
+	uint64_t rows;
+	/* The last row read (under lock). */
+	uint64_t row, nrows; /* rows [row, row + nrows) */
+	void *buf;
+	uint64_t nvals, h, w; /* the grid: h x w values */
+	int ready;
+	char error[512];
+	atomic_int busy; /* a job is reading */
+	uint64_t want;   /* the row the job is to read (set before it starts) */
+};
+
+struct matrix {
+	struct view base;
+	struct mx_data *d;
+	uint64_t want; /* the row asked for */
+	uint64_t top, left;
+	int image;
+	int pending; /* want changed while a read ran: read again after it */
+};
+
+static void mx_unref(struct mx_data *d)
+{
+	if (atomic_fetch_sub(&d->refs, 1) != 1)
+		return;
+	mt_reader_close(d->r);
+	mt_store_close(d->s);
+	mt_catalog_ref_free(&d->ref);
+	free(d->buf);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+static void mx_unref_arg(void *arg)
+{
+	mx_unref(arg);
+}
+
+static uint64_t mx_items(const mt_attr *a)
+{
+	return mt_attr_items(a);
+}
+
+static int mx_err(mt_error *err, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
+static int mx_err(mt_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof err->message, fmt, ap);
+	va_end(ap);
+	return err->code = code;
+}
+
+/* Read row `want` (a page of them for scalars) on the worker. */
+static int mx_read(struct tui_job *j)
+{
+	struct mx_data *d = j->arg;
+	mt_error err = { 0 };
+	int rc = 0;
+	if (!d->r) {
+		d->s = tui_open_store(j, d->ref.remote, &err);
+		rc = d->s ? mt_reader_open(d->s, d->ref.dataset, d->ref.version, &d->r, &err)
+			  : err.code;
+		if (!rc && (d->ai = mt_reader_attr_index(d->r, d->attr)) < 0)
+			rc = mx_err(&err, MT_ENOTFOUND, "%s@%s has no attribute %s", d->ref.dataset,
+				    d->ref.version, d->attr);
+		if (!rc) {
+			pthread_mutex_lock(&d->lock);
+			d->a = *mt_reader_attr(d->r, (size_t)d->ai);
+			d->rows = mt_reader_info(d->r)->rows;
+			pthread_mutex_unlock(&d->lock);
+		}
+	}
+	uint64_t want = d->want;
+	uint64_t n = 1, h = 1, w = 1, nvals = 0;
+	void *buf = NULL;
+	if (!rc && want >= d->rows)
+		rc = mx_err(&err, MT_ERANGE, "row %llu: %s@%s has %llu rows",
+			    (unsigned long long)want, d->ref.dataset, d->ref.version,
+			    (unsigned long long)d->rows);
+	if (!rc) {
+		const mt_attr *a = &d->a;
+		uint64_t items = mx_items(a), lens = 0;
+		if (!a->ragged && a->rank == 0)
+			n = d->rows - want < SCALAR_PAGE ? d->rows - want : SCALAR_PAGE;
+		if (a->ragged)
+			rc = mt_reader_ragged_lengths(d->r, (size_t)d->ai, want, want + 1, NULL, &lens,
+						      &err);
+		nvals = a->ragged ? lens * items : n * items;
+		if (!rc) {
+			buf = malloc(nvals ? nvals * mt_dtype_size(a->dtype) : 1);
+			rc = buf ? mt_reader_read(d->r, (size_t)d->ai, want, want + n, buf,
+						  nvals * mt_dtype_size(a->dtype), &err)
+				 : mx_err(&err, MT_ENOMEM, "out of memory");
+		}
+		/* The grid: rows of the last dimension. */
+		if (a->ragged) {
+			h = lens;
+			w = items ? items : 1;
+		} else if (a->rank <= 1) {
+			h = a->rank == 0 ? n : a->shape[0];
+			w = 1;
+		} else {
+			w = a->shape[a->rank - 1];
+			h = w ? items / w : 0;
+		}
+	}
+	pthread_mutex_lock(&d->lock);
+	if (rc) {
+		snprintf(d->error, sizeof d->error, "%s", err.message);
+		free(buf);
+	} else {
+		free(d->buf);
+		d->buf = buf;
+		d->row = want;
+		d->nrows = n;
+		d->nvals = nvals;
+		d->h = h;
+		d->w = w;
+		d->error[0] = '\0';
+		d->ready = 1;
+	}
+	pthread_mutex_unlock(&d->lock);
+	atomic_store(&d->busy, 0);
+	snprintf(j->result, sizeof j->result, "%s", rc ? err.message : "read");
+	return rc;
+}
+
+static void mx_fetch(struct tui *t, struct matrix *m)
+{
+	if (atomic_exchange(&m->d->busy, 1)) {
+		m->pending = 1;
+		return;
+	}
+	m->pending = 0;
+	atomic_fetch_add(&m->d->refs, 1);
+	m->d->want = m->want;
+	char title[200];
+	snprintf(title, sizeof title, "read %s@%s %s row %llu", m->d->ref.dataset,
+		 m->d->ref.version, m->d->attr, (unsigned long long)m->want);
+	struct tui_job *j = tui_job_start(t, "read", title, NULL, mx_read, NULL, m->d, mx_unref_arg);
+	if (!j) {
+		atomic_store(&m->d->busy, 0);
+		return;
+	}
+	j->quiet = 1;
+}
+
+/* ---- values ---- */
+
+static double half_to_double(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, f = h & 0x3ff;
+	double v = e == 0 ? ldexp(f, -24) : e == 31 ? (f ? (double)NAN : (double)INFINITY)
+						    : ldexp(f + 1024, e - 25);
+	return h & 0x8000 ? -v : v;
+}
+
+static double mx_value(const struct mx_data *d, uint64_t i)
+{
+	const unsigned char *p = (const unsigned char *)d->buf + i * mt_dtype_size(d->a.dtype);
+	switch (d->a.dtype) {
+	case MT_BOOL: case MT_UINT8: return *p;
+	case MT_INT8: return *(const int8_t *)p;
+	case MT_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
+	case MT_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
+	case MT_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case MT_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
+	case MT_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+	case MT_UINT64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
+	case MT_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return half_to_double(v); }
+	case MT_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
+	case MT_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
+	default: return 0;
+	}
+}
+
+static int mx_is_float(mt_dtype t)
+{
+	return t == MT_FLOAT16 || t == MT_FLOAT32 || t == MT_FLOAT64;
+}
+
+/* Integers exactly (64-bit ones from their bytes), floats in %.6g. */
+static void mx_format(const struct mx_data *d, uint64_t i, char *buf, size_t cap)
+{
+	const unsigned char *p = (const unsigned char *)d->buf + i * mt_dtype_size(d->a.dtype);
+	if (d->a.dtype == MT_INT64) {
+		int64_t v;
+		memcpy(&v, p, 8);
+		snprintf(buf, cap, "%lld", (long long)v);
+	} else if (d->a.dtype == MT_UINT64) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		snprintf(buf, cap, "%llu", (unsigned long long)v);
+	} else if (mx_is_float(d->a.dtype)) {
+		snprintf(buf, cap, "%.6g", mx_value(d, i));
+	} else {
+		snprintf(buf, cap, "%.0f", mx_value(d, i));
+	}
+}
+
+static void mx_stat_text(double v, int is_float, char *buf, size_t cap)
+{
+	if (is_float || v != floor(v))
+		snprintf(buf, cap, "%.4g", v);
+	else
+		snprintf(buf, cap, "%.0f", v);
+}
+
+/* ---- drawing ---- */
+
+static void mx_draw_image(struct mx_data *d, int top, int bottom, int w)
+{
+	static const char shades[] = " .:-=+*#%@";
+	double lo = 0, hi = 255;
+	if (d->a.dtype != MT_UINT8) {
+		lo = INFINITY;
+		hi = -INFINITY;
+		for (uint64_t i = 0; i < d->h * d->w; i++) {
+			double v = mx_value(d, i);
+			lo = v < lo ? v : lo;
+			hi = v > hi ? v : hi;
+		}
+	}
+	int rows = bottom - top;
+	/* Two columns a pixel keeps the picture square; scale down to fit. */
+	double sy = (double)d->h / rows > 1 ? (double)d->h / rows : 1;
+	double sx = (double)d->w * 2 / w > 1 ? (double)d->w * 2 / w : 1;
+	double s = sy > sx ? sy : sx;
+	for (int y = 0; y < rows && (uint64_t)(y * s) < d->h; y++)
+		for (int x = 0; 2 * x + 1 < w && (uint64_t)(x * s) < d->w; x++) {
+			double v = mx_value(d, (uint64_t)(y * s) * d->w + (uint64_t)(x * s));
+			double g = hi > lo ? (v - lo) / (hi - lo) : 0;
+			g = g < 0 ? 0 : g > 1 ? 1 : g;
+			unsigned ch = (unsigned char)shades[(int)(g * 9 + 0.5)];
+			disp_cell_grey(top + y, 2 * x, ch, (int)(g * 255));
+			disp_cell_grey(top + y, 2 * x + 1, ch, (int)(g * 255));
+		}
+}
+
+static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
+{
+	struct matrix *m = (struct matrix *)v;
+	struct mx_data *d = m->d;
+	int w = disp_width();
+	/* Keys pressed during a read asked for another row: read it now. */
+	if (m->pending && !atomic_load(&d->busy))
+		mx_fetch(t, m);
+	pthread_mutex_lock(&d->lock);
+	char head[400], shape[MT_MAX_RANK * 24 + 16];
+	if (!d->ready && !d->error[0]) {
+		snprintf(head, sizeof head, "%s: reading row %llu…", d->attr,
+			 (unsigned long long)m->want);
+		disp_text(top, 0, w, R_DIM, head);
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (d->error[0]) {
+		tui_text_cut(top, 0, w, R_ERROR, d->error);
+		top++;
+	}
+	if (!d->ready) {
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (d->nrows > 1)
+		snprintf(head, sizeof head, "%s  %s %s  rows %llu-%llu of %llu", d->attr,
+			 mt_dtype_name(d->a.dtype), cli_shape_str(&d->a, shape, sizeof shape),
+			 (unsigned long long)d->row, (unsigned long long)(d->row + d->nrows - 1),
+			 (unsigned long long)d->rows);
+	else
+		snprintf(head, sizeof head, "%s  %s %s  row %llu of %llu  grid %llux%llu", d->attr,
+			 mt_dtype_name(d->a.dtype), cli_shape_str(&d->a, shape, sizeof shape),
+			 (unsigned long long)d->row, (unsigned long long)d->rows,
+			 (unsigned long long)d->h, (unsigned long long)d->w);
+	disp_fill(top, 0, w, R_HEADER);
+	tui_text_cut(top, 0, w, R_HEADER, head);
+	top++;
+	int image = m->image && d->h > 1 && d->w > 1;
+	if (image) {
+		mx_draw_image(d, top, bottom, w);
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	/* Column widths from the values on screen; the row number column first. */
+	int rows = bottom - top - 4;
+	if (rows < 1)
+		rows = 1;
+	if (m->top + (uint64_t)rows > d->h)
+		m->top = d->h > (uint64_t)rows ? d->h - (uint64_t)rows : 0;
+	if (m->left >= d->w)
+		m->left = d->w ? d->w - 1 : 0;
+	char num[48];
+	int iw = snprintf(num, sizeof num, "%llu",
+			  (unsigned long long)(d->h + (d->nrows > 1 ? d->row : 0))) + 1;
+	/* Room for the statistics' names too. */
+	iw = iw < 5 ? 5 : iw;
+	int x = iw + 1;
+	disp_fill(top, 0, w, R_HEADER);
+	int is_float = mx_is_float(d->a.dtype);
+	for (uint64_t c = m->left; c < d->w && x < w; c++) {
+		int cw = 1;
+		char cell[48];
+		for (uint64_t r = 0; r < d->h; r++) {
+			mx_format(d, r * d->w + c, cell, sizeof cell);
+			int k = (int)strlen(cell);
+			cw = k > cw ? k : cw;
+		}
+		double lo = INFINITY, hi = -INFINITY, sum = 0;
+		for (uint64_t r = 0; r < d->h; r++) {
+			double val = mx_value(d, r * d->w + c);
+			lo = val < lo ? val : lo;
+			hi = val > hi ? val : hi;
+			sum += val;
+		}
+		char st[3][32];
+		mx_stat_text(d->h ? lo : 0, is_float, st[0], sizeof st[0]);
+		mx_stat_text(d->h ? hi : 0, is_float, st[1], sizeof st[1]);
+		mx_stat_text(d->h ? sum / (double)d->h : 0, 1, st[2], sizeof st[2]);
+		for (int k = 0; k < 3; k++)
+			cw = (int)strlen(st[k]) > cw ? (int)strlen(st[k]) : cw;
+		snprintf(num, sizeof num, "%llu", (unsigned long long)c);
+		cw = (int)strlen(num) > cw ? (int)strlen(num) : cw;
+		if (x + cw > w)
+			break;
+		disp_text(top, x + cw - (int)strlen(num), cw, R_HEADER, num);
+		for (int r = 0; r < rows && m->top + (uint64_t)r < d->h; r++) {
+			mx_format(d, (m->top + (uint64_t)r) * d->w + c, cell, sizeof cell);
+			disp_text(top + 1 + r, x + cw - (int)strlen(cell), cw, R_NORMAL, cell);
+		}
+		for (int k = 0; k < 3; k++)
+			disp_text(bottom - 3 + k, x + cw - (int)strlen(st[k]), cw, R_DIM, st[k]);
+		x += cw + 1;
+	}
+	for (int r = 0; r < rows && m->top + (uint64_t)r < d->h; r++) {
+		snprintf(num, sizeof num, "%llu",
+			 (unsigned long long)(m->top + (uint64_t)r + (d->nrows > 1 ? d->row : 0)));
+		disp_text(top + 1 + r, iw - (int)strlen(num), iw, R_DIM, num);
+	}
+	static const char *const names[] = { "min", "max", "mean" };
+	for (int k = 0; k < 3; k++)
+		disp_text(bottom - 3 + k, 0, iw, R_HEADER, names[k]);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* ---- keys ---- */
+
+static void goto_submit(struct tui *t, const char *text, void *arg)
+{
+	struct matrix *m = (struct matrix *)tui_find_view(t, (unsigned)(uintptr_t)arg);
+	char *end;
+	unsigned long long row = strtoull(text, &end, 10);
+	if (!m)
+		return;
+	if (!*text || *end || text[0] == '-') {
+		tui_status(t, 1, "row: '%s' is not a row number", text);
+		return;
+	}
+	if (m->d->rows && row >= m->d->rows) {
+		tui_status(t, 1, "row %llu: the version has %llu rows", row,
+			   (unsigned long long)m->d->rows);
+		return;
+	}
+	m->want = row;
+	m->top = 0;
+	mx_fetch(t, m);
+}
+
+static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
+{
+	struct matrix *m = (struct matrix *)v;
+	struct mx_data *d = m->d;
+	pthread_mutex_lock(&d->lock);
+	uint64_t step = d->rows && !d->a.ragged && d->a.rank == 0 ? SCALAR_PAGE : 1;
+	pthread_mutex_unlock(&d->lock);
+	int page = disp_height() - 8;
+	switch (a) {
+	case ACT_UP:
+		m->top -= m->top > 0;
+		return V_HANDLED;
+	case ACT_DOWN:
+		m->top++;
+		return V_HANDLED;
+	case ACT_PGUP:
+		m->top = m->top > (uint64_t)page ? m->top - (uint64_t)page : 0;
+		return V_HANDLED;
+	case ACT_PGDN:
+		m->top += (uint64_t)page;
+		return V_HANDLED;
+	case ACT_HOME:
+		m->top = m->left = 0;
+		return V_HANDLED;
+	case ACT_END:
+		m->top = UINT64_MAX / 2;
+		return V_HANDLED;
+	case ACT_LEFT:
+		if (!m->left)
+			return V_CLOSE;
+		m->left--;
+		return V_HANDLED;
+	case ACT_RIGHT:
+		m->left++;
+		return V_HANDLED;
+	case ACT_ROW_NEXT:
+		/* Before the first read the row count is unknown: the read checks. */
+		if (!d->rows || m->want + step < d->rows) {
+			m->want += step;
+			mx_fetch(t, m);
+		}
+		return V_HANDLED;
+	case ACT_ROW_PREV:
+		if (m->want) {
+			m->want = m->want > step ? m->want - step : 0;
+			mx_fetch(t, m);
+		}
+		return V_HANDLED;
+	case ACT_ROW_GOTO:
+		tui_ask(t, "row: ", "", goto_submit, (void *)(uintptr_t)v->serial, NULL);
+		return V_HANDLED;
+	case ACT_IMAGE:
+		m->image = !m->image;
+		if (m->image && !(d->h > 1 && d->w > 1))
+			tui_status(t, 0, "a preview needs a 2-D row");
+		return V_HANDLED;
+	default:
+		return V_IGNORED;
+	}
+}
+
+static void mx_free(struct view *v)
+{
+	struct matrix *m = (struct matrix *)v;
+	mx_unref(m->d);
+	free(m);
+}
+
+static const struct view_ops matrix_ops = {
+	"matrix", K_MATRIX, mx_draw, mx_key, NULL, NULL, NULL, mx_free,
+};
+
+struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr)
+{
+	struct matrix *m = cli_xcalloc(1, sizeof *m);
+	struct mx_data *d = cli_xcalloc(1, sizeof *d);
+	pthread_mutex_init(&d->lock, NULL);
+	atomic_init(&d->refs, 1);
+	d->ref.remote = cli_xstrdup(ref->remote);
+	d->ref.url = cli_xstrdup(ref->url);
+	d->ref.dataset = cli_xstrdup(ref->dataset);
+	d->ref.version = cli_xstrdup(ref->version);
+	d->ref.shard = -1;
+	snprintf(d->attr, sizeof d->attr, "%s", attr);
+	m->d = d;
+	m->base.ops = &matrix_ops;
+	snprintf(m->base.title, sizeof m->base.title, "%s", attr);
+	mx_fetch(t, m);
+	return &m->base;
+}

@@ -1,0 +1,319 @@
+/* test-catalog.c — the SQLite catalog: sync (incremental, deletions, damage), lists and filters, search, metadata edits, jobs, upgrades from schema 1, refusal of newer schemas. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "store.h"
+#include "tap.h"
+
+static char root[256], dbpath[300];
+static mt_store *store;
+
+static const mt_attr attrs[] = {
+	{"pixels", MT_UINT8, 2, {2, 2}, 0},
+	{"label", MT_INT64, 0, {0}, 0},
+};
+
+static int put(const char *ds, const char *desc, const char *tag, int append, mt_error *err)
+{
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	o.description = desc;
+	o.tags = &tag;
+	o.ntags = tag ? 1 : 0;
+	o.append = append;
+	o.shard_rows = 2;
+	mt_writer *w;
+	int rc = mt_writer_open(store, ds, append ? NULL : attrs, 2, &o, &w, err);
+	if (rc)
+		return rc;
+	uint8_t px[5 * 4];
+	int64_t lab[5];
+	for (int i = 0; i < 5; i++) {
+		lab[i] = i;
+		memset(px + 4 * i, i, 4);
+	}
+	const void *data[2] = {px, lab};
+	rc = mt_writer_append(w, 5, data, NULL, err);
+	if (!rc)
+		rc = mt_writer_commit(w, NULL, 0, err);
+	mt_writer_close(w);
+	return rc;
+}
+
+/* Rows of a listing joined as "col0|col1 ..." lines (the first `ncols` columns). */
+struct collect {
+	char text[8192];
+	size_t n, ncols;
+	int64_t last_id;
+};
+
+static int collect_row(void *ud, const mt_catalog_row *row)
+{
+	struct collect *c = ud;
+	size_t len = strlen(c->text);
+	for (size_t i = 0; i < c->ncols && i < row->ncols; i++)
+		len += (size_t)snprintf(c->text + len, sizeof c->text - len, "%s%s", i ? "|" : "",
+					row->cols[i]);
+	snprintf(c->text + len, sizeof c->text - len, "\n");
+	c->n++;
+	c->last_id = row->id;
+	return 0;
+}
+
+static struct collect list(mt_catalog *c, int level, int64_t parent, const char *filter,
+			   size_t ncols, mt_error *err)
+{
+	struct collect col = {.ncols = ncols};
+	if (mt_catalog_list(c, level, parent, filter, collect_row, &col, err))
+		snprintf(col.text, sizeof col.text, "error %d: %s", err->code, err->message);
+	return col;
+}
+
+static int64_t only_id(mt_catalog *c, int level, int64_t parent, const char *filter)
+{
+	mt_error err = {0};
+	struct collect col = list(c, level, parent, filter, 1, &err);
+	return col.n == 1 ? col.last_id : -1;
+}
+
+static void test_sync_and_lists(void)
+{
+	mt_error err = {0};
+	mt_catalog *c;
+	mt_catalog_sync_stats st;
+	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "a new catalog opens");
+	sqlite3 *db;
+	sqlite3_open(dbpath, &db);
+	sqlite3_stmt *q;
+	sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q, NULL);
+	sqlite3_step(q);
+	tap_ok(!strcmp((const char *)sqlite3_column_text(q, 0), "wal"), "the catalog is in WAL mode");
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+
+	TAP_CALL(put("digits", "hand-written digits", "mnist", 0, &err), &err, "digits@v1 written");
+	TAP_CALL(put("digits", "more digits", NULL, 1, &err), &err, "digits@v2 appended");
+	TAP_CALL(put("speech", "spoken words", "audio", 0, &err), &err, "speech@v1 written");
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
+		 "first sync");
+	tap_ok(st.datasets == 2 && st.versions == 3 && st.versions_read == 3,
+	       "first sync reads every manifest (%llu datasets, %llu read)",
+	       (unsigned long long)st.datasets, (unsigned long long)st.versions_read);
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
+		 "second sync");
+	tap_ok(st.versions == 3 && st.versions_read == 0, "a second sync reads no manifest");
+
+	int64_t remote = only_id(c, MT_CAT_REMOTES, 0, NULL);
+	struct collect r = list(c, MT_CAT_REMOTES, 0, NULL, 3, &err);
+	tap_ok(remote > 0 && strstr(r.text, "local|file://") && strstr(r.text, "|online"),
+	       "the default store is remote 'local', online");
+	int64_t bucket = only_id(c, MT_CAT_BUCKETS, remote, NULL);
+	tap_ok(bucket > 0, "it has one bucket");
+	struct collect d = list(c, MT_CAT_DATASETS, bucket, NULL, 4, &err);
+	tap_ok(!strcmp(d.text, "digits|2|v2|10\nspeech|1|v1|5\n"),
+	       "datasets list with versions, latest and its rows");
+	if (strcmp(d.text, "digits|2|v2|10\nspeech|1|v1|5\n"))
+		tap_diag("got: %s", d.text);
+	d = list(c, MT_CAT_DATASETS, bucket, "AUDIO", 1, &err);
+	tap_ok(!strcmp(d.text, "speech\n"), "the filter matches tags, ignoring case");
+	d = list(c, MT_CAT_DATASETS, bucket, "100%", 1, &err);
+	tap_ok(d.n == 0 && !err.code, "a filter's % is a literal character");
+	int64_t digits = only_id(c, MT_CAT_DATASETS, bucket, "digits");
+	struct collect v = list(c, MT_CAT_VERSIONS, digits, NULL, 1, &err);
+	tap_ok(!strcmp(v.text, "v1\nv2\n"), "versions oldest first");
+	int64_t v2 = only_id(c, MT_CAT_VERSIONS, digits, "v2");
+	struct collect f = list(c, MT_CAT_VERSION, v2, NULL, 2, &err);
+	tap_ok(strstr(f.text, "parent|v1\n") && strstr(f.text, "lineage|v2 < v1\n") &&
+		       strstr(f.text, "rows|10\n") && strstr(f.text, "ratio|"),
+	       "version details carry parent, lineage, rows, ratio");
+	struct collect sh = list(c, MT_CAT_SHARDS, v2, NULL, 4, &err);
+	tap_ok(sh.n == 6, "v2 lists its shards (v1's three reused, three new): %zu", sh.n);
+	struct collect at = list(c, MT_CAT_ATTRS, v2, NULL, 3, &err);
+	tap_ok(!strcmp(at.text, "pixels|uint8|(2, 2)\nlabel|int64|()\n"),
+	       "attributes with dtype and shape");
+
+	/* Locating a shard gives what opening it needs. */
+	mt_catalog_ref ref;
+	TAP_CALL(mt_catalog_locate(c, MT_CAT_SHARDS, sh.last_id, &ref, &err), &err,
+		 "a shard row is located");
+	tap_ok(!strcmp(ref.remote, "local") && !strcmp(ref.dataset, "digits") &&
+		       !strcmp(ref.version, "v2") && ref.shard == 5 && strlen(ref.sha256) == 64,
+	       "its remote, dataset, version, index and sha256");
+	TAP_CALL(mt_catalog_shard_verified(c, ref.url, "digits", ref.sha256, 0, NULL, &err), &err,
+		 "a verification is recorded");
+	f = list(c, MT_CAT_SHARD, sh.last_id, NULL, 2, &err);
+	tap_ok(strstr(f.text, "verified|ok at ") != NULL, "the shard shows it");
+	mt_catalog_ref_free(&ref);
+	tap_ok(mt_catalog_locate(c, MT_CAT_SHARDS, 999999, &ref, &err) == MT_ENOTFOUND,
+	       "locating a row that is gone is MT_ENOTFOUND");
+
+	/* Search. */
+	struct collect s = list(c, MT_CAT_SEARCH, 0, "dig", 3, &err);
+	tap_ok(s.n == 2, "search by name prefix finds both versions of digits");
+	s = list(c, MT_CAT_SEARCH, 0, "pix", 3, &err);
+	tap_ok(s.n == 3, "search finds attribute names");
+	s = list(c, MT_CAT_SEARCH, 0, "spoken audio", 3, &err);
+	tap_ok(!strcmp(s.text, "local|speech|v1\n"), "every word must match");
+	err = (mt_error){0};
+	s = list(c, MT_CAT_SEARCH, 0, "\"AND* NEAR(", 3, &err);
+	tap_ok(s.n == 0 && !err.code, "query syntax in the text is searched for, not obeyed");
+	tap_ok(mt_catalog_list(c, MT_CAT_SEARCH, 0, "   ", collect_row, &s, &err) == MT_EINVAL,
+	       "an empty query is MT_EINVAL");
+	tap_ok(mt_catalog_list(c, 99, 0, NULL, collect_row, &s, &err) == MT_EINVAL,
+	       "an unknown list is MT_EINVAL");
+
+	/* Edits, deletions and damage reach the catalog through sync. */
+	const char *tags[] = {"golden", "mnist"};
+	TAP_CALL(mt_store_set_metadata(store, "digits", "v1", "curated", tags, 2, &err), &err,
+		 "digits@v1 gets a new description and tags");
+	TAP_CALL(mt_catalog_sync(c, "local", store, "digits", 0, NULL, NULL, &st, &err), &err,
+		 "sync of one dataset");
+	tap_ok(st.versions_read == 1, "only the edited version is read again");
+	s = list(c, MT_CAT_SEARCH, 0, "golden", 3, &err);
+	tap_ok(!strcmp(s.text, "local|digits|v1\n"), "the new tag is searchable");
+	TAP_CALL(mt_store_delete_version(store, "speech", "v1", &err), &err, "speech@v1 deleted");
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
+		 "sync after the deletion");
+	d = list(c, MT_CAT_DATASETS, bucket, NULL, 1, &err);
+	tap_ok(!strcmp(d.text, "digits\n") && st.versions_removed == 1,
+	       "the deleted dataset is gone from the catalog");
+	s = list(c, MT_CAT_SEARCH, 0, "spoken", 3, &err);
+	tap_ok(s.n == 0, "and from the search index");
+	char *bad = mt_asprintf("%s/datasets/digits/versions/v9.json", root);
+	FILE *fp = fopen(bad, "w");
+	fputs("{not json", fp);
+	fclose(fp);
+	tap_ok(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err) == MT_EFORMAT &&
+		       strstr(err.message, "v9.json"),
+	       "a damaged manifest fails the sync naming it: %s", err.message);
+	v = list(c, MT_CAT_VERSIONS, digits, NULL, 1, &err);
+	tap_ok(!strcmp(v.text, "v1\nv2\n"), "the sound versions stay listed");
+	r = list(c, MT_CAT_REMOTES, 0, NULL, 6, &err);
+	tap_ok(strstr(r.text, "|online|") && strstr(r.text, "v9.json"),
+	       "the remote stays online, with the error shown");
+	unlink(bad);
+	free(bad);
+
+	/* Jobs. */
+	int64_t job;
+	TAP_CALL(mt_catalog_job_begin(c, "verify", "local:digits@v2", &job, &err), &err,
+		 "a job begins");
+	mt_catalog_job_result(c, job, "shard 0", 0, NULL, &err);
+	mt_catalog_job_result(c, job, "shard 1", MT_ECORRUPT, "sha256 mismatch", &err);
+	TAP_CALL(mt_catalog_job_end(c, job, MT_ECORRUPT, "1 damaged shard", &err), &err,
+		 "and ends");
+	struct collect j = list(c, MT_CAT_JOBS, 0, NULL, 6, &err);
+	tap_ok(strstr(j.text, "|verify|local:digits@v2|") && strstr(j.text, "|1 damaged shard"),
+	       "the job is listed with its result");
+	j = list(c, MT_CAT_JOB, job, NULL, 2, &err);
+	tap_ok(!strcmp(j.text, "shard 0|ok\nshard 1|sha256 mismatch\n"), "with its items");
+	TAP_CALL(mt_catalog_set_offline(c, "far", "s3://far/away", "connection refused", &err),
+		 &err, "a remote is marked offline");
+	r = list(c, MT_CAT_REMOTES, 0, "far", 3, &err);
+	tap_ok(!strcmp(r.text, "far|s3://far/away|offline\n"), "it is listed offline");
+	mt_catalog_close(c);
+
+	/* The catalog is a cache: without its file, a sync rebuilds it. */
+	unlink(dbpath);
+	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "a deleted catalog is recreated");
+	mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err);
+	remote = only_id(c, MT_CAT_REMOTES, 0, NULL);
+	bucket = only_id(c, MT_CAT_BUCKETS, remote, NULL);
+	d = list(c, MT_CAT_DATASETS, bucket, NULL, 4, &err);
+	s = list(c, MT_CAT_SEARCH, 0, "golden", 3, &err);
+	tap_ok(!strcmp(d.text, "digits|2|v2|10\n") && s.n == 1,
+	       "sync rebuilds it, edited tags included");
+	mt_catalog_close(c);
+}
+
+static int exec_sql(const char *sql)
+{
+	sqlite3 *db;
+	int rc = sqlite3_open(dbpath, &db);
+	if (!rc)
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	sqlite3_close(db);
+	return rc;
+}
+
+static void test_migration(void)
+{
+	mt_error err = {0};
+	mt_catalog *c;
+	unlink(dbpath);
+	TAP_CALL(mt_catalog_open_schema(dbpath, 1, &c, &err), &err, "a schema-1 catalog is made");
+	mt_catalog_close(c);
+	/* What a matorage of schema 1 would have written. */
+	int rc = exec_sql(
+		"INSERT INTO remotes(name, url) VALUES('local', 'file:///old');"
+		"INSERT INTO buckets(remote_id, url) VALUES(1, 'file:///old');"
+		"INSERT INTO datasets(bucket_id, name) VALUES(1, 'legacy');"
+		"INSERT INTO versions VALUES(1, 1, 'v1', '', '2020-01-01T00:00:00.000Z', 'ana',"
+		" 'old data', 7, 1, 100, 300, 3, 10, 10, -1, -1);"
+		"INSERT INTO tags VALUES(1, 'vintage');"
+		"INSERT INTO attrs VALUES(1, 0, 'feature', 'float32', '(3,)', 0);"
+		"INSERT INTO shards VALUES(1, 1, 0, '" /* 64 hex digits */
+		"00000000000000000000000000000000000000000000000000000000000000ab', 100, 7, 0);");
+	tap_ok(rc == SQLITE_OK, "schema-1 rows inserted");
+	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "the schema-1 catalog opens");
+	sqlite3 *db;
+	sqlite3_open(dbpath, &db);
+	sqlite3_stmt *q;
+	sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL);
+	sqlite3_step(q);
+	tap_ok(sqlite3_column_int(q, 0) == MT_CATALOG_SCHEMA, "it was upgraded in place to %d",
+	       MT_CATALOG_SCHEMA);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	struct collect d = list(c, MT_CAT_DATASETS, 1, NULL, 6, &err);
+	tap_ok(!strcmp(d.text, "legacy|1|v1|7|100|vintage\n"),
+	       "old datasets got their summaries");
+	if (strcmp(d.text, "legacy|1|v1|7|100|vintage\n"))
+		tap_diag("got: %s", d.text);
+	struct collect s = list(c, MT_CAT_SEARCH, 0, "feature", 3, &err);
+	tap_ok(!strcmp(s.text, "local|legacy|v1\n"), "and are in the new search index");
+	struct collect sh = list(c, MT_CAT_SHARDS, 1, NULL, 6, &err);
+	tap_ok(sh.n == 1 && strstr(sh.text, "|-\n"), "old shards read as never verified");
+	mt_catalog_close(c);
+
+	exec_sql("PRAGMA user_version = 99");
+	tap_ok(mt_catalog_open(dbpath, &c, &err) == MT_EFORMAT && strstr(err.message, "newer") &&
+		       strstr(err.message, "sync"),
+	       "a catalog from a newer matorage is refused, saying how to rebuild: %s",
+	       err.message);
+	FILE *fp = fopen(dbpath, "w");
+	fputs("this is not a database, just text long enough to have a header page ...", fp);
+	fclose(fp);
+	tap_ok(mt_catalog_open(dbpath, &c, &err) != 0 && strstr(err.message, dbpath),
+	       "a file that is not a catalog is an error naming it: %s", err.message);
+}
+
+int main(void)
+{
+	snprintf(root, sizeof root, "/tmp/mt-catalog-XXXXXX");
+	if (!mkdtemp(root))
+		return 1;
+	snprintf(dbpath, sizeof dbpath, "%s/cat/catalog.db", root);
+	mt_error err = {0};
+	char *url = mt_asprintf("file://%s/store", root);
+	if (mt_store_open(url, &store, &err)) {
+		tap_diag("%s", err.message);
+		return 1;
+	}
+	free(url);
+	/* The store's own directory is root/store; bad manifests go there. */
+	snprintf(root + strlen(root), sizeof root - strlen(root), "/store");
+	test_sync_and_lists();
+	test_migration();
+	mt_store_close(store);
+	root[strlen(root) - strlen("/store")] = '\0';
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	if (system(cmd))
+		tap_diag("could not remove %s", root);
+	return tap_done();
+}

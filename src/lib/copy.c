@@ -157,6 +157,28 @@ static int dst_manifest_same(copy_ctx *c, const char *key, const char *what, con
 		      what, mt_store_url(c->dst));
 }
 
+/* The version's recipe script goes with it (small: one get and one put). */
+static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
+{
+	if (!m->recipe[0])
+		return 0;
+	char *key = mt_key_recipe(m->dataset, m->recipe);
+	if (!key)
+		return mt_err(err, MT_ENOMEM, "copy: out of memory");
+	void *data = NULL;
+	size_t len = 0;
+	mt_error ignored;
+	int rc = 0;
+	if (c->dst->ops->head(c->dst, key, NULL, NULL, &ignored) != 0) {
+		rc = mt_store_get(c->src, key, 0, UINT64_MAX, &data, &len, err);
+		if (!rc)
+			rc = mt_store_put(c->dst, key, data, len, 0, err);
+	}
+	free(data);
+	free(key);
+	return rc;
+}
+
 static int copy_version(copy_ctx *c, int threads, const char *dataset, const char *version,
 			mt_error *err)
 {
@@ -228,6 +250,8 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 			  : mt_err(err, MT_ENOMEM, "copy: out of memory");
 		free(keys);
 	}
+	if (!rc)
+		rc = copy_recipe(c, m, err);
 	/* The commit point: only now does dst show the version. */
 	if (!rc) {
 		rc = c->dst->ops->put(c->dst, key, json, len, MT_PUT_EXCLUSIVE, err);

@@ -211,7 +211,7 @@ static void read_attr(lua_State *L, lt_reader *r, size_t i, uint64_t a, uint64_t
 {
 	const mt_attr *at = mt_reader_attr(r->r, i);
 	if (at->ragged)
-		luaL_error(L, "read: attribute %s is ragged; ragged attributes are not yet "
+		lt_error(L, "read: attribute %s is ragged; ragged attributes are not yet "
 			   "readable from Lua", at->name);
 	int64_t shape[LT_MAX_DIMS];
 	shape[0] = (int64_t)n;
@@ -231,7 +231,7 @@ static void check_rows(lua_State *L, lt_reader *r, int idx, uint64_t *a, uint64_
 	lua_Integer first = luaL_optinteger(L, idx, 1);
 	lua_Integer count = luaL_optinteger(L, idx + 1, (lua_Integer)rows - first + 1);
 	if (first < 1 || count < 0 || (uint64_t)(first - 1) + (uint64_t)count > rows)
-		luaL_error(L, "read: rows %d..%d are out of range 1..%d of %s@%s", (int)first,
+		lt_error(L, "read: rows %d..%d are out of range 1..%d of %s@%s", (int)first,
 			   (int)(first + count - 1), (int)rows, mt_reader_info(r->r)->dataset,
 			   mt_reader_info(r->r)->version);
 	*a = (uint64_t)(first - 1);
@@ -245,7 +245,7 @@ static int l_read(lua_State *L)
 	const char *name = luaL_checkstring(L, 2);
 	int i = mt_reader_attr_index(r->r, name);
 	if (i < 0)
-		return luaL_error(L, "read: %s@%s has no attribute '%s'",
+		return lt_error(L, "read: %s@%s has no attribute '%s'",
 				  mt_reader_info(r->r)->dataset, mt_reader_info(r->r)->version, name);
 	uint64_t a, n;
 	check_rows(L, r, 3, &a, &n);
@@ -310,7 +310,7 @@ static struct lt_writer *check_writer(lua_State *L, int idx)
 {
 	struct lt_writer *w = luaL_checkudata(L, idx, LT_WRITER);
 	if (w->state != WS_OPEN || w->marked)
-		luaL_error(L, "writer of %s is %s", w->dataset ? w->dataset : "?",
+		lt_error(L, "writer of %s is %s", w->dataset ? w->dataset : "?",
 			   w->marked ? "already committed" : "closed");
 	return w;
 }
@@ -338,21 +338,21 @@ static void parse_attrs(lua_State *L, int opts, struct lt_writer *w)
 {
 	lua_getfield(L, opts, "attributes");
 	if (!lua_istable(L, -1))
-		luaL_error(L, "create: attributes: expected a list of {name=, dtype=, shape=}");
+		lt_error(L, "create: attributes: expected a list of {name=, dtype=, shape=}");
 	lua_Integer n = luaL_len(L, -1);
 	if (n < 1)
-		luaL_error(L, "create: attributes: the list is empty");
+		lt_error(L, "create: attributes: the list is empty");
 	w->attrs = calloc((size_t)n, sizeof *w->attrs);
 	if (!w->attrs)
-		luaL_error(L, "create: out of memory");
+		lt_error(L, "create: out of memory");
 	for (lua_Integer i = 1; i <= n; i++) {
 		lua_geti(L, -1, i);
 		if (!lua_istable(L, -1))
-			luaL_error(L, "create: attributes[%d]: expected a table", (int)i);
+			lt_error(L, "create: attributes[%d]: expected a table", (int)i);
 		mt_attr *a = &w->attrs[i - 1];
 		lua_getfield(L, -1, "name");
 		if (!lua_isstring(L, -1))
-			luaL_error(L, "create: attributes[%d].name: expected a string", (int)i);
+			lt_error(L, "create: attributes[%d].name: expected a string", (int)i);
 		a->name = strdup(lua_tostring(L, -1));
 		w->nattrs = (size_t)i;
 		lua_getfield(L, -2, "dtype");
@@ -364,10 +364,10 @@ static void parse_attrs(lua_State *L, int opts, struct lt_writer *w)
 		snprintf(what, sizeof what, "create: attributes[%d].shape", (int)i);
 		a->rank = lua_isnil(L, -1) ? 0 : lt_check_shape(L, -1, what, shape);
 		if (a->rank > MT_MAX_RANK)
-			luaL_error(L, "%s: at most %d dimensions", what, MT_MAX_RANK);
+			lt_error(L, "%s: at most %d dimensions", what, MT_MAX_RANK);
 		for (int d = 0; d < a->rank; d++) {
 			if (shape[d] < 1)
-				luaL_error(L, "%s: dimension %d must be >= 1", what, d + 1);
+				lt_error(L, "%s: dimension %d must be >= 1", what, d + 1);
 			a->shape[d] = (uint64_t)shape[d];
 		}
 		lua_pop(L, 4);
@@ -380,7 +380,7 @@ static const char *opt_string(lua_State *L, int opts, const char *key)
 	lua_getfield(L, opts, key);
 	const char *s = lua_isnil(L, -1) ? NULL : lua_tostring(L, -1);
 	if (!lua_isnil(L, -1) && !s)
-		luaL_error(L, "create: %s: expected a string", key);
+		lt_error(L, "create: %s: expected a string", key);
 	lua_pop(L, 1); /* the string stays reachable through opts */
 	return s;
 }
@@ -391,7 +391,7 @@ static uint64_t opt_uint(lua_State *L, int opts, const char *key, uint64_t def)
 	int ok = 1;
 	lua_Integer v = lua_isnil(L, -1) ? (lua_Integer)def : lua_tointegerx(L, -1, &ok);
 	if (!ok || v < 0)
-		luaL_error(L, "create: %s: expected an integer >= 0", key);
+		lt_error(L, "create: %s: expected an integer >= 0", key);
 	lua_pop(L, 1);
 	return (uint64_t)v;
 }
@@ -411,7 +411,7 @@ static int l_create(lua_State *L)
 	lua_setiuservalue(L, -2, 1);
 	int wi = lua_gettop(L);
 	if (!(w->dataset = strdup(name)))
-		return luaL_error(L, "create: out of memory");
+		return lt_error(L, "create: out of memory");
 	mt_writer_opts o;
 	mt_writer_opts_init(&o);
 	lua_getfield(L, 3, "append");
@@ -439,11 +439,11 @@ static int l_create(lua_State *L)
 	if (lua_istable(L, -1)) {
 		lua_Integer n = luaL_len(L, -1);
 		if (n > 64)
-			return luaL_error(L, "create: tags: at most 64");
+			return lt_error(L, "create: tags: at most 64");
 		for (lua_Integer i = 1; i <= n; i++) {
 			lua_geti(L, -1, i);
 			if (!(tags[i - 1] = lua_tostring(L, -1)))
-				return luaL_error(L, "create: tags[%d]: expected a string", (int)i);
+				return lt_error(L, "create: tags[%d]: expected a string", (int)i);
 			lua_pop(L, 1); /* still referenced by the tags table */
 		}
 		o.tags = tags;
@@ -466,7 +466,7 @@ static int l_create(lua_State *L)
 		}
 		mt_reader_close(pr);
 		if (!w->attrs)
-			return luaL_error(L, "create: out of memory");
+			return lt_error(L, "create: out of memory");
 	}
 	lua_pushvalue(L, wi);
 	lt_writer_track(L);
@@ -482,7 +482,7 @@ static int l_append(lua_State *L)
 	luaL_checktype(L, 2, LUA_TTABLE);
 	const void *data[64];
 	if (w->nattrs > 64)
-		return luaL_error(L, "append: more than 64 attributes");
+		return lt_error(L, "append: more than 64 attributes");
 	int64_t rows = -1;
 	const char *first = NULL;
 	for (size_t i = 0; i < w->nattrs; i++) {
@@ -490,10 +490,10 @@ static int l_append(lua_State *L)
 		lua_getfield(L, 2, a->name);
 		lt_tensor *t = lt_test(L, -1);
 		if (!t)
-			return luaL_error(L, "append: batch.%s: expected a tensor, got %s", a->name,
+			return lt_error(L, "append: batch.%s: expected a tensor, got %s", a->name,
 					  luaL_typename(L, -1));
 		if (t->dtype != a->dtype)
-			return luaL_error(L, "append: batch.%s: dtype %s, the attribute's is %s "
+			return lt_error(L, "append: batch.%s: dtype %s, the attribute's is %s "
 					  "(use :cast)", a->name, mt_dtype_name(t->dtype),
 					  mt_dtype_name(a->dtype));
 		int ok = t->rank == a->rank + 1;
@@ -505,12 +505,12 @@ static int l_append(lua_State *L)
 				snprintf(want + strlen(want), sizeof want - strlen(want), ", %llu",
 					 (unsigned long long)a->shape[d]);
 			strcat(want, ")");
-			return luaL_error(L, "append: batch.%s: %s does not match the "
+			return lt_error(L, "append: batch.%s: %s does not match the "
 					  "attribute's rows %s", a->name, luaL_tolstring(L, -1, NULL),
 					  want);
 		}
 		if (rows >= 0 && t->shape[0] != rows)
-			return luaL_error(L, "append: batch.%s has %d rows, batch.%s has %d",
+			return lt_error(L, "append: batch.%s has %d rows, batch.%s has %d",
 					  a->name, (int)t->shape[0], first, (int)rows);
 		rows = t->shape[0];
 		first = a->name;

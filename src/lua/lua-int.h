@@ -99,6 +99,8 @@ int lt_writer_finish(struct lt_writer *w, int commit, char *name, size_t cap, mt
  * script committed it (MT_ESTATE naming the dataset if not), commit it
  * ("DATASET@VERSION" into name), or abort it. */
 enum { LT_FINISH_CHECK, LT_FINISH_COMMIT, LT_FINISH_ABORT };
+/* luaL_error with C's printf formats (lua_pushfstring knows few of them). */
+int lt_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Raise a Lua error from a library error record. */
 int lt_fail(lua_State *L, const mt_error *err);
 /* Fill err (when not NULL) and return code, as the library does. */

@@ -36,7 +36,7 @@ static void gz_need(lua_State *L, gzFile f, void *buf, size_t n, const char *pat
 			int e;
 			const char *msg = gzerror(f, &e);
 			gzclose(f);
-			luaL_error(L, "read_idx: %s: %s (%s)", path,
+			lt_error(L, "read_idx: %s: %s (%s)", path,
 				   got == 0 ? "file ends early" : "cannot read", got == 0 ? what : msg);
 		}
 		p += got;
@@ -52,7 +52,7 @@ static int l_read_idx(lua_State *L)
 	lt_check_path(L, path, 0, "read_idx");
 	gzFile f = gzopen(path, "rb");
 	if (!f)
-		return luaL_error(L, "read_idx: %s: %s", path, strerror(errno));
+		return lt_error(L, "read_idx: %s: %s", path, strerror(errno));
 	gzbuffer(f, 1 << 17);
 	uint8_t head[4];
 	gz_need(L, f, head, 4, path, "in the 4-byte header");
@@ -60,7 +60,7 @@ static int l_read_idx(lua_State *L)
 	if (head[0] || head[1] || dt == MT_DTYPE_INVALID || head[3] == 0 ||
 	    head[3] > LT_MAX_DIMS) {
 		gzclose(f);
-		return luaL_error(L, "read_idx: %s: not an IDX file (magic %02x %02x %02x %02x)",
+		return lt_error(L, "read_idx: %s: not an IDX file (magic %02x %02x %02x %02x)",
 				  path, head[0], head[1], head[2], head[3]);
 	}
 	int rank = head[3];
@@ -78,7 +78,7 @@ static int l_read_idx(lua_State *L)
 	int more = gzread(f, &extra, 1);
 	gzclose(f);
 	if (more != 0)
-		return luaL_error(L, "read_idx: %s: bytes after the %zu its dimensions hold", path,
+		return lt_error(L, "read_idx: %s: bytes after the %zu its dimensions hold", path,
 				  bytes);
 	lt_swap_bytes(lt_data(t), (size_t)lt_numel(t), mt_dtype_size(dt));
 	return 1;
@@ -97,7 +97,7 @@ static int l_read_npy(lua_State *L)
 	const mt_npy_info *in = mt_npy_get_info(n);
 	if (in->rank == 0 || in->rank > LT_MAX_DIMS) {
 		mt_npy_close(n);
-		return luaL_error(L, "read_npy: %s: %d dimensions; 1 to %d are supported", path,
+		return lt_error(L, "read_npy: %s: %d dimensions; 1 to %d are supported", path,
 				  in->rank, LT_MAX_DIMS);
 	}
 	int64_t shape[LT_MAX_DIMS];
@@ -144,7 +144,7 @@ static const char *slurp(lua_State *L, const char *path, const char *what, size_
 	lt_check_path(L, path, 0, what);
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		luaL_error(L, "%s: %s: %s", what, path, strerror(errno));
+		lt_error(L, "%s: %s: %s", what, path, strerror(errno));
 	luaL_Buffer b;
 	luaL_buffinit(L, &b);
 	size_t got;
@@ -156,7 +156,7 @@ static const char *slurp(lua_State *L, const char *path, const char *what, size_
 	int bad = ferror(f);
 	fclose(f);
 	if (bad)
-		luaL_error(L, "%s: %s: read error", what, path);
+		lt_error(L, "%s: %s: read error", what, path);
 	luaL_pushresult(&b);
 	return lua_tolstring(L, -1, len);
 }
@@ -181,7 +181,7 @@ static int l_read_raw(lua_State *L)
 	size_t len;
 	const char *data = slurp(L, path, "read_raw", &len);
 	if (offset < 0 || (size_t)offset > len)
-		return luaL_error(L, "read_raw: %s: offset %d is outside its %zu bytes", path,
+		return lt_error(L, "read_raw: %s: offset %d is outside its %zu bytes", path,
 				  (int)offset, len);
 	size_t es = mt_dtype_size(dt), avail = len - (size_t)offset;
 	int64_t known = 1, infer = -1;
@@ -197,7 +197,7 @@ static int l_read_raw(lua_State *L)
 	for (int d = 0; d < rank; d++)
 		n *= shape[d];
 	if ((size_t)n * es != avail)
-		return luaL_error(L, "read_raw: %s: %zu bytes after offset %d do not hold the "
+		return lt_error(L, "read_raw: %s: %zu bytes after offset %d do not hold the "
 				  "shape's %lld %s elements", path, avail, (int)offset,
 				  (long long)n, mt_dtype_name(dt));
 	lt_tensor *t = lt_new(L, dt, rank, shape);
@@ -259,7 +259,7 @@ static int l_read_csv(lua_State *L)
 		lua_getfield(L, 2, "delimiter");
 		const char *d = luaL_optstring(L, -1, ",");
 		if (strlen(d) != 1)
-			return luaL_error(L, "read_csv: delimiter must be one character");
+			return lt_error(L, "read_csv: delimiter must be one character");
 		o.delim = d[0];
 		lua_getfield(L, 2, "fill");
 		if (!lua_isnil(L, -1)) {
@@ -271,7 +271,7 @@ static int l_read_csv(lua_State *L)
 			o.dtype = lt_check_dtype(L, -1, "read_csv: dtype");
 		lua_pop(L, 4);
 	} else if (!lua_isnoneornil(L, 2)) {
-		return luaL_error(L, "read_csv: options must be a table");
+		return lt_error(L, "read_csv: options must be a table");
 	}
 	lua_settop(L, 2);
 	size_t len;
@@ -300,7 +300,7 @@ static int l_read_csv(lua_State *L)
 		p = nl ? nl + 1 : end;
 	}
 	if (cols == 0)
-		return luaL_error(L, "read_csv: %s: no columns (empty file)", path);
+		return lt_error(L, "read_csv: %s: no columns (empty file)", path);
 	lua_createtable(L, (int)cols, 0); /* column names */
 	int names_idx = lua_gettop(L);
 	int64_t shape[2] = {rows, cols};
@@ -323,7 +323,7 @@ static int l_read_csv(lua_State *L)
 		for (const char *q = p; q < lb; q++)
 			nf += *q == o.delim;
 		if (nf != cols)
-			return luaL_error(L, "read_csv: %s:%lld: %lld fields, the first line has %lld",
+			return lt_error(L, "read_csv: %s:%lld: %lld fields, the first line has %lld",
 					  path, (long long)line, (long long)nf, (long long)cols);
 		int is_header = first && o.header;
 		first = 0;
@@ -346,11 +346,11 @@ static int l_read_csv(lua_State *L)
 				num[fl] = 0;
 				v = strtod(num, &ep);
 				if (*ep || ep == num)
-					return luaL_error(L, "read_csv: %s:%lld: column %lld: '%s' is "
+					return lt_error(L, "read_csv: %s:%lld: column %lld: '%s' is "
 							  "not a number", path, (long long)line,
 							  (long long)c + 1, num);
 			} else if (!o.has_fill) {
-				return luaL_error(L, "read_csv: %s:%lld: column %lld is missing a "
+				return lt_error(L, "read_csv: %s:%lld: column %lld is missing a "
 						  "value (give fill= to use a default)", path,
 						  (long long)line, (long long)c + 1);
 			}
@@ -385,10 +385,10 @@ static int cmp_str(const void *a, const void *b)
 static void walk_dir(lua_State *L, const char *dir, int depth)
 {
 	if (depth > 64)
-		luaL_error(L, "walk: %s: directories nested deeper than 64", dir);
+		lt_error(L, "walk: %s: directories nested deeper than 64", dir);
 	DIR *d = opendir(dir);
 	if (!d)
-		luaL_error(L, "walk: %s: %s", dir, strerror(errno));
+		lt_error(L, "walk: %s: %s", dir, strerror(errno));
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *e;

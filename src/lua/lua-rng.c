@@ -103,7 +103,7 @@ static int l_int(lua_State *L)
 	lt_rng *r = check_rng(L);
 	lua_Integer a = luaL_checkinteger(L, 2), b = luaL_checkinteger(L, 3);
 	if (b < a)
-		return luaL_error(L, "int: empty range %d..%d", (int)a, (int)b);
+		return lt_error(L, "int: empty range %d..%d", (int)a, (int)b);
 	lua_pushinteger(L, a + (lua_Integer)next_below(r, (uint64_t)(b - a) + 1));
 	return 1;
 }

@@ -126,7 +126,7 @@ mt_dtype lt_check_dtype(lua_State *L, int idx, const char *what)
 	const char *name = luaL_checkstring(L, idx);
 	mt_dtype dt = mt_dtype_parse(name);
 	if (dt == MT_DTYPE_INVALID)
-		luaL_error(L, "%s: unknown dtype '%s' (bool, int8..int64, uint8..uint64, "
+		lt_error(L, "%s: unknown dtype '%s' (bool, int8..int64, uint8..uint64, "
 			   "float16, float32, float64)", what, name);
 	return dt;
 }
@@ -136,22 +136,22 @@ int lt_check_shape(lua_State *L, int idx, const char *what, int64_t *shape)
 	if (lua_isinteger(L, idx)) {
 		shape[0] = lua_tointeger(L, idx);
 		if (shape[0] < 0)
-			luaL_error(L, "%s: dimension 1 is %lld, must be >= 0", what,
+			lt_error(L, "%s: dimension 1 is %lld, must be >= 0", what,
 				   (long long)shape[0]);
 		return 1;
 	}
 	if (!lua_istable(L, idx))
-		luaL_error(L, "%s: expected a shape (a table of integers), got %s", what,
+		lt_error(L, "%s: expected a shape (a table of integers), got %s", what,
 			   luaL_typename(L, idx));
 	lua_Integer n = luaL_len(L, idx);
 	if (n > LT_MAX_DIMS)
-		luaL_error(L, "%s: %d dimensions, at most %d", what, (int)n, LT_MAX_DIMS);
+		lt_error(L, "%s: %d dimensions, at most %d", what, (int)n, LT_MAX_DIMS);
 	for (lua_Integer i = 1; i <= n; i++) {
 		lua_geti(L, idx, i);
 		int isint;
 		lua_Integer v = lua_tointegerx(L, -1, &isint);
 		if (!isint || v < -1)
-			luaL_error(L, "%s: dimension %d must be an integer >= 0", what, (int)i);
+			lt_error(L, "%s: dimension %d must be an integer >= 0", what, (int)i);
 		shape[i - 1] = v;
 		lua_pop(L, 1);
 	}
@@ -210,10 +210,10 @@ lt_tensor *lt_new(lua_State *L, mt_dtype dt, int rank, const int64_t *shape)
 	for (int d = 0; d < rank; d++) {
 		t->shape[d] = shape[d];
 		if (shape[d] < 0 || __builtin_mul_overflow(bytes, (uint64_t)shape[d], &bytes))
-			luaL_error(L, "tensor of this shape is too large");
+			lt_error(L, "tensor of this shape is too large");
 	}
 	if (bytes > SIZE_MAX / 2)
-		luaL_error(L, "tensor of this shape is too large");
+		lt_error(L, "tensor of this shape is too large");
 	set_contiguous_strides(t);
 	struct lt_buf *b = lt_alloc(L, sizeof *b);
 	b->data = NULL;
@@ -396,7 +396,7 @@ static int table_shape(lua_State *L, int idx, int64_t *shape)
 	lua_pushvalue(L, idx);
 	while (lua_istable(L, -1)) {
 		if (rank == LT_MAX_DIMS)
-			luaL_error(L, "tensor: nested tables deeper than %d", LT_MAX_DIMS);
+			lt_error(L, "tensor: nested tables deeper than %d", LT_MAX_DIMS);
 		shape[rank++] = (int64_t)luaL_len(L, -1);
 		lua_geti(L, -1, 1);
 		lua_remove(L, -2);
@@ -409,7 +409,7 @@ static void table_fill(lua_State *L, int idx, const lt_tensor *t, int d, int64_t
 		       char *path, size_t plen)
 {
 	if ((int64_t)luaL_len(L, idx) != t->shape[d] || !lua_istable(L, idx))
-		luaL_error(L, "tensor: element %s has %d entries, expected %d (ragged nested "
+		lt_error(L, "tensor: element %s has %d entries, expected %d (ragged nested "
 			   "tables)", plen ? path : "(top)", (int)luaL_len(L, idx),
 			   (int)t->shape[d]);
 	size_t esize = mt_dtype_size(t->dtype);
@@ -421,7 +421,7 @@ static void table_fill(lua_State *L, int idx, const lt_tensor *t, int d, int64_t
 			n = 250;
 		if (d + 1 < t->rank) {
 			if (!lua_istable(L, -1))
-				luaL_error(L, "tensor: element %s is a %s, expected a table", path,
+				lt_error(L, "tensor: element %s is a %s, expected a table", path,
 					   luaL_typename(L, -1));
 			table_fill(L, lua_gettop(L), t, d + 1, pos, path, n);
 		} else {
@@ -429,7 +429,7 @@ static void table_fill(lua_State *L, int idx, const lt_tensor *t, int d, int64_t
 			double v = lua_isboolean(L, -1) ? lua_toboolean(L, -1)
 							: lua_tonumberx(L, -1, &isnum);
 			if (!lua_isboolean(L, -1) && !isnum)
-				luaL_error(L, "tensor: element %s is a %s, expected a number", path,
+				lt_error(L, "tensor: element %s is a %s, expected a number", path,
 					   luaL_typename(L, -1));
 			elem_set((char *)lt_data(t) + (*pos)++ * (int64_t)esize, t->dtype, v);
 		}
@@ -478,7 +478,7 @@ static int l_full_common(lua_State *L, double v, int dtype_idx, const char *what
 	int rank = lt_check_shape(L, 1, what, shape);
 	for (int d = 0; d < rank; d++)
 		if (shape[d] < 0)
-			luaL_error(L, "%s: dimension %d is -1; only reshape infers a dimension",
+			lt_error(L, "%s: dimension %d is -1; only reshape infers a dimension",
 				   what, d + 1);
 	lt_tensor *t = lt_new(L, opt_dtype(L, dtype_idx, MT_FLOAT32, what), rank, shape);
 	fill(t, v);
@@ -535,7 +535,7 @@ static int l_from_bytes(lua_State *L)
 	for (int d = 0; d < rank; d++)
 		n *= shape[d];
 	if ((uint64_t)n * es != len)
-		return luaL_error(L, "from_bytes: %zu bytes do not hold %lld %s elements", len,
+		return lt_error(L, "from_bytes: %zu bytes do not hold %lld %s elements", len,
 				  (long long)n, mt_dtype_name(dt));
 	lt_tensor *t = lt_new(L, dt, rank, shape);
 	memcpy(lt_data(t), s, len);
@@ -581,7 +581,7 @@ static int check_dim(lua_State *L, int idx, const lt_tensor *t, int extra)
 	if (d < 0)
 		d += r + 1;
 	if (d < 1 || d > r)
-		luaL_error(L, "bad argument #%d (dim): %d is outside 1..%d", idx - 1,
+		lt_error(L, "bad argument #%d (dim): %d is outside 1..%d", idx - 1,
 			   (int)luaL_checkinteger(L, idx), r);
 	return (int)d - 1;
 }
@@ -592,7 +592,7 @@ static int64_t check_index(lua_State *L, lua_Integer i, int64_t n, const char *w
 	if (i < 0)
 		i += n + 1;
 	if (i < 1 || i > n)
-		luaL_error(L, "%s: index %d is out of range 1..%d", what, (int)i, (int)n);
+		lt_error(L, "%s: index %d is out of range 1..%d", what, (int)i, (int)n);
 	return i - 1;
 }
 
@@ -606,7 +606,7 @@ static int l_reshape(lua_State *L)
 	for (int d = 0; d < rank; d++) {
 		if (shape[d] == -1) {
 			if (infer >= 0)
-				return luaL_error(L, "reshape: shape: only one dimension may be -1");
+				return lt_error(L, "reshape: shape: only one dimension may be -1");
 			infer = d;
 		} else {
 			n *= shape[d];
@@ -615,7 +615,7 @@ static int l_reshape(lua_State *L)
 	if (infer >= 0)
 		shape[infer] = n ? total / n : 0;
 	if (infer >= 0 ? (n == 0 || total % n) : n != total)
-		return luaL_error(L, "reshape: shape: %lld elements cannot take this shape",
+		return lt_error(L, "reshape: shape: %lld elements cannot take this shape",
 				  (long long)total);
 	lt_tensor *c = lt_contiguous(L, t);
 	lt_tensor *v = new_view(L, c);
@@ -640,7 +640,7 @@ static int l_slice(lua_State *L)
 	if (b < 0)
 		b += n + 1;
 	if (a < 1 || a > n + 1 || b > n || b < a - 1)
-		return luaL_error(L, "slice: rows %d..%d are out of range 1..%d of dim %d",
+		return lt_error(L, "slice: rows %d..%d are out of range 1..%d of dim %d",
 				  (int)luaL_checkinteger(L, 3), (int)luaL_optinteger(L, 4, -1),
 				  (int)n, d + 1);
 	lt_tensor *v = new_view(L, t);
@@ -675,7 +675,7 @@ static int l_transpose(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
 	if (t->rank < 2)
-		return luaL_error(L, "transpose: needs at least 2 dimensions, has %d", t->rank);
+		return lt_error(L, "transpose: needs at least 2 dimensions, has %d", t->rank);
 	int a = lua_isnoneornil(L, 2) ? t->rank - 2 : check_dim(L, 2, t, 0);
 	int b = lua_isnoneornil(L, 3) ? t->rank - 1 : check_dim(L, 3, t, 0);
 	lt_tensor *v = new_view(L, t);
@@ -766,7 +766,7 @@ static int l_get(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
 	if (lua_gettop(L) - 1 != t->rank)
-		return luaL_error(L, "get: %d indices for a tensor of %d dimensions",
+		return lt_error(L, "get: %d indices for a tensor of %d dimensions",
 				  lua_gettop(L) - 1, t->rank);
 	int64_t off = element_at(L, t, 2, "get");
 	push_number(L, (char *)t->buf->data + off * (int64_t)mt_dtype_size(t->dtype), t->dtype);
@@ -780,7 +780,7 @@ static double check_value(lua_State *L, int idx, const char *what)
 	int isnum;
 	double v = lua_tonumberx(L, idx, &isnum);
 	if (!isnum)
-		luaL_error(L, "%s: value is a %s, expected a number", what, luaL_typename(L, idx));
+		lt_error(L, "%s: value is a %s, expected a number", what, luaL_typename(L, idx));
 	return v;
 }
 
@@ -789,7 +789,7 @@ static int l_set(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
 	if (lua_gettop(L) - 2 != t->rank)
-		return luaL_error(L, "set: %d indices for a tensor of %d dimensions",
+		return lt_error(L, "set: %d indices for a tensor of %d dimensions",
 				  lua_gettop(L) - 2, t->rank);
 	int64_t off = element_at(L, t, 2, "set");
 	double v = check_value(L, t->rank + 2, "set");
@@ -809,7 +809,7 @@ static int l_index(lua_State *L)
 	if (lua_type(L, 2) == LUA_TNUMBER) {
 		lt_tensor *t = lt_check(L, 1);
 		if (t->rank == 0)
-			return luaL_error(L, "index: a 0-d tensor has no elements to index");
+			return lt_error(L, "index: a 0-d tensor has no elements to index");
 		int64_t i = check_index(L, luaL_checkinteger(L, 2), t->shape[0], "index");
 		if (t->rank == 1)
 			push_number(L, (char *)t->buf->data + (t->offset + i * t->strides[0]) *
@@ -829,7 +829,7 @@ static int l_newindex(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
 	if (t->rank == 0)
-		return luaL_error(L, "index: a 0-d tensor has no elements to index");
+		return lt_error(L, "index: a 0-d tensor has no elements to index");
 	int64_t i = check_index(L, luaL_checkinteger(L, 2), t->shape[0], "index");
 	select_view(L, t, 0, i);
 	lt_tensor *dst = lua_touserdata(L, -1);
@@ -838,7 +838,7 @@ static int l_newindex(lua_State *L)
 		for (int d = 0; d < src->rank; d++) {
 			int od = dst->rank - src->rank + d;
 			if (od < 0 || (src->shape[d] != 1 && src->shape[d] != dst->shape[od]))
-				return luaL_error(L, "index: value of shape rank %d does not "
+				return lt_error(L, "index: value of shape rank %d does not "
 						  "broadcast to row %d", src->rank, (int)(i + 1));
 		}
 		copy_into(dst, src);
@@ -999,7 +999,7 @@ static int broadcast(lua_State *L, const lt_tensor *a, const lt_tensor *b, int64
 		int da = d - (r - a->rank), db = d - (r - b->rank);
 		int64_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
 		if (x != y && x != 1 && y != 1)
-			luaL_error(L, "%s: shapes do not broadcast: dim %d is %d in one operand "
+			lt_error(L, "%s: shapes do not broadcast: dim %d is %d in one operand "
 				   "and %d in the other", what, d + 1, (int)x, (int)y);
 		out[d] = x == 1 ? y : x;
 	}
@@ -1045,7 +1045,7 @@ static int binop(lua_State *L, int op)
 	double s = 0;
 	int sint = 0;
 	if (!a && !b)
-		return luaL_error(L, "%s: expected a tensor operand", what);
+		return lt_error(L, "%s: expected a tensor operand", what);
 	if (!a || !b) {
 		int si = a ? 2 : 1;
 		s = check_value(L, si, what);
@@ -1057,7 +1057,7 @@ static int binop(lua_State *L, int op)
 		b = NULL;
 	}
 	if (!a->buf || (b && !b->buf))
-		return luaL_error(L, "%s: tensor was freed", what);
+		return lt_error(L, "%s: tensor was freed", what);
 	int64_t shape[LT_MAX_DIMS];
 	int rank = b ? broadcast(L, a, b, shape, what) : a->rank;
 	if (!b)
@@ -1175,7 +1175,7 @@ static int l_clamp(lua_State *L)
 	double lo = lua_isnoneornil(L, 2) ? -HUGE_VAL : luaL_checknumber(L, 2);
 	double hi = lua_isnoneornil(L, 3) ? HUGE_VAL : luaL_checknumber(L, 3);
 	if (lo > hi)
-		return luaL_error(L, "clamp: lo (%f) is greater than hi (%f)", lo, hi);
+		return lt_error(L, "clamp: lo (%f) is greater than hi (%f)", lo, hi);
 	lt_tensor *o = lt_new(L, t->dtype, t->rank, t->shape);
 	unop_into(t, o, 0, lo, hi, 1);
 	return 1;
@@ -1233,7 +1233,7 @@ static int reduce(lua_State *L, int kind, const char *what)
 	lt_tensor *t = lt_check(L, 1);
 	int64_t n = lt_numel(t);
 	if ((kind >= R_MIN) && n == 0)
-		return luaL_error(L, "%s: the tensor is empty", what);
+		return lt_error(L, "%s: the tensor is empty", what);
 	double x[BLOCK];
 	if (lua_isnoneornil(L, 2)) {
 		struct acc a = {0};
@@ -1280,7 +1280,7 @@ static int reduce(lua_State *L, int kind, const char *what)
 	perm.shape[t->rank - 1] = t->shape[d];
 	perm.strides[t->rank - 1] = t->strides[d];
 	if (t->shape[d] == 0 && kind >= R_MIN)
-		return luaL_error(L, "%s: dim %d is empty", what, d + 1);
+		return lt_error(L, "%s: dim %d is empty", what, d + 1);
 	mt_dtype odt = kind == R_ARGMAX || kind == R_ARGMIN ? MT_INT64
 		       : kind == R_SUM && !is_float(t->dtype) ? MT_INT64
 		       : kind == R_MIN || kind == R_MAX ? t->dtype
@@ -1333,7 +1333,7 @@ static int l_normalize(lua_State *L)
 	if (!lt_test(L, 3)) {
 		double sd = check_value(L, 3, "normalize: std");
 		if (sd == 0)
-			return luaL_error(L, "normalize: std is 0");
+			return lt_error(L, "normalize: std is 0");
 	}
 	if (!is_float(t->dtype)) {
 		lt_tensor *c = lt_new(L, MT_FLOAT32, t->rank, t->shape);
@@ -1359,10 +1359,10 @@ static int l_one_hot(lua_State *L)
 	lua_Integer n = luaL_checkinteger(L, 2);
 	luaL_argcheck(L, n >= 1, 2, "number of classes must be >= 1");
 	if (is_float(t->dtype))
-		return luaL_error(L, "one_hot: expected an integer tensor, got %s",
+		return lt_error(L, "one_hot: expected an integer tensor, got %s",
 				  mt_dtype_name(t->dtype));
 	if (t->rank >= LT_MAX_DIMS)
-		return luaL_error(L, "one_hot: too many dimensions");
+		return lt_error(L, "one_hot: too many dimensions");
 	int64_t shape[LT_MAX_DIMS];
 	memcpy(shape, t->shape, sizeof shape);
 	shape[t->rank] = n;
@@ -1377,7 +1377,7 @@ static int l_one_hot(lua_State *L)
 		sv_move(&v, i, k, x, 0);
 		for (int64_t j = 0; j < k; j++) {
 			if (x[j] < 0 || x[j] >= (double)n)
-				return luaL_error(L, "one_hot: element %lld is %g, outside classes "
+				return lt_error(L, "one_hot: element %lld is %g, outside classes "
 						  "0..%lld", (long long)(i + j + 1), x[j],
 						  (long long)n - 1);
 			elem_set((char *)lt_data(o) + ((i + j) * n + (int64_t)x[j]) * (int64_t)es,
@@ -1395,11 +1395,11 @@ static int check_list(lua_State *L, int idx, const char *what)
 	luaL_checktype(L, idx, LUA_TTABLE);
 	int n = (int)luaL_len(L, idx);
 	if (n == 0)
-		luaL_error(L, "%s: the list of tensors is empty", what);
+		lt_error(L, "%s: the list of tensors is empty", what);
 	for (int i = 1; i <= n; i++) {
 		lua_geti(L, idx, i);
 		if (!lt_test(L, -1))
-			luaL_error(L, "%s: element %d of the list is a %s, expected a tensor", what,
+			lt_error(L, "%s: element %d of the list is a %s, expected a tensor", what,
 				   i, luaL_typename(L, -1));
 		lua_pop(L, 1);
 	}
@@ -1441,7 +1441,7 @@ static int join(lua_State *L, int stack)
 	lt_tensor *first = list_at(L, 1, 1);
 	int rank = first->rank + stack;
 	if (rank == 0)
-		return luaL_error(L, "%s: 0-d tensors cannot be concatenated (stack them)", what);
+		return lt_error(L, "%s: 0-d tensors cannot be concatenated (stack them)", what);
 	lt_tensor probe = *first;
 	probe.rank = rank;
 	int d = lua_isnoneornil(L, 2) ? 0 : check_dim(L, 2, &probe, 0);
@@ -1454,11 +1454,11 @@ static int join(lua_State *L, int stack)
 	for (int i = 1; i <= n; i++) {
 		lt_tensor *t = list_at(L, 1, i);
 		if (t->rank != first->rank)
-			return luaL_error(L, "%s: element %d has %d dimensions, element 1 has %d",
+			return lt_error(L, "%s: element %d has %d dimensions, element 1 has %d",
 					  what, i, t->rank, first->rank);
 		for (int k = 0; k < t->rank; k++)
 			if ((stack || k != d) && t->shape[k] != first->shape[k])
-				return luaL_error(L, "%s: element %d has size %d in dim %d, element 1 "
+				return lt_error(L, "%s: element %d has size %d in dim %d, element 1 "
 						  "has %d", what, i, (int)t->shape[k], k + 1,
 						  (int)first->shape[k]);
 		if (!stack)
@@ -1499,7 +1499,7 @@ static int l_take(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
 	if (t->rank == 0)
-		return luaL_error(L, "take: a 0-d tensor has no rows");
+		return lt_error(L, "take: a 0-d tensor has no rows");
 	lt_tensor *ix = lt_test(L, 2);
 	int64_t n = ix ? lt_numel(ix) : (luaL_checktype(L, 2, LUA_TTABLE), (int64_t)luaL_len(L, 2));
 	int64_t *rows = lt_alloc(L, (size_t)(n ? n : 1) * sizeof *rows);
@@ -1518,12 +1518,12 @@ static int l_take(lua_State *L)
 			lua_pop(L, 1);
 			if (!ok) {
 				lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
-				return luaL_error(L, "take: indices[%d] is not an integer", (int)i + 1);
+				return lt_error(L, "take: indices[%d] is not an integer", (int)i + 1);
 			}
 		}
 		if (v < 1 || v > t->shape[0]) {
 			lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
-			return luaL_error(L, "take: indices[%d] = %d is out of range 1..%d",
+			return lt_error(L, "take: indices[%d] = %d is out of range 1..%d",
 					  (int)i + 1, (int)v, (int)t->shape[0]);
 		}
 		rows[i] = v - 1;
@@ -1539,9 +1539,9 @@ static int l_filter(lua_State *L)
 	lt_tensor *t = lt_check(L, 1);
 	lt_tensor *m = lt_check(L, 2);
 	if (t->rank == 0)
-		return luaL_error(L, "filter: a 0-d tensor has no rows");
+		return lt_error(L, "filter: a 0-d tensor has no rows");
 	if (lt_numel(m) != t->shape[0])
-		return luaL_error(L, "filter: mask has %d values for %d rows", (int)lt_numel(m),
+		return lt_error(L, "filter: mask has %d values for %d rows", (int)lt_numel(m),
 				  (int)t->shape[0]);
 	int64_t n = t->shape[0], k = 0;
 	int64_t *rows = lt_alloc(L, (size_t)(n ? n : 1) * sizeof *rows);
@@ -1568,7 +1568,7 @@ static int l_isin(lua_State *L)
 	int nv = (int)luaL_len(L, 2);
 	double vals[256];
 	if (nv > 256)
-		return luaL_error(L, "isin: at most 256 values");
+		return lt_error(L, "isin: at most 256 values");
 	for (int i = 0; i < nv; i++) {
 		lua_geti(L, 2, i + 1);
 		vals[i] = check_value(L, -1, "isin: values");

@@ -80,7 +80,7 @@ void *lt_alloc(lua_State *L, size_t bytes)
 	if (!p) {
 		if (s->mem_exceeded)
 			s->fail_code = MT_ERANGE;
-		luaL_error(L, "out of memory allocating %zu bytes (memory limit %llu bytes)",
+		lt_error(L, "out of memory allocating %zu bytes (memory limit %llu bytes)",
 			   bytes, (unsigned long long)s->o.max_memory);
 	}
 	return p;
@@ -99,7 +99,7 @@ static void script_hook(lua_State *L, lua_Debug *ar)
 	lt_check_cancel(L);
 	if (s->o.max_instructions && s->instructions > s->o.max_instructions) {
 		s->fail_code = MT_ERANGE;
-		luaL_error(L, "instruction limit of %llu exceeded",
+		lt_error(L, "instruction limit of %llu exceeded",
 			   (unsigned long long)s->o.max_instructions);
 	}
 }
@@ -109,7 +109,7 @@ void lt_check_cancel(lua_State *L)
 	mt_script *s = script_of(L);
 	if (atomic_load(&s->cancel)) {
 		s->fail_code = MT_ECANCELED;
-		luaL_error(L, "canceled");
+		lt_error(L, "canceled");
 	}
 }
 
@@ -145,11 +145,24 @@ int lt_err(mt_error *err, int code, const char *fmt, ...)
 	return code;
 }
 
+int lt_error(lua_State *L, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	luaL_where(L, 1);
+	lua_pushstring(L, msg);
+	lua_concat(L, 2);
+	return lua_error(L);
+}
+
 int lt_fail(lua_State *L, const mt_error *err)
 {
 	if (err->code == MT_ECANCELED)
 		script_of(L)->fail_code = MT_ECANCELED;
-	return luaL_error(L, "%s", err->message);
+	return lt_error(L, "%s", err->message);
 }
 
 mt_store *lt_default_store(lua_State *L)
@@ -218,13 +231,13 @@ void lt_check_path(lua_State *L, const char *path, int write, const char *what)
 		return;
 	char *c = canonical(path, write);
 	if (!c)
-		luaL_error(L, "%s: %s: %s", what, path, strerror(errno));
+		lt_error(L, "%s: %s: %s", what, path, strerror(errno));
 	int ok = 0;
 	for (size_t i = 0; !ok && i < s->nallowed; i++)
 		ok = path_under(c, s->allowed[i]);
 	free(c);
 	if (!ok)
-		luaL_error(L, "%s: '%s' is outside the paths this script may %s (allow its "
+		lt_error(L, "%s: '%s' is outside the paths this script may %s (allow its "
 			   "directory, or run unsafe)", what, path, write ? "write" : "read");
 }
 
@@ -234,9 +247,9 @@ void lt_check_path(lua_State *L, const char *path, int write, const char *what)
 static int l_print(lua_State *L)
 {
 	mt_script *s = script_of(L);
+	int n = lua_gettop(L); /* before buffinit, which may push a placeholder */
 	luaL_Buffer b;
 	luaL_buffinit(L, &b);
-	int n = lua_gettop(L);
 	for (int i = 1; i <= n; i++) {
 		if (i > 1)
 			luaL_addchar(&b, '\t');
@@ -282,7 +295,7 @@ static int l_require(lua_State *L)
 	const char *name = luaL_checkstring(L, 1);
 	lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
 	if (lua_getfield(L, -1, name) == LUA_TNIL)
-		return luaL_error(L, "require: module '%s' is not available in the sandbox "
+		return lt_error(L, "require: module '%s' is not available in the sandbox "
 				  "(only 'matorage' is)", name);
 	return 1;
 }

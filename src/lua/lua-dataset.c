@@ -128,9 +128,9 @@ static int l_open(lua_State *L)
 	check_store(L, 1);
 	const char *spec = luaL_checkstring(L, 2);
 	const char *at = strchr(spec, '@');
+	const char *ver = at ? at + 1 : luaL_optstring(L, 3, NULL);
 	lua_pushlstring(L, spec, at ? (size_t)(at - spec) : strlen(spec));
 	const char *ds = lua_tostring(L, -1);
-	const char *ver = at ? at + 1 : luaL_optstring(L, 3, NULL);
 	lt_reader *r = lua_newuserdatauv(L, sizeof *r, 1);
 	r->r = NULL;
 	luaL_setmetatable(L, LT_READER);

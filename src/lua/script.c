@@ -92,16 +92,24 @@ void lt_free(lua_State *L, void *p, size_t bytes)
 		script_alloc(script_of(L), p, bytes ? bytes : 1, 0);
 }
 
+/* Errors raised here name the line the script was running (luaL_where
+ * would look for a caller of the hook, and there is none). */
 static void script_hook(lua_State *L, lua_Debug *ar)
 {
 	mt_script *s = script_of(L);
 	s->instructions += HOOK_EVERY;
-	lt_check_cancel(L);
-	if (s->o.max_instructions && s->instructions > s->o.max_instructions) {
-		s->fail_code = MT_ERANGE;
-		lt_error(L, "instruction limit of %llu exceeded",
-			   (unsigned long long)s->o.max_instructions);
-	}
+	int canceled = atomic_load(&s->cancel);
+	int limit = s->o.max_instructions && s->instructions > s->o.max_instructions;
+	if (!canceled && !limit)
+		return;
+	lua_getinfo(L, "Sl", ar);
+	s->fail_code = canceled ? MT_ECANCELED : MT_ERANGE;
+	if (canceled)
+		lua_pushfstring(L, "%s:%d: canceled", ar->short_src, ar->currentline);
+	else
+		lua_pushfstring(L, "%s:%d: instruction limit of %I exceeded", ar->short_src,
+				ar->currentline, (lua_Integer)s->o.max_instructions);
+	lua_error(L);
 }
 
 void lt_check_cancel(lua_State *L)

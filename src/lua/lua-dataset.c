@@ -545,6 +545,18 @@ static int l_abort(lua_State *L)
 	return 0;
 }
 
+/* w:attributes() — {name=, dtype=, shape=, ragged=} each, in order. */
+static int l_wattrs(lua_State *L)
+{
+	struct lt_writer *w = luaL_checkudata(L, 1, LT_WRITER);
+	lua_createtable(L, (int)w->nattrs, 0);
+	for (size_t i = 0; i < w->nattrs; i++) {
+		push_attr(L, &w->attrs[i]);
+		lua_seti(L, -2, (lua_Integer)i + 1);
+	}
+	return 1;
+}
+
 static int l_written(lua_State *L)
 {
 	struct lt_writer *w = luaL_checkudata(L, 1, LT_WRITER);
@@ -609,7 +621,7 @@ void lt_dataset_register(lua_State *L)
 	};
 	static const luaL_Reg writer_m[] = {
 		{"append", l_append}, {"commit", l_commit}, {"abort", l_abort},
-		{"rows", l_written}, {NULL, NULL},
+		{"rows", l_written}, {"attributes", l_wattrs}, {NULL, NULL},
 	};
 	luaL_newmetatable(L, LT_STORE);
 	luaL_newlib(L, store_m);

@@ -388,11 +388,18 @@ static int open_matorage(lua_State *L)
 	lua_setfield(L, -2, "progress");
 	lua_pushstring(L, mt_version());
 	lua_setfield(L, -2, "version");
-	/* Helpers written in Lua (derive, ...) get the module as their argument. */
+	/* Helpers written in Lua (derive, ...) get the module and the reader's and
+	 * writer's method tables, to add to them. */
 	if (luaL_loadbufferx(L, lt_prelude, sizeof lt_prelude - 1, "=matorage.lua", "t"))
 		return lua_error(L);
 	lua_pushvalue(L, -2);
-	lua_call(L, 1, 0);
+	luaL_getmetatable(L, LT_READER);
+	lua_getfield(L, -1, "__index");
+	lua_remove(L, -2);
+	luaL_getmetatable(L, LT_WRITER);
+	lua_getfield(L, -1, "__index");
+	lua_remove(L, -2);
+	lua_call(L, 3, 0);
 	return 1;
 }
 

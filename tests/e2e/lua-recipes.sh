@@ -32,6 +32,13 @@ for f in ("tree/a.txt", "tree/b.dat", "tree/sub/c.txt"):
 PYEOF
 check "readers: IDX (gzip and plain), .npy, raw, CSV, directory walk (tests/lua/io.lua)" \
 	$M run "$top_srcdir/tests/lua/io.lua" dir=in
+check "datasets: rows one by one, batches, ranges, derive with append (tests/lua/read.lua)" \
+	$M run "$top_srcdir/tests/lua/read.lua"
+[ "$($M cat rows@v2 k | tr '\n' ' ')" = "10 20 30 40 50 60 70 51 61 71 " ]
+ok $? "the appended derivation holds the parent's rows, then the mapped ones"
+$M info rows@v2 | grep -q "^parent: *v1$" && [ -n "$(shards rows@v1)" ] &&
+	[ "$(shards rows@v1)" = "$(shards rows@v2 | head -n "$(shards rows@v1 | wc -l)")" ]
+ok $? "its parent is v1, whose shards it reuses"
 check "write_npy writes what numpy reads" "$PY" -c '
 import numpy as np
 a = np.load("in/out.npy")

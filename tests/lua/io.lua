@@ -38,3 +38,16 @@ local files = m.walk(dir .. "/tree", "%.txt$")
 eq(#files, 2, "walk finds the .txt files in subdirectories")
 eq(files[1], dir .. "/tree/a.txt", "walk is sorted")
 eq(files[2], dir .. "/tree/sub/c.txt", "walk descends")
+
+-- datasets: write rows one at a time, read them back row by row and in batches,
+-- then derive an appended version
+local w = m.create("rows", {
+	attributes = { { name = "v", dtype = "float32", shape = { 2 } }, { name = "k", dtype = "int64" } },
+	shard_rows = 3,
+})
+for i = 1, 7 do
+	w:append_row({ v = m.tensor({ i, -i }), k = i * 10 })
+end
+local ok, msg = pcall(w.append_row, w, { v = m.tensor({ 1, 2 }) })
+assert(not ok and msg:find("row.k is missing", 1, true), msg)
+w:commit()

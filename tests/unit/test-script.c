@@ -112,6 +112,9 @@ static void test_commit_and_provenance(void)
 	rc = rc ? rc : mt_reader_recipe(r, &code, &len, &err);
 	tap_ok(rc == 0 && len == strlen(WRITE_TWO) && !memcmp(code, WRITE_TWO, len),
 	       "the recipe reads back byte for byte");
+	char sha[65] = "";
+	if (vi)
+		snprintf(sha, sizeof sha, "%s", vi->recipe);
 	int32_t x[12];
 	rc = mt_reader_read(r, 0, 0, 6, x, sizeof x, &err);
 	tap_ok(rc == 0 && x[0] == 1 && x[4] == 2 && x[11] == 3, "the rows are what was appended");
@@ -119,7 +122,7 @@ static void test_commit_and_provenance(void)
 	mt_reader_close(r);
 
 	char path[512];
-	snprintf(path, sizeof path, "%s/datasets/a/recipes/%s.lua", root, vi ? vi->recipe : "");
+	snprintf(path, sizeof path, "%s/datasets/a/recipes/%s.lua", root, sha);
 	tap_ok(access(path, F_OK) == 0, "both datasets hold the recipe object");
 }
 

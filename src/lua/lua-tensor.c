@@ -220,9 +220,10 @@ lt_tensor *lt_new(lua_State *L, mt_dtype dt, int rank, const int64_t *shape)
 	b->bytes = 0;
 	b->refs = 1;
 	t->buf = b;
+	/* Not zeroed: every caller writes every element, and a pass over a
+	 * fresh 200 MB buffer costs as much as the operation that fills it. */
 	b->data = lt_alloc(L, (size_t)bytes);
 	b->bytes = (size_t)bytes;
-	memset(b->data, 0, (size_t)bytes);
 	return t;
 }
 
@@ -1089,7 +1090,56 @@ static int binop(lua_State *L, int op)
 	return 1;
 }
 
+/* t:add_(x) and friends: the result goes into t itself (in t's dtype), so a
+ * pipeline over a large tensor allocates nothing more.  x must broadcast to
+ * t's shape. */
+static int binop_inplace(lua_State *L, int op)
+{
+	const char *what = op_names[op];
+	lt_tensor *a = lt_check(L, 1), *b = lt_test(L, 2);
+	double s = 0;
+	if (!b)
+		s = check_value(L, 2, what);
+	else if (!b->buf)
+		return lt_error(L, "%s: tensor was freed", what);
+	if (b) {
+		int64_t shape[LT_MAX_DIMS];
+		int rank = broadcast(L, a, b, shape, what);
+		int same = rank == a->rank;
+		for (int d = 0; same && d < rank; d++)
+			same = shape[d] == a->shape[d];
+		if (!same)
+			return lt_error(L, "%s: the operand's shape does not broadcast to the "
+					"tensor's (an in-place result keeps its shape)", what);
+		if (b->buf == a->buf) /* overlapping views: read from a copy */
+			b = lt_cast(L, b, b->dtype);
+	}
+	lua_pushvalue(L, 1);
+	if ((!b || lt_numel(b) == lt_numel(a)) && binop_f32(op, a, b, s, a, 0))
+		return 1;
+	struct sv va, vb;
+	sv_of(&va, a, a->rank, a->shape);
+	if (b)
+		sv_of(&vb, b, a->rank, a->shape);
+	int64_t n = lt_numel(a);
+	double x[BLOCK], y[BLOCK];
+	for (int64_t i = 0; i < n; i += BLOCK) {
+		int64_t k = n - i < BLOCK ? n - i : BLOCK;
+		sv_move(&va, i, k, x, 0);
+		if (b)
+			sv_move(&vb, i, k, y, 0);
+		apply_block(op, x, b ? y : NULL, s, k);
+		sv_move(&va, i, k, x, 1);
+	}
+	return 1;
+}
+
 #define BINOP(name, op) static int name(lua_State *L) { return binop(L, op); }
+#define BINOP_(name, op) static int name(lua_State *L) { return binop_inplace(L, op); }
+BINOP_(l_add_, OP_ADD)
+BINOP_(l_sub_, OP_SUB)
+BINOP_(l_mul_, OP_MUL)
+BINOP_(l_div_, OP_DIV)
 BINOP(l_add, OP_ADD)
 BINOP(l_sub, OP_SUB)
 BINOP(l_mul, OP_MUL)
@@ -1367,6 +1417,7 @@ static int l_one_hot(lua_State *L)
 	memcpy(shape, t->shape, sizeof shape);
 	shape[t->rank] = n;
 	lt_tensor *o = lt_new(L, opt_dtype(L, 3, MT_FLOAT32, "one_hot: dtype"), t->rank + 1, shape);
+	memset(lt_data(o), 0, (size_t)lt_numel(o) * mt_dtype_size(o->dtype));
 	struct sv v;
 	sv_of(&v, t, t->rank, t->shape);
 	int64_t m = lt_numel(t);
@@ -1612,6 +1663,7 @@ void lt_tensor_register(lua_State *L)
 		{"sum", l_sum}, {"mean", l_mean}, {"std", l_std}, {"min", l_min}, {"max", l_max},
 		{"argmax", l_argmax}, {"argmin", l_argmin}, {"normalize", l_normalize},
 		{"one_hot", l_one_hot}, {"take", l_take}, {"filter", l_filter}, {"isin", l_isin},
+		{"add_", l_add_}, {"sub_", l_sub_}, {"mul_", l_mul_}, {"div_", l_div_},
 		{NULL, NULL},
 	};
 	static const luaL_Reg meta[] = {

@@ -9,6 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
 RUNS=${2:-3}
 M=$BUILD/src/cli/matorage
+# Debian ships no zstd filter for h5py: the one built here (same id, plain zstd frames).
+export HDF5_PLUGIN_PATH=$BUILD/plugins/.libs
 PY=/usr/bin/python3
 FM=/usr/share/datasets/fashion-mnist
 DIR=${BENCH_DIR:-/tmp/mt-bench-lua}

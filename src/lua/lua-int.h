@@ -21,6 +21,8 @@
 struct lt_buf {
 	void *data;
 	size_t bytes;
+	void *block; /* what was allocated: data, or a block data is aligned inside */
+	size_t block_bytes;
 	int refs;
 };
 

@@ -159,6 +159,11 @@ ok $? "info --json holds recipe.sha256 and recipe.args"
 check "rerun rebuilds the CSV version" $M rerun iris@v1
 same_shards iris@v1 iris@v2
 ok $? "and its shards are identical"
+$M push iris@v1 "file://$WORK/other" > /dev/null
+[ "$($M --store "file://$WORK/other" info iris@v1 | sed -n 's/^recipe: *//p')" = \
+	"$($M info iris@v1 | sed -n 's/^recipe: *//p')" ] &&
+	$M --store "file://$WORK/other" rerun iris@v1 > /dev/null 2>&1 && same_shards iris@v1 iris@v2
+ok $? "push carries the recipe: the copy can be rerun in the other store"
 printf 'sepal,petal,stem,label\n1,2,,0\n' > holes.csv
 fails "the CSV example names a missing value" 1 "holes.csv:2: column 3 is missing a value" \
 	$M run "$EX/csv_table.lua" csv=holes.csv dataset=holes

@@ -9,6 +9,46 @@
 
 #include "lua-int.h"
 
+/* ---- handles that a Lua error must not leak ---------------------------------- */
+
+#define LT_BOX "matorage.box"
+
+/* A C handle owned by a userdata on the stack: closed by its __gc when an
+ * error unwinds past it, or early by box_close. */
+struct box {
+	void *p;
+	void (*close)(void *p);
+};
+
+static int box_gc(lua_State *L)
+{
+	struct box *b = luaL_checkudata(L, 1, LT_BOX);
+	if (b->p)
+		b->close(b->p);
+	b->p = NULL;
+	return 0;
+}
+
+static struct box *box_push(lua_State *L, void (*close)(void *p))
+{
+	struct box *b = lua_newuserdatauv(L, sizeof *b, 0);
+	b->p = NULL;
+	b->close = close;
+	luaL_setmetatable(L, LT_BOX);
+	return b;
+}
+
+static void box_close(struct box *b)
+{
+	if (b->p)
+		b->close(b->p);
+	b->p = NULL;
+}
+
+static void close_gz(void *p) { gzclose(p); }
+static void close_npy(void *p) { mt_npy_close(p); }
+static void close_file(void *p) { fclose(p); }
+
 /* ---- IDX (the MNIST format) ---------------------------------------------------- */
 
 static mt_dtype idx_dtype(int code)
@@ -35,7 +75,6 @@ static void gz_need(lua_State *L, gzFile f, void *buf, size_t n, const char *pat
 		if (got <= 0) {
 			int e;
 			const char *msg = gzerror(f, &e);
-			gzclose(f);
 			lt_error(L, "read_idx: %s: %s (%s)", path,
 				   got == 0 ? "file ends early" : "cannot read", got == 0 ? what : msg);
 		}
@@ -50,19 +89,19 @@ static int l_read_idx(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
 	lt_check_path(L, path, 0, "read_idx");
+	struct box *box = box_push(L, close_gz);
 	gzFile f = gzopen(path, "rb");
 	if (!f)
 		return lt_error(L, "read_idx: %s: %s", path, strerror(errno));
+	box->p = f;
 	gzbuffer(f, 1 << 17);
 	uint8_t head[4];
 	gz_need(L, f, head, 4, path, "in the 4-byte header");
 	mt_dtype dt = idx_dtype(head[2]);
 	if (head[0] || head[1] || dt == MT_DTYPE_INVALID || head[3] == 0 ||
-	    head[3] > LT_MAX_DIMS) {
-		gzclose(f);
+	    head[3] > LT_MAX_DIMS)
 		return lt_error(L, "read_idx: %s: not an IDX file (magic %02x %02x %02x %02x)",
 				  path, head[0], head[1], head[2], head[3]);
-	}
 	int rank = head[3];
 	int64_t shape[LT_MAX_DIMS];
 	for (int d = 0; d < rank; d++) {
@@ -76,7 +115,7 @@ static int l_read_idx(lua_State *L)
 	gz_need(L, f, lt_data(t), bytes, path, "before all the values its dimensions promise");
 	uint8_t extra;
 	int more = gzread(f, &extra, 1);
-	gzclose(f);
+	box_close(box);
 	if (more != 0)
 		return lt_error(L, "read_idx: %s: bytes after the %zu its dimensions hold", path,
 				  bytes);
@@ -92,22 +131,21 @@ static int l_read_npy(lua_State *L)
 	lt_check_path(L, path, 0, "read_npy");
 	mt_npy *n = NULL;
 	mt_error err = {0};
+	struct box *box = box_push(L, close_npy);
 	if (mt_npy_open(path, &n, &err))
 		return lt_fail(L, &err);
+	box->p = n;
 	const mt_npy_info *in = mt_npy_get_info(n);
-	if (in->rank == 0 || in->rank > LT_MAX_DIMS) {
-		mt_npy_close(n);
+	if (in->rank == 0 || in->rank > LT_MAX_DIMS)
 		return lt_error(L, "read_npy: %s: %d dimensions; 1 to %d are supported", path,
-				  in->rank, LT_MAX_DIMS);
-	}
+				in->rank, LT_MAX_DIMS);
 	int64_t shape[LT_MAX_DIMS];
 	for (int d = 0; d < in->rank; d++)
 		shape[d] = (int64_t)in->shape[d];
-	/* On the stack before reading, so an error below frees it. */
 	lt_tensor *t = lt_new(L, in->dtype, in->rank, shape);
 	size_t bytes = (size_t)lt_numel(t) * mt_dtype_size(t->dtype);
 	int rc = mt_npy_read_rows(n, 0, in->shape[0], lt_data(t), bytes, &err);
-	mt_npy_close(n);
+	box_close(box);
 	if (rc)
 		return lt_fail(L, &err);
 	return 1;
@@ -142,9 +180,11 @@ static int l_write_npy(lua_State *L)
 static const char *slurp(lua_State *L, const char *path, const char *what, size_t *len)
 {
 	lt_check_path(L, path, 0, what);
+	struct box *box = box_push(L, close_file);
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		lt_error(L, "%s: %s: %s", what, path, strerror(errno));
+	box->p = f;
 	luaL_Buffer b;
 	luaL_buffinit(L, &b);
 	size_t got;
@@ -154,10 +194,11 @@ static const char *slurp(lua_State *L, const char *path, const char *what, size_
 		luaL_addsize(&b, got);
 	} while (got == 1 << 16);
 	int bad = ferror(f);
-	fclose(f);
 	if (bad)
 		lt_error(L, "%s: %s: read error", what, path);
 	luaL_pushresult(&b);
+	box_close(box);
+	lua_remove(L, -2);
 	return lua_tolstring(L, -1, len);
 }
 
@@ -474,4 +515,8 @@ void lt_io_register(lua_State *L)
 		{NULL, NULL},
 	};
 	luaL_setfuncs(L, funcs, 0);
+	luaL_newmetatable(L, LT_BOX);
+	lua_pushcfunction(L, box_gc);
+	lua_setfield(L, -2, "__gc");
+	lua_pop(L, 1);
 }

@@ -150,6 +150,17 @@ static int l_reader_gc(lua_State *L)
 	return 0;
 }
 
+static int l_reader_tostring(lua_State *L)
+{
+	lt_reader *r = luaL_checkudata(L, 1, LT_READER);
+	if (!r->r)
+		lua_pushliteral(L, "reader(closed)");
+	else
+		lua_pushfstring(L, "reader(%s@%s)", mt_reader_info(r->r)->dataset,
+				mt_reader_info(r->r)->version);
+	return 1;
+}
+
 static void push_attr(lua_State *L, const mt_attr *a)
 {
 	lua_createtable(L, 0, 4);
@@ -325,6 +336,14 @@ static void writer_free(struct lt_writer *w)
 	w->attrs = NULL;
 	free(w->dataset);
 	w->dataset = NULL;
+}
+
+static int l_writer_tostring(lua_State *L)
+{
+	struct lt_writer *w = luaL_checkudata(L, 1, LT_WRITER);
+	lua_pushfstring(L, "writer(%s, %I rows)", w->dataset ? w->dataset : "closed",
+			(lua_Integer)w->rows);
+	return 1;
 }
 
 static int l_writer_gc(lua_State *L)
@@ -638,12 +657,16 @@ void lt_dataset_register(lua_State *L)
 	lua_setfield(L, -2, "__gc");
 	lua_pushcfunction(L, l_reader_gc);
 	lua_setfield(L, -2, "__close");
+	lua_pushcfunction(L, l_reader_tostring);
+	lua_setfield(L, -2, "__tostring");
 	lua_pop(L, 1);
 	luaL_newmetatable(L, LT_WRITER);
 	luaL_newlib(L, writer_m);
 	lua_setfield(L, -2, "__index");
 	lua_pushcfunction(L, l_writer_gc);
 	lua_setfield(L, -2, "__gc");
+	lua_pushcfunction(L, l_writer_tostring);
+	lua_setfield(L, -2, "__tostring");
 	lua_pop(L, 1);
 	lua_pushcfunction(L, l_store);
 	lua_setfield(L, -2, "store");

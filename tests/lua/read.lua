@@ -2,6 +2,7 @@
 local m = require("matorage")
 
 local r = m.open("rows@v1")
+assert(tostring(r) == "reader(rows@v1)", tostring(r))
 assert(r:rows() == 7, "rows")
 assert(r:info().attributes[1].name == "v" and r:info().attributes[2].dtype == "int64", "info")
 local n = 0

@@ -49,6 +49,18 @@ EOF
 		--description "matorage demo: synthetic 28x28 images with labels" --tag demo
 fi
 
+FM=/usr/share/datasets/fashion-mnist
+if grep -qx fashion-mnist-train <<< "$("$M" ls)"; then
+	step "Fashion-MNIST is already in the store"
+else
+	step "matorage run lua/examples/fashion_mnist.lua: Debian's IDX files into two datasets"
+	"$M" run lua/examples/fashion_mnist.lua --allow "$FM"
+fi
+step "examples/train-softmax: one epoch on the recipe's datasets"
+# Without --store it trains from the same default store.
+"$BUILD/examples/train-softmax" --train fashion-mnist-train --test fashion-mnist-test --epochs 1 |
+	tail -n 1
+
 # Until the TUI exists the demo is this printout; then it ends by opening the TUI here.
 step "matorage info demo"
 "$M" info demo
@@ -62,5 +74,7 @@ The demo lives in the default local store (matorage(1), FILES). Try next:
   $M info demo --shards
   $M get demo image -o /tmp/demo-images.npy --rows 0:100
   $M verify demo
+  $M info fashion-mnist-train          # its recipe and arguments
+  $M rerun fashion-mnist-train --allow $FM   # rebuilds identical shards
   man $ROOT/doc/matorage.1
 EOF

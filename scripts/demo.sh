@@ -56,9 +56,9 @@ else
 	step "matorage run lua/examples/fashion_mnist.lua: Debian's IDX files into two datasets"
 	"$M" run lua/examples/fashion_mnist.lua --allow "$FM"
 fi
-step "examples/train-softmax: one epoch on the recipe's datasets"
+step "examples/train-softmax: three epochs on the recipe's datasets"
 # Without --store it trains from the same default store.
-"$BUILD/examples/train-softmax" --train fashion-mnist-train --test fashion-mnist-test --epochs 1 |
+"$BUILD/examples/train-softmax" --train fashion-mnist-train --test fashion-mnist-test --epochs 3 |
 	tail -n 1
 
 # Until the TUI exists the demo is this printout; then it ends by opening the TUI here.

@@ -49,6 +49,17 @@ EOF
 		--description "matorage demo: synthetic 28x28 images with labels" --tag demo
 fi
 
+FM=/usr/share/datasets/fashion-mnist
+if grep -qx fashion-mnist-train <<< "$("$M" ls)"; then
+	step "Fashion-MNIST is already in the store"
+else
+	step "matorage run lua/examples/fashion_mnist.lua: Debian's IDX files into two datasets"
+	"$M" run lua/examples/fashion_mnist.lua --allow "$FM"
+fi
+step "examples/train-softmax: three epochs on the recipe's datasets"
+# Without --store it trains from the same default store.
+"$BUILD/examples/train-softmax" --train fashion-mnist-train --test fashion-mnist-test --epochs 3 |
+	tail -n 1
 cat <<EOF
 
 The demo lives in the default local store (matorage(1), FILES). Try next:
@@ -58,14 +69,16 @@ The demo lives in the default local store (matorage(1), FILES). Try next:
   $M search demo
   $M get demo image -o /tmp/demo-images.npy --rows 0:100
   $M verify demo
+  $M info fashion-mnist-train          # its recipe and arguments
+  $M rerun fashion-mnist-train --allow $FM   # rebuilds identical shards
   man $ROOT/doc/matorage.1
 EOF
 "$M" sync local > /dev/null
-# On a terminal the demo ends in the browser, on the demo dataset's versions;
+# On a terminal the demo ends in the browser, on the Fashion-MNIST versions;
 # elsewhere (a pipe, CI) it prints what the browser would have shown.
 if [ -t 0 ] && [ -t 1 ]; then
-	step "opening the browser on the demo dataset (q quits)"
-	exec "$M" tui --open demo
+	step "opening the browser on fashion-mnist-train (q quits)"
+	exec "$M" tui --open fashion-mnist-train
 fi
-step "matorage info demo"
-"$M" info demo
+step "matorage info fashion-mnist-train"
+"$M" info fashion-mnist-train

@@ -60,7 +60,7 @@ struct cli_cmd {
 
 extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, cli_cmd_info,
 	cli_cmd_verify, cli_cmd_rm, cli_cmd_gc, cli_cmd_push, cli_cmd_pull, cli_cmd_sync,
-	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui;
+	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui, cli_cmd_run, cli_cmd_rerun;
 
 /* ---- cli-util.c ---- */
 
@@ -171,6 +171,14 @@ void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
  * not NULL; returns an exit status. */
 int tui_main(struct cli_ctx *ctx, int read_only, const char *open);
 
+/* ---- cmd-run.c ---- */
+
+/* Options of run and rerun, and the run they share: `name` is shown in errors,
+ * args are "KEY=VALUE"; prints the committed versions. */
+extern const struct cli_option cli_script_options[];
+int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *name,
+		   const void *code, size_t len, const char *const *args, size_t nargs);
+
 /* ---- progress.c ---- */
 
 /* Set by SIGINT while a long operation runs; progress callbacks return it so the
@@ -187,6 +195,8 @@ struct cli_progress *cli_progress_begin(const struct cli_ctx *ctx, const char *l
 /* Record that `done` bytes (of `total`, 0: unchanged) are done and maybe redraw;
  * returns nonzero once interrupted. */
 int cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total);
+/* Count `unit` ("rows") instead of bytes. */
+void cli_progress_unit(struct cli_progress *p, const char *unit);
 /* Change the label ("committing") and redraw. */
 void cli_progress_label(struct cli_progress *p, const char *label);
 /* Erase the bar on screen, if any, before printing a line to stderr. */

@@ -75,6 +75,9 @@ static void info_text(mt_reader *r, int shards)
 	else
 		printf("ratio:       -\n");
 	printf("level:       %d\n", vi->level);
+	printf("recipe:      %s\n", info_or_dash(vi->recipe));
+	for (size_t i = 0; i < vi->nrecipe_args; i++)
+		printf("  %s\n", vi->recipe_args[i]);
 	info_attrs(r);
 	if (shards) {
 		putchar('\n');

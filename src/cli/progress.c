@@ -33,6 +33,7 @@ struct cli_progress {
 	int enabled;
 	int drawn;
 	char label[64];
+	const char *unit; /* NULL: bytes */
 	uint64_t done, total;
 	double start, last_draw;
 };
@@ -60,16 +61,31 @@ struct cli_progress *cli_progress_begin(const struct cli_ctx *ctx, const char *l
 	return p;
 }
 
+/* n bytes as "1.5 MiB", or n counted things as "1500 rows". */
+static const char *cli_amount(const struct cli_progress *p, uint64_t n, char *buf, size_t cap)
+{
+	if (!p->unit)
+		return cli_human_bytes(n, buf, cap);
+	snprintf(buf, cap, "%" PRIu64 " %s", n, p->unit);
+	return buf;
+}
+
+void cli_progress_unit(struct cli_progress *p, const char *unit)
+{
+	if (p)
+		p->unit = unit;
+}
+
 /* One line, short enough for an 80-column terminal: label, bar, bytes, rate, ETA. */
 static void cli_progress_draw(struct cli_progress *p, double now)
 {
 	char done[32], total[32], rate[32] = "";
 	double secs = now - p->start;
 	double bps = secs > 0.2 ? (double)p->done / secs : 0;
-	cli_human_bytes(p->done, done, sizeof done);
+	cli_amount(p, p->done, done, sizeof done);
 	if (bps > 0)
-		snprintf(rate, sizeof rate, "  %s/s", cli_human_bytes((uint64_t)bps, total,
-									sizeof total));
+		snprintf(rate, sizeof rate, "  %s/s", cli_amount(p, (uint64_t)bps, total,
+								   sizeof total));
 	if (p->total) {
 		uint64_t d = p->done < p->total ? p->done : p->total;
 		int filled = (int)((double)d / (double)p->total * 20);
@@ -83,7 +99,7 @@ static void cli_progress_draw(struct cli_progress *p, double now)
 			snprintf(eta, sizeof eta, "  ETA %" PRIu64 ":%02" PRIu64, left / 60,
 				 left % 60);
 		}
-		cli_human_bytes(p->total, total, sizeof total);
+		cli_amount(p, p->total, total, sizeof total);
 		fprintf(stderr, "\r%s [%s] %s / %s%s%s\033[K", p->label, bar, done, total, rate,
 			eta);
 	} else {

@@ -157,26 +157,39 @@ static int dst_manifest_same(copy_ctx *c, const char *key, const char *what, con
 		      what, mt_store_url(c->dst));
 }
 
-/* Edited descriptions and tags travel with the version; an unedited version
- * leaves whatever dst holds alone. */
-static int copy_meta(copy_ctx *c, const char *dataset, const char *version, mt_error *err)
+/* A small object that goes with a version.  Its recipe is content-addressed,
+ * so one dst holds already is kept.  Its edited description and tags are
+ * absent until edited and go over dst's, which may predate an edit. */
+static int copy_aside(copy_ctx *c, char *key, int content_addressed, mt_error *err)
 {
-	char *key = mt_key_meta(dataset, version);
 	if (!key)
 		return mt_err(err, MT_ENOMEM, "copy: out of memory");
 	void *data = NULL;
 	size_t len = 0;
 	mt_error e = {0};
-	int rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, &data, &len, &e);
-	if (rc == MT_ENOTFOUND)
-		rc = 0;
-	else if (rc)
-		mt_err_copy(err, &e);
-	else
-		rc = c->dst->ops->put(c->dst, key, data, len, 0, err);
+	int rc = 0;
+	if (!content_addressed || c->dst->ops->head(c->dst, key, NULL, NULL, &e) != 0) {
+		rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, &data, &len, &e);
+		if (rc == MT_ENOTFOUND && !content_addressed)
+			rc = 0;
+		else if (rc)
+			mt_err_copy(err, &e);
+		else
+			rc = c->dst->ops->put(c->dst, key, data, len, 0, err);
+	}
 	free(data);
 	free(key);
 	return rc;
+}
+
+static int copy_meta(copy_ctx *c, const char *dataset, const char *version, mt_error *err)
+{
+	return copy_aside(c, mt_key_meta(dataset, version), 0, err);
+}
+
+static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
+{
+	return m->recipe[0] ? copy_aside(c, mt_key_recipe(m->dataset, m->recipe), 1, err) : 0;
 }
 
 static int copy_version(copy_ctx *c, int threads, const char *dataset, const char *version,
@@ -251,6 +264,8 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 			  : mt_err(err, MT_ENOMEM, "copy: out of memory");
 		free(keys);
 	}
+	if (!rc)
+		rc = copy_recipe(c, m, err);
 	/* The commit point: only now does dst show the version. */
 	if (!rc) {
 		rc = c->dst->ops->put(c->dst, key, json, len, MT_PUT_EXCLUSIVE, err);

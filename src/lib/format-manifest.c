@@ -31,6 +31,11 @@ char *mt_key_meta(const char *dataset, const char *version)
 	return mt_asprintf("datasets/%s/meta/%s.json", dataset, version);
 }
 
+char *mt_key_recipe(const char *dataset, const char *sha256)
+{
+	return mt_asprintf("datasets/%s/recipes/%s.lua", dataset, sha256);
+}
+
 /* ---- attributes ---------------------------------------------------------- */
 
 /* One attribute on its own: name, dtype, rank, shape. */
@@ -176,6 +181,27 @@ static json_t *fm_enc_shards(const mt_manifest *m)
 	return shards;
 }
 
+/* {"sha256": ..., "args": {KEY: VALUE, ...}} in the arguments' order. */
+static json_t *fm_enc_recipe(const mt_manifest *m)
+{
+	json_t *args = json_object();
+	for (size_t i = 0; args && i < m->nrecipe_args; i++) {
+		const char *kv = m->recipe_args[i], *eq = strchr(kv, '=');
+		if (!eq || eq == kv)
+			goto fail;
+		char *key = mt_asprintf("%.*s", (int)(eq - kv), kv);
+		int bad = !key || json_object_get(args, key) ||
+			  json_object_set_new(args, key, json_string(eq + 1));
+		free(key);
+		if (bad)
+			goto fail;
+	}
+	return json_pack("{s:s, s:o}", "sha256", m->recipe, "args", args);
+fail:
+	json_decref(args);
+	return NULL;
+}
+
 int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 {
 	*json = NULL;
@@ -201,6 +227,8 @@ int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 	fm_set(root, "compression", comp, &failed);
 	fm_set(root, "attributes", fm_enc_attrs(m), &failed);
 	fm_set(root, "shards", fm_enc_shards(m), &failed);
+	if (m->recipe[0])
+		fm_set(root, "recipe", fm_enc_recipe(m), &failed);
 	if (!failed && !(*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 		failed = "(text)";
 	json_decref(root);
@@ -430,6 +458,35 @@ static int fm_dec_compression(struct fm_dec *d, json_t *c, mt_manifest *m)
 	return rc;
 }
 
+/* Optional: old manifests have no recipe. */
+static int fm_dec_recipe(struct fm_dec *d, json_t *r, mt_manifest *m)
+{
+	if (!r)
+		return 0;
+	json_t *sha = json_object_get(r, "sha256"), *args = json_object_get(r, "args");
+	if (!json_is_object(r) || !fm_is_sha(sha))
+		return fm_fail(d, "recipe.sha256: expected 64 lowercase hex digits");
+	if (args && !json_is_object(args))
+		return fm_fail(d, "recipe.args: expected an object of strings");
+	memcpy(m->recipe, json_string_value(sha), 65);
+	size_t n = json_object_size(args);
+	if (!(m->recipe_args = calloc(n ? n : 1, sizeof *m->recipe_args)))
+		return fm_nomem(d);
+	const char *key;
+	json_t *v;
+	json_object_foreach(args, key, v) {
+		if (!json_is_string(v))
+			return fm_fail(d, "recipe.args.%.64s: expected a string", key);
+		if (!*key || strchr(key, '='))
+			return fm_fail(d, "recipe.args: '%.64s' is not a valid argument name", key);
+		if (!(m->recipe_args[m->nrecipe_args] = mt_asprintf("%s=%s", key,
+								      json_string_value(v))))
+			return fm_nomem(d);
+		m->nrecipe_args++;
+	}
+	return 0;
+}
+
 static int fm_dec_name(struct fm_dec *d, const char *name, const char *kind)
 {
 	mt_error e;
@@ -466,7 +523,8 @@ static int fm_dec_root(struct fm_dec *d, json_t *root, mt_manifest *m)
 	    (rc = fm_dec_uint(d, root, "rows", "rows", &m->rows)) ||
 	    (rc = fm_dec_uint(d, root, "raw_bytes", "raw_bytes", &m->raw_bytes)) ||
 	    (rc = fm_dec_compression(d, json_object_get(root, "compression"), m)) ||
-	    (rc = fm_dec_attrs(d, json_object_get(root, "attributes"), m)))
+	    (rc = fm_dec_attrs(d, json_object_get(root, "attributes"), m)) ||
+	    (rc = fm_dec_recipe(d, json_object_get(root, "recipe"), m)))
 		return rc;
 	return fm_dec_shards(d, json_object_get(root, "shards"), m);
 }
@@ -508,6 +566,7 @@ void mt_manifest_free(mt_manifest *m)
 	free(m->tags);
 	mt_attrs_free(m->attrs, m->nattrs);
 	free(m->shards);
+	mt_strv_free(m->recipe_args, m->nrecipe_args);
 	free(m);
 }
 

@@ -70,6 +70,9 @@ typedef struct mt_manifest {
 	size_t nattrs;
 	mt_mshard *shards;
 	size_t nshards;
+	char recipe[65];     /* sha256 of the recipe script; "" when none */
+	char **recipe_args;  /* "KEY=VALUE" each */
+	size_t nrecipe_args;
 } mt_manifest;
 
 /* Compact JSON text (malloc'ed, NUL-terminated). */
@@ -116,6 +119,7 @@ MT_LOCAL void mt_shard_image_free(mt_shard_image *s);
 MT_LOCAL char *mt_key_manifest(const char *dataset, const char *version);
 MT_LOCAL char *mt_key_shard(const char *dataset, const char *sha256);
 MT_LOCAL char *mt_key_meta(const char *dataset, const char *version);
+MT_LOCAL char *mt_key_recipe(const char *dataset, const char *sha256);
 
 /* ---- curated metadata (meta/<version>.json) ------------------------------ */
 

@@ -258,6 +258,14 @@ typedef struct mt_writer_opts {
 	size_t ntags;
 	mt_progress_fn progress; /* bytes uploaded; called from any thread */
 	void *progress_ud;
+	/* The script that built this version (matorage run) and its arguments
+	 * ("KEY=VALUE" each, keys unique): the script is stored once as
+	 * datasets/<dataset>/recipes/<sha256>.lua and the manifest names it,
+	 * so the version can be explained and rebuilt.  recipe NULL: none. */
+	const void *recipe;
+	size_t recipe_len;
+	const char *const *recipe_args;
+	size_t nrecipe_args;
 } mt_writer_opts;
 
 /* Defaults for every field. */
@@ -307,6 +315,9 @@ typedef struct mt_version_info {
 	uint64_t stored_bytes;   /* sum of shard object sizes */
 	uint64_t raw_bytes;      /* uncompressed values (and ragged offsets) */
 	int level;
+	const char *recipe;      /* sha256 of the script that built it; "" when none */
+	const char *const *recipe_args; /* its arguments, "KEY=VALUE" each */
+	size_t nrecipe_args;
 } mt_version_info;
 
 typedef struct mt_shard_info {
@@ -347,6 +358,11 @@ MT_API int mt_reader_chunks(mt_reader *r, size_t shard,
 
 /* The manifest as stored (borrowed JSON text). */
 MT_API const char *mt_reader_manifest(const mt_reader *r);
+
+/* The recipe script of the version (malloc'ed, NUL-terminated, *len
+ * bytes without the NUL; free() it), checked against its sha256.
+ * MT_ENOTFOUND when the version has no recipe. */
+MT_API int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err);
 
 /* Total items in rows [a, b) of ragged attribute `attr`; lengths (when not
  * NULL) receives b-a row lengths in items.  Reads only the offsets. */

@@ -60,6 +60,8 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 		.author = m->author, .description = m->description, .created = m->created,
 		.tags = r->tags, .ntags = m->ntags, .rows = m->rows, .nshards = m->nshards,
 		.stored_bytes = stored, .raw_bytes = m->raw_bytes, .level = m->level,
+		.recipe = m->recipe, .recipe_args = (const char *const *)m->recipe_args,
+		.nrecipe_args = m->nrecipe_args,
 	};
 	*out = r;
 	return 0;
@@ -124,6 +126,39 @@ int mt_reader_shard(const mt_reader *r, size_t i, mt_shard_info *out)
 const char *mt_reader_manifest(const mt_reader *r)
 {
 	return r->json;
+}
+
+int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
+{
+	*script = NULL;
+	*len = 0;
+	const mt_manifest *m = r->m;
+	if (!m->recipe[0])
+		return mt_err(err, MT_ENOTFOUND, "%s@%s has no recipe", m->dataset, m->version);
+	char *key = mt_key_recipe(m->dataset, m->recipe);
+	if (!key)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	void *data = NULL;
+	size_t got = 0;
+	char sha[MT_SHA256_HEX];
+	int rc = mt_store_get(r->store, key, 0, UINT64_MAX, &data, &got, err);
+	if (!rc)
+		rc = mt_sha256_hex(data, got, sha, err);
+	if (!rc && strcmp(sha, m->recipe) != 0)
+		rc = mt_err(err, MT_ECORRUPT, "%s: sha256 is %s, the manifest of %s@%s says %s",
+			    key, sha, m->dataset, m->version, m->recipe);
+	char *text = rc ? NULL : realloc(data, got + 1);
+	if (!rc && !text)
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (rc) {
+		free(data);
+	} else {
+		text[got] = 0;
+		*script = text;
+		*len = got;
+	}
+	free(key);
+	return rc;
 }
 
 /* The chunk index of shard i: one ranged read, cached for the reader's life. */

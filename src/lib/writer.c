@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "dataset.h"
 
 #define DEFAULT_SHARD_BYTES (64ull << 20)
@@ -40,6 +41,11 @@ struct mt_writer {
 	int level, threads;
 	mt_progress_fn progress;
 	void *progress_ud;
+	void *recipe;
+	size_t recipe_len;
+	char recipe_sha[65];
+	char **recipe_args;
+	size_t nrecipe_args;
 
 	/* Held for a whole append (and commit), so one call's rows stay
 	 * together even while it waits for the upload queue. */
@@ -310,6 +316,29 @@ static int dup_strings(char ***out, const char *const *in, size_t n)
 	return 0;
 }
 
+/* Keep the recipe and its hash; arguments must be KEY=VALUE with unique keys,
+ * as the manifest holds them in a JSON object. */
+static int writer_take_recipe(mt_writer *w, const mt_writer_opts *o, mt_error *err)
+{
+	for (size_t i = 0; i < o->nrecipe_args; i++) {
+		const char *kv = o->recipe_args[i], *eq = kv ? strchr(kv, '=') : NULL;
+		if (!eq || eq == kv)
+			return mt_err(err, MT_EINVAL, "recipe argument '%s' is not KEY=VALUE",
+				      kv ? kv : "(null)");
+		for (size_t j = 0; j < i; j++)
+			if (!strncmp(o->recipe_args[j], kv, (size_t)(eq - kv) + 1))
+				return mt_err(err, MT_EINVAL, "recipe argument %.*s is given "
+					      "twice", (int)(eq - kv), kv);
+	}
+	if (!(w->recipe = malloc(o->recipe_len ? o->recipe_len : 1)) ||
+	    dup_strings(&w->recipe_args, o->recipe_args, o->nrecipe_args))
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	w->nrecipe_args = o->nrecipe_args;
+	memcpy(w->recipe, o->recipe, o->recipe_len);
+	w->recipe_len = o->recipe_len;
+	return mt_sha256_hex(w->recipe, w->recipe_len, w->recipe_sha, err);
+}
+
 /* Start from the parent version: its attributes, shards and rows. */
 static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 			      const mt_writer_opts *o, mt_error *err)
@@ -382,6 +411,8 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 	    !(w->description = mt_strdup(o->description ? o->description : "")) ||
 	    dup_strings(&w->tags, o->tags, o->ntags))
 		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && o->recipe)
+		rc = writer_take_recipe(w, o, err);
 	if (!rc && (o->append || o->parent))
 		rc = writer_take_parent(w, attrs, nattrs, o, err);
 	if (!rc && !w->parent && !(w->parent = mt_strdup("")))
@@ -560,6 +591,23 @@ static int sync_new_shards(mt_writer *w, mt_error *err)
 	return rc;
 }
 
+/* Content-addressed like shards: the same script is stored once. */
+static int put_recipe(mt_writer *w, mt_error *err)
+{
+	if (!w->recipe)
+		return 0;
+	char *key = mt_key_recipe(w->dataset, w->recipe_sha);
+	if (!key)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	uint64_t have = 0;
+	mt_error ignored;
+	int rc = 0;
+	if (mt_store_head(w->store, key, &have, NULL, &ignored) != 0 || have != w->recipe_len)
+		rc = mt_store_put(w->store, key, w->recipe, w->recipe_len, 0, err);
+	free(key);
+	return rc;
+}
+
 static int write_manifest(mt_writer *w, char *version, size_t cap, mt_error *err)
 {
 	mt_manifest m = {
@@ -567,8 +615,10 @@ static int write_manifest(mt_writer *w, char *version, size_t cap, mt_error *err
 		.author = w->author, .description = w->description, .tags = w->tags,
 		.ntags = w->ntags, .rows = w->rows, .raw_bytes = w->raw_bytes, .level = w->level,
 		.chunk_bytes = w->chunk_bytes, .attrs = w->attrs, .nattrs = w->nattrs,
-		.shards = w->shards, .nshards = w->nshards,
+		.shards = w->shards, .nshards = w->nshards, .recipe_args = w->recipe_args,
+		.nrecipe_args = w->nrecipe_args,
 	};
+	memcpy(m.recipe, w->recipe ? w->recipe_sha : "", w->recipe ? sizeof m.recipe : 1);
 	int rc = 0;
 	for (int attempt = 0; attempt < VERSION_RETRIES; attempt++) {
 		char *auto_name = NULL;
@@ -641,6 +691,8 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 		return mt_err(err, rc, "dataset %s: commit failed", w->dataset);
 	rc = sync_new_shards(w, err);
 	if (!rc)
+		rc = put_recipe(w, err);
+	if (!rc)
 		rc = write_manifest(w, version, cap, err);
 	w->state = rc ? W_FAILED : W_DONE;
 	if (rc && err)
@@ -677,6 +729,8 @@ void mt_writer_close(mt_writer *w)
 	}
 	mt_attrs_free(w->attrs, w->nattrs);
 	mt_strv_free(w->tags, w->ntags);
+	mt_strv_free(w->recipe_args, w->nrecipe_args);
+	free(w->recipe);
 	free(w->shards);
 	free(w->dataset);
 	free(w->version);

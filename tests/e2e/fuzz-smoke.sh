@@ -5,7 +5,7 @@
 : "${top_builddir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 DIR=${MT_FUZZ_DIR:-$top_builddir/fuzz}
 SECONDS_EACH=${MT_FUZZ_SECONDS:-15}
-TARGETS="npy manifest index s3-xml"
+TARGETS="npy manifest index s3-xml readers"
 
 built=0
 for t in $TARGETS; do

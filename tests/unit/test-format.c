@@ -143,6 +143,47 @@ static void test_roundtrip(void)
 	mt_manifest_free(NULL);
 }
 
+/* The optional recipe: encoded after the shards, decoded in argument order,
+ * absent when the version has none. */
+static void test_recipe(void)
+{
+	mt_manifest m = sample();
+	char a0[] = "csv=data/x.csv", a1[] = "empty=", a2[] = "eq=a=b", bad[] = "novalue";
+	char *args[] = {a0, a1, a2};
+	memcpy(m.recipe, SHA_A, 65);
+	m.recipe_args = args;
+	m.nrecipe_args = 3;
+	char *json = NULL;
+	mt_error err;
+	if (!TAP_CALL(mt_manifest_encode(&m, &json, &err), &err, "encode a manifest with a recipe"))
+		return;
+	const char *tail = ",\"recipe\":{\"sha256\":\"" SHA_A "\",\"args\":{\"csv\":"
+			   "\"data/x.csv\",\"empty\":\"\",\"eq\":\"a=b\"}}}";
+	tap_ok(strlen(json) > strlen(tail) && !strcmp(json + strlen(json) - strlen(tail), tail),
+	       "the recipe is {sha256, args} with the arguments as a JSON object in order");
+	mt_manifest *d = NULL;
+	if (TAP_CALL(mt_manifest_decode(json, strlen(json), "with-recipe", &d, &err), &err,
+		     "decode it")) {
+		tap_ok(!strcmp(d->recipe, SHA_A) && d->nrecipe_args == 3 &&
+			       !strcmp(d->recipe_args[0], "csv=data/x.csv") &&
+			       !strcmp(d->recipe_args[1], "empty=") &&
+			       !strcmp(d->recipe_args[2], "eq=a=b"),
+		       "sha256 and arguments survive, in order");
+		mt_manifest_free(d);
+	}
+	free(json);
+	m.nrecipe_args = 0;
+	memcpy(m.recipe, "", 1);
+	mt_manifest_encode(&m, &json, &err);
+	tap_ok(json && !strstr(json, "recipe"), "a version without a recipe has no recipe field");
+	free(json);
+	args[0] = bad;
+	memcpy(m.recipe, SHA_A, 65);
+	m.nrecipe_args = 1;
+	tap_ok(mt_manifest_encode(&m, &json, &err) == MT_EINVAL && strstr(err.message, "recipe"),
+	       "an argument that is not KEY=VALUE cannot be encoded (%s)", err.message);
+}
+
 static void test_encode_errors(void)
 {
 	mt_manifest m = sample();
@@ -274,6 +315,14 @@ static void refuse(const char *name, const char *from, const char *to, int code,
 static void test_decode_errors(void)
 {
 	int F = MT_EFORMAT;
+	refuse("a recipe's sha256 must be 64 hex digits", "]}]}",
+	       "]}],\"recipe\":{\"sha256\":\"abc\",\"args\":{}}}", F, "recipe.sha256");
+	refuse("recipe arguments must be strings", "]}]}",
+	       "]}],\"recipe\":{\"sha256\":\"" SHA_A "\",\"args\":{\"n\":1}}}", F,
+	       "recipe.args.n: expected a string");
+	refuse("recipe args must be an object", "]}]}",
+	       "]}],\"recipe\":{\"sha256\":\"" SHA_A "\",\"args\":[]}}", F,
+	       "recipe.args: expected an object");
 	refuse("invalid JSON names line and column", "\"rows\":3000001024,", "\"rows\":30x,", F,
 	       "invalid JSON at line 1, column");
 	refuse("trailing garbage is invalid JSON", "]}]}", "]}]}}", F, "invalid JSON");
@@ -564,6 +613,7 @@ static void test_index_errors(void)
 int main(void)
 {
 	test_roundtrip();
+	test_recipe();
 	test_encode_errors();
 	test_big();
 	test_decode_errors();

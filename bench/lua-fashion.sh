@@ -1,0 +1,66 @@
+#!/bin/bash
+# lua-fashion.sh — the Fashion-MNIST recipe (lua/examples/fashion_mnist.lua) vs a numpy + h5py + hdf5plugin script writing the same arrays, same zstd level, same run.
+# Usage: bench/lua-fashion.sh [BUILD_DIR] [RUNS]   (defaults: build/bench, 3)
+# Each contender decodes both splits from Debian's gzip IDX files, scales the images to
+# float32 in [0, 1], widens the labels to int64 and writes them zstd-compressed in 1 MiB
+# chunks; runs alternate and the best of each is reported.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
+RUNS=${2:-3}
+M=$BUILD/src/cli/matorage
+# Debian ships no zstd filter for h5py: the one built here (same id, plain zstd frames).
+export HDF5_PLUGIN_PATH=$BUILD/plugins/.libs
+PY=/usr/bin/python3
+FM=/usr/share/datasets/fashion-mnist
+DIR=${BENCH_DIR:-/tmp/mt-bench-lua}
+LEVEL=3
+CHUNK_ROWS=$(((1024 * 1024) / (28 * 28 * 4)))
+rm -rf "$DIR"
+mkdir -p "$DIR"
+export MATORAGE_STORE="file://$DIR/store"
+
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m)"
+echo "# data: Fashion-MNIST train + test (70000 x 28 x 28 float32 + int64 labels, 219 MB raw), zstd level $LEVEL, 1 MiB chunks"
+cat "$FM"/*.gz > /dev/null # warm the page cache for both contenders
+
+cat > "$DIR/baseline.py" <<'PYEOF'
+import gzip, sys
+import h5py, hdf5plugin, numpy as np
+src, dst, level, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+def idx(name):
+    with gzip.open(f"{src}/{name}-ubyte.gz", "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
+for split, pre in (("train", "train"), ("test", "t10k")):
+    image = idx(f"{pre}-images-idx3").astype(np.float32) / np.float32(255)
+    label = idx(f"{pre}-labels-idx1").astype(np.int64)
+    with h5py.File(f"{dst}-{split}.h5", "w") as f:
+        f.create_dataset("image", data=image, chunks=(chunk, 28, 28),
+                         **hdf5plugin.Zstd(clevel=level))
+        f.create_dataset("label", data=label, chunks=(min(len(label), 131072),),
+                         **hdf5plugin.Zstd(clevel=level))
+PYEOF
+
+t() { local s=$(date +%s.%N); "$@" > /dev/null 2>&1; echo "$(date +%s.%N) - $s" | bc; }
+best() { printf '%s\n' "$@" | sort -n | head -1; }
+lua=() h5=()
+for i in $(seq "$RUNS"); do
+	rm -rf "$DIR/store" "$DIR"/h5py-*.h5
+	sync
+	lua+=("$(t "$M" run "$here/../lua/examples/fashion_mnist.lua" --allow "$FM" level=$LEVEL)")
+	sync
+	h5+=("$(t $PY "$DIR/baseline.py" "$FM" "$DIR/h5py" $LEVEL $CHUNK_ROWS)")
+	echo "# run $i: recipe ${lua[-1]} s, numpy + h5py ${h5[-1]} s"
+done
+L=$(best "${lua[@]}")
+H=$(best "${h5[@]}")
+stored=$(du -sb "$DIR/store/datasets" | cut -f1)
+h5size=$(cat "$DIR"/h5py-*.h5 | wc -c)
+echo "| contender | best of $RUNS, s | stored bytes |"
+echo "|---|---|---|"
+echo "| matorage run fashion_mnist.lua | $L | $stored |"
+echo "| numpy + h5py + hdf5plugin | $H | $h5size |"
+echo "ratio (recipe time / numpy+h5py time): $(echo "scale=2; $L / $H" | bc)x"

@@ -1,0 +1,136 @@
+/* cmd-run.c — `matorage run`: run a Lua recipe that builds dataset versions, sandboxed, with a progress bar. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "script.h"
+
+const struct cli_option cli_script_options[] = {
+	{ "allow", 0, "DIR", "let the script read and write files under DIR; may be repeated" },
+	{ "unsafe", 0, NULL, "lift the sandbox: every Lua library, any file, C modules" },
+	{ "max-instructions", 0, "N", "stop the script after N Lua instructions (default: no limit)" },
+	{ "max-memory", 0, "BYTES", "stop the script when it holds more than BYTES (default: no limit)" },
+	{ NULL, 0, NULL, NULL },
+};
+
+/* print() output goes to stderr: stdout carries only the committed versions. */
+static void run_log(void *ud, const char *line)
+{
+	cli_progress_hide();
+	fprintf(stderr, "%s\n", line);
+}
+
+/* The message on one line, as every error is; then the traceback as it came. */
+static int run_report(const char *name, const char *text, int code)
+{
+	if (code == MT_ECANCELED && cli_interrupted)
+		return cli_error("run %s: interrupted; nothing was committed", name);
+	size_t first = strcspn(text, "\n");
+	cli_error("%.*s (nothing was committed)", (int)first, text);
+	if (text[first])
+		fprintf(stderr, "%s\n", text + first + 1);
+	return CLI_FAIL;
+}
+
+int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *name,
+		   const void *code, size_t len, const char *const *args, size_t nargs)
+{
+	mt_script_opts o;
+	mt_script_opts_init(&o);
+	int rc;
+	if ((rc = cli_opt_u64(a, "max-instructions", &o.max_instructions)) ||
+	    (rc = cli_opt_bytes(a, "max-memory", &o.max_memory)))
+		return rc;
+	o.unsafe = cli_has(a, "unsafe");
+	size_t nallow = 0;
+	const char *const *allow = cli_get_all(a, "allow", &nallow);
+	/* The working directory is always allowed: a recipe's relative paths start there. */
+	const char **paths = cli_xcalloc(nallow + 1, sizeof *paths);
+	paths[0] = ".";
+	for (size_t i = 0; i < nallow; i++)
+		paths[i + 1] = allow[i];
+	o.allowed_paths = paths;
+	o.nallowed = nallow + 1;
+	if (!(o.store = cli_store(ctx))) {
+		free(paths);
+		return CLI_FAIL;
+	}
+	o.store_opts = &ctx->store_opts;
+	o.log = run_log;
+	cli_catch_interrupt();
+	struct cli_progress *p = cli_progress_begin(ctx, name, 0);
+	cli_progress_unit(p, "rows");
+	o.progress = cli_progress_fn;
+	o.progress_ud = p;
+	mt_script *s = NULL;
+	mt_error err = { 0 };
+	if (mt_script_open(&o, &s, &err)) {
+		cli_progress_end(p);
+		free(paths);
+		return cli_fail(&err);
+	}
+	int r = mt_script_run(s, name, code, len, args, nargs, &err);
+	cli_progress_end(p);
+	if (r) {
+		const char *text = mt_script_error(s);
+		rc = run_report(name, *text ? text : err.message, r);
+	} else {
+		for (size_t i = 0; i < mt_script_nversions(s); i++)
+			printf("%s\n", mt_script_version(s, i));
+	}
+	mt_script_close(s);
+	free(paths);
+	return rc;
+}
+
+/* The whole file; NULL after printing why. */
+static char *run_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		cli_error("%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0, got;
+	char *buf = cli_xmalloc(cap);
+	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap)
+			buf = cli_xreallocarray(buf, cap *= 2, 1);
+	}
+	int bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		free(buf);
+		cli_error("%s: read error", path);
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
+static int run_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	const char *path = a->argv[0];
+	for (int i = 1; i < a->argc; i++) {
+		const char *eq = strchr(a->argv[i], '=');
+		if (!eq || eq == a->argv[i])
+			return cli_usage_error(a->cmd, "'%s' is not KEY=VALUE", a->argv[i]);
+	}
+	size_t len = 0;
+	char *code = run_slurp(path, &len);
+	if (!code)
+		return CLI_FAIL;
+	int rc = cli_script_run(ctx, a, path, code, len, (const char *const *)a->argv + 1,
+				(size_t)a->argc - 1);
+	free(code);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_run = {
+	"run", "SCRIPT.lua [KEY=VALUE ...]", cli_script_options, run_exec,
+	"Run a Lua recipe that builds dataset versions; they keep it to explain and rebuild them",
+	1, -1,
+};

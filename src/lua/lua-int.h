@@ -1,0 +1,111 @@
+/* lua-int.h — what the parts of the matorage Lua module share: tensors, the running script's context, helpers. */
+#ifndef MT_LUA_INT_H
+#define MT_LUA_INT_H
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matorage.h"
+#include "script.h"
+
+#define LT_TENSOR "matorage.tensor"
+#define LT_STORE "matorage.store"
+#define LT_READER "matorage.reader"
+#define LT_WRITER "matorage.writer"
+#define LT_RNG "matorage.rng"
+
+/* Element data shared by a tensor and its views; freed with the last of them.
+ * Allocated through the state's allocator so the memory limit counts it. */
+struct lt_buf {
+	void *data;
+	size_t bytes;
+	void *block; /* what was allocated: data, or a block data is aligned inside */
+	size_t block_bytes;
+	int refs;
+};
+
+/* A tensor: a strided view (strides in elements) of a buffer. */
+typedef struct lt_tensor {
+	struct lt_buf *buf;
+	mt_dtype dtype;
+	int rank;
+	int64_t shape[MT_MAX_RANK + 1];
+	int64_t strides[MT_MAX_RANK + 1];
+	int64_t offset; /* in elements */
+} lt_tensor;
+
+#define LT_MAX_DIMS (MT_MAX_RANK + 1)
+
+/* ---- lua-tensor.c ---- */
+void lt_tensor_register(lua_State *L);
+lt_tensor *lt_check(lua_State *L, int idx);
+lt_tensor *lt_test(lua_State *L, int idx);
+/* A new contiguous tensor (zeroed) pushed on the stack. */
+lt_tensor *lt_new(lua_State *L, mt_dtype dt, int rank, const int64_t *shape);
+int64_t lt_numel(const lt_tensor *t);
+int lt_is_contiguous(const lt_tensor *t);
+/* Pointer to the first element (valid for contiguous tensors). */
+void *lt_data(const lt_tensor *t);
+/* t itself when contiguous, else a contiguous copy pushed on the stack
+ * (the caller notes the stack top). */
+lt_tensor *lt_contiguous(lua_State *L, lt_tensor *t);
+/* t converted to dtype dt, a new tensor pushed on the stack. */
+lt_tensor *lt_cast(lua_State *L, lt_tensor *t, mt_dtype dt);
+/* A dtype argument (a name such as "float32"); the error names `what`. */
+mt_dtype lt_check_dtype(lua_State *L, int idx, const char *what);
+/* A shape given as a table of integers >= 0 (or >= 1 when !zero_ok). */
+int lt_check_shape(lua_State *L, int idx, const char *what, int64_t *shape);
+/* Byte-swap n elements of size sz in place. */
+void lt_swap_bytes(void *p, size_t n, size_t sz);
+
+/* ---- lua-io.c ---- */
+void lt_io_register(lua_State *L);
+
+/* ---- lua-dataset.c ---- */
+void lt_dataset_register(lua_State *L);
+
+/* ---- lua-rng.c ---- */
+void lt_rng_register(lua_State *L);
+
+/* ---- script.c: the running script, as the bindings see it ---- */
+struct lt_ctx;
+struct lt_ctx *lt_ctx(lua_State *L);
+/* Raise a Lua error unless `path` lies under an allowed directory (or the
+ * script is unsafe); `what` names the argument. */
+void lt_check_path(lua_State *L, const char *path, int write, const char *what);
+/* The store a script gets when it names none (borrowed). */
+mt_store *lt_default_store(lua_State *L);
+const mt_store_opts *lt_store_opts(lua_State *L);
+/* The running recipe: script bytes and arguments, for the writers it opens. */
+void lt_recipe(lua_State *L, const void **code, size_t *len, const char *const **args,
+	       size_t *nargs);
+/* Report progress (rows); raises "canceled" when the host cancels. */
+void lt_progress(lua_State *L, uint64_t done, uint64_t total);
+/* Raise "canceled" when the host has asked. */
+void lt_check_cancel(lua_State *L);
+/* A progress callback for library calls on other threads (the writer's
+ * uploads): it only reports whether the host has canceled. */
+void lt_cancel_callback(lua_State *L, mt_progress_fn *fn, void **ud);
+/* Memory through the state's allocator (counted against its limit);
+ * lt_alloc raises a Lua error when the limit or the system says no. */
+void *lt_alloc(lua_State *L, size_t bytes);
+void lt_free(lua_State *L, void *p, size_t bytes);
+/* Remember the writer userdata on top of the stack (and pop it): the runner
+ * commits the script's writers when it ends well. */
+struct lt_writer;
+void lt_writer_track(lua_State *L);
+int lt_writer_finish(struct lt_writer *w, int commit, char *name, size_t cap, mt_error *err);
+/* What the runner asks of each writer when the script ends: whether the
+ * script committed it (MT_ESTATE naming the dataset if not), commit it
+ * ("DATASET@VERSION" into name), or abort it. */
+enum { LT_FINISH_CHECK, LT_FINISH_COMMIT, LT_FINISH_ABORT };
+/* luaL_error with C's printf formats (lua_pushfstring knows few of them). */
+int lt_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Raise a Lua error from a library error record. */
+int lt_fail(lua_State *L, const mt_error *err);
+/* Fill err (when not NULL) and return code, as the library does. */
+int lt_err(mt_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,596 @@
+/* script.c — the Lua state a recipe runs in: sandboxed libraries, memory and instruction limits, cancel, commit at the end. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lualib.h>
+
+#include "lua-int.h"
+
+/* The count hook runs this often: rare enough to cost nothing measurable,
+ * often enough that a runaway loop stops within microseconds. */
+#define HOOK_EVERY 10000
+
+struct lt_ctx {
+	mt_script *s;
+};
+
+struct mt_script {
+	lua_State *L;
+	mt_script_opts o;
+	char **allowed; /* canonical directories */
+	size_t nallowed;
+	mt_store *own_store; /* opened when o.store is NULL */
+	uint64_t mem, instructions;
+	int mem_exceeded;
+	atomic_int cancel;
+	int fail_code; /* why the run is failing, when not a plain script error */
+	const void *code;
+	size_t code_len;
+	const char *const *args;
+	size_t nargs;
+	int ran;
+	char **versions;
+	size_t nversions;
+	char *errtext;
+	struct lt_ctx ctx;
+};
+
+static mt_script *script_of(lua_State *L)
+{
+	void *ud;
+	lua_getallocf(L, &ud);
+	return ud;
+}
+
+struct lt_ctx *lt_ctx(lua_State *L)
+{
+	return &script_of(L)->ctx;
+}
+
+/* Counts every byte the state holds, tensors included (lt_alloc), so the
+ * limit is one number the user can reason about. */
+static void *script_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+	mt_script *s = ud;
+	size_t old = ptr ? osize : 0;
+	if (nsize == 0) {
+		free(ptr);
+		s->mem -= old;
+		return NULL;
+	}
+	if (s->o.max_memory && nsize > old && s->mem + (nsize - old) > s->o.max_memory) {
+		s->mem_exceeded = 1;
+		return NULL;
+	}
+	void *p = realloc(ptr, nsize);
+	if (p)
+		s->mem = s->mem - old + nsize;
+	return p;
+}
+
+void *lt_alloc(lua_State *L, size_t bytes)
+{
+	mt_script *s = script_of(L);
+	void *p = script_alloc(s, NULL, 0, bytes ? bytes : 1);
+	if (!p) {
+		if (s->mem_exceeded)
+			s->fail_code = MT_ERANGE;
+		lt_error(L, "out of memory allocating %zu bytes (memory limit %llu bytes)",
+			   bytes, (unsigned long long)s->o.max_memory);
+	}
+	return p;
+}
+
+void lt_free(lua_State *L, void *p, size_t bytes)
+{
+	if (p)
+		script_alloc(script_of(L), p, bytes ? bytes : 1, 0);
+}
+
+/* Errors raised here name the line the script was running (luaL_where
+ * would look for a caller of the hook, and there is none). */
+static void script_hook(lua_State *L, lua_Debug *ar)
+{
+	mt_script *s = script_of(L);
+	s->instructions += HOOK_EVERY;
+	int canceled = atomic_load(&s->cancel);
+	int limit = s->o.max_instructions && s->instructions > s->o.max_instructions;
+	if (!canceled && !limit)
+		return;
+	lua_getinfo(L, "Sl", ar);
+	s->fail_code = canceled ? MT_ECANCELED : MT_ERANGE;
+	if (canceled)
+		lua_pushfstring(L, "%s:%d: canceled", ar->short_src, ar->currentline);
+	else
+		lua_pushfstring(L, "%s:%d: instruction limit of %I exceeded", ar->short_src,
+				ar->currentline, (lua_Integer)s->o.max_instructions);
+	lua_error(L);
+}
+
+void lt_check_cancel(lua_State *L)
+{
+	mt_script *s = script_of(L);
+	if (atomic_load(&s->cancel)) {
+		s->fail_code = MT_ECANCELED;
+		lt_error(L, "canceled");
+	}
+}
+
+static int cancel_requested(void *ud, uint64_t done, uint64_t total)
+{
+	mt_script *s = ud;
+	return atomic_load(&s->cancel);
+}
+
+void lt_cancel_callback(lua_State *L, mt_progress_fn *fn, void **ud)
+{
+	*fn = cancel_requested;
+	*ud = script_of(L);
+}
+
+void lt_progress(lua_State *L, uint64_t done, uint64_t total)
+{
+	mt_script *s = script_of(L);
+	if (s->o.progress && s->o.progress(s->o.progress_ud, done, total))
+		atomic_store(&s->cancel, 1);
+	lt_check_cancel(L);
+}
+
+int lt_err(mt_error *err, int code, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		err->code = code;
+		vsnprintf(err->message, sizeof err->message, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+int lt_error(lua_State *L, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	luaL_where(L, 1);
+	lua_pushstring(L, msg);
+	lua_concat(L, 2);
+	return lua_error(L);
+}
+
+int lt_fail(lua_State *L, const mt_error *err)
+{
+	if (err->code == MT_ECANCELED)
+		script_of(L)->fail_code = MT_ECANCELED;
+	return lt_error(L, "%s", err->message);
+}
+
+mt_store *lt_default_store(lua_State *L)
+{
+	mt_script *s = script_of(L);
+	if (s->o.store)
+		return s->o.store;
+	if (!s->own_store) {
+		mt_error err = {0};
+		if (mt_store_open_opts(NULL, s->o.store_opts, &s->own_store, &err))
+			lt_fail(L, &err);
+	}
+	return s->own_store;
+}
+
+const mt_store_opts *lt_store_opts(lua_State *L)
+{
+	return script_of(L)->o.store_opts;
+}
+
+void lt_recipe(lua_State *L, const void **code, size_t *len, const char *const **args,
+	       size_t *nargs)
+{
+	mt_script *s = script_of(L);
+	*code = s->code;
+	*len = s->code_len;
+	*args = s->args;
+	*nargs = s->nargs;
+}
+
+/* ---- paths ---------------------------------------------------------------- */
+
+static int path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (n == 1 && dir[0] == '/')
+		return 1;
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* The canonical form of path; for a file to be written, of its directory
+ * (the file may not exist yet). */
+static char *canonical(const char *path, int write)
+{
+	char *r = realpath(path, NULL);
+	if (r || !write || errno != ENOENT)
+		return r;
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : strdup(".");
+	char *d = dir ? realpath(dir, NULL) : NULL;
+	free(dir);
+	if (!d)
+		return NULL;
+	const char *base = slash ? slash + 1 : path;
+	char *out = malloc(strlen(d) + strlen(base) + 2);
+	if (out)
+		sprintf(out, "%s/%s", strcmp(d, "/") ? d : "", base);
+	free(d);
+	return out;
+}
+
+void lt_check_path(lua_State *L, const char *path, int write, const char *what)
+{
+	mt_script *s = script_of(L);
+	if (s->o.unsafe)
+		return;
+	char *c = canonical(path, write);
+	if (!c)
+		lt_error(L, "%s: %s: %s", what, path, strerror(errno));
+	int ok = 0;
+	for (size_t i = 0; !ok && i < s->nallowed; i++)
+		ok = path_under(c, s->allowed[i]);
+	free(c);
+	if (!ok)
+		lt_error(L, "%s: '%s' is outside the paths this script may %s (allow its "
+			   "directory, or run unsafe)", what, path, write ? "write" : "read");
+}
+
+/* ---- the sandbox ---------------------------------------------------------- */
+
+/* print goes to the host's log callback, which the TUI shows in a pane. */
+static int l_print(lua_State *L)
+{
+	mt_script *s = script_of(L);
+	int n = lua_gettop(L); /* before buffinit, which may push a placeholder */
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	for (int i = 1; i <= n; i++) {
+		if (i > 1)
+			luaL_addchar(&b, '\t');
+		luaL_tolstring(L, i, NULL);
+		luaL_addvalue(&b);
+	}
+	luaL_pushresult(&b);
+	if (s->o.log)
+		s->o.log(s->o.log_ud, lua_tostring(L, -1));
+	return 0;
+}
+
+/* io.open / io.lines, checked against the allowed paths first. */
+static int l_io_checked(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	const char *mode = luaL_optstring(L, 2, "r");
+	int is_open = (int)lua_tointeger(L, lua_upvalueindex(2));
+	lt_check_path(L, path, is_open && strpbrk(mode, "wa+") != NULL, is_open ? "io.open" :
+		      "io.lines");
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+	return lua_gettop(L);
+}
+
+/* load() of text only: crafted bytecode can break the VM's memory safety. */
+static int l_load_text(lua_State *L)
+{
+	int n = lua_gettop(L);
+	lua_settop(L, n > 4 ? n : 4);
+	lua_pushliteral(L, "t");
+	lua_replace(L, 3);
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+	return lua_gettop(L);
+}
+
+/* require() of the matorage module only: no searchers, no C loaders. */
+static int l_require(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	if (lua_getfield(L, -1, name) == LUA_TNIL)
+		return lt_error(L, "require: module '%s' is not available in the sandbox "
+				  "(only 'matorage' is)", name);
+	return 1;
+}
+
+static void remove_fields(lua_State *L, const char *lib, const char *const *names)
+{
+	lua_getglobal(L, lib);
+	for (size_t i = 0; names[i]; i++) {
+		lua_pushnil(L);
+		lua_setfield(L, -2, names[i]);
+	}
+	lua_pop(L, 1);
+}
+
+static void wrap_io(lua_State *L, const char *name, int is_open)
+{
+	lua_getglobal(L, "io");
+	lua_getfield(L, -1, name);
+	lua_pushinteger(L, is_open);
+	lua_pushcclosure(L, l_io_checked, 2);
+	lua_setfield(L, -2, name);
+	lua_pop(L, 1);
+}
+
+static void sandbox(lua_State *L)
+{
+	static const luaL_Reg libs[] = {
+		{LUA_GNAME, luaopen_base}, {LUA_TABLIBNAME, luaopen_table},
+		{LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
+		{LUA_UTF8LIBNAME, luaopen_utf8}, {LUA_COLIBNAME, luaopen_coroutine},
+		{LUA_IOLIBNAME, luaopen_io}, {LUA_OSLIBNAME, luaopen_os}, {NULL, NULL},
+	};
+	for (const luaL_Reg *l = libs; l->name; l++) {
+		luaL_requiref(L, l->name, l->func, 1);
+		lua_pop(L, 1);
+	}
+	static const char *const base_out[] = {"dofile", "loadfile", NULL};
+	static const char *const io_out[] = {"popen", "tmpfile", "input", "output", "read",
+					     "write", "close", "stdin", "stdout", "stderr", NULL};
+	static const char *const os_out[] = {"execute", "exit", "getenv", "remove", "rename",
+					     "tmpname", "setlocale", NULL};
+	remove_fields(L, LUA_GNAME, base_out);
+	remove_fields(L, LUA_IOLIBNAME, io_out);
+	remove_fields(L, LUA_OSLIBNAME, os_out);
+	wrap_io(L, "open", 1);
+	wrap_io(L, "lines", 0);
+	lua_getglobal(L, "load");
+	lua_pushcclosure(L, l_load_text, 1);
+	lua_setglobal(L, "load");
+	lua_pushcfunction(L, l_require);
+	lua_setglobal(L, "require");
+}
+
+/* ---- the module ------------------------------------------------------------ */
+
+static int l_log(lua_State *L)
+{
+	return l_print(L);
+}
+
+static int l_progress(lua_State *L)
+{
+	lua_Integer done = luaL_checkinteger(L, 1), total = luaL_optinteger(L, 2, 0);
+	luaL_argcheck(L, done >= 0, 1, "rows done must be >= 0");
+	luaL_argcheck(L, total >= 0, 2, "total rows must be >= 0");
+	lt_progress(L, (uint64_t)done, (uint64_t)total);
+	return 0;
+}
+
+#include "prelude.h"
+
+static int open_matorage(lua_State *L)
+{
+	lua_newtable(L);
+	lt_tensor_register(L);
+	lt_io_register(L);
+	lt_dataset_register(L);
+	lt_rng_register(L);
+	lua_pushcfunction(L, l_log);
+	lua_setfield(L, -2, "log");
+	lua_pushcfunction(L, l_progress);
+	lua_setfield(L, -2, "progress");
+	lua_pushstring(L, mt_version());
+	lua_setfield(L, -2, "version");
+	/* Helpers written in Lua (derive, ...) get the module and the reader's and
+	 * writer's method tables, to add to them. */
+	if (luaL_loadbufferx(L, lt_prelude, sizeof lt_prelude - 1, "=matorage.lua", "t"))
+		return lua_error(L);
+	lua_pushvalue(L, -2);
+	luaL_getmetatable(L, LT_READER);
+	lua_getfield(L, -1, "__index");
+	lua_remove(L, -2);
+	luaL_getmetatable(L, LT_WRITER);
+	lua_getfield(L, -1, "__index");
+	lua_remove(L, -2);
+	lua_call(L, 3, 0);
+	return 1;
+}
+
+/* ---- the handle ------------------------------------------------------------ */
+
+void mt_script_opts_init(mt_script_opts *o)
+{
+	memset(o, 0, sizeof *o);
+}
+
+int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err)
+{
+	*out = NULL;
+	mt_script *s = calloc(1, sizeof *s);
+	if (!s)
+		return lt_err(err, MT_ENOMEM, "out of memory");
+	if (o)
+		s->o = *o;
+	s->allowed = calloc(s->o.nallowed ? s->o.nallowed : 1, sizeof *s->allowed);
+	if (!s->allowed) {
+		mt_script_close(s);
+		return lt_err(err, MT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < s->o.nallowed; i++) {
+		if (!(s->allowed[s->nallowed] = realpath(s->o.allowed_paths[i], NULL))) {
+			int e = errno;
+			mt_script_close(s);
+			return lt_err(err, MT_EINVAL, "allowed path %s: %s",
+					  o->allowed_paths[i], strerror(e));
+		}
+		s->nallowed++;
+	}
+	s->o.allowed_paths = NULL; /* the caller's array need not outlive open */
+	s->ctx.s = s;
+	if (!(s->L = lua_newstate(script_alloc, s))) {
+		mt_script_close(s);
+		return lt_err(err, MT_ENOMEM, "cannot create a Lua state");
+	}
+	lua_State *L = s->L;
+	if (s->o.unsafe)
+		luaL_openlibs(L);
+	else
+		sandbox(L);
+	lua_pushcfunction(L, l_print);
+	lua_setglobal(L, "print");
+	luaL_requiref(L, "matorage", open_matorage, 1);
+	lua_pop(L, 1);
+	lua_sethook(L, script_hook, LUA_MASKCOUNT, HOOK_EVERY);
+	*out = s;
+	return 0;
+}
+
+static int traceback(lua_State *L)
+{
+	const char *msg = lua_tostring(L, 1);
+	if (!msg && !luaL_callmeta(L, 1, "__tostring"))
+		lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+	msg = lua_tostring(L, -1);
+	luaL_traceback(L, L, msg, 1);
+	return 1;
+}
+
+/* Every writer the script opened, in order: check that the script committed
+ * each, then commit them all; on any failure abort what is left. */
+static int finish_writers(mt_script *s, int ok, mt_error *err)
+{
+	lua_State *L = s->L;
+	int rc = ok ? 0 : MT_EINVAL;
+	lua_getfield(L, LUA_REGISTRYINDEX, "matorage.writers");
+	lua_Integer n = lua_istable(L, -1) ? luaL_len(L, -1) : 0;
+	for (int phase = LT_FINISH_CHECK; phase <= LT_FINISH_ABORT; phase++) {
+		for (lua_Integer i = 1; i <= n; i++) {
+			if (rc && phase != LT_FINISH_ABORT)
+				break;
+			lua_geti(L, -1, i);
+			struct lt_writer *w = lua_touserdata(L, -1);
+			lua_pop(L, 1);
+			char name[300] = "";
+			int r = lt_writer_finish(w, phase, name, sizeof name, err);
+			if (r && !rc)
+				rc = r;
+			if (!r && name[0]) {
+				char **v = realloc(s->versions, (s->nversions + 1) * sizeof *v);
+				if (v && (v[s->nversions] = strdup(name))) {
+					s->versions = v;
+					s->nversions++;
+				} else if (v) {
+					s->versions = v;
+				}
+			}
+		}
+	}
+	lua_pop(L, 1);
+	return ok ? rc : 0;
+}
+
+static void set_errtext(mt_script *s, const char *text)
+{
+	free(s->errtext);
+	s->errtext = strdup(text ? text : "");
+}
+
+int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
+		  const char *const *args, size_t nargs, mt_error *err)
+{
+	lua_State *L = s->L;
+	if (s->ran)
+		return lt_err(err, MT_ESTATE, "a script handle runs one script");
+	s->ran = 1;
+	s->code = code;
+	s->code_len = len;
+	s->args = args;
+	s->nargs = nargs;
+	lua_pushcfunction(L, traceback);
+	char *chunk = malloc(strlen(name) + 2);
+	if (!chunk)
+		return lt_err(err, MT_ENOMEM, "out of memory");
+	sprintf(chunk, "@%s", name);
+	int st = luaL_loadbufferx(L, code, len, chunk, "t");
+	free(chunk);
+	if (st == LUA_OK) {
+		lua_createtable(L, 0, (int)nargs);
+		for (size_t i = 0; i < nargs; i++) {
+			const char *eq = strchr(args[i], '=');
+			if (!eq || eq == args[i]) {
+				lua_settop(L, 0);
+				return lt_err(err, MT_EINVAL, "argument '%s' is not KEY=VALUE",
+						  args[i]);
+			}
+			lua_pushlstring(L, args[i], (size_t)(eq - args[i]));
+			lua_pushstring(L, eq + 1);
+			lua_settable(L, -3);
+		}
+		lua_setglobal(L, "arg");
+		st = lua_pcall(L, 0, 0, 1);
+	}
+	int rc = 0;
+	if (st != LUA_OK) {
+		const char *msg = lua_tostring(L, -1);
+		if (st == LUA_ERRMEM && s->mem_exceeded) {
+			s->fail_code = MT_ERANGE;
+			msg = "memory limit exceeded";
+		}
+		set_errtext(s, msg ? msg : "unknown error");
+		rc = s->fail_code ? s->fail_code : st == LUA_ERRMEM ? MT_ENOMEM : MT_EINVAL;
+		lt_err(err, rc, "%s", s->errtext);
+		finish_writers(s, 0, NULL);
+	} else {
+		/* Commits need no Lua and must not be cut by the instruction limit. */
+		lua_sethook(L, NULL, 0, 0);
+		rc = finish_writers(s, 1, err);
+		if (rc)
+			set_errtext(s, err ? err->message : "commit failed");
+	}
+	lua_settop(L, 0);
+	return rc;
+}
+
+const char *mt_script_error(const mt_script *s)
+{
+	return s->errtext ? s->errtext : "";
+}
+
+size_t mt_script_nversions(const mt_script *s)
+{
+	return s->nversions;
+}
+
+const char *mt_script_version(const mt_script *s, size_t i)
+{
+	return i < s->nversions ? s->versions[i] : NULL;
+}
+
+void mt_script_cancel(mt_script *s)
+{
+	atomic_store(&s->cancel, 1);
+}
+
+void mt_script_close(mt_script *s)
+{
+	if (!s)
+		return;
+	if (s->L)
+		lua_close(s->L);
+	mt_store_close(s->own_store);
+	for (size_t i = 0; i < s->nallowed; i++)
+		free(s->allowed[i]);
+	free(s->allowed);
+	for (size_t i = 0; i < s->nversions; i++)
+		free(s->versions[i]);
+	free(s->versions);
+	free(s->errtext);
+	free(s);
+}

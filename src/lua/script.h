@@ -1,0 +1,70 @@
+/* script.h — run a Lua preprocessing script (a recipe) in a sandbox with limits; what the CLI and TUI embed. */
+#ifndef MT_SCRIPT_H
+#define MT_SCRIPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matorage.h"
+
+/*
+ * A script runs in its own Lua 5.4 state with the `matorage` module loaded
+ * (tensors, file readers, datasets).  Every dataset version it creates is
+ * committed only when the whole script has run without error, each with the
+ * script and its arguments as recipe; an error, a limit or a cancel commits
+ * nothing.
+ *
+ * Threading: one thread opens, runs and closes a script (a TUI job's worker
+ * thread); mt_script_cancel may be called from any other thread.
+ */
+typedef struct mt_script mt_script;
+
+typedef struct mt_script_opts {
+	/* The store the script's datasets live in when it names none
+	 * (borrowed; must outlive the script).  NULL: the default store. */
+	mt_store *store;
+	/* Options for the stores a script opens by URL (NULL: defaults). */
+	const mt_store_opts *store_opts;
+	/* Without unsafe, the script may read and write files only under
+	 * these directories, and has no os.execute, io.popen, package.loadlib,
+	 * C modules or environment. */
+	const char *const *allowed_paths;
+	size_t nallowed;
+	int unsafe;
+	uint64_t max_instructions; /* Lua VM instructions; 0: no limit */
+	uint64_t max_memory;       /* bytes held by the state and its tensors; 0: no limit */
+	/* Rows done of total (0: unknown) while the script writes; return
+	 * nonzero to cancel.  Called on the running thread. */
+	mt_progress_fn progress;
+	void *progress_ud;
+	/* A line of the script's output (print, matorage.log), without the
+	 * newline.  NULL: dropped. */
+	void (*log)(void *ud, const char *line);
+	void *log_ud;
+} mt_script_opts;
+
+void mt_script_opts_init(mt_script_opts *o);
+int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err);
+
+/* Run `code` (len bytes; `name` is the file named in errors) with its
+ * arguments ("KEY=VALUE" each, in the script as the table `arg`).  On a Lua
+ * error err->message holds "FILE:LINE: message" and the traceback after a
+ * newline (it may be cut at sizeof err->message); the code is MT_EINVAL for
+ * a script error, MT_ECANCELED, MT_ERANGE for a limit.  Run once per handle. */
+int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
+		  const char *const *args, size_t nargs, mt_error *err);
+
+/* The failed run's whole message with its traceback (borrowed; "" when
+ * the run succeeded). */
+const char *mt_script_error(const mt_script *s);
+
+/* The versions the run committed, "DATASET@VERSION" each (borrowed). */
+size_t mt_script_nversions(const mt_script *s);
+const char *mt_script_version(const mt_script *s, size_t i);
+
+/* Ask the running script to stop (from any thread): it fails with
+ * MT_ECANCELED at its next instruction-count check or progress report. */
+void mt_script_cancel(mt_script *s);
+void mt_script_close(mt_script *s);
+
+#endif

@@ -48,6 +48,7 @@ static void box_close(struct box *b)
 static void close_gz(void *p) { gzclose(p); }
 static void close_npy(void *p) { mt_npy_close(p); }
 static void close_file(void *p) { fclose(p); }
+static void close_dir(void *p) { closedir(p); }
 
 /* ---- IDX (the MNIST format) ---------------------------------------------------- */
 
@@ -430,35 +431,35 @@ static void walk_dir(lua_State *L, const char *dir, int depth)
 	DIR *d = opendir(dir);
 	if (!d)
 		lt_error(L, "walk: %s: %s", dir, strerror(errno));
-	char **names = NULL;
-	size_t n = 0, cap = 0;
+	struct box *box = box_push(L, close_dir);
+	box->p = d;
+	/* Names go straight into Lua (a table, then a GC-owned array of pointers to
+	 * sort), so an error at any point leaks nothing. */
+	lua_newtable(L);
+	size_t n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **nn = realloc(names, cap * sizeof *nn);
-			if (!nn)
-				break;
-			names = nn;
-		}
-		size_t len = strlen(dir) + strlen(e->d_name) + 2;
-		if (!(names[n] = malloc(len)))
-			break;
-		snprintf(names[n++], len, "%s/%s", dir, e->d_name);
+		lua_pushfstring(L, "%s/%s", dir, e->d_name);
+		lua_seti(L, -2, (lua_Integer)++n);
 	}
-	closedir(d);
+	box_close(box);
+	const char **v = lua_newuserdatauv(L, (n ? n : 1) * sizeof *v, 0);
+	for (size_t i = 0; i < n; i++) {
+		lua_geti(L, -2, (lua_Integer)i + 1);
+		v[i] = lua_tostring(L, -1); /* still referenced by the table */
+		lua_pop(L, 1);
+	}
 	if (n)
-		qsort(names, n, sizeof *names, cmp_str);
-	/* Copy into Lua first, so a Lua error cannot leak the C strings. */
+		qsort(v, n, sizeof *v, cmp_str);
 	lua_createtable(L, (int)n, 0);
 	for (size_t i = 0; i < n; i++) {
-		lua_pushstring(L, names[i]);
+		lua_pushstring(L, v[i]);
 		lua_seti(L, -2, (lua_Integer)i + 1);
-		free(names[i]);
 	}
-	free(names);
+	lua_replace(L, -4); /* the sorted list takes the box's place */
+	lua_pop(L, 2);
 	for (size_t i = 1; i <= n; i++) {
 		lua_geti(L, -1, (lua_Integer)i);
 		const char *path = lua_tostring(L, -1);

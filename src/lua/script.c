@@ -104,6 +104,9 @@ static void script_hook(lua_State *L, lua_Debug *ar)
 		return;
 	lua_getinfo(L, "Sl", ar);
 	s->fail_code = canceled ? MT_ECANCELED : MT_ERANGE;
+	/* From now on every instruction raises again: a script that catches the
+	 * error with pcall cannot keep running. */
+	lua_sethook(L, script_hook, LUA_MASKCOUNT, 1);
 	if (canceled)
 		lua_pushfstring(L, "%s:%d: canceled", ar->short_src, ar->currentline);
 	else

@@ -78,6 +78,9 @@ cd "$WORK" || exit 1
 printf 'local x = 0\nwhile true do\n  x = x + 1\nend\n' > loop.lua
 fails "--max-instructions stops a runaway loop at its line" 1 "loop.lua:[23]: instruction limit of 1000000 exceeded" \
 	$M run loop.lua --max-instructions 1000000
+echo 'while true do pcall(function() while true do end end) end' > catch.lua
+fails "a script cannot catch the instruction limit with pcall and go on" 1 "instruction limit of 1000000 exceeded" \
+	timeout 20 $M run catch.lua --max-instructions 1000000
 echo 'local t = {} for i = 1, 1e8 do t[i] = i end' > hog.lua
 fails "--max-memory stops a script that holds too much" 1 "memory limit" $M run hog.lua --max-memory 16M
 echo 'matorage.zeros({4096, 4096})' > big.lua

@@ -65,6 +65,29 @@ char *cli_xasprintf(const char *fmt, ...)
 	return s;
 }
 
+char *cli_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0, got;
+	char *buf = cli_xmalloc(cap);
+	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap)
+			buf = cli_xreallocarray(buf, cap *= 2, 1);
+	}
+	int bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		free(buf);
+		errno = EIO;
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
 /* Error lines must stay one line even when a message carries a newline (HDF5's do). */
 static void cli_print_line(const char *prefix, const char *msg, const char *suffix)
 {

@@ -70,6 +70,8 @@ void *cli_xcalloc(size_t n, size_t size);
 void *cli_xreallocarray(void *p, size_t n, size_t size);
 char *cli_xstrdup(const char *s);
 char *cli_xasprintf(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* A whole file (*len bytes); NULL with errno set when it cannot be read. */
+char *cli_read_file(const char *path, size_t *len);
 
 /* "matorage: MESSAGE" on stderr, one line; cli_fail reports a library error.
  * Both return CLI_FAIL. */
@@ -169,7 +171,12 @@ void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
 
 /* The interactive browser on the terminal, on dataset `open`'s versions when
  * not NULL; returns an exit status. */
-int tui_main(struct cli_ctx *ctx, int read_only, const char *open);
+struct tui;
+/* The browser's `:run SCRIPT.lua [KEY=VALUE ...]`: a Lua recipe as a job (recipe.c).
+ * The command passes it in, so the browser's core builds without the Lua runner. */
+typedef void (*tui_recipe_fn)(struct tui *t, const char *line);
+void tui_recipe_run(struct tui *t, const char *line);
+int tui_main(struct cli_ctx *ctx, int read_only, const char *open, tui_recipe_fn recipe);
 
 /* ---- cmd-run.c ---- */
 

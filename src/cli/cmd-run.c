@@ -77,38 +77,19 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 		const char *text = mt_script_error(s);
 		rc = run_report(name, *text ? text : err.message, r);
 	} else {
-		for (size_t i = 0; i < mt_script_nversions(s); i++)
-			printf("%s\n", mt_script_version(s, i));
+		for (size_t i = 0; i < mt_script_nversions(s); i++) {
+			const char *v = mt_script_version(s, i);
+			printf("%s\n", v);
+			/* Versions written to stores the script opened by URL reach the
+			 * catalog with the next sync. */
+			char *dataset = cli_xasprintf("%.*s", (int)strcspn(v, "@"), v);
+			cli_catalog_note(cli_store_name(ctx), o.store, dataset);
+			free(dataset);
+		}
 	}
 	mt_script_close(s);
 	free(paths);
 	return rc;
-}
-
-/* The whole file; NULL after printing why. */
-static char *run_slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		cli_error("%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	size_t cap = 1 << 16, n = 0, got;
-	char *buf = cli_xmalloc(cap);
-	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap)
-			buf = cli_xreallocarray(buf, cap *= 2, 1);
-	}
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		free(buf);
-		cli_error("%s: read error", path);
-		return NULL;
-	}
-	*len = n;
-	return buf;
 }
 
 static int run_exec(struct cli_ctx *ctx, const struct cli_args *a)
@@ -120,9 +101,9 @@ static int run_exec(struct cli_ctx *ctx, const struct cli_args *a)
 			return cli_usage_error(a->cmd, "'%s' is not KEY=VALUE", a->argv[i]);
 	}
 	size_t len = 0;
-	char *code = run_slurp(path, &len);
+	char *code = cli_read_file(path, &len);
 	if (!code)
-		return CLI_FAIL;
+		return cli_error("%s: %s", path, strerror(errno));
 	int rc = cli_script_run(ctx, a, path, code, len, (const char *const *)a->argv + 1,
 				(size_t)a->argc - 1);
 	free(code);

@@ -9,7 +9,7 @@ static const struct cli_option tui_options[] = {
 
 static int tui_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
-	return tui_main(ctx, cli_has(a, "read-only"), cli_get(a, "open"));
+	return tui_main(ctx, cli_has(a, "read-only"), cli_get(a, "open"), tui_recipe_run);
 }
 
 const struct cli_cmd cli_cmd_tui = {

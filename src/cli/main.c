@@ -151,7 +151,7 @@ static int main_globals(int argc, char **argv, struct cli_ctx *ctx, int *rc)
 		/* On a terminal, no command means the browser; in a pipe or a script
 		 * it stays a usage error, so nothing waits for keys that never come. */
 		if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
-			*rc = tui_main(ctx, 0, NULL);
+			*rc = tui_main(ctx, 0, NULL, tui_recipe_run);
 			return -1;
 		}
 		main_usage(stderr);

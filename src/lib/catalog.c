@@ -485,6 +485,7 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
 	static const char *const clear[] = {
 		"DELETE FROM attrs WHERE version_id = ?1", "DELETE FROM tags WHERE version_id = ?1",
 		"DELETE FROM shards WHERE version_id = ?1", "DELETE FROM search WHERE rowid = ?1",
+		"DELETE FROM recipes WHERE version_id = ?1",
 	};
 	for (size_t i = 0; !rc && i < sizeof clear / sizeof clear[0]; i++) {
 		if ((rc = cat_prepare(c, clear[i], &st, err)))
@@ -507,6 +508,23 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
 			rc = cat_step_done(c, st, "recording an attribute", err);
 		}
 		sqlite3_finalize(st);
+	}
+	if (!rc && m->recipe[0] &&
+	    !(rc = cat_prepare(c, "INSERT INTO recipes VALUES(?1, ?2, ?3)", &st, err))) {
+		/* The arguments as the command line gave them: KEY=VALUE ... */
+		mt_buf args = {0};
+		for (size_t i = 0; !rc && i < m->nrecipe_args; i++)
+			if ((i && mt_buf_append(&args, " ", 1)) ||
+			    mt_buf_append(&args, m->recipe_args[i], strlen(m->recipe_args[i])))
+				rc = mt_err(err, MT_ENOMEM, "out of memory");
+		sqlite3_bind_int64(st, 1, vid);
+		sqlite3_bind_text(st, 2, m->recipe, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, args.len ? (const char *)args.data : "", (int)args.len,
+				  SQLITE_STATIC);
+		if (!rc)
+			rc = cat_step_done(c, st, "recording a recipe", err);
+		sqlite3_finalize(st);
+		mt_buf_free(&args);
 	}
 	if (!rc && !(rc = cat_prepare(c, "INSERT OR IGNORE INTO tags VALUES(?,?)", &st, err))) {
 		for (size_t i = 0; !rc && i < m->ntags; i++) {
@@ -884,7 +902,8 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 	[MT_CAT_VERSION] = {field_cols, 2,
 		"WITH v AS (SELECT v.*, d.name AS dataset, b.url AS url, r.name AS remote,"
 		" (SELECT group_concat(tag, ', ') FROM tags WHERE version_id = v.id) AS tagl,"
-		" (SELECT sha256 || ' ' || args FROM recipes WHERE version_id = v.id) AS recipe,"
+		" (SELECT ltrim(args || '  script ' || substr(sha256, 1, 12)) FROM recipes"
+		" WHERE version_id = v.id) AS recipe,"
 		" (SELECT group_concat(p.name, ' < ') FROM (WITH RECURSIVE up(name, n) AS"
 		"  (SELECT v.parent, 0 UNION ALL SELECT pv.parent, up.n + 1 FROM up JOIN versions pv"
 		"   ON pv.dataset_id = v.dataset_id AND pv.name = up.name WHERE up.name <> ''"

@@ -37,8 +37,7 @@ static struct target *target_new(struct tui *t, int level, int64_t id)
 	return tg;
 }
 
-/* A job's failure as its one-line result; returns the code. */
-static int job_fail(struct tui_job *j, const mt_error *err)
+int tui_job_fail(struct tui_job *j, const mt_error *err)
 {
 	snprintf(j->result, sizeof j->result, "%s", err->message[0] ? err->message
 							    : mt_strerror(err->code));
@@ -55,14 +54,14 @@ static int sync_run(struct tui_job *j)
 	if (!s) {
 		mt_error e2;
 		mt_catalog_set_offline(j->t->cat, tg->ref.remote, tg->ref.url, err.message, &e2);
-		return job_fail(j, &err);
+		return tui_job_fail(j, &err);
 	}
 	mt_catalog_sync_stats st;
 	int rc = mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0,
 				 tui_job_progress, j, &st, &err);
 	mt_store_close(s);
 	if (rc)
-		return job_fail(j, &err);
+		return tui_job_fail(j, &err);
 	snprintf(j->result, sizeof j->result, "%llu datasets, %llu versions (%llu read, %llu dropped)",
 		 (unsigned long long)st.datasets, (unsigned long long)st.versions,
 		 (unsigned long long)st.versions_read, (unsigned long long)st.versions_removed);
@@ -129,7 +128,7 @@ static int verify_run(struct tui_job *j)
 	mt_reader_close(r);
 	mt_store_close(s);
 	if (rc && rc != MT_ECORRUPT)
-		return job_fail(j, &err);
+		return tui_job_fail(j, &err);
 	snprintf(j->result, sizeof j->result, "%llu shards sound, %llu damaged%s%.400s",
 		 (unsigned long long)tg->shards_ok, (unsigned long long)tg->shards_bad,
 		 rc ? ": " : "", rc ? err.message : "");
@@ -159,7 +158,7 @@ static int copy_run(struct tui_job *j)
 	}
 	mt_store_close(dst);
 	mt_store_close(src);
-	return rc ? job_fail(j, &err) : 0;
+	return rc ? tui_job_fail(j, &err) : 0;
 }
 
 /* ---- metadata ---- */
@@ -199,7 +198,7 @@ static int meta_run(struct tui_job *j)
 				&err);
 	mt_store_close(s);
 	if (rc)
-		return job_fail(j, &err);
+		return tui_job_fail(j, &err);
 	snprintf(j->result, sizeof j->result, "%s written to %s", tags_edit ? "tags" : "description",
 		 tg->ref.url);
 	return 0;
@@ -218,7 +217,7 @@ static int delete_run(struct tui_job *j)
 				&err);
 	mt_store_close(s);
 	if (rc)
-		return job_fail(j, &err);
+		return tui_job_fail(j, &err);
 	snprintf(j->result, sizeof j->result, "deleted (its shards stay until gc)");
 	return 0;
 }
@@ -377,7 +376,7 @@ static int gc_run(struct tui_job *j)
 		   : err.code;
 	mt_store_close(s);
 	if (rc)
-		return job_fail(j, &err);
+		return tui_job_fail(j, &err);
 	char human[32];
 	tg->found = n;
 	tg->bytes = bytes;
@@ -466,7 +465,7 @@ static int chunks_run(struct tui_job *j)
 	mt_reader_close(r);
 	mt_store_close(s);
 	if (rc)
-		return job_fail(j, &err);
+		return tui_job_fail(j, &err);
 	snprintf(j->result, sizeof j->result, "%zu chunks", j->nlog);
 	return 0;
 }

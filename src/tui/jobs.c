@@ -102,6 +102,8 @@ void tui_job_log(struct tui_job *j, const char *fmt, ...)
 void tui_job_cancel(struct tui_job *j)
 {
 	atomic_store(&j->cancel, 1);
+	if (j->on_cancel)
+		j->on_cancel(j);
 }
 
 int tui_jobs_poll(struct tui *t)

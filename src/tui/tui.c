@@ -200,9 +200,15 @@ void tui_command(struct tui *t, const char *line)
 		tui_push(t, tui_list_view(t, MT_CAT_SEARCH, 0, rest));
 	} else if (!strcmp(word, "filter") && top && top->ops->filter) {
 		top->ops->filter(t, top, rest);
+	} else if (!strcmp(word, "run") && t->recipe) {
+		if (t->read_only)
+			tui_status(t, 1, "read-only: recipes write new versions");
+		else
+			t->recipe(t, rest);
 	} else {
-		tui_status(t, 1, "unknown command '%s' (try: sync, search TEXT, filter TEXT, jobs, "
-				 "history, help, quit)", line);
+		tui_status(t, 1, "unknown command '%s' (try: sync, search TEXT, filter TEXT, %sjobs, "
+				 "history, help, quit)", line,
+			   t->recipe ? "run [--allow DIR] SCRIPT.lua [KEY=VALUE ...], " : "");
 	}
 }
 
@@ -448,7 +454,7 @@ int tui_goto_dataset(struct tui *t, const char *dataset)
 	return 0;
 }
 
-int tui_main(struct cli_ctx *ctx, int read_only, const char *open)
+int tui_main(struct cli_ctx *ctx, int read_only, const char *open, tui_recipe_fn recipe)
 {
 	/* Static: when a stuck job is left running at exit, what it uses stays
 	 * reachable rather than leaked. */
@@ -456,6 +462,7 @@ int tui_main(struct cli_ctx *ctx, int read_only, const char *open)
 	mt_error err = { 0 };
 	if (tui_init(&t, ctx, NULL, read_only, &err))
 		return cli_fail(&err);
+	t.recipe = recipe;
 	if (open && tui_goto_dataset(&t, open)) {
 		tui_free(&t);
 		return cli_error("%s: no such dataset in the catalog (run 'matorage sync')", open);

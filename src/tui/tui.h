@@ -90,8 +90,7 @@ enum { JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_CANCELED };
  * (done of total, in `unit`s) that also carries the cancel request, and log
  * lines.  The UI thread reads these while it runs and calls `finish` on its
  * own thread once it ends.  Verify, copy, sync, gc, edits and deletes are
- * jobs; so will be running a Lua recipe: a run function that reports
- * through tui_job_progress and tui_job_log.
+ * jobs; so is a Lua recipe (`:run`, recipe.c).
  */
 struct tui_job {
 	unsigned id;
@@ -117,6 +116,9 @@ struct tui_job {
 	void (*finish)(struct tui *t, struct tui_job *j);
 	void *arg;
 	void (*free_arg)(void *arg);
+	/* Called by tui_job_cancel on the UI thread, for a run function that
+	 * does not report progress often enough to see j->cancel (may be NULL). */
+	void (*on_cancel)(struct tui_job *j);
 	int quiet;             /* a view's own reading: no status line, not listed */
 };
 
@@ -125,6 +127,8 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 			      const char *unit, int (*run)(struct tui_job *j),
 			      void (*finish)(struct tui *t, struct tui_job *j), void *arg,
 			      void (*free_arg)(void *arg));
+/* A failure as the job's one-line result; returns the code. */
+int tui_job_fail(struct tui_job *j, const mt_error *err);
 /* An mt_progress_fn whose ud is the job: records progress, returns cancel. */
 int tui_job_progress(void *ud, uint64_t done, uint64_t total);
 void tui_job_log(struct tui_job *j, const char *fmt, ...) CLI_PRINTF(2, 3);
@@ -172,6 +176,7 @@ struct tui {
 	struct tui_job **jobs;
 	size_t njobs;
 	unsigned next_job;
+	tui_recipe_fn recipe; /* `:run`; NULL where no Lua runner is linked */
 };
 
 /* Open and close the application (catalog at cat_path, NULL: default). */

@@ -1,0 +1,100 @@
+#!/bin/bash
+# tui-recipe.sh — recipes run from the browser (`:run`): a new version appears, a broken script shows its error line and commits nothing, a long one is canceled.
+. "$(dirname "$0")/lib.sh"
+if ! command -v tmux > /dev/null; then
+	echo "1..0 # SKIP tmux not installed (scripts/install-deps.sh)"
+	exit 0
+fi
+M=$MATORAGE
+export MATORAGE_STORE="$WORK/store" MATORAGE_CONFIG="$WORK/config.json"
+cd "$WORK" || exit 1
+cat > good.lua << 'EOF'
+local m = require("matorage")
+local n = tonumber(arg.rows)
+m.log("building " .. n .. " rows")
+local w = m.create(arg.dataset, {
+	attributes = { { name = "x", dtype = "int64" } },
+	description = "built in the browser",
+	rows = n,
+})
+w:append({ x = m.arange(0, n - 1) })
+w:commit()
+EOF
+cat > broken.lua << 'EOF'
+local m = require("matorage")
+local t = m.zeros({ 2, 2 })
+-- line 4 asks for a row that is not there
+local v = t:get(5, 1)
+EOF
+cat > endless.lua << 'EOF'
+local m = require("matorage")
+local w = m.create("never", { attributes = { { name = "x", dtype = "int64" } } })
+w:commit()
+local i = 0
+while true do i = i + 1 end
+EOF
+"$PY" -c "import numpy as np; np.save('$WORK/x.npy', np.arange(4))"
+check "a dataset to start from" $M put start x="$WORK/x.npy"
+
+SOCK="$WORK/tmux.sock"
+tmx() { tmux -S "$SOCK" -f /dev/null "$@"; }
+trap 'tmx kill-server 2> /dev/null; mt_cleanup' EXIT
+screen() { tmx capture-pane -p -t mt; }
+wait_for() {
+	local i
+	for i in $(seq $((${2:-20} * 10))); do
+		screen | grep -qF -- "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+expect() {
+	wait_for "$2"
+	local rc=$?
+	ok $rc "$1"
+	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
+}
+keys() { tmx send-keys -t mt "$@"; }
+
+tmx new-session -d -s mt -x 100 -y 30 -c "$WORK" \
+	"env MATORAGE_STORE='$MATORAGE_STORE' XDG_DATA_HOME='$XDG_DATA_HOME' MATORAGE_CONFIG='$MATORAGE_CONFIG' $M; sleep 30"
+expect "the browser opens" "sync local:"
+keys Enter Enter
+expect "the store's datasets" "start"
+
+keys : 'run good.lua rows=5 dataset=fromlua' Enter
+expect "the recipe job ends with the version it built" "run good.lua: built fromlua@v1"
+expect "and the list shows the new dataset" "built in the browser"
+keys J
+expect "the jobs list has it" "run good.lua"
+keys Enter
+expect "its log holds the script's own lines" "building 5 rows"
+keys Escape Escape / fromlua Enter Enter
+expect "its versions" "VERSION  CREATED"
+keys Enter
+expect "the version's details show the recipe's arguments" "rows=5 dataset=fromlua"
+keys BSpace BSpace
+out=$($M info fromlua)
+ok $(grep -q "rows: *5" <<< "$out" && grep -q "recipe" <<< "$out" && grep -q "rows=5" <<< "$out"; echo $?) \
+	"matorage info shows the rows, the recipe and its arguments"
+ok $([ "$($M cat fromlua x | tr '\n' ' ')" = "0 1 2 3 4 " ]; echo $?) "with the values the script wrote"
+
+keys : 'run broken.lua' Enter
+expect "a broken script shows its file and line" "broken.lua:4:"
+expect "and says nothing was committed" "(nothing was committed)"
+
+keys : 'run notthere.lua' Enter
+expect "a missing script is named" "notthere.lua: No such file or directory"
+keys : 'run good.lua rows' Enter
+expect "an argument that is not KEY=VALUE is refused" "'rows' is not KEY=VALUE"
+
+keys : 'run endless.lua' Enter
+expect "an endless script runs as a job" "started: run endless.lua"
+keys J
+expect "listed as running" "running"
+keys c
+expect "c cancels it" "canceled"
+fails "the canceled recipe committed nothing" 1 "never" $M info never
+
+keys q
+done_testing

@@ -131,10 +131,10 @@ if [ $AUTOGEN -eq 0 ]; then
 	if run fuzz-configure configure_in build/fuzz CC=clang --enable-fuzzers --enable-sanitizers
 	then
 		# A target that no longer builds must not leave its old binary to be tested.
-		rm -f build/fuzz/fuzz/fuzz-npy build/fuzz/fuzz/fuzz-manifest build/fuzz/fuzz/fuzz-index \
-			build/fuzz/fuzz/fuzz-s3-xml
-		run fuzz-build make -C build/fuzz -k -j"$JOBS" \
-			fuzz/fuzz-npy fuzz/fuzz-manifest fuzz/fuzz-index fuzz/fuzz-s3-xml || broken "fuzz: build"
+		FUZZ_TARGETS=(fuzz/fuzz-npy fuzz/fuzz-manifest fuzz/fuzz-index fuzz/fuzz-s3-xml
+			fuzz/fuzz-readers)
+		(cd build/fuzz && rm -f "${FUZZ_TARGETS[@]}")
+		run fuzz-build make -C build/fuzz -k -j"$JOBS" "${FUZZ_TARGETS[@]}" || broken "fuzz: build"
 	else
 		broken "fuzz: configure"
 	fi

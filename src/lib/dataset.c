@@ -437,8 +437,17 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	for (size_t i = 0; i < names.n && !rc; i++) {
 		mt_manifest *m = NULL;
 		rc = mt_dataset_load(g->s, dataset, names.v[i], &m, NULL, err);
-		for (size_t k = 0; !rc && k < m->nshards; k++) {
-			char *key = mt_key_shard(dataset, m->shards[k].sha256);
+		/* What a version uses: its shards, its recipe, its edited metadata. */
+		for (size_t k = 0; !rc && k < m->nshards + 2; k++) {
+			char *key;
+			if (k < m->nshards)
+				key = mt_key_shard(dataset, m->shards[k].sha256);
+			else if (k == m->nshards)
+				key = mt_key_meta(dataset, names.v[i]);
+			else if (m->recipe[0])
+				key = mt_key_recipe(dataset, m->recipe);
+			else
+				break;
 			if (!key || strv_push(&g->referenced, key, strlen(key)))
 				rc = mt_err(err, MT_ENOMEM, "out of memory");
 			free(key);
@@ -450,13 +459,16 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 		return mt_err_prefix(err, "gc refused: ");
 	if (g->referenced.n)
 		qsort(g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp);
-	char *prefix = mt_asprintf("datasets/%s/shards/", dataset);
-	if (!prefix)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	rc = mt_store_list_all(g->s, prefix, gc_consider, g, err);
-	free(prefix);
-	if (rc == MT_ENOMEM)
-		rc = mt_err(err, rc, "out of memory");
+	static const char *const kinds[] = {"shards", "recipes", "meta"};
+	for (size_t i = 0; !rc && i < sizeof kinds / sizeof kinds[0]; i++) {
+		char *prefix = mt_asprintf("datasets/%s/%s/", dataset, kinds[i]);
+		if (!prefix)
+			return mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mt_store_list_all(g->s, prefix, gc_consider, g, err);
+		free(prefix);
+		if (rc == MT_ENOMEM)
+			rc = mt_err(err, rc, "out of memory");
+	}
 	if (!rc && !dry_run && g->doomed.n)
 		rc = mt_store_del(g->s, (const char *const *)g->doomed.v, g->doomed.n, err);
 	/* Uploads a crashed writer never finished are garbage as well. */

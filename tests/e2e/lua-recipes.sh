@@ -205,4 +205,22 @@ ok $? "seeded augmentation gives identical shards on rerun"
 $M run "$EX/derive_augment.lua" from=small to=small-tops seed=5 > /dev/null 2>&1
 [ -n "$(shards small-tops@v3)" ] && ! same_shards small-tops@v1 small-tops@v3
 ok $? "another seed gives other bytes"
+
+# ---- gc: a recipe lives as long as a version uses it ----
+cat > gc1.lua << 'EOF'
+local m = require("matorage")
+local w = m.create("gcd", { attributes = { { name = "x", dtype = "int64" } } })
+w:append({ x = m.arange(0, 2) })
+w:commit()
+EOF
+sed 's/0, 2/0, 3/' gc1.lua > gc2.lua
+$M run gc1.lua > /dev/null && $M run gc2.lua > /dev/null
+recipes() { ls "$WORK/store/datasets/gcd/recipes" 2> /dev/null | sort | tr '\n' ' '; }
+ok $([ "$(recipes | wc -w)" -eq 2 ]; echo $?) "two versions, two recipe objects"
+check "rm the first version" $M rm gcd@v1
+check "gc --delete" $M gc gcd --delete --grace 0
+left="$(recipes)"
+want="$($M info gcd@v2 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["recipe"]["sha256"])').lua "
+ok $([ "$left" = "$want" ]; echo $?) "gc deleted the recipe no version uses and kept v2's ($left)"
+check "v2 still reruns from its kept recipe" $M rerun gcd@v2
 done_testing

@@ -14,8 +14,10 @@ static int rm_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
 	if (rc)
 		return rc;
-	/* Deleting is never done by default or by alias: the version must be named. */
-	if (!ref.version || !strcmp(ref.version, "latest")) {
+	/* Deleting is never done by default or by alias: the version must be
+	 * named.  "latest" reaches the library only to remove a stray manifest
+	 * of that name, which an older matorage could write. */
+	if (!ref.version) {
 		rc = cli_usage_error(a->cmd, "'%s': name the version to remove, as DATASET@VERSION",
 				     a->argv[0]);
 		goto out;

@@ -6,6 +6,7 @@
 
 #include "codec.h"
 #include "dataset.h"
+#include "lock.h"
 #include "pool.h"
 
 /* Shards are streamed through in pieces this big: memory stays at
@@ -32,6 +33,7 @@ typedef struct copy_ctx {
 	int failed;
 	copy_shard *shards;
 	size_t nshards;
+	mt_dlock *dlock; /* on the dataset in dst: pins what the copy reuses or sends */
 } copy_ctx;
 
 /* Keep the first error any worker hit; return its code. */
@@ -192,6 +194,30 @@ static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
 	return m->recipe[0] ? copy_aside(c, mt_key_recipe(m->dataset, m->recipe), 1, err) : 0;
 }
 
+/* Pin every object the version names in dst before looking for them
+ * there: a gc in dst must not delete a shard the copy found and skipped.
+ * One that may have missed the pin is waited for (doc/FORMAT.md). */
+static int copy_pin(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_error *err)
+{
+	int rc = c->dlock ? 0 : mt_dlock_open(c->dst, dataset, MT_LOCK_WRITE, &c->dlock, err);
+	const char **keys = rc ? NULL : malloc((c->nshards + 1) * sizeof *keys);
+	char *recipe = m->recipe[0] ? mt_key_recipe(dataset, m->recipe) : NULL;
+	if (!rc && (!keys || (m->recipe[0] && !recipe)))
+		rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
+	size_t n = 0;
+	for (size_t i = 0; !rc && i < c->nshards; i++)
+		keys[n++] = c->shards[i].key;
+	if (!rc && recipe)
+		keys[n++] = recipe;
+	if (!rc)
+		rc = mt_dlock_pin_keys(c->dlock, keys, n, err);
+	if (!rc)
+		rc = mt_dlock_wait_gc(c->dlock, err);
+	free(keys);
+	free(recipe);
+	return rc;
+}
+
 static int copy_version(copy_ctx *c, int threads, const char *dataset, const char *version,
 			mt_error *err)
 {
@@ -210,6 +236,9 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 	if (!rc)
 		rc = mt_manifest_decode(json, len, key, &m, err);
 	int same = rc ? rc : dst_manifest_same(c, key, what, json, len, err);
+	/* A name removed in dst stays removed there. */
+	if (same == 0 && (rc = mt_dataset_removed(c->dst, dataset, version, err)))
+		same = rc;
 	if (same < 0)
 		rc = same;
 	if (!rc && same == 1) {
@@ -240,6 +269,8 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 		c->nshards++;
 	}
 	if (!rc)
+		rc = copy_pin(c, dataset, m, err);
+	if (!rc)
 		rc = mt_parallel_for(threads, c->nshards, head_job, c);
 	if (!rc) {
 		for (size_t i = 0; i < c->nshards; i++) {
@@ -267,6 +298,8 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 	if (!rc)
 		rc = copy_recipe(c, m, err);
 	/* The commit point: only now does dst show the version. */
+	if (!rc)
+		rc = mt_dlock_check(c->dlock, err);
 	if (!rc) {
 		rc = c->dst->ops->put(c->dst, key, json, len, MT_PUT_EXCLUSIVE, err);
 		if (rc == MT_EEXIST) {
@@ -332,6 +365,8 @@ int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *versi
 		/* Oldest first: a parent lands before the versions appended to it. */
 		for (size_t v = first; !rc && v < nvers; v++)
 			rc = copy_version(&c, threads, names[d], vers[v], err);
+		mt_dlock_close(c.dlock);
+		c.dlock = NULL;
 		mt_strv_free(vers, nvers);
 	}
 	mt_strv_free(names, nnames);

@@ -1,13 +1,17 @@
 /* dataset.c — datasets and versions in a store: listing, ordering, loading manifests, deleting, garbage collection. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 #include <time.h>
 
 #include "dataset.h"
+#include "lock.h"
 
 #define VERSIONS_DIR "/versions/"
 #define MANIFEST_EXT ".json"
+#define TOMBSTONE_EXT ".removed"
 
 void mt_strv_free(char **v, size_t n)
 {
@@ -25,6 +29,28 @@ char *mt_now_rfc3339(void)
 	char s[40];
 	strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
 	return mt_asprintf("%s.%03dZ", s, (int)(tv.tv_usec / 1000));
+}
+
+char *mt_created_after(const char *prev)
+{
+	char *now = mt_now_rfc3339();
+	if (!now || !prev || strcmp(now, prev) > 0)
+		return now;
+	/* The clock is behind the parent's (another machine's, or the same
+	 * millisecond): one millisecond after it keeps "latest" the child. */
+	struct tm tm = {0};
+	int ms = 0;
+	if (sscanf(prev, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+		return now;
+	free(now);
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	time_t t = timegm(&tm) + (ms + 1) / 1000;
+	gmtime_r(&t, &tm);
+	char s[40];
+	strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
+	return mt_asprintf("%s.%03dZ", s, (ms + 1) % 1000);
 }
 
 /* A growable list of strings. */
@@ -61,9 +87,11 @@ struct dataset_list {
 	mt_error *err;
 };
 
-static int first_object(void *ud, const mt_obj *o)
+/* 1 at the first manifest: tombstones alone are no version. */
+static int first_manifest(void *ud, const mt_obj *o)
 {
-	return 1;
+	size_t len = strlen(o->key), ext = strlen(MANIFEST_EXT);
+	return len > ext && !strcmp(o->key + len - ext, MANIFEST_EXT);
 }
 
 /* One entry per dataset directory ("datasets/<name>/"), not per object. */
@@ -80,7 +108,7 @@ static int collect_dataset(void *ud, const mt_obj *o)
 	int rc = mt_name_check(n, "dataset", NULL);
 	if (!rc && dl->with_manifest) {
 		char *versions = mt_asprintf("datasets/%s/versions/", n);
-		rc = versions ? mt_store_list_all(dl->s, versions, first_object, NULL, dl->err)
+		rc = versions ? mt_store_list_all(dl->s, versions, first_manifest, NULL, dl->err)
 			      : MT_ENOMEM;
 		free(versions);
 		/* 1: it has a manifest; 0: none, skip it. */
@@ -118,40 +146,83 @@ int mt_store_datasets(mt_store *s, char ***names, size_t *n, mt_error *err)
 }
 
 struct version_list {
-	struct strv l;
+	struct strv l;       /* versions: manifests with a name readers resolve */
+	struct strv removed; /* tombstones: names of removed versions */
+	struct strv stray;   /* keys of manifests with a name no reader resolves */
 	size_t prefix_len;
 };
+
+/* A name readers resolve: valid, and not the word that means "newest" (an
+ * older matorage wrote versions/latest.json; resolving it recursed). */
+static int readable_version(const char *name)
+{
+	return !mt_name_check(name, "version", NULL) && strcasecmp(name, "latest") != 0;
+}
+
+static int ends_with(const char *s, size_t len, const char *ext)
+{
+	size_t n = strlen(ext);
+	return len > n && !strcmp(s + len - n, ext);
+}
 
 static int collect_version(void *ud, const mt_obj *o)
 {
 	struct version_list *vl = ud;
 	const char *name = o->key + vl->prefix_len;
 	size_t len = strlen(name);
-	size_t ext = strlen(MANIFEST_EXT);
-	if (len <= ext || strcmp(name + len - ext, MANIFEST_EXT) != 0 || strchr(name, '/'))
+	if (strchr(name, '/'))
 		return 0;
-	return strv_push(&vl->l, name, len - ext);
+	if (ends_with(name, len, TOMBSTONE_EXT))
+		return strv_push(&vl->removed, name, len - strlen(TOMBSTONE_EXT));
+	if (!ends_with(name, len, MANIFEST_EXT))
+		return 0;
+	char *n = strndup(name, len - strlen(MANIFEST_EXT));
+	if (!n)
+		return MT_ENOMEM;
+	int rc = readable_version(n) ? strv_push(&vl->l, n, strlen(n))
+				     : strv_push(&vl->stray, o->key, strlen(o->key));
+	free(n);
+	return rc;
 }
 
-/* Names of the manifests of a dataset, in key order. */
-static int version_names(mt_store *s, const char *dataset, struct strv *out, mt_error *err)
+static void version_list_free(struct version_list *vl)
 {
+	mt_strv_free(vl->l.v, vl->l.n);
+	mt_strv_free(vl->removed.v, vl->removed.n);
+	mt_strv_free(vl->stray.v, vl->stray.n);
+	*vl = (struct version_list){0};
+}
+
+/* Manifests and tombstones of a dataset, in key order. */
+static int version_scan(mt_store *s, const char *dataset, struct version_list *out, mt_error *err)
+{
+	*out = (struct version_list){0};
 	int rc = mt_name_check(dataset, "dataset", err);
 	if (rc)
 		return rc;
 	char *prefix = mt_asprintf("datasets/%s" VERSIONS_DIR, dataset);
 	if (!prefix)
 		return mt_err(err, MT_ENOMEM, "out of memory");
-	struct version_list vl = {{0}, strlen(prefix)};
-	rc = mt_store_list_all(s, prefix, collect_version, &vl, err);
+	out->prefix_len = strlen(prefix);
+	rc = mt_store_list_all(s, prefix, collect_version, out, err);
 	free(prefix);
 	if (rc == MT_ENOMEM)
 		rc = mt_err(err, rc, "dataset %s: listing versions: out of memory", dataset);
-	if (rc) {
-		mt_strv_free(vl.l.v, vl.l.n);
+	if (rc)
+		version_list_free(out);
+	return rc;
+}
+
+/* Names of the manifests of a dataset, in key order. */
+static int version_names(mt_store *s, const char *dataset, struct strv *out, mt_error *err)
+{
+	struct version_list vl;
+	int rc = version_scan(s, dataset, &vl, err);
+	if (rc)
 		return rc;
-	}
 	*out = vl.l;
+	vl.l = (struct strv){0};
+	version_list_free(&vl);
 	return 0;
 }
 
@@ -339,8 +410,18 @@ int mt_store_set_metadata(mt_store *s, const char *dataset, const char *version,
 		rc = mt_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
 		rc = mt_meta_encode(m, now, description, tags, ntags, &json, err);
+	/* A gc that listed the manifests before this version existed must not
+	 * take its new metadata object for garbage. */
+	mt_dlock *lock = NULL;
+	if (!rc)
+		rc = mt_dlock_open(s, dataset, MT_LOCK_WRITE, &lock, err);
+	if (!rc)
+		rc = mt_dlock_pin_keys(lock, (const char *const *)&key, 1, err);
+	if (!rc)
+		rc = mt_dlock_wait_gc(lock, err);
 	if (!rc)
 		rc = mt_store_put(s, key, json, strlen(json), 0, err);
+	mt_dlock_close(lock);
 	free(json);
 	free(key);
 	free(now);
@@ -348,25 +429,69 @@ int mt_store_set_metadata(mt_store *s, const char *dataset, const char *version,
 	return rc;
 }
 
+/* The next automatic name after every name used: versions, stray
+ * manifests and tombstones alike, so a removed name is never reused. */
+static int next_auto_name(const struct version_list *vl, char **out, mt_error *err)
+{
+	uint64_t max = 0, k;
+	const struct strv *lists[] = {&vl->l, &vl->removed};
+	for (size_t j = 0; j < 2; j++)
+		for (size_t i = 0; i < lists[j]->n; i++)
+			if (mt_version_auto_number(lists[j]->v[i], &k) && k > max)
+				max = k;
+	if (max >= MT_VERSION_MAX)
+		return mt_err(err, MT_ERANGE, "no automatic version name is left after v%llu",
+			      (unsigned long long)max);
+	*out = mt_asprintf("v%llu", (unsigned long long)(max + 1));
+	return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+}
+
 int mt_dataset_next_version(mt_store *s, const char *dataset, char **out, mt_error *err)
 {
-	struct strv names = {0};
-	int rc = version_names(s, dataset, &names, err);
+	struct version_list vl;
+	int rc = version_scan(s, dataset, &vl, err);
 	if (rc)
 		return rc;
-	unsigned long long max = 0;
-	for (size_t i = 0; i < names.n; i++) {
-		const char *v = names.v[i];
-		if (v[0] == 'v' && v[1] >= '1' && v[1] <= '9' && strspn(v + 1, "0123456789") ==
-		    strlen(v + 1) && strlen(v + 1) < 19) {
-			unsigned long long k = strtoull(v + 1, NULL, 10);
-			if (k > max)
-				max = k;
-		}
-	}
-	mt_strv_free(names.v, names.n);
-	*out = mt_asprintf("v%llu", max + 1);
-	return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	rc = next_auto_name(&vl, out, err);
+	version_list_free(&vl);
+	return rc;
+}
+
+static char *tombstone_key(const char *dataset, const char *version)
+{
+	return mt_asprintf("datasets/%s" VERSIONS_DIR "%s" TOMBSTONE_EXT, dataset, version);
+}
+
+int mt_dataset_removed(mt_store *s, const char *dataset, const char *version, mt_error *err)
+{
+	char *key = tombstone_key(dataset, version);
+	if (!key)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	mt_error e = {0};
+	int rc = mt_store_head(s, key, NULL, NULL, &e);
+	free(key);
+	if (rc == MT_ENOTFOUND)
+		return 0;
+	if (rc)
+		return mt_err_copy(err, &e);
+	return mt_err(err, MT_EEXIST, "%s@%s was removed from %s; a removed version's name is "
+		      "never used again (choose another name)", dataset, version, mt_store_url(s));
+}
+
+/* The tombstone goes before the manifest goes: at every moment the name is
+ * taken by one or the other, so automatic numbering never hands it out. */
+static int write_tombstone(mt_store *s, const char *dataset, const char *version, mt_error *err)
+{
+	char *key = tombstone_key(dataset, version), *now = mt_now_rfc3339();
+	char *body = key && now ? mt_asprintf("{\"format\":1,\"dataset\":\"%s\",\"version\":"
+					      "\"%s\",\"removed\":\"%s\"}", dataset, version, now)
+				: NULL;
+	int rc = body ? mt_store_put(s, key, body, strlen(body), 0, err)
+		      : mt_err(err, MT_ENOMEM, "out of memory");
+	free(body);
+	free(now);
+	free(key);
+	return rc;
 }
 
 int mt_store_delete_version(mt_store *s, const char *dataset, const char *version,
@@ -381,11 +506,18 @@ int mt_store_delete_version(mt_store *s, const char *dataset, const char *versio
 	if (!key)
 		return mt_err(err, MT_ENOMEM, "out of memory");
 	rc = mt_store_head(s, key, NULL, NULL, err);
-	if (rc == MT_ENOTFOUND)
+	if (rc == MT_ENOTFOUND && !readable_version(version))
+		rc = mt_err(err, rc, "%s@%s: '%s' names no version (the newest must be named to "
+			    "be removed)", dataset, version, version);
+	else if (rc == MT_ENOTFOUND)
 		rc = mt_err(err, rc, "%s@%s: no such version in %s", dataset, version,
 			    mt_store_url(s));
-	/* The manifest goes first: a failure after it leaves only metadata of
-	 * no version, which nothing reads. */
+	/* A stray manifest under a name no reader resolves is removed as it
+	 * is: no tombstone keeps a name nothing can take. */
+	if (!rc && readable_version(version))
+		rc = write_tombstone(s, dataset, version, err);
+	/* The manifest goes before its metadata: a failure after it leaves only
+	 * metadata of no version, which nothing reads. */
 	if (!rc)
 		rc = mt_store_del(s, (const char *const *)&key, 1, err);
 	free(key);
@@ -402,9 +534,11 @@ int mt_store_delete_version(mt_store *s, const char *dataset, const char *versio
 
 struct gc_state {
 	mt_store *s;
-	struct strv referenced; /* sorted shard keys */
+	uint64_t grace;
+	struct strv referenced; /* sorted keys versions use */
 	struct strv doomed;
-	int64_t cutoff;
+	const mt_pins *pins;
+	int64_t cutoff; /* objects at least this old may go (the store's clock) */
 	uint64_t nobjects, nbytes;
 	mt_gc_fn fn;
 	void *ud;
@@ -417,7 +551,7 @@ static int gc_consider(void *ud, const mt_obj *o)
 	if (g->referenced.n &&
 	    bsearch(&k, g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp))
 		return 0;
-	if (o->mtime > g->cutoff)
+	if (o->mtime > g->cutoff || mt_pins_has_key(g->pins, k))
 		return 0;
 	g->nobjects++;
 	g->nbytes += o->size;
@@ -426,61 +560,132 @@ static int gc_consider(void *ud, const mt_obj *o)
 	return strv_push(&g->doomed, k, strlen(k));
 }
 
-static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_error *err)
+/* What one version uses: its shards, its recipe, its edited metadata. */
+static int gc_reference(struct gc_state *g, const mt_manifest *m, const char *name, mt_error *err)
 {
-	struct strv names = {0};
-	int rc = version_names(g->s, dataset, &names, err);
-	if (rc)
-		return rc;
-	/* Every manifest must load: a shard of an unreadable manifest may
-	 * still be needed, so gc refuses rather than guesses. */
-	for (size_t i = 0; i < names.n && !rc; i++) {
-		mt_manifest *m = NULL;
-		rc = mt_dataset_load(g->s, dataset, names.v[i], &m, NULL, err);
-		/* What a version uses: its shards, its recipe, its edited metadata. */
-		for (size_t k = 0; !rc && k < m->nshards + 2; k++) {
-			char *key;
-			if (k < m->nshards)
-				key = mt_key_shard(dataset, m->shards[k].sha256);
-			else if (k == m->nshards)
-				key = mt_key_meta(dataset, names.v[i]);
-			else if (m->recipe[0])
-				key = mt_key_recipe(dataset, m->recipe);
-			else
-				break;
-			if (!key || strv_push(&g->referenced, key, strlen(key)))
-				rc = mt_err(err, MT_ENOMEM, "out of memory");
+	for (size_t k = 0; k < m->nshards + 2; k++) {
+		char *key;
+		if (k < m->nshards)
+			key = mt_key_shard(m->dataset, m->shards[k].sha256);
+		else if (k == m->nshards)
+			key = mt_key_meta(m->dataset, name);
+		else if (m->recipe[0])
+			key = mt_key_recipe(m->dataset, m->recipe);
+		else
+			break;
+		if (!key || strv_push(&g->referenced, key, strlen(key))) {
 			free(key);
+			return mt_err(err, MT_ENOMEM, "out of memory");
 		}
+		free(key);
+	}
+	return 0;
+}
+
+/* A manifest under a name readers do not resolve still names shards
+ * someone may want: keep them until it is removed. */
+static int gc_reference_stray(struct gc_state *g, const char *dataset, const char *key,
+			      mt_error *err)
+{
+	void *data = NULL;
+	size_t len = 0;
+	mt_manifest *m = NULL;
+	int rc = mt_store_get(g->s, key, 0, UINT64_MAX, &data, &len, err);
+	if (!rc)
+		rc = mt_manifest_decode(data, len, key, &m, err);
+	free(data);
+	if (!rc && strcmp(m->dataset, dataset) != 0)
+		rc = mt_err(err, MT_ECORRUPT, "%s: names dataset %s", key, m->dataset);
+	if (!rc)
+		rc = gc_reference(g, m, m->version, err);
+	mt_manifest_free(m);
+	return rc == MT_ENOTFOUND ? 0 : rc;
+}
+
+/* Everything a version of the dataset or a live writer uses.  Every manifest
+ * must load: a shard of an unreadable manifest may still be needed, so gc
+ * refuses rather than guesses. */
+static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
+{
+	struct version_list vl;
+	int rc = version_scan(g->s, dataset, &vl, err);
+	for (size_t i = 0; !rc && i < vl.l.n + g->pins->nversions; i++) {
+		int pinned = i >= vl.l.n;
+		const char *name = pinned ? g->pins->versions[i - vl.l.n] : vl.l.v[i];
+		mt_manifest *m = NULL;
+		rc = mt_dataset_load(g->s, dataset, name, &m, NULL, err);
+		/* Removed while a writer builds on it: which objects it named is
+		 * lost with its manifest, and the writer may still name them. */
+		if (rc == MT_ENOTFOUND && pinned)
+			rc = mt_err(err, MT_ESTATE, "a writer (%s) builds on %s@%s, which was "
+				    "removed meanwhile; nothing is deleted until it ends",
+				    g->pins->writer ? g->pins->writer : "?", dataset, name);
+		if (!rc)
+			rc = gc_reference(g, m, name, err);
 		mt_manifest_free(m);
 	}
-	mt_strv_free(names.v, names.n);
+	for (size_t i = 0; !rc && i < vl.stray.n; i++)
+		rc = gc_reference_stray(g, dataset, vl.stray.v[i], err);
+	version_list_free(&vl);
 	if (rc)
 		return mt_err_prefix(err, "gc refused: ");
 	if (g->referenced.n)
 		qsort(g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp);
+	return 0;
+}
+
+static int gc_sweep(struct gc_state *g, const char *dataset, int dry_run, mt_error *err)
+{
+	uint64_t n = 0, bytes = 0;
+	char *dir = mt_asprintf("datasets/%s/", dataset);
+	if (!dir)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	int rc = g->s->ops->sweep(g->s, dir, g->cutoff + 1, dry_run, &n, &bytes, err);
+	free(dir);
+	g->nobjects += n;
+	g->nbytes += bytes;
+	return rc;
+}
+
+/* One dataset, under a gc lock (doc/FORMAT.md, "Writers and gc"): the
+ * lock first, then what live writers pin, then the manifests, then the
+ * candidates.  A writer that pinned too late for this gc to see waits for
+ * its lock to go before it trusts an object it found. */
+static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_error *err)
+{
+	mt_dlock *lock = NULL;
+	mt_pins pins = {0};
+	g->pins = &pins;
+	int rc = dry_run ? 0 : mt_dlock_open(g->s, dataset, MT_LOCK_GC, &lock, err);
+	if (!rc)
+		rc = mt_dlock_pins(g->s, dataset, lock, &pins, err);
+	/* Writers of this matorage never need the grace: they pin, or wait
+	 * for this gc to end.  It is there for writers that do neither. */
+	g->cutoff = pins.now - (int64_t)(g->grace > INT32_MAX ? INT32_MAX : g->grace);
+	if (!rc)
+		rc = gc_mark(g, dataset, err);
 	static const char *const kinds[] = {"shards", "recipes", "meta"};
 	for (size_t i = 0; !rc && i < sizeof kinds / sizeof kinds[0]; i++) {
 		char *prefix = mt_asprintf("datasets/%s/%s/", dataset, kinds[i]);
 		if (!prefix)
-			return mt_err(err, MT_ENOMEM, "out of memory");
-		rc = mt_store_list_all(g->s, prefix, gc_consider, g, err);
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		else
+			rc = mt_store_list_all(g->s, prefix, gc_consider, g, err);
 		free(prefix);
 		if (rc == MT_ENOMEM)
 			rc = mt_err(err, rc, "out of memory");
 	}
 	if (!rc && !dry_run && g->doomed.n)
 		rc = mt_store_del(g->s, (const char *const *)g->doomed.v, g->doomed.n, err);
-	/* Uploads a crashed writer never finished are garbage as well. */
-	uint64_t n = 0, bytes = 0;
-	char *dir = rc ? NULL : mt_asprintf("datasets/%s/", dataset);
-	if (!rc && !dir)
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
-	if (!rc)
-		rc = g->s->ops->sweep(g->s, dir, g->cutoff + 1, dry_run, &n, &bytes, err);
-	free(dir);
-	g->nobjects += n;
-	g->nbytes += bytes;
+	/* Uploads a crashed writer never finished are garbage as well; while a
+	 * writer is live, its own may be among them. */
+	if (!rc && !pins.writers)
+		rc = gc_sweep(g, dataset, dry_run, err);
+	if (!rc && !dry_run && pins.ndead)
+		rc = mt_store_del(g->s, (const char *const *)pins.dead, pins.ndead, err);
+	mt_dlock_close(lock);
+	mt_pins_free(&pins);
+	g->pins = NULL;
 	mt_strv_free(g->referenced.v, g->referenced.n);
 	mt_strv_free(g->doomed.v, g->doomed.n);
 	g->referenced = (struct strv){0};
@@ -491,20 +696,28 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 int mt_store_gc(mt_store *s, const char *dataset, int dry_run, uint64_t grace_seconds,
 		mt_gc_fn fn, void *ud, uint64_t *nobjects, uint64_t *nbytes, mt_error *err)
 {
-	struct gc_state g = {.s = s, .fn = fn, .ud = ud};
-	g.cutoff = (int64_t)time(NULL) - (int64_t)(grace_seconds > INT32_MAX ? INT32_MAX :
-								 grace_seconds);
-	int rc = 0;
+	struct gc_state g = {.s = s, .grace = grace_seconds, .fn = fn, .ud = ud};
+	int rc = 0, first = 0;
 	if (dataset) {
 		rc = gc_dataset(&g, dataset, dry_run, err);
 	} else {
 		/* Datasets whose every put crashed have shards but no manifest. */
 		struct strv l = {0};
 		rc = list_datasets(s, 0, &l, err);
-		for (size_t i = 0; !rc && i < l.n; i++)
-			rc = gc_dataset(&g, l.v[i], dry_run, err);
+		/* One dataset's refusal leaves the others to be collected. */
+		mt_error e = {0};
+		for (size_t i = 0; !rc && i < l.n; i++) {
+			int r = gc_dataset(&g, l.v[i], dry_run, &e);
+			if (r == MT_ESTATE || r == MT_ECORRUPT || r == MT_EFORMAT) {
+				if (!first)
+					first = mt_err_copy(err, &e);
+			} else if (r) {
+				rc = mt_err_copy(err, &e);
+			}
+		}
 		mt_strv_free(l.v, l.n);
 	}
+	rc = rc ? rc : first;
 	if (nobjects)
 		*nobjects = g.nobjects;
 	if (nbytes)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,6 +118,39 @@ int mt_name_check(const char *name, const char *what, mt_error *err)
 				      "%s name '%s' may hold only letters, digits, '.', '_' and '-'",
 				      what, name);
 	}
+	/* ".." reads as a parent directory to every path and key tool. */
+	if (strstr(name, ".."))
+		return mt_err(err, MT_EINVAL, "%s name '%s' must not contain '..'", what, name);
+	return 0;
+}
+
+int mt_version_auto_number(const char *name, uint64_t *n)
+{
+	if (name[0] != 'v' || !name[1] || name[1] == '0')
+		return 0;
+	size_t digits = strspn(name + 1, "0123456789");
+	if (name[1 + digits] || digits > MT_VERSION_DIGITS)
+		return 0;
+	if (n)
+		*n = strtoull(name + 1, NULL, 10);
+	return 1;
+}
+
+int mt_version_name_check(const char *name, mt_error *err)
+{
+	int rc = mt_name_check(name, "version", err);
+	if (rc)
+		return rc;
+	if (!strcasecmp(name, "latest"))
+		return mt_err(err, MT_EINVAL, "version name '%s' is reserved: it means the newest "
+			      "version", name);
+	/* "v" and digits is the automatic form: v7, never v07 (it would sort
+	 * and read as v7) and never more digits than numbering goes. */
+	size_t digits = strspn(name + 1, "0123456789");
+	if (name[0] == 'v' && digits && !name[1 + digits] && !mt_version_auto_number(name, NULL))
+		return mt_err(err, MT_EINVAL, "version name '%s' is not a valid automatic name "
+			      "(v1 to v%.*s, no leading zeros)", name, MT_VERSION_DIGITS,
+			      "999999999999999999999");
 	return 0;
 }
 

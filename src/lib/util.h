@@ -60,6 +60,16 @@ static inline uint32_t mt_get_u32(const uint8_t *p)
  * starting with '.' or '-'.  `what` names the kind in the error. */
 MT_LOCAL int mt_name_check(const char *name, const char *what, mt_error *err);
 
+/* Automatic version names are "v" and 1..MT_VERSION_DIGITS digits without
+ * a leading zero, so numbering never overflows or repeats a name. */
+#define MT_VERSION_DIGITS 15
+#define MT_VERSION_MAX 999999999999999ull
+/* 1 (and the number in *n, when not NULL) for an automatic name. */
+MT_LOCAL int mt_version_auto_number(const char *name, uint64_t *n);
+/* A name a new version may take: mt_name_check, not the reserved word
+ * "latest" (in any case), and a "v<digits>" name only in automatic form. */
+MT_LOCAL int mt_version_name_check(const char *name, mt_error *err);
+
 /* Overflow-checked a*b and a+b. */
 MT_LOCAL int mt_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
 MT_LOCAL int mt_add_ok(uint64_t a, uint64_t b, uint64_t *out);

@@ -3,9 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "dataset.h"
+#include "lock.h"
 
 #define DEFAULT_SHARD_BYTES (64ull << 20)
 #define DEFAULT_CHUNK_BYTES (1ull << 20)
@@ -16,7 +19,9 @@
 #define QUEUE_MAX 1
 #define UPLOADERS 2
 #define SPARE_MAX (UPLOADERS + QUEUE_MAX)
-#define VERSION_RETRIES 20
+/* Commits that lose the race for the next name (or find the latest moved
+ * on under an append) try again, this many times. */
+#define VERSION_RETRIES 64
 
 enum { W_OPEN, W_COMMITTING, W_DONE, W_FAILED, W_ABORTED };
 
@@ -63,6 +68,10 @@ struct mt_writer {
 	mt_mshard *shards; /* in row order; first_row set at commit */
 	size_t nshards, cap;
 	size_t parent_shards; /* the first ones, taken from the parent */
+	uint64_t parent_rows, parent_raw;
+	char *parent_created;
+	int auto_parent;      /* appending to whatever is latest at commit */
+	mt_dlock *dlock;      /* pins what the manifest will name, against gc */
 	uint64_t rows;     /* rows in queued and uploaded shards, the parent's included */
 	uint64_t raw_bytes;
 	uint64_t new_bytes; /* uncompressed bytes uploaded by this writer */
@@ -179,6 +188,25 @@ static int push_shard_locked(mt_writer *w, const mt_mshard *sh)
 	return 0;
 }
 
+/* Store an object under its content hash (a shard, a recipe): pinned
+ * against gc, then written or, when an identical object is there, reused
+ * rather than sent again.  Both only once no gc that may have missed the
+ * pin is running (doc/FORMAT.md, "Writers and gc"). */
+static int writer_put_object(mt_writer *w, const char *key, const void *data, size_t len,
+			     int flags, mt_error *err)
+{
+	int rc = mt_dlock_pin_keys(w->dlock, &key, 1, err);
+	if (!rc)
+		rc = mt_dlock_wait_gc(w->dlock, err);
+	if (rc)
+		return rc;
+	uint64_t have = 0;
+	mt_error ignored;
+	if (mt_store_head(w->store, key, &have, NULL, &ignored) == 0 && have == len)
+		return 0;
+	return mt_store_put(w->store, key, data, len, flags, err);
+}
+
 /* Build one shard's HDF5 image into img (which holds the previous one,
  * whose buffer is reused) and upload it under its content hash; an
  * identical shard already stored is not sent again. */
@@ -200,11 +228,7 @@ static int build_and_upload(mt_writer *w, const struct pending *p, mt_shard_imag
 	char *key = mt_key_shard(w->dataset, img->sha256);
 	if (!key)
 		return mt_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
-	uint64_t have = 0;
-	mt_error ignored;
-	if (mt_store_head(w->store, key, &have, NULL, &ignored) != 0 || have != img->image.len)
-		rc = mt_store_put(w->store, key, img->image.data, img->image.len, MT_PUT_NOSYNC,
-				  err);
+	rc = writer_put_object(w, key, img->image.data, img->image.len, MT_PUT_NOSYNC, err);
 	if (!rc) {
 		memcpy(sh->sha256, img->sha256, sizeof sh->sha256);
 		sh->bytes = img->image.len;
@@ -339,16 +363,68 @@ static int writer_take_recipe(mt_writer *w, const mt_writer_opts *o, mt_error *e
 	return mt_sha256_hex(w->recipe, w->recipe_len, w->recipe_sha, err);
 }
 
+/* Read the parent's manifest (name NULL: the latest), pinned against gc
+ * first: the new version reuses its shards, and a gc must not collect them
+ * should the parent be removed before the new manifest names them. */
+static int writer_load_parent(mt_writer *w, const char *name, mt_manifest **pm, mt_error *err)
+{
+	for (int attempt = 0;; attempt++) {
+		char *latest = NULL, **v;
+		size_t n;
+		int rc = name ? 0 : mt_store_versions(w->store, w->dataset, &v, &n, err);
+		if (rc)
+			return rc;
+		if (!name) {
+			latest = mt_strdup(v[n - 1]);
+			mt_strv_free(v, n);
+			if (!latest)
+				return mt_err(err, MT_ENOMEM, "out of memory");
+		}
+		const char *version = name ? name : latest;
+		rc = mt_dlock_pin_version(w->dlock, version, err);
+		if (!rc)
+			rc = mt_dlock_wait_gc(w->dlock, err);
+		if (!rc)
+			rc = mt_dataset_load(w->store, w->dataset, version, pm, NULL, err);
+		free(latest);
+		if (rc && w->parent) {
+			/* Keep the version this writer builds on now pinned. */
+			mt_error e = {0};
+			if (mt_dlock_pin_version(w->dlock, w->parent, &e) || mt_dlock_wait_gc(w->dlock, &e))
+				return mt_err_copy(err, &e);
+		}
+		/* The latest was removed between listing and reading: look again. */
+		if (rc != MT_ENOTFOUND || name || attempt >= VERSION_RETRIES)
+			return rc;
+	}
+}
+
+static int writer_set_parent(mt_writer *w, const mt_manifest *pm)
+{
+	char *parent = mt_strdup(pm->version), *created = mt_strdup(pm->created);
+	if (!parent || !created) {
+		free(parent);
+		free(created);
+		return MT_ENOMEM;
+	}
+	free(w->parent);
+	free(w->parent_created);
+	w->parent = parent;
+	w->parent_created = created;
+	return 0;
+}
+
 /* Start from the parent version: its attributes, shards and rows. */
 static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 			      const mt_writer_opts *o, mt_error *err)
 {
 	mt_manifest *pm = NULL;
-	int rc = mt_dataset_load(w->store, w->dataset, o->parent, &pm, NULL, err);
+	int rc = writer_load_parent(w, o->parent, &pm, err);
 	if (rc)
 		return mt_err_prefix(err, "parent of the new version: ");
-	if (!(w->parent = mt_strdup(pm->version)))
+	if (writer_set_parent(w, pm))
 		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	w->auto_parent = o->append && !o->parent;
 	if (!rc && o->append) {
 		if (attrs && (nattrs != pm->nattrs || !attrs_equal(attrs, pm->attrs, nattrs)))
 			rc = mt_err(err, MT_EINVAL,
@@ -357,8 +433,8 @@ static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 		for (size_t i = 0; !rc && i < pm->nshards; i++)
 			if (push_shard_locked(w, &pm->shards[i]))
 				rc = mt_err(err, MT_ENOMEM, "out of memory");
-		w->rows = pm->rows;
-		w->raw_bytes = pm->raw_bytes;
+		w->rows = w->parent_rows = pm->rows;
+		w->raw_bytes = w->parent_raw = pm->raw_bytes;
 		w->parent_shards = w->nshards;
 		if (!rc && !attrs) {
 			w->attrs = pm->attrs;
@@ -369,6 +445,18 @@ static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 	}
 	mt_manifest_free(pm);
 	return rc;
+}
+
+/* A name given by the caller must be free: not a version, never removed. */
+static int writer_check_name(mt_writer *w, mt_error *err)
+{
+	char *key = mt_key_manifest(w->dataset, w->version);
+	mt_error e;
+	int rc = key ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && mt_store_head(w->store, key, NULL, NULL, &e) == 0)
+		rc = mt_err(err, MT_EEXIST, "%s@%s already exists", w->dataset, w->version);
+	free(key);
+	return rc ? rc : mt_dataset_removed(w->store, w->dataset, w->version, err);
 }
 
 int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_t nattrs,
@@ -382,7 +470,9 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 	*out = NULL;
 	int rc = mt_name_check(dataset, "dataset", err);
 	if (!rc && o->version)
-		rc = mt_name_check(o->version, "version", err);
+		rc = mt_version_name_check(o->version, err);
+	if (!rc && o->parent)
+		rc = mt_name_check(o->parent, "version", err);
 	if (!rc && attrs)
 		rc = mt_attrs_check(attrs, nattrs, err);
 	if (!rc && (attrs ? nattrs == 0 : !o->append))
@@ -413,6 +503,11 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 		rc = mt_err(err, MT_ENOMEM, "out of memory");
 	if (!rc && o->recipe)
 		rc = writer_take_recipe(w, o, err);
+	/* Fail before uploading gigabytes, not at commit. */
+	if (!rc && w->version)
+		rc = writer_check_name(w, err);
+	if (!rc)
+		rc = mt_dlock_open(s, dataset, MT_LOCK_WRITE, &w->dlock, err);
 	if (!rc && (o->append || o->parent))
 		rc = writer_take_parent(w, attrs, nattrs, o, err);
 	if (!rc && !w->parent && !(w->parent = mt_strdup("")))
@@ -421,16 +516,6 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 		w->nattrs = nattrs;
 		if (mt_attrs_dup(attrs, nattrs, &w->attrs))
 			rc = mt_err(err, MT_ENOMEM, "out of memory");
-	}
-	if (!rc && w->version) {
-		/* Fail before uploading gigabytes, not at commit. */
-		char *key = mt_key_manifest(dataset, w->version);
-		mt_error e;
-		if (!key)
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
-		else if (mt_store_head(s, key, NULL, NULL, &e) == 0)
-			rc = mt_err(err, MT_EEXIST, "%s@%s already exists", dataset, w->version);
-		free(key);
 	}
 	for (int t = 0; !rc && t < UPLOADERS; t++) {
 		if (pthread_create(&w->uploaders[t], NULL, uploader, w) == 0)
@@ -599,54 +684,162 @@ static int put_recipe(mt_writer *w, mt_error *err)
 	char *key = mt_key_recipe(w->dataset, w->recipe_sha);
 	if (!key)
 		return mt_err(err, MT_ENOMEM, "out of memory");
-	uint64_t have = 0;
-	mt_error ignored;
-	int rc = 0;
-	if (mt_store_head(w->store, key, &have, NULL, &ignored) != 0 || have != w->recipe_len)
-		rc = mt_store_put(w->store, key, w->recipe, w->recipe_len, 0, err);
+	int rc = writer_put_object(w, key, w->recipe, w->recipe_len, 0, err);
+	free(key);
+	return rc;
+}
+
+/* Continue `lm` instead of the parent: only the manifest changes, as the
+ * new shards are content-addressed and stay where they are. */
+static int writer_rebase(mt_writer *w, const mt_manifest *lm, mt_error *err)
+{
+	if (lm->nattrs != w->nattrs || !attrs_equal(lm->attrs, w->attrs, w->nattrs))
+		return mt_err(err, MT_ESTATE, "%s@%s, now the latest, has other attributes than "
+			      "%s@%s, which this append continues; nothing was committed",
+			      w->dataset, lm->version, w->dataset, w->parent);
+	size_t fresh = w->nshards - w->parent_shards, n = lm->nshards + fresh;
+	mt_mshard *v = malloc((n ? n : 1) * sizeof *v);
+	if (!v || writer_set_parent(w, lm)) {
+		free(v);
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	memcpy(v, lm->shards, lm->nshards * sizeof *v);
+	memcpy(v + lm->nshards, w->shards + w->parent_shards, fresh * sizeof *v);
+	free(w->shards);
+	w->shards = v;
+	w->nshards = w->cap = n;
+	w->parent_shards = lm->nshards;
+	w->rows = w->rows - w->parent_rows + lm->rows;
+	w->raw_bytes = w->raw_bytes - w->parent_raw + lm->raw_bytes;
+	w->parent_rows = lm->rows;
+	w->parent_raw = lm->raw_bytes;
+	return 0;
+}
+
+/* An append to the latest version checks, just before its commit, that
+ * the latest is still its parent, and rebases onto the one that took its
+ * place.  1: try again (the latest went while being read). */
+static int writer_follow_latest(mt_writer *w, mt_error *err)
+{
+	char **v;
+	size_t n;
+	int rc = mt_store_versions(w->store, w->dataset, &v, &n, err);
+	if (rc == MT_ENOTFOUND)
+		return mt_err(err, MT_ESTATE, "%s@%s, which this append continues, was removed "
+			      "while it ran, with every other version; nothing was committed",
+			      w->dataset, w->parent);
+	if (rc)
+		return rc;
+	int gone = 1;
+	for (size_t i = 0; i < n; i++)
+		gone &= strcmp(v[i], w->parent) != 0;
+	char *latest = strcmp(v[n - 1], w->parent) ? mt_strdup(v[n - 1]) : NULL;
+	int moved = strcmp(v[n - 1], w->parent) != 0;
+	mt_strv_free(v, n);
+	if (!moved)
+		return 0;
+	mt_manifest *lm = NULL;
+	rc = latest ? writer_load_parent(w, latest, &lm, err) : mt_err(err, MT_ENOMEM, "out of "
+									      "memory");
+	free(latest);
+	if (rc == MT_ENOTFOUND)
+		return 1;
+	/* Its parent removed, the latest is older: continuing that one would
+	 * silently drop what the parent held. */
+	if (!rc && gone && strcmp(lm->created, w->parent_created) < 0)
+		rc = mt_err(err, MT_ESTATE, "%s@%s, which this append continues, was removed "
+			    "while it ran; nothing was committed", w->dataset, w->parent);
+	if (!rc)
+		rc = writer_rebase(w, lm, err);
+	mt_manifest_free(lm);
+	return rc;
+}
+
+/* Jittered, growing pauses between commit attempts of writers racing for
+ * the same name. */
+static void commit_backoff(int attempt)
+{
+	unsigned r = 0;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+		r = (unsigned)getpid() * 2654435761u + (unsigned)attempt;
+	unsigned cap_ms = attempt < 6 ? 10u << attempt : 500u;
+	usleep((useconds_t)(1000u * (r % cap_ms)));
+}
+
+/* The manifest of this attempt, under the name it tries. */
+static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
+{
+	uint64_t row = 0;
+	for (size_t i = 0; i < w->nshards; i++) {
+		w->shards[i].first_row = row;
+		row += w->shards[i].rows;
+	}
+	if (!strcmp(name, w->parent))
+		return mt_err(err, MT_ESTATE, "%s@%s cannot be its own parent", w->dataset, name);
+	mt_manifest m = {
+		.format = MT_FORMAT_VERSION, .dataset = w->dataset, .version = name,
+		.parent = w->parent, .author = w->author, .description = w->description,
+		.tags = w->tags, .ntags = w->ntags, .rows = w->rows, .raw_bytes = w->raw_bytes,
+		.level = w->level, .chunk_bytes = w->chunk_bytes, .attrs = w->attrs,
+		.nattrs = w->nattrs, .shards = w->shards, .nshards = w->nshards,
+		.recipe_args = w->recipe_args, .nrecipe_args = w->nrecipe_args,
+	};
+	memcpy(m.recipe, w->recipe ? w->recipe_sha : "", w->recipe ? sizeof m.recipe : 1);
+	m.created = w->parent_created ? mt_created_after(w->parent_created) : mt_now_rfc3339();
+	int rc = m.created ? mt_manifest_encode(&m, json, err)
+			   : mt_err(err, MT_ENOMEM, "out of memory");
+	free(m.created);
+	return rc;
+}
+
+/* One attempt at the commit point (doc/FORMAT.md, "Commits"): the name
+ * first, then the parent, then the exclusive create.  An automatic name
+ * is the next after every name listed, so a commit that lands after the
+ * listing takes that same name and one of the two creates fails; one
+ * that landed before it is seen by the look at the latest after it. */
+static int commit_once(mt_writer *w, char **name, mt_error *err)
+{
+	int rc = w->version ? mt_dataset_removed(w->store, w->dataset, w->version, err)
+			    : mt_dataset_next_version(w->store, w->dataset, name, err);
+	if (!rc && w->version && !(*name = mt_strdup(w->version)))
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && w->auto_parent)
+		rc = writer_follow_latest(w, err);
+	if (!rc)
+		rc = mt_dlock_check(w->dlock, err);
+	char *json = NULL, *key = rc ? NULL : mt_key_manifest(w->dataset, *name);
+	if (!rc && !key)
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = encode_manifest(w, *name, &json, err);
+	if (!rc)
+		rc = mt_store_put(w->store, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
+	free(json);
 	free(key);
 	return rc;
 }
 
 static int write_manifest(mt_writer *w, char *version, size_t cap, mt_error *err)
 {
-	mt_manifest m = {
-		.format = MT_FORMAT_VERSION, .dataset = w->dataset, .parent = w->parent,
-		.author = w->author, .description = w->description, .tags = w->tags,
-		.ntags = w->ntags, .rows = w->rows, .raw_bytes = w->raw_bytes, .level = w->level,
-		.chunk_bytes = w->chunk_bytes, .attrs = w->attrs, .nattrs = w->nattrs,
-		.shards = w->shards, .nshards = w->nshards, .recipe_args = w->recipe_args,
-		.nrecipe_args = w->nrecipe_args,
-	};
-	memcpy(m.recipe, w->recipe ? w->recipe_sha : "", w->recipe ? sizeof m.recipe : 1);
 	int rc = 0;
 	for (int attempt = 0; attempt < VERSION_RETRIES; attempt++) {
-		char *auto_name = NULL;
-		if (!w->version && (rc = mt_dataset_next_version(w->store, w->dataset, &auto_name, err)))
+		if (attempt)
+			commit_backoff(attempt);
+		char *name = NULL;
+		rc = commit_once(w, &name, err);
+		if (!rc && version && snprintf(version, cap, "%s", name) >= (int)cap)
+			rc = mt_err(err, MT_ERANGE, "version name %s does not fit %zu bytes", name,
+				    cap);
+		if (rc == MT_EEXIST && w->version)
+			rc = mt_err(err, rc, "%s@%s already exists", w->dataset, w->version);
+		free(name);
+		/* Another writer took the automatic name first, or the latest
+		 * went while being read: look again. */
+		if (!(rc == 1 || (rc == MT_EEXIST && !w->version)))
 			return rc;
-		m.version = w->version ? w->version : auto_name;
-		m.created = mt_now_rfc3339();
-		char *json = NULL, *key = mt_key_manifest(w->dataset, m.version);
-		if (!m.created || !key)
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
-		if (!rc)
-			rc = mt_manifest_encode(&m, &json, err);
-		if (!rc)
-			rc = mt_store_put(w->store, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
-		if (!rc && version && snprintf(version, cap, "%s", m.version) >= (int)cap)
-			rc = mt_err(err, MT_ERANGE, "version name %s does not fit %zu bytes",
-				    m.version, cap);
-		free(json);
-		free(key);
-		free(m.created);
-		free(auto_name);
-		/* Another writer took the automatic name first: take the next. */
-		if (rc != MT_EEXIST || w->version)
-			break;
 	}
-	if (rc == MT_EEXIST && w->version)
-		rc = mt_err(err, rc, "%s@%s already exists", w->dataset, w->version);
-	return rc;
+	return mt_err(err, MT_EEXIST, "dataset %s: %d commits in a row lost the race for the "
+		      "next version name; nothing was committed", w->dataset, VERSION_RETRIES);
 }
 
 static void join_uploaders(mt_writer *w)
@@ -682,11 +875,6 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	join_uploaders(w);
 	if (w->state == W_FAILED)
 		return mt_err_copy(err, &w->failure);
-	uint64_t row = 0;
-	for (size_t i = 0; i < w->nshards; i++) {
-		w->shards[i].first_row = row;
-		row += w->shards[i].rows;
-	}
 	if (rc)
 		return mt_err(err, rc, "dataset %s: commit failed", w->dataset);
 	rc = sync_new_shards(w, err);
@@ -694,6 +882,11 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 		rc = put_recipe(w, err);
 	if (!rc)
 		rc = write_manifest(w, version, cap, err);
+	/* Committed: the manifest protects what the pins did. */
+	if (!rc) {
+		mt_dlock_close(w->dlock);
+		w->dlock = NULL;
+	}
 	w->state = rc ? W_FAILED : W_DONE;
 	if (rc && err)
 		w->failure = *err;
@@ -727,6 +920,7 @@ void mt_writer_close(mt_writer *w)
 		n = p->next;
 		pending_free(p, w->nattrs);
 	}
+	mt_dlock_close(w->dlock);
 	mt_attrs_free(w->attrs, w->nattrs);
 	mt_strv_free(w->tags, w->ntags);
 	mt_strv_free(w->recipe_args, w->nrecipe_args);
@@ -735,6 +929,7 @@ void mt_writer_close(mt_writer *w)
 	free(w->dataset);
 	free(w->version);
 	free(w->parent);
+	free(w->parent_created);
 	free(w->author);
 	free(w->description);
 	pthread_cond_destroy(&w->cond);

@@ -58,10 +58,9 @@ ok $([ "$($M --store "$E" ls | tr '\n' ' ')" = "ds other " ] &&
 check "sync of one version between two other stores" $M sync "$A" "$D/g" other@v1
 
 # A different version under the same name is refused; B keeps its own.
-$M --store "$A" rm ds@v1 > /dev/null
-$M --store "$A" put ds@v1 x="$WORK/y.npy" > /dev/null
+$M --store "$D/other" put ds@v1 x="$WORK/y.npy" > /dev/null
 fails "a different ds@v1 is refused" 1 "ds@v1 already exists in .* with different content" \
-	$M --store "$A" push ds@v1 "$B"
+	$M --store "$D/other" push ds@v1 "$B"
 check "B's ds@v1 is untouched" bash -c \
 	"$M --store '$B' get ds@v1 x -o $WORK/o.npy && $T same $WORK/x.npy $WORK/o.npy"
 

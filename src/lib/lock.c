@@ -1,0 +1,645 @@
+/* lock.c — dataset locks and pins: the handshake that keeps gc from deleting what a writer is about to commit. */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "lock.h"
+
+#define DEFAULT_TTL 120.0
+#define MIN_TTL 1.0
+/* A gc compares mtimes, which stores keep in whole seconds. */
+#define MTIME_SLACK 1
+
+static const char *const kind_names[] = {"write", "gc"};
+
+struct mt_dlock {
+	mt_store *s;
+	int kind;
+	double ttl;
+	char *dataset, *id, *key, *prefix, *started;
+	char **versions;
+	size_t nversions;
+	char **pins; /* keys of the pin objects written */
+	size_t npins;
+	/* Serialises writes of the lock object, so a refresh never puts back
+	 * a body older than a pin_version's. */
+	pthread_mutex_t io;
+	pthread_mutex_t lock; /* guards the fields below */
+	pthread_cond_t cond;
+	int stop;
+	int lapsed;
+	struct timespec last_ok; /* CLOCK_MONOTONIC of the last successful write */
+	mt_error lapse;
+	pthread_t thread;
+	int running;
+};
+
+double mt_lock_ttl(void)
+{
+	const char *v = getenv("MATORAGE_LOCK_TTL");
+	char *end;
+	double t = v && *v ? strtod(v, &end) : DEFAULT_TTL;
+	if (v && *v && (*end || !(t >= MIN_TTL) || t > 86400.0))
+		t = DEFAULT_TTL;
+	return t;
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- who holds a lock ---------------------------------------------------
+ * A lock says which process holds it.  When that process would be ours to
+ * see (same host, same boot, same pid namespace) and it is gone, its lock
+ * is dead at once rather than after its ttl: a writer killed with -9 does
+ * not hold gc off (nor a killed gc a writer) for minutes. */
+
+static void read_line(const char *path, char *buf, size_t cap)
+{
+	buf[0] = 0;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)cap, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+/* The start time of a process (clock ticks after boot), 0 when it is gone:
+ * the same pid later given to another process has another start. */
+static unsigned long long proc_start(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	/* Field 22; the command name (field 2) may hold spaces and ')'. */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+struct holder {
+	char host[256], boot[64], pidns[64];
+};
+
+static void holder_self(struct holder *h)
+{
+	memset(h, 0, sizeof *h);
+	gethostname(h->host, sizeof h->host - 1);
+	read_line("/proc/sys/kernel/random/boot_id", h->boot, sizeof h->boot);
+	ssize_t n = readlink("/proc/self/ns/pid", h->pidns, sizeof h->pidns - 1);
+	h->pidns[n > 0 ? n : 0] = 0;
+}
+
+static int json_str_is(json_t *o, const char *key, const char *want)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_string(v) && want[0] && !strcmp(json_string_value(v), want);
+}
+
+/* 1 when the lock's holder is a process of this machine that is gone. */
+static int holder_gone(json_t *body)
+{
+	struct holder me;
+	holder_self(&me);
+	json_t *pid = json_object_get(body, "pid"), *start = json_object_get(body, "start");
+	if (!json_str_is(body, "host", me.host) || !json_str_is(body, "boot", me.boot) ||
+	    !json_str_is(body, "pidns", me.pidns) || !json_is_integer(pid) ||
+	    !json_is_integer(start))
+		return 0;
+	return proc_start((long)json_integer_value(pid)) !=
+	       (unsigned long long)json_integer_value(start);
+}
+
+static char *lock_body(mt_dlock *l)
+{
+	json_t *o = json_object(), *v = json_array();
+	if (!o || !v) {
+		json_decref(o);
+		json_decref(v);
+		return NULL;
+	}
+	for (size_t i = 0; i < l->nversions; i++)
+		json_array_append_new(v, json_string(l->versions[i]));
+	json_object_set_new(o, "format", json_integer(1));
+	json_object_set_new(o, "kind", json_string(kind_names[l->kind]));
+	json_object_set_new(o, "dataset", json_string(l->dataset));
+	struct holder me;
+	holder_self(&me);
+	json_object_set_new(o, "host", json_string(me.host));
+	json_object_set_new(o, "boot", json_string(me.boot));
+	json_object_set_new(o, "pidns", json_string(me.pidns));
+	json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
+	json_object_set_new(o, "start", json_integer((json_int_t)proc_start((long)getpid())));
+	json_object_set_new(o, "started", json_string(l->started));
+	json_object_set_new(o, "ttl", json_real(l->ttl));
+	json_object_set_new(o, "versions", v);
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
+/* Write the lock object; called with l->io held.  Notes when the time since
+ * the last good write came too close to the ttl. */
+static int lock_write(mt_dlock *l, mt_error *err)
+{
+	char *body = lock_body(l);
+	int rc = body ? mt_store_put(l->s, l->key, body, strlen(body), MT_PUT_NOSYNC, err)
+		      : mt_err(err, MT_ENOMEM, "out of memory");
+	free(body);
+	double now = mono_now();
+	pthread_mutex_lock(&l->lock);
+	double last = (double)l->last_ok.tv_sec + (double)l->last_ok.tv_nsec / 1e9;
+	if (!rc && l->last_ok.tv_sec && now - last > l->ttl * 0.75 && !l->lapsed) {
+		l->lapsed = 1;
+		mt_err(&l->lapse, MT_ESTATE, "dataset %s: the lock %s went %.1f s without a "
+		       "refresh (ttl %.0f s): a gc may have taken it for dead, so nothing is "
+		       "committed", l->dataset, l->key, now - last, l->ttl);
+	}
+	if (!rc)
+		clock_gettime(CLOCK_MONOTONIC, &l->last_ok);
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+static void *refresher(void *arg)
+{
+	mt_dlock *l = arg;
+	double period = l->ttl / 4;
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		double t = (double)until.tv_nsec / 1e9 + period;
+		until.tv_sec += (time_t)t;
+		until.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
+		pthread_cond_timedwait(&l->cond, &l->lock, &until);
+		if (l->stop)
+			break;
+		pthread_mutex_unlock(&l->lock);
+		mt_error e = {0};
+		pthread_mutex_lock(&l->io);
+		lock_write(l, &e); /* a failure shows as a lapse at the next check */
+		pthread_mutex_unlock(&l->io);
+		pthread_mutex_lock(&l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+static char *random_id(void)
+{
+	uint64_t r = 0;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+		r = (uint64_t)time(NULL) * 6364136223846793005ull ^ (uint64_t)getpid();
+	return mt_asprintf("%016llx", (unsigned long long)r);
+}
+
+int mt_dlock_open(mt_store *s, const char *dataset, int kind, mt_dlock **out, mt_error *err)
+{
+	*out = NULL;
+	mt_dlock *l = calloc(1, sizeof *l);
+	if (!l)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	pthread_mutex_init(&l->io, NULL);
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->cond, NULL);
+	l->s = s;
+	l->kind = kind;
+	l->ttl = mt_lock_ttl();
+	l->dataset = mt_strdup(dataset);
+	l->id = random_id();
+	l->prefix = mt_asprintf("datasets/%s/locks/", dataset);
+	l->started = mt_now_rfc3339();
+	if (l->id && l->prefix)
+		l->key = mt_asprintf("%s%s.%s", l->prefix, l->id, kind_names[kind]);
+	int rc = l->dataset && l->id && l->prefix && l->started && l->key
+			 ? 0
+			 : mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc) {
+		pthread_mutex_lock(&l->io);
+		rc = lock_write(l, err);
+		pthread_mutex_unlock(&l->io);
+		if (rc)
+			mt_err_prefix(err, "dataset %s: taking a lock: ", dataset);
+	}
+	if (!rc && pthread_create(&l->thread, NULL, refresher, l) != 0)
+		rc = mt_err(err, MT_ENOMEM, "dataset %s: cannot start the lock's refresh thread",
+			    dataset);
+	else if (!rc)
+		l->running = 1;
+	if (rc) {
+		mt_dlock_close(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+static int strv_add(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (!nv)
+		return MT_ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = mt_strdup(s)))
+		return MT_ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+int mt_dlock_pin_version(mt_dlock *l, const char *version, mt_error *err)
+{
+	pthread_mutex_lock(&l->io);
+	int rc = 0, have = l->nversions == 1 && !strcmp(l->versions[0], version);
+	if (!have) {
+		mt_strv_free(l->versions, l->nversions);
+		l->versions = NULL;
+		l->nversions = 0;
+		if (strv_add(&l->versions, &l->nversions, version))
+			rc = mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	if (!rc && !have)
+		rc = lock_write(l, err);
+	pthread_mutex_unlock(&l->io);
+	return rc;
+}
+
+int mt_dlock_pin_keys(mt_dlock *l, const char *const *keys, size_t n, mt_error *err)
+{
+	if (!n)
+		return 0;
+	mt_buf b = {0};
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++)
+		if (mt_buf_append(&b, keys[i], strlen(keys[i])) || mt_buf_append(&b, "\n", 1))
+			rc = MT_ENOMEM;
+	pthread_mutex_lock(&l->lock);
+	char *key = rc ? NULL : mt_asprintf("%s%s.%zu.pin", l->prefix, l->id, l->npins);
+	if (key && strv_add(&l->pins, &l->npins, key)) {
+		free(key);
+		key = NULL;
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (!key) {
+		mt_buf_free(&b);
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	rc = mt_store_put(l->s, key, b.data, b.len, MT_PUT_NOSYNC, err);
+	free(key);
+	mt_buf_free(&b);
+	return rc;
+}
+
+/* ---- reading the locks of a dataset ------------------------------------ */
+
+struct lock_obj {
+	char *key;
+	char *id;
+	int kind; /* -1: a pin object */
+	int64_t mtime;
+};
+
+struct lock_list {
+	size_t plen;
+	struct lock_obj *v;
+	size_t n, cap;
+	int64_t now;
+};
+
+static int collect_lock(void *ud, const mt_obj *o)
+{
+	struct lock_list *ll = ud;
+	const char *rel = o->key + ll->plen, *dot = strrchr(rel, '.');
+	int kind = -1;
+	size_t idlen = strcspn(rel, ".");
+	if (strchr(rel, '/') || !dot)
+		return 0; /* not ours: ignore */
+	for (int k = 0; k < 2; k++)
+		if (!strcmp(dot + 1, kind_names[k]))
+			kind = k;
+	if (kind < 0 && strcmp(dot + 1, "pin"))
+		return 0;
+	if (o->mtime > ll->now)
+		ll->now = o->mtime;
+	if (ll->n == ll->cap) {
+		size_t cap = ll->cap ? ll->cap * 2 : 16;
+		struct lock_obj *v = realloc(ll->v, cap * sizeof *v);
+		if (!v)
+			return MT_ENOMEM;
+		ll->v = v;
+		ll->cap = cap;
+	}
+	struct lock_obj *lo = &ll->v[ll->n];
+	lo->key = mt_strdup(o->key);
+	lo->id = strndup(rel, idlen);
+	lo->kind = kind;
+	lo->mtime = o->mtime;
+	if (!lo->key || !lo->id) {
+		free(lo->key);
+		free(lo->id);
+		return MT_ENOMEM;
+	}
+	ll->n++;
+	return 0;
+}
+
+static void lock_list_free(struct lock_list *ll)
+{
+	for (size_t i = 0; i < ll->n; i++) {
+		free(ll->v[i].key);
+		free(ll->v[i].id);
+	}
+	free(ll->v);
+}
+
+static int list_locks(mt_store *s, const char *dataset, struct lock_list *ll, mt_error *err)
+{
+	char *prefix = mt_asprintf("datasets/%s/locks/", dataset);
+	if (!prefix)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	*ll = (struct lock_list){.plen = strlen(prefix)};
+	int rc = mt_store_list_all(s, prefix, collect_lock, ll, err);
+	free(prefix);
+	if (rc == MT_ENOMEM)
+		rc = mt_err(err, rc, "dataset %s: listing locks: out of memory", dataset);
+	if (rc)
+		lock_list_free(ll);
+	return rc;
+}
+
+/* A lock object's body: its ttl, and (for writers) the pinned versions and
+ * who holds it.  1 when the object is gone (released meanwhile). */
+static int read_lock(mt_store *s, const char *key, double *ttl, json_t **body, mt_error *err)
+{
+	void *data = NULL;
+	size_t len = 0;
+	mt_error e = {0};
+	*ttl = mt_lock_ttl();
+	*body = NULL;
+	int rc = mt_store_get(s, key, 0, UINT64_MAX, &data, &len, &e);
+	if (rc == MT_ENOTFOUND)
+		return 1;
+	if (rc)
+		return mt_err_copy(err, &e);
+	json_t *o = json_loadb(data, len, 0, NULL);
+	free(data);
+	json_t *t = o ? json_object_get(o, "ttl") : NULL;
+	if (json_is_number(t) && json_number_value(t) >= MIN_TTL)
+		*ttl = json_number_value(t);
+	*body = o;
+	return 0;
+}
+
+int mt_dlock_wait_gc(mt_dlock *l, mt_error *err)
+{
+	for (int round = 0;; round++) {
+		struct lock_list ll;
+		int rc = list_locks(l->s, l->dataset, &ll, err), live = 0;
+		for (size_t i = 0; !rc && i < ll.n && !live; i++) {
+			if (ll.v[i].kind != MT_LOCK_GC || !strcmp(ll.v[i].key, l->key))
+				continue;
+			double ttl;
+			json_t *body;
+			rc = read_lock(l->s, ll.v[i].key, &ttl, &body, err);
+			if (rc == 0 && (double)(ll.now - ll.v[i].mtime) <= ttl + MTIME_SLACK &&
+			    !holder_gone(body))
+				live = 1;
+			json_decref(body);
+			rc = rc == 1 ? 0 : rc;
+		}
+		lock_list_free(&ll);
+		if (rc || !live)
+			return rc;
+		/* A gc is deleting: what we saw may be gone when it ends. */
+		usleep(round < 10 ? 100000 : 500000);
+	}
+}
+
+int mt_dlock_check(mt_dlock *l, mt_error *err)
+{
+	pthread_mutex_lock(&l->io);
+	int rc = lock_write(l, err);
+	pthread_mutex_unlock(&l->io);
+	if (rc)
+		return mt_err_prefix(err, "dataset %s: refreshing the lock: ", l->dataset);
+	pthread_mutex_lock(&l->lock);
+	if (l->lapsed)
+		rc = mt_err_copy(err, &l->lapse);
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+void mt_dlock_close(mt_dlock *l)
+{
+	if (!l)
+		return;
+	if (l->running) {
+		pthread_mutex_lock(&l->lock);
+		l->stop = 1;
+		pthread_cond_broadcast(&l->cond);
+		pthread_mutex_unlock(&l->lock);
+		pthread_join(l->thread, NULL);
+	}
+	/* Pins first: a pin whose lock is gone protects nothing, and a gc
+	 * removes leftovers of either kind once they are old. */
+	mt_error e = {0};
+	if (l->npins)
+		mt_store_del(l->s, (const char *const *)l->pins, l->npins, &e);
+	if (l->key && l->last_ok.tv_sec)
+		mt_store_del(l->s, (const char *const *)&l->key, 1, &e);
+	mt_strv_free(l->pins, l->npins);
+	mt_strv_free(l->versions, l->nversions);
+	free(l->dataset);
+	free(l->id);
+	free(l->key);
+	free(l->prefix);
+	free(l->started);
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->lock);
+	pthread_mutex_destroy(&l->io);
+	free(l);
+}
+
+/* ---- what gc keeps ------------------------------------------------------ */
+
+static int pins_add_lines(mt_pins *p, const char *data, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		const char *nl = memchr(data + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - data) : len;
+		if (end > i) {
+			char *k = strndup(data + i, end - i);
+			int rc = k ? strv_add(&p->keys, &p->nkeys, k) : MT_ENOMEM;
+			free(k);
+			if (rc)
+				return rc;
+		}
+		i = end + 1;
+	}
+	return 0;
+}
+
+/* A live writer lock: note its versions and who holds it. */
+static int pins_take_writer(mt_pins *p, json_t *body)
+{
+	json_t *v = json_object_get(body, "versions"), *x;
+	size_t i;
+	json_array_foreach(v, i, x)
+		if (json_is_string(x) && strv_add(&p->versions, &p->nversions, json_string_value(x)))
+			return MT_ENOMEM;
+	p->writers++;
+	if (!p->writer) {
+		json_t *h = json_object_get(body, "host"), *pid = json_object_get(body, "pid");
+		p->writer = mt_asprintf("%s pid %lld", json_is_string(h) ? json_string_value(h) : "?",
+					json_is_integer(pid) ? (long long)json_integer_value(pid) : -1LL);
+		if (!p->writer)
+			return MT_ENOMEM;
+	}
+	return 0;
+}
+
+enum { LOCK_LIVE = 1, LOCK_DEAD = 2 };
+
+/* Sort the locks: which are live, which are long dead. */
+static int pins_judge_locks(mt_store *s, const struct lock_list *ll, const mt_dlock *self,
+			    mt_pins *p, int *state, mt_error *err)
+{
+	for (size_t i = 0; i < ll->n; i++) {
+		const struct lock_obj *lo = &ll->v[i];
+		if (lo->kind < 0 || (self && !strcmp(lo->key, self->key)))
+			continue;
+		double ttl;
+		json_t *body = NULL;
+		int rc = read_lock(s, lo->key, &ttl, &body, err);
+		if (rc < 0)
+			return rc;
+		double age = (double)(ll->now - lo->mtime);
+		int gone = rc == 0 && holder_gone(body);
+		if (rc == 0 && age <= ttl + MTIME_SLACK && !gone) {
+			state[i] = LOCK_LIVE;
+			if (lo->kind == MT_LOCK_WRITE && pins_take_writer(p, body)) {
+				json_decref(body);
+				return mt_err(err, MT_ENOMEM, "out of memory");
+			}
+		} else if (rc == 0 && (gone || age > 2 * ttl + MTIME_SLACK)) {
+			state[i] = LOCK_DEAD;
+			if (strv_add(&p->dead, &p->ndead, lo->key)) {
+				json_decref(body);
+				return mt_err(err, MT_ENOMEM, "out of memory");
+			}
+		}
+		json_decref(body);
+	}
+	return 0;
+}
+
+/* The state of the lock a pin object belongs to: live, dead, or 0. */
+static int pin_owner_state(const struct lock_list *ll, const int *state, const char *id)
+{
+	int seen = 0;
+	for (size_t j = 0; j < ll->n; j++) {
+		if (ll->v[j].kind < 0 || strcmp(ll->v[j].id, id))
+			continue;
+		seen = 1;
+		if (state[j])
+			return state[j];
+	}
+	return seen ? 0 : LOCK_DEAD;
+}
+
+static int pins_read_pins(mt_store *s, const struct lock_list *ll, const int *state, mt_pins *p,
+			  mt_error *err)
+{
+	for (size_t i = 0; i < ll->n; i++) {
+		const struct lock_obj *lo = &ll->v[i];
+		if (lo->kind >= 0)
+			continue;
+		/* A lock is written before its pins and removed after them. */
+		int owner = pin_owner_state(ll, state, lo->id);
+		if (owner == LOCK_DEAD) {
+			if (strv_add(&p->dead, &p->ndead, lo->key))
+				return mt_err(err, MT_ENOMEM, "out of memory");
+			continue;
+		}
+		if (owner != LOCK_LIVE)
+			continue;
+		void *data = NULL;
+		size_t len = 0;
+		mt_error e = {0};
+		int rc = mt_store_get(s, lo->key, 0, UINT64_MAX, &data, &len, &e);
+		if (rc == MT_ENOTFOUND)
+			continue; /* its writer finished meanwhile: its manifest is listed later */
+		if (rc)
+			return mt_err_copy(err, &e);
+		rc = pins_add_lines(p, data, len);
+		free(data);
+		if (rc)
+			return mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int mt_dlock_pins(mt_store *s, const char *dataset, const mt_dlock *self, mt_pins *out,
+		  mt_error *err)
+{
+	*out = (mt_pins){0};
+	struct lock_list ll;
+	int rc = list_locks(s, dataset, &ll, err);
+	if (rc)
+		return rc;
+	/* Without a lock of its own (a dry run) the caller has no object of
+	 * this moment to read the store's clock from. */
+	out->now = ll.n ? ll.now : (int64_t)time(NULL);
+	if (!self && out->now < (int64_t)time(NULL))
+		out->now = (int64_t)time(NULL);
+	int *state = calloc(ll.n ? ll.n : 1, sizeof *state);
+	if (!state)
+		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = pins_judge_locks(s, &ll, self, out, state, err);
+	if (!rc)
+		rc = pins_read_pins(s, &ll, state, out, err);
+	free(state);
+	lock_list_free(&ll);
+	if (rc) {
+		mt_pins_free(out);
+		return mt_err_prefix(err, "dataset %s: reading locks: ", dataset);
+	}
+	if (out->nkeys)
+		qsort(out->keys, out->nkeys, sizeof *out->keys, key_cmp);
+	return 0;
+}
+
+int mt_pins_has_key(const mt_pins *p, const char *key)
+{
+	return p->nkeys && bsearch(&key, p->keys, p->nkeys, sizeof *p->keys, key_cmp);
+}
+
+void mt_pins_free(mt_pins *p)
+{
+	mt_strv_free(p->keys, p->nkeys);
+	mt_strv_free(p->versions, p->nversions);
+	mt_strv_free(p->dead, p->ndead);
+	free(p->writer);
+	*p = (mt_pins){0};
+}

@@ -805,6 +805,9 @@ static int commit_once(mt_writer *w, char **name, mt_error *err)
 		rc = mt_err(err, MT_ENOMEM, "out of memory");
 	if (!rc && w->auto_parent)
 		rc = writer_follow_latest(w, err);
+	/* The latest took the name listed a moment ago: list again. */
+	if (!rc && !w->version && !strcmp(*name, w->parent))
+		rc = 1;
 	if (!rc)
 		rc = mt_dlock_check(w->dlock, err);
 	char *json = NULL, *key = rc ? NULL : mt_key_manifest(w->dataset, *name);

@@ -33,6 +33,7 @@ answers ListObjects and ListObjectsV2 itself, from s3rver's full listing of the 
 """
 import base64
 import calendar
+import contextlib
 import hashlib
 import hmac
 import http.client
@@ -63,6 +64,7 @@ AUTH_RE = re.compile(
     r"SignedHeaders=([^,]+),\s*Signature=([0-9a-f]{64})$")
 
 lock = threading.Lock()
+cond_lock = threading.Lock()  # serialises conditional writes
 rules = []
 log = []
 
@@ -625,10 +627,15 @@ class Handler(BaseHTTPRequestHandler):
             if method == "GET" and bucket and not key and set(query) <= LIST_PARAMS:
                 status, data = list_objects(bucket, query)
                 return self.reply(status, data, [("Content-Type", "application/xml")], line)
-            own = s3_semantics(method, raw, query, bucket, key, self.headers, body)
-            if own:
-                return self.reply(own[0], own[1], own[2], line, method == "HEAD")
-            status, rheaders, data = upstream(method, raw, fwd, body)
+            # A conditional write is checked and done as one step, as S3 does: two
+            # creates of one key with If-None-Match: * never both succeed.
+            cond = key and method in ("PUT", "POST") and (
+                self.headers.get("if-none-match") or self.headers.get("if-match"))
+            with cond_lock if cond else contextlib.nullcontext():
+                own = s3_semantics(method, raw, query, bucket, key, self.headers, body)
+                if own:
+                    return self.reply(own[0], own[1], own[2], line, method == "HEAD")
+                status, rheaders, data = upstream(method, raw, fwd, body)
         except OSError as e:
             return self.reply(502, error_xml("BadGateway", str(e)), [], line)
         s3_record(method, query, bucket, key, status, rheaders, data, body)

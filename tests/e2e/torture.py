@@ -3,9 +3,10 @@
 commands against one store, then a checker of what the store must still hold.
 
 Usage: torture.py --matorage BIN --store URL --phase NAME --seed N --seconds S --work DIR
-                  --results FILE [--faults URL]
+                  --results FILE [--faults URL] [--workers N]
 
-Workers, each one matorage process, started at random moments (at most MAX_RUNNING at once):
+Workers, each one matorage process, started at random moments (at most N at once, default 5;
+1 runs them one after another, to tell whether a failure needs concurrency):
   append  put log id=.. v=.. --append: rows whose int64 `id` column holds the append's own
           id range (op index * 100 + 0..n-1) and whose `v` column is derived from `id`
   put     put dsK x=POOL[j].npy: a few fixed files per dataset, so most puts re-put
@@ -35,7 +36,7 @@ import urllib.request
 
 import numpy as np
 
-MAX_RUNNING = 5
+MAX_RUNNING = 5  # default of --workers
 WORKER_TIMEOUT = 120.0  # seconds; a worker past it is killed and counted as hung
 CHECK_TIMEOUT = 180.0
 APPEND_STRIDE = 100  # ids of op i: i * APPEND_STRIDE + 0..n-1
@@ -210,7 +211,7 @@ class Op:
 class Ctx:
     def __init__(self, a):
         self.matorage, self.store, self.phase, self.seed = a.matorage, a.store, a.phase, a.seed
-        self.work = a.work
+        self.work, self.workers = a.work, a.workers
         self.logdir = os.path.join(a.work, "cmds")
         self.datadir = os.path.join(a.work, "data")
         os.makedirs(self.logdir, exist_ok=True)
@@ -295,7 +296,7 @@ def load(ctx, seconds, faults):
             now = time.monotonic()
             running = [op for op in running if not op.step(now)]
             if now < deadline:
-                if now >= next_at and len(running) < MAX_RUNNING:
+                if now >= next_at and len(running) < ctx.workers:
                     nxt.start()
                     ops.append(nxt)
                     running.append(nxt)
@@ -322,13 +323,8 @@ def load(ctx, seconds, faults):
 
 
 def parse_ls_long(text):
-    """`ls -l DATASET`: [(version, rows, parent)] oldest first."""
-    rows = []
-    for line in text.splitlines()[1:]:
-        f = line.split()
-        if len(f) >= 4:
-            rows.append((f[0], int(f[2]) if f[2].isdigit() else None, f[-1]))
-    return rows
+    """`ls -l DATASET`: [(version, parent)] oldest first."""
+    return [(f[0], f[-1]) for f in (line.split() for line in text.splitlines()[1:]) if f]
 
 
 def vnum(v):
@@ -337,13 +333,13 @@ def vnum(v):
 
 
 def verify_all(ctx, versions):
-    """verify DATASET@VERSION for each, three at a time: the failures."""
-    bad, queue, running = [], list(versions), []
+    """verify DATASET@VERSION for each, three at a time: the failures, and per version the
+    sha256 of the shards it reported damaged or missing."""
+    bad, shas, queue, running = [], {}, list(versions), []
     while queue or running:
         while queue and len(running) < 3:
             dv = queue.pop(0)
-            c = Cmd(ctx, "check", ["verify", dv])
-            running.append((dv, c))
+            running.append((dv, Cmd(ctx, "check", ["verify", dv])))
         dv, c = running.pop(0)
         c.wait(CHECK_TIMEOUT)
         if c.rc != 0:
@@ -353,7 +349,8 @@ def verify_all(ctx, versions):
             bad.append("verify %s: exit %s: %s%s" % (dv, c.rc, first.strip()[:300],
                                                      "" if summary == first else
                                                      " ... " + summary.strip()[:200]))
-    return bad
+            shas[dv] = set(re.findall(r"BAD shard \d+ ([0-9a-f]{64})", c.out()))
+    return bad, shas
 
 
 def shorten(bad):
@@ -502,17 +499,17 @@ def check_store(ctx, ops):
             continue
         rows = parse_ls_long(out)
         if rows:
-            latest[ds] = rows[-1][:2]
-        for v, _, p in rows:
+            latest[ds] = rows[-1][0]
+        for v, p in rows:
             versions.append("%s@%s" % (ds, v))
             if p == v or (vnum(p) is not None and vnum(v) is not None and vnum(p) >= vnum(v)):
                 parents_bad.append("%s@%s lists %s as its parent" % (ds, v, p))
     say("datasets after the load: " + ", ".join(
-        "%s (latest %s)" % (d, latest[d][0] if d in latest else "-") for d in datasets))
+        "%s (latest %s)" % (d, latest.get(d, "-")) for d in datasets))
     ctx.result("log" in latest and not parents_bad,
                "ls -l of each dataset; no version is its own or a newer version's child",
                parents_bad + ([] if "log" in latest else ["no version of log is listed"]))
-    bad = verify_all(ctx, versions)
+    bad, bad_shards = verify_all(ctx, versions)
     ctx.result(not bad, "every listed version verifies (%d versions)" % len(versions),
                shorten(bad))
     rc, out, err = ctx.run(["ls", "-l"])
@@ -520,10 +517,11 @@ def check_store(ctx, ops):
     rc, err = run_gc(ctx, ["gc", "--grace", "0"])
     ctx.result(rc == 0, "gc dry run", [err])
 
-    if "log" in latest and latest["log"][1] is not None:
-        ids, vals = read_log(ctx, "log@" + latest["log"][0], latest["log"][1])
+    manifest = log_manifest(ctx, latest)
+    if manifest is not None:
+        dv = "log@" + latest["log"]
+        ids, vals = read_log(ctx, dv, manifest, bad_shards.get(dv, set()))
     else:  # nothing to read: every append counts as lost
-        ctx.result(False, "get of log's latest", ["log lists no version (or no row count)"])
         ids, vals = np.zeros(0, dtype=np.int64), np.zeros((0, 2))
     check_appends(ctx, ops, ids, vals)
     wrong = []
@@ -531,26 +529,25 @@ def check_store(ctx, ops):
         if ds not in latest:
             continue
         path = ctx.data_file("check_" + ds)
-        rc, out, err = ctx.run(["get", ds, "x", "-o", path])
+        rc, out, err = ctx.run(["get", "%s@%s" % (ds, latest[ds]), "x", "-o", path])
         if rc != 0:
             wrong.append("get %s x: exit %d: %s" % (ds, rc, err.strip()))
             continue
         x = np.load(path)
         if not any(np.array_equal(x, np.load(ctx.pool_file(ds, j))) for j in range(POOL)):
-            wrong.append("%s@%s holds data no put wrote (shape %s)" % (ds, latest[ds][0],
-                                                                       x.shape))
+            wrong.append("%s@%s holds data no put wrote (shape %s)" % (ds, latest[ds], x.shape))
     ctx.result(not wrong, "get of each other dataset's latest returns data a put wrote", wrong)
 
     # A final collection with nothing running must leave every version as it was.
     rc, err = run_gc(ctx, ["gc", "--delete", "--grace", "0"])
     ctx.result(rc == 0, "gc --delete --grace 0 with nothing running", [err])
     before = set(b.split(":")[0] for b in bad)
-    after = verify_all(ctx, ["%s@%s" % (d, v[0]) for d, v in sorted(latest.items())])
+    after, _ = verify_all(ctx, ["%s@%s" % kv for kv in sorted(latest.items())])
     newly = [b for b in after if b.split(":")[0] not in before]
     ctx.result(not newly, "after it each latest still verifies if it did before",
                shorten(newly))
     if len(ids) and not (ids < 0).any():
-        rc, _, err = ctx.run(["get", "log@" + latest["log"][0], "id", "-o",
+        rc, _, err = ctx.run(["get", "log@" + latest["log"], "id", "-o",
                               ctx.data_file("check_log_after")])
         same = rc == 0 and np.array_equal(np.load(ctx.data_file("check_log_after")), ids)
         ctx.result(same, "and log's latest reads the same rows", [err])
@@ -575,32 +572,71 @@ def get_rows(ctx, dv, attr, lo, hi):
     return np.load(path) if rc == 0 else None
 
 
-def read_log(ctx, dv, n):
-    """log's rows (id, v) as far as they can be read: where a shard is missing or damaged,
-    the ranges that fail are halved until the readable rows around them are found; the
-    rows that cannot be read get id -1.  A complete read is one get per attribute."""
+def log_manifest(ctx, latest):
+    """The manifest of log's latest version (info --json), or None after a failed check."""
+    if "log" not in latest:
+        ctx.result(False, "get of log's latest", ["log lists no version"])
+        return None
+    rc, out, err = ctx.run(["info", "log@" + latest["log"], "--json"])
+    try:
+        manifest = json.loads(out)
+        int(manifest["rows"])
+        return manifest
+    except (ValueError, KeyError, TypeError):
+        ctx.result(False, "get of log's latest", ["info --json: exit %d: %s%s" % (
+            rc, err.strip(), out[:300])])
+        return None
+
+
+def shard_ranges(manifest, bad):
+    """The version's rows cut at its shards: [(lo, hi, ok)], ok False for a shard verify
+    reported; single rows when the manifest does not say where its shards begin."""
+    n = int(manifest["rows"])
+    try:
+        units = [(int(sh["first_row"]), int(sh["first_row"]) + int(sh["rows"]),
+                  sh.get("sha256") not in bad) for sh in manifest["shards"]]
+        if units and units[0][0] == 0 and units[-1][1] == n and \
+                all(u[1] == v[0] for u, v in zip(units, units[1:])):
+            return units
+    except (ValueError, KeyError, TypeError):
+        pass
+    return [(k, k + 1, True) for k in range(n)]
+
+
+def read_log(ctx, dv, manifest, bad):
+    """log's rows (id, v) as far as they can be read.  A whole version is one get per
+    attribute; where shards are missing or damaged, the runs of the others are read, and a
+    run that still fails is halved down to single shards.  Unread rows get id -1."""
+    n = int(manifest["rows"])
     ids = np.full(n, -1, dtype=np.int64)
     vals = np.full((n, 2), np.nan)
-    readable, todo, calls = [], [(0, n)], 0
+    whole_id, whole_v = get_rows(ctx, dv, "id", 0, n), get_rows(ctx, dv, "v", 0, n)
+    if whole_id is not None and whole_v is not None and whole_id.shape == (n,) and \
+            whole_v.shape == (n, 2):
+        ctx.result(True, "get of log's latest (%s, %d rows)" % (dv, n))
+        return whole_id, whole_v
+    units = shard_ranges(manifest, bad)
+    todo, run, calls = [], [], 2
+    for u in units + [(n, n, False)]:  # runs of shards verify did not report
+        if u[2]:
+            run.append(u)
+        elif run:
+            todo.append(run)
+            run = []
     while todo:
-        lo, hi = todo.pop()
-        got = get_rows(ctx, dv, "id", lo, hi) if hi > lo else None
-        calls += 1
-        if got is not None and got.shape == (hi - lo,):
-            ids[lo:hi] = got
-            readable.append((lo, hi))
-        elif hi - lo > 1 and calls < 150:
-            mid = (lo + hi) // 2
-            todo += [(mid, hi), (lo, mid)]
-    for lo, hi in readable:
-        got = get_rows(ctx, dv, "v", lo, hi)
-        if got is not None and got.shape == (hi - lo, 2):
-            vals[lo:hi] = got
-        else:
-            ids[lo:hi] = -1
+        run = todo.pop()
+        lo, hi = run[0][0], run[-1][1]
+        got_id, got_v = get_rows(ctx, dv, "id", lo, hi), get_rows(ctx, dv, "v", lo, hi)
+        calls += 2
+        if got_id is not None and got_v is not None and got_id.shape == (hi - lo,) and \
+                got_v.shape == (hi - lo, 2):
+            ids[lo:hi], vals[lo:hi] = got_id, got_v
+        elif len(run) > 1 and calls < 200:
+            todo += [run[len(run) // 2:], run[:len(run) // 2]]
     unread = int(np.count_nonzero(ids < 0))
-    ctx.result(unread == 0, "get of log's latest (%s, %d rows)" % (dv, n),
-               ["%d of its rows cannot be read (%d gets to find them)" % (unread, calls)])
+    ctx.result(False, "get of log's latest (%s, %d rows)" % (dv, n),
+               ["it fails; %d of its rows cannot be read (%d gets to find them)" % (unread,
+                                                                                     calls)])
     return ids, vals
 
 
@@ -610,9 +646,11 @@ def main():
         p.add_argument("--" + a)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--seconds", type=float, required=True)
+    p.add_argument("--workers", type=int, default=MAX_RUNNING)
     a = p.parse_args()
     ctx = Ctx(a)
-    say("%s store %s, seed %d, %gs of load" % (a.phase, a.store, a.seed, a.seconds))
+    say("%s store %s, seed %d, %gs of load, at most %d workers at once" % (
+        a.phase, a.store, a.seed, a.seconds, a.workers))
 
     # The appended dataset's first version: ids 0..49 (op 0).
     init = Op.__new__(Op)

@@ -1,14 +1,18 @@
 #!/bin/bash
-# torture.sh — concurrent appends, puts of identical data, rm, gc --delete --grace 0 and kill -9 at
-# random moments, on the file store and then on S3 behind the fault proxy; a checker then asserts
-# that every version verifies, every append that succeeded kept its rows, and nothing crashed.
-# MT_TORTURE_SEED=N reproduces a run's schedule; MT_TORTURE_SECONDS=S loads each store longer.
+# torture.sh — concurrent appends, puts of identical data, rm, gc --delete --grace 0 and kill -9
+# at random moments, on the file store and then on S3 behind the fault proxy; a checker then
+# asserts that every version verifies, every append that succeeded kept its rows, and nothing
+# crashed.  MT_TORTURE_SEED=N reproduces a run's schedule; MT_TORTURE_SECONDS=S loads each store
+# longer; MT_TORTURE_WORKERS=1 runs the schedule one worker at a time (needs it concurrency?).
 . "$(dirname "$0")/lib.sh"
 SEED=${MT_TORTURE_SEED:-1010}
 LOAD=${MT_TORTURE_SECONDS:-8}
+WORKERS=${MT_TORTURE_WORKERS:-5}
 # Lock objects of a writer or gc killed mid-run expire soon, so the others are not held up long.
 export MATORAGE_LOCK_TTL=3
-echo "# seed $SEED, ${LOAD}s of load per store (MT_TORTURE_SEED=$SEED MT_TORTURE_SECONDS=$LOAD reproduces the schedule)"
+AGAIN="MT_TORTURE_SEED=$SEED MT_TORTURE_SECONDS=$LOAD MT_TORTURE_WORKERS=$WORKERS"
+echo "# seed $SEED, ${LOAD}s of load per store, at most $WORKERS workers at once"
+echo "# ($AGAIN reproduces the schedule)"
 
 # phase NAME STORE [FAULTS_URL]: one run of the driver; its checks become TAP lines.
 phase() {
@@ -16,8 +20,8 @@ phase() {
 	local res="$WORK/$name.results"
 	: > "$res"
 	"$PY" "$top_srcdir/tests/e2e/torture.py" --matorage "$MATORAGE" --store "$store" \
-		--phase "$name" --seed "$SEED" --seconds "$LOAD" --work "$WORK/$name" \
-		--results "$res" ${faults:+--faults "$faults"}
+		--phase "$name" --seed "$SEED" --seconds "$LOAD" --workers "$WORKERS" \
+		--work "$WORK/$name" --results "$res" ${faults:+--faults "$faults"}
 	local rc=$?
 	local kind status what
 	while IFS=$'\t' read -r kind status what; do
@@ -40,5 +44,6 @@ else
 	s3_stop
 fi
 [ "$T_FAILED" -eq 0 ] ||
-	echo "# FAILED with seed $SEED; to run this schedule again: MT_TORTURE_SEED=$SEED MT_TORTURE_SECONDS=$LOAD make check TESTS=tests/e2e/torture.sh"
+	echo "# FAILED with seed $SEED; to run this schedule again:" \
+		"$AGAIN make check TESTS=tests/e2e/torture.sh"
 done_testing

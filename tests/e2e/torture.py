@@ -19,6 +19,14 @@ Any worker may be marked to be killed (SIGKILL) a random time after it starts.  
 spread over the run.  The whole schedule, fault rules included, follows from seed and phase;
 the interleaving follows the machine's speed, and every check holds for any interleaving.
 
+Once every worker has ended (faults cleared), the checker asserts: every listed version
+verifies and none is its own or a newer version's child; ls -l, gc (dry run, then --delete
+with nothing running) and get of each latest work; every append that exited 0 has its rows in
+log's latest (an append lists its parent's shards, so latest holds its whole lineage), each
+append there whole, once, in order, with its values; other datasets' latest holds data a put
+wrote; no process died by a signal but those killed on purpose; no sanitizer report and no
+"database is locked" in any output; a worker's exit 1 comes with one clear line; none hung.
+
 Each check writes "R<TAB>0<TAB>name" (pass) or "R<TAB>1<TAB>name" (fail) to the results file,
 then for a failure what explains it as "D<TAB>text" lines; the run's course and schedule go
 to stdout as "# " lines.

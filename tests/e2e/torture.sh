@@ -3,7 +3,8 @@
 # at random moments, on the file store and then on S3 behind the fault proxy; a checker then
 # asserts that every version verifies, every append that succeeded kept its rows, and nothing
 # crashed.  MT_TORTURE_SEED=N reproduces a run's schedule; MT_TORTURE_SECONDS=S loads each store
-# longer; MT_TORTURE_WORKERS=1 runs the schedule one worker at a time (needs it concurrency?).
+# longer; MT_TORTURE_WORKERS=1 runs the schedule one worker at a time (does a failure need
+# concurrency?).
 . "$(dirname "$0")/lib.sh"
 SEED=${MT_TORTURE_SEED:-1010}
 LOAD=${MT_TORTURE_SECONDS:-8}

@@ -474,7 +474,9 @@ def check_processes(ctx):
             continue
         lines = [ln for ln in err.splitlines() if ln.strip()]
         if c.rc == 1:
-            errors.append("%s: %s" % (c.label, (lines or out.strip().splitlines() or [""])[-1]))
+            said = [ln for ln in lines if ln.startswith("matorage: ")] or lines or \
+                out.strip().splitlines() or [""]
+            errors.append("%s: %s" % (c.label, said[0]))
             if not clear_failure(c):
                 unclear.append("%s: exit 1 with stderr:\n%s" % (c.line(), err[-2000:]))
         elif 1 < c.rc < 128:
@@ -568,7 +570,8 @@ def run_gc(ctx, args):
     load may still be live: then once more after it has expired (MATORAGE_LOCK_TTL)."""
     rc, _, err = ctx.run(args)
     if rc == 1:
-        say("%s: %s; once more after the lock expiry" % (" ".join(args), err.strip()))
+        say("%s: %s; once more after the lock expiry" % (" ".join(args),
+                                                           (err.strip().splitlines() or [""])[0]))
         time.sleep(float(os.environ.get("MATORAGE_LOCK_TTL", "120")) + 1)
         rc, _, err = ctx.run(args)
     return rc, err

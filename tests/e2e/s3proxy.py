@@ -529,6 +529,7 @@ def s3_record(method, query, bucket, key, status, rheaders, data, body):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     server_version = "s3proxy"
     timeout = 120  # an idle or stalled client connection is closed, never held forever
 

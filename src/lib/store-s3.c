@@ -257,6 +257,17 @@ static size_t on_read(char *buf, size_t size, size_t n, void *ud)
 	return k;
 }
 
+/* curl rewinds the body when it sends the request again by itself (a
+ * reused connection found dead); without this it gives up the request. */
+static int on_seek(void *ud, curl_off_t offset, int origin)
+{
+	s3_req *r = ud;
+	if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > r->body_len)
+		return CURL_SEEKFUNC_FAIL;
+	r->sent = (size_t)offset;
+	return CURL_SEEKFUNC_OK;
+}
+
 /* The S3 error code and message of an error answer, into code/msg. */
 static void error_fields(const s3_req *r, char *code, size_t ncode, char *msg, size_t nmsg)
 {
@@ -393,6 +404,8 @@ static int s3_do(s3_store *s, s3_req *r, mt_error *err)
 			curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
 			curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
 			curl_easy_setopt(c, CURLOPT_READDATA, r);
+			curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+			curl_easy_setopt(c, CURLOPT_SEEKDATA, r);
 			curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
 			if (!strcmp(r->method, "POST"))
 				curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");

@@ -792,6 +792,21 @@ static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
 	return rc;
 }
 
+/* A create refused as taken may be our own: on S3 a request whose answer
+ * was lost is sent again, and the repeat finds what the first one wrote.
+ * The manifest carries its creation time to the millisecond, so the same
+ * bytes are ours and not another writer's. */
+static int is_our_manifest(mt_writer *w, const char *key, const char *json)
+{
+	void *data = NULL;
+	size_t len = 0;
+	mt_error e = {0};
+	int ours = mt_store_get(w->store, key, 0, UINT64_MAX, &data, &len, &e) == 0 &&
+		   len == strlen(json) && !memcmp(data, json, len);
+	free(data);
+	return ours;
+}
+
 /* One attempt at the commit point (doc/FORMAT.md, "Commits"): the name
  * first, then the parent, then the exclusive create.  An automatic name
  * is the next after every name listed, so a commit that lands after the
@@ -817,6 +832,8 @@ static int commit_once(mt_writer *w, char **name, mt_error *err)
 		rc = encode_manifest(w, *name, &json, err);
 	if (!rc)
 		rc = mt_store_put(w->store, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
+	if (rc == MT_EEXIST && is_our_manifest(w, key, json))
+		rc = 0;
 	free(json);
 	free(key);
 	return rc;

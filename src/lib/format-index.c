@@ -107,7 +107,8 @@ static int check_entry(const mt_index_entry *e, uint64_t shard_bytes, const char
 			      e->name);
 	if (e->rank >= 0 && check_shape(e))
 		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has a shape that is not its "
-			      "%llu bytes a unit", what, e->name, (unsigned long long)e->unit_bytes);
+			      "%llu bytes a unit", what, e->name,
+			      (unsigned long long)e->unit_bytes);
 	uint64_t next = 0;
 	for (size_t c = 0; c < e->nchunks; c++) {
 		const mt_chunk *k = &e->chunks[c];
@@ -161,7 +162,8 @@ static int decode_entry(struct cursor *c, uint32_t version, uint32_t i, uint64_t
 	e->units = mt_get_u64(p + 16);
 	uint64_t nchunks = mt_get_u64(p + 24);
 	if (nchunks > c->left / 40)
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' is cut short", what, e->name);
+		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' is cut short", what,
+			      e->name);
 	e->chunks = calloc(nchunks ? nchunks : 1, sizeof *e->chunks);
 	if (!e->chunks)
 		return mt_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
@@ -295,9 +297,9 @@ static int check_expect(const mt_index *ix, const struct expect *x, const char *
 			      "index says %s", what, name, want, got);
 	}
 	if (x->units != UINT64_MAX && e->units != x->units)
-		return mt_err(err, MT_ECORRUPT, "%s: %s: the manifest makes it %llu %s, the shard's "
-			      "chunk index %llu", what, name, (unsigned long long)x->units, x->unit,
-			      (unsigned long long)e->units);
+		return mt_err(err, MT_ECORRUPT, "%s: %s: the manifest makes it %llu %s, the "
+			      "shard's chunk index %llu", what, name, (unsigned long long)x->units,
+			      x->unit, (unsigned long long)e->units);
 	return 0;
 }
 
@@ -307,8 +309,8 @@ static int check_layout(const mt_index *ix, const mt_manifest *m, const mt_mshar
 			const char *what, mt_error *err)
 {
 	if (ix->version >= 2 && ix->rows != s->rows)
-		return mt_err(err, MT_ECORRUPT, "%s: the manifest says %llu rows, the shard's chunk "
-			      "index says %llu", what, (unsigned long long)s->rows,
+		return mt_err(err, MT_ECORRUPT, "%s: the manifest says %llu rows, the shard's "
+			      "chunk index says %llu", what, (unsigned long long)s->rows,
 			      (unsigned long long)ix->rows);
 	size_t parts = 0;
 	int rc = 0;
@@ -316,7 +318,8 @@ static int check_layout(const mt_index *ix, const mt_manifest *m, const mt_mshar
 		const mt_attr *a = &m->attrs[i];
 		static const uint64_t scalar[1] = {0};
 		struct expect x = {a->name, "", a->dtype, a->rank, a->shape, s->rows, "rows"};
-		struct expect o = {a->name, "/offsets", MT_INT64, 0, scalar, s->rows + 1, "offsets"};
+		struct expect o = {a->name, "/offsets", MT_INT64, 0, scalar, s->rows + 1,
+				   "offsets"};
 		if (a->ragged) {
 			x.sub = "/values";
 			x.units = UINT64_MAX;
@@ -327,8 +330,8 @@ static int check_layout(const mt_index *ix, const mt_manifest *m, const mt_mshar
 		parts += a->ragged ? 2 : 1;
 	}
 	if (!rc && ix->n != parts)
-		rc = mt_err(err, MT_ECORRUPT, "%s: the shard's chunk index holds %zu datasets, the "
-			    "manifest's attributes %zu", what, ix->n, parts);
+		rc = mt_err(err, MT_ECORRUPT, "%s: the shard's chunk index holds %zu datasets, "
+			    "the manifest's attributes make %zu", what, ix->n, parts);
 	return rc;
 }
 

@@ -466,9 +466,9 @@ static int fm_dec_checksum(struct fm_dec *d, json_t *root)
 	if (rc)
 		return mt_err(d->err, rc, "%s: checksum: %s", d->what, e.message);
 	if (memcmp(hex, tail + hl, 64) != 0)
-		return mt_err(d->err, MT_ECORRUPT, "%s: checksum: the text hashes to sha256:%.16s..., "
-			      "the manifest says sha256:%.16s...: it was changed after it was written",
-			      d->what, hex, tail + hl);
+		return mt_err(d->err, MT_ECORRUPT, "%s: checksum: the text hashes to "
+			      "sha256:%.16s..., the manifest says sha256:%.16s...: it was changed "
+			      "after it was written", d->what, hex, tail + hl);
 	return 0;
 }
 

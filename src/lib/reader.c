@@ -174,24 +174,23 @@ static int fetch_index(mt_reader *r, size_t i, mt_index **ix, mt_error *err)
 	size_t got = 0;
 	int rc = mt_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data, &got,
 			      err);
-	if (rc == MT_ENOTFOUND || rc == MT_ERANGE)
-		rc = mt_err(err, rc == MT_ENOTFOUND ? rc : MT_ECORRUPT,
-			    "%s@%s: shard %zu (%s) is %s", r->m->dataset, r->m->version, i,
-			    r->keys[i], rc == MT_ENOTFOUND ? "missing" : "cut short");
 	if (!rc)
 		rc = mt_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
 	/* As for chunks: damage in transit goes away on a second read. */
-	if (rc == MT_ECORRUPT) {
+	if (rc == MT_ECORRUPT || rc == MT_ERANGE) {
 		free(data);
 		data = NULL;
 		rc = mt_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data,
 				  &got, err);
 		if (!rc)
 			rc = mt_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
-		else if (rc == MT_ERANGE)
-			rc = mt_err(err, MT_ECORRUPT, "%s@%s: shard %zu (%s) is cut short",
-				    r->m->dataset, r->m->version, i, r->keys[i]);
 	}
+	/* A short object (or one a cache cannot hold): the store said which. */
+	if (rc == MT_ERANGE)
+		mt_err_prefix(err, "%s@%s: shard %zu: ", r->m->dataset, r->m->version, i);
+	else if (rc == MT_ENOTFOUND)
+		mt_err(err, rc, "%s@%s: shard %zu (%s) is missing", r->m->dataset, r->m->version, i,
+		       r->keys[i]);
 	free(data);
 	free(what);
 	return rc;

@@ -456,7 +456,8 @@ static void corrupt(const char *name, char *json, const char *needle)
 	mt_manifest *m = NULL;
 	mt_error err = {0};
 	int rc = json ? mt_manifest_decode(json, strlen(json), KEY, &m, &err) : 1;
-	tap_ok(rc == MT_ECORRUPT && !m && !strncmp(err.message, KEY ": checksum: ", strlen(KEY) + 12) &&
+	tap_ok(rc == MT_ECORRUPT && !m &&
+		       !strncmp(err.message, KEY ": checksum: ", strlen(KEY) + 12) &&
 		       strstr(err.message, needle),
 	       "%s: %s", name, err.message);
 	if (rc == 0)
@@ -476,7 +477,8 @@ static void test_checksum(void)
 	mt_manifest *d = NULL;
 	if (TAP_CALL(mt_manifest_decode(json, strlen(json), KEY, &d, &err), &err,
 		     "a manifest with a good checksum decodes"))
-		tap_ok(d->shards[0].has_index_xxh3 && d->shards[0].index_xxh3 == 0x0123456789abcdefull &&
+		tap_ok(d->shards[0].has_index_xxh3 &&
+			       d->shards[0].index_xxh3 == 0x0123456789abcdefull &&
 			       d->shards[1].index_xxh3 == 0xfedcba9876543210ull &&
 			       !d->shards[2].has_index_xxh3,
 		       "index_xxh3 comes back where it was written, and only there");
@@ -844,7 +846,7 @@ static void test_bound(void)
 	bound_check(&b, "has no 't'", "a ragged attribute made fixed is caught");
 	b.attrs[1].ragged = 1;
 	b.m.nattrs = 1;
-	bound_check(&b, "holds 3 datasets, the manifest's attributes 1",
+	bound_check(&b, "holds 3 datasets, the manifest's attributes make 1",
 		    "an attribute dropped from the manifest is caught");
 	b.m.nattrs = 2;
 	b.shards[1].index_xxh3 ^= 1;

@@ -1,4 +1,5 @@
 /* format-index.c — encode and decode a shard's chunk index, the map readers use to fetch chunks without HDF5. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,29 +7,52 @@
 #include "format.h"
 
 #define INDEX_MAGIC "MTIX"
-#define INDEX_VERSION 1
 #define INDEX_MAX_NAME 512
+
+/* The bytes of entry e after its name: dtype, then (version 2) rank and
+ * dimensions, then the chunk grid. */
+static int encode_shape(const mt_index_entry *e, int v2, mt_buf *out)
+{
+	uint8_t tmp[8 + 8 * MT_MAX_RANK];
+	size_t n = 4;
+	mt_put_u32(tmp, (uint32_t)e->dtype);
+	if (v2) {
+		if (e->rank < 0 || e->rank > MT_MAX_RANK)
+			return -1;
+		mt_put_u32(tmp + 4, (uint32_t)e->rank);
+		n = 8;
+		for (int d = 0; d < e->rank; d++, n += 8)
+			mt_put_u64(tmp + n, e->shape[d]);
+	}
+	int rc = mt_buf_append(out, tmp, n);
+	mt_put_u64(tmp, e->unit_bytes);
+	mt_put_u64(tmp + 8, e->chunk_units);
+	mt_put_u64(tmp + 16, e->units);
+	mt_put_u64(tmp + 24, e->nchunks);
+	return rc | mt_buf_append(out, tmp, 32);
+}
 
 int mt_index_encode(const mt_index *ix, mt_buf *out, mt_error *err)
 {
+	if (ix->version != 1 && ix->version != 2)
+		return mt_err(err, MT_EINVAL, "chunk index: there is no version %u", ix->version);
+	int v2 = ix->version == 2;
 	uint8_t tmp[40];
 	int rc = 0;
 	rc |= mt_buf_append(out, INDEX_MAGIC, 4);
-	mt_put_u32(tmp, INDEX_VERSION);
+	mt_put_u32(tmp, ix->version);
 	mt_put_u32(tmp + 4, (uint32_t)ix->n);
-	rc |= mt_buf_append(out, tmp, 8);
+	mt_put_u64(tmp + 8, ix->rows);
+	rc |= mt_buf_append(out, tmp, v2 ? 16 : 8);
 	for (size_t i = 0; i < ix->n && !rc; i++) {
 		const mt_index_entry *e = &ix->e[i];
 		size_t nl = strlen(e->name);
 		mt_put_u32(tmp, (uint32_t)nl);
 		rc |= mt_buf_append(out, tmp, 4);
 		rc |= mt_buf_append(out, e->name, nl);
-		mt_put_u32(tmp, (uint32_t)e->dtype);
-		mt_put_u64(tmp + 4, e->unit_bytes);
-		mt_put_u64(tmp + 12, e->chunk_units);
-		mt_put_u64(tmp + 20, e->units);
-		mt_put_u64(tmp + 28, e->nchunks);
-		rc |= mt_buf_append(out, tmp, 36);
+		if (encode_shape(e, v2, out))
+			return mt_err(err, MT_EINVAL, "chunk index: '%s' has rank %d", e->name,
+				      e->rank);
 		for (size_t c = 0; c < e->nchunks && !rc; c++) {
 			const mt_chunk *k = &e->chunks[c];
 			mt_put_u64(tmp, k->offset);
@@ -62,6 +86,16 @@ static int take(struct cursor *c, size_t n, const uint8_t **out)
 	return 0;
 }
 
+/* Version 2 records each unit's shape: it must account for its size. */
+static int check_shape(const mt_index_entry *e)
+{
+	uint64_t bytes = mt_dtype_size(e->dtype);
+	for (int d = 0; d < e->rank; d++)
+		if (e->shape[d] == 0 || !mt_mul_ok(bytes, e->shape[d], &bytes))
+			return -1;
+	return bytes == e->unit_bytes ? 0 : -1;
+}
+
 static int check_entry(const mt_index_entry *e, uint64_t shard_bytes, const char *what,
 		       mt_error *err)
 {
@@ -71,6 +105,10 @@ static int check_entry(const mt_index_entry *e, uint64_t shard_bytes, const char
 	if (e->unit_bytes == 0 || e->chunk_units == 0)
 		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has a zero chunk shape", what,
 			      e->name);
+	if (e->rank >= 0 && check_shape(e))
+		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has a shape that is not its "
+			      "%llu bytes a unit", what, e->name,
+			      (unsigned long long)e->unit_bytes);
 	uint64_t next = 0;
 	for (size_t c = 0; c < e->nchunks; c++) {
 		const mt_chunk *k = &e->chunks[c];
@@ -90,6 +128,54 @@ static int check_entry(const mt_index_entry *e, uint64_t shard_bytes, const char
 	return 0;
 }
 
+/* Entry i: name, dtype, (version 2) shape, chunk grid and chunks. */
+static int decode_entry(struct cursor *c, uint32_t version, uint32_t i, uint64_t shard_bytes,
+			const char *what, mt_index_entry *e, mt_error *err)
+{
+	const uint8_t *p;
+	if (take(c, 4, &p) || mt_get_u32(p) > INDEX_MAX_NAME)
+		return mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
+	uint32_t nl = mt_get_u32(p);
+	if (take(c, nl, &p))
+		return mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
+	if (!(e->name = strndup((const char *)p, nl)))
+		return mt_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
+	if (take(c, 4, &p))
+		return mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
+	e->dtype = (mt_dtype)mt_get_u32(p);
+	e->rank = -1;
+	if (version >= 2) {
+		if (take(c, 4, &p) || mt_get_u32(p) > MT_MAX_RANK)
+			return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has no valid rank",
+				      what, e->name);
+		e->rank = (int)mt_get_u32(p);
+		if (take(c, 8 * (size_t)e->rank, &p))
+			return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' is cut short", what,
+				      e->name);
+		for (int d = 0; d < e->rank; d++)
+			e->shape[d] = mt_get_u64(p + 8 * d);
+	}
+	if (take(c, 32, &p))
+		return mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
+	e->unit_bytes = mt_get_u64(p);
+	e->chunk_units = mt_get_u64(p + 8);
+	e->units = mt_get_u64(p + 16);
+	uint64_t nchunks = mt_get_u64(p + 24);
+	if (nchunks > c->left / 40)
+		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' is cut short", what,
+			      e->name);
+	e->chunks = calloc(nchunks ? nchunks : 1, sizeof *e->chunks);
+	if (!e->chunks)
+		return mt_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
+	e->nchunks = nchunks;
+	for (size_t k = 0; k < nchunks; k++) {
+		take(c, 40, &p);
+		e->chunks[k] = (mt_chunk){mt_get_u64(p), mt_get_u64(p + 8), mt_get_u64(p + 16),
+					  mt_get_u64(p + 24), mt_get_u64(p + 32)};
+	}
+	return check_entry(e, shard_bytes, what, err);
+}
+
 int mt_index_decode(const void *data, size_t len, uint64_t shard_bytes, const char *what,
 		    mt_index **out, mt_error *err)
 {
@@ -98,14 +184,21 @@ int mt_index_decode(const void *data, size_t len, uint64_t shard_bytes, const ch
 	if (len < 20 || memcmp(data, INDEX_MAGIC, 4) != 0)
 		return mt_err(err, MT_ECORRUPT, "%s: chunk index: bad magic", what);
 	const uint8_t *bytes = data;
-	if (mt_get_u64(bytes + len - 8) != mt_xxh3(bytes, len - 8))
+	uint64_t sum = mt_get_u64(bytes + len - 8);
+	if (sum != mt_xxh3(bytes, len - 8))
 		return mt_err(err, MT_ECORRUPT, "%s: chunk index: checksum mismatch", what);
 	struct cursor c = {bytes + 4, len - 12};
 	take(&c, 8, &p);
-	if (mt_get_u32(p) != INDEX_VERSION)
+	uint32_t version = mt_get_u32(p), n = mt_get_u32(p + 4);
+	if (version != 1 && version != 2)
 		return mt_err(err, MT_EFORMAT, "%s: chunk index version %u is not supported", what,
-			      mt_get_u32(p));
-	uint32_t n = mt_get_u32(p + 4);
+			      version);
+	uint64_t rows = 0;
+	if (version >= 2) {
+		if (take(&c, 8, &p))
+			return mt_err(err, MT_ECORRUPT, "%s: chunk index: cut short", what);
+		rows = mt_get_u64(p);
+	}
 	/* Every entry takes at least 40 bytes, which bounds n before allocating. */
 	if (n > c.left / 40 + 1)
 		return mt_err(err, MT_ECORRUPT, "%s: chunk index: %u entries cannot fit", what, n);
@@ -114,45 +207,11 @@ int mt_index_decode(const void *data, size_t len, uint64_t shard_bytes, const ch
 		free(ix);
 		return mt_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
 	}
+	*ix = (mt_index){0, ix->e, version, rows, sum};
 	int rc = 0;
 	for (uint32_t i = 0; i < n && !rc; i++) {
-		mt_index_entry *e = &ix->e[i];
 		ix->n = i + 1;
-		if (take(&c, 4, &p) || mt_get_u32(p) > INDEX_MAX_NAME) {
-			rc = mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
-			break;
-		}
-		uint32_t nl = mt_get_u32(p);
-		if (take(&c, nl, &p) || !(e->name = strndup((const char *)p, nl))) {
-			rc = mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
-			break;
-		}
-		if (take(&c, 36, &p)) {
-			rc = mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
-			break;
-		}
-		e->dtype = (mt_dtype)mt_get_u32(p);
-		e->unit_bytes = mt_get_u64(p + 4);
-		e->chunk_units = mt_get_u64(p + 12);
-		e->units = mt_get_u64(p + 20);
-		uint64_t nchunks = mt_get_u64(p + 28);
-		if (nchunks > c.left / 40) {
-			rc = mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' is cut short", what,
-				    e->name);
-			break;
-		}
-		e->chunks = calloc(nchunks ? nchunks : 1, sizeof *e->chunks);
-		if (!e->chunks) {
-			rc = mt_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
-			break;
-		}
-		e->nchunks = nchunks;
-		for (size_t k = 0; k < nchunks; k++) {
-			take(&c, 40, &p);
-			e->chunks[k] = (mt_chunk){mt_get_u64(p), mt_get_u64(p + 8), mt_get_u64(p + 16),
-						  mt_get_u64(p + 24), mt_get_u64(p + 32)};
-		}
-		rc = check_entry(e, shard_bytes, what, err);
+		rc = decode_entry(&c, version, i, shard_bytes, what, &ix->e[i], err);
 	}
 	if (!rc && c.left != 0)
 		rc = mt_err(err, MT_ECORRUPT, "%s: chunk index: %zu trailing bytes", what, c.left);
@@ -182,4 +241,121 @@ void mt_index_free(mt_index *ix)
 	}
 	free(ix->e);
 	free(ix);
+}
+
+/* ---- binding a shard to its manifest ------------------------------------ */
+
+/* "float32[4,4]"; a scalar is "float32"; a version 1 entry, which records
+ * no shape, "float32, 64 bytes a unit". */
+static void type_text(char *buf, size_t cap, mt_dtype t, int rank, const uint64_t *shape,
+		      uint64_t unit_bytes)
+{
+	int n = snprintf(buf, cap, "%s", mt_dtype_name(t));
+	if (rank < 0) {
+		snprintf(buf + n, cap - (size_t)n, ", %llu bytes a unit",
+			 (unsigned long long)unit_bytes);
+		return;
+	}
+	for (int d = 0; d < rank && (size_t)n < cap; d++)
+		n += snprintf(buf + n, cap - (size_t)n, "%c%llu", d ? ',' : '[',
+			      (unsigned long long)shape[d]);
+	if (rank > 0 && (size_t)n < cap)
+		snprintf(buf + n, cap - (size_t)n, "]");
+}
+
+/* What the manifest says one HDF5 dataset of the shard holds. */
+struct expect {
+	const char *attr;  /* the attribute, for messages */
+	const char *sub;   /* "", "/values" or "/offsets" */
+	mt_dtype dtype;
+	int rank;
+	const uint64_t *shape;
+	uint64_t units;    /* UINT64_MAX: not known from the manifest (ragged items) */
+	const char *unit;  /* "rows", "offsets" */
+};
+
+static int check_expect(const mt_index *ix, const struct expect *x, const char *what,
+			mt_error *err)
+{
+	char name[300], want[200], got[200];
+	snprintf(name, sizeof name, "%s%s", x->attr, x->sub);
+	const mt_index_entry *e = mt_index_find(ix, name);
+	if (!e)
+		return mt_err(err, MT_ECORRUPT, "%s: the manifest names attribute %s, the shard's "
+			      "chunk index has no '%s'", what, x->attr, name);
+	uint64_t bytes = mt_dtype_size(x->dtype);
+	for (int d = 0; d < x->rank; d++)
+		bytes *= x->shape[d];
+	int same = e->dtype == x->dtype && e->unit_bytes == bytes &&
+		   (e->rank < 0 || e->rank == x->rank);
+	for (int d = 0; same && e->rank >= 0 && d < e->rank; d++)
+		same = e->shape[d] == x->shape[d];
+	if (!same) {
+		type_text(want, sizeof want, x->dtype, x->rank, x->shape, bytes);
+		type_text(got, sizeof got, e->dtype, e->rank, e->shape, e->unit_bytes);
+		return mt_err(err, MT_ECORRUPT, "%s: %s: the manifest says %s, the shard's chunk "
+			      "index says %s", what, name, want, got);
+	}
+	if (x->units != UINT64_MAX && e->units != x->units)
+		return mt_err(err, MT_ECORRUPT, "%s: %s: the manifest makes it %llu %s, the "
+			      "shard's chunk index %llu", what, name, (unsigned long long)x->units,
+			      x->unit, (unsigned long long)e->units);
+	return 0;
+}
+
+/* Every attribute of the manifest is in the index as the manifest says,
+ * and the index holds nothing else. */
+static int check_layout(const mt_index *ix, const mt_manifest *m, const mt_mshard *s,
+			const char *what, mt_error *err)
+{
+	if (ix->version >= 2 && ix->rows != s->rows)
+		return mt_err(err, MT_ECORRUPT, "%s: the manifest says %llu rows, the shard's "
+			      "chunk index says %llu", what, (unsigned long long)s->rows,
+			      (unsigned long long)ix->rows);
+	size_t parts = 0;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < m->nattrs; i++) {
+		const mt_attr *a = &m->attrs[i];
+		static const uint64_t scalar[1] = {0};
+		struct expect x = {a->name, "", a->dtype, a->rank, a->shape, s->rows, "rows"};
+		struct expect o = {a->name, "/offsets", MT_INT64, 0, scalar, s->rows + 1,
+				   "offsets"};
+		if (a->ragged) {
+			x.sub = "/values";
+			x.units = UINT64_MAX;
+		}
+		rc = check_expect(ix, &x, what, err);
+		if (!rc && a->ragged)
+			rc = check_expect(ix, &o, what, err);
+		parts += a->ragged ? 2 : 1;
+	}
+	if (!rc && ix->n != parts)
+		rc = mt_err(err, MT_ECORRUPT, "%s: the shard's chunk index holds %zu datasets, "
+			    "the manifest's attributes make %zu", what, ix->n, parts);
+	return rc;
+}
+
+int mt_index_decode_shard(const void *data, size_t len, uint64_t shard_bytes,
+			  const mt_manifest *m, size_t i, const char *what, mt_index **out,
+			  mt_error *err)
+{
+	const mt_mshard *s = &m->shards[i];
+	*out = NULL;
+	/* Checked first: another shard's index would fail the checks below
+	 * with a message that hides what happened. */
+	if (s->has_index_xxh3 && (len < 8 || mt_get_u64((const uint8_t *)data + len - 8) !=
+						     s->index_xxh3))
+		return mt_err(err, MT_ECORRUPT, "%s: the shard's chunk index is not the one the "
+			      "manifest names (xxh3 %016llx, the manifest says %016llx): the "
+			      "object holds another shard or is damaged", what,
+			      (unsigned long long)(len < 8 ? 0 : mt_get_u64((const uint8_t *)data +
+									      len - 8)),
+			      (unsigned long long)s->index_xxh3);
+	mt_index *ix;
+	int rc = mt_index_decode(data, len, shard_bytes, what, &ix, err);
+	if (!rc && (rc = check_layout(ix, m, s, what, err)))
+		mt_index_free(ix);
+	if (!rc)
+		*out = ix;
+	return rc;
 }

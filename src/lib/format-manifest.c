@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "format.h"
 
 /* Magic, version, entry count and checksum: the smallest chunk index. */
@@ -15,6 +16,10 @@
 /* One row or item of an attribute: more would overflow the sizes
  * computed from it long before it could be stored. */
 #define FM_ROW_BYTES_MAX (1ull << 40)
+/* The manifest's last member, as written: the checksum of the text
+ * without it (doc/FORMAT.md, "Manifest checksum"). */
+#define FM_SUM_HEAD ",\"checksum\":\"sha256:"
+#define FM_SUM_LEN (sizeof FM_SUM_HEAD - 1 + 64 + 2)
 
 char *mt_key_manifest(const char *dataset, const char *version)
 {
@@ -173,6 +178,14 @@ static json_t *fm_enc_shards(const mt_manifest *m)
 					(json_int_t)s->rows, "first_row", (json_int_t)s->first_row,
 					"index", (json_int_t)s->index_offset,
 					(json_int_t)s->index_bytes);
+		if (o && s->has_index_xxh3) {
+			char hex[17];
+			snprintf(hex, sizeof hex, "%016llx", (unsigned long long)s->index_xxh3);
+			if (json_object_set_new(o, "index_xxh3", json_string(hex))) {
+				json_decref(o);
+				o = NULL;
+			}
+		}
 		if (json_array_append_new(shards, o)) {
 			json_decref(shards);
 			return NULL;
@@ -200,6 +213,25 @@ static json_t *fm_enc_recipe(const mt_manifest *m)
 fail:
 	json_decref(args);
 	return NULL;
+}
+
+/* Replace the closing brace of the compact text with the checksum member
+ * and the brace: the checksum covers exactly the text before this call. */
+static int fm_seal(char **json)
+{
+	char hex[MT_SHA256_HEX];
+	mt_error e;
+	size_t len = strlen(*json);
+	char *sealed = mt_sha256_hex(*json, len, hex, &e) ? NULL
+		       : realloc(*json, len - 1 + FM_SUM_LEN + 1);
+	if (!sealed) {
+		free(*json);
+		*json = NULL;
+		return -1;
+	}
+	snprintf(sealed + len - 1, FM_SUM_LEN + 1, "%s%s\"}", FM_SUM_HEAD, hex);
+	*json = sealed;
+	return 0;
 }
 
 int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
@@ -232,6 +264,8 @@ int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 	if (!failed && !(*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 		failed = "(text)";
 	json_decref(root);
+	if (!failed && fm_seal(json))
+		failed = "checksum";
 	if (failed)
 		return mt_err(err, MT_EINVAL, "manifest of %s@%s: cannot encode %s (text must be "
 			      "UTF-8, numbers below 2^63; or out of memory)",
@@ -245,6 +279,8 @@ int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 struct fm_dec {
 	const char *what;
 	mt_error *err;
+	const char *json; /* the text as read, for its checksum */
+	size_t len;
 };
 
 /* MT_EFORMAT naming the manifest, then the JSON path and what is wrong. */
@@ -372,15 +408,68 @@ static int fm_dec_attrs(struct fm_dec *d, json_t *arr, mt_manifest *m)
 	return rc;
 }
 
-static int fm_is_sha(json_t *v)
+static int fm_is_hex(const char *s, size_t n)
 {
-	if (!json_is_string(v) || json_string_length(v) != 64)
-		return 0;
-	const char *s = json_string_value(v);
-	for (int i = 0; i < 64; i++)
+	for (size_t i = 0; i < n; i++)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return 1;
+}
+
+static int fm_is_sha(json_t *v)
+{
+	return json_is_string(v) && json_string_length(v) == 64 &&
+	       fm_is_hex(json_string_value(v), 64);
+}
+
+/* Optional: manifests before it have no index_xxh3. */
+static int fm_dec_index_xxh3(struct fm_dec *d, json_t *o, size_t i, mt_mshard *s)
+{
+	json_t *v = json_object_get(o, "index_xxh3");
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || json_string_length(v) != 16 ||
+	    !fm_is_hex(json_string_value(v), 16))
+		return fm_fail(d, "shards[%zu].index_xxh3: expected 16 lowercase hex digits", i);
+	s->index_xxh3 = strtoull(json_string_value(v), NULL, 16);
+	s->has_index_xxh3 = 1;
+	return 0;
+}
+
+/* When the manifest has a checksum, it must be its last member, written
+ * exactly as the encoder does, and match the text without it. */
+static int fm_dec_checksum(struct fm_dec *d, json_t *root)
+{
+	json_t *v = json_object_get(root, "checksum");
+	if (!v)
+		return 0;
+	size_t hl = sizeof FM_SUM_HEAD - 1;
+	const char *tail = d->len > FM_SUM_LEN ? d->json + d->len - FM_SUM_LEN : NULL;
+	if (!tail || memcmp(tail, FM_SUM_HEAD, hl) != 0 || !fm_is_hex(tail + hl, 64) ||
+	    memcmp(tail + hl + 64, "\"}", 2) != 0 || !json_is_string(v) ||
+	    strncmp(json_string_value(v), "sha256:", 7) != 0 ||
+	    strncmp(json_string_value(v) + 7, tail + hl, 64) != 0)
+		return mt_err(d->err, MT_ECORRUPT, "%s: checksum: must end the text as "
+			      ",\"checksum\":\"sha256:<64 hex digits>\"}; the text was rewritten "
+			      "after it was written", d->what);
+	mt_sha256 *h = NULL;
+	char hex[MT_SHA256_HEX];
+	mt_error e;
+	int rc = mt_sha256_new(&h, &e);
+	if (!rc)
+		rc = mt_sha256_update(h, d->json, (size_t)(tail - d->json), &e);
+	if (!rc)
+		rc = mt_sha256_update(h, "}", 1, &e);
+	if (!rc)
+		rc = mt_sha256_final(h, hex, &e);
+	mt_sha256_free(h);
+	if (rc)
+		return mt_err(d->err, rc, "%s: checksum: %s", d->what, e.message);
+	if (memcmp(hex, tail + hl, 64) != 0)
+		return mt_err(d->err, MT_ECORRUPT, "%s: checksum: the text hashes to "
+			      "sha256:%.16s..., the manifest says sha256:%.16s...: it was changed "
+			      "after it was written", d->what, hex, tail + hl);
+	return 0;
 }
 
 /* One shard entry; *next is the running sum of rows before it.  Paths
@@ -417,7 +506,7 @@ static int fm_dec_shard(struct fm_dec *d, json_t *o, size_t i, uint64_t *next, m
 		return fm_fail(d, "shards[%zu].index: bytes %llu+%llu lie outside the shard's "
 			       "%llu bytes", i, (unsigned long long)s->index_offset,
 			       (unsigned long long)s->index_bytes, (unsigned long long)s->bytes);
-	return 0;
+	return fm_dec_index_xxh3(d, o, i, s);
 }
 
 static int fm_dec_shards(struct fm_dec *d, json_t *arr, mt_manifest *m)
@@ -510,7 +599,8 @@ static int fm_dec_root(struct fm_dec *d, json_t *root, mt_manifest *m)
 			       (long long)format, MT_FORMAT_VERSION);
 	m->format = (int)format;
 	int rc;
-	if ((rc = fm_dec_str(d, root, "dataset", 1, &m->dataset)) ||
+	if ((rc = fm_dec_checksum(d, root)) ||
+	    (rc = fm_dec_str(d, root, "dataset", 1, &m->dataset)) ||
 	    (rc = fm_dec_str(d, root, "version", 1, &m->version)) ||
 	    (rc = fm_dec_str(d, root, "parent", 0, &m->parent)) ||
 	    (rc = fm_dec_str(d, root, "created", 1, &m->created)) ||
@@ -533,7 +623,7 @@ int mt_manifest_decode(const char *json, size_t len, const char *what, mt_manife
 		       mt_error *err)
 {
 	*out = NULL;
-	struct fm_dec d = {what ? what : "manifest", err};
+	struct fm_dec d = {what ? what : "manifest", err, json, len};
 	json_error_t je;
 	/* Strings with NUL bytes are refused (jansson's default). */
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
@@ -599,7 +689,7 @@ int mt_meta_encode(const mt_manifest *m, const char *updated, const char *descri
 int mt_meta_apply(mt_manifest *m, const char *json, size_t len, const char *what,
 		  mt_error *err)
 {
-	struct fm_dec d = {what, err};
+	struct fm_dec d = {what, err, json, len};
 	json_error_t je;
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)

@@ -271,7 +271,8 @@ static int plan_parts(const mt_attr *attrs, size_t nattrs, uint64_t rows,
 				pt->data = (const uint8_t *)cols[i].offsets;
 			}
 			for (int d = 0; d < pt->rank; d++)
-				pt->shape[d] = a->shape[d];
+				e->shape[d] = pt->shape[d] = a->shape[d];
+			e->rank = pt->rank;
 			e->dtype = pt->dtype;
 			e->unit_bytes = mt_dtype_size(pt->dtype);
 			for (int d = 0; d < pt->rank; d++)
@@ -402,6 +403,8 @@ static int assemble(const char *dataset, uint64_t rows, struct part *parts, size
 	if (!rc)
 		rc = write_index(file, &enc, &out->index_offset, dataset, err);
 	out->index_bytes = enc.len;
+	if (!rc)
+		out->index_xxh3 = mt_get_u64(enc.data + enc.len - 8);
 	mt_buf_free(&enc);
 	if (!rc && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
 		rc = h5_fail(err, dataset, "flush");
@@ -438,7 +441,8 @@ int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs, uin
 	for (size_t i = 0; i < nattrs; i++)
 		nparts += attrs[i].ragged ? 2 : 1;
 	struct part *parts = calloc(nparts ? nparts : 1, sizeof *parts);
-	mt_index ix = {0, calloc(nparts ? nparts : 1, sizeof(mt_index_entry))};
+	mt_index ix = {0, calloc(nparts ? nparts : 1, sizeof(mt_index_entry)), MT_INDEX_VERSION,
+		       rows, 0};
 	size_t *first_job = calloc(nparts + 1, sizeof *first_job);
 	mt_error *errs = NULL;
 	if (!parts || !ix.e || !first_job) {

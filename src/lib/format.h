@@ -7,7 +7,11 @@
 /* ---- chunk index --------------------------------------------------------
  * One entry per HDF5 dataset in a shard ("image", "tokens/values",
  * "tokens/offsets").  A "unit" is a row of a fixed attribute, an item of
- * ragged values, or one offset.  Encoded little-endian, see FORMAT.md. */
+ * ragged values, or one offset.  Encoded little-endian, see FORMAT.md.
+ * Version 2 adds the shard's rows and each unit's shape, so a reader can
+ * check the manifest's dtypes, shapes and rows against the shard itself. */
+
+#define MT_INDEX_VERSION 2
 
 typedef struct mt_chunk {
 	uint64_t offset; /* byte offset of the compressed chunk in the shard */
@@ -25,17 +29,22 @@ typedef struct mt_index_entry {
 	uint64_t units;       /* units in the dataset */
 	size_t nchunks;
 	mt_chunk *chunks;
+	int rank;                     /* version 2: dimensions of one unit; -1 in version 1 */
+	uint64_t shape[MT_MAX_RANK];
 } mt_index_entry;
 
 typedef struct mt_index {
 	size_t n;
 	mt_index_entry *e;
+	uint32_t version; /* 1 or 2; the encoder writes this version */
+	uint64_t rows;    /* version 2: the shard's rows */
+	uint64_t xxh3;    /* decoded: the index's trailing checksum */
 } mt_index;
 
 MT_LOCAL int mt_index_encode(const mt_index *ix, mt_buf *out, mt_error *err);
-/* Decode and check an encoded index (magic, lengths, trailing xxh3, chunks
- * in order and inside the shard of `shard_bytes`).  `what` names the
- * shard in errors. */
+/* Decode and check an encoded index of version 1 or 2 (magic, lengths,
+ * trailing xxh3, chunks in order and inside the shard of `shard_bytes`,
+ * version 2 shapes against unit sizes).  `what` names the shard in errors. */
 MT_LOCAL int mt_index_decode(const void *data, size_t len, uint64_t shard_bytes, const char *what,
 			     mt_index **out, mt_error *err);
 MT_LOCAL const mt_index_entry *mt_index_find(const mt_index *ix, const char *name);
@@ -50,6 +59,8 @@ typedef struct mt_mshard {
 	uint64_t first_row;
 	uint64_t index_offset; /* the chunk index's bytes inside the shard */
 	uint64_t index_bytes;
+	int has_index_xxh3;    /* manifests before the field lack it */
+	uint64_t index_xxh3;   /* the chunk index's trailing XXH3-64 */
 } mt_mshard;
 
 typedef struct mt_manifest {
@@ -75,13 +86,25 @@ typedef struct mt_manifest {
 	size_t nrecipe_args;
 } mt_manifest;
 
-/* Compact JSON text (malloc'ed, NUL-terminated). */
+/* Compact JSON text (malloc'ed, NUL-terminated), ending with the
+ * "checksum" member over the rest of the text. */
 MT_LOCAL int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err);
-/* Parse and validate (names, dtypes, shapes, row sums, shard order);
- * `what` (the key) is named in errors. */
+/* Parse and validate (checksum when present, names, dtypes, shapes, row
+ * sums, shard order); `what` (the key) is named in errors.  A checksum
+ * that does not match the text is MT_ECORRUPT. */
 MT_LOCAL int mt_manifest_decode(const char *json, size_t len, const char *what,
 				mt_manifest **out, mt_error *err);
 MT_LOCAL void mt_manifest_free(mt_manifest *m);
+
+/* Decode the chunk index of shard i of m (the bytes at the manifest's
+ * index offset; `shard_bytes` as for mt_index_decode) and check it is the
+ * one the manifest names: its trailing xxh3 against the manifest's
+ * index_xxh3 when recorded, then each attribute's dtype, shape (version 2)
+ * or unit size (version 1) and rows against the manifest.  `what` names
+ * the shard in errors; a mismatch is MT_ECORRUPT saying what differs. */
+MT_LOCAL int mt_index_decode_shard(const void *data, size_t len, uint64_t shard_bytes,
+				   const mt_manifest *m, size_t i, const char *what,
+				   mt_index **out, mt_error *err);
 /* Deep copies of attribute arrays (names duplicated). */
 MT_LOCAL int mt_attrs_dup(const mt_attr *a, size_t n, mt_attr **out);
 MT_LOCAL void mt_attrs_free(mt_attr *a, size_t n);
@@ -102,6 +125,7 @@ typedef struct mt_shard_image {
 	char sha256[65];
 	uint64_t index_offset;
 	uint64_t index_bytes;
+	uint64_t index_xxh3;    /* the chunk index's trailing checksum */
 	uint64_t raw_bytes;
 } mt_shard_image;
 

@@ -161,6 +161,41 @@ int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
 	return rc;
 }
 
+/* Read and decode the chunk index of shard i, checked against the manifest
+ * (mt_index_decode_shard). */
+static int fetch_index(mt_reader *r, size_t i, mt_index **ix, mt_error *err)
+{
+	const mt_mshard *s = &r->m->shards[i];
+	char *what = mt_asprintf("%s@%s: shard %zu: %s", r->m->dataset, r->m->version, i,
+				 r->keys[i]);
+	if (!what)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	void *data = NULL;
+	size_t got = 0;
+	int rc = mt_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data, &got,
+			      err);
+	if (!rc)
+		rc = mt_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
+	/* As for chunks: damage in transit goes away on a second read. */
+	if (rc == MT_ECORRUPT || rc == MT_ERANGE) {
+		free(data);
+		data = NULL;
+		rc = mt_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data,
+				  &got, err);
+		if (!rc)
+			rc = mt_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
+	}
+	/* A short object (or one a cache cannot hold): the store said which. */
+	if (rc == MT_ERANGE)
+		mt_err_prefix(err, "%s@%s: shard %zu: ", r->m->dataset, r->m->version, i);
+	else if (rc == MT_ENOTFOUND)
+		mt_err(err, rc, "%s@%s: shard %zu (%s) is missing", r->m->dataset, r->m->version, i,
+		       r->keys[i]);
+	free(data);
+	free(what);
+	return rc;
+}
+
 /* The chunk index of shard i: one ranged read, cached for the reader's life. */
 static int shard_index(mt_reader *r, size_t i, const mt_index **out, mt_error *err)
 {
@@ -168,30 +203,7 @@ static int shard_index(mt_reader *r, size_t i, const mt_index **out, mt_error *e
 	mt_index *ix = r->ix[i];
 	pthread_mutex_unlock(&r->lock);
 	if (!ix) {
-		const mt_mshard *s = &r->m->shards[i];
-		void *data = NULL;
-		size_t got = 0;
-		int rc = mt_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data,
-				      &got, err);
-		if (rc == MT_ENOTFOUND || rc == MT_ERANGE)
-			rc = mt_err(err, rc == MT_ENOTFOUND ? rc : MT_ECORRUPT,
-				    "%s@%s: shard %zu (%s) is %s", r->m->dataset, r->m->version, i,
-				    r->keys[i], rc == MT_ENOTFOUND ? "missing" : "cut short");
-		if (!rc)
-			rc = mt_index_decode(data, got, s->bytes, r->keys[i], &ix, err);
-		/* As for chunks: damage in transit goes away on a second read. */
-		if (rc == MT_ECORRUPT) {
-			free(data);
-			data = NULL;
-			rc = mt_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes,
-					  &data, &got, err);
-			if (!rc)
-				rc = mt_index_decode(data, got, s->bytes, r->keys[i], &ix, err);
-			if (rc == MT_ECORRUPT)
-				mt_err_prefix(err, "%s@%s: shard %zu: ", r->m->dataset,
-					      r->m->version, i);
-		}
-		free(data);
+		int rc = fetch_index(r, i, &ix, err);
 		if (rc)
 			return rc;
 		pthread_mutex_lock(&r->lock);
@@ -533,6 +545,32 @@ int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf,
 
 /* ---- verify ----------------------------------------------------------- */
 
+/* Append "; <the chunks of ix that fail their checksum>" to msg, rows
+ * counted as everywhere else: from the start of the dataset. */
+static int damaged_chunks(const mt_reader *r, size_t i, const mt_index *ix, const uint8_t *data,
+			  char *msg, size_t cap)
+{
+	int bad = 0;
+	for (size_t k = 0; k < ix->n; k++) {
+		const mt_index_entry *e = &ix->e[k];
+		int rows = strcmp(unit_word(e), "rows") == 0;
+		uint64_t base = rows ? r->m->shards[i].first_row : 0;
+		for (size_t c = 0; c < e->nchunks; c++) {
+			const mt_chunk *ch = &e->chunks[c];
+			if (mt_xxh3(data + ch->offset, ch->size) == ch->xxh3)
+				continue;
+			size_t len = strlen(msg);
+			snprintf(msg + len, cap - len, "%s%s chunk %zu (%s %llu..%llu%s) fails its "
+				 "checksum", len ? "; " : "", e->name, c, unit_word(e),
+				 (unsigned long long)(base + ch->first),
+				 (unsigned long long)(base + ch->first + ch->count - 1),
+				 rows ? "" : " of the shard");
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
 static int verify_shard(mt_reader *r, size_t i, char *msg, size_t cap)
 {
 	const mt_mshard *s = &r->m->shards[i];
@@ -550,27 +588,18 @@ static int verify_shard(mt_reader *r, size_t i, char *msg, size_t cap)
 		rc = mt_sha256_hex(data, got, sha, &e);
 	if (!rc && strcmp(sha, s->sha256) != 0)
 		rc = mt_err(&e, MT_ECORRUPT, "%s: sha256 is %s", r->keys[i], sha);
-	/* Name the damaged chunks too: repair can then salvage the rest. */
+	/* The index must be the one the manifest names and agree with its
+	 * attributes; then name the damaged chunks too: repair can salvage
+	 * the rest. */
 	mt_index *ix = NULL;
 	if (rc != MT_ENOTFOUND && data && got >= s->index_offset + s->index_bytes) {
 		mt_error ie;
-		int irc = mt_index_decode((uint8_t *)data + s->index_offset, s->index_bytes, got,
-					  r->keys[i], &ix, &ie);
+		int irc = mt_index_decode_shard((uint8_t *)data + s->index_offset, s->index_bytes,
+						got, r->m, i, r->keys[i], &ix, &ie);
 		if (irc && !rc)
 			rc = mt_err_copy(&e, &ie);
-		for (size_t k = 0; ix && k < ix->n; k++)
-			for (size_t c = 0; c < ix->e[k].nchunks; c++) {
-				const mt_chunk *ch = &ix->e[k].chunks[c];
-				if (mt_xxh3((uint8_t *)data + ch->offset, ch->size) == ch->xxh3)
-					continue;
-				size_t len = strlen(e.message);
-				snprintf(e.message + len, sizeof e.message - len,
-					 "%s%s chunk %zu (%s %llu..%llu) fails its checksum",
-					 len ? "; " : "", ix->e[k].name, c, unit_word(&ix->e[k]),
-					 (unsigned long long)ch->first,
-					 (unsigned long long)(ch->first + ch->count - 1));
-				rc = MT_ECORRUPT;
-			}
+		if (ix && damaged_chunks(r, i, ix, data, e.message, sizeof e.message))
+			rc = MT_ECORRUPT;
 		mt_index_free(ix);
 	}
 	free(data);

@@ -235,6 +235,8 @@ static int build_and_upload(mt_writer *w, const struct pending *p, mt_shard_imag
 		sh->rows = p->rows;
 		sh->index_offset = img->index_offset;
 		sh->index_bytes = img->index_bytes;
+		sh->has_index_xxh3 = 1;
+		sh->index_xxh3 = img->index_xxh3;
 		*raw = img->raw_bytes;
 	}
 	free(key);

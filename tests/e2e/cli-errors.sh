@@ -49,10 +49,13 @@ path = sys.argv[1]
 data = bytearray(open(path, "rb").read())
 # The chunk index is the contiguous dataset "_matorage_index"; find it by its magic.
 ix = data.rfind(b"MTIX")
-n = struct.unpack_from("<I", data, ix + 8)[0]
-p = ix + 12
+version, n = struct.unpack_from("<II", data, ix + 4)
+p = ix + (20 if version >= 2 else 12)
 nl = struct.unpack_from("<I", data, p)[0]
-p += 4 + nl + 4 + 8 * 4
+p += 4 + nl + 4
+if version >= 2:
+    p += 4 + 8 * struct.unpack_from("<I", data, p)[0]
+p += 8 * 4
 off, size = struct.unpack_from("<QQ", data, p)
 data[off + size // 2] ^= 0x55
 open(path, "wb").write(bytes(data))

@@ -19,16 +19,18 @@ static mt_attr attrs[] = {
 	{"emb.v-2", MT_FLOAT16, 3, {2, 3, 4}, 1},
 };
 
+/* The third entry is as manifests before index_xxh3 wrote it. */
 static mt_mshard shards[] = {
-	{SHA_A, 4031221, 1000, 0, 4027901, 3312},
-	{SHA_B, 999, 24, 1000, 100, 899},
-	{SHA_C, 1ull << 40, 3000000000ull, 1024, (1ull << 40) - 64, 64},
+	{SHA_A, 4031221, 1000, 0, 4027901, 3312, 1, 0x0123456789abcdefull},
+	{SHA_B, 999, 24, 1000, 100, 899, 1, 0xfedcba9876543210ull},
+	{SHA_C, 1ull << 40, 3000000000ull, 1024, (1ull << 40) - 64, 64, 0, 0},
 };
 
 /* mt_manifest's strings are not const: give it writable copies. */
 static char tag0[] = "images", tag1[] = "fashion ü";
 static char *tags[] = {tag0, tag1};
 static char dataset[] = "mnist", version[] = "v2", parent[] = "v1", author[] = "ana";
+static char version_v2[] = "v2";
 static char created[] = "2026-11-22T18:00:00.123Z";
 static char description[] = "Zürich ☃ 日本 — \"quoted\"\n\ttab \\ slash";
 
@@ -55,8 +57,8 @@ static mt_manifest sample(void)
 	};
 }
 
-/* The exact encoding of sample(): compact, keys in the documented order,
- * "ragged" only when true. */
+/* The exact encoding of sample() without its checksum: compact, keys in
+ * the documented order, "ragged" and "index_xxh3" only when there. */
 static const char sample_json[] =
 	"{\"format\":1,\"dataset\":\"mnist\",\"version\":\"v2\",\"parent\":\"v1\","
 	"\"created\":\"2026-11-22T18:00:00.123Z\",\"author\":\"ana\","
@@ -68,9 +70,9 @@ static const char sample_json[] =
 	"{\"name\":\"label\",\"dtype\":\"int64\",\"shape\":[]},"
 	"{\"name\":\"emb.v-2\",\"dtype\":\"float16\",\"shape\":[2,3,4],\"ragged\":true}],"
 	"\"shards\":[{\"sha256\":\"" SHA_A "\",\"bytes\":4031221,\"rows\":1000,\"first_row\":0,"
-	"\"index\":[4027901,3312]},"
+	"\"index\":[4027901,3312],\"index_xxh3\":\"0123456789abcdef\"},"
 	"{\"sha256\":\"" SHA_B "\",\"bytes\":999,\"rows\":24,\"first_row\":1000,"
-	"\"index\":[100,899]},"
+	"\"index\":[100,899],\"index_xxh3\":\"fedcba9876543210\"},"
 	"{\"sha256\":\"" SHA_C "\",\"bytes\":1099511627776,\"rows\":3000000000,"
 	"\"first_row\":1024,\"index\":[1099511627712,64]}]}";
 
@@ -103,6 +105,19 @@ static int manifests_equal(const mt_manifest *a, const mt_manifest *b)
 	       memcmp(a->shards, b->shards, a->nshards * sizeof *a->shards) == 0;
 }
 
+/* text (a manifest without checksum) with the checksum member the format
+ * defines: sha256 of text, inserted before the closing brace. */
+static char *sealed(const char *text)
+{
+	char hex[MT_SHA256_HEX];
+	mt_error err;
+	size_t n = strlen(text);
+	mt_sha256_hex(text, n, hex, &err);
+	char *s = malloc(n + 100);
+	snprintf(s, n + 100, "%.*s,\"checksum\":\"sha256:%s\"}", (int)(n - 1), text, hex);
+	return s;
+}
+
 static void test_roundtrip(void)
 {
 	mt_manifest m = sample();
@@ -110,9 +125,11 @@ static void test_roundtrip(void)
 	mt_error err;
 	if (!TAP_CALL(mt_manifest_encode(&m, &json, &err), &err, "encode a full manifest"))
 		return;
-	tap_ok(strcmp(json, sample_json) == 0, "encoding is compact, ordered, exact");
-	if (strcmp(json, sample_json))
+	char *want = sealed(sample_json);
+	tap_ok(strcmp(json, want) == 0, "encoding is compact, ordered, exact, checksum last");
+	if (strcmp(json, want))
 		tap_diag("got %s", json);
+	free(want);
 	mt_manifest *d = NULL;
 	if (TAP_CALL(mt_manifest_decode(json, strlen(json), "datasets/mnist/versions/v2.json", &d,
 					&err), &err, "decode it")) {
@@ -158,9 +175,11 @@ static void test_recipe(void)
 	if (!TAP_CALL(mt_manifest_encode(&m, &json, &err), &err, "encode a manifest with a recipe"))
 		return;
 	const char *tail = ",\"recipe\":{\"sha256\":\"" SHA_A "\",\"args\":{\"csv\":"
-			   "\"data/x.csv\",\"empty\":\"\",\"eq\":\"a=b\"}}}";
-	tap_ok(strlen(json) > strlen(tail) && !strcmp(json + strlen(json) - strlen(tail), tail),
-	       "the recipe is {sha256, args} with the arguments as a JSON object in order");
+			   "\"data/x.csv\",\"empty\":\"\",\"eq\":\"a=b\"}},\"checksum\":\"";
+	const char *at = strstr(json, tail);
+	tap_ok(at && strlen(at) == strlen(tail) + 7 + 64 + 2,
+	       "the recipe is {sha256, args} with the arguments as a JSON object in order, "
+	       "just before the checksum");
 	mt_manifest *d = NULL;
 	if (TAP_CALL(mt_manifest_decode(json, strlen(json), "with-recipe", &d, &err), &err,
 		     "decode it")) {
@@ -237,6 +256,8 @@ static void test_big(void)
 		sh[i].first_row = row;
 		sh[i].index_offset = 67000000 + i;
 		sh[i].index_bytes = 13312;
+		sh[i].has_index_xxh3 = 1;
+		sh[i].index_xxh3 = 0x9e3779b97f4a7c15ull * (i + 1);
 		row += sh[i].rows;
 	}
 	m.shards = sh;
@@ -398,6 +419,12 @@ static void test_decode_errors(void)
 	       "expected a JSON object");
 	refuse("a NUL inside a string is refused", "\"author\":\"ana\"", "\"author\":\"a\\u0000b\"",
 	       F, "invalid JSON");
+	refuse("index_xxh3 must be lowercase hex", "\"index_xxh3\":\"0123456789abcdef\"",
+	       "\"index_xxh3\":\"0123456789ABCDEF\"", F, "shards[0].index_xxh3");
+	refuse("index_xxh3 must be 16 digits", "\"index_xxh3\":\"fedcba9876543210\"",
+	       "\"index_xxh3\":\"fedcba987654321\"", F, "shards[1].index_xxh3");
+	refuse("index_xxh3 must be a string", "\"index_xxh3\":\"0123456789abcdef\"",
+	       "\"index_xxh3\":81985529216486895", F, "shards[0].index_xxh3");
 
 	mt_manifest *m;
 	mt_error err;
@@ -405,6 +432,90 @@ static void test_decode_errors(void)
 	tap_ok(rc == F && strstr(err.message, KEY), "empty input: %s", err.message);
 	rc = mt_manifest_decode(sample_json, 40, KEY, &m, &err);
 	tap_ok(rc == F && strstr(err.message, "invalid JSON"), "truncated input: %s", err.message);
+}
+
+/* ---- the manifest's checksum ---------------------------------------------- */
+
+/* `text` with its first `from` replaced by `to`. */
+static char *replace(const char *text, const char *from, const char *to)
+{
+	const char *at = strstr(text, from);
+	if (!at)
+		return NULL;
+	size_t head = (size_t)(at - text), n = strlen(text) - strlen(from) + strlen(to);
+	char *s = malloc(n + 1);
+	memcpy(s, text, head);
+	strcpy(s + head, to);
+	strcat(s, at + strlen(from));
+	return s;
+}
+
+/* Decoding `json` fails with MT_ECORRUPT, naming the key and `needle`. */
+static void corrupt(const char *name, char *json, const char *needle)
+{
+	mt_manifest *m = NULL;
+	mt_error err = {0};
+	int rc = json ? mt_manifest_decode(json, strlen(json), KEY, &m, &err) : 1;
+	tap_ok(rc == MT_ECORRUPT && !m &&
+		       !strncmp(err.message, KEY ": checksum: ", strlen(KEY) + 12) &&
+		       strstr(err.message, needle),
+	       "%s: %s", name, err.message);
+	if (rc == 0)
+		mt_manifest_free(m);
+	free(json);
+}
+
+static void test_checksum(void)
+{
+	mt_manifest m = sample();
+	char *json = NULL;
+	mt_error err = {0};
+	if (!TAP_CALL(mt_manifest_encode(&m, &json, &err), &err, "encode for the checksum tests"))
+		return;
+	const char *sum = strstr(json, ",\"checksum\":\"sha256:");
+	tap_ok(sum && strlen(sum) == 86, "the checksum is the last member, 64 hex digits");
+	mt_manifest *d = NULL;
+	if (TAP_CALL(mt_manifest_decode(json, strlen(json), KEY, &d, &err), &err,
+		     "a manifest with a good checksum decodes"))
+		tap_ok(d->shards[0].has_index_xxh3 &&
+			       d->shards[0].index_xxh3 == 0x0123456789abcdefull &&
+			       d->shards[1].index_xxh3 == 0xfedcba9876543210ull &&
+			       !d->shards[2].has_index_xxh3,
+		       "index_xxh3 comes back where it was written, and only there");
+	mt_manifest_free(d);
+
+	corrupt("one changed letter", replace(json, "\"author\":\"ana\"", "\"author\":\"anb\""),
+		"changed after it was written");
+	corrupt("an edited dtype is an edit, not a bad field",
+		replace(json, "\"dtype\":\"int32\"", "\"dtype\":\"int64\""), "changed after");
+	corrupt("edited rows are an edit, not a bad row count",
+		replace(json, "\"rows\":3000001024", "\"rows\":3000001025"), "changed after");
+	char *other = strdup(json);
+	char *digit = other + strlen(other) - 66; /* the first digit of the checksum itself */
+	*digit = *digit == '0' ? '1' : '0';
+	corrupt("a changed checksum", other, "changed after");
+	corrupt("a checksum rewritten with spaces",
+		replace(json, ",\"checksum\":\"", ", \"checksum\": \""), "must end the text");
+	char *moved = malloc(strlen(json) + 1);
+	snprintf(moved, strlen(json) + 1, "{%.84s,%.*s}", sum + 1, (int)(sum - json - 1), json + 1);
+	corrupt("a checksum that is not the last member", moved, "must end the text");
+	char *nl = malloc(strlen(json) + 2);
+	sprintf(nl, "%s\n", json);
+	corrupt("a newline after the closing brace", nl, "must end the text");
+	corrupt("a checksum that is not a string",
+		replace(json, sum, ",\"checksum\":7}"), "must end the text");
+
+	/* Without its checksum the text decodes as a manifest written before it. */
+	char *old = strndup(json, (size_t)(sum - json));
+	char *plain = malloc(strlen(old) + 2);
+	sprintf(plain, "%s}", old);
+	d = NULL;
+	TAP_CALL(mt_manifest_decode(plain, strlen(plain), KEY, &d, &err), &err,
+		 "a manifest without checksum decodes");
+	mt_manifest_free(d);
+	free(plain);
+	free(old);
+	free(json);
 }
 
 /* ---- attribute lists a writer is given ------------------------------------ */
@@ -470,17 +581,33 @@ static mt_chunk ix_chunks0[] = {
 	{4096, 1000, 0, 256, 11}, {5096, 900, 256, 256, 22}, {5996, 10, 512, 3, 33}};
 static mt_chunk ix_chunks1[] = {{6006, 77, 0, 40, 44}};
 
-static mt_index sample_index(mt_index_entry *e)
+static mt_index sample_index(mt_index_entry *e, uint32_t v)
 {
-	e[0] = (mt_index_entry){ix_name0, MT_UINT8, 784, 256, 515, 3, ix_chunks0};
-	e[1] = (mt_index_entry){ix_name1, MT_INT32, 4, 1024, 40, 1, ix_chunks1};
-	return (mt_index){2, e};
+	e[0] = (mt_index_entry){.name = ix_name0, .dtype = MT_UINT8, .unit_bytes = 784,
+				.chunk_units = 256, .units = 515, .nchunks = 3,
+				.chunks = ix_chunks0, .rank = 2, .shape = {28, 28}};
+	e[1] = (mt_index_entry){.name = ix_name1, .dtype = MT_INT32, .unit_bytes = 4,
+				.chunk_units = 1024, .units = 40, .nchunks = 1,
+				.chunks = ix_chunks1, .rank = 0};
+	return (mt_index){.n = 2, .e = e, .version = v, .rows = 515};
 }
 
-/* Offsets into the sample's encoding (see doc/FORMAT.md): header 12 bytes,
- * then entry 0's name length, name, 36 bytes of shape, 40 per chunk. */
-#define IX_E0_SHAPE (12 + 4 + 5)
-#define IX_E0_CHUNK(c) (IX_E0_SHAPE + 36 + 40 * (c))
+/* Offsets into the sample's encoding (see doc/FORMAT.md): the header (12
+ * bytes, 20 in version 2), entry 0's name length and name, its dtype,
+ * (version 2) rank and two dimensions, the 32 bytes of its chunk grid,
+ * 40 per chunk. */
+static size_t ix_e0_dtype(uint32_t v)
+{
+	return (v == 1 ? 12 : 20) + 4 + 5;
+}
+static size_t ix_e0_grid(uint32_t v)
+{
+	return ix_e0_dtype(v) + (v == 1 ? 4 : 4 + 4 + 16);
+}
+static size_t ix_e0_chunk(uint32_t v, size_t c)
+{
+	return ix_e0_grid(v) + 32 + 40 * c;
+}
 
 static void reseal(mt_buf *b)
 {
@@ -500,53 +627,61 @@ static int decode_fails(const mt_buf *b, uint64_t shard_bytes, int code, const c
 	return ok;
 }
 
-static void test_index_roundtrip(void)
+static void test_index_roundtrip(uint32_t v)
 {
 	mt_index_entry e[2];
-	mt_index in = sample_index(e);
+	mt_index in = sample_index(e, v);
 	mt_buf b = {0};
 	mt_error err = {0};
-	TAP_CALL(mt_index_encode(&in, &b, &err), &err, "index: encode");
-	tap_ok(b.len == 12 + (4 + 5 + 36 + 3 * 40) + (4 + 13 + 36 + 40) + 8,
-	       "index: encoded size %zu", b.len);
+	TAP_CALL(mt_index_encode(&in, &b, &err), &err, "index v%u: encode", v);
+	size_t want = v == 1 ? 12 + (4 + 5 + 36 + 3 * 40) + (4 + 13 + 36 + 40) + 8
+			     : 20 + (4 + 5 + 40 + 16 + 3 * 40) + (4 + 13 + 40 + 40) + 8;
+	tap_ok(b.len == want, "index v%u: encoded size %zu (%zu)", v, b.len, want);
 	mt_index *out = NULL;
-	TAP_CALL(mt_index_decode(b.data, b.len, 6083, "s", &out, &err), &err, "index: decode");
-	int same = out && out->n == 2;
+	TAP_CALL(mt_index_decode(b.data, b.len, 6083, "s", &out, &err), &err, "index v%u: decode",
+		 v);
+	int same = out && out->n == 2 && out->version == v && out->rows == (v == 1 ? 0 : 515) &&
+		   out->xxh3 == mt_get_u64(b.data + b.len - 8);
 	for (size_t i = 0; same && i < 2; i++) {
 		const mt_index_entry *a = &in.e[i], *o = &out->e[i];
 		same = !strcmp(a->name, o->name) && a->dtype == o->dtype &&
 		       a->unit_bytes == o->unit_bytes && a->chunk_units == o->chunk_units &&
 		       a->units == o->units && a->nchunks == o->nchunks &&
-		       !memcmp(a->chunks, o->chunks, a->nchunks * sizeof *a->chunks);
+		       !memcmp(a->chunks, o->chunks, a->nchunks * sizeof *a->chunks) &&
+		       o->rank == (v == 1 ? -1 : a->rank) &&
+		       (v == 1 || !memcmp(a->shape, o->shape, sizeof a->shape));
 	}
-	tap_ok(same, "index: decodes to what was encoded");
+	tap_ok(same, "index v%u: decodes to what was encoded%s", v,
+	       v == 1 ? " (no shape, no rows)" : ", shapes and rows included");
 	tap_ok(out && mt_index_find(out, "tokens/values") == &out->e[1] &&
 		       !mt_index_find(out, "tokens") && !mt_index_find(out, "image/"),
-	       "index: find by exact name");
+	       "index v%u: find by exact name", v);
 	mt_index_free(out);
 
 	/* An empty index (a shard of 0 rows has entries without chunks). */
 	mt_chunk none[1];
-	mt_index_entry z = {ix_name0, MT_FLOAT64, 8, 1, 0, 0, none};
-	mt_index zi = {1, &z};
+	mt_index_entry z = {.name = ix_name0, .dtype = MT_FLOAT64, .unit_bytes = 8,
+			    .chunk_units = 1, .chunks = none};
+	mt_index zi = {.n = 1, .e = &z, .version = v};
 	mt_buf zb = {0};
-	TAP_CALL(mt_index_encode(&zi, &zb, &err), &err, "index: encode 0 rows");
+	TAP_CALL(mt_index_encode(&zi, &zb, &err), &err, "index v%u: encode 0 rows", v);
 	out = NULL;
-	TAP_CALL(mt_index_decode(zb.data, zb.len, 0, "s", &out, &err), &err, "index: decode 0 rows");
+	TAP_CALL(mt_index_decode(zb.data, zb.len, 0, "s", &out, &err), &err,
+		 "index v%u: decode 0 rows", v);
 	tap_ok(out && out->n == 1 && out->e[0].nchunks == 0 && out->e[0].units == 0,
-	       "index: 0 rows round trip");
+	       "index v%u: 0 rows round trip", v);
 	mt_index_free(out);
 	mt_buf_free(&zb);
 	mt_buf_free(&b);
 }
 
-static void test_index_errors(void)
+static void test_index_errors(uint32_t v)
 {
 	mt_index_entry e[2];
-	mt_index in = sample_index(e);
+	mt_index in = sample_index(e, v);
 	mt_buf good = {0}, b = {0};
 	mt_error err = {0};
-	TAP_CALL(mt_index_encode(&in, &good, &err), &err, "index: encode");
+	TAP_CALL(mt_index_encode(&in, &good, &err), &err, "index v%u: encode", v);
 
 	/* Every truncation is refused, none reads past the end. */
 	int all = 1;
@@ -556,7 +691,7 @@ static void test_index_errors(void)
 			all = 0;
 		mt_index_free(ix);
 	}
-	tap_ok(all, "index: all %zu truncations refused as corrupt", good.len);
+	tap_ok(all, "index v%u: all %zu truncations refused as corrupt", v, good.len);
 
 	/* Every single flipped byte is caught (by the checksum or a check). */
 	all = 1;
@@ -568,7 +703,7 @@ static void test_index_errors(void)
 		good.data[i] ^= 0x10;
 		mt_index_free(ix);
 	}
-	tap_ok(all, "index: every flipped byte refused");
+	tap_ok(all, "index v%u: every flipped byte refused", v);
 
 #define MUTATE(stmt, shard_bytes, code, needle, what)                                    \
 	do {                                                                              \
@@ -579,35 +714,164 @@ static void test_index_errors(void)
 		decode_fails(&b, shard_bytes, code, needle, what);                        \
 	} while (0)
 
+	size_t dt = ix_e0_dtype(v), grid = ix_e0_grid(v);
 	MUTATE(memcpy(b.data, "MTIY", 4), 0, MT_ECORRUPT, "bad magic", "bad magic");
 	b.len = 0;
 	mt_buf_append(&b, good.data, good.len);
-	b.data[IX_E0_CHUNK(0) + 8] ^= 1;
+	b.data[ix_e0_chunk(v, 0) + 8] ^= 1;
 	decode_fails(&b, 0, MT_ECORRUPT, "checksum", "flipped bit, old checksum");
-	MUTATE(mt_put_u32(b.data + 4, 2), 0, MT_EFORMAT, "version 2", "future version");
+	MUTATE(mt_put_u32(b.data + 4, 3), 0, MT_EFORMAT, "version 3", "future version");
 	MUTATE(mt_put_u32(b.data + 8, 1000000), 0, MT_ECORRUPT, "cannot fit", "entry count");
 	MUTATE(mt_put_u32(b.data + 8, 1), 0, MT_ECORRUPT, "trailing", "fewer entries than bytes");
-	MUTATE(mt_put_u32(b.data + 12, 100000), 0, MT_ECORRUPT, "entry 0", "name too long");
-	MUTATE(mt_put_u32(b.data + IX_E0_SHAPE, 99), 0, MT_ECORRUPT, "unknown dtype",
-	       "unknown dtype");
-	MUTATE(mt_put_u64(b.data + IX_E0_SHAPE + 12, 0), 0, MT_ECORRUPT, "zero chunk",
-	       "zero chunk units");
-	MUTATE(mt_put_u64(b.data + IX_E0_SHAPE + 20, 516), 0, MT_ECORRUPT, "515 units, not 516",
+	MUTATE(mt_put_u32(b.data + dt - 9, 100000), 0, MT_ECORRUPT, "entry 0", "name too long");
+	MUTATE(mt_put_u32(b.data + dt, 99), 0, MT_ECORRUPT, "unknown dtype", "unknown dtype");
+	MUTATE(mt_put_u64(b.data + grid + 8, 0), 0, MT_ECORRUPT, "zero chunk", "zero chunk units");
+	MUTATE(mt_put_u64(b.data + grid + 16, 516), 0, MT_ECORRUPT, "515 units, not 516",
 	       "units disagree with chunks");
-	MUTATE(mt_put_u64(b.data + IX_E0_SHAPE + 28, 1ull << 40), 0, MT_ECORRUPT, "cut short",
+	MUTATE(mt_put_u64(b.data + grid + 24, 1ull << 40), 0, MT_ECORRUPT, "cut short",
 	       "huge chunk count");
-	MUTATE(mt_put_u64(b.data + IX_E0_CHUNK(1) + 16, 300), 0, MT_ECORRUPT, "chunk 1",
+	MUTATE(mt_put_u64(b.data + ix_e0_chunk(v, 1) + 16, 300), 0, MT_ECORRUPT, "chunk 1",
 	       "chunk out of order");
-	MUTATE(mt_put_u64(b.data + IX_E0_CHUNK(0) + 24, 257), 0, MT_ECORRUPT, "chunk 0",
+	MUTATE(mt_put_u64(b.data + ix_e0_chunk(v, 0) + 24, 257), 0, MT_ECORRUPT, "chunk 0",
 	       "chunk larger than the chunk shape");
-	MUTATE(mt_put_u64(b.data + IX_E0_CHUNK(2) + 8, 0), 0, MT_ECORRUPT, "chunk 2",
+	MUTATE(mt_put_u64(b.data + ix_e0_chunk(v, 2) + 8, 0), 0, MT_ECORRUPT, "chunk 2",
 	       "empty chunk");
-	MUTATE(mt_put_u64(b.data + IX_E0_CHUNK(0), UINT64_MAX - 10), 0, MT_ECORRUPT, "chunk 0",
+	MUTATE(mt_put_u64(b.data + ix_e0_chunk(v, 0), UINT64_MAX - 10), 0, MT_ECORRUPT, "chunk 0",
 	       "offset + size overflows");
 	MUTATE((void)0, 6082, MT_ECORRUPT, "tokens/values", "chunk past the end of the shard");
+	if (v == 2) {
+		MUTATE(mt_put_u32(b.data + dt + 4, 9), 0, MT_ECORRUPT, "rank", "rank 9");
+		MUTATE(mt_put_u64(b.data + dt + 8, 27), 0, MT_ECORRUPT, "not its 784 bytes",
+		       "a shape that is not the unit size");
+		MUTATE(mt_put_u64(b.data + dt + 16, 0), 0, MT_ECORRUPT, "not its 784 bytes",
+		       "a zero dimension");
+		MUTATE(mt_put_u64(b.data + dt + 8, 1ull << 62), 0, MT_ECORRUPT, "not its 784 bytes",
+		       "a shape whose size overflows");
+	}
 #undef MUTATE
 	mt_buf_free(&b);
 	mt_buf_free(&good);
+	mt_index bad = in;
+	bad.version = 3;
+	tap_ok(mt_index_encode(&bad, &b, &err) == MT_EINVAL, "index: version 3 cannot be encoded");
+	mt_buf_free(&b);
+}
+
+/* ---- a shard's chunk index against its manifest ------------------------ */
+
+static char bx[] = "x", bt_values[] = "t/values", bt_offsets[] = "t/offsets";
+static mt_chunk bchunks[3][1] = {{{100, 10, 0, 5, 1}}, {{110, 10, 0, 9, 2}}, {{120, 10, 0, 6, 3}}};
+
+/* Shard 1 of a manifest of two 5-row shards: x float32[16], t ragged int16[3]. */
+struct bound {
+	mt_attr attrs[2];
+	mt_mshard shards[2];
+	mt_manifest m;
+	mt_index_entry e[3];
+	mt_index ix;
+	mt_buf enc;
+};
+
+static void bound_init(struct bound *b, uint32_t v)
+{
+	memset(b, 0, sizeof *b);
+	b->attrs[0] = (mt_attr){"x", MT_FLOAT32, 1, {16}, 0};
+	b->attrs[1] = (mt_attr){"t", MT_INT16, 1, {3}, 1};
+	b->e[0] = (mt_index_entry){.name = bx, .dtype = MT_FLOAT32, .unit_bytes = 64,
+				   .chunk_units = 5, .units = 5, .nchunks = 1,
+				   .chunks = bchunks[0], .rank = 1, .shape = {16}};
+	b->e[1] = (mt_index_entry){.name = bt_values, .dtype = MT_INT16, .unit_bytes = 6,
+				   .chunk_units = 9, .units = 9, .nchunks = 1,
+				   .chunks = bchunks[1], .rank = 1, .shape = {3}};
+	b->e[2] = (mt_index_entry){.name = bt_offsets, .dtype = MT_INT64, .unit_bytes = 8,
+				   .chunk_units = 6, .units = 6, .nchunks = 1,
+				   .chunks = bchunks[2], .rank = 0};
+	b->ix = (mt_index){.n = 3, .e = b->e, .version = v, .rows = 5};
+	b->m = (mt_manifest){.dataset = dataset, .version = version_v2,
+			     .attrs = b->attrs, .nattrs = 2, .shards = b->shards, .nshards = 2,
+			     .rows = 10};
+	b->shards[0] = (mt_mshard){SHA_A, 1000, 5, 0, 900, 100, 0, 0};
+	b->shards[1] = (mt_mshard){SHA_B, 1000, 5, 5, 900, 100, 0, 0};
+}
+
+/* Encode b's index; with `hash`, the manifest records its xxh3. */
+static void bound_seal(struct bound *b, int hash)
+{
+	mt_error err;
+	b->enc.len = 0;
+	mt_index_encode(&b->ix, &b->enc, &err);
+	b->shards[1].has_index_xxh3 = hash;
+	b->shards[1].index_xxh3 = mt_get_u64(b->enc.data + b->enc.len - 8);
+}
+
+/* Decoding shard 1 passes (needle NULL) or fails with MT_ECORRUPT saying needle. */
+static void bound_check(struct bound *b, const char *needle, const char *name)
+{
+	mt_index *ix = NULL;
+	mt_error err = {0};
+	int rc = mt_index_decode_shard(b->enc.data, b->enc.len, 1000, &b->m, 1,
+				       "mnist@v2: shard 1: " SHA_B, &ix, &err);
+	if (!needle)
+		tap_ok(rc == 0 && ix, "bound: %s (%s)", name, err.message);
+	else
+		tap_ok(rc == MT_ECORRUPT && !ix && strstr(err.message, "mnist@v2: shard 1: ") &&
+			       strstr(err.message, needle),
+		       "bound: %s: %s", name, err.message);
+	mt_index_free(ix);
+}
+
+static void test_bound(void)
+{
+	struct bound b;
+	bound_init(&b, 2);
+	bound_seal(&b, 1);
+	bound_check(&b, NULL, "an index that matches its manifest passes");
+	b.attrs[0].dtype = MT_INT32;
+	bound_check(&b, "x: the manifest says int32[16], the shard's chunk index says float32[16]",
+		    "float32 -> int32 is named");
+	b.attrs[0].dtype = MT_FLOAT32;
+	b.attrs[0] = (mt_attr){"x", MT_FLOAT32, 2, {4, 4}, 0};
+	bound_check(&b, "x: the manifest says float32[4,4], the shard's chunk index says "
+		    "float32[16]", "[16] -> [4,4] is named");
+	b.attrs[0] = (mt_attr){"x", MT_FLOAT32, 1, {16}, 0};
+	b.attrs[1].shape[0] = 1;
+	b.attrs[1].dtype = MT_INT64; /* the same item size */
+	bound_check(&b, "t/values: the manifest says int64[1]", "a ragged item's type is named");
+	b.attrs[1] = (mt_attr){"t", MT_INT16, 1, {3}, 1};
+	b.shards[1].rows = 4;
+	bound_check(&b, "the manifest says 4 rows, the shard's chunk index says 5",
+		    "rows are checked");
+	b.shards[1].rows = 5;
+	b.attrs[1].ragged = 0;
+	bound_check(&b, "has no 't'", "a ragged attribute made fixed is caught");
+	b.attrs[1].ragged = 1;
+	b.m.nattrs = 1;
+	bound_check(&b, "holds 3 datasets, the manifest's attributes make 1",
+		    "an attribute dropped from the manifest is caught");
+	b.m.nattrs = 2;
+	b.shards[1].index_xxh3 ^= 1;
+	bound_check(&b, "is not the one the manifest names", "another shard's index is caught");
+	b.shards[1].has_index_xxh3 = 0;
+	bound_check(&b, NULL, "without index_xxh3 (older manifests) the hash is not checked");
+	mt_buf_free(&b.enc);
+
+	/* Version 1 records no shape and no rows: a reshape of the same size
+	 * passes, a dtype or row count that differs does not. */
+	bound_init(&b, 1);
+	bound_seal(&b, 1);
+	bound_check(&b, NULL, "v1 index: a matching manifest passes");
+	b.attrs[0] = (mt_attr){"x", MT_FLOAT32, 2, {4, 4}, 0};
+	bound_check(&b, NULL, "v1 index: [16] -> [4,4] cannot be seen (documented)");
+	b.attrs[0] = (mt_attr){"x", MT_FLOAT32, 1, {8}, 0};
+	bound_check(&b, "the manifest says float32[8], the shard's chunk index says float32, 64 "
+		    "bytes a unit", "v1 index: [16] -> [8] is caught by the unit size");
+	b.attrs[0] = (mt_attr){"x", MT_INT32, 1, {16}, 0};
+	bound_check(&b, "says int32[16]", "v1 index: float32 -> int32 is caught");
+	b.attrs[0] = (mt_attr){"x", MT_FLOAT32, 1, {16}, 0};
+	b.shards[1].rows = 4;
+	bound_check(&b, "x: the manifest makes it 4 rows, the shard's chunk index 5",
+		    "v1 index: rows are caught by the units");
+	mt_buf_free(&b.enc);
 }
 
 int main(void)
@@ -617,10 +881,14 @@ int main(void)
 	test_encode_errors();
 	test_big();
 	test_decode_errors();
+	test_checksum();
 	test_attrs();
 	test_keys();
 
-	test_index_roundtrip();
-	test_index_errors();
+	test_index_roundtrip(1);
+	test_index_roundtrip(2);
+	test_index_errors(1);
+	test_index_errors(2);
+	test_bound();
 	return tap_done();
 }

@@ -10,9 +10,11 @@
 #define ROWS 1000
 
 static mt_store *store;
+static char root[] = "/tmp/mt-loader.XXXXXX";
 
-/* Dataset "ld": x (int64) = row number; r (ragged uint8) = row % 5 items of row & 0xff. */
-static int make_dataset(void)
+/* Dataset `name`: x (int64) = base + row number; r (ragged uint8) = row % 5
+ * items of row & 0xff. */
+static int make_named(const char *name, int64_t base)
 {
 	mt_attr attrs[2] = {{.name = "x", .dtype = MT_INT64, .rank = 0},
 			    {.name = "r", .dtype = MT_UINT8, .rank = 0, .ragged = 1}};
@@ -22,14 +24,14 @@ static int make_dataset(void)
 	o.chunk_bytes = 64;
 	mt_writer *w;
 	mt_error err = {0};
-	if (mt_writer_open(store, "ld", attrs, 2, &o, &w, &err))
+	if (mt_writer_open(store, name, attrs, 2, &o, &w, &err))
 		return tap_diag("writer: %s", err.message), -1;
 	int64_t x[ROWS];
 	uint8_t r[ROWS * 4];
 	uint64_t len[ROWS];
 	size_t k = 0;
 	for (int i = 0; i < ROWS; i++) {
-		x[i] = i;
+		x[i] = base + i;
 		len[i] = (uint64_t)(i % 5);
 		for (uint64_t j = 0; j < len[i]; j++)
 			r[k++] = (uint8_t)(i & 0xff);
@@ -41,6 +43,12 @@ static int make_dataset(void)
 		tap_diag("writer: %s", err.message);
 	mt_writer_close(w);
 	return rc ? -1 : 0;
+}
+
+/* Dataset "ld", what most tests read. */
+static int make_dataset(void)
+{
+	return make_named("ld", 0);
 }
 
 /* Rows a loader delivers in one epoch, checking each batch's values. */
@@ -507,9 +515,125 @@ static void test_mix(void)
 	mt_loader_close(b);
 }
 
+/* ---- a store changed behind the loader's back ---------------------------- */
+
+static int file_read(const char *path, char **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	*data = malloc((size_t)n + 1);
+	*len = fread(*data, 1, (size_t)n, f);
+	(*data)[*len] = 0;
+	fclose(f);
+	return *len == (size_t)n ? 0 : -1;
+}
+
+static int file_write(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	size_t n = fwrite(data, 1, len, f);
+	return fclose(f) == 0 && n == len ? 0 : -1;
+}
+
+static char *shard_path(const char *dataset, size_t i)
+{
+	mt_reader *r = NULL;
+	mt_shard_info si;
+	mt_error err = {0};
+	char *path = NULL;
+	if (!mt_reader_open(store, dataset, NULL, &r, &err) && !mt_reader_shard(r, i, &si)) {
+		path = malloc(strlen(root) + strlen(si.key) + 2);
+		sprintf(path, "%s/%s", root, si.key);
+	}
+	mt_reader_close(r);
+	return path;
+}
+
+/* One epoch of "bind" in order; 0, or the first error with its message. */
+static int read_all(mt_error *err)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	o.batch_rows = 50;
+	mt_loader *l = NULL;
+	int rc = mt_loader_open(store, "bind", NULL, &o, &l, err);
+	const mt_batch *b = NULL;
+	while (!rc && !(rc = mt_loader_next(l, &b, err)) && b)
+		;
+	mt_loader_close(l);
+	return rc;
+}
+
+static void test_tampered(void)
+{
+	mt_error err = {0};
+	if (make_named("bind", 0) || make_named("bind2", 1 << 20))
+		return (void)tap_ok(0, "two datasets of the same layout");
+	TAP_CALL(read_all(&err), &err, "tampered: the untouched dataset reads");
+
+	/* Shard 2 of "bind" replaced by shard 2 of "bind2": the same layout and
+	 * rows, other values. */
+	char *mine = shard_path("bind", 2), *theirs = shard_path("bind2", 2), *keep = NULL,
+	     *other = NULL;
+	size_t keep_len = 0, other_len = 0;
+	if (!mine || !theirs || file_read(mine, &keep, &keep_len) ||
+	    file_read(theirs, &other, &other_len) || file_write(mine, other, other_len)) {
+		tap_ok(0, "tampered: swap a shard");
+	} else {
+		int rc = read_all(&err);
+		tap_ok(rc == MT_ECORRUPT && strstr(err.message, "bind@v1: shard 2") &&
+			       strstr(err.message, "not the one the manifest names"),
+		       "a shard object replaced by another fails the epoch, naming it: %s",
+		       err.message);
+		file_write(mine, keep, keep_len);
+	}
+	free(mine);
+	free(theirs);
+	free(keep);
+	free(other);
+
+	/* The manifest edited to another dtype of the same size. */
+	char path[300];
+	snprintf(path, sizeof path, "%s/datasets/bind/versions/v1.json", root);
+	char *json = NULL;
+	size_t len = 0;
+	if (file_read(path, &json, &len))
+		return (void)tap_ok(0, "tampered: read the manifest");
+	char *dt = strstr(json, "\"int64\""), *edit = malloc(len + 2);
+	if (dt)
+		sprintf(edit, "%.*s\"uint64%s", (int)(dt - json), json, dt + 6);
+	else
+		strcpy(edit, json);
+	file_write(path, edit, strlen(edit));
+	int rc = read_all(&err);
+	tap_ok(dt && rc == MT_ECORRUPT && strstr(err.message, "v1.json: checksum"),
+	       "a manifest edited to another dtype fails at open: %s", err.message);
+	/* Without its checksum it reads as an old manifest: the shard's
+	 * chunk index still tells. */
+	char *sum = strstr(edit, ",\"checksum\":");
+	if (sum)
+		strcpy(sum, "}");
+	file_write(path, edit, strlen(edit));
+	rc = read_all(&err);
+	tap_ok(sum && rc == MT_ECORRUPT && strstr(err.message, "bind@v1: shard 0") &&
+		       strstr(err.message, "the manifest says uint64, the shard's chunk index says "
+				       "int64"),
+	       "and without its checksum, at the first shard: %s", err.message);
+	file_write(path, json, len);
+	TAP_CALL(read_all(&err), &err, "tampered: the restored dataset reads again");
+	free(edit);
+	free(json);
+}
+
 int main(void)
 {
-	char dir[] = "/tmp/mt-loader.XXXXXX";
+	char *dir = root;
 	if (!mkdtemp(dir))
 		return tap_ok(0, "mkdtemp"), tap_done();
 	mt_error err = {0};
@@ -522,6 +646,7 @@ int main(void)
 	test_resume();
 	test_misc();
 	test_mix();
+	test_tampered();
 	mt_store_close(store);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "matorage.h"
@@ -155,7 +154,9 @@ static int one_case(mt_store *s, int c, uint64_t seed)
 int main(void)
 {
 	const char *env = getenv("MT_SEED");
-	uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)getpid();
+	/* A fixed seed by default: make check passes or fails the same way
+	 * every time; other seeds are explored on purpose with MT_SEED. */
+	uint64_t seed = env ? strtoull(env, NULL, 10) : 20261123;
 	printf("# seed %llu (rerun with MT_SEED=%llu)\n", (unsigned long long)seed,
 	       (unsigned long long)seed);
 	char root[256];

@@ -394,7 +394,8 @@ static int fs_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime
 		rc = mt_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
 	free(path);
 	if (!rc) {
-		*size = (uint64_t)sb.st_size;
+		if (size)
+			*size = (uint64_t)sb.st_size;
 		if (mtime)
 			*mtime = (int64_t)sb.st_mtime;
 	}

@@ -48,7 +48,8 @@ typedef struct mt_store_ops {
 	 * succeeds or not: a failed commit leaves nothing under the key. */
 	int (*upload_commit)(mt_upload *u, mt_error *err);
 	void (*upload_abort)(mt_upload *u); /* discard the parts, free u */
-	/* mtime may be NULL. */
+	/* size and mtime may each be NULL (every backend honours both): a
+	 * caller may ask only whether the key exists. */
 	int (*head)(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, mt_error *err);
 	/* Keys under prefix, sorted, at most max per page (0: the backend's
 	 * default); token NULL for the first page. */

@@ -202,6 +202,15 @@ static void test_roundtrip(void)
 	TAP_CALL(mt_store_head(store, key, &size, &mtime, &err), &err, "head of a stored key");
 	tap_ok(size == 12 && mtime > 1500000000, "head gives size %llu and mtime %lld",
 	       (unsigned long long)size, (long long)mtime);
+	/* The backend itself, not only the wrapper, takes NULL for either (copies ask
+	 * whether a recipe exists that way). */
+	TAP_CALL(store->ops->head(store, key, NULL, NULL, &err), &err,
+		 "the backend's head with neither size nor mtime wanted");
+	mt_store *cache = NULL;
+	TAP_CALL(mt_store_cache_open(store, NULL, 1 << 20, &cache, &err), &err, "a cache view");
+	TAP_CALL(cache ? cache->ops->head(cache, key, NULL, NULL, &err) : MT_ENOMEM, &err,
+		 "its head with neither size nor mtime wanted");
+	mt_store_close(cache);
 	char buf[8];
 	TAP_CALL(mt_store_read(store, key, 7, buf, 5, &err), &err, "read of 5 bytes at 7");
 	tap_ok(memcmp(buf, "store", 5) == 0, "read fills the caller's buffer exactly");

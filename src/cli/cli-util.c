@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -681,6 +682,15 @@ int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn
 	if (mt_reader_attr(r, attr)->ragged)
 		return cli_read_ragged(r, attr, a, b, fn, ud);
 	return cli_read_fixed(r, attr, a, b, fn, ud);
+}
+
+int cli_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
+		   mt_npy_writer **out, mt_error *err)
+{
+	if (!strcmp(path, "-"))
+		return mt_npy_create_fd(STDOUT_FILENO, "standard output", dtype, rank, shape, out,
+					err);
+	return mt_npy_create(path, dtype, rank, shape, out, err);
 }
 
 const char *cli_human_bytes(uint64_t n, char *buf, size_t cap)

@@ -143,6 +143,12 @@ typedef int (*cli_rows_fn)(void *ud, uint64_t first, uint64_t n, const void *val
  * one row, however long), so memory stays flat; library errors are printed. */
 int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud);
 
+/* Every output file a command writes goes through here: mt_npy_create's rules (a
+ * regular file replaced whole by a rename, a symbolic link written through, a
+ * device or FIFO written as it is), and "-" for standard output. */
+int cli_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
+		   mt_npy_writer **out, mt_error *err);
+
 /* "1.5 MiB" into buf. */
 const char *cli_human_bytes(uint64_t n, char *buf, size_t cap);
 /* A row's shape as "(28, 28)"; ragged rows as "(*, 28)". */

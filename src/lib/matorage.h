@@ -659,11 +659,20 @@ MT_API void mt_npy_close(mt_npy *n);
 
 /* Write a .npy file as a stream: create with the array's dtype and shape,
  * write its C-order little-endian bytes in any number of pieces, finish.
- * The file is written under a temporary name and renamed by finish, so a
- * reader never sees half of it; close without finish removes it. */
+ * A regular file (or an absent one) is written under a temporary name
+ * beside it and renamed by finish, so a reader never sees half of it;
+ * close without finish removes it.  A symbolic link is written through:
+ * the same rules apply to its target, and the link stays.  A device or a
+ * FIFO is opened and written as it is, never replaced.  A directory is
+ * refused (MT_EIO naming it). */
 typedef struct mt_npy_writer mt_npy_writer;
 MT_API int mt_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
 			 mt_npy_writer **out, mt_error *err);
+/* The same stream onto fd (standard output, a pipe), written as it comes;
+ * name is what errors call it.  fd stays the caller's: finish and close
+ * leave it open. */
+MT_API int mt_npy_create_fd(int fd, const char *name, mt_dtype dtype, int rank,
+			    const uint64_t *shape, mt_npy_writer **out, mt_error *err);
 MT_API int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_error *err);
 /* MT_ESTATE when fewer or more bytes were written than the shape holds. */
 MT_API int mt_npy_finish(mt_npy_writer *w, mt_error *err);

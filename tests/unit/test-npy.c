@@ -1,6 +1,7 @@
 /* test-npy.c — .npy headers; rows of each dtype, order, byte order and version; the writer. */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -627,6 +628,81 @@ static void test_writer(int numpy)
 	memcpy(dir, keep, sizeof dir);
 }
 
+/* Write the 7-byte uint8 array "1234567" to path; 0 or the error code. */
+static int write_seven(const char *path, mt_error *err)
+{
+	uint64_t s7[] = {7};
+	mt_npy_writer *w = NULL;
+	int rc = mt_npy_create(path, MT_UINT8, 1, s7, &w, err);
+	if (!rc)
+		rc = mt_npy_write(w, "1234567", 7, err);
+	if (!rc)
+		rc = mt_npy_finish(w, err);
+	mt_npy_writer_close(w);
+	return rc;
+}
+
+static int holds_seven(const char *path)
+{
+	size_t len = 0;
+	uint8_t *back = read_file(path, &len);
+	int ok = back && len == 128 + 7 && memcmp(back + 128, "1234567", 7) == 0;
+	free(back);
+	return ok;
+}
+
+/* What the output path is decides how it is written: replaced whole, written
+ * through a link, or written as it is (a device), never replaced. */
+static void test_writer_targets(void)
+{
+	mt_error err = {0};
+	struct stat st;
+	write_file(path_in("t-real.npy"), "old", 3);
+	symlink("t-real.npy", path_in("t-link.npy"));
+	int rc = write_seven(path_in("t-link.npy"), &err);
+	tap_ok(rc == 0 && holds_seven(path_in("t-real.npy")) &&
+		       lstat(path_in("t-link.npy"), &st) == 0 && S_ISLNK(st.st_mode),
+	       "a symbolic link is written through and stays a link%s%s", rc ? ": " : "",
+	       rc ? err.message : "");
+	symlink(path_in("t-new.npy"), path_in("t-dangling.npy"));
+	rc = write_seven(path_in("t-dangling.npy"), &err);
+	tap_ok(rc == 0 && holds_seven(path_in("t-new.npy")) &&
+		       lstat(path_in("t-dangling.npy"), &st) == 0 && S_ISLNK(st.st_mode),
+	       "a dangling link's target is created%s%s", rc ? ": " : "", rc ? err.message : "");
+	symlink("t-loop2", path_in("t-loop1"));
+	symlink("t-loop1", path_in("t-loop2"));
+	rc = write_seven(path_in("t-loop1"), &err);
+	tap_ok(rc != 0 && strstr(err.message, "t-loop1"), "a link loop is refused: %s",
+	       err.message);
+	rc = write_seven(dir, &err);
+	tap_ok(rc != 0 && strstr(err.message, "directory"), "a directory is refused: %s",
+	       err.message);
+	if (stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode) && access("/dev/null", W_OK) == 0) {
+		rc = write_seven("/dev/null", &err);
+		tap_ok(rc == 0 && stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode),
+		       "/dev/null is written as it is and stays a device%s%s", rc ? ": " : "",
+		       rc ? err.message : "");
+	}
+
+	int fds[2];
+	uint64_t s7[] = {7};
+	mt_npy_writer *w = NULL;
+	rc = pipe(fds) ? MT_EIO : mt_npy_create_fd(fds[1], "the pipe", MT_UINT8, 1, s7, &w, &err);
+	if (!rc)
+		rc = mt_npy_write(w, "1234567", 7, &err);
+	if (!rc)
+		rc = mt_npy_finish(w, &err);
+	mt_npy_writer_close(w);
+	uint8_t buf[256];
+	ssize_t got = rc ? -1 : read(fds[0], buf, sizeof buf);
+	tap_ok(got == 128 + 7 && memcmp(buf + 128, "1234567", 7) == 0 &&
+		       fcntl(fds[1], F_GETFD) != -1,
+	       "a caller's descriptor gets the stream and stays open%s%s", rc ? ": " : "",
+	       rc ? err.message : "");
+	close(fds[0]);
+	close(fds[1]);
+}
+
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)st;
@@ -652,6 +728,7 @@ int main(void)
 	else
 		tap_diag("no numpy at " PY ": numpy fixtures skipped");
 	test_writer(numpy);
+	test_writer_targets();
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return tap_done();
 }

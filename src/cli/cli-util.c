@@ -528,11 +528,13 @@ void cli_ref_free(struct cli_ref *r)
 	*r = (struct cli_ref){ 0 };
 }
 
-mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url)
+mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url, int create)
 {
 	mt_store *s = NULL;
 	mt_error err = { 0 };
-	if (mt_store_open_opts(url, &ctx->store_opts, &s, &err)) {
+	mt_store_opts o = ctx->store_opts;
+	o.create = create;
+	if (mt_store_open_opts(url, &o, &s, &err)) {
 		cli_fail(&err);
 		return NULL;
 	}
@@ -542,7 +544,7 @@ mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url)
 mt_store *cli_store(struct cli_ctx *ctx)
 {
 	if (!ctx->store)
-		ctx->store = cli_store_open(ctx, ctx->store_url);
+		ctx->store = cli_store_open(ctx, ctx->store_url, ctx->store_opts.create);
 	return ctx->store;
 }
 

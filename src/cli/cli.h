@@ -124,11 +124,13 @@ int cli_ref_parse(const struct cli_cmd *cmd, const char *arg, struct cli_ref *ou
 void cli_ref_free(struct cli_ref *r);
 
 /* The store named by --store (or the default), opened on first use; NULL after
- * printing the error. */
+ * printing the error.  Readers find a missing directory store an error and create
+ * nothing; a command that writes new versions sets ctx->store_opts.create first. */
 mt_store *cli_store(struct cli_ctx *ctx);
-/* Another store (URL or remote name) with the global options; the caller closes it.
- * NULL after printing the error. */
-mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url);
+/* Another store (URL or remote name) with the global options, created when missing
+ * only with `create` (a copy's destination); the caller closes it.  NULL after
+ * printing the error. */
+mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url, int create);
 /* Open dataset@version for reading; NULL after printing the error. */
 mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref);
 /* Index of attribute `name` of r, or -1 after printing an error listing the attributes. */

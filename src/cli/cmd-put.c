@@ -187,6 +187,7 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if ((rc = put_opts(a, &ref, &o)) || (rc = put_parse_inputs(a, &job)) ||
 	    (rc = put_open_inputs(&job)))
 		goto out;
+	ctx->store_opts.create = 1; /* a first put makes the store */
 	mt_store *s = cli_store(ctx);
 	if (!s) {
 		rc = CLI_FAIL;

@@ -53,6 +53,8 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 		paths[i + 1] = allow[i];
 	o.allowed_paths = paths;
 	o.nallowed = nallow + 1;
+	/* A recipe writes new versions: its stores are made when missing. */
+	ctx->store_opts.create = 1;
 	if (!(o.store = cli_store(ctx))) {
 		free(paths);
 		return CLI_FAIL;

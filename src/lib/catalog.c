@@ -1,9 +1,11 @@
 /* catalog.c — the local SQLite index of remotes, buckets, datasets, versions, shards, tags and jobs: schema, migrations, sync, listings, search. */
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "catalog.h"
@@ -182,7 +184,9 @@ static char *cat_default_path(void)
 	return mt_asprintf("%s/.local/share/matorage/catalog.db", home && *home ? home : ".");
 }
 
-int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_error *err)
+/* Open the catalog; without `create` a missing one is MT_ENOTFOUND and
+ * neither its file nor its directory is made. */
+static int cat_open(const char *path, int schema, int create, mt_catalog **out, mt_error *err)
 {
 	*out = NULL;
 	mt_catalog *c = calloc(1, sizeof *c);
@@ -191,9 +195,15 @@ int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_er
 		return mt_err(err, MT_ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&c->lock, NULL);
-	int rc = mt_mkdir_parent(c->path, "catalog directory", err);
+	struct stat sb;
+	int rc = 0;
+	if (create)
+		rc = mt_mkdir_parent(c->path, "catalog directory", err);
+	else if (stat(c->path, &sb) != 0)
+		rc = mt_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO, "catalog %s: %s",
+			    c->path, strerror(errno));
 	if (!rc && sqlite3_open_v2(c->path, &c->db,
-				   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				   SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) |
 					   SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK)
 		rc = c->db ? cat_sqlerr(c, err, "opening")
 			   : mt_err(err, MT_ENOMEM, "catalog %s: out of memory", c->path);
@@ -214,9 +224,19 @@ int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_er
 	return 0;
 }
 
+int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_error *err)
+{
+	return cat_open(path, schema, 1, out, err);
+}
+
 int mt_catalog_open(const char *path, mt_catalog **out, mt_error *err)
 {
-	return mt_catalog_open_schema(path, MT_CATALOG_SCHEMA, out, err);
+	return cat_open(path, MT_CATALOG_SCHEMA, 1, out, err);
+}
+
+int mt_catalog_open_existing(const char *path, mt_catalog **out, mt_error *err)
+{
+	return cat_open(path, MT_CATALOG_SCHEMA, 0, out, err);
 }
 
 void mt_catalog_close(mt_catalog *c)

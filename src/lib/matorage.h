@@ -133,7 +133,9 @@ typedef struct mt_store mt_store;
  * directory, "s3://BUCKET[/PREFIX]" for an S3-compatible server, or the
  * name of a remote (mt_remote_add).  NULL or "" opens the embedded
  * default: $MATORAGE_STORE if set, else file://$XDG_DATA_HOME/matorage/store
- * (~/.local/share/...). */
+ * (~/.local/share/...).  A missing directory is created, as a writer needs;
+ * a reader opens with mt_store_open_opts and create 0, so that a mistyped
+ * path creates nothing. */
 MT_API int mt_store_open(const char *url, mt_store **out, mt_error *err);
 
 /* S3 addressing: path style (http://host/bucket/key), virtual-hosted
@@ -155,13 +157,19 @@ typedef struct mt_store_opts {
 	int addressing;        /* MT_S3_AUTO, MT_S3_PATH, MT_S3_VIRTUAL */
 	int max_requests;      /* requests in flight at once; 0: 16 */
 	int max_attempts;      /* tries per request (retries on 5xx, 429, resets, timeouts); 0: 6 */
+	/* Directory stores: create the directory when it is missing (set by
+	 * writers).  With 0 nothing is created and a missing directory is
+	 * MT_ENOTFOUND, "no store at DIR", except the built-in default store
+	 * (no URL and no $MATORAGE_STORE), which reads as empty until a writer
+	 * makes it.  S3 stores create nothing either way. */
+	int create;
 	/* A line per request and retry for --debug; credentials and
 	 * signatures never appear in it.  Called from any thread. */
 	void (*log)(void *ud, const char *line);
 	void *log_ud;
 } mt_store_opts;
 MT_API void mt_store_opts_init(mt_store_opts *o);
-/* mt_store_open with options (NULL: all defaults). */
+/* mt_store_open with options (NULL: all defaults, and create as mt_store_open does). */
 MT_API int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **out,
 			      mt_error *err);
 
@@ -529,6 +537,9 @@ typedef struct mt_catalog mt_catalog;
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/...).  A catalog
  * written by a newer matorage is MT_EFORMAT (delete it; sync rebuilds it). */
 MT_API int mt_catalog_open(const char *path, mt_catalog **out, mt_error *err);
+/* The same for a reader: a catalog that does not exist yet is MT_ENOTFOUND,
+ * and nothing (file or directory) is created. */
+MT_API int mt_catalog_open_existing(const char *path, mt_catalog **out, mt_error *err);
 MT_API void mt_catalog_close(mt_catalog *c);
 /* Its file (borrowed). */
 MT_API const char *mt_catalog_path(const mt_catalog *c);

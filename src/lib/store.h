@@ -81,7 +81,10 @@ struct mt_store {
 };
 
 /* Backends */
-MT_LOCAL int mt_store_fs_open(const char *root, mt_store **out, mt_error *err);
+/* root is absolute and clean.  A missing root is made with create 1; with 0
+ * it is MT_ENOTFOUND; with -1 the store opens and reads as empty (the
+ * default store before its first write).  Only 1 creates anything. */
+MT_LOCAL int mt_store_fs_open(const char *root, int create, mt_store **out, mt_error *err);
 /* url is "s3://BUCKET[/PREFIX]"; o is never NULL. */
 MT_LOCAL int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out,
 			      mt_error *err);

@@ -85,4 +85,23 @@ fails "corrupt manifest is named" 1 "datasets/dmg/versions/v1.json" $M info dmg@
 fails "corrupt manifest blocks get" 1 "versions/v1.json" $M get dmg@v1 x -o "$WORK/o.npy"
 fails "gc refuses while a manifest is unreadable" 1 "v1.json" $M gc dmg --delete --grace 0
 
+# Readers create nothing: a mistyped --store is an error naming it, and no directory appears.
+NS="$WORK/no/such/store"
+for c in "ls" "ls -l" "ls ds" "info ds" "cat ds x" "verify ds" "gc" "rm ds@v1" "get ds x -o $WORK/o.npy"; do
+	# shellcheck disable=SC2086
+	fails "$c on a missing store names it" 1 "no store at $NS" $M --store "$NS" $c
+done
+fails "push from a missing store" 1 "no store at $NS" $M --store "$NS" push ds "$WORK/dst"
+fails "pull from a missing store" 1 "no store at $NS" $M --store "$WORK/dst" pull "$NS" ds
+fails "sync from a missing store" 1 "no store at $NS" $M sync "$NS" "$WORK/dst"
+ok $([ ! -e "$WORK/no" ] && [ ! -e "$WORK/dst" ]; echo $?) "none of them created a directory"
+# A fresh account: ls and search of the default store and catalog print nothing and make nothing.
+fresh=(env -u MATORAGE_STORE -u MATORAGE_CATALOG HOME="$WORK/home" XDG_DATA_HOME="$WORK/home/data")
+check "ls with a fresh home" "${fresh[@]}" $M ls
+check "search with a fresh home" "${fresh[@]}" $M search anything
+ok $([ ! -e "$WORK/home" ]; echo $?) "neither made the data directory, the store or the catalog"
+# Writers make the store they write to.
+check "put makes a missing store" $M --store "$WORK/made/here" put ds x="$WORK/good.npy"
+check "a copy makes its missing destination" $M --store "$WORK/made/here" push ds "$WORK/made/there"
+
 done_testing

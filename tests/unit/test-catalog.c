@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "catalog.h"
@@ -85,6 +86,13 @@ static void test_sync_and_lists(void)
 	mt_error err = {0};
 	mt_catalog *c;
 	mt_catalog_sync_stats st;
+	struct stat sb;
+	char dir[sizeof dbpath];
+	snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(dbpath, '/') - dbpath), dbpath);
+	tap_ok(mt_catalog_open_existing(dbpath, &c, &err) == MT_ENOTFOUND && !c &&
+		       strstr(err.message, dbpath) && stat(dir, &sb) != 0,
+	       "a reader's open of a missing catalog is MT_ENOTFOUND and makes nothing: %s",
+	       err.message);
 	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "a new catalog opens");
 	sqlite3 *db;
 	sqlite3_open(dbpath, &db);
@@ -215,6 +223,9 @@ static void test_sync_and_lists(void)
 		 &err, "a remote is marked offline");
 	r = list(c, MT_CAT_REMOTES, 0, "far", 3, &err);
 	tap_ok(!strcmp(r.text, "far|s3://far/away|offline\n"), "it is listed offline");
+	mt_catalog_close(c);
+	TAP_CALL(mt_catalog_open_existing(dbpath, &c, &err), &err,
+		 "an existing catalog opens for a reader");
 	mt_catalog_close(c);
 
 	/* The catalog is a cache: without its file, a sync rebuilds it. */

@@ -178,7 +178,8 @@ void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
 /* ---- tui (src/tui) ---- */
 
 /* The interactive browser on the terminal, on dataset `open`'s versions when
- * not NULL; returns an exit status. */
+ * not NULL; returns an exit status (CLI_FAIL when the terminal closed under it).
+ * Callers check first that standard input and output are a terminal. */
 struct tui;
 /* The browser's `:run SCRIPT.lua [KEY=VALUE ...]`: a Lua recipe as a job (recipe.c).
  * The command passes it in, so the browser's core builds without the Lua runner. */

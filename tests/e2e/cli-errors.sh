@@ -104,4 +104,47 @@ ok $([ ! -e "$WORK/home" ]; echo $?) "neither made the data directory, the store
 check "put makes a missing store" $M --store "$WORK/made/here" put ds x="$WORK/good.npy"
 check "a copy makes its missing destination" $M --store "$WORK/made/here" push ds "$WORK/made/there"
 
+# The browser needs a terminal: without one it refuses at once instead of waiting for keys.
+start=$SECONDS
+fails "tui with standard input not a terminal" 2 "must be a terminal" timeout 10 $M tui < /dev/null
+ok $([ $((SECONDS - start)) -lt 10 ]; echo $?) "and says so at once"
+# On a terminal (a pseudo-terminal here): standard output elsewhere is refused too; and a
+# terminal that closes under the browser (end of input, read errors) ends it, where it used
+# to spin on the errors forever.
+cat > "$WORK/pty.py" << 'PYEOF'
+import os, subprocess, sys, time
+m, s = os.openpty()
+env = dict(os.environ, TERM="xterm")
+if sys.argv[1] == "pipe-out":
+    p = subprocess.run(sys.argv[2:], stdin=s, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env, timeout=10)
+    print("exit %d: %s" % (p.returncode, p.stderr.decode().strip()))
+    sys.exit(0 if p.returncode == 2 else 1)
+p = subprocess.Popen(sys.argv[2:], stdin=s, stdout=s, stderr=subprocess.PIPE, env=env)
+os.close(s)
+os.set_blocking(m, False)
+end = time.time() + 1.5
+while time.time() < end:  # let it draw, then close the terminal under it
+    try:
+        os.read(m, 65536)
+    except BlockingIOError:
+        time.sleep(0.05)
+    except OSError:
+        break
+os.close(m)
+try:
+    rc = p.wait(timeout=10)
+except subprocess.TimeoutExpired:
+    p.kill()
+    sys.exit("still running 10 s after its terminal closed")
+print("exit %d: %s" % (rc, p.stderr.read().decode().strip()))
+sys.exit(0 if rc == 1 else 1)
+PYEOF
+out=$(timeout 30 "$PY" "$WORK/pty.py" pipe-out $M tui --read-only 2>&1)
+ok $([ $? -eq 0 ] && echo "$out" | grep -q "must be a terminal"; echo $?) \
+	"tui with standard output not a terminal ($out)"
+out=$(timeout 30 "$PY" "$WORK/pty.py" close $M tui 2>&1)
+ok $([ $? -eq 0 ] && echo "$out" | grep -q "terminal closed"; echo $?) \
+	"tui leaves when its terminal closes ($out)"
+
 done_testing

@@ -407,17 +407,27 @@ static int cli_parse_u64(const char *s, const char **end, uint64_t *out)
 	return 0;
 }
 
-int cli_opt_u64(const struct cli_args *a, const char *name, uint64_t *out)
+static int cli_below(const struct cli_args *a, const char *name, const char *s, uint64_t lo)
+{
+	return cli_usage_error(a->cmd, "--%s: '%s' is below the least value, %" PRIu64, name, s,
+			       lo);
+}
+
+int cli_opt_u64(const struct cli_args *a, const char *name, uint64_t lo, uint64_t *out)
 {
 	const char *s = cli_get(a, name), *end;
+	uint64_t v;
 	if (!s)
 		return 0;
-	if (cli_parse_u64(s, &end, out) || *end)
+	if (cli_parse_u64(s, &end, &v) || *end)
 		return cli_usage_error(a->cmd, "--%s: '%s' is not a whole number", name, s);
+	if (v < lo)
+		return cli_below(a, name, s, lo);
+	*out = v;
 	return 0;
 }
 
-int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t *out)
+int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t lo, uint64_t *out)
 {
 	const char *s = cli_get(a, name), *end;
 	if (!s)
@@ -442,6 +452,8 @@ int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t *out)
 	}
 	if (*end || (shift && v > (UINT64_MAX >> shift)))
 		goto bad;
+	if ((v << shift) < lo)
+		return cli_below(a, name, s, lo);
 	*out = v << shift;
 	return 0;
 bad:

@@ -98,10 +98,12 @@ int cli_has(const struct cli_args *a, const char *name);
 const char *cli_get(const struct cli_args *a, const char *name);
 const char *const *cli_get_all(const struct cli_args *a, const char *name, size_t *n);
 
-/* Strict number options: absent leaves *out alone; a bad value is a usage error
- * naming the option.  Byte counts accept K, M, G, T suffixes (powers of 1024). */
-int cli_opt_u64(const struct cli_args *a, const char *name, uint64_t *out);
-int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t *out);
+/* Strict number options: absent leaves *out alone; a bad value, or one below `lo`,
+ * is a usage error naming the option (a 0 that the library would take as "the
+ * default" never passes silently).  Byte counts accept K, M, G, T suffixes
+ * (powers of 1024). */
+int cli_opt_u64(const struct cli_args *a, const char *name, uint64_t lo, uint64_t *out);
+int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t lo, uint64_t *out);
 int cli_opt_int(const struct cli_args *a, const char *name, int lo, int hi, int *out);
 
 /* A row range as written: "A:B", "A:", ":B" or "N" (meaning N:N+1). */

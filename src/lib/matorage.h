@@ -657,8 +657,9 @@ typedef struct mt_npy_info {
  * a header longer than len is MT_ERANGE. */
 MT_API int mt_npy_parse_header(const void *buf, size_t len, mt_npy_info *out, mt_error *err);
 
-/* Open a .npy file: parse its header and check the file holds all the
- * data it declares (a truncated file is MT_EFORMAT naming the path). */
+/* Open a .npy file: parse its header and check the file holds exactly the
+ * data it declares (a truncated file, or bytes after the array, is
+ * MT_EFORMAT naming the path).  Every error names the path. */
 MT_API int mt_npy_open(const char *path, mt_npy **out, mt_error *err);
 MT_API const mt_npy_info *mt_npy_get_info(const mt_npy *n);
 /* Copy rows [a, b) along the first dimension into buf (cap bytes) as

@@ -48,7 +48,20 @@ static const struct npy_type {
 struct npy_lex {
 	const char *p, *end;
 	mt_error *err;
+	const char *start; /* the header's first byte, for offsets in errors */
 };
+
+/* A header byte as an error shows it: 'c' when printable ASCII, else \xNN,
+ * so a NUL or a control byte can neither cut nor garble the message. */
+static const char *npy_show(char c, char buf[8])
+{
+	unsigned char u = (unsigned char)c;
+	if (u >= 0x20 && u < 0x7f && u != '\\' && u != '\'')
+		snprintf(buf, 8, "'%c'", c);
+	else
+		snprintf(buf, 8, "\\x%02x", u);
+	return buf;
+}
 
 static void npy_skip_ws(struct npy_lex *l)
 {
@@ -74,23 +87,31 @@ static int npy_expect(struct npy_lex *l, char c, const char *where)
 	if (l->p == l->end)
 		return mt_err(l->err, MT_EFORMAT, ".npy header: ends where '%c' %s was expected", c,
 			      where);
-	return mt_err(l->err, MT_EFORMAT, ".npy header: '%c' where '%c' %s was expected",
-		      *l->p, c, where);
+	char shown[8];
+	return mt_err(l->err, MT_EFORMAT, ".npy header: %s at byte %zu where '%c' %s was expected",
+		      npy_show(*l->p, shown), (size_t)(l->p - l->start), c, where);
 }
 
 static int npy_string(struct npy_lex *l, char *out, size_t cap)
 {
 	npy_skip_ws(l);
-	if (l->p == l->end || (*l->p != '\'' && *l->p != '"'))
-		return mt_err(l->err, MT_EFORMAT, ".npy header: a quoted string was expected");
+	char shown[8];
+	if (l->p == l->end)
+		return mt_err(l->err, MT_EFORMAT, ".npy header: ends where a quoted string was "
+			      "expected");
+	if (*l->p != '\'' && *l->p != '"')
+		return mt_err(l->err, MT_EFORMAT, ".npy header: %s at byte %zu where a quoted "
+			      "string was expected", npy_show(*l->p, shown),
+			      (size_t)(l->p - l->start));
 	char q = *l->p++;
 	size_t n = 0;
 	while (l->p < l->end && *l->p != q) {
 		/* No key or dtype NumPy writes needs an escape or a control
 		 * character (a NUL would cut the dtype short). */
 		if (*l->p == '\\' || (unsigned char)*l->p < 0x20 || n + 1 >= cap)
-			return mt_err(l->err, MT_EFORMAT, ".npy header: bad string \"%.*s...\"",
-				      (int)n, out);
+			return mt_err(l->err, MT_EFORMAT, ".npy header: bad string \"%.*s...\": %s "
+				      "at byte %zu", (int)n, out, npy_show(*l->p, shown),
+				      (size_t)(l->p - l->start));
 		out[n++] = *l->p++;
 	}
 	if (l->p == l->end)
@@ -273,8 +294,10 @@ static int npy_dict(struct npy_lex *l, mt_npy_info *out)
 		return mt_err(l->err, MT_EFORMAT, ".npy header: the dict lacks '%s'",
 			      !(seen & 1) ? "descr" : !(seen & 2) ? "fortran_order" : "shape");
 	npy_skip_ws(l);
+	char shown[8];
 	if (l->p != l->end)
-		return mt_err(l->err, MT_EFORMAT, ".npy header: stray bytes after the dict");
+		return mt_err(l->err, MT_EFORMAT, ".npy header: stray bytes after the dict, from %s "
+			      "at byte %zu", npy_show(*l->p, shown), (size_t)(l->p - l->start));
 	return 0;
 }
 
@@ -290,7 +313,7 @@ int mt_npy_parse_header(const void *buf, size_t len, mt_npy_info *out, mt_error 
 		return mt_err(err, MT_ERANGE, ".npy header: needs %llu bytes, %zu given",
 			      (unsigned long long)total, len);
 	const char *b = buf;
-	struct npy_lex l = {b + prefix, b + total, err};
+	struct npy_lex l = {b + prefix, b + total, err, b};
 	if ((rc = npy_dict(&l, out)))
 		return rc;
 	uint64_t n = mt_dtype_size(out->dtype);
@@ -473,6 +496,23 @@ static int npy_load_header(mt_npy *n, uint64_t size, mt_error *err)
 	return rc;
 }
 
+/* The file holds the array's bytes exactly: fewer is a truncated file, more
+ * is something else (another array appended, a damaged header) that a reader
+ * would silently drop. */
+static int npy_check_size(const char *path, const mt_npy_info *in, uint64_t size,
+			  mt_error *err)
+{
+	uint64_t have = size - in->header_bytes;
+	if (have < in->data_bytes)
+		return mt_err(err, MT_EFORMAT, "%s: truncated: holds %llu of %llu data bytes", path,
+			      (unsigned long long)have, (unsigned long long)in->data_bytes);
+	if (have > in->data_bytes)
+		return mt_err(err, MT_EFORMAT, "%s: %llu extra bytes after the array's %llu data "
+			      "bytes", path, (unsigned long long)(have - in->data_bytes),
+			      (unsigned long long)in->data_bytes);
+	return 0;
+}
+
 int mt_npy_open(const char *path, mt_npy **out, mt_error *err)
 {
 	*out = NULL;
@@ -491,11 +531,8 @@ int mt_npy_open(const char *path, mt_npy **out, mt_error *err)
 			    strerror(errno));
 	else if (!S_ISREG(st.st_mode))
 		rc = mt_err(err, MT_EFORMAT, "%s: not a regular file", path);
-	else if (!(rc = npy_load_header(n, (uint64_t)st.st_size, err)) &&
-		 (uint64_t)st.st_size - in->header_bytes < in->data_bytes)
-		rc = mt_err(err, MT_EFORMAT, "%s: truncated: holds %llu of %llu data bytes", path,
-			    (unsigned long long)((uint64_t)st.st_size - in->header_bytes),
-			    (unsigned long long)in->data_bytes);
+	else if (!(rc = npy_load_header(n, (uint64_t)st.st_size, err)))
+		rc = npy_check_size(path, in, (uint64_t)st.st_size, err);
 	if (rc) {
 		mt_npy_close(n);
 		return rc;

@@ -26,12 +26,46 @@ $PY -c "import numpy as np; np.save('$WORK/scalar.npy', np.float32(3))"
 fails "a 0-d array has no rows" 1 "scalar.npy" $M put bad6 x="$WORK/scalar.npy"
 fails "bad dataset name" 1 "dataset name" $M put 'no/slash' x="$WORK/good.npy"
 
+# .npy files: bytes after the array, a NUL in the header, a zero-row array of huge rows.
+cp "$WORK/good.npy" "$WORK/trail.npy"
+printf 'xyz' >> "$WORK/trail.npy"
+fails "bytes after the array are refused, naming the file and how many" 1 \
+	"trail.npy: 3 extra bytes after the array" $M put bad7 x="$WORK/trail.npy"
+ok $(nothing_committed bad7; echo $?) "trailing bytes commit nothing"
+"$PY" -c "
+import sys
+d = bytearray(open('$WORK/good.npy', 'rb').read())
+d[d.index(b':')] = 0
+open('$WORK/nul.npy', 'wb').write(d)"
+fails "a NUL in the header is shown escaped, the message whole" 1 \
+	"nul.npy: .npy header: .x00 at byte [0-9]+ where ':' after a key was expected" \
+	$M put bad8 x="$WORK/nul.npy"
+"$PY" -c "
+import numpy as np
+np.lib.format.open_memmap('$WORK/huge0.npy', mode='w+', dtype=np.float64, shape=(0, 2**37))"
+check "a (0, 2**37) float64 array stores as 0 rows, no row buffer needed" \
+	$M put huge0 x="$WORK/huge0.npy"
+check "and reads back as (0, 2**37)" bash -c "$M get huge0 x -o $WORK/huge0-back.npy &&
+	$PY -c \"import numpy as np; assert np.load('$WORK/huge0-back.npy', mmap_mode='r').shape == (0, 2**37)\""
+
 # Usage errors exit 2.
 fails "unknown command" 2 "unknown command|usage" $M frobnicate
 fails "put without arguments" 2 "usage|put" $M put
 fails "get without -o" 2 "usage|-o|output" $M get ds x
 fails "bad --rows" 2 "rows" $M get ds x -o "$WORK/o.npy" --rows 5:abc
 fails "bad --shard-size" 2 "shard-size" $M put ds x="$WORK/good.npy" --shard-size lots
+# 0 is what the library takes for "the default": from the command line it is refused.
+for o in "--shard-size 0" "--chunk-size 0" "--shard-rows 0" "--threads 0" "--chunk-size 0K"; do
+	# shellcheck disable=SC2086
+	fails "put $o is a usage error naming the option" 2 "${o%% *}: '${o#* }'" \
+		$M put ds x="$WORK/good.npy" $o
+done
+echo 'return 1' > "$WORK/one.lua"
+for o in "--max-instructions 0" "--max-memory 0"; do
+	# shellcheck disable=SC2086
+	fails "run $o is a usage error naming the option" 2 "${o%% *}: '0'" $M run "$WORK/one.lua" $o
+done
+ok $(nothing_committed ds; echo $?) "none of them committed anything"
 fails "rm needs an explicit version" 2 "version|usage" $M rm ds
 
 # Damage in the store.

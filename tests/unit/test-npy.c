@@ -202,6 +202,24 @@ static void test_parse_bad(void)
 	n = make_header(buf, 1, "{'descr': '<f4\x01', 'fortran_order': False, 'shape': ()}");
 	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT,
 	       "a control character inside the descr is refused");
+
+	/* A NUL byte in the header is shown escaped: the message goes on past it. */
+	n = make_header(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': ()}");
+	buf[10 + 8] = '\0'; /* the ':' after 'descr' */
+	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT &&
+		       strstr(err.message, "\\x00 at byte 18 where ':' after a key was expected"),
+	       "a NUL where ':' belongs is named escaped, with the rest of the message: %s",
+	       err.message);
+	n = make_header(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': ()}");
+	buf[10 + 13] = '\0'; /* inside '<f4' */
+	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT &&
+		       strstr(err.message, "\\x00 at byte 23"),
+	       "a NUL inside a string is named escaped: %s", err.message);
+	n = make_header(buf, 1, "{'descr':'<f4','fortran_order':False,'shape':()}");
+	buf[n - 2] = '\0'; /* in the padding */
+	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT &&
+		       strstr(err.message, "stray bytes after the dict, from \\x00"),
+	       "a NUL after the dict is named escaped: %s", err.message);
 }
 
 /* ---- files we make ourselves ------------------------------------------ */
@@ -245,6 +263,15 @@ static void test_files_by_hand(void)
 	       "bools come back as 0/1 and a Fortran-order 2x2 is transposed");
 	mt_npy_close(n);
 	n = NULL;
+
+	/* Bytes after the array are not silently dropped. */
+	h = make_header(buf, 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,)}");
+	memset(buf + h, 0, 12 + 5);
+	write_file(path_in("trail.npy"), buf, h + 12 + 5);
+	tap_ok(mt_npy_open(path_in("trail.npy"), &n, &err) == MT_EFORMAT && !n &&
+		       strstr(err.message, "trail.npy: 5 extra bytes after the array's 12 data bytes"),
+	       "bytes after the array are refused, naming the file and their count: %s",
+	       err.message);
 
 	h = make_header(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (512,)}");
 	memset(buf + h, 0, 100);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -406,17 +407,27 @@ static int cli_parse_u64(const char *s, const char **end, uint64_t *out)
 	return 0;
 }
 
-int cli_opt_u64(const struct cli_args *a, const char *name, uint64_t *out)
+static int cli_below(const struct cli_args *a, const char *name, const char *s, uint64_t lo)
+{
+	return cli_usage_error(a->cmd, "--%s: '%s' is below the least value, %" PRIu64, name, s,
+			       lo);
+}
+
+int cli_opt_u64(const struct cli_args *a, const char *name, uint64_t lo, uint64_t *out)
 {
 	const char *s = cli_get(a, name), *end;
+	uint64_t v;
 	if (!s)
 		return 0;
-	if (cli_parse_u64(s, &end, out) || *end)
+	if (cli_parse_u64(s, &end, &v) || *end)
 		return cli_usage_error(a->cmd, "--%s: '%s' is not a whole number", name, s);
+	if (v < lo)
+		return cli_below(a, name, s, lo);
+	*out = v;
 	return 0;
 }
 
-int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t *out)
+int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t lo, uint64_t *out)
 {
 	const char *s = cli_get(a, name), *end;
 	if (!s)
@@ -441,6 +452,8 @@ int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t *out)
 	}
 	if (*end || (shift && v > (UINT64_MAX >> shift)))
 		goto bad;
+	if ((v << shift) < lo)
+		return cli_below(a, name, s, lo);
 	*out = v << shift;
 	return 0;
 bad:
@@ -527,11 +540,13 @@ void cli_ref_free(struct cli_ref *r)
 	*r = (struct cli_ref){ 0 };
 }
 
-mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url)
+mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url, int create)
 {
 	mt_store *s = NULL;
 	mt_error err = { 0 };
-	if (mt_store_open_opts(url, &ctx->store_opts, &s, &err)) {
+	mt_store_opts o = ctx->store_opts;
+	o.create = create;
+	if (mt_store_open_opts(url, &o, &s, &err)) {
 		cli_fail(&err);
 		return NULL;
 	}
@@ -541,7 +556,7 @@ mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url)
 mt_store *cli_store(struct cli_ctx *ctx)
 {
 	if (!ctx->store)
-		ctx->store = cli_store_open(ctx, ctx->store_url);
+		ctx->store = cli_store_open(ctx, ctx->store_url, ctx->store_opts.create);
 	return ctx->store;
 }
 
@@ -681,6 +696,15 @@ int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn
 	if (mt_reader_attr(r, attr)->ragged)
 		return cli_read_ragged(r, attr, a, b, fn, ud);
 	return cli_read_fixed(r, attr, a, b, fn, ud);
+}
+
+int cli_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
+		   mt_npy_writer **out, mt_error *err)
+{
+	if (!strcmp(path, "-"))
+		return mt_npy_create_fd(STDOUT_FILENO, "standard output", dtype, rank, shape, out,
+					err);
+	return mt_npy_create(path, dtype, rank, shape, out, err);
 }
 
 const char *cli_human_bytes(uint64_t n, char *buf, size_t cap)

@@ -98,10 +98,12 @@ int cli_has(const struct cli_args *a, const char *name);
 const char *cli_get(const struct cli_args *a, const char *name);
 const char *const *cli_get_all(const struct cli_args *a, const char *name, size_t *n);
 
-/* Strict number options: absent leaves *out alone; a bad value is a usage error
- * naming the option.  Byte counts accept K, M, G, T suffixes (powers of 1024). */
-int cli_opt_u64(const struct cli_args *a, const char *name, uint64_t *out);
-int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t *out);
+/* Strict number options: absent leaves *out alone; a bad value, or one below `lo`,
+ * is a usage error naming the option (a 0 that the library would take as "the
+ * default" never passes silently).  Byte counts accept K, M, G, T suffixes
+ * (powers of 1024). */
+int cli_opt_u64(const struct cli_args *a, const char *name, uint64_t lo, uint64_t *out);
+int cli_opt_bytes(const struct cli_args *a, const char *name, uint64_t lo, uint64_t *out);
 int cli_opt_int(const struct cli_args *a, const char *name, int lo, int hi, int *out);
 
 /* A row range as written: "A:B", "A:", ":B" or "N" (meaning N:N+1). */
@@ -124,11 +126,13 @@ int cli_ref_parse(const struct cli_cmd *cmd, const char *arg, struct cli_ref *ou
 void cli_ref_free(struct cli_ref *r);
 
 /* The store named by --store (or the default), opened on first use; NULL after
- * printing the error. */
+ * printing the error.  Readers find a missing directory store an error and create
+ * nothing; a command that writes new versions sets ctx->store_opts.create first. */
 mt_store *cli_store(struct cli_ctx *ctx);
-/* Another store (URL or remote name) with the global options; the caller closes it.
- * NULL after printing the error. */
-mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url);
+/* Another store (URL or remote name) with the global options, created when missing
+ * only with `create` (a copy's destination); the caller closes it.  NULL after
+ * printing the error. */
+mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url, int create);
 /* Open dataset@version for reading; NULL after printing the error. */
 mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref);
 /* Index of attribute `name` of r, or -1 after printing an error listing the attributes. */
@@ -142,6 +146,12 @@ typedef int (*cli_rows_fn)(void *ud, uint64_t first, uint64_t n, const void *val
 /* Read rows [a, b) of attribute attr in batches of about CLI_BATCH_BYTES (at least
  * one row, however long), so memory stays flat; library errors are printed. */
 int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud);
+
+/* Every output file a command writes goes through here: mt_npy_create's rules (a
+ * regular file replaced whole by a rename, a symbolic link written through, a
+ * device or FIFO written as it is), and "-" for standard output. */
+int cli_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
+		   mt_npy_writer **out, mt_error *err);
 
 /* "1.5 MiB" into buf. */
 const char *cli_human_bytes(uint64_t n, char *buf, size_t cap);
@@ -170,7 +180,8 @@ void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
 /* ---- tui (src/tui) ---- */
 
 /* The interactive browser on the terminal, on dataset `open`'s versions when
- * not NULL; returns an exit status. */
+ * not NULL; returns an exit status (CLI_FAIL when the terminal closed under it).
+ * Callers check first that standard input and output are a terminal. */
 struct tui;
 /* The browser's `:run SCRIPT.lua [KEY=VALUE ...]`: a Lua recipe as a job (recipe.c).
  * The command passes it in, so the browser's core builds without the Lua runner. */

@@ -19,7 +19,7 @@ static void gc_found(void *ud, const char *key, uint64_t bytes)
 static int gc_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	uint64_t grace = 3600, nobjects = 0, nbytes = 0;
-	int rc = cli_opt_u64(a, "grace", &grace);
+	int rc = cli_opt_u64(a, "grace", 0, &grace);
 	if (rc)
 		return rc;
 	int del = cli_has(a, "delete");

@@ -3,11 +3,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 static const struct cli_option get_options[] = {
-	{ "output", 'o', "FILE", "the .npy file to write (required)" },
+	{ "output", 'o', "FILE",
+	  "the .npy file to write (required); - for standard output.  A symbolic link is "
+	  "written through; a device or FIFO is written as it is" },
 	{ "rows", 0, "A:B", "only rows A to B-1; also A:, :B, or N for row N alone" },
 	{ "lengths", 0, "FILE", "ragged attributes: also write the row lengths (int64 .npy)" },
 	{ NULL, 0, NULL, NULL },
@@ -63,9 +66,9 @@ static int get_run(struct cli_ctx *ctx, struct get_job *j, const char *path,
 	memcpy(shape + 1, j->at->shape, (size_t)j->at->rank * sizeof *shape);
 
 	int rc = 0;
-	if (mt_npy_create(path, j->at->dtype, j->at->rank + 1, shape, &j->out, &err) ||
+	if (cli_npy_create(path, j->at->dtype, j->at->rank + 1, shape, &j->out, &err) ||
 	    (lengths_path &&
-	     mt_npy_create(lengths_path, MT_INT64, 1, &nrows, &j->lengths_out, &err)))
+	     cli_npy_create(lengths_path, MT_INT64, 1, &nrows, &j->lengths_out, &err)))
 		rc = cli_fail(&err);
 	if (!rc) {
 		cli_catch_interrupt();
@@ -94,6 +97,12 @@ static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		return rc;
 	if (!path)
 		return cli_usage_error(a->cmd, "missing -o FILE, the .npy file to write");
+	if (lengths_path && !strcmp(path, "-") && !strcmp(lengths_path, "-"))
+		return cli_usage_error(a->cmd, "-o and --lengths cannot both be standard output");
+	if ((!strcmp(path, "-") || (lengths_path && !strcmp(lengths_path, "-"))) &&
+	    isatty(STDOUT_FILENO))
+		return cli_usage_error(a->cmd, "standard output is a terminal; redirect it to a "
+				       "file or a pipe for the .npy bytes");
 	if ((rc = cli_ref_parse(a->cmd, a->argv[0], &ref)))
 		return rc;
 	struct get_job j = { 0 };

@@ -3,7 +3,8 @@
 
 static int pull_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
-	mt_store *src = cli_store_open(ctx, a->argv[0]);
+	mt_store *src = cli_store_open(ctx, a->argv[0], 0);
+	ctx->store_opts.create = 1; /* the store receives the copy */
 	mt_store *dst = src ? cli_store(ctx) : NULL;
 	int rc = dst ? cli_copy_run(ctx, a, src, dst, cli_store_name(ctx), a->argv[1]) : CLI_FAIL;
 	mt_store_close(src);

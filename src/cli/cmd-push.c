@@ -4,7 +4,7 @@
 static int push_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	mt_store *src = cli_store(ctx);
-	mt_store *dst = src ? cli_store_open(ctx, a->argv[1]) : NULL;
+	mt_store *dst = src ? cli_store_open(ctx, a->argv[1], 1) : NULL;
 	int rc = dst ? cli_copy_run(ctx, a, src, dst, a->argv[1], a->argv[0]) : CLI_FAIL;
 	mt_store_close(dst);
 	return rc;

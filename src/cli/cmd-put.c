@@ -116,11 +116,12 @@ static int put_opts(const struct cli_args *a, const struct cli_ref *ref, mt_writ
 	o->parent = cli_get(a, "parent");
 	if (o->parent && !o->append)
 		return cli_usage_error(a->cmd, "--parent needs --append");
-	if ((rc = cli_opt_bytes(a, "shard-size", &o->shard_bytes)) ||
-	    (rc = cli_opt_u64(a, "shard-rows", &o->shard_rows)) ||
-	    (rc = cli_opt_bytes(a, "chunk-size", &o->chunk_bytes)) ||
+	/* The writer takes 0 for "the default"; from the command line it is a mistake. */
+	if ((rc = cli_opt_bytes(a, "shard-size", 1, &o->shard_bytes)) ||
+	    (rc = cli_opt_u64(a, "shard-rows", 1, &o->shard_rows)) ||
+	    (rc = cli_opt_bytes(a, "chunk-size", 1, &o->chunk_bytes)) ||
 	    (rc = cli_opt_int(a, "level", 1, 22, &o->level)) ||
-	    (rc = cli_opt_int(a, "threads", 0, 4096, &o->threads)))
+	    (rc = cli_opt_int(a, "threads", 1, 4096, &o->threads)))
 		return rc;
 	o->author = cli_get(a, "author");
 	if (!o->author)
@@ -147,14 +148,27 @@ static int put_stream(struct put_job *j, mt_writer *w, struct cli_progress *p, c
 	for (size_t i = 0; i < j->n; i++)
 		widest = j->in[i].row_bytes > widest ? j->in[i].row_bytes : widest;
 	uint64_t batch = CLI_BATCH_BYTES / widest ? CLI_BATCH_BYTES / widest : 1;
+	/* No rows, no buffers: a (0, 2**37) array must not need a 1 TiB row. */
 	if (batch > j->rows)
-		batch = j->rows ? j->rows : 1;
+		batch = j->rows;
 	const void **data = cli_xcalloc(j->n, sizeof *data);
-	for (size_t i = 0; i < j->n; i++)
-		data[i] = j->in[i].buf = cli_xmalloc((size_t)(batch * j->in[i].row_bytes));
+	int rc = 0;
+	for (size_t i = 0; !rc && batch && i < j->n; i++) {
+		struct put_input *in = &j->in[i];
+		uint64_t bytes = batch * in->row_bytes;
+		char human[32], shape[96];
+		/* A row may be larger than memory: say which file and shape, not just "out of
+		 * memory". */
+		if (bytes > SIZE_MAX || !(in->buf = malloc((size_t)bytes)))
+			rc = cli_error("%s: out of memory: %" PRIu64 " row(s) take %s (rows of shape "
+				       "%s, %s)", in->arg, batch,
+				       cli_human_bytes(bytes, human, sizeof human),
+				       cli_shape_str(&j->attrs[i], shape, sizeof shape),
+				       mt_dtype_name(j->attrs[i].dtype));
+		data[i] = in->buf;
+	}
 
 	mt_error err = { 0 };
-	int rc = 0;
 	uint64_t done = 0;
 	for (uint64_t r = 0; !rc && r < j->rows; r += batch) {
 		uint64_t n = j->rows - r < batch ? j->rows - r : batch;
@@ -187,6 +201,7 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if ((rc = put_opts(a, &ref, &o)) || (rc = put_parse_inputs(a, &job)) ||
 	    (rc = put_open_inputs(&job)))
 		goto out;
+	ctx->store_opts.create = 1; /* a first put makes the store */
 	mt_store *s = cli_store(ctx);
 	if (!s) {
 		rc = CLI_FAIL;

@@ -40,8 +40,9 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 	mt_script_opts o;
 	mt_script_opts_init(&o);
 	int rc;
-	if ((rc = cli_opt_u64(a, "max-instructions", &o.max_instructions)) ||
-	    (rc = cli_opt_bytes(a, "max-memory", &o.max_memory)))
+	/* 0 would mean "no limit": leaving the option out says that. */
+	if ((rc = cli_opt_u64(a, "max-instructions", 1, &o.max_instructions)) ||
+	    (rc = cli_opt_bytes(a, "max-memory", 1, &o.max_memory)))
 		return rc;
 	o.unsafe = cli_has(a, "unsafe");
 	size_t nallow = 0;
@@ -53,6 +54,8 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 		paths[i + 1] = allow[i];
 	o.allowed_paths = paths;
 	o.nallowed = nallow + 1;
+	/* A recipe writes new versions: its stores are made when missing. */
+	ctx->store_opts.create = 1;
 	if (!(o.store = cli_store(ctx))) {
 		free(paths);
 		return CLI_FAIL;

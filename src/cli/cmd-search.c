@@ -35,8 +35,10 @@ static int search_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	mt_error err = { 0 };
 	size_t n = 0;
 	int rc = CLI_OK;
-	if (mt_catalog_open(NULL, &c, &err) ||
-	    mt_catalog_list(c, MT_CAT_SEARCH, 0, text, search_row, &n, &err))
+	/* A search reads: no catalog yet is an empty one, and none is made. */
+	int open = mt_catalog_open_existing(NULL, &c, &err);
+	if ((open && open != MT_ENOTFOUND) ||
+	    (!open && mt_catalog_list(c, MT_CAT_SEARCH, 0, text, search_row, &n, &err)))
 		rc = err.code == MT_EINVAL ? cli_usage_error(a->cmd, "%s", err.message)
 					   : cli_fail(&err);
 	/* Nothing found is a result, not a failure; say so where people look. */

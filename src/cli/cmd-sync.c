@@ -122,8 +122,8 @@ static int sync_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	}
 	if (cli_has(a, "full"))
 		return cli_usage_error(a->cmd, "--full is for refreshing the catalog");
-	mt_store *src = cli_store_open(ctx, a->argv[0]);
-	mt_store *dst = src ? cli_store_open(ctx, a->argv[1]) : NULL;
+	mt_store *src = cli_store_open(ctx, a->argv[0], 0);
+	mt_store *dst = src ? cli_store_open(ctx, a->argv[1], 1) : NULL;
 	int rc = src && dst ? cli_copy_run(ctx, a, src, dst, a->argv[1],
 					   a->argc > 2 ? a->argv[2] : NULL)
 			    : CLI_FAIL;

@@ -1,4 +1,6 @@
 /* cmd-tui.c — `matorage tui` (and `matorage` alone on a terminal): the interactive catalog browser and admin. */
+#include <unistd.h>
+
 #include "cli.h"
 
 static const struct cli_option tui_options[] = {
@@ -9,6 +11,11 @@ static const struct cli_option tui_options[] = {
 
 static int tui_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
+	/* Keys come from the terminal: without one the browser would wait for keys
+	 * that never come. */
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+		return cli_usage_error(a->cmd, "standard input and output must be a terminal "
+				       "(the browser is interactive)");
 	return tui_main(ctx, cli_has(a, "read-only"), cli_get(a, "open"), tui_recipe_run);
 }
 

@@ -1,9 +1,11 @@
 /* catalog.c — the local SQLite index of remotes, buckets, datasets, versions, shards, tags and jobs: schema, migrations, sync, listings, search. */
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "catalog.h"
@@ -111,6 +113,61 @@ static int cat_exec(mt_catalog *c, const char *sql, const char *what, mt_error *
 								       : cat_sqlerr(c, err, what);
 }
 
+/* How long a statement waits for another process's write lock, and how many
+ * times a statement that still finds the catalog busy is tried: every one of
+ * many concurrent puts notes its version, and each must land. */
+#define CAT_BUSY_MS 30000
+#define CAT_BUSY_TRIES 5
+
+/* sql, tried again while SQLite says the catalog is busy: the busy timeout
+ * waits out a lock, and a busy that comes back at once (WAL recovery by
+ * another process) gets a short pause. */
+static int cat_exec_retry(mt_catalog *c, const char *sql, const char *what, mt_error *err)
+{
+	int r = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	for (int i = 1; i < CAT_BUSY_TRIES && (r == SQLITE_BUSY || r == SQLITE_LOCKED); i++) {
+		sqlite3_sleep(20 << i);
+		r = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	}
+	return r == SQLITE_OK ? 0 : cat_sqlerr(c, err, what);
+}
+
+/* Start a write.  At the top level, BEGIN IMMEDIATE takes the write lock
+ * before anything is read: a deferred transaction that has read cannot wait
+ * for the lock when it comes to write (SQLite answers "database is locked"
+ * at once), which is how concurrent puts lost their catalog updates.  Inside
+ * a caller's transaction, a savepoint.  *top says which, for cat_end. */
+static int cat_begin(mt_catalog *c, const char *name, int *top, mt_error *err)
+{
+	*top = sqlite3_get_autocommit(c->db);
+	if (*top)
+		return cat_exec_retry(c, "BEGIN IMMEDIATE", "starting a write", err);
+	char sql[64];
+	snprintf(sql, sizeof sql, "SAVEPOINT %s", name);
+	return cat_exec(c, sql, "starting a write", err);
+}
+
+/* Commit a write that went well (rc 0), else roll it back.  A commit that
+ * fails rolls back and is the error: a write is reported done only when all
+ * of it is. */
+static int cat_end(mt_catalog *c, const char *name, int top, int rc, mt_error *err)
+{
+	char sql[96];
+	if (!rc && top) {
+		rc = cat_exec_retry(c, "COMMIT", "committing a write", err);
+	} else if (!rc) {
+		snprintf(sql, sizeof sql, "RELEASE %s", name);
+		rc = cat_exec(c, sql, "committing a write", err);
+	}
+	if (rc && top) {
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	} else if (rc) {
+		snprintf(sql, sizeof sql, "ROLLBACK TO %s; RELEASE %s", name, name);
+		sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	}
+	return rc;
+}
+
 static int cat_prepare(mt_catalog *c, const char *sql, sqlite3_stmt **st, mt_error *err)
 {
 	if (sqlite3_prepare_v2(c->db, sql, -1, st, NULL) != SQLITE_OK)
@@ -141,31 +198,39 @@ static int cat_user_version(mt_catalog *c, int *v, mt_error *err)
 	return rc;
 }
 
+static int cat_newer(mt_catalog *c, int v, mt_error *err)
+{
+	return mt_err(err, MT_EFORMAT,
+		      "catalog %s: schema %d is newer than this matorage understands (%d); "
+		      "delete the file and run 'matorage sync' to rebuild it",
+		      c->path, v, MT_CATALOG_SCHEMA);
+}
+
 /* Upgrade to schema `target`, one transaction per step, so a crash leaves
- * a catalog at some schema version, never between two. */
+ * a catalog at some schema version, never between two.  Each step reads the
+ * version again under the write lock: another process opening the same new
+ * catalog may have made that step meanwhile. */
 int mt_catalog_migrate(mt_catalog *c, int target, mt_error *err)
 {
 	int v = 0;
 	int rc = cat_user_version(c, &v, err);
-	if (rc)
-		return rc;
-	if (v > MT_CATALOG_SCHEMA)
-		return mt_err(err, MT_EFORMAT,
-			      "catalog %s: schema %d is newer than this matorage understands (%d); "
-			      "delete the file and run 'matorage sync' to rebuild it",
-			      c->path, v, MT_CATALOG_SCHEMA);
-	for (; !rc && v < target; v++) {
+	if (!rc && v > MT_CATALOG_SCHEMA)
+		return cat_newer(c, v, err);
+	while (!rc && v < target) {
+		int top;
+		if ((rc = cat_begin(c, "upgrade", &top, err)) != 0)
+			break;
+		rc = cat_user_version(c, &v, err);
+		if (!rc && v > MT_CATALOG_SCHEMA)
+			rc = cat_newer(c, v, err);
 		char pragma[48];
 		snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d;", v + 1);
-		rc = cat_exec(c, "BEGIN IMMEDIATE", "starting an upgrade", err);
-		if (!rc)
+		if (!rc && v < target)
 			rc = cat_exec(c, migrations[v], "upgrading the schema", err);
-		if (!rc)
+		if (!rc && v < target)
 			rc = cat_exec(c, pragma, "upgrading the schema", err);
-		if (!rc)
-			rc = cat_exec(c, "COMMIT", "upgrading the schema", err);
-		if (rc)
-			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		rc = cat_end(c, "upgrade", top, rc, err);
+		v++;
 	}
 	return rc;
 }
@@ -182,7 +247,9 @@ static char *cat_default_path(void)
 	return mt_asprintf("%s/.local/share/matorage/catalog.db", home && *home ? home : ".");
 }
 
-int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_error *err)
+/* Open the catalog; without `create` a missing one is MT_ENOTFOUND and
+ * neither its file nor its directory is made. */
+static int cat_open(const char *path, int schema, int create, mt_catalog **out, mt_error *err)
 {
 	*out = NULL;
 	mt_catalog *c = calloc(1, sizeof *c);
@@ -191,19 +258,25 @@ int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_er
 		return mt_err(err, MT_ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&c->lock, NULL);
-	int rc = mt_mkdir_parent(c->path, "catalog directory", err);
+	struct stat sb;
+	int rc = 0;
+	if (create)
+		rc = mt_mkdir_parent(c->path, "catalog directory", err);
+	else if (stat(c->path, &sb) != 0)
+		rc = mt_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO, "catalog %s: %s",
+			    c->path, strerror(errno));
 	if (!rc && sqlite3_open_v2(c->path, &c->db,
-				   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				   SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) |
 					   SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK)
 		rc = c->db ? cat_sqlerr(c, err, "opening")
 			   : mt_err(err, MT_ENOMEM, "catalog %s: out of memory", c->path);
 	/* Another matorage (a CLI write while the TUI runs) may hold the write
 	 * lock for a moment; WAL lets readers go on meanwhile. */
 	if (!rc)
-		sqlite3_busy_timeout(c->db, 5000);
+		sqlite3_busy_timeout(c->db, CAT_BUSY_MS);
 	if (!rc)
-		rc = cat_exec(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-			      "PRAGMA foreign_keys = ON;", "setting it up", err);
+		rc = cat_exec_retry(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+				    "PRAGMA foreign_keys = ON;", "setting it up", err);
 	if (!rc)
 		rc = mt_catalog_migrate(c, schema, err);
 	if (rc) {
@@ -214,9 +287,19 @@ int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_er
 	return 0;
 }
 
+int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_error *err)
+{
+	return cat_open(path, schema, 1, out, err);
+}
+
 int mt_catalog_open(const char *path, mt_catalog **out, mt_error *err)
 {
-	return mt_catalog_open_schema(path, MT_CATALOG_SCHEMA, out, err);
+	return cat_open(path, MT_CATALOG_SCHEMA, 1, out, err);
+}
+
+int mt_catalog_open_existing(const char *path, mt_catalog **out, mt_error *err)
+{
+	return cat_open(path, MT_CATALOG_SCHEMA, 0, out, err);
 }
 
 void mt_catalog_close(mt_catalog *c)
@@ -426,7 +509,8 @@ static const char *cat_shape(const mt_attr *a, char *buf, size_t cap)
 static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
 			   const struct listed *man, const struct listed *meta, mt_error *err)
 {
-	int rc = cat_exec(c, "SAVEPOINT put_version", "writing a version", err);
+	int top;
+	int rc = cat_begin(c, "put_version", &top, err);
 	if (rc)
 		return rc;
 	sqlite3_stmt *st = NULL;
@@ -560,10 +644,7 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
 		rc = cat_step_done(c, st, "indexing a version", err);
 		sqlite3_finalize(st);
 	}
-	if (rc)
-		sqlite3_exec(c->db, "ROLLBACK TO put_version", NULL, NULL, NULL);
-	sqlite3_exec(c->db, "RELEASE put_version", NULL, NULL, NULL);
-	return rc;
+	return cat_end(c, "put_version", top, rc, err);
 }
 
 /* What the catalog has of a dataset's versions, to compare with a listing. */
@@ -698,8 +779,9 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 		mt_manifest_free(m);
 	}
 	pthread_mutex_lock(&c->lock);
-	if (!rc && ds)
-		rc = cat_exec(c, "SAVEPOINT sync_dataset", "syncing a dataset", err);
+	int top = 0, began = 0;
+	if (!rc && ds && !(rc = cat_begin(c, "sync_dataset", &top, err)))
+		began = 1;
 	for (size_t i = 0; !rc && ds && i < nknown; i++) {
 		if (listing_find(&man, known[i].name))
 			continue;
@@ -723,9 +805,8 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 			sqlite3_finalize(st);
 		}
 	}
-	if (ds)
-		sqlite3_exec(c->db, rc ? "ROLLBACK TO sync_dataset; RELEASE sync_dataset"
-				       : "RELEASE sync_dataset", NULL, NULL, NULL);
+	if (began)
+		rc = cat_end(c, "sync_dataset", top, rc, err);
 	pthread_mutex_unlock(&c->lock);
 	known_free(known, nknown);
 	listing_free(&man);

@@ -133,7 +133,9 @@ typedef struct mt_store mt_store;
  * directory, "s3://BUCKET[/PREFIX]" for an S3-compatible server, or the
  * name of a remote (mt_remote_add).  NULL or "" opens the embedded
  * default: $MATORAGE_STORE if set, else file://$XDG_DATA_HOME/matorage/store
- * (~/.local/share/...). */
+ * (~/.local/share/...).  A missing directory is created, as a writer needs;
+ * a reader opens with mt_store_open_opts and create 0, so that a mistyped
+ * path creates nothing. */
 MT_API int mt_store_open(const char *url, mt_store **out, mt_error *err);
 
 /* S3 addressing: path style (http://host/bucket/key), virtual-hosted
@@ -155,13 +157,19 @@ typedef struct mt_store_opts {
 	int addressing;        /* MT_S3_AUTO, MT_S3_PATH, MT_S3_VIRTUAL */
 	int max_requests;      /* requests in flight at once; 0: 16 */
 	int max_attempts;      /* tries per request (retries on 5xx, 429, resets, timeouts); 0: 6 */
+	/* Directory stores: create the directory when it is missing (set by
+	 * writers).  With 0 nothing is created and a missing directory is
+	 * MT_ENOTFOUND, "no store at DIR", except the built-in default store
+	 * (no URL and no $MATORAGE_STORE), which reads as empty until a writer
+	 * makes it.  S3 stores create nothing either way. */
+	int create;
 	/* A line per request and retry for --debug; credentials and
 	 * signatures never appear in it.  Called from any thread. */
 	void (*log)(void *ud, const char *line);
 	void *log_ud;
 } mt_store_opts;
 MT_API void mt_store_opts_init(mt_store_opts *o);
-/* mt_store_open with options (NULL: all defaults). */
+/* mt_store_open with options (NULL: all defaults, and create as mt_store_open does). */
 MT_API int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **out,
 			      mt_error *err);
 
@@ -529,6 +537,9 @@ typedef struct mt_catalog mt_catalog;
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/...).  A catalog
  * written by a newer matorage is MT_EFORMAT (delete it; sync rebuilds it). */
 MT_API int mt_catalog_open(const char *path, mt_catalog **out, mt_error *err);
+/* The same for a reader: a catalog that does not exist yet is MT_ENOTFOUND,
+ * and nothing (file or directory) is created. */
+MT_API int mt_catalog_open_existing(const char *path, mt_catalog **out, mt_error *err);
 MT_API void mt_catalog_close(mt_catalog *c);
 /* Its file (borrowed). */
 MT_API const char *mt_catalog_path(const mt_catalog *c);
@@ -646,8 +657,9 @@ typedef struct mt_npy_info {
  * a header longer than len is MT_ERANGE. */
 MT_API int mt_npy_parse_header(const void *buf, size_t len, mt_npy_info *out, mt_error *err);
 
-/* Open a .npy file: parse its header and check the file holds all the
- * data it declares (a truncated file is MT_EFORMAT naming the path). */
+/* Open a .npy file: parse its header and check the file holds exactly the
+ * data it declares (a truncated file, or bytes after the array, is
+ * MT_EFORMAT naming the path).  Every error names the path. */
 MT_API int mt_npy_open(const char *path, mt_npy **out, mt_error *err);
 MT_API const mt_npy_info *mt_npy_get_info(const mt_npy *n);
 /* Copy rows [a, b) along the first dimension into buf (cap bytes) as
@@ -659,11 +671,20 @@ MT_API void mt_npy_close(mt_npy *n);
 
 /* Write a .npy file as a stream: create with the array's dtype and shape,
  * write its C-order little-endian bytes in any number of pieces, finish.
- * The file is written under a temporary name and renamed by finish, so a
- * reader never sees half of it; close without finish removes it. */
+ * A regular file (or an absent one) is written under a temporary name
+ * beside it and renamed by finish, so a reader never sees half of it;
+ * close without finish removes it.  A symbolic link is written through:
+ * the same rules apply to its target, and the link stays.  A device or a
+ * FIFO is opened and written as it is, never replaced.  A directory is
+ * refused (MT_EIO naming it). */
 typedef struct mt_npy_writer mt_npy_writer;
 MT_API int mt_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
 			 mt_npy_writer **out, mt_error *err);
+/* The same stream onto fd (standard output, a pipe), written as it comes;
+ * name is what errors call it.  fd stays the caller's: finish and close
+ * leave it open. */
+MT_API int mt_npy_create_fd(int fd, const char *name, mt_dtype dtype, int rank,
+			    const uint64_t *shape, mt_npy_writer **out, mt_error *err);
 MT_API int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_error *err);
 /* MT_ESTATE when fewer or more bytes were written than the shape holds. */
 MT_API int mt_npy_finish(mt_npy_writer *w, mt_error *err);

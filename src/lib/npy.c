@@ -48,7 +48,20 @@ static const struct npy_type {
 struct npy_lex {
 	const char *p, *end;
 	mt_error *err;
+	const char *start; /* the header's first byte, for offsets in errors */
 };
+
+/* A header byte as an error shows it: 'c' when printable ASCII, else \xNN,
+ * so a NUL or a control byte can neither cut nor garble the message. */
+static const char *npy_show(char c, char buf[8])
+{
+	unsigned char u = (unsigned char)c;
+	if (u >= 0x20 && u < 0x7f && u != '\\' && u != '\'')
+		snprintf(buf, 8, "'%c'", c);
+	else
+		snprintf(buf, 8, "\\x%02x", u);
+	return buf;
+}
 
 static void npy_skip_ws(struct npy_lex *l)
 {
@@ -74,23 +87,31 @@ static int npy_expect(struct npy_lex *l, char c, const char *where)
 	if (l->p == l->end)
 		return mt_err(l->err, MT_EFORMAT, ".npy header: ends where '%c' %s was expected", c,
 			      where);
-	return mt_err(l->err, MT_EFORMAT, ".npy header: '%c' where '%c' %s was expected",
-		      *l->p, c, where);
+	char shown[8];
+	return mt_err(l->err, MT_EFORMAT, ".npy header: %s at byte %zu where '%c' %s was expected",
+		      npy_show(*l->p, shown), (size_t)(l->p - l->start), c, where);
 }
 
 static int npy_string(struct npy_lex *l, char *out, size_t cap)
 {
 	npy_skip_ws(l);
-	if (l->p == l->end || (*l->p != '\'' && *l->p != '"'))
-		return mt_err(l->err, MT_EFORMAT, ".npy header: a quoted string was expected");
+	char shown[8];
+	if (l->p == l->end)
+		return mt_err(l->err, MT_EFORMAT, ".npy header: ends where a quoted string was "
+			      "expected");
+	if (*l->p != '\'' && *l->p != '"')
+		return mt_err(l->err, MT_EFORMAT, ".npy header: %s at byte %zu where a quoted "
+			      "string was expected", npy_show(*l->p, shown),
+			      (size_t)(l->p - l->start));
 	char q = *l->p++;
 	size_t n = 0;
 	while (l->p < l->end && *l->p != q) {
 		/* No key or dtype NumPy writes needs an escape or a control
 		 * character (a NUL would cut the dtype short). */
 		if (*l->p == '\\' || (unsigned char)*l->p < 0x20 || n + 1 >= cap)
-			return mt_err(l->err, MT_EFORMAT, ".npy header: bad string \"%.*s...\"",
-				      (int)n, out);
+			return mt_err(l->err, MT_EFORMAT, ".npy header: bad string \"%.*s...\": %s "
+				      "at byte %zu", (int)n, out, npy_show(*l->p, shown),
+				      (size_t)(l->p - l->start));
 		out[n++] = *l->p++;
 	}
 	if (l->p == l->end)
@@ -273,8 +294,10 @@ static int npy_dict(struct npy_lex *l, mt_npy_info *out)
 		return mt_err(l->err, MT_EFORMAT, ".npy header: the dict lacks '%s'",
 			      !(seen & 1) ? "descr" : !(seen & 2) ? "fortran_order" : "shape");
 	npy_skip_ws(l);
+	char shown[8];
 	if (l->p != l->end)
-		return mt_err(l->err, MT_EFORMAT, ".npy header: stray bytes after the dict");
+		return mt_err(l->err, MT_EFORMAT, ".npy header: stray bytes after the dict, from %s "
+			      "at byte %zu", npy_show(*l->p, shown), (size_t)(l->p - l->start));
 	return 0;
 }
 
@@ -290,7 +313,7 @@ int mt_npy_parse_header(const void *buf, size_t len, mt_npy_info *out, mt_error 
 		return mt_err(err, MT_ERANGE, ".npy header: needs %llu bytes, %zu given",
 			      (unsigned long long)total, len);
 	const char *b = buf;
-	struct npy_lex l = {b + prefix, b + total, err};
+	struct npy_lex l = {b + prefix, b + total, err, b};
 	if ((rc = npy_dict(&l, out)))
 		return rc;
 	uint64_t n = mt_dtype_size(out->dtype);
@@ -473,6 +496,23 @@ static int npy_load_header(mt_npy *n, uint64_t size, mt_error *err)
 	return rc;
 }
 
+/* The file holds the array's bytes exactly: fewer is a truncated file, more
+ * is something else (another array appended, a damaged header) that a reader
+ * would silently drop. */
+static int npy_check_size(const char *path, const mt_npy_info *in, uint64_t size,
+			  mt_error *err)
+{
+	uint64_t have = size - in->header_bytes;
+	if (have < in->data_bytes)
+		return mt_err(err, MT_EFORMAT, "%s: truncated: holds %llu of %llu data bytes", path,
+			      (unsigned long long)have, (unsigned long long)in->data_bytes);
+	if (have > in->data_bytes)
+		return mt_err(err, MT_EFORMAT, "%s: %llu extra bytes after the array's %llu data "
+			      "bytes", path, (unsigned long long)(have - in->data_bytes),
+			      (unsigned long long)in->data_bytes);
+	return 0;
+}
+
 int mt_npy_open(const char *path, mt_npy **out, mt_error *err)
 {
 	*out = NULL;
@@ -491,11 +531,8 @@ int mt_npy_open(const char *path, mt_npy **out, mt_error *err)
 			    strerror(errno));
 	else if (!S_ISREG(st.st_mode))
 		rc = mt_err(err, MT_EFORMAT, "%s: not a regular file", path);
-	else if (!(rc = npy_load_header(n, (uint64_t)st.st_size, err)) &&
-		 (uint64_t)st.st_size - in->header_bytes < in->data_bytes)
-		rc = mt_err(err, MT_EFORMAT, "%s: truncated: holds %llu of %llu data bytes", path,
-			    (unsigned long long)((uint64_t)st.st_size - in->header_bytes),
-			    (unsigned long long)in->data_bytes);
+	else if (!(rc = npy_load_header(n, (uint64_t)st.st_size, err)))
+		rc = npy_check_size(path, in, (uint64_t)st.st_size, err);
 	if (rc) {
 		mt_npy_close(n);
 		return rc;
@@ -580,12 +617,17 @@ void mt_npy_close(mt_npy *n)
 
 struct mt_npy_writer {
 	int fd;
-	char *path;
-	char *tmp;       /* the name written until finish renames it */
+	int own_fd;      /* closed by finish/close (not a caller's descriptor) */
+	char *path;      /* the name errors show */
+	char *target;    /* where finish renames tmp to: path, or a symbolic link's target */
+	char *tmp;       /* the name written until finish renames it; NULL when written in place */
 	uint64_t want;   /* data bytes the shape holds */
 	uint64_t done;
 	int state;       /* 0 writing, 1 finished, -1 failed */
 };
+
+/* Symbolic links followed before a path is called a loop (Linux's own limit). */
+#define NPY_MAX_LINKS 40
 
 /* The header NumPy itself would write: version 1.0, dict padded with
  * spaces and a newline so the data starts on a 64-byte boundary.  With at
@@ -630,30 +672,73 @@ static int npy_write_all(mt_npy_writer *w, const void *data, size_t len, mt_erro
 	return 0;
 }
 
-int mt_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
-		  mt_npy_writer **out, mt_error *err)
+/* A symbolic link's target, read relative to the link's own directory. */
+static char *npy_link_target(const char *link, size_t size_hint)
 {
-	*out = NULL;
-	if (!path)
-		return mt_err(err, MT_EINVAL, "mt_npy_create: no path");
-	if (!mt_dtype_size(dtype))
-		return mt_err(err, MT_EINVAL, "%s: invalid dtype %d", path, (int)dtype);
-	if (rank < 0 || rank > MT_MAX_RANK + 1)
-		return mt_err(err, MT_EINVAL, "%s: rank %d is not 0..%d", path, rank,
-			      MT_MAX_RANK + 1);
-	if (rank > 0 && !shape)
-		return mt_err(err, MT_EINVAL, "%s: rank %d but no shape", path, rank);
-	uint64_t want = mt_dtype_size(dtype);
-	for (int i = 0; i < rank; i++)
-		if (!mt_mul_ok(want, shape[i], &want))
-			return mt_err(err, MT_EINVAL, "%s: the array's size overflows", path);
-	mt_npy_writer *w = calloc(1, sizeof *w);
-	if (!w || !(w->path = mt_strdup(path))) {
-		free(w);
-		return mt_err(err, MT_ENOMEM, "%s: out of memory", path);
+	size_t cap = size_hint + 2 > 256 ? size_hint + 2 : 256;
+	char *buf = malloc(cap);
+	ssize_t n = buf ? readlink(link, buf, cap) : -1;
+	if (n < 0 || (size_t)n >= cap) {
+		if (n >= 0)
+			errno = ENAMETOOLONG;
+		free(buf);
+		return NULL;
 	}
-	w->fd = -1;
-	w->want = want;
+	buf[n] = '\0';
+	const char *slash = strrchr(link, '/');
+	if (buf[0] == '/' || !slash)
+		return buf;
+	char *joined = mt_asprintf("%.*s/%s", (int)(slash - link), link, buf);
+	free(buf);
+	return joined;
+}
+
+/* Where a write to path lands, following symbolic links: *target gets the
+ * final name; *in_place is set when that is neither a regular file nor
+ * absent (a device, a FIFO), which is written as it is and never replaced
+ * by a rename. */
+static int npy_resolve(const char *path, char **target, int *in_place, mt_error *err)
+{
+	char *p = mt_strdup(path);
+	int e = p ? ELOOP : ENOMEM;
+	for (int hops = 0; p && hops <= NPY_MAX_LINKS; hops++) {
+		struct stat st;
+		int absent = lstat(p, &st) != 0;
+		if (absent && errno != ENOENT) {
+			e = errno;
+			break;
+		}
+		if (!absent && S_ISDIR(st.st_mode)) {
+			e = EISDIR;
+			break;
+		}
+		if (absent || !S_ISLNK(st.st_mode)) {
+			*in_place = !absent && !S_ISREG(st.st_mode);
+			*target = p;
+			return 0;
+		}
+		char *next = npy_link_target(p, (size_t)st.st_size);
+		if (!next) {
+			e = errno;
+			break;
+		}
+		free(p);
+		p = next;
+	}
+	free(p);
+	return mt_err(err, e == ENOMEM ? MT_ENOMEM : MT_EIO, "%s: %s", path, strerror(e));
+}
+
+/* Open w->target for writing: a fresh temporary file beside it, renamed over
+ * it by finish; or, in place, the device or FIFO itself (no truncation). */
+static int npy_open_target(mt_npy_writer *w, int in_place, mt_error *err)
+{
+	if (in_place) {
+		w->fd = open(w->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (w->fd < 0)
+			return mt_err(err, MT_EIO, "%s: cannot open: %s", w->path, strerror(errno));
+		return 0;
+	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* A fresh name per try: another writer of the same path (another
@@ -662,27 +747,91 @@ int mt_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *sh
 	for (int tries = 0; w->fd < 0 && tries < 16; tries++) {
 		free(w->tmp);
 		r = r * 1103515245u + 12345u;
-		if (!(w->tmp = mt_asprintf("%s.tmp.%ld.%08x", path, (long)getpid(), r)))
-			break;
+		if (!(w->tmp = mt_asprintf("%s.tmp.%ld.%08x", w->target, (long)getpid(), r)))
+			return mt_err(err, MT_ENOMEM, "%s: out of memory", w->path);
 		w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 		if (w->fd < 0 && errno != EEXIST)
 			break;
 	}
-	int rc = 0;
-	if (!w->tmp)
-		rc = mt_err(err, MT_ENOMEM, "%s: out of memory", path);
-	else if (w->fd < 0)
-		rc = mt_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO,
-			    "%s: cannot create %s: %s", path, w->tmp, strerror(errno));
+	if (w->fd < 0)
+		return mt_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO,
+			      "%s: cannot create %s: %s", w->path, w->tmp, strerror(errno));
+	return 0;
+}
+
+/* Check the array, allocate the writer; its fd is still to be opened. */
+static int npy_writer_new(const char *name, mt_dtype dtype, int rank, const uint64_t *shape,
+			  mt_npy_writer **out, mt_error *err)
+{
+	*out = NULL;
+	if (!mt_dtype_size(dtype))
+		return mt_err(err, MT_EINVAL, "%s: invalid dtype %d", name, (int)dtype);
+	if (rank < 0 || rank > MT_MAX_RANK + 1)
+		return mt_err(err, MT_EINVAL, "%s: rank %d is not 0..%d", name, rank,
+			      MT_MAX_RANK + 1);
+	if (rank > 0 && !shape)
+		return mt_err(err, MT_EINVAL, "%s: rank %d but no shape", name, rank);
+	uint64_t want = mt_dtype_size(dtype);
+	for (int i = 0; i < rank; i++)
+		if (!mt_mul_ok(want, shape[i], &want))
+			return mt_err(err, MT_EINVAL, "%s: the array's size overflows", name);
+	mt_npy_writer *w = calloc(1, sizeof *w);
+	if (!w || !(w->path = mt_strdup(name))) {
+		free(w);
+		return mt_err(err, MT_ENOMEM, "%s: out of memory", name);
+	}
+	w->fd = -1;
+	w->own_fd = 1;
+	w->want = want;
+	*out = w;
+	return 0;
+}
+
+/* The header goes out first; on failure the writer is closed. */
+static int npy_writer_start(mt_npy_writer *w, mt_dtype dtype, int rank, const uint64_t *shape,
+			    mt_npy_writer **out, mt_error *err)
+{
 	char hdr[512];
-	if (!rc)
-		rc = npy_write_all(w, hdr, npy_header(dtype, rank, shape, hdr, sizeof hdr), err);
+	int rc = npy_write_all(w, hdr, npy_header(dtype, rank, shape, hdr, sizeof hdr), err);
 	if (rc) {
 		mt_npy_writer_close(w);
 		return rc;
 	}
 	*out = w;
 	return 0;
+}
+
+int mt_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
+		  mt_npy_writer **out, mt_error *err)
+{
+	*out = NULL;
+	if (!path)
+		return mt_err(err, MT_EINVAL, "mt_npy_create: no path");
+	mt_npy_writer *w;
+	int in_place = 0;
+	int rc = npy_writer_new(path, dtype, rank, shape, &w, err);
+	if (!rc && (rc = npy_resolve(path, &w->target, &in_place, err)) == 0)
+		rc = npy_open_target(w, in_place, err);
+	if (rc) {
+		mt_npy_writer_close(w);
+		return rc;
+	}
+	return npy_writer_start(w, dtype, rank, shape, out, err);
+}
+
+int mt_npy_create_fd(int fd, const char *name, mt_dtype dtype, int rank, const uint64_t *shape,
+		     mt_npy_writer **out, mt_error *err)
+{
+	*out = NULL;
+	if (fd < 0 || !name)
+		return mt_err(err, MT_EINVAL, "mt_npy_create_fd: no descriptor or name");
+	mt_npy_writer *w;
+	int rc = npy_writer_new(name, dtype, rank, shape, &w, err);
+	if (rc)
+		return rc;
+	w->fd = fd;
+	w->own_fd = 0;
+	return npy_writer_start(w, dtype, rank, shape, out, err);
 }
 
 int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_error *err)
@@ -711,15 +860,16 @@ int mt_npy_finish(mt_npy_writer *w, mt_error *err)
 			    w->path, (unsigned long long)w->done, (unsigned long long)w->want);
 	/* The data reaches the disk before the name does, so a crash leaves
 	 * no file or the whole new one, never a short one. */
-	else if (fsync(w->fd) < 0)
+	else if (w->tmp && fsync(w->fd) < 0)
 		rc = mt_err(err, MT_EIO, "%s: fsync: %s", w->tmp, strerror(errno));
-	if (close(w->fd) < 0 && !rc)
-		rc = mt_err(err, MT_EIO, "%s: close: %s", w->tmp, strerror(errno));
+	if (w->own_fd && close(w->fd) < 0 && !rc)
+		rc = mt_err(err, MT_EIO, "%s: close: %s", w->tmp ? w->tmp : w->path,
+			    strerror(errno));
 	w->fd = -1;
-	if (!rc && rename(w->tmp, w->path) < 0)
+	if (!rc && w->tmp && rename(w->tmp, w->target) < 0)
 		rc = mt_err(err, MT_EIO, "%s: rename from %s: %s", w->path, w->tmp,
 			    strerror(errno));
-	if (rc)
+	if (rc && w->tmp)
 		unlink(w->tmp);
 	w->state = rc ? -1 : 1;
 	return rc;
@@ -729,11 +879,13 @@ void mt_npy_writer_close(mt_npy_writer *w)
 {
 	if (!w)
 		return;
-	if (w->fd >= 0) {
+	if (w->fd >= 0 && w->own_fd)
 		close(w->fd);
+	/* What went to a device, a FIFO or a caller's descriptor cannot be taken back. */
+	if (w->fd >= 0 && w->tmp)
 		unlink(w->tmp);
-	}
 	free(w->tmp);
+	free(w->target);
 	free(w->path);
 	free(w);
 }

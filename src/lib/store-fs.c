@@ -394,7 +394,8 @@ static int fs_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime
 		rc = mt_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
 	free(path);
 	if (!rc) {
-		*size = (uint64_t)sb.st_size;
+		if (size)
+			*size = (uint64_t)sb.st_size;
 		if (mtime)
 			*mtime = (int64_t)sb.st_mtime;
 	}
@@ -849,15 +850,19 @@ static const mt_store_ops fs_ops = {
 	.close = fs_close,
 };
 
-/* `root` is absolute and clean (store.c); it is created when missing. */
-int mt_store_fs_open(const char *root, mt_store **out, mt_error *err)
+/* `root` is absolute and clean (store.c); it is created when missing only
+ * for a writer (create 1), so a reader's mistyped path leaves nothing behind. */
+int mt_store_fs_open(const char *root, int create, mt_store **out, mt_error *err)
 {
-	int e = root[0] == '/' ? fs_mkdirs(root, 1, 1) : EINVAL;
+	int e = root[0] != '/' ? EINVAL : create > 0 ? fs_mkdirs(root, 1, 1) : 0;
 	struct stat sb;
-	if (e || stat(root, &sb) != 0)
-		return mt_err(err, fs_errno_code(e ? e : errno, 0), "store file://%s: %s", root,
-			      strerror(e ? e : errno));
-	if (!S_ISDIR(sb.st_mode))
+	if (!e && stat(root, &sb) != 0)
+		e = errno;
+	if (e == ENOENT && create == 0)
+		return mt_err(err, MT_ENOTFOUND, "no store at %s: no such directory", root);
+	if (e && !(e == ENOENT && create < 0))
+		return mt_err(err, fs_errno_code(e, 0), "store file://%s: %s", root, strerror(e));
+	if (!e && !S_ISDIR(sb.st_mode))
 		return mt_err(err, MT_EINVAL, "store file://%s: not a directory", root);
 	fs_store *s = calloc(1, sizeof *s);
 	if (!s)

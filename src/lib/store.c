@@ -46,7 +46,8 @@ static char *store_clean_path(const char *path)
 	return out;
 }
 
-static int store_open_path(const char *url, const char *path, mt_store **out, mt_error *err)
+static int store_open_path(const char *url, const char *path, int create, mt_store **out,
+			   mt_error *err)
 {
 	char *abs = NULL;
 	if (path[0] == '/') {
@@ -63,7 +64,7 @@ static int store_open_path(const char *url, const char *path, mt_store **out, mt
 	}
 	if (!abs)
 		return mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
-	int rc = mt_store_fs_open(abs, out, err);
+	int rc = mt_store_fs_open(abs, create, out, err);
 	free(abs);
 	return rc;
 }
@@ -86,7 +87,9 @@ static int store_open_default(const mt_store_opts *o, mt_store **out, mt_error *
 			      "XDG_DATA_HOME or HOME");
 	if (!dir)
 		return mt_err(err, MT_ENOMEM, "default store: out of memory");
-	int rc = store_open_path(dir, dir, out, err);
+	/* Before its first write the default store reads as empty: a reader
+	 * of a fresh account sees no datasets and makes no directories. */
+	int rc = store_open_path(dir, dir, o->create ? 1 : -1, out, err);
 	free(dir);
 	return rc;
 }
@@ -127,6 +130,7 @@ int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **ou
 {
 	mt_store_opts none;
 	mt_store_opts_init(&none);
+	none.create = 1;
 	const mt_store_opts *o = opts ? opts : &none;
 	*out = NULL;
 	if (!url || !*url)
@@ -149,14 +153,14 @@ int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **ou
 			if (rc != MT_ENOTFOUND)
 				return rc;
 		}
-		return store_open_path(url, url, out, err);
+		return store_open_path(url, url, o->create, out, err);
 	}
 	if (slen == 4 && strncmp(url, "file", 4) == 0) {
 		const char *path = sep + 3;
 		if (path[0] != '/')
 			return mt_err(err, MT_EINVAL, "store URL %s: file:// needs an absolute "
 				      "path (file:///dir)", url);
-		return store_open_path(url, path, out, err);
+		return store_open_path(url, path, o->create, out, err);
 	}
 	if (slen == 2 && strncmp(url, "s3", 2) == 0)
 		return mt_store_s3_open(url, o, out, err);

@@ -48,7 +48,8 @@ typedef struct mt_store_ops {
 	 * succeeds or not: a failed commit leaves nothing under the key. */
 	int (*upload_commit)(mt_upload *u, mt_error *err);
 	void (*upload_abort)(mt_upload *u); /* discard the parts, free u */
-	/* mtime may be NULL. */
+	/* size and mtime may each be NULL (every backend honours both): a
+	 * caller may ask only whether the key exists. */
 	int (*head)(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, mt_error *err);
 	/* Keys under prefix, sorted, at most max per page (0: the backend's
 	 * default); token NULL for the first page. */
@@ -80,7 +81,10 @@ struct mt_store {
 };
 
 /* Backends */
-MT_LOCAL int mt_store_fs_open(const char *root, mt_store **out, mt_error *err);
+/* root is absolute and clean.  A missing root is made with create 1; with 0
+ * it is MT_ENOTFOUND; with -1 the store opens and reads as empty (the
+ * default store before its first write).  Only 1 creates anything. */
+MT_LOCAL int mt_store_fs_open(const char *root, int create, mt_store **out, mt_error *err);
 /* url is "s3://BUCKET[/PREFIX]"; o is never NULL. */
 MT_LOCAL int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out,
 			      mt_error *err);

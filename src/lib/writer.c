@@ -150,6 +150,11 @@ static struct pending *pending_new(mt_writer *w)
 	uint64_t rows = (w->shard_bytes + row_bytes - 1) / row_bytes;
 	if (w->shard_rows && w->shard_rows < rows)
 		rows = w->shard_rows;
+	/* Never more than a default shard up front (a huge shard size may never be
+	 * filled); the buffers grow past it as rows come. */
+	uint64_t most = DEFAULT_SHARD_BYTES / row_bytes;
+	if (rows > most)
+		rows = most ? most : 1;
 	uint8_t zero[8] = {0};
 	for (size_t i = 0; i < w->nattrs; i++) {
 		const mt_attr *a = &w->attrs[i];
@@ -635,7 +640,9 @@ int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
 	pthread_mutex_lock(&w->lock);
 	for (uint64_t r = 0; r < nrows && w->state == W_OPEN;) {
 		if (!w->cur && !(w->cur = pending_new(w))) {
-			fail_locked(w, &(mt_error){MT_ENOMEM, "out of memory"});
+			mt_err(&e, MT_ENOMEM, "dataset %s: out of memory for a shard's buffers at "
+			       "row %llu", w->dataset, (unsigned long long)(w->rows + r));
+			fail_locked(w, &e);
 			break;
 		}
 		uint64_t k = rows_that_fit(w, w->cur, r, nrows, lengths, fixed_row);

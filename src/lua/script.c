@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <lualib.h>
 
@@ -215,12 +216,18 @@ static int path_under(const char *path, const char *dir)
 }
 
 /* The canonical form of path; for a file to be written, of its directory
- * (the file may not exist yet). */
+ * (the file may not exist yet).  A dangling symbolic link is refused: a
+ * write would create its target, wherever that points. */
 static char *canonical(const char *path, int write)
 {
 	char *r = realpath(path, NULL);
 	if (r || !write || errno != ENOENT)
 		return r;
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		errno = ENOENT;
+		return NULL;
+	}
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? strndup(path, (size_t)(slash - path + (slash == path))) : strdup(".");
 	char *d = dir ? realpath(dir, NULL) : NULL;

@@ -4,12 +4,20 @@
 
 #include <locale.h>
 #include <ncursesw/curses.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #include "cli.h"
 #include "display.h"
+
+/* Waits for a key that end at once, in a row, before the input is taken for
+ * closed (a signal may cut one or two short on a live terminal). */
+#define DISP_EARLY_MAX 50
 
 struct cell {
 	wchar_t ch; /* 0: the right half of a wide character */
@@ -256,15 +264,39 @@ void disp_flush(int full)
 	refresh();
 }
 
+static int64_t disp_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether the terminal is gone: its descriptor hung up or failed. */
+static int disp_input_gone(void)
+{
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+	return poll(&p, 1, 0) < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
 int disp_key(int timeout_ms)
 {
+	/* ncurses says ERR both for "no key in time" and for end of input or a
+	 * read error; only the latter comes back at once, again and again. */
+	static int early;
 	wint_t ch;
 	timeout(timeout_ms);
+	int64_t t0 = disp_now_ms();
 	int r = get_wch(&ch);
-	if (r == KEY_CODE_YES)
-		return DISP_FN | (int)ch;
-	if (r == OK)
-		return (int)ch;
+	if (r == KEY_CODE_YES || r == OK) {
+		early = 0;
+		return r == OK ? (int)ch : DISP_FN | (int)ch;
+	}
+	if (timeout_ms <= 0 || disp_now_ms() - t0 >= timeout_ms / 2) {
+		early = 0;
+		return -1;
+	}
+	if (disp_input_gone() || ++early >= DISP_EARLY_MAX)
+		return DISP_EOF;
 	return -1;
 }
 

@@ -52,7 +52,9 @@ int disp_columns(const char *utf8);
 /* Show the buffer (a tty: only what changed); Ctrl-L's full repaint when
  * `full`.  Headless: nothing. */
 void disp_flush(int full);
-/* The next key within timeout_ms (-1: none yet).  Terminal only. */
+/* The next key within timeout_ms (-1: none yet; DISP_EOF: the terminal is
+ * gone, end of input or a read error, and no key will come).  Terminal only. */
+#define DISP_EOF (-2)
 int disp_key(int timeout_ms);
 
 /* After a DISP_FN | KEY_MOUSE key: where, and what happened; 0, or -1

@@ -214,6 +214,9 @@ mt_store *tui_open_store(struct tui_job *j, const char *remote, mt_error *err)
 		mt_store_opts_init(&o);
 	/* --debug lines on stderr would land in the middle of the screen. */
 	o.log = NULL;
+	/* Unless read-only the browser writes (copies, recipes), so the stores it
+	 * opens are made when missing; read-only it creates nothing. */
+	o.create = !j->t->read_only;
 	mt_store *s = NULL;
 	if (mt_store_open_opts(url, &o, &s, err))
 		return NULL;

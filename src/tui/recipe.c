@@ -80,10 +80,13 @@ static int recipe_job(struct tui_job *j)
 		free(code);
 		return tui_job_fail(j, &err);
 	}
+	/* A recipe writes: the stores it opens by URL are made when missing. */
+	mt_store_opts so = j->t->ctx->store_opts;
+	so.create = 1;
 	mt_script_opts o;
 	mt_script_opts_init(&o);
 	o.store = s;
-	o.store_opts = &j->t->ctx->store_opts;
+	o.store_opts = &so;
 	o.allowed_paths = (const char *const *)r->allow;
 	o.nallowed = r->nallow;
 	o.progress = tui_job_progress;

@@ -402,6 +402,8 @@ static int tui_loop(struct tui *t)
 		}
 		/* A short wait keeps progress moving without a busy loop. */
 		int k = disp_key(200);
+		if (k == DISP_EOF)
+			return CLI_FAIL;
 		if (k >= 0)
 			tui_key(t, k);
 	}
@@ -475,6 +477,8 @@ int tui_main(struct cli_ctx *ctx, int read_only, const char *open, tui_recipe_fn
 	tui_sync_all(&t);
 	int rc = tui_loop(&t);
 	disp_close();
+	if (rc)
+		cli_error("tui: the terminal closed (end of input); leaving");
 	/* A job stuck on an unanswering server must not hold the terminal: when
 	 * one has not seen its cancel in time, the process exits around it (its
 	 * catalog writes are transactions, so nothing is left half done). */

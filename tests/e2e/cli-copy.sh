@@ -91,6 +91,23 @@ ok $([ "$(summary versions "$out")" = 1 ] && [ "$(summary present "$out")" -ge 1
 	"the re-run commits and sends only what was missing: $out"
 check "the re-run's copy verifies" $M --store "$D/i" verify ds@v2
 
+# A version made by a recipe: its recipe object is already in the destination from
+# the first copy, and every later copy must see it there and go on (no crash).
+cat > "$WORK/rec.lua" << 'EOF2'
+local m = require("matorage")
+local w = m.create("rec", { attributes = { { name = "x", dtype = "int64" } } })
+w:append({ x = m.arange(0, 5) })
+w:commit()
+EOF2
+$M --store "$A" run "$WORK/rec.lua" > /dev/null && $M --store "$A" rerun rec@v1 > /dev/null
+ok $? "a recipe ran and reran (rec@v1, rec@v2)"
+check "push of a recipe's versions" $M --store "$A" push rec "$D/r"
+check "a second push, the recipe already there" $M --store "$A" push rec "$D/r"
+check "a pull into a store holding the recipe" $M --store "$D/r2" pull "$A" rec@v1
+check "and another pull, of the other version" $M --store "$D/r2" pull "$A" rec
+check "a sync into a store holding the recipe" $M sync "$A" "$D/r2" rec
+check "the copies verify" $M --store "$D/r2" verify rec@v2
+
 # Usage errors.
 fails "push needs a destination" 2 "usage: matorage push" $M --store "$A" push ds
 fails "--threads must be a number" 2 "threads" $M --store "$A" push ds "$B" --threads 0

@@ -56,4 +56,47 @@ check "rm removes a version" bash -c "$M rm multi@v2 && ! $M ls multi | grep -qx
 check "gc dry run lists v2-only shards? none: shards shared" $M gc multi --grace 0
 check "v1 still reads after rm and gc --delete" bash -c "$M gc --delete --grace 0 && $M get multi@v1 image -o $WORK/o.npy && $T same $WORK/img.npy $WORK/o.npy"
 
+# Output files: a regular file is replaced whole, a symbolic link written through, a FIFO
+# or device written as it is (never replaced), - is standard output.
+$T make "$WORK/small.npy" float32 9x2 4
+$M put outs x="$WORK/small.npy" > /dev/null
+mkdir -p "$WORK/out"
+echo old > "$WORK/out/target.npy"
+ln -s target.npy "$WORK/out/link.npy"
+check "get -o through a symbolic link" bash -c \
+	"$M get outs x -o $WORK/out/link.npy && $T same $WORK/small.npy $WORK/out/target.npy"
+ok $([ -L "$WORK/out/link.npy" ]; echo $?) "the link is still a link"
+ln -s "$WORK/out/new.npy" "$WORK/out/dangling.npy"
+check "a dangling link: its target is created" bash -c \
+	"$M get outs x -o $WORK/out/dangling.npy && $T same $WORK/small.npy $WORK/out/new.npy"
+ok $([ -L "$WORK/out/dangling.npy" ]; echo $?) "and the link stays a link"
+mkfifo "$WORK/out/fifo"
+timeout 30 cat "$WORK/out/fifo" > "$WORK/out/from-fifo.npy" &
+reader=$!
+timeout 20 $M get outs x -o "$WORK/out/fifo"
+ok $? "get -o a FIFO writes into it"
+wait $reader
+ok $([ -p "$WORK/out/fifo" ]; echo $?) "the FIFO is still a FIFO"
+check "its reader got the whole .npy" $T same "$WORK/small.npy" "$WORK/out/from-fifo.npy"
+check "get -o - writes to standard output" bash -c \
+	"$M get outs x -o - > $WORK/out/stdout.npy && $T same $WORK/small.npy $WORK/out/stdout.npy"
+check "through a pipe too" bash -c \
+	"$M get outs x -o - | cat > $WORK/out/pipe.npy && $T same $WORK/small.npy $WORK/out/pipe.npy"
+fails "-o and --lengths cannot both be -" 2 "both be standard output" \
+	$M get outs x -o - --lengths -
+fails "a directory is refused" 1 "out: Is a directory" $M get outs x -o "$WORK/out"
+# Writing to /dev/null is harmless; run as root, the old code replaced it with a file.
+if [ -c /dev/null ] && [ -w /dev/null ]; then
+	check "get -o /dev/null" $M get outs x -o /dev/null
+	ok $([ -c /dev/null ]; echo $?) "/dev/null is still a character device"
+fi
+# A recipe's sandbox: a dangling link in its directory must not let it create a file outside.
+mkdir -p "$WORK/box"
+ln -s "$WORK/outside.npy" "$WORK/box/escape.npy"
+echo 'local m = require("matorage"); m.write_npy("escape.npy", m.arange(0, 2))' > "$WORK/box/w.lua"
+(cd "$WORK/box" && $M run w.lua > /dev/null 2>&1)
+ok $([ $? -ne 0 ] && [ ! -e "$WORK/outside.npy" ]; echo $?) \
+	"a recipe cannot write through a dangling link out of its sandbox"
+ok $([ -z "$(find "$WORK/out" -name '*.tmp.*')" ]; echo $?) "no temporary file is left behind"
+
 done_testing

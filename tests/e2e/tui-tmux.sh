@@ -136,7 +136,10 @@ out=$(tmx capture-pane -e -p -t open)
 ok $(! grep -q $'\e\\[[0-9;]*[34][0-7]m' <<< "$out" && grep -q $'\e\\[[0-9;]*7m' <<< "$out"; echo $?) \
 	"NO_COLOR: no colours, the selection in reverse video"
 tmx send-keys -t open q
-fails "tui --open of a dataset the catalog lacks" 1 "no such dataset" $M tui --open nosuch
+# On a terminal (script's), before the screen opens.
+out=$(script -qec "$M tui --open nosuch" /dev/null < /dev/null 2>&1)
+ok $([ $? -eq 1 ] && grep -q "no such dataset" <<< "$out"; echo $?) \
+	"tui --open of a dataset the catalog lacks ($out)"
 
 # Not a terminal: the usage, as before, never a browser waiting for keys.
 fails "without a terminal, no arguments is a usage error" 2 "usage" $M < /dev/null

@@ -1,8 +1,10 @@
 /* test-catalog.c — the SQLite catalog: sync (incremental, deletions, damage), lists and filters, search, metadata edits, jobs, upgrades from schema 1, refusal of newer schemas. */
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "catalog.h"
@@ -85,6 +87,13 @@ static void test_sync_and_lists(void)
 	mt_error err = {0};
 	mt_catalog *c;
 	mt_catalog_sync_stats st;
+	struct stat sb;
+	char dir[sizeof dbpath];
+	snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(dbpath, '/') - dbpath), dbpath);
+	tap_ok(mt_catalog_open_existing(dbpath, &c, &err) == MT_ENOTFOUND && !c &&
+		       strstr(err.message, dbpath) && stat(dir, &sb) != 0,
+	       "a reader's open of a missing catalog is MT_ENOTFOUND and makes nothing: %s",
+	       err.message);
 	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "a new catalog opens");
 	sqlite3 *db;
 	sqlite3_open(dbpath, &db);
@@ -216,6 +225,9 @@ static void test_sync_and_lists(void)
 	r = list(c, MT_CAT_REMOTES, 0, "far", 3, &err);
 	tap_ok(!strcmp(r.text, "far|s3://far/away|offline\n"), "it is listed offline");
 	mt_catalog_close(c);
+	TAP_CALL(mt_catalog_open_existing(dbpath, &c, &err), &err,
+		 "an existing catalog opens for a reader");
+	mt_catalog_close(c);
 
 	/* The catalog is a cache: without its file, a sync rebuilds it. */
 	unlink(dbpath);
@@ -292,6 +304,48 @@ static void test_migration(void)
 	       "a file that is not a catalog is an error naming it: %s", err.message);
 }
 
+/* Several handles (as several processes would be) make one new catalog and write
+ * to it at once: none may find it locked or half made. */
+struct writer_arg {
+	const char *path;
+	int rc;
+	mt_error err;
+};
+
+static void *conc_writer(void *p)
+{
+	struct writer_arg *a = p;
+	mt_catalog *c = NULL;
+	mt_catalog_sync_stats st;
+	a->rc = mt_catalog_open(a->path, &c, &a->err);
+	for (int i = 0; !a->rc && i < 3; i++)
+		a->rc = mt_catalog_sync(c, "local", store, NULL, MT_CATALOG_FULL, NULL, NULL, &st,
+					&a->err);
+	mt_catalog_close(c);
+	return NULL;
+}
+
+static void test_concurrent_writers(void)
+{
+	enum { N = 8 };
+	char path[sizeof dbpath + 16];
+	snprintf(path, sizeof path, "%.*s/conc.db", (int)(strrchr(dbpath, '/') - dbpath), dbpath);
+	pthread_t t[N];
+	struct writer_arg a[N];
+	for (int i = 0; i < N; i++) {
+		a[i] = (struct writer_arg){.path = path};
+		pthread_create(&t[i], NULL, conc_writer, &a[i]);
+	}
+	int bad = -1;
+	for (int i = 0; i < N; i++) {
+		pthread_join(t[i], NULL);
+		if (a[i].rc && bad < 0)
+			bad = i;
+	}
+	tap_ok(bad < 0, "%d handles make one new catalog and sync into it at once, none "
+	       "finding it busy%s%s", N, bad < 0 ? "" : ": ", bad < 0 ? "" : a[bad].err.message);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "/tmp/mt-catalog-XXXXXX");
@@ -308,6 +362,7 @@ int main(void)
 	/* The store's own directory is root/store; bad manifests go there. */
 	snprintf(root + strlen(root), sizeof root - strlen(root), "/store");
 	test_sync_and_lists();
+	test_concurrent_writers();
 	test_migration();
 	mt_store_close(store);
 	root[strlen(root) - strlen("/store")] = '\0';

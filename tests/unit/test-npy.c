@@ -1,6 +1,7 @@
 /* test-npy.c — .npy headers; rows of each dtype, order, byte order and version; the writer. */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,24 @@ static void test_parse_bad(void)
 	n = make_header(buf, 1, "{'descr': '<f4\x01', 'fortran_order': False, 'shape': ()}");
 	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT,
 	       "a control character inside the descr is refused");
+
+	/* A NUL byte in the header is shown escaped: the message goes on past it. */
+	n = make_header(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': ()}");
+	buf[10 + 8] = '\0'; /* the ':' after 'descr' */
+	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT &&
+		       strstr(err.message, "\\x00 at byte 18 where ':' after a key was expected"),
+	       "a NUL where ':' belongs is named escaped, with the rest of the message: %s",
+	       err.message);
+	n = make_header(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': ()}");
+	buf[10 + 13] = '\0'; /* inside '<f4' */
+	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT &&
+		       strstr(err.message, "\\x00 at byte 23"),
+	       "a NUL inside a string is named escaped: %s", err.message);
+	n = make_header(buf, 1, "{'descr':'<f4','fortran_order':False,'shape':()}");
+	buf[n - 2] = '\0'; /* in the padding */
+	tap_ok(mt_npy_parse_header(buf, n, &in, &err) == MT_EFORMAT &&
+		       strstr(err.message, "stray bytes after the dict, from \\x00"),
+	       "a NUL after the dict is named escaped: %s", err.message);
 }
 
 /* ---- files we make ourselves ------------------------------------------ */
@@ -244,6 +263,15 @@ static void test_files_by_hand(void)
 	       "bools come back as 0/1 and a Fortran-order 2x2 is transposed");
 	mt_npy_close(n);
 	n = NULL;
+
+	/* Bytes after the array are not silently dropped. */
+	h = make_header(buf, 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,)}");
+	memset(buf + h, 0, 12 + 5);
+	write_file(path_in("trail.npy"), buf, h + 12 + 5);
+	tap_ok(mt_npy_open(path_in("trail.npy"), &n, &err) == MT_EFORMAT && !n &&
+		       strstr(err.message, "trail.npy: 5 extra bytes after the array's 12 data bytes"),
+	       "bytes after the array are refused, naming the file and their count: %s",
+	       err.message);
 
 	h = make_header(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (512,)}");
 	memset(buf + h, 0, 100);
@@ -627,6 +655,81 @@ static void test_writer(int numpy)
 	memcpy(dir, keep, sizeof dir);
 }
 
+/* Write the 7-byte uint8 array "1234567" to path; 0 or the error code. */
+static int write_seven(const char *path, mt_error *err)
+{
+	uint64_t s7[] = {7};
+	mt_npy_writer *w = NULL;
+	int rc = mt_npy_create(path, MT_UINT8, 1, s7, &w, err);
+	if (!rc)
+		rc = mt_npy_write(w, "1234567", 7, err);
+	if (!rc)
+		rc = mt_npy_finish(w, err);
+	mt_npy_writer_close(w);
+	return rc;
+}
+
+static int holds_seven(const char *path)
+{
+	size_t len = 0;
+	uint8_t *back = read_file(path, &len);
+	int ok = back && len == 128 + 7 && memcmp(back + 128, "1234567", 7) == 0;
+	free(back);
+	return ok;
+}
+
+/* What the output path is decides how it is written: replaced whole, written
+ * through a link, or written as it is (a device), never replaced. */
+static void test_writer_targets(void)
+{
+	mt_error err = {0};
+	struct stat st;
+	write_file(path_in("t-real.npy"), "old", 3);
+	symlink("t-real.npy", path_in("t-link.npy"));
+	int rc = write_seven(path_in("t-link.npy"), &err);
+	tap_ok(rc == 0 && holds_seven(path_in("t-real.npy")) &&
+		       lstat(path_in("t-link.npy"), &st) == 0 && S_ISLNK(st.st_mode),
+	       "a symbolic link is written through and stays a link%s%s", rc ? ": " : "",
+	       rc ? err.message : "");
+	symlink(path_in("t-new.npy"), path_in("t-dangling.npy"));
+	rc = write_seven(path_in("t-dangling.npy"), &err);
+	tap_ok(rc == 0 && holds_seven(path_in("t-new.npy")) &&
+		       lstat(path_in("t-dangling.npy"), &st) == 0 && S_ISLNK(st.st_mode),
+	       "a dangling link's target is created%s%s", rc ? ": " : "", rc ? err.message : "");
+	symlink("t-loop2", path_in("t-loop1"));
+	symlink("t-loop1", path_in("t-loop2"));
+	rc = write_seven(path_in("t-loop1"), &err);
+	tap_ok(rc != 0 && strstr(err.message, "t-loop1"), "a link loop is refused: %s",
+	       err.message);
+	rc = write_seven(dir, &err);
+	tap_ok(rc != 0 && strstr(err.message, "directory"), "a directory is refused: %s",
+	       err.message);
+	if (stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode) && access("/dev/null", W_OK) == 0) {
+		rc = write_seven("/dev/null", &err);
+		tap_ok(rc == 0 && stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode),
+		       "/dev/null is written as it is and stays a device%s%s", rc ? ": " : "",
+		       rc ? err.message : "");
+	}
+
+	int fds[2];
+	uint64_t s7[] = {7};
+	mt_npy_writer *w = NULL;
+	rc = pipe(fds) ? MT_EIO : mt_npy_create_fd(fds[1], "the pipe", MT_UINT8, 1, s7, &w, &err);
+	if (!rc)
+		rc = mt_npy_write(w, "1234567", 7, &err);
+	if (!rc)
+		rc = mt_npy_finish(w, &err);
+	mt_npy_writer_close(w);
+	uint8_t buf[256];
+	ssize_t got = rc ? -1 : read(fds[0], buf, sizeof buf);
+	tap_ok(got == 128 + 7 && memcmp(buf + 128, "1234567", 7) == 0 &&
+		       fcntl(fds[1], F_GETFD) != -1,
+	       "a caller's descriptor gets the stream and stays open%s%s", rc ? ": " : "",
+	       rc ? err.message : "");
+	close(fds[0]);
+	close(fds[1]);
+}
+
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)st;
@@ -652,6 +755,7 @@ int main(void)
 	else
 		tap_diag("no numpy at " PY ": numpy fixtures skipped");
 	test_writer(numpy);
+	test_writer_targets();
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return tap_done();
 }

@@ -137,6 +137,53 @@ static void test_urls(void)
 	       "a file is not a store: %s", err.message);
 }
 
+/* A reader opens without create: a missing directory is an error naming it and
+ * nothing is made; the default store alone reads as empty before its first write. */
+static void test_open_without_create(void)
+{
+	mt_error err;
+	mt_store *s = NULL;
+	mt_store_opts ro;
+	mt_store_opts_init(&ro);
+	char path[400], parent[400];
+	struct stat sb;
+	snprintf(parent, sizeof parent, "%s/ro", tmp);
+	snprintf(path, sizeof path, "%s/ro/missing", tmp);
+	int rc = mt_store_open_opts(path, &ro, &s, &err);
+	tap_ok(rc == MT_ENOTFOUND && !s && strstr(err.message, "no store at") &&
+		       strstr(err.message, path) && stat(parent, &sb) != 0,
+	       "a missing directory is MT_ENOTFOUND and nothing is created: %s", err.message);
+
+	char *saved[2] = {getenv("MATORAGE_STORE"), getenv("XDG_DATA_HOME")};
+	for (int i = 0; i < 2; i++)
+		saved[i] = saved[i] ? strdup(saved[i]) : NULL;
+	unsetenv("MATORAGE_STORE");
+	setenv("XDG_DATA_HOME", parent, 1);
+	rc = mt_store_open_opts(NULL, &ro, &s, &err);
+	int n = -1;
+	if (!rc) {
+		mt_list_page page = {0};
+		if (s->ops->list(s, "datasets/", NULL, 0, &page, &err) == 0)
+			n = (int)page.n;
+		mt_list_page_free(&page);
+	}
+	tap_ok(rc == 0 && n == 0 && stat(parent, &sb) != 0,
+	       "the default store opens empty before its first write, and creates nothing");
+	mt_store_close(s);
+	ro.create = 1;
+	TAP_CALL(mt_store_open_opts(path, &ro, &s, &err), &err, "with create it opens");
+	tap_ok(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode), "and makes the directory");
+	mt_store_close(s);
+	const char *names[2] = {"MATORAGE_STORE", "XDG_DATA_HOME"};
+	for (int i = 0; i < 2; i++) {
+		if (saved[i])
+			setenv(names[i], saved[i], 1);
+		else
+			unsetenv(names[i]);
+		free(saved[i]);
+	}
+}
+
 /* $MATORAGE_STORE, else $XDG_DATA_HOME/matorage/store, else ~/.local/share/... */
 static void test_default_store(void)
 {
@@ -202,6 +249,15 @@ static void test_roundtrip(void)
 	TAP_CALL(mt_store_head(store, key, &size, &mtime, &err), &err, "head of a stored key");
 	tap_ok(size == 12 && mtime > 1500000000, "head gives size %llu and mtime %lld",
 	       (unsigned long long)size, (long long)mtime);
+	/* The backend itself, not only the wrapper, takes NULL for either (copies ask
+	 * whether a recipe exists that way). */
+	TAP_CALL(store->ops->head(store, key, NULL, NULL, &err), &err,
+		 "the backend's head with neither size nor mtime wanted");
+	mt_store *cache = NULL;
+	TAP_CALL(mt_store_cache_open(store, NULL, 1 << 20, &cache, &err), &err, "a cache view");
+	TAP_CALL(cache ? cache->ops->head(cache, key, NULL, NULL, &err) : MT_ENOMEM, &err,
+		 "its head with neither size nor mtime wanted");
+	mt_store_close(cache);
 	char buf[8];
 	TAP_CALL(mt_store_read(store, key, 7, buf, 5, &err), &err, "read of 5 bytes at 7");
 	tap_ok(memcmp(buf, "store", 5) == 0, "read fills the caller's buffer exactly");
@@ -809,6 +865,7 @@ int main(void)
 	}
 	test_urls();
 	test_default_store();
+	test_open_without_create();
 	test_roundtrip();
 	test_ranges();
 	test_exclusive();

@@ -98,6 +98,8 @@ check "and the version is still there" $M info tiny@v1
 
 tmx resize-window -t mt -x 200 -y 60
 expect "redrawn at 200x60" "zstd level"
+# The text may show before the redraw at the new size: wait (bounded) for a wide line.
+for _ in $(seq 200); do [ "$(screen | wc -L)" -gt 80 ] && break; sleep 0.1; done
 width=$(screen | wc -L)
 ok $([ "$width" -le 200 ] && [ "$width" -gt 80 ]; echo $?) "lines use the width, none wider than 200: $width"
 tmx resize-window -t mt -x 80 -y 24

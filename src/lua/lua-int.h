@@ -42,8 +42,15 @@ typedef struct lt_tensor {
 void lt_tensor_register(lua_State *L);
 lt_tensor *lt_check(lua_State *L, int idx);
 lt_tensor *lt_test(lua_State *L, int idx);
-/* A new contiguous tensor (zeroed) pushed on the stack. */
-lt_tensor *lt_new(lua_State *L, mt_dtype dt, int rank, const int64_t *shape);
+/* A new contiguous tensor pushed on the stack, its elements not yet written.
+ * A shape too large (lt_check_size) raises an error naming `what`. */
+lt_tensor *lt_new(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape);
+/* The element count of a shape, into *numel; -1 when a dim is negative or the
+ * non-empty dims span more bytes (at esize bytes an element) than any tensor
+ * may: that bound keeps every stride, offset and size computation in range. */
+int lt_shape_size(int rank, const int64_t *shape, size_t esize, int64_t *numel);
+/* lt_shape_size or a Lua error naming `what` (a file, an operation) and the shape. */
+int64_t lt_check_size(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape);
 int64_t lt_numel(const lt_tensor *t);
 int lt_is_contiguous(const lt_tensor *t);
 /* Pointer to the first element (valid for contiguous tensors). */
@@ -57,6 +64,9 @@ lt_tensor *lt_cast(lua_State *L, lt_tensor *t, mt_dtype dt);
 mt_dtype lt_check_dtype(lua_State *L, int idx, const char *what);
 /* A shape given as a table of integers >= 0 (or >= 1 when !zero_ok). */
 int lt_check_shape(lua_State *L, int idx, const char *what, int64_t *shape);
+/* v into the element at p of dtype dt, as a cast converts it: integers
+ * rounded toward zero and saturating at the dtype's range, NaN as 0. */
+void lt_set_double(void *p, mt_dtype dt, double v);
 /* Byte-swap n elements of size sz in place. */
 void lt_swap_bytes(void *p, size_t n, size_t sz);
 

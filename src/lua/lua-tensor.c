@@ -109,6 +109,11 @@ static void elem_set(void *p, mt_dtype dt, double v)
 	}
 }
 
+void lt_set_double(void *p, mt_dtype dt, double v)
+{
+	elem_set(p, dt, v);
+}
+
 static int is_float(mt_dtype dt)
 {
 	return dt == MT_FLOAT16 || dt == MT_FLOAT32 || dt == MT_FLOAT64;
@@ -164,6 +169,58 @@ int lt_check_shape(lua_State *L, int idx, const char *what, int64_t *shape)
 
 /* ---- tensors --------------------------------------------------------------- */
 
+/* The most bytes a tensor's dims may span.  Every element offset and stride
+ * (in elements or bytes) is bounded by it, so none of their products can
+ * overflow, in int64 or in size_t. */
+#define MAX_SPAN ((uint64_t)1 << 62 < SIZE_MAX / 2 ? (uint64_t)1 << 62 : (uint64_t)SIZE_MAX / 2)
+
+int lt_shape_size(int rank, const int64_t *shape, size_t esize, int64_t *numel)
+{
+	/* Empty dims are left out of the span: a tensor of shape {0, 2^40, 2^40}
+	 * holds nothing, yet its strides still multiply its other dims. */
+	uint64_t span = esize;
+	int empty = 0;
+	for (int d = 0; d < rank; d++) {
+		if (shape[d] < 0)
+			return -1;
+		if (shape[d] == 0)
+			empty = 1;
+		else if (__builtin_mul_overflow(span, (uint64_t)shape[d], &span))
+			return -1;
+	}
+	if (span > MAX_SPAN)
+		return -1;
+	*numel = empty ? 0 : (int64_t)(span / esize);
+	return 0;
+}
+
+/* "2x0x3" into buf: a shape for an error message. */
+static const char *shape_text(int rank, const int64_t *shape, char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	for (int d = 0; d < rank && n < cap; d++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? "x" : "", (long long)shape[d]);
+	return rank ? buf : "{} (a scalar)";
+}
+
+int64_t lt_check_size(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape)
+{
+	int64_t n;
+	for (int d = 0; d < rank; d++)
+		if (shape[d] < 0)
+			lt_error(L, "%s: dimension %d is %lld, must be >= 0", what, d + 1,
+				 (long long)shape[d]);
+	if (lt_shape_size(rank, shape, mt_dtype_size(dt), &n)) {
+		char text[LT_MAX_DIMS * 21];
+		lt_error(L, "%s: shape %s of dtype %s is too large (its non-empty dims span "
+			    "more than %llu bytes)", what, shape_text(rank, shape, text, sizeof text),
+			 mt_dtype_name(dt), (unsigned long long)MAX_SPAN);
+	}
+	return n;
+}
+
+/* Within a tensor's span (lt_new and reshape check it), so no overflow. */
 int64_t lt_numel(const lt_tensor *t)
 {
 	int64_t n = 1;
@@ -188,6 +245,8 @@ void *lt_data(const lt_tensor *t)
 	return (char *)t->buf->data + t->offset * (int64_t)mt_dtype_size(t->dtype);
 }
 
+/* For a shape lt_check_size accepted: every partial product of its dims is
+ * within the span, or 0 once an empty dim is passed. */
 static void set_contiguous_strides(lt_tensor *t)
 {
 	int64_t s = 1;
@@ -205,19 +264,14 @@ static lt_tensor *push_tensor(lua_State *L)
 	return t;
 }
 
-lt_tensor *lt_new(lua_State *L, mt_dtype dt, int rank, const int64_t *shape)
+lt_tensor *lt_new(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape)
 {
+	uint64_t bytes = (uint64_t)lt_check_size(L, what, dt, rank, shape) * mt_dtype_size(dt);
 	lt_tensor *t = push_tensor(L);
 	t->dtype = dt;
 	t->rank = rank;
-	uint64_t bytes = mt_dtype_size(dt);
-	for (int d = 0; d < rank; d++) {
+	for (int d = 0; d < rank; d++)
 		t->shape[d] = shape[d];
-		if (shape[d] < 0 || __builtin_mul_overflow(bytes, (uint64_t)shape[d], &bytes))
-			lt_error(L, "tensor of this shape is too large");
-	}
-	if (bytes > SIZE_MAX / 2)
-		lt_error(L, "tensor of this shape is too large");
 	set_contiguous_strides(t);
 	struct lt_buf *b = lt_alloc(L, sizeof *b);
 	memset(b, 0, sizeof *b);
@@ -300,6 +354,50 @@ static void sv_of(struct sv *v, const lt_tensor *t, int rank, const int64_t *sha
 	}
 }
 
+/* The runs of n elements of a view from flat position `start`, one call of
+ * sv_next each: the run's first element, its length and stride (elements). */
+struct sv_it {
+	const struct sv *v;
+	int64_t idx[LT_MAX_DIMS];
+	int64_t left;
+};
+
+static void sv_seek(struct sv_it *it, const struct sv *v, int64_t start, int64_t n)
+{
+	it->v = v;
+	it->left = n;
+	int64_t rem = start;
+	for (int d = v->rank - 1; d >= 0; d--) {
+		it->idx[d] = v->shape[d] ? rem % v->shape[d] : 0;
+		rem = v->shape[d] ? rem / v->shape[d] : 0;
+	}
+}
+
+static int64_t sv_next(struct sv_it *it, char **p, int64_t *st)
+{
+	const struct sv *v = it->v;
+	int r = v->rank;
+	if (it->left <= 0)
+		return 0;
+	int64_t off = 0;
+	for (int d = 0; d < r; d++)
+		off += it->idx[d] * v->strides[d];
+	int64_t k = r ? v->shape[r - 1] - it->idx[r - 1] : 1;
+	if (k > it->left)
+		k = it->left;
+	*p = v->base + off * (int64_t)v->esize;
+	*st = r ? v->strides[r - 1] : 0;
+	it->left = r ? it->left - k : 0;
+	if (r) {
+		it->idx[r - 1] += k;
+		for (int d = r - 1; d > 0 && it->idx[d] >= v->shape[d]; d--) {
+			it->idx[d] = 0;
+			it->idx[d - 1]++;
+		}
+	}
+	return k;
+}
+
 #define TYPED_LOOP(op)                                                               \
 	switch (v->dt) {                                                             \
 	case MT_BOOL: op(uint8_t); break;                                            \
@@ -317,27 +415,17 @@ static void sv_of(struct sv *v, const lt_tensor *t, int rank, const int64_t *sha
 	}
 
 /* Move n elements between the view (from flat position start) and dst/src
- * doubles.  Runs along the innermost dimension use typed loops. */
+ * doubles.  Runs along the innermost dimension use typed loops; stores into
+ * integers go through elem_set, which saturates. */
 static void sv_move(const struct sv *v, int64_t start, int64_t n, double *buf, int store)
 {
-	int64_t idx[LT_MAX_DIMS];
-	int r = v->rank;
-	int64_t rem = start;
-	for (int d = r - 1; d >= 0; d--) {
-		idx[d] = v->shape[d] ? rem % v->shape[d] : 0;
-		rem = v->shape[d] ? rem / v->shape[d] : 0;
-	}
-	int64_t inner = r ? v->shape[r - 1] : 1, st = r ? v->strides[r - 1] : 0;
-	while (n > 0) {
-		int64_t off = 0;
-		for (int d = 0; d < r; d++)
-			off += idx[d] * v->strides[d];
-		int64_t k = r ? inner - idx[r - 1] : 1;
-		if (k > n)
-			k = n;
-		char *p = v->base + off * (int64_t)v->esize;
+	struct sv_it it;
+	sv_seek(&it, v, start, n);
+	char *p;
+	int64_t k, st;
+	while ((k = sv_next(&it, &p, &st)) > 0) {
 		int generic = 0;
-		if (store && v->dt != MT_BOOL && is_float(v->dt)) {
+		if (store && is_float(v->dt)) {
 #define ST(T) for (int64_t i = 0; i < k; i++) ((T *)p)[i * st] = (T)buf[i]
 			TYPED_LOOP(ST)
 #undef ST
@@ -359,19 +447,105 @@ static void sv_move(const struct sv *v, int64_t start, int64_t n, double *buf, i
 					buf[i] = elem_get(p + i * st * (int64_t)v->esize, v->dt);
 			}
 		buf += k;
-		n -= k;
-		if (!r)
-			break;
-		idx[r - 1] += k;
-		for (int d = r - 1; d > 0 && idx[d] >= v->shape[d]; d--) {
-			idx[d] = 0;
-			idx[d - 1]++;
-		}
 	}
 }
 
+/* ---- exact integers ------------------------------------------------------------ */
+
+/* Integer dtypes (bool among them) move through int64 buffers instead of
+ * doubles, which hold integers exactly only up to 2^53.  A uint64 element is
+ * held as its 64 bits, Lua's own convention for unsigned integers
+ * (0xffffffffffffffff is uint64 max, compared with math.ult); whoever
+ * compares such values is told which side is unsigned (cmp_int). */
+
+#define INT_LOOP(op)                                                                 \
+	switch (v->dt) {                                                             \
+	case MT_INT8: op(int8_t); break;                                             \
+	case MT_INT16: op(int16_t); break;                                           \
+	case MT_INT32: op(int32_t); break;                                           \
+	case MT_INT64: op(int64_t); break;                                           \
+	case MT_UINT16: op(uint16_t); break;                                         \
+	case MT_UINT32: op(uint32_t); break;                                         \
+	case MT_UINT64: op(uint64_t); break;                                         \
+	default: op(uint8_t); break;                                                 \
+	}
+
+/* Move n elements between an integer view and int64 values.  A store keeps
+ * each value's low bits (wraparound); bool stores and loads are 0 or 1. */
+static void sv_move_int(const struct sv *v, int64_t start, int64_t n, int64_t *buf, int store)
+{
+	struct sv_it it;
+	sv_seek(&it, v, start, n);
+	char *p;
+	int64_t k, st;
+	while ((k = sv_next(&it, &p, &st)) > 0) {
+		if (store && v->dt == MT_BOOL) {
+			for (int64_t i = 0; i < k; i++)
+				((uint8_t *)p)[i * st] = buf[i] != 0;
+		} else if (store) {
+#define ST(T) for (int64_t i = 0; i < k; i++) ((T *)p)[i * st] = (T)buf[i]
+			INT_LOOP(ST)
+#undef ST
+		} else {
+#define LD(T) for (int64_t i = 0; i < k; i++) buf[i] = (int64_t)((const T *)p)[i * st]
+			INT_LOOP(LD)
+#undef LD
+			if (v->dt == MT_BOOL)
+				for (int64_t i = 0; i < k; i++)
+					buf[i] = buf[i] != 0;
+		}
+		buf += k;
+	}
+}
+
+/* Order of x and y, each unsigned (a uint64's bits) when its flag says so. */
+static int cmp_int(int64_t x, int xu, int64_t y, int yu)
+{
+	if (xu && x < 0) /* at or above 2^63 */
+		return yu && y < 0 ? ((uint64_t)x > (uint64_t)y) - ((uint64_t)x < (uint64_t)y) : 1;
+	if (yu && y < 0)
+		return -1;
+	return (x > y) - (x < y);
+}
+
+/* v (unsigned when vu) saturated to the range of dtype `to`, as a cast does;
+ * bool takes v != 0. */
+static int64_t int_saturate(int64_t v, int vu, mt_dtype to)
+{
+	static const int64_t lo[MT_FLOAT64 + 1] = {
+		[MT_INT8] = INT8_MIN, [MT_INT16] = INT16_MIN, [MT_INT32] = INT32_MIN,
+		[MT_INT64] = INT64_MIN,
+	};
+	static const int64_t hi[MT_FLOAT64 + 1] = {
+		[MT_INT8] = INT8_MAX, [MT_INT16] = INT16_MAX, [MT_INT32] = INT32_MAX,
+		[MT_INT64] = INT64_MAX, [MT_UINT8] = UINT8_MAX, [MT_UINT16] = UINT16_MAX,
+		[MT_UINT32] = UINT32_MAX,
+	};
+	if (to == MT_BOOL)
+		return v != 0;
+	if (to == MT_UINT64)
+		return !vu && v < 0 ? 0 : v;
+	if (vu && v < 0)
+		return hi[to];
+	return v < lo[to] ? lo[to] : v > hi[to] ? hi[to] : v;
+}
+
+/* A Lua number or boolean at idx as an exact 64-bit integer: 0 when it is
+ * neither a boolean nor a number with an integral value in int64's range. */
+static int scalar_int(lua_State *L, int idx, int64_t *v)
+{
+	if (lua_isboolean(L, idx)) {
+		*v = lua_toboolean(L, idx);
+		return 1;
+	}
+	int isint;
+	*v = lua_tointegerx(L, idx, &isint);
+	return isint;
+}
+
 /* Copy src (any strides, broadcast to dst's shape) into dst, converting
- * dtypes: same dtype and both contiguous is one memcpy. */
+ * dtypes: same dtype and both contiguous is one memcpy; between integer
+ * dtypes the values stay exact and saturate where dst's range ends. */
 static void copy_into(lt_tensor *dst, const lt_tensor *src)
 {
 	int64_t n = lt_numel(dst);
@@ -383,6 +557,19 @@ static void copy_into(lt_tensor *dst, const lt_tensor *src)
 	struct sv a, o;
 	sv_of(&a, src, dst->rank, dst->shape);
 	sv_of(&o, dst, dst->rank, dst->shape);
+	if (!is_float(src->dtype) && !is_float(dst->dtype)) {
+		int64_t buf[BLOCK];
+		int u = src->dtype == MT_UINT64;
+		for (int64_t i = 0; i < n; i += BLOCK) {
+			int64_t k = n - i < BLOCK ? n - i : BLOCK;
+			sv_move_int(&a, i, k, buf, 0);
+			if (src->dtype != dst->dtype)
+				for (int64_t j = 0; j < k; j++)
+					buf[j] = int_saturate(buf[j], u, dst->dtype);
+			sv_move_int(&o, i, k, buf, 1);
+		}
+		return;
+	}
 	double buf[BLOCK];
 	for (int64_t i = 0; i < n; i += BLOCK) {
 		int64_t k = n - i < BLOCK ? n - i : BLOCK;
@@ -395,12 +582,37 @@ lt_tensor *lt_contiguous(lua_State *L, lt_tensor *t)
 {
 	if (lt_is_contiguous(t))
 		return t;
-	lt_tensor *c = lt_new(L, t->dtype, t->rank, t->shape);
+	lt_tensor *c = lt_new(L, "contiguous", t->dtype, t->rank, t->shape);
 	copy_into(c, t);
 	return c;
 }
 
 /* ---- construction ------------------------------------------------------------ */
+
+/* The Lua number or boolean at idx into the element at p, as a cast would
+ * convert it: an integer into an integer dtype exactly, saturating at the
+ * dtype's range (into uint64 bit for bit: a negative integer stands for
+ * 2^64 + it, as Lua's 0xffffffffffffffff does), anything else through
+ * double.  0 when the value is not a number. */
+static int store_value(lua_State *L, int idx, void *p, mt_dtype dt)
+{
+	int64_t v;
+	struct sv one = {.base = p, .dt = dt, .esize = mt_dtype_size(dt)};
+	if (!is_float(dt) && scalar_int(L, idx, &v)) {
+		v = dt == MT_UINT64 ? v : int_saturate(v, 0, dt);
+		sv_move_int(&one, 0, 1, &v, 1);
+		return 1;
+	}
+	if (lua_isboolean(L, idx)) {
+		elem_set(p, dt, lua_toboolean(L, idx));
+		return 1;
+	}
+	int isnum;
+	double d = lua_tonumberx(L, idx, &isnum);
+	if (isnum)
+		elem_set(p, dt, d);
+	return isnum;
+}
 
 /* Shape of a nested table, from its first elements. */
 static int table_shape(lua_State *L, int idx, int64_t *shape)
@@ -437,14 +649,10 @@ static void table_fill(lua_State *L, int idx, const lt_tensor *t, int d, int64_t
 				lt_error(L, "tensor: element %s is a %s, expected a table", path,
 					   luaL_typename(L, -1));
 			table_fill(L, lua_gettop(L), t, d + 1, pos, path, n);
-		} else {
-			int isnum;
-			double v = lua_isboolean(L, -1) ? lua_toboolean(L, -1)
-							: lua_tonumberx(L, -1, &isnum);
-			if (!lua_isboolean(L, -1) && !isnum)
-				lt_error(L, "tensor: element %s is a %s, expected a number", path,
-					   luaL_typename(L, -1));
-			elem_set((char *)lt_data(t) + (*pos)++ * (int64_t)esize, t->dtype, v);
+		} else if (!store_value(L, -1, (char *)lt_data(t) + (*pos)++ * (int64_t)esize,
+					t->dtype)) {
+			lt_error(L, "tensor: element %s is a %s, expected a number", path,
+				 luaL_typename(L, -1));
 		}
 		lua_pop(L, 1);
 		path[plen] = 0;
@@ -458,7 +666,7 @@ static int l_tensor(lua_State *L)
 	mt_dtype dt = lua_isnoneornil(L, 2) ? MT_FLOAT32 : lt_check_dtype(L, 2, "tensor: dtype");
 	int64_t shape[LT_MAX_DIMS];
 	int rank = table_shape(L, 1, shape);
-	lt_tensor *t = lt_new(L, dt, rank, shape);
+	lt_tensor *t = lt_new(L, "tensor", dt, rank, shape);
 	int64_t pos = 0;
 	char path[256] = "";
 	if (rank)
@@ -472,20 +680,22 @@ static mt_dtype opt_dtype(lua_State *L, int idx, mt_dtype def, const char *what)
 	return lua_isnoneornil(L, idx) ? def : lt_check_dtype(L, idx, what);
 }
 
-static void fill(lt_tensor *t, double v)
+/* Every element of the new contiguous tensor t set to the Lua value at idx. */
+static void fill(lua_State *L, lt_tensor *t, int idx, const char *what)
 {
 	size_t es = mt_dtype_size(t->dtype);
 	int64_t n = lt_numel(t);
-	if (n == 0)
-		return;
+	uint64_t one; /* the widest element */
+	if (!store_value(L, idx, &one, t->dtype))
+		lt_error(L, "%s: value is a %s, expected a number", what, luaL_typename(L, idx));
 	char *p = lt_data(t);
-	elem_set(p, t->dtype, v);
-	for (int64_t i = 1; i < n; i++)
-		memcpy(p + i * (int64_t)es, p, es);
+	for (int64_t i = 0; i < n; i++)
+		memcpy(p + i * (int64_t)es, &one, es);
 }
 
-/* matorage.zeros(shape [, dtype]), ones, full(shape, value [, dtype]) */
-static int l_full_common(lua_State *L, double v, int dtype_idx, const char *what)
+/* matorage.zeros(shape [, dtype]), ones, full(shape, value [, dtype]): the
+ * value at vidx. */
+static int l_full_common(lua_State *L, int vidx, int dtype_idx, const char *what)
 {
 	int64_t shape[LT_MAX_DIMS];
 	int rank = lt_check_shape(L, 1, what, shape);
@@ -493,40 +703,86 @@ static int l_full_common(lua_State *L, double v, int dtype_idx, const char *what
 		if (shape[d] < 0)
 			lt_error(L, "%s: dimension %d is -1; only reshape infers a dimension",
 				   what, d + 1);
-	lt_tensor *t = lt_new(L, opt_dtype(L, dtype_idx, MT_FLOAT32, what), rank, shape);
-	fill(t, v);
+	lt_tensor *t = lt_new(L, what, opt_dtype(L, dtype_idx, MT_FLOAT32, what), rank, shape);
+	fill(L, t, vidx, what);
 	return 1;
 }
 
-static int l_zeros(lua_State *L) { return l_full_common(L, 0, 2, "zeros"); }
-static int l_ones(lua_State *L) { return l_full_common(L, 1, 2, "ones"); }
+static int l_zeros(lua_State *L)
+{
+	lua_settop(L, 2);
+	lua_pushinteger(L, 0);
+	return l_full_common(L, 3, 2, "zeros");
+}
+
+static int l_ones(lua_State *L)
+{
+	lua_settop(L, 2);
+	lua_pushinteger(L, 1);
+	return l_full_common(L, 3, 2, "ones");
+}
+
 static int l_full(lua_State *L)
 {
-	return l_full_common(L, luaL_checknumber(L, 2), 3, "full");
+	luaL_checkany(L, 2);
+	return l_full_common(L, 2, 3, "full");
+}
+
+/* arange over Lua integers into an integer dtype: exact, where doubles would
+ * round beyond 2^53.  Values saturate at the dtype's range, as a cast does. */
+static void arange_int(lua_State *L, lua_Integer a, lua_Integer b, lua_Integer step, mt_dtype dt)
+{
+	/* Unsigned differences: b - a may not fit in an int64. */
+	uint64_t span = step > 0 ? (b < a ? 0 : (uint64_t)b - (uint64_t)a)
+				 : (a < b ? 0 : (uint64_t)a - (uint64_t)b);
+	uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+	uint64_t steps = span / mag;
+	int empty = step > 0 ? b < a : a < b;
+	if (!empty && steps >= (uint64_t)INT64_MAX)
+		lt_error(L, "arange: %llu elements are too many", (unsigned long long)steps);
+	int64_t n = empty ? 0 : (int64_t)steps + 1;
+	lt_tensor *t = lt_new(L, "arange", dt, 1, &n);
+	struct sv v;
+	sv_of(&v, t, 1, t->shape);
+	int64_t x[BLOCK];
+	for (int64_t i = 0; i < n; i += BLOCK) {
+		int64_t k = n - i < BLOCK ? n - i : BLOCK;
+		for (int64_t j = 0; j < k; j++)
+			x[j] = int_saturate((int64_t)((uint64_t)a + (uint64_t)(i + j) * (uint64_t)step),
+					    0, dt);
+		sv_move_int(&v, i, k, x, 1);
+	}
 }
 
 /* matorage.arange(n) or arange(first, last [, step [, dtype]]) — inclusive like
  * a numeric for loop; default int64. */
 static int l_arange(lua_State *L)
 {
-	double a = 1, b, step = 1;
-	int di = 2;
-	if (lua_isnoneornil(L, 2) || lua_type(L, 2) == LUA_TSTRING) {
-		b = luaL_checknumber(L, 1);
-	} else {
-		a = luaL_checknumber(L, 1);
-		b = luaL_checknumber(L, 2);
+	int di = 2, ai = 0, bi = 1, si = 0;
+	if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING) {
+		ai = 1;
+		bi = 2;
+		di = 3;
 		if (lua_type(L, 3) == LUA_TNUMBER) {
-			step = lua_tonumber(L, 3);
+			si = 3;
 			di = 4;
-		} else {
-			di = 3;
 		}
 	}
+	double a = ai ? luaL_checknumber(L, ai) : 1, b = luaL_checknumber(L, bi);
+	double step = si ? lua_tonumber(L, si) : 1;
 	luaL_argcheck(L, step != 0, 3, "step must not be 0");
+	mt_dtype dt = opt_dtype(L, di, MT_INT64, "arange");
+	if (!is_float(dt) && (!ai || lua_isinteger(L, ai)) && lua_isinteger(L, bi) &&
+	    (!si || lua_isinteger(L, si))) {
+		arange_int(L, ai ? lua_tointeger(L, ai) : 1, lua_tointeger(L, bi),
+			   si ? lua_tointeger(L, si) : 1, dt);
+		return 1;
+	}
 	double count = floor((b - a) / step) + 1;
-	int64_t n = count > 0 ? (int64_t)count : 0;
-	lt_tensor *t = lt_new(L, opt_dtype(L, di, MT_INT64, "arange"), 1, &n);
+	if (count >= (double)((uint64_t)1 << 62))
+		return lt_error(L, "arange: %g elements are too many", count);
+	int64_t n = count > 0 ? (int64_t)count : 0; /* NaN: none */
+	lt_tensor *t = lt_new(L, "arange", dt, 1, &n);
 	for (int64_t i = 0; i < n; i++)
 		elem_set((char *)lt_data(t) + i * (int64_t)mt_dtype_size(t->dtype), t->dtype,
 			 a + (double)i * step);
@@ -544,13 +800,11 @@ static int l_from_bytes(lua_State *L)
 	size_t es = mt_dtype_size(dt);
 	if (lua_isnoneornil(L, 3))
 		shape[0] = (int64_t)(len / es);
-	int64_t n = 1;
-	for (int d = 0; d < rank; d++)
-		n *= shape[d];
+	int64_t n = lt_check_size(L, "from_bytes: shape", dt, rank, shape);
 	if ((uint64_t)n * es != len)
 		return lt_error(L, "from_bytes: %zu bytes do not hold %lld %s elements", len,
 				  (long long)n, mt_dtype_name(dt));
-	lt_tensor *t = lt_new(L, dt, rank, shape);
+	lt_tensor *t = lt_new(L, "from_bytes", dt, rank, shape);
 	memcpy(lt_data(t), s, len);
 	return 1;
 }
@@ -615,16 +869,16 @@ static int l_reshape(lua_State *L)
 	lt_tensor *t = lt_check(L, 1);
 	int64_t shape[LT_MAX_DIMS];
 	int rank = lt_check_shape(L, 2, "reshape: shape", shape), infer = -1;
-	int64_t n = 1, total = lt_numel(t);
+	int64_t total = lt_numel(t);
 	for (int d = 0; d < rank; d++) {
 		if (shape[d] == -1) {
 			if (infer >= 0)
 				return lt_error(L, "reshape: shape: only one dimension may be -1");
 			infer = d;
-		} else {
-			n *= shape[d];
+			shape[d] = 1; /* for the size of the others */
 		}
 	}
+	int64_t n = lt_check_size(L, "reshape: shape", t->dtype, rank, shape);
 	if (infer >= 0)
 		shape[infer] = n ? total / n : 0;
 	if (infer >= 0 ? (n == 0 || total % n) : n != total)
@@ -659,7 +913,10 @@ static int l_slice(lua_State *L)
 	lt_tensor *v = new_view(L, t);
 	v->offset += (a - 1) * t->strides[d];
 	v->shape[d] = b >= a ? (b - a) / step + 1 : 0;
-	v->strides[d] *= step;
+	/* A step past the dim's end takes one row, whose stride does not matter;
+	 * any other stays within the dim, so the stride stays within the span. */
+	if (v->shape[d] > 1)
+		v->strides[d] *= step;
 	return 1;
 }
 
@@ -714,7 +971,7 @@ static int l_flip(lua_State *L)
 static int l_copy(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
-	lt_tensor *c = lt_new(L, t->dtype, t->rank, t->shape);
+	lt_tensor *c = lt_new(L, "copy", t->dtype, t->rank, t->shape);
 	copy_into(c, t);
 	return 1;
 }
@@ -736,7 +993,7 @@ static int l_cast(lua_State *L)
 
 lt_tensor *lt_cast(lua_State *L, lt_tensor *t, mt_dtype dt)
 {
-	lt_tensor *c = lt_new(L, dt, t->rank, t->shape);
+	lt_tensor *c = lt_new(L, "cast", dt, t->rank, t->shape);
 	if (t->dtype == MT_UINT8 && dt == MT_FLOAT32 && lt_is_contiguous(t)) {
 		const uint8_t *s = lt_data(t);
 		float *o = lt_data(c);
@@ -805,13 +1062,9 @@ static int l_set(lua_State *L)
 		return lt_error(L, "set: %d indices for a tensor of %d dimensions",
 				  lua_gettop(L) - 2, t->rank);
 	int64_t off = element_at(L, t, 2, "set");
-	double v = check_value(L, t->rank + 2, "set");
-	int64_t iv = lua_isinteger(L, t->rank + 2) ? lua_tointeger(L, t->rank + 2) : 0;
 	char *p = (char *)t->buf->data + off * (int64_t)mt_dtype_size(t->dtype);
-	if (t->dtype == MT_INT64 && lua_isinteger(L, t->rank + 2))
-		*(int64_t *)p = iv; /* exact beyond 2^53 */
-	else
-		elem_set(p, t->dtype, v);
+	if (!store_value(L, t->rank + 2, p, t->dtype))
+		check_value(L, t->rank + 2, "set"); /* raises, naming the value's type */
 	return 0;
 }
 
@@ -856,10 +1109,9 @@ static int l_newindex(lua_State *L)
 		}
 		copy_into(dst, src);
 	} else {
-		lt_tensor one = {0};
-		double v = check_value(L, 3, "index");
-		lt_tensor *s = lt_new(L, dst->dtype, 0, one.shape);
-		elem_set(lt_data(s), s->dtype, v);
+		lt_tensor *s = lt_new(L, "index", dst->dtype, 0, NULL);
+		if (!store_value(L, 3, lt_data(s), s->dtype))
+			check_value(L, 3, "index");
 		copy_into(dst, s);
 	}
 	return 0;
@@ -1049,18 +1301,94 @@ static int binop_f32(int op, const lt_tensor *a, const lt_tensor *b, double s, l
 	return 1;
 }
 
+/* x OP y exactly in 64-bit integers, each unsigned when its flag says so;
+ * + - * wrap around (the store keeps the result dtype's low bits). */
+static int64_t apply_int(int op, int64_t x, int xu, int64_t y, int yu)
+{
+	switch (op) {
+	case OP_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
+	case OP_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
+	case OP_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
+	case OP_AND: return x != 0 && y != 0;
+	case OP_OR: return x != 0 || y != 0;
+	default: break;
+	}
+	int c = cmp_int(x, xu, y, yu);
+	switch (op) {
+	case OP_MIN: return c <= 0 ? x : y;
+	case OP_MAX: return c >= 0 ? x : y;
+	case OP_EQ: return c == 0;
+	case OP_NE: return c != 0;
+	case OP_LT: return c < 0;
+	case OP_LE: return c <= 0;
+	case OP_GT: return c > 0;
+	default: return c >= 0;
+	}
+}
+
+/* One side of an integer operation: a tensor seen with the result's shape,
+ * or a scalar. */
+struct int_side {
+	struct sv v;
+	int is_scalar, u;
+	int64_t s;
+};
+
+/* o = a OP b over integer operands (b a tensor or a scalar, on the left when
+ * swapped), exact: doubles would round values beyond 2^53. */
+static void binop_int(int op, const lt_tensor *a, const struct int_side *b, int swapped,
+		      lt_tensor *o)
+{
+	struct sv va, vo;
+	sv_of(&va, a, o->rank, o->shape);
+	sv_of(&vo, o, o->rank, o->shape);
+	int au = a->dtype == MT_UINT64;
+	int64_t n = lt_numel(o), x[BLOCK], y[BLOCK];
+	for (int64_t i = 0; i < n; i += BLOCK) {
+		int64_t k = n - i < BLOCK ? n - i : BLOCK;
+		sv_move_int(&va, i, k, x, 0);
+		if (!b->is_scalar)
+			sv_move_int(&b->v, i, k, y, 0);
+		for (int64_t j = 0; j < k; j++) {
+			int64_t yv = b->is_scalar ? b->s : y[j];
+			x[j] = swapped ? apply_int(op, yv, b->u, x[j], au)
+				       : apply_int(op, x[j], au, yv, b->u);
+		}
+		sv_move_int(&vo, i, k, x, 1);
+	}
+}
+
+/* The integer side b of `a OP b` when both are integers and the op stays in
+ * integers (not / or ^); 0 otherwise.  A Lua integer takes a's domain: with
+ * a uint64 tensor, its 64 bits (so t:eq(t:get(i)) holds for every element). */
+static int int_side(lua_State *L, int op, const lt_tensor *a, const lt_tensor *b, int sidx,
+		    const int64_t *shape, int rank, struct int_side *out)
+{
+	if (op == OP_DIV || op == OP_POW || is_float(a->dtype) || (b && is_float(b->dtype)))
+		return 0;
+	memset(out, 0, sizeof *out);
+	if (b) {
+		sv_of(&out->v, b, rank, shape);
+		out->u = b->dtype == MT_UINT64;
+		return 1;
+	}
+	out->is_scalar = 1;
+	out->u = a->dtype == MT_UINT64;
+	return scalar_int(L, sidx, &out->s);
+}
+
 /* a OP b where either may be a Lua number (not both). */
 static int binop(lua_State *L, int op)
 {
 	const char *what = op_names[op];
 	lt_tensor *a = lt_test(L, 1), *b = lt_test(L, 2);
-	int swapped = 0;
+	int swapped = 0, si = 0;
 	double s = 0;
 	int sint = 0;
 	if (!a && !b)
 		return lt_error(L, "%s: expected a tensor operand", what);
 	if (!a || !b) {
-		int si = a ? 2 : 1;
+		si = a ? 2 : 1;
 		s = check_value(L, si, what);
 		sint = lua_isinteger(L, si) || lua_isboolean(L, si) || s == floor(s);
 		if (!a) {
@@ -1075,7 +1403,12 @@ static int binop(lua_State *L, int op)
 	int rank = b ? broadcast(L, a, b, shape, what) : a->rank;
 	if (!b)
 		memcpy(shape, a->shape, sizeof shape);
-	lt_tensor *o = lt_new(L, result_dtype(op, a, b, s, sint), rank, shape);
+	lt_tensor *o = lt_new(L, what, result_dtype(op, a, b, s, sint), rank, shape);
+	struct int_side is;
+	if (int_side(L, op, a, b, si, shape, rank, &is)) {
+		binop_int(op, a, &is, swapped, o);
+		return 1;
+	}
 	if (!b || lt_numel(b) == lt_numel(a))
 		if (binop_f32(op, a, b, s, o, swapped))
 			return 1;
@@ -1127,6 +1460,11 @@ static int binop_inplace(lua_State *L, int op)
 			b = lt_cast(L, b, b->dtype);
 	}
 	lua_pushvalue(L, 1);
+	struct int_side is;
+	if (int_side(L, op, a, b, 2, a->shape, a->rank, &is)) {
+		binop_int(op, a, &is, 0, a);
+		return 1;
+	}
 	if ((!b || lt_numel(b) == lt_numel(a)) && binop_f32(op, a, b, s, a, 0))
 		return 1;
 	struct sv va, vb;
@@ -1204,6 +1542,33 @@ static void unop_into(const lt_tensor *t, lt_tensor *o, int op, double lo, doubl
 	}
 }
 
+/* unop_into for integer tensors, exact: - and abs wrap around (-INT64_MIN is
+ * INT64_MIN, as in Lua and numpy), rounding keeps the value; with clamp, the
+ * bounds lo and hi are in t's domain (uint64 bits for a uint64 tensor). */
+static void unop_int(const lt_tensor *t, lt_tensor *o, int op, int64_t lo, int64_t hi, int clamp)
+{
+	struct sv vt, vo;
+	sv_of(&vt, t, t->rank, t->shape);
+	sv_of(&vo, o, o->rank, o->shape);
+	int u = t->dtype == MT_UINT64;
+	int64_t n = lt_numel(t), x[BLOCK];
+	for (int64_t i = 0; i < n; i += BLOCK) {
+		int64_t k = n - i < BLOCK ? n - i : BLOCK;
+		sv_move_int(&vt, i, k, x, 0);
+		for (int64_t j = 0; j < k; j++) {
+			int64_t v = x[j];
+			if (clamp)
+				v = cmp_int(v, u, lo, u) < 0 ? lo : cmp_int(v, u, hi, u) > 0 ? hi : v;
+			else if (op == U_NEG || (op == U_ABS && !u && v < 0))
+				v = (int64_t)(0 - (uint64_t)v);
+			else if (op == U_NOT)
+				v = v == 0;
+			x[j] = v;
+		}
+		sv_move_int(&vo, i, k, x, 1);
+	}
+}
+
 static int unop(lua_State *L, int op)
 {
 	lt_tensor *t = lt_check(L, 1);
@@ -1214,8 +1579,11 @@ static int unop(lua_State *L, int op)
 		dt = MT_FLOAT32;
 	else if (op == U_NEG && dt == MT_BOOL)
 		dt = MT_INT64;
-	lt_tensor *o = lt_new(L, dt, t->rank, t->shape);
-	unop_into(t, o, op, 0, 0, 0);
+	lt_tensor *o = lt_new(L, "unary operation", dt, t->rank, t->shape);
+	if (!is_float(t->dtype) && !is_float(dt))
+		unop_int(t, o, op, 0, 0, 0);
+	else
+		unop_into(t, o, op, 0, 0, 0);
 	return 1;
 }
 
@@ -1230,16 +1598,38 @@ UNOP(l_ceil, U_CEIL)
 UNOP(l_round, U_ROUND)
 UNOP(l_not, U_NOT)
 
+/* A clamp bound (argument idx, upper when hi) for an integer tensor of dtype
+ * dt, in its domain: nil is the end of dt's range, a Lua integer is taken as
+ * is, a float is rounded inward and saturated to dt's range. */
+static int64_t int_bound(lua_State *L, int idx, mt_dtype dt, int hi)
+{
+	int64_t v;
+	if (lua_isnoneornil(L, idx))
+		return dt == MT_UINT64 ? (hi ? -1 : 0) : hi ? INT64_MAX : INT64_MIN;
+	if (scalar_int(L, idx, &v))
+		return v;
+	double d = luaL_checknumber(L, idx);
+	uint64_t e; /* the widest element */
+	struct sv one = {.base = (char *)&e, .dt = dt, .esize = mt_dtype_size(dt)};
+	elem_set(&e, dt, hi ? floor(d) : ceil(d));
+	sv_move_int(&one, 0, 1, &v, 0);
+	return v;
+}
+
 /* t:clamp(lo, hi) — either may be nil (no bound). */
 static int l_clamp(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
+	lua_settop(L, 3); /* the bounds stay at 2 and 3 under the result */
 	double lo = lua_isnoneornil(L, 2) ? -HUGE_VAL : luaL_checknumber(L, 2);
 	double hi = lua_isnoneornil(L, 3) ? HUGE_VAL : luaL_checknumber(L, 3);
 	if (lo > hi)
 		return lt_error(L, "clamp: lo (%f) is greater than hi (%f)", lo, hi);
-	lt_tensor *o = lt_new(L, t->dtype, t->rank, t->shape);
-	unop_into(t, o, 0, lo, hi, 1);
+	lt_tensor *o = lt_new(L, "clamp", t->dtype, t->rank, t->shape);
+	if (is_float(t->dtype))
+		unop_into(t, o, 0, lo, hi, 1);
+	else
+		unop_int(t, o, 0, int_bound(L, 2, t->dtype, 0), int_bound(L, 3, t->dtype, 1), 1);
 	return 1;
 }
 
@@ -1287,6 +1677,113 @@ static double acc_result(const struct acc *a, int kind)
 	}
 }
 
+/* t seen with dim d moved last (perm), and the shape without d (oshape):
+ * each output element's inputs are then one run. */
+static void dim_last(const lt_tensor *t, int d, lt_tensor *perm, int64_t *oshape)
+{
+	*perm = *t;
+	for (int k = 0, j = 0; k < t->rank; k++)
+		if (k != d) {
+			perm->shape[j] = t->shape[k];
+			perm->strides[j] = t->strides[k];
+			oshape[j++] = t->shape[k];
+		}
+	perm->shape[t->rank - 1] = t->shape[d];
+	perm->strides[t->rank - 1] = t->strides[d];
+}
+
+/* Integer sum, min, max, argmax and argmin, exact: a sum wraps around in
+ * 64 bits (a uint64 sum keeps its bits), comparisons know uint64 (u). */
+struct iacc {
+	int64_t sum, best, arg, n;
+};
+
+static void iacc_add(struct iacc *a, const int64_t *x, int64_t k, int64_t base, int kind, int u)
+{
+	for (int64_t i = 0; i < k; i++, a->n++) {
+		if (kind == R_SUM) {
+			a->sum = (int64_t)((uint64_t)a->sum + (uint64_t)x[i]);
+			continue;
+		}
+		int c = a->n ? cmp_int(x[i], u, a->best, u) : 0;
+		if (!a->n || (kind == R_MIN || kind == R_ARGMIN ? c < 0 : c > 0)) {
+			a->best = x[i];
+			a->arg = base + i;
+		}
+	}
+}
+
+static int64_t iacc_result(const struct iacc *a, int kind)
+{
+	return kind == R_SUM ? a->sum : kind == R_ARGMAX || kind == R_ARGMIN ? a->arg + 1 : a->best;
+}
+
+/* reduce for integer tensors: an integer over everything, or a tensor (int64;
+ * min and max keep the dtype) with dim removed. */
+static int reduce_int(lua_State *L, lt_tensor *t, int kind, const char *what)
+{
+	int u = t->dtype == MT_UINT64;
+	int64_t x[BLOCK];
+	struct sv v, vo;
+	if (lua_isnoneornil(L, 2)) {
+		struct iacc a = {0};
+		int64_t n = lt_numel(t);
+		sv_of(&v, t, t->rank, t->shape);
+		for (int64_t i = 0; i < n; i += BLOCK) {
+			int64_t k = n - i < BLOCK ? n - i : BLOCK;
+			sv_move_int(&v, i, k, x, 0);
+			iacc_add(&a, x, k, i, kind, u);
+		}
+		lua_pushinteger(L, iacc_result(&a, kind));
+		return 1;
+	}
+	int d = check_dim(L, 2, t, 0);
+	if (t->shape[d] == 0 && kind != R_SUM)
+		return lt_error(L, "%s: dim %d is empty", what, d + 1);
+	lt_tensor perm;
+	int64_t oshape[LT_MAX_DIMS];
+	dim_last(t, d, &perm, oshape);
+	mt_dtype odt = kind == R_MIN || kind == R_MAX ? t->dtype : MT_INT64;
+	lt_tensor *o = lt_new(L, what, odt, t->rank - 1, oshape);
+	sv_of(&v, &perm, perm.rank, perm.shape);
+	sv_of(&vo, o, o->rank, o->shape);
+	int64_t len = t->shape[d], outer = lt_numel(o);
+	for (int64_t r = 0; r < outer; r++) {
+		struct iacc a = {0};
+		for (int64_t i = 0; i < len; i += BLOCK) {
+			int64_t k = len - i < BLOCK ? len - i : BLOCK;
+			sv_move_int(&v, r * len + i, k, x, 0);
+			iacc_add(&a, x, k, i, kind, u);
+		}
+		int64_t res = iacc_result(&a, kind);
+		sv_move_int(&vo, r, 1, &res, 1);
+	}
+	return 1;
+}
+
+/* The reduction of elements [start, start + len) of view v. */
+static double reduce_run(const struct sv *v, int64_t start, int64_t len, int kind)
+{
+	double x[BLOCK];
+	struct acc a = {0};
+	for (int64_t i = 0; i < len; i += BLOCK) {
+		int64_t k = len - i < BLOCK ? len - i : BLOCK;
+		sv_move(v, start + i, k, x, 0);
+		acc_add(&a, x, k, i, kind == R_STD ? R_SUM : kind);
+	}
+	if (kind != R_STD)
+		return acc_result(&a, kind);
+	/* A second pass about the mean: the one-pass formula loses digits. */
+	double m = a.n ? a.sum / a.n : 0, ss = 0;
+	for (int64_t i = 0; i < len; i += BLOCK) {
+		int64_t k = len - i < BLOCK ? len - i : BLOCK;
+		sv_move(v, start + i, k, x, 0);
+		for (int64_t j = 0; j < k; j++)
+			ss += (x[j] - m) * (x[j] - m);
+	}
+	return a.n ? sqrt(ss / a.n) : (double)NAN;
+}
+
 /* t:sum([dim]) and friends: a number over everything, or a tensor with dim
  * removed.  std is the population deviation (numpy's default ddof=0);
  * argmax/argmin are 1-based. */
@@ -1296,83 +1793,34 @@ static int reduce(lua_State *L, int kind, const char *what)
 	int64_t n = lt_numel(t);
 	if ((kind >= R_MIN) && n == 0)
 		return lt_error(L, "%s: the tensor is empty", what);
-	double x[BLOCK];
+	if (!is_float(t->dtype) && kind != R_MEAN && kind != R_STD)
+		return reduce_int(L, t, kind, what);
+	struct sv v;
 	if (lua_isnoneornil(L, 2)) {
-		struct acc a = {0};
-		struct sv v;
 		sv_of(&v, t, t->rank, t->shape);
-		if (kind == R_STD) { /* two passes: the one-pass formula loses digits */
-			for (int64_t i = 0; i < n; i += BLOCK) {
-				int64_t k = n - i < BLOCK ? n - i : BLOCK;
-				sv_move(&v, i, k, x, 0);
-				acc_add(&a, x, k, i, R_SUM);
-			}
-			double m = n ? a.sum / (double)n : 0, ss = 0;
-			for (int64_t i = 0; i < n; i += BLOCK) {
-				int64_t k = n - i < BLOCK ? n - i : BLOCK;
-				sv_move(&v, i, k, x, 0);
-				for (int64_t j = 0; j < k; j++)
-					ss += (x[j] - m) * (x[j] - m);
-			}
-			lua_pushnumber(L, n ? sqrt(ss / (double)n) : (double)NAN);
-			return 1;
-		}
-		for (int64_t i = 0; i < n; i += BLOCK) {
-			int64_t k = n - i < BLOCK ? n - i : BLOCK;
-			sv_move(&v, i, k, x, 0);
-			acc_add(&a, x, k, i, kind);
-		}
-		double r = acc_result(&a, kind);
-		if (kind == R_ARGMAX || kind == R_ARGMIN || (kind == R_SUM && !is_float(t->dtype)))
+		double r = reduce_run(&v, 0, n, kind);
+		if (kind == R_ARGMAX || kind == R_ARGMIN)
 			lua_pushinteger(L, (lua_Integer)r);
 		else
 			lua_pushnumber(L, r);
 		return 1;
 	}
 	int d = check_dim(L, 2, t, 0);
-	/* Iterate t with dim d moved last: each output element's inputs are one run. */
-	lt_tensor perm = *t;
+	lt_tensor perm;
 	int64_t oshape[LT_MAX_DIMS];
-	for (int k = 0, j = 0; k < t->rank; k++)
-		if (k != d) {
-			perm.shape[j] = t->shape[k];
-			perm.strides[j] = t->strides[k];
-			oshape[j++] = t->shape[k];
-		}
-	perm.shape[t->rank - 1] = t->shape[d];
-	perm.strides[t->rank - 1] = t->strides[d];
+	dim_last(t, d, &perm, oshape);
 	if (t->shape[d] == 0 && kind >= R_MIN)
 		return lt_error(L, "%s: dim %d is empty", what, d + 1);
 	mt_dtype odt = kind == R_ARGMAX || kind == R_ARGMIN ? MT_INT64
-		       : kind == R_SUM && !is_float(t->dtype) ? MT_INT64
 		       : kind == R_MIN || kind == R_MAX ? t->dtype
 		       : t->dtype == MT_FLOAT64 ? MT_FLOAT64 : MT_FLOAT32;
-	lt_tensor *o = lt_new(L, odt, t->rank - 1, oshape);
-	struct sv v;
+	lt_tensor *o = lt_new(L, what, odt, t->rank - 1, oshape);
 	sv_of(&v, &perm, perm.rank, perm.shape);
 	int64_t len = t->shape[d], outer = lt_numel(o);
 	char *op = lt_data(o);
 	size_t es = mt_dtype_size(odt);
-	for (int64_t r = 0; r < outer; r++) {
-		struct acc a = {0};
-		for (int64_t i = 0; i < len; i += BLOCK) {
-			int64_t k = len - i < BLOCK ? len - i : BLOCK;
-			sv_move(&v, r * len + i, k, x, 0);
-			acc_add(&a, x, k, i, kind == R_STD ? R_SUM : kind);
-		}
-		double res = acc_result(&a, kind);
-		if (kind == R_STD) {
-			double m = a.n ? a.sum / a.n : 0, ss = 0;
-			for (int64_t i = 0; i < len; i += BLOCK) {
-				int64_t k = len - i < BLOCK ? len - i : BLOCK;
-				sv_move(&v, r * len + i, k, x, 0);
-				for (int64_t j = 0; j < k; j++)
-					ss += (x[j] - m) * (x[j] - m);
-			}
-			res = a.n ? sqrt(ss / a.n) : (double)NAN;
-		}
-		elem_set(op + r * (int64_t)es, odt, res);
-	}
+	for (int64_t r = 0; r < outer; r++)
+		elem_set(op + r * (int64_t)es, odt, reduce_run(&v, r * len, len, kind));
 	return 1;
 }
 
@@ -1398,7 +1846,7 @@ static int l_normalize(lua_State *L)
 			return lt_error(L, "normalize: std is 0");
 	}
 	if (!is_float(t->dtype)) {
-		lt_tensor *c = lt_new(L, MT_FLOAT32, t->rank, t->shape);
+		lt_tensor *c = lt_new(L, "normalize", MT_FLOAT32, t->rank, t->shape);
 		copy_into(c, t);
 		lua_replace(L, 1);
 	}
@@ -1428,7 +1876,8 @@ static int l_one_hot(lua_State *L)
 	int64_t shape[LT_MAX_DIMS];
 	memcpy(shape, t->shape, sizeof shape);
 	shape[t->rank] = n;
-	lt_tensor *o = lt_new(L, opt_dtype(L, 3, MT_FLOAT32, "one_hot: dtype"), t->rank + 1, shape);
+	lt_tensor *o = lt_new(L, "one_hot", opt_dtype(L, 3, MT_FLOAT32, "one_hot: dtype"),
+			      t->rank + 1, shape);
 	memset(lt_data(o), 0, (size_t)lt_numel(o) * mt_dtype_size(o->dtype));
 	struct sv v;
 	sv_of(&v, t, t->rank, t->shape);
@@ -1524,12 +1973,12 @@ static int join(lua_State *L, int stack)
 				return lt_error(L, "%s: element %d has size %d in dim %d, element 1 "
 						  "has %d", what, i, (int)t->shape[k], k + 1,
 						  (int)first->shape[k]);
-		if (!stack)
-			shape[d] += t->shape[d];
+		if (!stack && __builtin_add_overflow(shape[d], t->shape[d], &shape[d]))
+			return lt_error(L, "%s: dim %d of the result is too large", what, d + 1);
 		if (t->dtype != dt)
 			dt = is_float(t->dtype) || is_float(dt) ? MT_FLOAT64 : MT_INT64;
 	}
-	lt_tensor *o = lt_new(L, dt, rank, shape);
+	lt_tensor *o = lt_new(L, what, dt, rank, shape);
 	int64_t at = 0;
 	for (int i = 1; i <= n; i++) {
 		lt_tensor *t = list_at(L, 1, i);
@@ -1543,18 +1992,53 @@ static int l_concat(lua_State *L) { return join(L, 0); }
 static int l_stack(lua_State *L) { return join(L, 1); }
 
 /* Rows (dim 1) of t listed in rows[0..n) (0-based), gathered into a new tensor. */
-static void gather_rows(lua_State *L, lt_tensor *t, const int64_t *rows, int64_t n)
+static void gather_rows(lua_State *L, lt_tensor *t, const int64_t *rows, int64_t n,
+			const char *what)
 {
 	int64_t shape[LT_MAX_DIMS];
 	memcpy(shape, t->shape, sizeof shape);
 	shape[0] = n;
 	lt_tensor *c = lt_contiguous(L, t);
-	lt_tensor *o = lt_new(L, t->dtype, t->rank, shape);
+	lt_tensor *o = lt_new(L, what, t->dtype, t->rank, shape);
 	size_t row = (size_t)(t->shape[0] ? lt_numel(c) / t->shape[0] : 0) *
 		     mt_dtype_size(t->dtype);
 	for (int64_t i = 0; i < n; i++)
 		memcpy((char *)lt_data(o) + i * (int64_t)row, (char *)lt_data(c) + rows[i] * (int64_t)row,
 		       row);
+}
+
+/* Index i (0-based) of take's argument 2, an index tensor ix or a table, as
+ * a 0-based row of t; raises naming it when it is not a row of t. */
+static int64_t take_row(lua_State *L, const lt_tensor *t, const lt_tensor *ix, int64_t i)
+{
+	int64_t v, rows = t->shape[0];
+	struct sv iv;
+	if (ix)
+		sv_of(&iv, ix, ix->rank, ix->shape);
+	if (!ix) {
+		int isint;
+		lua_geti(L, 2, i + 1);
+		v = lua_tointegerx(L, -1, &isint);
+		lua_pop(L, 1);
+		if (!isint)
+			lt_error(L, "take: indices[%lld] is not an integer", (long long)i + 1);
+	} else if (is_float(ix->dtype)) {
+		double x;
+		sv_move(&iv, i, 1, &x, 0);
+		if (!(x >= 1 && x < (double)rows + 1)) /* in range before converting */
+			lt_error(L, "take: indices[%lld] = %g is out of range 1..%lld",
+				 (long long)i + 1, x, (long long)rows);
+		v = (int64_t)x;
+	} else {
+		sv_move_int(&iv, i, 1, &v, 0);
+		if (ix->dtype == MT_UINT64 && v < 0) /* at or above 2^63 */
+			lt_error(L, "take: indices[%lld] = %llu is out of range 1..%lld",
+				 (long long)i + 1, (unsigned long long)v, (long long)rows);
+	}
+	if (v < 1 || v > rows)
+		lt_error(L, "take: indices[%lld] = %lld is out of range 1..%lld", (long long)i + 1,
+			 (long long)v, (long long)rows);
+	return v - 1;
 }
 
 /* t:take(indices) — rows by 1-based index (a table or an integer tensor). */
@@ -1565,34 +2049,12 @@ static int l_take(lua_State *L)
 		return lt_error(L, "take: a 0-d tensor has no rows");
 	lt_tensor *ix = lt_test(L, 2);
 	int64_t n = ix ? lt_numel(ix) : (luaL_checktype(L, 2, LUA_TTABLE), (int64_t)luaL_len(L, 2));
-	int64_t *rows = lt_alloc(L, (size_t)(n ? n : 1) * sizeof *rows);
-	for (int64_t i = 0; i < n; i++) {
-		lua_Integer v;
-		if (ix) {
-			double x;
-			struct sv iv;
-			sv_of(&iv, ix, ix->rank, ix->shape);
-			sv_move(&iv, i, 1, &x, 0);
-			v = (lua_Integer)x;
-		} else {
-			lua_geti(L, 2, i + 1);
-			int ok;
-			v = lua_tointegerx(L, -1, &ok);
-			lua_pop(L, 1);
-			if (!ok) {
-				lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
-				return lt_error(L, "take: indices[%d] is not an integer", (int)i + 1);
-			}
-		}
-		if (v < 1 || v > t->shape[0]) {
-			lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
-			return lt_error(L, "take: indices[%d] = %d is out of range 1..%d",
-					  (int)i + 1, (int)v, (int)t->shape[0]);
-		}
-		rows[i] = v - 1;
-	}
-	gather_rows(L, t, rows, n);
-	lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
+	n = lt_check_size(L, "take: indices", MT_INT64, 1, &n);
+	/* Owned by Lua, so an error in between leaks nothing. */
+	int64_t *rows = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *rows, 0);
+	for (int64_t i = 0; i < n; i++)
+		rows[i] = take_row(L, t, ix, i);
+	gather_rows(L, t, rows, n, "take");
 	return 1;
 }
 
@@ -1618,8 +2080,41 @@ static int l_filter(lua_State *L)
 			if (x[j] != 0)
 				rows[k++] = i + j;
 	}
-	gather_rows(L, t, rows, k);
+	gather_rows(L, t, rows, k, "filter");
 	lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
+	return 1;
+}
+
+/* isin for an integer tensor, exact: a value matches the elements equal to
+ * it (a negative integer, a uint64 tensor's elements with its bits). */
+static int isin_int(lua_State *L, const lt_tensor *t, int nv)
+{
+	int64_t vals[256];
+	int k = 0;
+	for (int i = 0; i < nv; i++) {
+		lua_geti(L, 2, i + 1);
+		double d = check_value(L, -1, "isin: values");
+		if (scalar_int(L, -1, &vals[k]))
+			k++;
+		else if (t->dtype == MT_UINT64 && d == floor(d) && d >= 0x1p63 && d < 0x1p64)
+			vals[k++] = (int64_t)(uint64_t)d; /* beyond int64, within uint64 */
+		lua_pop(L, 1);
+	}
+	lt_tensor *o = lt_new(L, "isin", MT_BOOL, t->rank, t->shape);
+	struct sv v;
+	sv_of(&v, t, t->rank, t->shape);
+	uint8_t *op = lt_data(o);
+	int64_t n = lt_numel(t), x[BLOCK];
+	for (int64_t i = 0; i < n; i += BLOCK) {
+		int64_t c = n - i < BLOCK ? n - i : BLOCK;
+		sv_move_int(&v, i, c, x, 0);
+		for (int64_t j = 0; j < c; j++) {
+			int hit = 0;
+			for (int q = 0; q < k && !hit; q++)
+				hit = x[j] == vals[q];
+			op[i + j] = (uint8_t)hit;
+		}
+	}
 	return 1;
 }
 
@@ -1630,14 +2125,16 @@ static int l_isin(lua_State *L)
 	luaL_checktype(L, 2, LUA_TTABLE);
 	int nv = (int)luaL_len(L, 2);
 	double vals[256];
-	if (nv > 256)
+	if (nv < 0 || nv > 256)
 		return lt_error(L, "isin: at most 256 values");
+	if (!is_float(t->dtype))
+		return isin_int(L, t, nv);
 	for (int i = 0; i < nv; i++) {
 		lua_geti(L, 2, i + 1);
 		vals[i] = check_value(L, -1, "isin: values");
 		lua_pop(L, 1);
 	}
-	lt_tensor *o = lt_new(L, MT_BOOL, t->rank, t->shape);
+	lt_tensor *o = lt_new(L, "isin", MT_BOOL, t->rank, t->shape);
 	struct sv v;
 	sv_of(&v, t, t->rank, t->shape);
 	uint8_t *op = lt_data(o);

@@ -295,8 +295,9 @@ static void csv_options(lua_State *L, int idx, struct csv_opts *o)
 		o->has_fill = 1;
 		o->fill = luaL_checknumber(L, -1);
 		o->ifill = lua_tointegerx(L, -1, &isint);
-		if (!isint)
-			lt_set_double(&o->ifill, o->parse == MT_FLOAT64 ? MT_INT64 : o->parse, o->fill);
+		if (!isint) /* a float fill for integer columns, converted as a cast does */
+			lt_set_double(&o->ifill, o->parse == MT_UINT64 ? MT_UINT64 : MT_INT64,
+				      o->fill);
 	}
 	lua_pop(L, 4);
 }
@@ -405,8 +406,9 @@ static void csv_row(lua_State *L, const struct csv_doc *d, int64_t line, const c
 		char *e = d->out + (r * d->cols + c) * (int64_t)es;
 		size_t fl = (size_t)(fe - fs);
 		if (csv_missing(fs, fe) && !o->has_fill)
-			lt_error(L, "read_csv: %s:%lld: column %lld is missing a value (give fill= "
-				    "to use a default)", d->path, (long long)line, (long long)c + 1);
+			lt_error(L, "read_csv: %s:%lld: column %lld is missing a value (give "
+				    "fill= to use a default)", d->path, (long long)line,
+				 (long long)c + 1);
 		if (csv_missing(fs, fe)) {
 			memcpy(e, o->parse == MT_FLOAT64 ? (const void *)&o->fill : &o->ifill, es);
 			continue;

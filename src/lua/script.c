@@ -104,8 +104,9 @@ void *lt_alloc(lua_State *L, size_t bytes)
 	if (!p) {
 		char msg[160];
 		if (s->mem_exceeded)
-			snprintf(msg, sizeof msg, "out of memory allocating %zu bytes (memory limit "
-				 "%llu bytes)", bytes, (unsigned long long)s->o.max_memory);
+			snprintf(msg, sizeof msg,
+				 "out of memory allocating %zu bytes (memory limit %llu bytes)",
+				 bytes, (unsigned long long)s->o.max_memory);
 		else
 			snprintf(msg, sizeof msg, "out of memory allocating %zu bytes", bytes);
 		raise_coded(L, s->mem_exceeded ? MT_ERANGE : MT_ENOMEM, msg);
@@ -475,6 +476,9 @@ int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err)
 		sandbox(L);
 	lua_pushcfunction(L, l_print);
 	lua_setglobal(L, "print");
+	/* Set now, so that the message handler's look-up allocates nothing. */
+	lua_pushboolean(L, 0);
+	lua_setfield(L, LUA_REGISTRYINDEX, CODED_ERROR);
 	luaL_requiref(L, "matorage", open_matorage, 1);
 	lua_pop(L, 1);
 	lua_sethook(L, script_hook, LUA_MASKCOUNT, HOOK_EVERY);

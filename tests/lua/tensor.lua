@@ -260,6 +260,27 @@ eq(add_ip[1], p53, "add_(0)")
 add_ip:add_(m.tensor({ 1 }, "uint8"))
 eq(add_ip[1], p53 + 1, "add_ of an integer tensor")
 
+-- int64 arithmetic agrees with Lua's own integers, which wrap around too (seeded values)
+local rng = m.rng(20240610)
+local xs, ys, total = {}, {}, 0
+for i = 1, 300 do
+	xs[i] = rng:int(imin, imax)
+	ys[i] = i % 3 == 0 and rng:int(-1000, 1000) or rng:int(imin, imax)
+	total = total + xs[i]
+end
+local tx, ty = m.tensor(xs, "int64"), m.tensor(ys, "int64")
+local sum, dif, prod = tx + ty, tx - ty, tx * ty
+local lt, mn, mx = tx:lt(ty), tx:minimum(ty), tx:maximum(ty)
+for i = 1, #xs do
+	eq(sum[i], xs[i] + ys[i], "int64 + at " .. i)
+	eq(dif[i], xs[i] - ys[i], "int64 - at " .. i)
+	eq(prod[i], xs[i] * ys[i], "int64 * at " .. i)
+	eq(lt[i], xs[i] < ys[i], "int64 < at " .. i)
+	eq(mn[i], math.min(xs[i], ys[i]), "int64 minimum at " .. i)
+	eq(mx[i], math.max(xs[i], ys[i]), "int64 maximum at " .. i)
+end
+eq(tx:sum(), total, "int64 sum wraps as Lua's does")
+
 -- integer reductions are exact
 eq(m.tensor({ p53, 1 }, "int64"):sum(), p53 + 1, "sum")
 eq(big64:max(), imax, "max")

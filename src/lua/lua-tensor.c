@@ -204,7 +204,7 @@ static const char *shape_text(int rank, const int64_t *shape, char *buf, size_t 
 
 int64_t lt_check_size(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape)
 {
-	int64_t n;
+	int64_t n = 0;
 	for (int d = 0; d < rank; d++)
 		if (shape[d] < 0)
 			lt_error(L, "%s: dimension %d is %lld, must be >= 0", what, d + 1,

@@ -1,4 +1,5 @@
 /* lua-dataset.c — stores, versions read by rows and batches, and new versions written by a script. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,7 +229,9 @@ static void read_attr(lua_State *L, lt_reader *r, size_t i, uint64_t a, uint64_t
 	shape[0] = (int64_t)n;
 	for (int d = 0; d < at->rank; d++)
 		shape[d + 1] = (int64_t)at->shape[d];
-	lt_tensor *t = lt_new(L, at->dtype, at->rank + 1, shape);
+	char what[300];
+	snprintf(what, sizeof what, "read: attribute %s", at->name);
+	lt_tensor *t = lt_new(L, what, at->dtype, at->rank + 1, shape);
 	mt_error err = {0};
 	if (mt_reader_read(r->r, i, a, a + n, lt_data(t),
 			   (size_t)lt_numel(t) * mt_dtype_size(at->dtype), &err))

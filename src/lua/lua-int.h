@@ -42,8 +42,15 @@ typedef struct lt_tensor {
 void lt_tensor_register(lua_State *L);
 lt_tensor *lt_check(lua_State *L, int idx);
 lt_tensor *lt_test(lua_State *L, int idx);
-/* A new contiguous tensor (zeroed) pushed on the stack. */
-lt_tensor *lt_new(lua_State *L, mt_dtype dt, int rank, const int64_t *shape);
+/* A new contiguous tensor pushed on the stack, its elements not yet written.
+ * A shape too large (lt_check_size) raises an error naming `what`. */
+lt_tensor *lt_new(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape);
+/* The element count of a shape, into *numel; -1 when a dim is negative or the
+ * non-empty dims span more bytes (at esize bytes an element) than any tensor
+ * may: that bound keeps every stride, offset and size computation in range. */
+int lt_shape_size(int rank, const int64_t *shape, size_t esize, int64_t *numel);
+/* lt_shape_size or a Lua error naming `what` (a file, an operation) and the shape. */
+int64_t lt_check_size(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape);
 int64_t lt_numel(const lt_tensor *t);
 int lt_is_contiguous(const lt_tensor *t);
 /* Pointer to the first element (valid for contiguous tensors). */
@@ -57,8 +64,52 @@ lt_tensor *lt_cast(lua_State *L, lt_tensor *t, mt_dtype dt);
 mt_dtype lt_check_dtype(lua_State *L, int idx, const char *what);
 /* A shape given as a table of integers >= 0 (or >= 1 when !zero_ok). */
 int lt_check_shape(lua_State *L, int idx, const char *what, int64_t *shape);
+/* v into the element at p of dtype dt, as a cast converts it: integers
+ * rounded toward zero and saturating at the dtype's range, NaN as 0. */
+void lt_set_double(void *p, mt_dtype dt, double v);
 /* Byte-swap n elements of size sz in place. */
 void lt_swap_bytes(void *p, size_t n, size_t sz);
+
+/* What lua-tensor.c shares with lua-tensor-ops.c: strided element access. */
+
+/* Elements converted per step of the generic loops: enough to amortise the
+ * per-step work, small enough to stay in L1. */
+#define LT_BLOCK 2048
+
+/* A tensor seen with another shape, to read or write element by element in
+ * flat (C) order; strides may be 0 (broadcast) or negative (flipped). */
+struct lt_sv {
+	char *base;
+	mt_dtype dt;
+	size_t esize;
+	int rank;
+	int64_t shape[LT_MAX_DIMS];
+	int64_t strides[LT_MAX_DIMS];
+};
+
+/* t seen with shape `shape` of rank `rank` (numpy broadcasting: dims
+ * aligned on the right, size-1 dims repeated). */
+void lt_sv_of(struct lt_sv *v, const lt_tensor *t, int rank, const int64_t *shape);
+/* Move n elements from flat position start between the view and doubles
+ * (store: into the view; integers saturate, as a cast does). */
+void lt_sv_move(const struct lt_sv *v, int64_t start, int64_t n, double *buf, int store);
+/* The same for an integer (or bool) view and int64 values, exactly: a
+ * uint64 as its bits; a store keeps each value's low bits (wraparound). */
+void lt_sv_move_int(const struct lt_sv *v, int64_t start, int64_t n, int64_t *buf, int store);
+/* Order (-1, 0, 1) of x and y, each unsigned (a uint64's bits) when its flag says so. */
+int lt_cmp_int(int64_t x, int xu, int64_t y, int yu);
+/* The Lua value at idx as an exact 64-bit integer: a boolean, or a number with
+ * an integral value in int64's range; 0 when it is neither. */
+int lt_scalar_int(lua_State *L, int idx, int64_t *v);
+/* The number (or boolean, as 0 or 1) at idx; the error names `what`. */
+double lt_check_value(lua_State *L, int idx, const char *what);
+/* A 1-based dimension argument of t (negative counts from the end; extra
+ * allows dims beyond t's rank), 0-based. */
+int lt_check_dim(lua_State *L, int idx, const lt_tensor *t, int extra);
+int lt_is_float(mt_dtype dt);
+/* The arithmetic, comparison, elementwise and reduction methods and
+ * metamethods, into the methods table (on top) and the metatable below it. */
+void lt_tensor_ops_register(lua_State *L);
 
 /* ---- lua-io.c ---- */
 void lt_io_register(lua_State *L);

@@ -111,7 +111,8 @@ static int l_read_idx(lua_State *L)
 		shape[d] = (int64_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
 				     (uint32_t)b[2] << 8 | b[3]);
 	}
-	lt_tensor *t = lt_new(L, dt, rank, shape);
+	/* The header's dims may promise more than any tensor can hold. */
+	lt_tensor *t = lt_new(L, lua_pushfstring(L, "read_idx: %s", path), dt, rank, shape);
 	size_t bytes = (size_t)lt_numel(t) * mt_dtype_size(dt);
 	gz_need(L, f, lt_data(t), bytes, path, "before all the values its dimensions promise");
 	uint8_t extra;
@@ -143,7 +144,8 @@ static int l_read_npy(lua_State *L)
 	int64_t shape[LT_MAX_DIMS];
 	for (int d = 0; d < in->rank; d++)
 		shape[d] = (int64_t)in->shape[d];
-	lt_tensor *t = lt_new(L, in->dtype, in->rank, shape);
+	lt_tensor *t = lt_new(L, lua_pushfstring(L, "read_npy: %s", path), in->dtype, in->rank,
+			      shape);
 	size_t bytes = (size_t)lt_numel(t) * mt_dtype_size(t->dtype);
 	int rc = mt_npy_read_rows(n, 0, in->shape[0], lt_data(t), bytes, &err);
 	box_close(box);
@@ -226,23 +228,25 @@ static int l_read_raw(lua_State *L)
 		return lt_error(L, "read_raw: %s: offset %d is outside its %zu bytes", path,
 				  (int)offset, len);
 	size_t es = mt_dtype_size(dt), avail = len - (size_t)offset;
-	int64_t known = 1, infer = -1;
+	int infer = -1;
 	for (int d = 0; d < rank; d++) {
-		if (shape[d] == -1)
-			infer = d;
-		else
-			known *= shape[d];
+		if (shape[d] != -1)
+			continue;
+		if (infer >= 0)
+			return lt_error(L, "read_raw: shape: only one dimension may be -1");
+		infer = d;
+		shape[d] = 1; /* for the size of the others */
 	}
+	const char *what = lua_pushfstring(L, "read_raw: %s", path);
+	int64_t known = lt_check_size(L, what, dt, rank, shape);
 	if (infer >= 0)
 		shape[infer] = known ? (int64_t)(avail / es) / known : 0;
-	int64_t n = 1;
-	for (int d = 0; d < rank; d++)
-		n *= shape[d];
-	if ((size_t)n * es != avail)
+	int64_t n = lt_check_size(L, what, dt, rank, shape);
+	if ((uint64_t)n * es != avail)
 		return lt_error(L, "read_raw: %s: %zu bytes after offset %d do not hold the "
 				  "shape's %lld %s elements", path, avail, (int)offset,
 				  (long long)n, mt_dtype_name(dt));
-	lt_tensor *t = lt_new(L, dt, rank, shape);
+	lt_tensor *t = lt_new(L, what, dt, rank, shape);
 	memcpy(lt_data(t), data + offset, avail);
 	if (big)
 		lt_swap_bytes(lt_data(t), (size_t)n, es);
@@ -255,9 +259,66 @@ struct csv_opts {
 	char delim;
 	int header;
 	int has_fill;
-	double fill;
+	double fill;   /* for float columns */
+	int64_t ifill; /* for integer columns, exactly (a uint64's bits) */
 	mt_dtype dtype;
+	mt_dtype parse; /* what fields are parsed into: float64, or int64 or uint64 exactly */
 };
+
+/* read_csv's options (the table at idx, or nil) into o. */
+static void csv_options(lua_State *L, int idx, struct csv_opts *o)
+{
+	*o = (struct csv_opts){',', 1, 0, 0, 0, MT_FLOAT32, MT_FLOAT64};
+	if (lua_isnoneornil(L, idx))
+		return;
+	if (!lua_istable(L, idx))
+		lt_error(L, "read_csv: options must be a table");
+	lua_getfield(L, idx, "header");
+	if (!lua_isnil(L, -1))
+		o->header = lua_toboolean(L, -1);
+	lua_getfield(L, idx, "delimiter");
+	const char *d = luaL_optstring(L, -1, ",");
+	if (strlen(d) != 1)
+		lt_error(L, "read_csv: delimiter must be one character");
+	o->delim = d[0];
+	lua_getfield(L, idx, "dtype");
+	if (!lua_isnil(L, -1))
+		o->dtype = lt_check_dtype(L, -1, "read_csv: dtype");
+	/* Integer columns are parsed as integers: through a double, values beyond
+	 * 2^53 would round. */
+	if (o->dtype != MT_FLOAT16 && o->dtype != MT_FLOAT32 && o->dtype != MT_FLOAT64 &&
+	    o->dtype != MT_BOOL)
+		o->parse = o->dtype == MT_UINT64 ? MT_UINT64 : MT_INT64;
+	lua_getfield(L, idx, "fill");
+	if (!lua_isnil(L, -1)) {
+		int isint;
+		o->has_fill = 1;
+		o->fill = luaL_checknumber(L, -1);
+		o->ifill = lua_tointegerx(L, -1, &isint);
+		if (!isint) /* a float fill for integer columns, converted as a cast does */
+			lt_set_double(&o->ifill, o->parse == MT_UINT64 ? MT_UINT64 : MT_INT64,
+				      o->fill);
+	}
+	lua_pop(L, 4);
+}
+
+/* The line at p (before end) ends at *lb, "\n" or "\r\n" left out; returns where
+ * the next line starts. */
+static const char *csv_line(const char *p, const char *end, const char **lb)
+{
+	const char *nl = memchr(p, '\n', (size_t)(end - p));
+	const char *le = nl ? nl : end;
+	*lb = le > p && le[-1] == '\r' ? le - 1 : le;
+	return nl ? nl + 1 : end;
+}
+
+static int64_t csv_nfields(const char *p, const char *lb, char delim)
+{
+	int64_t n = 1;
+	for (; p < lb; p++)
+		n += *p == delim;
+	return n;
+}
 
 /* Next field of line [p, end): returns its end; quotes around a value are dropped. */
 static const char *csv_field(const char *p, const char *end, char delim, const char **fs,
@@ -286,6 +347,84 @@ static int csv_missing(const char *a, const char *b)
 	return n == 0 || (n == 2 && !strncmp(a, "NA", 2)) || (n == 3 && !strncmp(a, "N/A", 3));
 }
 
+/* The number in num into the element at e of dtype parse: an integer exactly
+ * (saturating at the range of int64 or uint64), anything else through
+ * strtod as a cast converts it.  0 when num is not a number. */
+static int csv_number(const char *num, mt_dtype parse, void *e)
+{
+	char *ep;
+	errno = 0;
+	if (parse == MT_UINT64 && num[strspn(num, " \t")] != '-') {
+		unsigned long long u = strtoull(num, &ep, 10);
+		if (ep != num && !*ep) {
+			*(uint64_t *)e = errno == ERANGE ? UINT64_MAX : u;
+			return 1;
+		}
+	} else if (parse != MT_FLOAT64) {
+		long long v = strtoll(num, &ep, 10); /* saturates on ERANGE */
+		if (ep != num && !*ep) {
+			*(int64_t *)e = parse == MT_UINT64 && v < 0 ? 0 : v;
+			return 1;
+		}
+	}
+	double d = strtod(num, &ep);
+	if (*ep || ep == num)
+		return 0;
+	lt_set_double(e, parse, d);
+	return 1;
+}
+
+/* What every line of one read_csv call needs. */
+struct csv_doc {
+	const char *path;
+	const struct csv_opts *o;
+	int64_t cols;
+	char *out; /* elements of dtype o->parse, row-major */
+	int names; /* stack index of the column names */
+};
+
+/* Line [p, lb), number `line` in the file: the column names when is_header,
+ * else the values of row r. */
+static void csv_row(lua_State *L, const struct csv_doc *d, int64_t line, const char *p,
+		    const char *lb, int64_t r, int is_header)
+{
+	const struct csv_opts *o = d->o;
+	int64_t nf = csv_nfields(p, lb, o->delim);
+	if (nf != d->cols)
+		lt_error(L, "read_csv: %s:%lld: %lld fields, the first line has %lld", d->path,
+			 (long long)line, (long long)nf, (long long)d->cols);
+	size_t es = mt_dtype_size(o->parse);
+	char num[128];
+	for (int64_t c = 0; c < d->cols; c++) {
+		const char *fs, *fe;
+		p = csv_field(p, lb, o->delim, &fs, &fe) + 1;
+		if (is_header) {
+			lua_pushlstring(L, fs, (size_t)(fe - fs));
+			lua_seti(L, d->names, c + 1);
+			continue;
+		}
+		char *e = d->out + (r * d->cols + c) * (int64_t)es;
+		size_t fl = (size_t)(fe - fs);
+		if (csv_missing(fs, fe) && !o->has_fill)
+			lt_error(L, "read_csv: %s:%lld: column %lld is missing a value (give "
+				    "fill= to use a default)", d->path, (long long)line,
+				 (long long)c + 1);
+		if (csv_missing(fs, fe)) {
+			memcpy(e, o->parse == MT_FLOAT64 ? (const void *)&o->fill : &o->ifill, es);
+			continue;
+		}
+		/* Too long to be cut short: a number's digits must all count. */
+		if (fl >= sizeof num)
+			lt_error(L, "read_csv: %s:%lld: column %lld: a value of %zu characters is "
+				    "not a number", d->path, (long long)line, (long long)c + 1, fl);
+		memcpy(num, fs, fl);
+		num[fl] = 0;
+		if (!csv_number(num, o->parse, e))
+			lt_error(L, "read_csv: %s:%lld: column %lld: '%s' is not a number", d->path,
+				 (long long)line, (long long)c + 1, num);
+	}
+}
+
 /* matorage.read_csv(path [, {header=true, delimiter=",", dtype="float32",
  * fill=NUMBER}]) — numeric columns as one (rows, columns) tensor, plus the
  * column names.  A missing value (empty, NA) is an error naming the line
@@ -293,121 +432,49 @@ static int csv_missing(const char *a, const char *b)
 static int l_read_csv(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
-	struct csv_opts o = {',', 1, 0, 0, MT_FLOAT32};
-	if (lua_istable(L, 2)) {
-		lua_getfield(L, 2, "header");
-		if (!lua_isnil(L, -1))
-			o.header = lua_toboolean(L, -1);
-		lua_getfield(L, 2, "delimiter");
-		const char *d = luaL_optstring(L, -1, ",");
-		if (strlen(d) != 1)
-			return lt_error(L, "read_csv: delimiter must be one character");
-		o.delim = d[0];
-		lua_getfield(L, 2, "fill");
-		if (!lua_isnil(L, -1)) {
-			o.has_fill = 1;
-			o.fill = luaL_checknumber(L, -1);
-		}
-		lua_getfield(L, 2, "dtype");
-		if (!lua_isnil(L, -1))
-			o.dtype = lt_check_dtype(L, -1, "read_csv: dtype");
-		lua_pop(L, 4);
-	} else if (!lua_isnoneornil(L, 2)) {
-		return lt_error(L, "read_csv: options must be a table");
-	}
+	struct csv_opts o;
+	csv_options(L, 2, &o);
 	lua_settop(L, 2);
 	size_t len;
-	const char *text = slurp(L, path, "read_csv", &len), *end = text + len;
+	const char *text = slurp(L, path, "read_csv", &len), *end = text + len, *lb;
 	int data_idx = lua_gettop(L);
-	/* First pass: count columns (first line) and data lines. */
+	const char *what = lua_pushfstring(L, "read_csv: %s", path);
+	/* First pass: columns (of the first line) and data lines. */
 	int64_t cols = 0, rows = 0;
-	const char *p = text;
-	int first = 1;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		const char *lb = le > p && le[-1] == '\r' ? le - 1 : le;
-		if (lb > p) {
-			if (first) {
-				cols = 1;
-				for (const char *q = p; q < lb; q++)
-					cols += *q == o.delim;
-				if (!o.header)
-					rows++;
-				first = 0;
-			} else {
-				rows++;
-			}
+	for (const char *p = text, *next; p < end; p = next) {
+		next = csv_line(p, end, &lb);
+		if (lb > p && !cols) {
+			cols = csv_nfields(p, lb, o.delim);
+			rows += !o.header;
+		} else if (lb > p) {
+			rows++;
 		}
-		p = nl ? nl + 1 : end;
 	}
 	if (cols == 0)
 		return lt_error(L, "read_csv: %s: no columns (empty file)", path);
-	lua_createtable(L, (int)cols, 0); /* column names */
+	lua_createtable(L, cols < (1 << 20) ? (int)cols : 0, 0); /* column names */
 	int names_idx = lua_gettop(L);
 	int64_t shape[2] = {rows, cols};
-	/* Parsed as float64, cast once at the end. */
-	lt_tensor *t = lt_new(L, MT_FLOAT64, 2, shape);
-	double *out = lt_data(t);
+	/* Parsed as float64 or 64-bit integers, cast once at the end. */
+	lt_tensor *t = lt_new(L, what, o.parse, 2, shape);
+	struct csv_doc d = {path, &o, cols, lt_data(t), names_idx};
 	int64_t r = 0, line = 0;
-	first = 1;
-	char num[64];
-	for (p = text; p < end;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		const char *lb = le > p && le[-1] == '\r' ? le - 1 : le;
+	int header = o.header;
+	for (const char *p = text, *next; p < end; p = next) {
+		next = csv_line(p, end, &lb);
 		line++;
-		if (lb == p) {
-			p = nl ? nl + 1 : end;
+		if (lb == p)
 			continue;
-		}
-		int64_t nf = 1;
-		for (const char *q = p; q < lb; q++)
-			nf += *q == o.delim;
-		if (nf != cols)
-			return lt_error(L, "read_csv: %s:%lld: %lld fields, the first line has %lld",
-					  path, (long long)line, (long long)nf, (long long)cols);
-		int is_header = first && o.header;
-		first = 0;
-		const char *q = p;
-		for (int64_t c = 0; c < cols; c++) {
-			const char *fs, *fe;
-			q = csv_field(q, lb, o.delim, &fs, &fe) + 1;
-			if (is_header) {
-				lua_pushlstring(L, fs, (size_t)(fe - fs));
-				lua_seti(L, names_idx, c + 1);
-				continue;
-			}
-			double v = o.fill;
-			if (!csv_missing(fs, fe)) {
-				size_t fl = (size_t)(fe - fs);
-				char *ep;
-				if (fl >= sizeof num)
-					fl = sizeof num - 1;
-				memcpy(num, fs, fl);
-				num[fl] = 0;
-				v = strtod(num, &ep);
-				if (*ep || ep == num)
-					return lt_error(L, "read_csv: %s:%lld: column %lld: '%s' is "
-							  "not a number", path, (long long)line,
-							  (long long)c + 1, num);
-			} else if (!o.has_fill) {
-				return lt_error(L, "read_csv: %s:%lld: column %lld is missing a "
-						  "value (give fill= to use a default)", path,
-						  (long long)line, (long long)c + 1);
-			}
-			out[r * cols + c] = v;
-		}
-		if (!is_header)
-			r++;
-		p = nl ? nl + 1 : end;
+		csv_row(L, &d, line, p, lb, r, header);
+		r += !header;
+		header = 0;
 	}
 	if (!o.header)
 		for (int64_t c = 0; c < cols; c++) {
 			lua_pushfstring(L, "%I", (lua_Integer)c + 1);
 			lua_seti(L, names_idx, c + 1);
 		}
-	if (o.dtype != MT_FLOAT64)
+	if (o.dtype != o.parse)
 		lt_cast(L, t, o.dtype);
 	else
 		lua_pushvalue(L, names_idx + 1);

@@ -103,8 +103,11 @@ static int l_int(lua_State *L)
 	lt_rng *r = check_rng(L);
 	lua_Integer a = luaL_checkinteger(L, 2), b = luaL_checkinteger(L, 3);
 	if (b < a)
-		return lt_error(L, "int: empty range %d..%d", (int)a, (int)b);
-	lua_pushinteger(L, a + (lua_Integer)next_below(r, (uint64_t)(b - a) + 1));
+		return lt_error(L, "int: empty range %lld..%lld", (long long)a, (long long)b);
+	/* In unsigned arithmetic: b - a overflows an int64 for wide ranges. */
+	uint64_t width = (uint64_t)b - (uint64_t)a;
+	uint64_t k = width == UINT64_MAX ? next64(r) : next_below(r, width + 1);
+	lua_pushinteger(L, (lua_Integer)((uint64_t)a + k));
 	return 1;
 }
 
@@ -116,7 +119,8 @@ static int fill_tensor(lua_State *L, int normal)
 	int rank = lt_check_shape(L, 2, normal ? "normal_tensor: shape" : "uniform_tensor: shape",
 				  shape);
 	double a = luaL_optnumber(L, 3, 0), b = luaL_optnumber(L, 4, 1);
-	lt_tensor *t = lt_new(L, MT_FLOAT32, rank, shape);
+	lt_tensor *t = lt_new(L, normal ? "normal_tensor" : "uniform_tensor", MT_FLOAT32, rank,
+			      shape);
 	float *p = lt_data(t);
 	for (int64_t i = 0, n = lt_numel(t); i < n; i++)
 		p[i] = (float)(normal ? a + b * next_normal(r) : a + (b - a) * next_double(r));
@@ -132,7 +136,7 @@ static int l_permutation(lua_State *L)
 	lt_rng *r = check_rng(L);
 	int64_t n = luaL_checkinteger(L, 2);
 	luaL_argcheck(L, n >= 0, 2, "n must be >= 0");
-	lt_tensor *t = lt_new(L, MT_INT64, 1, &n);
+	lt_tensor *t = lt_new(L, "permutation", MT_INT64, 1, &n);
 	int64_t *p = lt_data(t);
 	for (int64_t i = 0; i < n; i++)
 		p[i] = i + 1;

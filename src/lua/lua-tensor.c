@@ -1,13 +1,10 @@
-/* lua-tensor.c — matorage.tensor: n-d arrays over contiguous buffers with views, broadcasting arithmetic and reductions. */
+/* lua-tensor.c — matorage.tensor: n-d arrays over contiguous buffers, dtypes, views, strided access, construction, rows. */
 #include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "lua-int.h"
 
-/* Elements converted per step of the generic loops: enough to amortise the
- * per-step work, small enough to stay in L1. */
-#define BLOCK 2048
 /* Buffers from this size on are aligned to (transparent) huge pages. */
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_MIN ((uint64_t)8 << 20)
@@ -109,7 +106,12 @@ static void elem_set(void *p, mt_dtype dt, double v)
 	}
 }
 
-static int is_float(mt_dtype dt)
+void lt_set_double(void *p, mt_dtype dt, double v)
+{
+	elem_set(p, dt, v);
+}
+
+int lt_is_float(mt_dtype dt)
 {
 	return dt == MT_FLOAT16 || dt == MT_FLOAT32 || dt == MT_FLOAT64;
 }
@@ -164,6 +166,60 @@ int lt_check_shape(lua_State *L, int idx, const char *what, int64_t *shape)
 
 /* ---- tensors --------------------------------------------------------------- */
 
+/* The most bytes a tensor's dims may span.  Every element offset and stride
+ * (in elements or bytes) is bounded by it, so none of their products can
+ * overflow, in int64 or in size_t. */
+#define MAX_SPAN ((uint64_t)1 << 62 < SIZE_MAX / 2 ? (uint64_t)1 << 62 : (uint64_t)SIZE_MAX / 2)
+
+int lt_shape_size(int rank, const int64_t *shape, size_t esize, int64_t *numel)
+{
+	/* Empty dims are left out of the span: a tensor of shape {0, 2^40, 2^40}
+	 * holds nothing, yet its strides still multiply its other dims. */
+	uint64_t span = esize;
+	int empty = 0;
+	for (int d = 0; d < rank; d++) {
+		if (shape[d] < 0)
+			return -1;
+		if (shape[d] == 0)
+			empty = 1;
+		else if (__builtin_mul_overflow(span, (uint64_t)shape[d], &span))
+			return -1;
+	}
+	if (span > MAX_SPAN)
+		return -1;
+	*numel = empty ? 0 : (int64_t)(span / esize);
+	return 0;
+}
+
+/* "2x0x3" into buf: a shape for an error message. */
+static const char *shape_text(int rank, const int64_t *shape, char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	for (int d = 0; d < rank && n < cap; d++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? "x" : "",
+				      (long long)shape[d]);
+	return rank ? buf : "{} (a scalar)";
+}
+
+int64_t lt_check_size(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape)
+{
+	int64_t n = 0;
+	for (int d = 0; d < rank; d++)
+		if (shape[d] < 0)
+			lt_error(L, "%s: dimension %d is %lld, must be >= 0", what, d + 1,
+				 (long long)shape[d]);
+	if (lt_shape_size(rank, shape, mt_dtype_size(dt), &n)) {
+		char text[LT_MAX_DIMS * 21];
+		lt_error(L, "%s: shape %s of dtype %s is too large (its non-empty dims span "
+			    "more than %llu bytes)", what,
+			 shape_text(rank, shape, text, sizeof text), mt_dtype_name(dt),
+			 (unsigned long long)MAX_SPAN);
+	}
+	return n;
+}
+
+/* Within a tensor's span (lt_new and reshape check it), so no overflow. */
 int64_t lt_numel(const lt_tensor *t)
 {
 	int64_t n = 1;
@@ -188,6 +244,8 @@ void *lt_data(const lt_tensor *t)
 	return (char *)t->buf->data + t->offset * (int64_t)mt_dtype_size(t->dtype);
 }
 
+/* For a shape lt_check_size accepted: every partial product of its dims is
+ * within the span, or 0 once an empty dim is passed. */
 static void set_contiguous_strides(lt_tensor *t)
 {
 	int64_t s = 1;
@@ -205,19 +263,14 @@ static lt_tensor *push_tensor(lua_State *L)
 	return t;
 }
 
-lt_tensor *lt_new(lua_State *L, mt_dtype dt, int rank, const int64_t *shape)
+lt_tensor *lt_new(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape)
 {
+	uint64_t bytes = (uint64_t)lt_check_size(L, what, dt, rank, shape) * mt_dtype_size(dt);
 	lt_tensor *t = push_tensor(L);
 	t->dtype = dt;
 	t->rank = rank;
-	uint64_t bytes = mt_dtype_size(dt);
-	for (int d = 0; d < rank; d++) {
+	for (int d = 0; d < rank; d++)
 		t->shape[d] = shape[d];
-		if (shape[d] < 0 || __builtin_mul_overflow(bytes, (uint64_t)shape[d], &bytes))
-			lt_error(L, "tensor of this shape is too large");
-	}
-	if (bytes > SIZE_MAX / 2)
-		lt_error(L, "tensor of this shape is too large");
 	set_contiguous_strides(t);
 	struct lt_buf *b = lt_alloc(L, sizeof *b);
 	memset(b, 0, sizeof *b);
@@ -274,20 +327,7 @@ lt_tensor *lt_check(lua_State *L, int idx)
 
 /* ---- strided access --------------------------------------------------------- */
 
-/* An iteration over `shape` reading (or writing) a tensor whose strides
- * may be 0 (broadcast) or negative (flipped). */
-struct sv {
-	char *base;
-	mt_dtype dt;
-	size_t esize;
-	int rank;
-	int64_t shape[LT_MAX_DIMS];
-	int64_t strides[LT_MAX_DIMS];
-};
-
-/* t seen with shape `shape` of rank `rank` (numpy broadcasting: dims
- * aligned on the right, size-1 dims repeated). */
-static void sv_of(struct sv *v, const lt_tensor *t, int rank, const int64_t *shape)
+void lt_sv_of(struct lt_sv *v, const lt_tensor *t, int rank, const int64_t *shape)
 {
 	v->base = lt_data(t);
 	v->dt = t->dtype;
@@ -298,6 +338,50 @@ static void sv_of(struct sv *v, const lt_tensor *t, int rank, const int64_t *sha
 		v->shape[d] = shape[d];
 		v->strides[d] = td < 0 || t->shape[td] == 1 ? 0 : t->strides[td];
 	}
+}
+
+/* The runs of n elements of a view from flat position `start`, one call of
+ * sv_next each: the run's first element, its length and stride (elements). */
+struct sv_it {
+	const struct lt_sv *v;
+	int64_t idx[LT_MAX_DIMS];
+	int64_t left;
+};
+
+static void sv_seek(struct sv_it *it, const struct lt_sv *v, int64_t start, int64_t n)
+{
+	it->v = v;
+	it->left = n;
+	int64_t rem = start;
+	for (int d = v->rank - 1; d >= 0; d--) {
+		it->idx[d] = v->shape[d] ? rem % v->shape[d] : 0;
+		rem = v->shape[d] ? rem / v->shape[d] : 0;
+	}
+}
+
+static int64_t sv_next(struct sv_it *it, char **p, int64_t *st)
+{
+	const struct lt_sv *v = it->v;
+	int r = v->rank;
+	if (it->left <= 0)
+		return 0;
+	int64_t off = 0;
+	for (int d = 0; d < r; d++)
+		off += it->idx[d] * v->strides[d];
+	int64_t k = r ? v->shape[r - 1] - it->idx[r - 1] : 1;
+	if (k > it->left)
+		k = it->left;
+	*p = v->base + off * (int64_t)v->esize;
+	*st = r ? v->strides[r - 1] : 0;
+	it->left = r ? it->left - k : 0;
+	if (r) {
+		it->idx[r - 1] += k;
+		for (int d = r - 1; d > 0 && it->idx[d] >= v->shape[d]; d--) {
+			it->idx[d] = 0;
+			it->idx[d - 1]++;
+		}
+	}
+	return k;
 }
 
 #define TYPED_LOOP(op)                                                               \
@@ -317,27 +401,17 @@ static void sv_of(struct sv *v, const lt_tensor *t, int rank, const int64_t *sha
 	}
 
 /* Move n elements between the view (from flat position start) and dst/src
- * doubles.  Runs along the innermost dimension use typed loops. */
-static void sv_move(const struct sv *v, int64_t start, int64_t n, double *buf, int store)
+ * doubles.  Runs along the innermost dimension use typed loops; stores into
+ * integers go through elem_set, which saturates. */
+void lt_sv_move(const struct lt_sv *v, int64_t start, int64_t n, double *buf, int store)
 {
-	int64_t idx[LT_MAX_DIMS];
-	int r = v->rank;
-	int64_t rem = start;
-	for (int d = r - 1; d >= 0; d--) {
-		idx[d] = v->shape[d] ? rem % v->shape[d] : 0;
-		rem = v->shape[d] ? rem / v->shape[d] : 0;
-	}
-	int64_t inner = r ? v->shape[r - 1] : 1, st = r ? v->strides[r - 1] : 0;
-	while (n > 0) {
-		int64_t off = 0;
-		for (int d = 0; d < r; d++)
-			off += idx[d] * v->strides[d];
-		int64_t k = r ? inner - idx[r - 1] : 1;
-		if (k > n)
-			k = n;
-		char *p = v->base + off * (int64_t)v->esize;
+	struct sv_it it;
+	sv_seek(&it, v, start, n);
+	char *p;
+	int64_t k, st;
+	while ((k = sv_next(&it, &p, &st)) > 0) {
 		int generic = 0;
-		if (store && v->dt != MT_BOOL && is_float(v->dt)) {
+		if (store && lt_is_float(v->dt)) {
 #define ST(T) for (int64_t i = 0; i < k; i++) ((T *)p)[i * st] = (T)buf[i]
 			TYPED_LOOP(ST)
 #undef ST
@@ -359,19 +433,105 @@ static void sv_move(const struct sv *v, int64_t start, int64_t n, double *buf, i
 					buf[i] = elem_get(p + i * st * (int64_t)v->esize, v->dt);
 			}
 		buf += k;
-		n -= k;
-		if (!r)
-			break;
-		idx[r - 1] += k;
-		for (int d = r - 1; d > 0 && idx[d] >= v->shape[d]; d--) {
-			idx[d] = 0;
-			idx[d - 1]++;
-		}
 	}
 }
 
+/* ---- exact integers ------------------------------------------------------------ */
+
+/* Integer dtypes (bool among them) move through int64 buffers instead of
+ * doubles, which hold integers exactly only up to 2^53.  A uint64 element is
+ * held as its 64 bits, Lua's own convention for unsigned integers
+ * (0xffffffffffffffff is uint64 max, compared with math.ult); whoever
+ * compares such values is told which side is unsigned (lt_cmp_int). */
+
+#define INT_LOOP(op)                                                                 \
+	switch (v->dt) {                                                             \
+	case MT_INT8: op(int8_t); break;                                             \
+	case MT_INT16: op(int16_t); break;                                           \
+	case MT_INT32: op(int32_t); break;                                           \
+	case MT_INT64: op(int64_t); break;                                           \
+	case MT_UINT16: op(uint16_t); break;                                         \
+	case MT_UINT32: op(uint32_t); break;                                         \
+	case MT_UINT64: op(uint64_t); break;                                         \
+	default: op(uint8_t); break;                                                 \
+	}
+
+/* Move n elements between an integer view and int64 values.  A store keeps
+ * each value's low bits (wraparound); bool stores and loads are 0 or 1. */
+void lt_sv_move_int(const struct lt_sv *v, int64_t start, int64_t n, int64_t *buf, int store)
+{
+	struct sv_it it;
+	sv_seek(&it, v, start, n);
+	char *p;
+	int64_t k, st;
+	while ((k = sv_next(&it, &p, &st)) > 0) {
+		if (store && v->dt == MT_BOOL) {
+			for (int64_t i = 0; i < k; i++)
+				((uint8_t *)p)[i * st] = buf[i] != 0;
+		} else if (store) {
+#define ST(T) for (int64_t i = 0; i < k; i++) ((T *)p)[i * st] = (T)buf[i]
+			INT_LOOP(ST)
+#undef ST
+		} else {
+#define LD(T) for (int64_t i = 0; i < k; i++) buf[i] = (int64_t)((const T *)p)[i * st]
+			INT_LOOP(LD)
+#undef LD
+			if (v->dt == MT_BOOL)
+				for (int64_t i = 0; i < k; i++)
+					buf[i] = buf[i] != 0;
+		}
+		buf += k;
+	}
+}
+
+/* Order of x and y, each unsigned (a uint64's bits) when its flag says so. */
+int lt_cmp_int(int64_t x, int xu, int64_t y, int yu)
+{
+	if (xu && x < 0) /* at or above 2^63 */
+		return yu && y < 0 ? ((uint64_t)x > (uint64_t)y) - ((uint64_t)x < (uint64_t)y) : 1;
+	if (yu && y < 0)
+		return -1;
+	return (x > y) - (x < y);
+}
+
+/* v (unsigned when vu) saturated to the range of dtype `to`, as a cast does;
+ * bool takes v != 0. */
+static int64_t int_saturate(int64_t v, int vu, mt_dtype to)
+{
+	static const int64_t lo[MT_FLOAT64 + 1] = {
+		[MT_INT8] = INT8_MIN, [MT_INT16] = INT16_MIN, [MT_INT32] = INT32_MIN,
+		[MT_INT64] = INT64_MIN,
+	};
+	static const int64_t hi[MT_FLOAT64 + 1] = {
+		[MT_INT8] = INT8_MAX, [MT_INT16] = INT16_MAX, [MT_INT32] = INT32_MAX,
+		[MT_INT64] = INT64_MAX, [MT_UINT8] = UINT8_MAX, [MT_UINT16] = UINT16_MAX,
+		[MT_UINT32] = UINT32_MAX,
+	};
+	if (to == MT_BOOL)
+		return v != 0;
+	if (to == MT_UINT64)
+		return !vu && v < 0 ? 0 : v;
+	if (vu && v < 0)
+		return hi[to];
+	return v < lo[to] ? lo[to] : v > hi[to] ? hi[to] : v;
+}
+
+/* A Lua number or boolean at idx as an exact 64-bit integer: 0 when it is
+ * neither a boolean nor a number with an integral value in int64's range. */
+int lt_scalar_int(lua_State *L, int idx, int64_t *v)
+{
+	if (lua_isboolean(L, idx)) {
+		*v = lua_toboolean(L, idx);
+		return 1;
+	}
+	int isint;
+	*v = lua_tointegerx(L, idx, &isint);
+	return isint;
+}
+
 /* Copy src (any strides, broadcast to dst's shape) into dst, converting
- * dtypes: same dtype and both contiguous is one memcpy. */
+ * dtypes: same dtype and both contiguous is one memcpy; between integer
+ * dtypes the values stay exact and saturate where dst's range ends. */
 static void copy_into(lt_tensor *dst, const lt_tensor *src)
 {
 	int64_t n = lt_numel(dst);
@@ -380,14 +540,27 @@ static void copy_into(lt_tensor *dst, const lt_tensor *src)
 		memmove(lt_data(dst), lt_data(src), (size_t)n * mt_dtype_size(dst->dtype));
 		return;
 	}
-	struct sv a, o;
-	sv_of(&a, src, dst->rank, dst->shape);
-	sv_of(&o, dst, dst->rank, dst->shape);
-	double buf[BLOCK];
-	for (int64_t i = 0; i < n; i += BLOCK) {
-		int64_t k = n - i < BLOCK ? n - i : BLOCK;
-		sv_move(&a, i, k, buf, 0);
-		sv_move(&o, i, k, buf, 1);
+	struct lt_sv a, o;
+	lt_sv_of(&a, src, dst->rank, dst->shape);
+	lt_sv_of(&o, dst, dst->rank, dst->shape);
+	if (!lt_is_float(src->dtype) && !lt_is_float(dst->dtype)) {
+		int64_t buf[LT_BLOCK];
+		int u = src->dtype == MT_UINT64;
+		for (int64_t i = 0; i < n; i += LT_BLOCK) {
+			int64_t k = n - i < LT_BLOCK ? n - i : LT_BLOCK;
+			lt_sv_move_int(&a, i, k, buf, 0);
+			if (src->dtype != dst->dtype)
+				for (int64_t j = 0; j < k; j++)
+					buf[j] = int_saturate(buf[j], u, dst->dtype);
+			lt_sv_move_int(&o, i, k, buf, 1);
+		}
+		return;
+	}
+	double buf[LT_BLOCK];
+	for (int64_t i = 0; i < n; i += LT_BLOCK) {
+		int64_t k = n - i < LT_BLOCK ? n - i : LT_BLOCK;
+		lt_sv_move(&a, i, k, buf, 0);
+		lt_sv_move(&o, i, k, buf, 1);
 	}
 }
 
@@ -395,12 +568,37 @@ lt_tensor *lt_contiguous(lua_State *L, lt_tensor *t)
 {
 	if (lt_is_contiguous(t))
 		return t;
-	lt_tensor *c = lt_new(L, t->dtype, t->rank, t->shape);
+	lt_tensor *c = lt_new(L, "contiguous", t->dtype, t->rank, t->shape);
 	copy_into(c, t);
 	return c;
 }
 
 /* ---- construction ------------------------------------------------------------ */
+
+/* The Lua number or boolean at idx into the element at p, as a cast would
+ * convert it: an integer into an integer dtype exactly, saturating at the
+ * dtype's range (into uint64 bit for bit: a negative integer stands for
+ * 2^64 + it, as Lua's 0xffffffffffffffff does), anything else through
+ * double.  0 when the value is not a number. */
+static int store_value(lua_State *L, int idx, void *p, mt_dtype dt)
+{
+	int64_t v;
+	struct lt_sv one = {.base = p, .dt = dt, .esize = mt_dtype_size(dt)};
+	if (!lt_is_float(dt) && lt_scalar_int(L, idx, &v)) {
+		v = dt == MT_UINT64 ? v : int_saturate(v, 0, dt);
+		lt_sv_move_int(&one, 0, 1, &v, 1);
+		return 1;
+	}
+	if (lua_isboolean(L, idx)) {
+		elem_set(p, dt, lua_toboolean(L, idx));
+		return 1;
+	}
+	int isnum;
+	double d = lua_tonumberx(L, idx, &isnum);
+	if (isnum)
+		elem_set(p, dt, d);
+	return isnum;
+}
 
 /* Shape of a nested table, from its first elements. */
 static int table_shape(lua_State *L, int idx, int64_t *shape)
@@ -437,14 +635,10 @@ static void table_fill(lua_State *L, int idx, const lt_tensor *t, int d, int64_t
 				lt_error(L, "tensor: element %s is a %s, expected a table", path,
 					   luaL_typename(L, -1));
 			table_fill(L, lua_gettop(L), t, d + 1, pos, path, n);
-		} else {
-			int isnum;
-			double v = lua_isboolean(L, -1) ? lua_toboolean(L, -1)
-							: lua_tonumberx(L, -1, &isnum);
-			if (!lua_isboolean(L, -1) && !isnum)
-				lt_error(L, "tensor: element %s is a %s, expected a number", path,
-					   luaL_typename(L, -1));
-			elem_set((char *)lt_data(t) + (*pos)++ * (int64_t)esize, t->dtype, v);
+		} else if (!store_value(L, -1, (char *)lt_data(t) + (*pos)++ * (int64_t)esize,
+					t->dtype)) {
+			lt_error(L, "tensor: element %s is a %s, expected a number", path,
+				 luaL_typename(L, -1));
 		}
 		lua_pop(L, 1);
 		path[plen] = 0;
@@ -458,7 +652,7 @@ static int l_tensor(lua_State *L)
 	mt_dtype dt = lua_isnoneornil(L, 2) ? MT_FLOAT32 : lt_check_dtype(L, 2, "tensor: dtype");
 	int64_t shape[LT_MAX_DIMS];
 	int rank = table_shape(L, 1, shape);
-	lt_tensor *t = lt_new(L, dt, rank, shape);
+	lt_tensor *t = lt_new(L, "tensor", dt, rank, shape);
 	int64_t pos = 0;
 	char path[256] = "";
 	if (rank)
@@ -472,20 +666,22 @@ static mt_dtype opt_dtype(lua_State *L, int idx, mt_dtype def, const char *what)
 	return lua_isnoneornil(L, idx) ? def : lt_check_dtype(L, idx, what);
 }
 
-static void fill(lt_tensor *t, double v)
+/* Every element of the new contiguous tensor t set to the Lua value at idx. */
+static void fill(lua_State *L, lt_tensor *t, int idx, const char *what)
 {
 	size_t es = mt_dtype_size(t->dtype);
 	int64_t n = lt_numel(t);
-	if (n == 0)
-		return;
+	uint64_t one; /* the widest element */
+	if (!store_value(L, idx, &one, t->dtype))
+		lt_error(L, "%s: value is a %s, expected a number", what, luaL_typename(L, idx));
 	char *p = lt_data(t);
-	elem_set(p, t->dtype, v);
-	for (int64_t i = 1; i < n; i++)
-		memcpy(p + i * (int64_t)es, p, es);
+	for (int64_t i = 0; i < n; i++)
+		memcpy(p + i * (int64_t)es, &one, es);
 }
 
-/* matorage.zeros(shape [, dtype]), ones, full(shape, value [, dtype]) */
-static int l_full_common(lua_State *L, double v, int dtype_idx, const char *what)
+/* matorage.zeros(shape [, dtype]), ones, full(shape, value [, dtype]): the
+ * value at vidx. */
+static int l_full_common(lua_State *L, int vidx, int dtype_idx, const char *what)
 {
 	int64_t shape[LT_MAX_DIMS];
 	int rank = lt_check_shape(L, 1, what, shape);
@@ -493,40 +689,87 @@ static int l_full_common(lua_State *L, double v, int dtype_idx, const char *what
 		if (shape[d] < 0)
 			lt_error(L, "%s: dimension %d is -1; only reshape infers a dimension",
 				   what, d + 1);
-	lt_tensor *t = lt_new(L, opt_dtype(L, dtype_idx, MT_FLOAT32, what), rank, shape);
-	fill(t, v);
+	lt_tensor *t = lt_new(L, what, opt_dtype(L, dtype_idx, MT_FLOAT32, what), rank, shape);
+	fill(L, t, vidx, what);
 	return 1;
 }
 
-static int l_zeros(lua_State *L) { return l_full_common(L, 0, 2, "zeros"); }
-static int l_ones(lua_State *L) { return l_full_common(L, 1, 2, "ones"); }
+static int l_zeros(lua_State *L)
+{
+	lua_settop(L, 2);
+	lua_pushinteger(L, 0);
+	return l_full_common(L, 3, 2, "zeros");
+}
+
+static int l_ones(lua_State *L)
+{
+	lua_settop(L, 2);
+	lua_pushinteger(L, 1);
+	return l_full_common(L, 3, 2, "ones");
+}
+
 static int l_full(lua_State *L)
 {
-	return l_full_common(L, luaL_checknumber(L, 2), 3, "full");
+	luaL_checkany(L, 2);
+	return l_full_common(L, 2, 3, "full");
+}
+
+/* arange over Lua integers into an integer dtype: exact, where doubles would
+ * round beyond 2^53.  Values saturate at the dtype's range, as a cast does. */
+static void arange_int(lua_State *L, lua_Integer a, lua_Integer b, lua_Integer step, mt_dtype dt)
+{
+	/* Unsigned differences: b - a may not fit in an int64. */
+	uint64_t span = step > 0 ? (b < a ? 0 : (uint64_t)b - (uint64_t)a)
+				 : (a < b ? 0 : (uint64_t)a - (uint64_t)b);
+	uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+	uint64_t steps = span / mag;
+	int empty = step > 0 ? b < a : a < b;
+	if (!empty && steps >= (uint64_t)INT64_MAX)
+		lt_error(L, "arange: %llu elements are too many", (unsigned long long)steps);
+	int64_t n = empty ? 0 : (int64_t)steps + 1;
+	lt_tensor *t = lt_new(L, "arange", dt, 1, &n);
+	struct lt_sv v;
+	lt_sv_of(&v, t, 1, t->shape);
+	int64_t x[LT_BLOCK];
+	for (int64_t i = 0; i < n; i += LT_BLOCK) {
+		int64_t k = n - i < LT_BLOCK ? n - i : LT_BLOCK;
+		for (int64_t j = 0; j < k; j++) {
+			uint64_t at = (uint64_t)a + (uint64_t)(i + j) * (uint64_t)step;
+			x[j] = int_saturate((int64_t)at, 0, dt);
+		}
+		lt_sv_move_int(&v, i, k, x, 1);
+	}
 }
 
 /* matorage.arange(n) or arange(first, last [, step [, dtype]]) — inclusive like
  * a numeric for loop; default int64. */
 static int l_arange(lua_State *L)
 {
-	double a = 1, b, step = 1;
-	int di = 2;
-	if (lua_isnoneornil(L, 2) || lua_type(L, 2) == LUA_TSTRING) {
-		b = luaL_checknumber(L, 1);
-	} else {
-		a = luaL_checknumber(L, 1);
-		b = luaL_checknumber(L, 2);
+	int di = 2, ai = 0, bi = 1, si = 0;
+	if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING) {
+		ai = 1;
+		bi = 2;
+		di = 3;
 		if (lua_type(L, 3) == LUA_TNUMBER) {
-			step = lua_tonumber(L, 3);
+			si = 3;
 			di = 4;
-		} else {
-			di = 3;
 		}
 	}
+	double a = ai ? luaL_checknumber(L, ai) : 1, b = luaL_checknumber(L, bi);
+	double step = si ? lua_tonumber(L, si) : 1;
 	luaL_argcheck(L, step != 0, 3, "step must not be 0");
+	mt_dtype dt = opt_dtype(L, di, MT_INT64, "arange");
+	if (!lt_is_float(dt) && (!ai || lua_isinteger(L, ai)) && lua_isinteger(L, bi) &&
+	    (!si || lua_isinteger(L, si))) {
+		arange_int(L, ai ? lua_tointeger(L, ai) : 1, lua_tointeger(L, bi),
+			   si ? lua_tointeger(L, si) : 1, dt);
+		return 1;
+	}
 	double count = floor((b - a) / step) + 1;
-	int64_t n = count > 0 ? (int64_t)count : 0;
-	lt_tensor *t = lt_new(L, opt_dtype(L, di, MT_INT64, "arange"), 1, &n);
+	if (count >= (double)((uint64_t)1 << 62))
+		return lt_error(L, "arange: %g elements are too many", count);
+	int64_t n = count > 0 ? (int64_t)count : 0; /* NaN: none */
+	lt_tensor *t = lt_new(L, "arange", dt, 1, &n);
 	for (int64_t i = 0; i < n; i++)
 		elem_set((char *)lt_data(t) + i * (int64_t)mt_dtype_size(t->dtype), t->dtype,
 			 a + (double)i * step);
@@ -544,13 +787,11 @@ static int l_from_bytes(lua_State *L)
 	size_t es = mt_dtype_size(dt);
 	if (lua_isnoneornil(L, 3))
 		shape[0] = (int64_t)(len / es);
-	int64_t n = 1;
-	for (int d = 0; d < rank; d++)
-		n *= shape[d];
+	int64_t n = lt_check_size(L, "from_bytes: shape", dt, rank, shape);
 	if ((uint64_t)n * es != len)
 		return lt_error(L, "from_bytes: %zu bytes do not hold %lld %s elements", len,
 				  (long long)n, mt_dtype_name(dt));
-	lt_tensor *t = lt_new(L, dt, rank, shape);
+	lt_tensor *t = lt_new(L, "from_bytes", dt, rank, shape);
 	memcpy(lt_data(t), s, len);
 	return 1;
 }
@@ -587,7 +828,7 @@ static int l_rank(lua_State *L)
 }
 
 /* A 1-based dimension argument (negative counts from the end). */
-static int check_dim(lua_State *L, int idx, const lt_tensor *t, int extra)
+int lt_check_dim(lua_State *L, int idx, const lt_tensor *t, int extra)
 {
 	lua_Integer d = luaL_checkinteger(L, idx);
 	int r = t->rank + extra;
@@ -615,16 +856,16 @@ static int l_reshape(lua_State *L)
 	lt_tensor *t = lt_check(L, 1);
 	int64_t shape[LT_MAX_DIMS];
 	int rank = lt_check_shape(L, 2, "reshape: shape", shape), infer = -1;
-	int64_t n = 1, total = lt_numel(t);
+	int64_t total = lt_numel(t);
 	for (int d = 0; d < rank; d++) {
 		if (shape[d] == -1) {
 			if (infer >= 0)
 				return lt_error(L, "reshape: shape: only one dimension may be -1");
 			infer = d;
-		} else {
-			n *= shape[d];
+			shape[d] = 1; /* for the size of the others */
 		}
 	}
+	int64_t n = lt_check_size(L, "reshape: shape", t->dtype, rank, shape);
 	if (infer >= 0)
 		shape[infer] = n ? total / n : 0;
 	if (infer >= 0 ? (n == 0 || total % n) : n != total)
@@ -643,7 +884,7 @@ static int l_reshape(lua_State *L)
 static int l_slice(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
-	int d = check_dim(L, 2, t, 0);
+	int d = lt_check_dim(L, 2, t, 0);
 	int64_t n = t->shape[d];
 	lua_Integer step = luaL_optinteger(L, 5, 1);
 	luaL_argcheck(L, step > 0, 5, "step must be >= 1");
@@ -659,7 +900,10 @@ static int l_slice(lua_State *L)
 	lt_tensor *v = new_view(L, t);
 	v->offset += (a - 1) * t->strides[d];
 	v->shape[d] = b >= a ? (b - a) / step + 1 : 0;
-	v->strides[d] *= step;
+	/* A step past the dim's end takes one row, whose stride does not matter;
+	 * any other stays within the dim, so the stride stays within the span. */
+	if (v->shape[d] > 1)
+		v->strides[d] *= step;
 	return 1;
 }
 
@@ -678,7 +922,7 @@ static void select_view(lua_State *L, lt_tensor *t, int d, int64_t i)
 static int l_select(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
-	int d = check_dim(L, 2, t, 0);
+	int d = lt_check_dim(L, 2, t, 0);
 	select_view(L, t, d, check_index(L, luaL_checkinteger(L, 3), t->shape[d], "select"));
 	return 1;
 }
@@ -689,8 +933,8 @@ static int l_transpose(lua_State *L)
 	lt_tensor *t = lt_check(L, 1);
 	if (t->rank < 2)
 		return lt_error(L, "transpose: needs at least 2 dimensions, has %d", t->rank);
-	int a = lua_isnoneornil(L, 2) ? t->rank - 2 : check_dim(L, 2, t, 0);
-	int b = lua_isnoneornil(L, 3) ? t->rank - 1 : check_dim(L, 3, t, 0);
+	int a = lua_isnoneornil(L, 2) ? t->rank - 2 : lt_check_dim(L, 2, t, 0);
+	int b = lua_isnoneornil(L, 3) ? t->rank - 1 : lt_check_dim(L, 3, t, 0);
 	lt_tensor *v = new_view(L, t);
 	v->shape[a] = t->shape[b];
 	v->shape[b] = t->shape[a];
@@ -703,7 +947,7 @@ static int l_transpose(lua_State *L)
 static int l_flip(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
-	int d = check_dim(L, 2, t, 0);
+	int d = lt_check_dim(L, 2, t, 0);
 	lt_tensor *v = new_view(L, t);
 	if (t->shape[d] > 0)
 		v->offset += (t->shape[d] - 1) * t->strides[d];
@@ -714,7 +958,7 @@ static int l_flip(lua_State *L)
 static int l_copy(lua_State *L)
 {
 	lt_tensor *t = lt_check(L, 1);
-	lt_tensor *c = lt_new(L, t->dtype, t->rank, t->shape);
+	lt_tensor *c = lt_new(L, "copy", t->dtype, t->rank, t->shape);
 	copy_into(c, t);
 	return 1;
 }
@@ -736,7 +980,7 @@ static int l_cast(lua_State *L)
 
 lt_tensor *lt_cast(lua_State *L, lt_tensor *t, mt_dtype dt)
 {
-	lt_tensor *c = lt_new(L, dt, t->rank, t->shape);
+	lt_tensor *c = lt_new(L, "cast", dt, t->rank, t->shape);
 	if (t->dtype == MT_UINT8 && dt == MT_FLOAT32 && lt_is_contiguous(t)) {
 		const uint8_t *s = lt_data(t);
 		float *o = lt_data(c);
@@ -764,7 +1008,7 @@ static void push_number(lua_State *L, const void *p, mt_dtype dt)
 	double v = elem_get(p, dt);
 	if (dt == MT_BOOL)
 		lua_pushboolean(L, v != 0);
-	else if (is_float(dt))
+	else if (lt_is_float(dt))
 		lua_pushnumber(L, v);
 	else if (dt == MT_INT64)
 		lua_pushinteger(L, *(const int64_t *)p);
@@ -786,7 +1030,7 @@ static int l_get(lua_State *L)
 	return 1;
 }
 
-static double check_value(lua_State *L, int idx, const char *what)
+double lt_check_value(lua_State *L, int idx, const char *what)
 {
 	if (lua_isboolean(L, idx))
 		return lua_toboolean(L, idx);
@@ -805,13 +1049,9 @@ static int l_set(lua_State *L)
 		return lt_error(L, "set: %d indices for a tensor of %d dimensions",
 				  lua_gettop(L) - 2, t->rank);
 	int64_t off = element_at(L, t, 2, "set");
-	double v = check_value(L, t->rank + 2, "set");
-	int64_t iv = lua_isinteger(L, t->rank + 2) ? lua_tointeger(L, t->rank + 2) : 0;
 	char *p = (char *)t->buf->data + off * (int64_t)mt_dtype_size(t->dtype);
-	if (t->dtype == MT_INT64 && lua_isinteger(L, t->rank + 2))
-		*(int64_t *)p = iv; /* exact beyond 2^53 */
-	else
-		elem_set(p, t->dtype, v);
+	if (!store_value(L, t->rank + 2, p, t->dtype))
+		lt_check_value(L, t->rank + 2, "set"); /* raises, naming the value's type */
 	return 0;
 }
 
@@ -856,10 +1096,9 @@ static int l_newindex(lua_State *L)
 		}
 		copy_into(dst, src);
 	} else {
-		lt_tensor one = {0};
-		double v = check_value(L, 3, "index");
-		lt_tensor *s = lt_new(L, dst->dtype, 0, one.shape);
-		elem_set(lt_data(s), s->dtype, v);
+		lt_tensor *s = lt_new(L, "index", dst->dtype, 0, NULL);
+		if (!store_value(L, 3, lt_data(s), s->dtype))
+			lt_check_value(L, 3, "index");
 		copy_into(dst, s);
 	}
 	return 0;
@@ -926,493 +1165,6 @@ static int l_gc(lua_State *L)
 	return 0;
 }
 
-/* ---- arithmetic ----------------------------------------------------------- */
-
-enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MIN, OP_MAX, OP_EQ, OP_NE, OP_LT, OP_LE,
-       OP_GT, OP_GE, OP_AND, OP_OR };
-
-static const char *const op_names[] = {"add", "sub", "mul", "div", "pow", "minimum",
-				       "maximum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-				       "logical_or"};
-
-static int is_compare(int op)
-{
-	return op >= OP_EQ;
-}
-
-/* Result dtype: comparisons give bool; a float operand or `/` gives float
- * (float64 only when an operand is); integers of one dtype keep it, mixed
- * ones give int64.  A Lua number adapts to the tensor (float for an
- * integer tensor only when it is not integral). */
-static mt_dtype result_dtype(int op, const lt_tensor *a, const lt_tensor *b, double scalar,
-			     int scalar_int)
-{
-	if (is_compare(op))
-		return MT_BOOL;
-	mt_dtype x = a->dtype, y = b ? b->dtype : MT_DTYPE_INVALID;
-	int fl = is_float(x) || (b && is_float(y)) || op == OP_DIV || op == OP_POW ||
-		 (!b && !scalar_int);
-	if (fl) {
-		if (x == MT_FLOAT64 || y == MT_FLOAT64)
-			return MT_FLOAT64;
-		if ((x == MT_FLOAT16 || !is_float(x)) && b && (y == MT_FLOAT16 || !is_float(y)) &&
-		    x == MT_FLOAT16 && y == MT_FLOAT16)
-			return MT_FLOAT16;
-		return MT_FLOAT32;
-	}
-	if (!b || x == y)
-		return x == MT_BOOL && op != OP_MUL && op != OP_MIN && op != OP_MAX ? MT_INT64 : x;
-	return MT_INT64;
-}
-
-static double apply(int op, double x, double y)
-{
-	switch (op) {
-	case OP_ADD: return x + y;
-	case OP_SUB: return x - y;
-	case OP_MUL: return x * y;
-	case OP_DIV: return x / y;
-	case OP_POW: return pow(x, y);
-	case OP_MIN: return x < y ? x : y;
-	case OP_MAX: return x > y ? x : y;
-	case OP_EQ: return x == y;
-	case OP_NE: return x != y;
-	case OP_LT: return x < y;
-	case OP_LE: return x <= y;
-	case OP_GT: return x > y;
-	case OP_GE: return x >= y;
-	case OP_AND: return x != 0 && y != 0;
-	default: return x != 0 || y != 0;
-	}
-}
-
-static void apply_block(int op, double *x, const double *y, double ys, int64_t k)
-{
-#define LOOP(expr)                                   \
-	for (int64_t i = 0; i < k; i++) {            \
-		double yv = y ? y[i] : ys;           \
-		x[i] = (expr);                       \
-	}
-	switch (op) {
-	case OP_ADD: LOOP(x[i] + yv) break;
-	case OP_SUB: LOOP(x[i] - yv) break;
-	case OP_MUL: LOOP(x[i] * yv) break;
-	case OP_DIV: LOOP(x[i] / yv) break;
-	default: LOOP(apply(op, x[i], yv)) break;
-	}
-#undef LOOP
-}
-
-/* numpy's broadcast of two shapes into out; the error names the op. */
-static int broadcast(lua_State *L, const lt_tensor *a, const lt_tensor *b, int64_t *out,
-		     const char *what)
-{
-	int r = a->rank > b->rank ? a->rank : b->rank;
-	for (int d = 0; d < r; d++) {
-		int da = d - (r - a->rank), db = d - (r - b->rank);
-		int64_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
-		if (x != y && x != 1 && y != 1)
-			lt_error(L, "%s: shapes do not broadcast: dim %d is %d in one operand "
-				   "and %d in the other", what, d + 1, (int)x, (int)y);
-		out[d] = x == 1 ? y : x;
-	}
-	return r;
-}
-
-/* The float32 fast path: contiguous operands of one shape, or a scalar. */
-static int binop_f32(int op, const lt_tensor *a, const lt_tensor *b, double s, lt_tensor *o,
-		     int swapped)
-{
-	if (op > OP_DIV || a->dtype != MT_FLOAT32 || o->dtype != MT_FLOAT32 ||
-	    !lt_is_contiguous(a) || (b && (b->dtype != MT_FLOAT32 || !lt_is_contiguous(b) ||
-					   lt_numel(b) != lt_numel(a))))
-		return 0;
-	const float *x = lt_data(a), *y = b ? lt_data(b) : NULL;
-	float *z = lt_data(o), c = (float)s;
-	int64_t n = lt_numel(a);
-	if (swapped && !y) {
-		/* c - x, c / x */
-		if (op == OP_SUB)
-			for (int64_t i = 0; i < n; i++) z[i] = c - x[i];
-		else if (op == OP_DIV)
-			for (int64_t i = 0; i < n; i++) z[i] = c / x[i];
-		else
-			return 0;
-		return 1;
-	}
-	switch (op) {
-	case OP_ADD: for (int64_t i = 0; i < n; i++) z[i] = x[i] + (y ? y[i] : c); break;
-	case OP_SUB: for (int64_t i = 0; i < n; i++) z[i] = x[i] - (y ? y[i] : c); break;
-	case OP_MUL: for (int64_t i = 0; i < n; i++) z[i] = x[i] * (y ? y[i] : c); break;
-	default: for (int64_t i = 0; i < n; i++) z[i] = x[i] / (y ? y[i] : c); break;
-	}
-	return 1;
-}
-
-/* a OP b where either may be a Lua number (not both). */
-static int binop(lua_State *L, int op)
-{
-	const char *what = op_names[op];
-	lt_tensor *a = lt_test(L, 1), *b = lt_test(L, 2);
-	int swapped = 0;
-	double s = 0;
-	int sint = 0;
-	if (!a && !b)
-		return lt_error(L, "%s: expected a tensor operand", what);
-	if (!a || !b) {
-		int si = a ? 2 : 1;
-		s = check_value(L, si, what);
-		sint = lua_isinteger(L, si) || lua_isboolean(L, si) || s == floor(s);
-		if (!a) {
-			a = b;
-			swapped = 1;
-		}
-		b = NULL;
-	}
-	if (!a->buf || (b && !b->buf))
-		return lt_error(L, "%s: tensor was freed", what);
-	int64_t shape[LT_MAX_DIMS];
-	int rank = b ? broadcast(L, a, b, shape, what) : a->rank;
-	if (!b)
-		memcpy(shape, a->shape, sizeof shape);
-	lt_tensor *o = lt_new(L, result_dtype(op, a, b, s, sint), rank, shape);
-	if (!b || lt_numel(b) == lt_numel(a))
-		if (binop_f32(op, a, b, s, o, swapped))
-			return 1;
-	struct sv va, vb, vo;
-	sv_of(&va, a, rank, shape);
-	if (b)
-		sv_of(&vb, b, rank, shape);
-	sv_of(&vo, o, rank, shape);
-	int64_t n = lt_numel(o);
-	double x[BLOCK], y[BLOCK];
-	for (int64_t i = 0; i < n; i += BLOCK) {
-		int64_t k = n - i < BLOCK ? n - i : BLOCK;
-		sv_move(&va, i, k, x, 0);
-		if (b)
-			sv_move(&vb, i, k, y, 0);
-		if (swapped) {
-			for (int64_t j = 0; j < k; j++)
-				x[j] = apply(op, s, x[j]);
-		} else {
-			apply_block(op, x, b ? y : NULL, s, k);
-		}
-		sv_move(&vo, i, k, x, 1);
-	}
-	return 1;
-}
-
-/* t:add_(x) and friends: the result goes into t itself (in t's dtype), so a
- * pipeline over a large tensor allocates nothing more.  x must broadcast to
- * t's shape. */
-static int binop_inplace(lua_State *L, int op)
-{
-	const char *what = op_names[op];
-	lt_tensor *a = lt_check(L, 1), *b = lt_test(L, 2);
-	double s = 0;
-	if (!b)
-		s = check_value(L, 2, what);
-	else if (!b->buf)
-		return lt_error(L, "%s: tensor was freed", what);
-	if (b) {
-		int64_t shape[LT_MAX_DIMS];
-		int rank = broadcast(L, a, b, shape, what);
-		int same = rank == a->rank;
-		for (int d = 0; same && d < rank; d++)
-			same = shape[d] == a->shape[d];
-		if (!same)
-			return lt_error(L, "%s: the operand's shape does not broadcast to the "
-					"tensor's (an in-place result keeps its shape)", what);
-		if (b->buf == a->buf) /* overlapping views: read from a copy */
-			b = lt_cast(L, b, b->dtype);
-	}
-	lua_pushvalue(L, 1);
-	if ((!b || lt_numel(b) == lt_numel(a)) && binop_f32(op, a, b, s, a, 0))
-		return 1;
-	struct sv va, vb;
-	sv_of(&va, a, a->rank, a->shape);
-	if (b)
-		sv_of(&vb, b, a->rank, a->shape);
-	int64_t n = lt_numel(a);
-	double x[BLOCK], y[BLOCK];
-	for (int64_t i = 0; i < n; i += BLOCK) {
-		int64_t k = n - i < BLOCK ? n - i : BLOCK;
-		sv_move(&va, i, k, x, 0);
-		if (b)
-			sv_move(&vb, i, k, y, 0);
-		apply_block(op, x, b ? y : NULL, s, k);
-		sv_move(&va, i, k, x, 1);
-	}
-	return 1;
-}
-
-#define BINOP(name, op) static int name(lua_State *L) { return binop(L, op); }
-#define BINOP_(name, op) static int name(lua_State *L) { return binop_inplace(L, op); }
-BINOP_(l_add_, OP_ADD)
-BINOP_(l_sub_, OP_SUB)
-BINOP_(l_mul_, OP_MUL)
-BINOP_(l_div_, OP_DIV)
-BINOP(l_add, OP_ADD)
-BINOP(l_sub, OP_SUB)
-BINOP(l_mul, OP_MUL)
-BINOP(l_div, OP_DIV)
-BINOP(l_pow, OP_POW)
-BINOP(l_minimum, OP_MIN)
-BINOP(l_maximum, OP_MAX)
-BINOP(l_eq, OP_EQ)
-BINOP(l_ne, OP_NE)
-BINOP(l_lt, OP_LT)
-BINOP(l_le, OP_LE)
-BINOP(l_gt, OP_GT)
-BINOP(l_ge, OP_GE)
-BINOP(l_and, OP_AND)
-BINOP(l_or, OP_OR)
-
-enum { U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_FLOOR, U_CEIL, U_ROUND, U_NOT };
-
-/* Elementwise f(x) into a new tensor of dtype dt (float funcs give float). */
-static void unop_into(const lt_tensor *t, lt_tensor *o, int op, double lo, double hi, int clamp)
-{
-	struct sv vt, vo;
-	sv_of(&vt, t, t->rank, t->shape);
-	sv_of(&vo, o, o->rank, o->shape);
-	int64_t n = lt_numel(t);
-	double x[BLOCK];
-	for (int64_t i = 0; i < n; i += BLOCK) {
-		int64_t k = n - i < BLOCK ? n - i : BLOCK;
-		sv_move(&vt, i, k, x, 0);
-		for (int64_t j = 0; j < k; j++) {
-			double v = x[j];
-			if (clamp) {
-				v = v < lo ? lo : v > hi ? hi : v;
-			} else {
-				switch (op) {
-				case U_NEG: v = -v; break;
-				case U_ABS: v = fabs(v); break;
-				case U_SQRT: v = sqrt(v); break;
-				case U_EXP: v = exp(v); break;
-				case U_LOG: v = log(v); break;
-				case U_FLOOR: v = floor(v); break;
-				case U_CEIL: v = ceil(v); break;
-				case U_ROUND: v = round(v); break;
-				default: v = v == 0; break;
-				}
-			}
-			x[j] = v;
-		}
-		sv_move(&vo, i, k, x, 1);
-	}
-}
-
-static int unop(lua_State *L, int op)
-{
-	lt_tensor *t = lt_check(L, 1);
-	mt_dtype dt = t->dtype;
-	if (op == U_NOT)
-		dt = MT_BOOL;
-	else if ((op == U_SQRT || op == U_EXP || op == U_LOG) && !is_float(dt))
-		dt = MT_FLOAT32;
-	else if (op == U_NEG && dt == MT_BOOL)
-		dt = MT_INT64;
-	lt_tensor *o = lt_new(L, dt, t->rank, t->shape);
-	unop_into(t, o, op, 0, 0, 0);
-	return 1;
-}
-
-#define UNOP(name, op) static int name(lua_State *L) { return unop(L, op); }
-UNOP(l_neg, U_NEG)
-UNOP(l_abs, U_ABS)
-UNOP(l_sqrt, U_SQRT)
-UNOP(l_exp, U_EXP)
-UNOP(l_log, U_LOG)
-UNOP(l_floor_, U_FLOOR)
-UNOP(l_ceil, U_CEIL)
-UNOP(l_round, U_ROUND)
-UNOP(l_not, U_NOT)
-
-/* t:clamp(lo, hi) — either may be nil (no bound). */
-static int l_clamp(lua_State *L)
-{
-	lt_tensor *t = lt_check(L, 1);
-	double lo = lua_isnoneornil(L, 2) ? -HUGE_VAL : luaL_checknumber(L, 2);
-	double hi = lua_isnoneornil(L, 3) ? HUGE_VAL : luaL_checknumber(L, 3);
-	if (lo > hi)
-		return lt_error(L, "clamp: lo (%f) is greater than hi (%f)", lo, hi);
-	lt_tensor *o = lt_new(L, t->dtype, t->rank, t->shape);
-	unop_into(t, o, 0, lo, hi, 1);
-	return 1;
-}
-
-/* ---- reductions ------------------------------------------------------------ */
-
-enum { R_SUM, R_MEAN, R_STD, R_MIN, R_MAX, R_ARGMAX, R_ARGMIN };
-
-struct acc {
-	double sum, sq, best, n;
-	int64_t arg;
-};
-
-static void acc_add(struct acc *a, const double *x, int64_t k, int64_t base, int kind)
-{
-	for (int64_t i = 0; i < k; i++) {
-		double v = x[i];
-		if (kind == R_MIN || kind == R_MAX || kind == R_ARGMAX || kind == R_ARGMIN) {
-			int better = kind == R_MIN || kind == R_ARGMIN ? v < a->best : v > a->best;
-			if (a->n == 0 || better || (v != v && a->best == a->best)) {
-				a->best = v;
-				a->arg = base + i;
-			}
-		} else {
-			a->sum += v;
-			a->sq += v * v;
-		}
-		a->n++;
-	}
-}
-
-static double acc_result(const struct acc *a, int kind)
-{
-	switch (kind) {
-	case R_SUM: return a->sum;
-	case R_MEAN: return a->n ? a->sum / a->n : (double)NAN;
-	case R_STD: {
-		if (!a->n)
-			return (double)NAN;
-		double m = a->sum / a->n, var = a->sq / a->n - m * m;
-		return sqrt(var > 0 ? var : 0);
-	}
-	case R_ARGMAX:
-	case R_ARGMIN: return (double)(a->arg + 1);
-	default: return a->n ? a->best : (double)NAN;
-	}
-}
-
-/* t:sum([dim]) and friends: a number over everything, or a tensor with dim
- * removed.  std is the population deviation (numpy's default ddof=0);
- * argmax/argmin are 1-based. */
-static int reduce(lua_State *L, int kind, const char *what)
-{
-	lt_tensor *t = lt_check(L, 1);
-	int64_t n = lt_numel(t);
-	if ((kind >= R_MIN) && n == 0)
-		return lt_error(L, "%s: the tensor is empty", what);
-	double x[BLOCK];
-	if (lua_isnoneornil(L, 2)) {
-		struct acc a = {0};
-		struct sv v;
-		sv_of(&v, t, t->rank, t->shape);
-		if (kind == R_STD) { /* two passes: the one-pass formula loses digits */
-			for (int64_t i = 0; i < n; i += BLOCK) {
-				int64_t k = n - i < BLOCK ? n - i : BLOCK;
-				sv_move(&v, i, k, x, 0);
-				acc_add(&a, x, k, i, R_SUM);
-			}
-			double m = n ? a.sum / (double)n : 0, ss = 0;
-			for (int64_t i = 0; i < n; i += BLOCK) {
-				int64_t k = n - i < BLOCK ? n - i : BLOCK;
-				sv_move(&v, i, k, x, 0);
-				for (int64_t j = 0; j < k; j++)
-					ss += (x[j] - m) * (x[j] - m);
-			}
-			lua_pushnumber(L, n ? sqrt(ss / (double)n) : (double)NAN);
-			return 1;
-		}
-		for (int64_t i = 0; i < n; i += BLOCK) {
-			int64_t k = n - i < BLOCK ? n - i : BLOCK;
-			sv_move(&v, i, k, x, 0);
-			acc_add(&a, x, k, i, kind);
-		}
-		double r = acc_result(&a, kind);
-		if (kind == R_ARGMAX || kind == R_ARGMIN || (kind == R_SUM && !is_float(t->dtype)))
-			lua_pushinteger(L, (lua_Integer)r);
-		else
-			lua_pushnumber(L, r);
-		return 1;
-	}
-	int d = check_dim(L, 2, t, 0);
-	/* Iterate t with dim d moved last: each output element's inputs are one run. */
-	lt_tensor perm = *t;
-	int64_t oshape[LT_MAX_DIMS];
-	for (int k = 0, j = 0; k < t->rank; k++)
-		if (k != d) {
-			perm.shape[j] = t->shape[k];
-			perm.strides[j] = t->strides[k];
-			oshape[j++] = t->shape[k];
-		}
-	perm.shape[t->rank - 1] = t->shape[d];
-	perm.strides[t->rank - 1] = t->strides[d];
-	if (t->shape[d] == 0 && kind >= R_MIN)
-		return lt_error(L, "%s: dim %d is empty", what, d + 1);
-	mt_dtype odt = kind == R_ARGMAX || kind == R_ARGMIN ? MT_INT64
-		       : kind == R_SUM && !is_float(t->dtype) ? MT_INT64
-		       : kind == R_MIN || kind == R_MAX ? t->dtype
-		       : t->dtype == MT_FLOAT64 ? MT_FLOAT64 : MT_FLOAT32;
-	lt_tensor *o = lt_new(L, odt, t->rank - 1, oshape);
-	struct sv v;
-	sv_of(&v, &perm, perm.rank, perm.shape);
-	int64_t len = t->shape[d], outer = lt_numel(o);
-	char *op = lt_data(o);
-	size_t es = mt_dtype_size(odt);
-	for (int64_t r = 0; r < outer; r++) {
-		struct acc a = {0};
-		for (int64_t i = 0; i < len; i += BLOCK) {
-			int64_t k = len - i < BLOCK ? len - i : BLOCK;
-			sv_move(&v, r * len + i, k, x, 0);
-			acc_add(&a, x, k, i, kind == R_STD ? R_SUM : kind);
-		}
-		double res = acc_result(&a, kind);
-		if (kind == R_STD) {
-			double m = a.n ? a.sum / a.n : 0, ss = 0;
-			for (int64_t i = 0; i < len; i += BLOCK) {
-				int64_t k = len - i < BLOCK ? len - i : BLOCK;
-				sv_move(&v, r * len + i, k, x, 0);
-				for (int64_t j = 0; j < k; j++)
-					ss += (x[j] - m) * (x[j] - m);
-			}
-			res = a.n ? sqrt(ss / a.n) : (double)NAN;
-		}
-		elem_set(op + r * (int64_t)es, odt, res);
-	}
-	return 1;
-}
-
-static int l_sum(lua_State *L) { return reduce(L, R_SUM, "sum"); }
-static int l_mean(lua_State *L) { return reduce(L, R_MEAN, "mean"); }
-static int l_std(lua_State *L) { return reduce(L, R_STD, "std"); }
-static int l_min(lua_State *L) { return reduce(L, R_MIN, "min"); }
-static int l_max(lua_State *L) { return reduce(L, R_MAX, "max"); }
-static int l_argmax(lua_State *L) { return reduce(L, R_ARGMAX, "argmax"); }
-static int l_argmin(lua_State *L) { return reduce(L, R_ARGMIN, "argmin"); }
-
-/* t:normalize(mean, std) — (t - mean) / std as float32 (float64 stays);
- * mean and std are numbers or tensors that broadcast (per channel). */
-static int l_normalize(lua_State *L)
-{
-	lt_tensor *t = lt_check(L, 1);
-	lua_settop(L, 3);
-	if (!lt_test(L, 2))
-		check_value(L, 2, "normalize: mean");
-	if (!lt_test(L, 3)) {
-		double sd = check_value(L, 3, "normalize: std");
-		if (sd == 0)
-			return lt_error(L, "normalize: std is 0");
-	}
-	if (!is_float(t->dtype)) {
-		lt_tensor *c = lt_new(L, MT_FLOAT32, t->rank, t->shape);
-		copy_into(c, t);
-		lua_replace(L, 1);
-	}
-	lua_pushcfunction(L, l_sub);
-	lua_pushvalue(L, 1);
-	lua_pushvalue(L, 2);
-	lua_call(L, 2, 1);
-	lua_pushcfunction(L, l_div);
-	lua_insert(L, -2);
-	lua_pushvalue(L, 3);
-	lua_call(L, 2, 1);
-	return 1;
-}
-
 /* t:one_hot(n [, dtype]) — integer classes 0..n-1 to a trailing dim of n
  * (default float32); a class outside is an error naming its position. */
 static int l_one_hot(lua_State *L)
@@ -1420,7 +1172,7 @@ static int l_one_hot(lua_State *L)
 	lt_tensor *t = lt_check(L, 1);
 	lua_Integer n = luaL_checkinteger(L, 2);
 	luaL_argcheck(L, n >= 1, 2, "number of classes must be >= 1");
-	if (is_float(t->dtype))
+	if (lt_is_float(t->dtype))
 		return lt_error(L, "one_hot: expected an integer tensor, got %s",
 				  mt_dtype_name(t->dtype));
 	if (t->rank >= LT_MAX_DIMS)
@@ -1428,16 +1180,17 @@ static int l_one_hot(lua_State *L)
 	int64_t shape[LT_MAX_DIMS];
 	memcpy(shape, t->shape, sizeof shape);
 	shape[t->rank] = n;
-	lt_tensor *o = lt_new(L, opt_dtype(L, 3, MT_FLOAT32, "one_hot: dtype"), t->rank + 1, shape);
+	lt_tensor *o = lt_new(L, "one_hot", opt_dtype(L, 3, MT_FLOAT32, "one_hot: dtype"),
+			      t->rank + 1, shape);
 	memset(lt_data(o), 0, (size_t)lt_numel(o) * mt_dtype_size(o->dtype));
-	struct sv v;
-	sv_of(&v, t, t->rank, t->shape);
+	struct lt_sv v;
+	lt_sv_of(&v, t, t->rank, t->shape);
 	int64_t m = lt_numel(t);
 	size_t es = mt_dtype_size(o->dtype);
-	double x[BLOCK];
-	for (int64_t i = 0; i < m; i += BLOCK) {
-		int64_t k = m - i < BLOCK ? m - i : BLOCK;
-		sv_move(&v, i, k, x, 0);
+	double x[LT_BLOCK];
+	for (int64_t i = 0; i < m; i += LT_BLOCK) {
+		int64_t k = m - i < LT_BLOCK ? m - i : LT_BLOCK;
+		lt_sv_move(&v, i, k, x, 0);
 		for (int64_t j = 0; j < k; j++) {
 			if (x[j] < 0 || x[j] >= (double)n)
 				return lt_error(L, "one_hot: element %lld is %g, outside classes "
@@ -1507,7 +1260,7 @@ static int join(lua_State *L, int stack)
 		return lt_error(L, "%s: 0-d tensors cannot be concatenated (stack them)", what);
 	lt_tensor probe = *first;
 	probe.rank = rank;
-	int d = lua_isnoneornil(L, 2) ? 0 : check_dim(L, 2, &probe, 0);
+	int d = lua_isnoneornil(L, 2) ? 0 : lt_check_dim(L, 2, &probe, 0);
 	int64_t shape[LT_MAX_DIMS];
 	for (int k = 0; k < rank; k++)
 		shape[k] = !stack ? first->shape[k] : k == d ? n : first->shape[k < d ? k : k - 1];
@@ -1524,12 +1277,12 @@ static int join(lua_State *L, int stack)
 				return lt_error(L, "%s: element %d has size %d in dim %d, element 1 "
 						  "has %d", what, i, (int)t->shape[k], k + 1,
 						  (int)first->shape[k]);
-		if (!stack)
-			shape[d] += t->shape[d];
+		if (!stack && __builtin_add_overflow(shape[d], t->shape[d], &shape[d]))
+			return lt_error(L, "%s: dim %d of the result is too large", what, d + 1);
 		if (t->dtype != dt)
-			dt = is_float(t->dtype) || is_float(dt) ? MT_FLOAT64 : MT_INT64;
+			dt = lt_is_float(t->dtype) || lt_is_float(dt) ? MT_FLOAT64 : MT_INT64;
 	}
-	lt_tensor *o = lt_new(L, dt, rank, shape);
+	lt_tensor *o = lt_new(L, what, dt, rank, shape);
 	int64_t at = 0;
 	for (int i = 1; i <= n; i++) {
 		lt_tensor *t = list_at(L, 1, i);
@@ -1543,18 +1296,53 @@ static int l_concat(lua_State *L) { return join(L, 0); }
 static int l_stack(lua_State *L) { return join(L, 1); }
 
 /* Rows (dim 1) of t listed in rows[0..n) (0-based), gathered into a new tensor. */
-static void gather_rows(lua_State *L, lt_tensor *t, const int64_t *rows, int64_t n)
+static void gather_rows(lua_State *L, lt_tensor *t, const int64_t *rows, int64_t n,
+			const char *what)
 {
 	int64_t shape[LT_MAX_DIMS];
 	memcpy(shape, t->shape, sizeof shape);
 	shape[0] = n;
 	lt_tensor *c = lt_contiguous(L, t);
-	lt_tensor *o = lt_new(L, t->dtype, t->rank, shape);
+	lt_tensor *o = lt_new(L, what, t->dtype, t->rank, shape);
 	size_t row = (size_t)(t->shape[0] ? lt_numel(c) / t->shape[0] : 0) *
 		     mt_dtype_size(t->dtype);
 	for (int64_t i = 0; i < n; i++)
 		memcpy((char *)lt_data(o) + i * (int64_t)row, (char *)lt_data(c) + rows[i] * (int64_t)row,
 		       row);
+}
+
+/* Index i (0-based) of take's argument 2, an index tensor ix or a table, as
+ * a 0-based row of t; raises naming it when it is not a row of t. */
+static int64_t take_row(lua_State *L, const lt_tensor *t, const lt_tensor *ix, int64_t i)
+{
+	int64_t v, rows = t->shape[0];
+	struct lt_sv iv;
+	if (ix)
+		lt_sv_of(&iv, ix, ix->rank, ix->shape);
+	if (!ix) {
+		int isint;
+		lua_geti(L, 2, i + 1);
+		v = lua_tointegerx(L, -1, &isint);
+		lua_pop(L, 1);
+		if (!isint)
+			lt_error(L, "take: indices[%lld] is not an integer", (long long)i + 1);
+	} else if (lt_is_float(ix->dtype)) {
+		double x;
+		lt_sv_move(&iv, i, 1, &x, 0);
+		if (!(x >= 1 && x < (double)rows + 1)) /* in range before converting */
+			lt_error(L, "take: indices[%lld] = %g is out of range 1..%lld",
+				 (long long)i + 1, x, (long long)rows);
+		v = (int64_t)x;
+	} else {
+		lt_sv_move_int(&iv, i, 1, &v, 0);
+		if (ix->dtype == MT_UINT64 && v < 0) /* at or above 2^63 */
+			lt_error(L, "take: indices[%lld] = %llu is out of range 1..%lld",
+				 (long long)i + 1, (unsigned long long)v, (long long)rows);
+	}
+	if (v < 1 || v > rows)
+		lt_error(L, "take: indices[%lld] = %lld is out of range 1..%lld", (long long)i + 1,
+			 (long long)v, (long long)rows);
+	return v - 1;
 }
 
 /* t:take(indices) — rows by 1-based index (a table or an integer tensor). */
@@ -1565,34 +1353,12 @@ static int l_take(lua_State *L)
 		return lt_error(L, "take: a 0-d tensor has no rows");
 	lt_tensor *ix = lt_test(L, 2);
 	int64_t n = ix ? lt_numel(ix) : (luaL_checktype(L, 2, LUA_TTABLE), (int64_t)luaL_len(L, 2));
-	int64_t *rows = lt_alloc(L, (size_t)(n ? n : 1) * sizeof *rows);
-	for (int64_t i = 0; i < n; i++) {
-		lua_Integer v;
-		if (ix) {
-			double x;
-			struct sv iv;
-			sv_of(&iv, ix, ix->rank, ix->shape);
-			sv_move(&iv, i, 1, &x, 0);
-			v = (lua_Integer)x;
-		} else {
-			lua_geti(L, 2, i + 1);
-			int ok;
-			v = lua_tointegerx(L, -1, &ok);
-			lua_pop(L, 1);
-			if (!ok) {
-				lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
-				return lt_error(L, "take: indices[%d] is not an integer", (int)i + 1);
-			}
-		}
-		if (v < 1 || v > t->shape[0]) {
-			lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
-			return lt_error(L, "take: indices[%d] = %d is out of range 1..%d",
-					  (int)i + 1, (int)v, (int)t->shape[0]);
-		}
-		rows[i] = v - 1;
-	}
-	gather_rows(L, t, rows, n);
-	lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
+	n = lt_check_size(L, "take: indices", MT_INT64, 1, &n);
+	/* Owned by Lua, so an error in between leaks nothing. */
+	int64_t *rows = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *rows, 0);
+	for (int64_t i = 0; i < n; i++)
+		rows[i] = take_row(L, t, ix, i);
+	gather_rows(L, t, rows, n, "take");
 	return 1;
 }
 
@@ -1608,51 +1374,18 @@ static int l_filter(lua_State *L)
 				  (int)t->shape[0]);
 	int64_t n = t->shape[0], k = 0;
 	int64_t *rows = lt_alloc(L, (size_t)(n ? n : 1) * sizeof *rows);
-	struct sv v;
-	sv_of(&v, m, m->rank, m->shape);
-	double x[BLOCK];
-	for (int64_t i = 0; i < n; i += BLOCK) {
-		int64_t c = n - i < BLOCK ? n - i : BLOCK;
-		sv_move(&v, i, c, x, 0);
+	struct lt_sv v;
+	lt_sv_of(&v, m, m->rank, m->shape);
+	double x[LT_BLOCK];
+	for (int64_t i = 0; i < n; i += LT_BLOCK) {
+		int64_t c = n - i < LT_BLOCK ? n - i : LT_BLOCK;
+		lt_sv_move(&v, i, c, x, 0);
 		for (int64_t j = 0; j < c; j++)
 			if (x[j] != 0)
 				rows[k++] = i + j;
 	}
-	gather_rows(L, t, rows, k);
+	gather_rows(L, t, rows, k, "filter");
 	lt_free(L, rows, (size_t)(n ? n : 1) * sizeof *rows);
-	return 1;
-}
-
-/* t:isin(values) — bool mask of elements equal to one of the listed numbers. */
-static int l_isin(lua_State *L)
-{
-	lt_tensor *t = lt_check(L, 1);
-	luaL_checktype(L, 2, LUA_TTABLE);
-	int nv = (int)luaL_len(L, 2);
-	double vals[256];
-	if (nv > 256)
-		return lt_error(L, "isin: at most 256 values");
-	for (int i = 0; i < nv; i++) {
-		lua_geti(L, 2, i + 1);
-		vals[i] = check_value(L, -1, "isin: values");
-		lua_pop(L, 1);
-	}
-	lt_tensor *o = lt_new(L, MT_BOOL, t->rank, t->shape);
-	struct sv v;
-	sv_of(&v, t, t->rank, t->shape);
-	uint8_t *op = lt_data(o);
-	int64_t n = lt_numel(t);
-	double x[BLOCK];
-	for (int64_t i = 0; i < n; i += BLOCK) {
-		int64_t c = n - i < BLOCK ? n - i : BLOCK;
-		sv_move(&v, i, c, x, 0);
-		for (int64_t j = 0; j < c; j++) {
-			int hit = 0;
-			for (int q = 0; q < nv && !hit; q++)
-				hit = x[j] == vals[q];
-			op[i + j] = (uint8_t)hit;
-		}
-	}
 	return 1;
 }
 
@@ -1665,24 +1398,12 @@ void lt_tensor_register(lua_State *L)
 		{"reshape", l_reshape}, {"slice", l_slice}, {"select", l_select},
 		{"transpose", l_transpose}, {"flip", l_flip}, {"copy", l_copy},
 		{"contiguous", l_contiguous_m}, {"cast", l_cast}, {"get", l_get}, {"set", l_set},
-		{"bytes", l_bytes}, {"totable", l_totable},
-		{"add", l_add}, {"sub", l_sub}, {"mul", l_mul}, {"div", l_div}, {"pow", l_pow},
-		{"minimum", l_minimum}, {"maximum", l_maximum}, {"eq", l_eq}, {"ne", l_ne},
-		{"lt", l_lt}, {"le", l_le}, {"gt", l_gt}, {"ge", l_ge}, {"logical_and", l_and},
-		{"logical_or", l_or}, {"logical_not", l_not}, {"neg", l_neg}, {"abs", l_abs},
-		{"sqrt", l_sqrt}, {"exp", l_exp}, {"log", l_log}, {"floor", l_floor_},
-		{"ceil", l_ceil}, {"round", l_round}, {"clamp", l_clamp},
-		{"sum", l_sum}, {"mean", l_mean}, {"std", l_std}, {"min", l_min}, {"max", l_max},
-		{"argmax", l_argmax}, {"argmin", l_argmin}, {"normalize", l_normalize},
-		{"one_hot", l_one_hot}, {"take", l_take}, {"filter", l_filter}, {"isin", l_isin},
-		{"add_", l_add_}, {"sub_", l_sub_}, {"mul_", l_mul_}, {"div_", l_div_},
-		{NULL, NULL},
+		{"bytes", l_bytes}, {"totable", l_totable}, {"one_hot", l_one_hot},
+		{"take", l_take}, {"filter", l_filter}, {NULL, NULL},
 	};
 	static const luaL_Reg meta[] = {
 		{"__index", l_index}, {"__newindex", l_newindex}, {"__len", l_len},
-		{"__tostring", l_tostring}, {"__gc", l_gc}, {"__close", l_gc},
-		{"__add", l_add}, {"__sub", l_sub}, {"__mul", l_mul}, {"__div", l_div},
-		{"__pow", l_pow}, {"__unm", l_neg}, {NULL, NULL},
+		{"__tostring", l_tostring}, {"__gc", l_gc}, {"__close", l_gc}, {NULL, NULL},
 	};
 	static const luaL_Reg funcs[] = {
 		{"tensor", l_tensor}, {"zeros", l_zeros}, {"ones", l_ones}, {"full", l_full},
@@ -1692,6 +1413,7 @@ void lt_tensor_register(lua_State *L)
 	luaL_newmetatable(L, LT_TENSOR);
 	luaL_setfuncs(L, meta, 0);
 	luaL_newlib(L, methods);
+	lt_tensor_ops_register(L);
 	lua_setfield(L, -2, "methods");
 	lua_pop(L, 1);
 	luaL_setfuncs(L, funcs, 0);

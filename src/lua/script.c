@@ -15,6 +15,8 @@
 /* The count hook runs this often: rare enough to cost nothing measurable,
  * often enough that a runaway loop stops within microseconds. */
 #define HOOK_EVERY 10000
+/* Registry key of the last error raised with a code of its own (raise_coded). */
+#define CODED_ERROR "matorage.coded_error"
 
 struct lt_ctx {
 	mt_script *s;
@@ -27,9 +29,13 @@ struct mt_script {
 	size_t nallowed;
 	mt_store *own_store; /* opened when o.store is NULL */
 	uint64_t mem, instructions;
-	int mem_exceeded;
+	int mem_exceeded; /* the last allocation refused was refused by the limit */
 	atomic_int cancel;
-	int fail_code; /* why the run is failing, when not a plain script error */
+	/* Why the run fails once canceled or past its instruction limit: from
+	 * then on every instruction raises, so no pcall can catch it. */
+	int fail_code;
+	int coded;    /* the code of the error in the registry at CODED_ERROR */
+	int end_code; /* the code of the error that ended the run, 0 for a plain one */
 	const void *code;
 	size_t code_len;
 	const char *const *args;
@@ -71,7 +77,25 @@ static void *script_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	void *p = realloc(ptr, nsize);
 	if (p)
 		s->mem = s->mem - old + nsize;
+	else
+		s->mem_exceeded = 0;
 	return p;
+}
+
+/* Raise msg (after the script's position) as an error that makes the run
+ * fail with `code` if this very error ends it.  A script may catch it with
+ * pcall and go on, and then fail, or not, for reasons of its own: the code
+ * must not outlive the error. */
+static int raise_coded(lua_State *L, int code, const char *msg)
+{
+	mt_script *s = script_of(L);
+	luaL_where(L, 1);
+	lua_pushstring(L, msg);
+	lua_concat(L, 2);
+	lua_pushvalue(L, -1);
+	lua_setfield(L, LUA_REGISTRYINDEX, CODED_ERROR);
+	s->coded = code;
+	return lua_error(L);
 }
 
 void *lt_alloc(lua_State *L, size_t bytes)
@@ -79,10 +103,14 @@ void *lt_alloc(lua_State *L, size_t bytes)
 	mt_script *s = script_of(L);
 	void *p = script_alloc(s, NULL, 0, bytes ? bytes : 1);
 	if (!p) {
+		char msg[160];
 		if (s->mem_exceeded)
-			s->fail_code = MT_ERANGE;
-		lt_error(L, "out of memory allocating %zu bytes (memory limit %llu bytes)",
-			   bytes, (unsigned long long)s->o.max_memory);
+			snprintf(msg, sizeof msg,
+				 "out of memory allocating %zu bytes (memory limit %llu bytes)",
+				 bytes, (unsigned long long)s->o.max_memory);
+		else
+			snprintf(msg, sizeof msg, "out of memory allocating %zu bytes", bytes);
+		raise_coded(L, s->mem_exceeded ? MT_ERANGE : MT_ENOMEM, msg);
 	}
 	return p;
 }
@@ -455,6 +483,9 @@ int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err)
 		sandbox(L);
 	lua_pushcfunction(L, l_print);
 	lua_setglobal(L, "print");
+	/* Set now, so that the message handler's look-up allocates nothing. */
+	lua_pushboolean(L, 0);
+	lua_setfield(L, LUA_REGISTRYINDEX, CODED_ERROR);
 	luaL_requiref(L, "matorage", open_matorage, 1);
 	lua_pop(L, 1);
 	lua_sethook(L, script_hook, LUA_MASKCOUNT, HOOK_EVERY);
@@ -462,8 +493,14 @@ int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err)
 	return 0;
 }
 
+/* The message handler of the run: it sees the error that ends the run, as
+ * raised, and notes the code that error carries. */
 static int traceback(lua_State *L)
 {
+	mt_script *s = script_of(L);
+	lua_getfield(L, LUA_REGISTRYINDEX, CODED_ERROR);
+	s->end_code = s->fail_code ? s->fail_code : lua_rawequal(L, 1, -1) ? s->coded : 0;
+	lua_pop(L, 1);
 	const char *msg = lua_tostring(L, 1);
 	if (!msg && !luaL_callmeta(L, 1, "__tostring"))
 		lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
@@ -549,12 +586,17 @@ int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
 	int rc = 0;
 	if (st != LUA_OK) {
 		const char *msg = lua_tostring(L, -1);
-		if (st == LUA_ERRMEM && s->mem_exceeded) {
-			s->fail_code = MT_ERANGE;
+		/* A memory error skips the message handler: the allocation that
+		 * failed last says whether the limit refused it. */
+		if (st == LUA_ERRMEM && s->mem_exceeded)
 			msg = "memory limit exceeded";
-		}
 		set_errtext(s, msg ? msg : "unknown error");
-		rc = s->fail_code ? s->fail_code : st == LUA_ERRMEM ? MT_ENOMEM : MT_EINVAL;
+		if (s->fail_code)
+			rc = s->fail_code;
+		else if (st == LUA_ERRMEM)
+			rc = s->mem_exceeded ? MT_ERANGE : MT_ENOMEM;
+		else
+			rc = st == LUA_ERRRUN && s->end_code ? s->end_code : MT_EINVAL;
 		lt_err(err, rc, "%s", s->errtext);
 		finish_writers(s, 0, NULL);
 	} else {

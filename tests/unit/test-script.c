@@ -235,6 +235,25 @@ static void test_limits(void)
 	rc = run("matorage.zeros({1024, 1024, 16})", &o, &seen, NULL, 0, NULL, &err);
 	tap_ok(rc == MT_ERANGE && strstr(err.message, "memory limit"),
 	       "tensors count against it (%s)", err.message);
+	/* The code names the error that ended the run, not one the script
+	 * caught before: else a later failure passes for the limit. */
+	rc = run("assert(not pcall(matorage.zeros, {1024, 1024, 16}))\n"
+		 "error('a failure of its own')", &o, &seen, NULL, 0, NULL, &err);
+	tap_ok(rc == MT_EINVAL && strstr(err.message, "a failure of its own"),
+	       "a limit error the script caught does not decide its later failure (%d: %s)", rc,
+	       err.message);
+	rc = run("assert(not pcall(matorage.zeros, {1024, 1024, 16}))", &o, &seen, NULL, 0, NULL,
+		 &err);
+	tap_ok(rc == 0, "nor fail a script that goes on to end well (%d)", rc);
+	rc = run("local ok, e = pcall(matorage.zeros, {1024, 1024, 16})\nerror(e, 0)", &o, &seen,
+		 NULL, 0, NULL, &err);
+	tap_ok(rc == MT_ERANGE && strstr(err.message, "memory limit"),
+	       "the limit error raised again still ends the run as the limit (%d: %s)", rc,
+	       err.message);
+	rc = run("pcall(function() local t = {} for i = 1, 1e7 do t[i] = {} end end)\n"
+		 "error('after')", &o, &seen, NULL, 0, NULL, &err);
+	tap_ok(rc == MT_EINVAL && strstr(err.message, "after"),
+	       "nor does a caught limit hit inside Lua (%d: %s)", rc, err.message);
 	mt_script_opts_init(&o);
 	const char *bad = "/nonexistent/dir";
 	o.allowed_paths = &bad;

@@ -218,60 +218,32 @@ static int copy_pin(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_e
 	return rc;
 }
 
-static int copy_version(copy_ctx *c, int threads, const char *dataset, const char *version,
-			mt_error *err)
+/* The distinct shards of m (a shard may repeat within a version; it is
+ * sent once) into c->shards. */
+static int copy_plan(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_error *err)
 {
-	char *key = mt_key_manifest(dataset, version);
-	char *what = mt_asprintf("%s@%s", dataset, version);
-	void *json = NULL;
-	size_t len = 0;
-	mt_manifest *m = NULL;
-	int rc = key && what ? 0 : mt_err(err, MT_ENOMEM, "copy: out of memory");
-	if (!rc)
-		rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, &json, &len, err);
-	if (rc == MT_ENOTFOUND)
-		mt_err(err, MT_ENOTFOUND, "%s: no such version in %s", what ? what : dataset,
-		       mt_store_url(c->src));
-	/* Decoding checks the manifest before anything is sent on its word. */
-	if (!rc)
-		rc = mt_manifest_decode(json, len, key, &m, err);
-	int same = rc ? rc : dst_manifest_same(c, key, what, json, len, err);
-	/* A name removed in dst stays removed there. */
-	if (same == 0 && (rc = mt_dataset_removed(c->dst, dataset, version, err)))
-		same = rc;
-	if (same < 0)
-		rc = same;
-	if (!rc && same == 1) {
-		c->st->versions_present++;
-		for (size_t i = 0; i < m->nshards; i++) {
-			c->st->shards_present++;
-			c->st->bytes_present += m->shards[i].bytes;
-		}
-		rc = copy_meta(c, dataset, version, err);
-		goto out;
-	}
-	if (!rc && m->nshards && !(c->shards = calloc(m->nshards, sizeof *c->shards)))
-		rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
-	for (size_t i = 0; !rc && i < m->nshards; i++) {
-		/* A shard may repeat within a version; send it once. */
+	if (m->nshards && !(c->shards = calloc(m->nshards, sizeof *c->shards)))
+		return mt_err(err, MT_ENOMEM, "copy: out of memory");
+	for (size_t i = 0; i < m->nshards; i++) {
 		int dup = 0;
 		for (size_t j = 0; j < c->nshards && !dup; j++)
 			dup = strcmp(c->shards[j].sha256, m->shards[i].sha256) == 0;
 		if (dup)
 			continue;
 		copy_shard *sh = &c->shards[c->nshards];
-		if (!(sh->key = mt_key_shard(dataset, m->shards[i].sha256))) {
-			rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
-			break;
-		}
+		if (!(sh->key = mt_key_shard(dataset, m->shards[i].sha256)))
+			return mt_err(err, MT_ENOMEM, "copy: out of memory");
 		sh->sha256 = m->shards[i].sha256;
 		sh->bytes = m->shards[i].bytes;
 		c->nshards++;
 	}
-	if (!rc)
-		rc = copy_pin(c, dataset, m, err);
-	if (!rc)
-		rc = mt_parallel_for(threads, c->nshards, head_job, c);
+	return 0;
+}
+
+/* Send the shards dst lacks, and make them durable there. */
+static int copy_send(copy_ctx *c, int threads, mt_error *err)
+{
+	int rc = mt_parallel_for(threads, c->nshards, head_job, c);
 	if (!rc) {
 		for (size_t i = 0; i < c->nshards; i++) {
 			if (c->shards[i].missing) {
@@ -285,36 +257,88 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 	}
 	if (rc && c->failed)
 		mt_err_copy(err, &c->failure);
-	if (!rc) {
-		const char **keys = malloc((c->nshards + 1) * sizeof *keys);
-		size_t n = 0;
-		for (size_t i = 0; keys && i < c->nshards; i++)
-			if (c->shards[i].missing)
-				keys[n++] = c->shards[i].key;
-		rc = keys ? c->dst->ops->sync(c->dst, keys, n, err)
-			  : mt_err(err, MT_ENOMEM, "copy: out of memory");
-		free(keys);
+	if (rc)
+		return rc;
+	const char **keys = malloc((c->nshards + 1) * sizeof *keys);
+	size_t n = 0;
+	for (size_t i = 0; keys && i < c->nshards; i++)
+		if (c->shards[i].missing)
+			keys[n++] = c->shards[i].key;
+	rc = keys ? c->dst->ops->sync(c->dst, keys, n, err)
+		  : mt_err(err, MT_ENOMEM, "copy: out of memory");
+	free(keys);
+	return rc;
+}
+
+/* The commit point: only now does dst show the version. */
+static int copy_commit(copy_ctx *c, const char *key, const char *what, const char *json,
+		       size_t len, mt_error *err)
+{
+	int rc = mt_dlock_check(c->dlock, err);
+	if (!rc)
+		rc = c->dst->ops->put(c->dst, key, json, len, MT_PUT_EXCLUSIVE, err);
+	if (rc == MT_EEXIST) {
+		/* Someone else copied it meanwhile: fine if it is the same. */
+		int same = dst_manifest_same(c, key, what, json, len, err);
+		rc = same == 1 ? 0 : same ? same : MT_EEXIST;
 	}
 	if (!rc)
-		rc = copy_recipe(c, m, err);
-	/* The commit point: only now does dst show the version. */
+		c->st->versions++;
+	return rc;
+}
+
+/* The source's manifest (decoded: it is checked before anything is sent
+ * on its word), and whether dst has it: 1 the same, 0 not, or an error
+ * (another one there, or the name removed there). */
+static int copy_source(copy_ctx *c, const char *dataset, const char *version, const char *key,
+		       const char *what, void **json, size_t *len, mt_manifest **m, mt_error *err)
+{
+	int rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, json, len, err);
+	if (rc == MT_ENOTFOUND)
+		return mt_err(err, MT_ENOTFOUND, "%s: no such version in %s", what,
+			      mt_store_url(c->src));
 	if (!rc)
-		rc = mt_dlock_check(c->dlock, err);
-	if (!rc) {
-		rc = c->dst->ops->put(c->dst, key, json, len, MT_PUT_EXCLUSIVE, err);
-		if (rc == MT_EEXIST) {
-			/* Someone else copied it meanwhile: fine if it is the same. */
-			same = dst_manifest_same(c, key, what, json, len, err);
-			rc = same == 1 ? 0 : same ? same : MT_EEXIST;
+		rc = mt_manifest_decode(*json, *len, key, m, err);
+	int same = rc ? rc : dst_manifest_same(c, key, what, *json, *len, err);
+	/* A name removed in dst stays removed there. */
+	if (same == 0 && (rc = mt_dataset_removed(c->dst, dataset, version, err)))
+		return rc;
+	return same;
+}
+
+static int copy_version(copy_ctx *c, int threads, const char *dataset, const char *version,
+			mt_error *err)
+{
+	char *key = mt_key_manifest(dataset, version);
+	char *what = mt_asprintf("%s@%s", dataset, version);
+	void *json = NULL;
+	size_t len = 0;
+	mt_manifest *m = NULL;
+	int rc = key && what ? 0 : mt_err(err, MT_ENOMEM, "copy: out of memory");
+	int same = rc ? rc : copy_source(c, dataset, version, key, what, &json, &len, &m, err);
+	rc = same < 0 ? same : 0;
+	if (same == 1) {
+		c->st->versions_present++;
+		for (size_t i = 0; i < m->nshards; i++) {
+			c->st->shards_present++;
+			c->st->bytes_present += m->shards[i].bytes;
 		}
+	}
+	if (same == 0) {
+		rc = copy_plan(c, dataset, m, err);
 		if (!rc)
-			c->st->versions++;
+			rc = copy_pin(c, dataset, m, err);
+		if (!rc)
+			rc = copy_send(c, threads, err);
+		if (!rc)
+			rc = copy_recipe(c, m, err);
+		if (!rc)
+			rc = copy_commit(c, key, what, json, len, err);
 	}
 	if (!rc)
 		rc = copy_meta(c, dataset, version, err);
-	if (rc && rc != MT_EEXIST && rc != MT_ENOTFOUND)
-		mt_err_prefix(err, "copying %s to %s: ", what ? what : dataset, mt_store_url(c->dst));
-out:
+	if (rc && rc != MT_EEXIST && rc != MT_ENOTFOUND && what)
+		mt_err_prefix(err, "copying %s to %s: ", what, mt_store_url(c->dst));
 	shards_free(c);
 	mt_manifest_free(m);
 	free(json);

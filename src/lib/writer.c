@@ -466,15 +466,9 @@ static int writer_check_name(mt_writer *w, mt_error *err)
 	return rc ? rc : mt_dataset_removed(w->store, w->dataset, w->version, err);
 }
 
-int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_t nattrs,
-		   const mt_writer_opts *o, mt_writer **out, mt_error *err)
+static int writer_check_args(const char *dataset, const mt_attr *attrs, size_t nattrs,
+			     const mt_writer_opts *o, mt_error *err)
 {
-	mt_writer_opts defaults;
-	if (!o) {
-		mt_writer_opts_init(&defaults);
-		o = &defaults;
-	}
-	*out = NULL;
 	int rc = mt_name_check(dataset, "dataset", err);
 	if (!rc && o->version)
 		rc = mt_version_name_check(o->version, err);
@@ -486,15 +480,12 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 		rc = mt_err(err, MT_EINVAL, "dataset %s: a new version needs attributes", dataset);
 	if (!rc && (o->level < 0 || o->level > 22))
 		rc = mt_err(err, MT_EINVAL, "zstd level %d is outside 1..22", o->level);
-	if (rc)
-		return rc;
-	mt_writer *w = calloc(1, sizeof *w);
-	if (!w)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	pthread_mutex_init(&w->append_lock, NULL);
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	w->store = s;
+	return rc;
+}
+
+static int writer_take_opts(mt_writer *w, const char *dataset, const mt_writer_opts *o,
+			    mt_error *err)
+{
 	w->shard_bytes = o->shard_bytes ? o->shard_bytes : DEFAULT_SHARD_BYTES;
 	w->shard_rows = o->shard_rows;
 	w->chunk_bytes = o->chunk_bytes ? o->chunk_bytes : DEFAULT_CHUNK_BYTES;
@@ -507,7 +498,30 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 	    !(w->author = mt_strdup(o->author ? o->author : "")) ||
 	    !(w->description = mt_strdup(o->description ? o->description : "")) ||
 	    dup_strings(&w->tags, o->tags, o->ntags))
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	return 0;
+}
+
+int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_t nattrs,
+		   const mt_writer_opts *o, mt_writer **out, mt_error *err)
+{
+	mt_writer_opts defaults;
+	if (!o) {
+		mt_writer_opts_init(&defaults);
+		o = &defaults;
+	}
+	*out = NULL;
+	int rc = writer_check_args(dataset, attrs, nattrs, o, err);
+	if (rc)
+		return rc;
+	mt_writer *w = calloc(1, sizeof *w);
+	if (!w)
+		return mt_err(err, MT_ENOMEM, "out of memory");
+	pthread_mutex_init(&w->append_lock, NULL);
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->store = s;
+	rc = writer_take_opts(w, dataset, o, err);
 	if (!rc && o->recipe)
 		rc = writer_take_recipe(w, o, err);
 	/* Fail before uploading gigabytes, not at commit. */

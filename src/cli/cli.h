@@ -62,7 +62,7 @@ extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, c
 	cli_cmd_verify, cli_cmd_rm, cli_cmd_gc, cli_cmd_push, cli_cmd_pull, cli_cmd_sync,
 	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui, cli_cmd_run, cli_cmd_rerun;
 
-/* ---- cli-util.c ---- */
+/* ---- app-alloc.c ---- */
 
 /* Allocation for the application: print and exit on failure. */
 void *cli_xmalloc(size_t n);
@@ -73,12 +73,18 @@ char *cli_xasprintf(const char *fmt, ...) CLI_PRINTF(1, 2);
 /* A whole file (*len bytes); NULL with errno set when it cannot be read. */
 char *cli_read_file(const char *path, size_t *len);
 
+/* ---- cli-error.c ---- */
+
 /* "matorage: MESSAGE" on stderr, one line; cli_fail reports a library error.
  * Both return CLI_FAIL. */
 int cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
 int cli_fail(const mt_error *err);
 /* "matorage: CMD: MESSAGE (see 'matorage help CMD')" on stderr; returns CLI_USAGE. */
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* An mt_log_fn for --debug: "matorage: debug: LINE", one line at a time from any thread. */
+void cli_debug_line(void *ud, const char *line);
+
+/* ---- cli-args.c ---- */
 
 /* The global options (a table ending in a NULL name), the index of one by its long
  * name (-1: none), and recording one into ctx (CLI_USAGE after printing why). */
@@ -97,6 +103,8 @@ void cli_args_free(struct cli_args *a);
 int cli_has(const struct cli_args *a, const char *name);
 const char *cli_get(const struct cli_args *a, const char *name);
 const char *const *cli_get_all(const struct cli_args *a, const char *name, size_t *n);
+
+/* ---- cli-values.c ---- */
 
 /* Strict number options: absent leaves *out alone; a bad value, or one below `lo`,
  * is a usage error naming the option (a 0 that the library would take as "the
@@ -125,6 +133,8 @@ struct cli_ref {
 int cli_ref_parse(const struct cli_cmd *cmd, const char *arg, struct cli_ref *out);
 void cli_ref_free(struct cli_ref *r);
 
+/* ---- cli-store.c ---- */
+
 /* The store named by --store (or the default), opened on first use; NULL after
  * printing the error.  Readers find a missing directory store an error and create
  * nothing; a command that writes new versions sets ctx->store_opts.create first. */
@@ -138,6 +148,14 @@ mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref);
 /* Index of attribute `name` of r, or -1 after printing an error listing the attributes. */
 int cli_attr_index(mt_reader *r, const char *name);
 
+/* Every output file a command writes goes through here: mt_npy_create's rules (a
+ * regular file replaced whole by a rename, a symbolic link written through, a
+ * device or FIFO written as it is), and "-" for standard output. */
+int cli_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
+		   mt_npy_writer **out, mt_error *err);
+
+/* ---- cli-readahead.c ---- */
+
 /* One batch of rows [first, first + n) of an attribute: their values back to back
  * (bytes of them) and, for a ragged attribute, the n row lengths in items (else
  * NULL).  A nonzero return stops the reading and is returned by cli_read_rows. */
@@ -147,11 +165,7 @@ typedef int (*cli_rows_fn)(void *ud, uint64_t first, uint64_t n, const void *val
  * one row, however long), so memory stays flat; library errors are printed. */
 int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud);
 
-/* Every output file a command writes goes through here: mt_npy_create's rules (a
- * regular file replaced whole by a rename, a symbolic link written through, a
- * device or FIFO written as it is), and "-" for standard output. */
-int cli_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
-		   mt_npy_writer **out, mt_error *err);
+/* ---- app-format.c ---- */
 
 /* "1.5 MiB" into buf. */
 const char *cli_human_bytes(uint64_t n, char *buf, size_t cap);

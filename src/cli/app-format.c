@@ -1,0 +1,37 @@
+/* app-format.c — numbers as the application shows them: byte sizes, row shapes. */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cli.h"
+
+const char *cli_human_bytes(uint64_t n, char *buf, size_t cap)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	if (n < 1024) {
+		snprintf(buf, cap, "%" PRIu64 " B", n);
+		return buf;
+	}
+	double v = (double)n / 1024;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < sizeof units / sizeof *units) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, cap, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+const char *cli_shape_str(const mt_attr *a, char *buf, size_t cap)
+{
+	/* NumPy's spelling: "()", "(28,)", "(28, 28)"; a ragged row's item count is "*". */
+	char dims[(MT_MAX_RANK + 1) * 24] = "";
+	size_t len = 0;
+	if (a->ragged)
+		len += (size_t)snprintf(dims, sizeof dims, "*");
+	for (int i = 0; i < a->rank && i < MT_MAX_RANK; i++)
+		len += (size_t)snprintf(dims + len, sizeof dims - len, "%s%" PRIu64,
+					len ? ", " : "", a->shape[i]);
+	int ndims = a->rank + (a->ragged ? 1 : 0);
+	snprintf(buf, cap, "(%s%s)", dims, ndims == 1 ? "," : "");
+	return buf;
+}

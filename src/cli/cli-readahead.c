@@ -1,0 +1,109 @@
+/* cli-readahead.c — reading rows in batches of about CLI_BATCH_BYTES, the next batch fetched on a thread meanwhile. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+/* Ragged rows: lengths are fetched this many rows at a time, so a version of a
+ * billion rows needs no billion-entry array. */
+#define CLI_LENGTH_WINDOW 65536
+
+/* One batch read on a thread of its own, so the next batch is fetched and
+ * decompressed while the caller writes out the current one. */
+struct prefetch {
+	mt_reader *r;
+	size_t attr;
+	uint64_t first, n;
+	void *buf;
+	size_t bytes;
+	mt_error err;
+	int rc;
+};
+
+static void *prefetch_run(void *arg)
+{
+	struct prefetch *p = arg;
+	p->rc = mt_reader_read(p->r, p->attr, p->first, p->first + p->n, p->buf, p->bytes, &p->err);
+	return NULL;
+}
+
+static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn,
+			  void *ud)
+{
+	const mt_attr *at = mt_reader_attr(r, attr);
+	uint64_t row_bytes = mt_attr_items(at) * mt_dtype_size(at->dtype);
+	uint64_t batch = row_bytes ? CLI_BATCH_BYTES / row_bytes : b - a;
+	if (batch == 0)
+		batch = 1;
+	size_t cap = (size_t)((b - a < batch ? b - a : batch) * row_bytes);
+	struct prefetch p[2] = {{r, attr, a, 0, cli_xmalloc(cap), 0, {0}, 0},
+				{r, attr, a, 0, cli_xmalloc(cap), 0, {0}, 0}};
+	p[0].n = b - a < batch ? b - a : batch;
+	p[0].bytes = (size_t)(p[0].n * row_bytes);
+	prefetch_run(&p[0]);
+	int rc = 0;
+	for (int cur = 0; !rc && p[cur].n; cur ^= 1) {
+		struct prefetch *now = &p[cur], *next = &p[cur ^ 1];
+		if (now->rc) {
+			rc = cli_fail(&now->err);
+			break;
+		}
+		next->first = now->first + now->n;
+		next->n = b - next->first < batch ? b - next->first : batch;
+		next->bytes = (size_t)(next->n * row_bytes);
+		pthread_t t;
+		int threaded = next->n && pthread_create(&t, NULL, prefetch_run, next) == 0;
+		rc = fn(ud, now->first, now->n, now->buf, now->bytes, NULL);
+		if (threaded)
+			pthread_join(t, NULL);
+		else if (next->n)
+			prefetch_run(next);
+		now->n = 0;
+	}
+	free(p[0].buf);
+	free(p[1].buf);
+	return rc;
+}
+
+/* A window of row lengths at a time, then groups of rows of about CLI_BATCH_BYTES. */
+static int cli_read_ragged(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn,
+			   void *ud)
+{
+	const mt_attr *at = mt_reader_attr(r, attr);
+	uint64_t item_bytes = mt_attr_items(at) * mt_dtype_size(at->dtype);
+	uint64_t *lens = cli_xcalloc(CLI_LENGTH_WINDOW, sizeof *lens);
+	void *buf = NULL;
+	size_t cap = 0;
+	mt_error err = { 0 };
+	int rc = 0;
+	for (uint64_t s = a; !rc && s < b; s += CLI_LENGTH_WINDOW) {
+		uint64_t e = b - s < CLI_LENGTH_WINDOW ? b : s + CLI_LENGTH_WINDOW;
+		if (mt_reader_ragged_lengths(r, attr, s, e, lens, NULL, &err)) {
+			rc = cli_fail(&err);
+			break;
+		}
+		for (uint64_t g0 = s, g1; !rc && g0 < e; g0 = g1) {
+			uint64_t bytes = 0;
+			for (g1 = g0; g1 < e && (g1 == g0 || bytes < CLI_BATCH_BYTES); g1++)
+				bytes += lens[g1 - s] * item_bytes;
+			if (bytes > cap) {
+				buf = cli_xreallocarray(buf, (size_t)bytes, 1);
+				cap = (size_t)bytes;
+			}
+			if (mt_reader_read(r, attr, g0, g1, buf, (size_t)bytes, &err))
+				rc = cli_fail(&err);
+			else
+				rc = fn(ud, g0, g1 - g0, buf, (size_t)bytes, lens + (g0 - s));
+		}
+	}
+	free(lens);
+	free(buf);
+	return rc;
+}
+
+int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud)
+{
+	if (mt_reader_attr(r, attr)->ragged)
+		return cli_read_ragged(r, attr, a, b, fn, ud);
+	return cli_read_fixed(r, attr, a, b, fn, ud);
+}

@@ -73,6 +73,17 @@ typedef struct mt_error {
 	char message[512];
 } mt_error;
 
+#if defined(__GNUC__)
+#define MT_FORMAT_(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define MT_FORMAT_(fmt, args)
+#endif
+/* Fill err (when not NULL) with code and a printf-style message, cut to fit;
+ * returns code, so code layered on the library (a binding, an application)
+ * reports its own failures in the same record as the library's:
+ * `return mt_error_set(err, MT_EINVAL, "%s: not a number", key);`. */
+MT_API int mt_error_set(mt_error *err, int code, const char *fmt, ...) MT_FORMAT_(3, 4);
+
 /* ---- progress --------------------------------------------------------- */
 
 /* Called from the thread doing the work, at most a few times a second and

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int mt_err(mt_error *err, int code, const char *fmt, ...)
+int mt_error_set(mt_error *err, int code, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;

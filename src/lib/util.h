@@ -12,8 +12,9 @@
 #define MT_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 /* Fill err (when not NULL) with code and a formatted message; returns code
- * so callers can write `return mt_err(err, MT_EIO, "...")`. */
-MT_LOCAL int mt_err(mt_error *err, int code, const char *fmt, ...) MT_PRINTF(3, 4);
+ * so callers can write `return mt_err(err, MT_EIO, "...")`.  The library's
+ * short name for the public mt_error_set: one implementation for both. */
+#define mt_err mt_error_set
 /* Prefix an existing message with context ("shard abc: ") and return its code. */
 MT_LOCAL int mt_err_prefix(mt_error *err, const char *fmt, ...) MT_PRINTF(2, 3);
 /* Copy a finished error record (from a worker thread) into err. */

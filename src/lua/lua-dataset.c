@@ -603,9 +603,12 @@ int lt_writer_finish(struct lt_writer *w, int phase, char *name, size_t cap, mt_
 {
 	if (w->state != WS_OPEN)
 		return 0;
-	if (phase == LT_FINISH_CHECK)
-		return w->marked ? 0 : lt_err(err, MT_ESTATE, "dataset %s: created but never "
-					      "committed (call :commit() on its writer)", w->dataset);
+	if (phase == LT_FINISH_CHECK) {
+		if (w->marked)
+			return 0;
+		return mt_error_set(err, MT_ESTATE, "dataset %s: created but never committed "
+				    "(call :commit() on its writer)", w->dataset);
+	}
 	if (phase == LT_FINISH_ABORT) {
 		mt_writer_abort(w->w);
 		w->state = WS_ABORTED;

@@ -156,7 +156,5 @@ enum { LT_FINISH_CHECK, LT_FINISH_COMMIT, LT_FINISH_ABORT };
 int lt_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Raise a Lua error from a library error record. */
 int lt_fail(lua_State *L, const mt_error *err);
-/* Fill err (when not NULL) and return code, as the library does. */
-int lt_err(mt_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -173,18 +173,6 @@ void lt_progress(lua_State *L, uint64_t done, uint64_t total)
 	lt_check_cancel(L);
 }
 
-int lt_err(mt_error *err, int code, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		err->code = code;
-		vsnprintf(err->message, sizeof err->message, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
-
 int lt_error(lua_State *L, const char *fmt, ...)
 {
 	char msg[1024];
@@ -453,20 +441,20 @@ int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err)
 	*out = NULL;
 	mt_script *s = calloc(1, sizeof *s);
 	if (!s)
-		return lt_err(err, MT_ENOMEM, "out of memory");
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
 	if (o)
 		s->o = *o;
 	s->allowed = calloc(s->o.nallowed ? s->o.nallowed : 1, sizeof *s->allowed);
 	if (!s->allowed) {
 		mt_script_close(s);
-		return lt_err(err, MT_ENOMEM, "out of memory");
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < s->o.nallowed; i++) {
 		if (!(s->allowed[s->nallowed] = realpath(s->o.allowed_paths[i], NULL))) {
 			int e = errno;
 			mt_script_close(s);
-			return lt_err(err, MT_EINVAL, "allowed path %s: %s",
-					  o->allowed_paths[i], strerror(e));
+			return mt_error_set(err, MT_EINVAL, "allowed path %s: %s",
+					    o->allowed_paths[i], strerror(e));
 		}
 		s->nallowed++;
 	}
@@ -474,7 +462,7 @@ int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err)
 	s->ctx.s = s;
 	if (!(s->L = lua_newstate(script_alloc, s))) {
 		mt_script_close(s);
-		return lt_err(err, MT_ENOMEM, "cannot create a Lua state");
+		return mt_error_set(err, MT_ENOMEM, "cannot create a Lua state");
 	}
 	lua_State *L = s->L;
 	if (s->o.unsafe)
@@ -554,7 +542,7 @@ int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
 {
 	lua_State *L = s->L;
 	if (s->ran)
-		return lt_err(err, MT_ESTATE, "a script handle runs one script");
+		return mt_error_set(err, MT_ESTATE, "a script handle runs one script");
 	s->ran = 1;
 	s->code = code;
 	s->code_len = len;
@@ -563,7 +551,7 @@ int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
 	lua_pushcfunction(L, traceback);
 	char *chunk = malloc(strlen(name) + 2);
 	if (!chunk)
-		return lt_err(err, MT_ENOMEM, "out of memory");
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
 	sprintf(chunk, "@%s", name);
 	int st = luaL_loadbufferx(L, code, len, chunk, "t");
 	free(chunk);
@@ -573,8 +561,8 @@ int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
 			const char *eq = strchr(args[i], '=');
 			if (!eq || eq == args[i]) {
 				lua_settop(L, 0);
-				return lt_err(err, MT_EINVAL, "argument '%s' is not KEY=VALUE",
-						  args[i]);
+				return mt_error_set(err, MT_EINVAL,
+						    "argument '%s' is not KEY=VALUE", args[i]);
 			}
 			lua_pushlstring(L, args[i], (size_t)(eq - args[i]));
 			lua_pushstring(L, eq + 1);
@@ -597,7 +585,7 @@ int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
 			rc = s->mem_exceeded ? MT_ERANGE : MT_ENOMEM;
 		else
 			rc = st == LUA_ERRRUN && s->end_code ? s->end_code : MT_EINVAL;
-		lt_err(err, rc, "%s", s->errtext);
+		mt_error_set(err, rc, "%s", s->errtext);
 		finish_writers(s, 0, NULL);
 	} else {
 		/* Commits need no Lua and must not be cut by the instruction limit. */

@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 	enum { RUNS = 7 };
 	double open_ms[RUNS], filter_ms[RUNS], narrow_ms[RUNS], start_ms[RUNS];
 	size_t shown = 0, matched = 0;
-	struct cli_ctx ctx = { 0 };
+	struct app_ctx ctx = { 0 };
 	mt_store_opts_init(&ctx.store_opts);
 	ctx.store_url = url;
 	disp_open_headless(200, 60);

@@ -5,50 +5,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "app.h"
 
-static CLI_NORETURN void cli_oom(void)
+static __attribute__((noreturn)) void app_oom(void)
 {
 	fputs("matorage: out of memory\n", stderr);
-	exit(CLI_FAIL);
+	exit(EXIT_FAILURE); /* 1: the operation failed, as the command line documents */
 }
 
-void *cli_xmalloc(size_t n)
+void *app_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 	if (!p)
-		cli_oom();
+		app_oom();
 	return p;
 }
 
-void *cli_xcalloc(size_t n, size_t size)
+void *app_xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p)
-		cli_oom();
+		app_oom();
 	return p;
 }
 
-void *cli_xreallocarray(void *p, size_t n, size_t size)
+void *app_xreallocarray(void *p, size_t n, size_t size)
 {
 	size_t bytes;
 	if (__builtin_mul_overflow(n, size, &bytes))
-		cli_oom();
+		app_oom();
 	void *q = realloc(p, bytes ? bytes : 1);
 	if (!q)
-		cli_oom();
+		app_oom();
 	return q;
 }
 
-char *cli_xstrdup(const char *s)
+char *app_xstrdup(const char *s)
 {
 	char *p = strdup(s);
 	if (!p)
-		cli_oom();
+		app_oom();
 	return p;
 }
 
-char *cli_xasprintf(const char *fmt, ...)
+char *app_xasprintf(const char *fmt, ...)
 {
 	va_list ap, ap2;
 	va_start(ap, fmt);
@@ -56,24 +56,24 @@ char *cli_xasprintf(const char *fmt, ...)
 	int n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
 	if (n < 0)
-		cli_oom();
-	char *s = cli_xmalloc((size_t)n + 1);
+		app_oom();
+	char *s = app_xmalloc((size_t)n + 1);
 	vsnprintf(s, (size_t)n + 1, fmt, ap2);
 	va_end(ap2);
 	return s;
 }
 
-char *cli_read_file(const char *path, size_t *len)
+char *app_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return NULL;
 	size_t cap = 1 << 16, n = 0, got;
-	char *buf = cli_xmalloc(cap);
+	char *buf = app_xmalloc(cap);
 	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
 		n += got;
 		if (n == cap)
-			buf = cli_xreallocarray(buf, cap *= 2, 1);
+			buf = app_xreallocarray(buf, cap *= 2, 1);
 	}
 	int bad = ferror(f);
 	fclose(f);

@@ -2,9 +2,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "cli.h"
+#include "app.h"
 
-const char *cli_human_bytes(uint64_t n, char *buf, size_t cap)
+const char *app_human_bytes(uint64_t n, char *buf, size_t cap)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	if (n < 1024) {
@@ -21,7 +21,7 @@ const char *cli_human_bytes(uint64_t n, char *buf, size_t cap)
 	return buf;
 }
 
-const char *cli_shape_str(const mt_attr *a, char *buf, size_t cap)
+const char *app_shape_str(const mt_attr *a, char *buf, size_t cap)
 {
 	/* NumPy's spelling: "()", "(28,)", "(28, 28)"; a ragged row's item count is "*". */
 	char dims[(MT_MAX_RANK + 1) * 24] = "";

@@ -38,39 +38,39 @@ int cli_global_set(struct cli_ctx *ctx, int g, const char *val)
 {
 	switch (g) {
 	case G_STORE:
-		ctx->store_url = val;
+		ctx->app.store_url = val;
 		break;
 	case G_QUIET:
 		ctx->quiet = 1;
 		break;
 	case G_ENDPOINT:
-		ctx->store_opts.endpoint = val;
+		ctx->app.store_opts.endpoint = val;
 		break;
 	case G_REGION:
-		ctx->store_opts.region = val;
+		ctx->app.store_opts.region = val;
 		break;
 	case G_PROFILE:
-		ctx->store_opts.profile = val;
+		ctx->app.store_opts.profile = val;
 		break;
 	case G_CA:
-		ctx->store_opts.ca_bundle = val;
+		ctx->app.store_opts.ca_bundle = val;
 		break;
 	case G_INSECURE:
-		ctx->store_opts.insecure = 1;
+		ctx->app.store_opts.insecure = 1;
 		break;
 	case G_ADDRESSING:
 		if (!strcmp(val, "auto"))
-			ctx->store_opts.addressing = MT_S3_AUTO;
+			ctx->app.store_opts.addressing = MT_S3_AUTO;
 		else if (!strcmp(val, "path"))
-			ctx->store_opts.addressing = MT_S3_PATH;
+			ctx->app.store_opts.addressing = MT_S3_PATH;
 		else if (!strcmp(val, "virtual"))
-			ctx->store_opts.addressing = MT_S3_VIRTUAL;
+			ctx->app.store_opts.addressing = MT_S3_VIRTUAL;
 		else
 			return cli_usage_error(NULL, "--addressing: '%s' is not auto, path or virtual",
 					       val);
 		break;
 	case G_DEBUG:
-		ctx->store_opts.log = cli_debug_line;
+		ctx->app.store_opts.log = cli_debug_line;
 		break;
 	default:
 		break;
@@ -124,7 +124,7 @@ static int cli_store_opt(int opt, const char *val, struct cli_ctx *ctx, struct c
 	if (opt <= CLI_G_BASE)
 		return cli_global_set(ctx, CLI_G_BASE - opt, val);
 	struct cli_optval *ov = &out->opts[opt];
-	ov->v = cli_xreallocarray(ov->v, (size_t)ov->n + 1, sizeof *ov->v);
+	ov->v = app_xreallocarray(ov->v, (size_t)ov->n + 1, sizeof *ov->v);
 	ov->v[ov->n++] = val;
 	return 0;
 }
@@ -184,8 +184,8 @@ int cli_args_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_
 	while (cmd->options[nopts].name)
 		nopts++;
 	*out = (struct cli_args){ .cmd = cmd };
-	out->opts = cli_xcalloc((size_t)nopts + 1, sizeof *out->opts);
-	out->argv = cli_xcalloc((size_t)argc + 1, sizeof *out->argv);
+	out->opts = app_xcalloc((size_t)nopts + 1, sizeof *out->opts);
+	out->argv = app_xcalloc((size_t)argc + 1, sizeof *out->argv);
 	int only_args = 0;
 	for (int i = 0; i < argc; i++) {
 		const char *s = argv[i];

@@ -1,12 +1,7 @@
-/* cli-catalog.c — keeping the catalog current from the commands that write, and naming stores in it. */
+/* cli-catalog.c — keeping the catalog current from the commands that write. */
 #include <stdio.h>
 
 #include "cli.h"
-
-const char *cli_store_name(const struct cli_ctx *ctx)
-{
-	return ctx->store_url && *ctx->store_url ? ctx->store_url : CLI_LOCAL;
-}
 
 void cli_catalog_note(const char *name, mt_store *s, const char *dataset)
 {

@@ -36,8 +36,8 @@ static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli
 	if (batch == 0)
 		batch = 1;
 	size_t cap = (size_t)((b - a < batch ? b - a : batch) * row_bytes);
-	struct prefetch p[2] = {{r, attr, a, 0, cli_xmalloc(cap), 0, {0}, 0},
-				{r, attr, a, 0, cli_xmalloc(cap), 0, {0}, 0}};
+	struct prefetch p[2] = {{r, attr, a, 0, app_xmalloc(cap), 0, {0}, 0},
+				{r, attr, a, 0, app_xmalloc(cap), 0, {0}, 0}};
 	p[0].n = b - a < batch ? b - a : batch;
 	p[0].bytes = (size_t)(p[0].n * row_bytes);
 	prefetch_run(&p[0]);
@@ -71,7 +71,7 @@ static int cli_read_ragged(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cl
 {
 	const mt_attr *at = mt_reader_attr(r, attr);
 	uint64_t item_bytes = mt_attr_items(at) * mt_dtype_size(at->dtype);
-	uint64_t *lens = cli_xcalloc(CLI_LENGTH_WINDOW, sizeof *lens);
+	uint64_t *lens = app_xcalloc(CLI_LENGTH_WINDOW, sizeof *lens);
 	void *buf = NULL;
 	size_t cap = 0;
 	mt_error err = { 0 };
@@ -87,7 +87,7 @@ static int cli_read_ragged(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cl
 			for (g1 = g0; g1 < e && (g1 == g0 || bytes < CLI_BATCH_BYTES); g1++)
 				bytes += lens[g1 - s] * item_bytes;
 			if (bytes > cap) {
-				buf = cli_xreallocarray(buf, (size_t)bytes, 1);
+				buf = app_xreallocarray(buf, (size_t)bytes, 1);
 				cap = (size_t)bytes;
 			}
 			if (mt_reader_read(r, attr, g0, g1, buf, (size_t)bytes, &err))

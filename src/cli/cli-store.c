@@ -9,7 +9,7 @@ mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url, int create)
 {
 	mt_store *s = NULL;
 	mt_error err = { 0 };
-	mt_store_opts o = ctx->store_opts;
+	mt_store_opts o = ctx->app.store_opts;
 	o.create = create;
 	if (mt_store_open_opts(url, &o, &s, &err)) {
 		cli_fail(&err);
@@ -21,7 +21,7 @@ mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url, int create)
 mt_store *cli_store(struct cli_ctx *ctx)
 {
 	if (!ctx->store)
-		ctx->store = cli_store_open(ctx, ctx->store_url, ctx->store_opts.create);
+		ctx->store = cli_store_open(ctx, ctx->app.store_url, ctx->app.store_opts.create);
 	return ctx->store;
 }
 

@@ -137,10 +137,10 @@ int cli_ref_parse(const struct cli_cmd *cmd, const char *arg, struct cli_ref *ou
 	if (at == arg || (at && !at[1]) || !*arg)
 		return cli_usage_error(cmd, "'%s' is not DATASET or DATASET@VERSION", arg);
 	if (at) {
-		out->dataset = cli_xasprintf("%.*s", (int)(at - arg), arg);
-		out->version = cli_xstrdup(at + 1);
+		out->dataset = app_xasprintf("%.*s", (int)(at - arg), arg);
+		out->version = app_xstrdup(at + 1);
 	} else {
-		out->dataset = cli_xstrdup(arg);
+		out->dataset = app_xstrdup(arg);
 	}
 	return 0;
 }

@@ -6,10 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app.h"
 #include "matorage.h"
 
 #define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define CLI_NORETURN __attribute__((noreturn))
 
 /* Exit statuses: the operation failed, or the command line was wrong. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -40,9 +40,8 @@ struct cli_args {
 
 /* State every command shares: the global options and the store, opened lazily. */
 struct cli_ctx {
-	const char *store_url; /* NULL: the library's default */
+	struct app_ctx app; /* --store, --endpoint, --profile, ...: what the browser gets too */
 	int quiet;
-	mt_store_opts store_opts; /* --endpoint, --profile, ... for every store opened */
 	mt_store *store;
 };
 
@@ -61,17 +60,6 @@ struct cli_cmd {
 extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, cli_cmd_info,
 	cli_cmd_verify, cli_cmd_rm, cli_cmd_gc, cli_cmd_push, cli_cmd_pull, cli_cmd_sync,
 	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui, cli_cmd_run, cli_cmd_rerun;
-
-/* ---- app-alloc.c ---- */
-
-/* Allocation for the application: print and exit on failure. */
-void *cli_xmalloc(size_t n);
-void *cli_xcalloc(size_t n, size_t size);
-void *cli_xreallocarray(void *p, size_t n, size_t size);
-char *cli_xstrdup(const char *s);
-char *cli_xasprintf(const char *fmt, ...) CLI_PRINTF(1, 2);
-/* A whole file (*len bytes); NULL with errno set when it cannot be read. */
-char *cli_read_file(const char *path, size_t *len);
 
 /* ---- cli-error.c ---- */
 
@@ -165,13 +153,6 @@ typedef int (*cli_rows_fn)(void *ud, uint64_t first, uint64_t n, const void *val
  * one row, however long), so memory stays flat; library errors are printed. */
 int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud);
 
-/* ---- app-format.c ---- */
-
-/* "1.5 MiB" into buf. */
-const char *cli_human_bytes(uint64_t n, char *buf, size_t cap);
-/* A row's shape as "(28, 28)"; ragged rows as "(*, 28)". */
-const char *cli_shape_str(const mt_attr *a, char *buf, size_t cap);
-
 /* ---- cmd-sync.c ---- */
 
 /* Options of push, pull and sync, and the copy they all run: spec is
@@ -183,25 +164,17 @@ int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, m
 
 /* ---- cli-catalog.c ---- */
 
-/* The catalog's name for the default store. */
-#define CLI_LOCAL "local"
-/* The catalog's name for the store of --store: the remote or URL given, else CLI_LOCAL. */
-const char *cli_store_name(const struct cli_ctx *ctx);
 /* After a write: bring the catalog's view of `dataset` (NULL: every dataset) of store s,
  * called `name`, up to date; a failure is a warning on stderr, never an error. */
 void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
 
-/* ---- tui (src/tui) ---- */
+/* ---- cmd-tui.c ---- */
 
-/* The interactive browser on the terminal, on dataset `open`'s versions when
- * not NULL; returns an exit status (CLI_FAIL when the terminal closed under it).
- * Callers check first that standard input and output are a terminal. */
-struct tui;
-/* The browser's `:run SCRIPT.lua [KEY=VALUE ...]`: a Lua recipe as a job (recipe.c).
- * The command passes it in, so the browser's core builds without the Lua runner. */
-typedef void (*tui_recipe_fn)(struct tui *t, const char *line);
-void tui_recipe_run(struct tui *t, const char *line);
-int tui_main(struct cli_ctx *ctx, int read_only, const char *open, tui_recipe_fn recipe);
+/* The browser (src/tui) on the terminal, on dataset `open`'s versions when not
+ * NULL; returns an exit status, CLI_FAIL after printing why it could not start or
+ * why it ended (the terminal closed under it).  Callers check first that standard
+ * input and output are a terminal. */
+int cli_tui_open(struct cli_ctx *ctx, int read_only, const char *open);
 
 /* ---- cmd-run.c ---- */
 

@@ -120,7 +120,7 @@ static int cat_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		goto out;
 	}
 	const mt_version_info *vi = mt_reader_info(r);
-	char *what = cli_xasprintf("%s@%s", vi->dataset, vi->version);
+	char *what = app_xasprintf("%s@%s", vi->dataset, vi->version);
 	uint64_t first, end;
 	struct cat_job j = { .at = mt_reader_attr(r, (size_t)idx) };
 	int lead = j.at->ragged ? 1 : 0;

@@ -46,7 +46,7 @@ static int describe_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		goto out;
 	}
 	const mt_version_info *vi = mt_reader_info(r);
-	const char **tags = cli_xcalloc(vi->ntags + nadd + 1, sizeof *tags);
+	const char **tags = app_xcalloc(vi->ntags + nadd + 1, sizeof *tags);
 	size_t n = 0;
 	for (size_t i = 0; i < vi->ntags; i++)
 		if (!describe_has(del, ndel, vi->tags[i]))
@@ -60,7 +60,7 @@ static int describe_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		rc = cli_fail(&err);
 	} else {
 		printf("described %s@%s\n", ref.dataset, ref.version);
-		cli_catalog_note(cli_store_name(ctx), cli_store(ctx), ref.dataset);
+		cli_catalog_note(app_store_name(&ctx->app), cli_store(ctx), ref.dataset);
 	}
 	free(tags);
 	mt_reader_close(r);

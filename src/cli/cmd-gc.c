@@ -31,7 +31,7 @@ static int gc_exec(struct cli_ctx *ctx, const struct cli_args *a)
 			&nbytes, &err))
 		return cli_fail(&err);
 	char human[32];
-	cli_human_bytes(nbytes, human, sizeof human);
+	app_human_bytes(nbytes, human, sizeof human);
 	if (del)
 		printf("deleted %" PRIu64 " objects, %" PRIu64 " bytes (%s)\n", nobjects, nbytes,
 		       human);

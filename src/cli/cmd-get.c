@@ -113,7 +113,7 @@ static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		goto out;
 	}
 	const mt_version_info *vi = mt_reader_info(j.r);
-	char *what = cli_xasprintf("%s@%s", vi->dataset, vi->version);
+	char *what = app_xasprintf("%s@%s", vi->dataset, vi->version);
 	j.what = what;
 	j.attr = (size_t)idx;
 	j.at = mt_reader_attr(j.r, j.attr);

@@ -20,14 +20,14 @@ static void info_attrs(mt_reader *r)
 		const mt_attr *at = mt_reader_attr(r, i);
 		int w = (int)strlen(at->name);
 		width = w > width ? w : width;
-		w = (int)strlen(cli_shape_str(at, shape, sizeof shape));
+		w = (int)strlen(app_shape_str(at, shape, sizeof shape));
 		swidth = w > swidth ? w : swidth;
 	}
 	printf("attributes:  %zu\n", n);
 	for (size_t i = 0; i < n; i++) {
 		const mt_attr *at = mt_reader_attr(r, i);
 		printf("  %-*s  %-8s %-*s%s\n", width, at->name, mt_dtype_name(at->dtype),
-		       at->ragged ? swidth : 0, cli_shape_str(at, shape, sizeof shape),
+		       at->ragged ? swidth : 0, app_shape_str(at, shape, sizeof shape),
 		       at->ragged ? "  ragged" : "");
 	}
 }
@@ -67,9 +67,9 @@ static void info_text(mt_reader *r, int shards)
 	printf("rows:        %" PRIu64 "\n", vi->rows);
 	printf("shards:      %" PRIu64 "\n", vi->nshards);
 	printf("stored:      %s (%" PRIu64 " bytes)\n",
-	       cli_human_bytes(vi->stored_bytes, stored, sizeof stored), vi->stored_bytes);
+	       app_human_bytes(vi->stored_bytes, stored, sizeof stored), vi->stored_bytes);
 	printf("raw:         %s (%" PRIu64 " bytes)\n",
-	       cli_human_bytes(vi->raw_bytes, raw, sizeof raw), vi->raw_bytes);
+	       app_human_bytes(vi->raw_bytes, raw, sizeof raw), vi->raw_bytes);
 	if (vi->stored_bytes)
 		printf("ratio:       %.2f\n", (double)vi->raw_bytes / (double)vi->stored_bytes);
 	else

@@ -57,7 +57,7 @@ static int ls_versions_long(mt_store *s, const char *dataset, char **v, size_t n
 		char stored[32];
 		printf("%-12s %-24s %14" PRIu64 " %7" PRIu64 " %10s  %s\n", vi->version,
 		       vi->created, vi->rows, vi->nshards,
-		       cli_human_bytes(vi->stored_bytes, stored, sizeof stored),
+		       app_human_bytes(vi->stored_bytes, stored, sizeof stored),
 		       vi->parent && vi->parent[0] ? vi->parent : "-");
 		mt_reader_close(r);
 	}

@@ -4,9 +4,9 @@
 static int pull_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	mt_store *src = cli_store_open(ctx, a->argv[0], 0);
-	ctx->store_opts.create = 1; /* the store receives the copy */
+	ctx->app.store_opts.create = 1; /* the store receives the copy */
 	mt_store *dst = src ? cli_store(ctx) : NULL;
-	int rc = dst ? cli_copy_run(ctx, a, src, dst, cli_store_name(ctx), a->argv[1]) : CLI_FAIL;
+	int rc = dst ? cli_copy_run(ctx, a, src, dst, app_store_name(&ctx->app), a->argv[1]) : CLI_FAIL;
 	mt_store_close(src);
 	return rc;
 }

@@ -53,14 +53,14 @@ static void put_job_free(struct put_job *j)
 static int put_parse_inputs(const struct cli_args *a, struct put_job *j)
 {
 	j->n = (size_t)a->argc - 1;
-	j->in = cli_xcalloc(j->n, sizeof *j->in);
+	j->in = app_xcalloc(j->n, sizeof *j->in);
 	for (size_t i = 0; i < j->n; i++) {
 		const char *arg = a->argv[i + 1];
 		const char *eq = strchr(arg, '=');
 		if (!eq || eq == arg || !eq[1])
 			return cli_usage_error(a->cmd, "'%s' is not NAME=FILE.npy", arg);
 		j->in[i].arg = arg;
-		j->in[i].name = cli_xasprintf("%.*s", (int)(eq - arg), arg);
+		j->in[i].name = app_xasprintf("%.*s", (int)(eq - arg), arg);
 		j->in[i].path = eq + 1;
 	}
 	return 0;
@@ -70,7 +70,7 @@ static int put_parse_inputs(const struct cli_args *a, struct put_job *j)
 static int put_open_inputs(struct put_job *j)
 {
 	mt_error err = { 0 };
-	j->attrs = cli_xcalloc(j->n, sizeof *j->attrs);
+	j->attrs = app_xcalloc(j->n, sizeof *j->attrs);
 	for (size_t i = 0; i < j->n; i++) {
 		struct put_input *in = &j->in[i];
 		if (mt_npy_open(in->path, &in->npy, &err))
@@ -151,7 +151,7 @@ static int put_stream(struct put_job *j, mt_writer *w, struct cli_progress *p, c
 	/* No rows, no buffers: a (0, 2**37) array must not need a 1 TiB row. */
 	if (batch > j->rows)
 		batch = j->rows;
-	const void **data = cli_xcalloc(j->n, sizeof *data);
+	const void **data = app_xcalloc(j->n, sizeof *data);
 	int rc = 0;
 	for (size_t i = 0; !rc && batch && i < j->n; i++) {
 		struct put_input *in = &j->in[i];
@@ -162,8 +162,8 @@ static int put_stream(struct put_job *j, mt_writer *w, struct cli_progress *p, c
 		if (bytes > SIZE_MAX || !(in->buf = malloc((size_t)bytes)))
 			rc = cli_error("%s: out of memory: %" PRIu64 " row(s) take %s (rows of shape "
 				       "%s, %s)", in->arg, batch,
-				       cli_human_bytes(bytes, human, sizeof human),
-				       cli_shape_str(&j->attrs[i], shape, sizeof shape),
+				       app_human_bytes(bytes, human, sizeof human),
+				       app_shape_str(&j->attrs[i], shape, sizeof shape),
 				       mt_dtype_name(j->attrs[i].dtype));
 		data[i] = in->buf;
 	}
@@ -201,7 +201,7 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if ((rc = put_opts(a, &ref, &o)) || (rc = put_parse_inputs(a, &job)) ||
 	    (rc = put_open_inputs(&job)))
 		goto out;
-	ctx->store_opts.create = 1; /* a first put makes the store */
+	ctx->app.store_opts.create = 1; /* a first put makes the store */
 	mt_store *s = cli_store(ctx);
 	if (!s) {
 		rc = CLI_FAIL;
@@ -227,7 +227,7 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	cli_progress_end(p);
 	p = NULL;
 	printf("%s@%s\n", ref.dataset, version);
-	cli_catalog_note(cli_store_name(ctx), s, ref.dataset);
+	cli_catalog_note(app_store_name(&ctx->app), s, ref.dataset);
 out:
 	cli_progress_end(p);
 	mt_writer_close(w);

@@ -27,19 +27,19 @@ static char *remote_opt(const struct cli_args *a, const char *name, const char *
 {
 	const char *v = cli_get(a, name);
 	v = v ? v : global;
-	return v ? cli_xstrdup(v) : NULL;
+	return v ? app_xstrdup(v) : NULL;
 }
 
 static int remote_add(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	if (a->argc != 3)
 		return cli_usage_error(a->cmd, "add takes a NAME and a URL");
-	const mt_store_opts *g = &ctx->store_opts;
+	const mt_store_opts *g = &ctx->app.store_opts;
 	/* A directory may be given as a plain absolute path. */
-	char *url = a->argv[2][0] == '/' ? cli_xasprintf("file://%s", a->argv[2])
-					 : cli_xstrdup(a->argv[2]);
+	char *url = a->argv[2][0] == '/' ? app_xasprintf("file://%s", a->argv[2])
+					 : app_xstrdup(a->argv[2]);
 	mt_remote r = {
-		.name = cli_xstrdup(a->argv[1]),
+		.name = app_xstrdup(a->argv[1]),
 		.url = url,
 		.endpoint = remote_opt(a, "endpoint", g->endpoint),
 		.region = remote_opt(a, "region", g->region),
@@ -78,13 +78,13 @@ static const char *dash(const char *s)
 /* What a remote sets beyond the columns, "-" for nothing. */
 static char *remote_extras(const mt_remote *r)
 {
-	char *s = cli_xasprintf("%s%s%s%s%s", r->insecure ? ",insecure" : "",
+	char *s = app_xasprintf("%s%s%s%s%s", r->insecure ? ",insecure" : "",
 				r->addressing ? ",addressing=" : "",
 				r->addressing ? addressing_names[r->addressing] : "",
 				r->ca_bundle ? ",ca-bundle=" : "", r->ca_bundle ? r->ca_bundle : "");
 	if (!*s) {
 		free(s);
-		return cli_xstrdup("-");
+		return app_xstrdup("-");
 	}
 	memmove(s, s + 1, strlen(s)); /* the leading comma */
 	return s;
@@ -97,7 +97,7 @@ static void remote_table(const mt_remote *r, size_t n)
 	enum { NCOL = 6 };
 	static const char *const head[NCOL] = { "NAME", "URL", "ENDPOINT", "REGION", "PROFILE",
 						"OPTIONS" };
-	char **extras = cli_xcalloc(n, sizeof *extras);
+	char **extras = app_xcalloc(n, sizeof *extras);
 	int w[NCOL];
 	for (int c = 0; c < NCOL; c++)
 		w[c] = (int)strlen(head[c]);

@@ -20,7 +20,7 @@ static int rerun_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		rc = cli_fail(&err);
 	} else {
 		const mt_version_info *vi = mt_reader_info(r);
-		char *name = cli_xasprintf("%s@%s.lua", vi->dataset, vi->version);
+		char *name = app_xasprintf("%s@%s.lua", vi->dataset, vi->version);
 		rc = cli_script_run(ctx, a, name, code, len, vi->recipe_args, vi->nrecipe_args);
 		free(name);
 	}

@@ -30,7 +30,7 @@ static int rm_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		rc = cli_fail(&err);
 	else {
 		printf("removed %s@%s\n", ref.dataset, ref.version);
-		cli_catalog_note(cli_store_name(ctx), s, ref.dataset);
+		cli_catalog_note(app_store_name(&ctx->app), s, ref.dataset);
 	}
 out:
 	cli_ref_free(&ref);

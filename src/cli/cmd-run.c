@@ -48,19 +48,19 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 	size_t nallow = 0;
 	const char *const *allow = cli_get_all(a, "allow", &nallow);
 	/* The working directory is always allowed: a recipe's relative paths start there. */
-	const char **paths = cli_xcalloc(nallow + 1, sizeof *paths);
+	const char **paths = app_xcalloc(nallow + 1, sizeof *paths);
 	paths[0] = ".";
 	for (size_t i = 0; i < nallow; i++)
 		paths[i + 1] = allow[i];
 	o.allowed_paths = paths;
 	o.nallowed = nallow + 1;
 	/* A recipe writes new versions: its stores are made when missing. */
-	ctx->store_opts.create = 1;
+	ctx->app.store_opts.create = 1;
 	if (!(o.store = cli_store(ctx))) {
 		free(paths);
 		return CLI_FAIL;
 	}
-	o.store_opts = &ctx->store_opts;
+	o.store_opts = &ctx->app.store_opts;
 	o.log = run_log;
 	cli_catch_interrupt();
 	struct cli_progress *p = cli_progress_begin(ctx, name, 0);
@@ -85,8 +85,8 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 			printf("%s\n", v);
 			/* Versions written to stores the script opened by URL reach the
 			 * catalog with the next sync. */
-			char *dataset = cli_xasprintf("%.*s", (int)strcspn(v, "@"), v);
-			cli_catalog_note(cli_store_name(ctx), o.store, dataset);
+			char *dataset = app_xasprintf("%.*s", (int)strcspn(v, "@"), v);
+			cli_catalog_note(app_store_name(&ctx->app), o.store, dataset);
 			free(dataset);
 		}
 	}
@@ -104,7 +104,7 @@ static int run_exec(struct cli_ctx *ctx, const struct cli_args *a)
 			return cli_usage_error(a->cmd, "'%s' is not KEY=VALUE", a->argv[i]);
 	}
 	size_t len = 0;
-	char *code = cli_read_file(path, &len);
+	char *code = app_read_file(path, &len);
 	if (!code)
 		return cli_error("%s: %s", path, strerror(errno));
 	int rc = cli_script_run(ctx, a, path, code, len, (const char *const *)a->argv + 1,

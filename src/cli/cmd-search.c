@@ -24,7 +24,7 @@ static int search_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	size_t len = 0;
 	for (int i = 0; i < a->argc; i++)
 		len += strlen(a->argv[i]) + 1;
-	char *text = cli_xmalloc(len + 1);
+	char *text = app_xmalloc(len + 1);
 	text[0] = '\0';
 	for (int i = 0; i < a->argc; i++) {
 		if (i)

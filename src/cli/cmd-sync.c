@@ -36,8 +36,8 @@ int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, m
 			  &err);
 	cli_progress_end(p);
 	char sent[32], present[32];
-	cli_human_bytes(st.bytes, sent, sizeof sent);
-	cli_human_bytes(st.bytes_present, present, sizeof present);
+	app_human_bytes(st.bytes, sent, sizeof sent);
+	app_human_bytes(st.bytes_present, present, sizeof present);
 	if (crc) {
 		rc = cli_fail(&err);
 		if (st.shards)
@@ -65,7 +65,7 @@ static int sync_refresh_one(struct cli_ctx *ctx, mt_catalog *c, const char *name
 {
 	mt_error err = { 0 };
 	mt_store *s = NULL;
-	if (mt_store_open_opts(url, &ctx->store_opts, &s, &err)) {
+	if (mt_store_open_opts(url, &ctx->app.store_opts, &s, &err)) {
 		mt_error e2;
 		mt_catalog_set_offline(c, name, url ? url : name, err.message, &e2);
 		return cli_fail(&err);
@@ -96,11 +96,11 @@ static int sync_refresh(struct cli_ctx *ctx, const struct cli_args *a)
 	int rc = CLI_OK;
 	if (a->argc == 1) {
 		const char *name = a->argv[0];
-		rc = sync_refresh_one(ctx, c, name, strcmp(name, CLI_LOCAL) ? name : NULL, flags);
+		rc = sync_refresh_one(ctx, c, name, strcmp(name, APP_LOCAL) ? name : NULL, flags);
 	} else {
 		mt_remote *r = NULL;
 		size_t n = 0;
-		rc = sync_refresh_one(ctx, c, CLI_LOCAL, ctx->store_url, flags);
+		rc = sync_refresh_one(ctx, c, APP_LOCAL, ctx->app.store_url, flags);
 		if (mt_remotes_list(&r, &n, &err))
 			rc = cli_fail(&err);
 		/* One unreachable remote does not keep the others stale. */

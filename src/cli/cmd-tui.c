@@ -2,12 +2,21 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tui-main.h"
 
 static const struct cli_option tui_options[] = {
 	{ "read-only", 0, NULL, "browse and verify only: no edits, deletes, copies or gc" },
 	{ "open", 0, "DATASET", "start on DATASET's versions in the store (--store, else the default)" },
 	{ NULL, 0, NULL, NULL },
 };
+
+int cli_tui_open(struct cli_ctx *ctx, int read_only, const char *open)
+{
+	mt_error err = { 0 };
+	if (tui_main(&ctx->app, read_only, open, tui_recipe_run, &err))
+		return cli_fail(&err);
+	return CLI_OK;
+}
 
 static int tui_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
@@ -16,7 +25,7 @@ static int tui_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
 		return cli_usage_error(a->cmd, "standard input and output must be a terminal "
 				       "(the browser is interactive)");
-	return tui_main(ctx, cli_has(a, "read-only"), cli_get(a, "open"), tui_recipe_run);
+	return cli_tui_open(ctx, cli_has(a, "read-only"), cli_get(a, "open"));
 }
 
 const struct cli_cmd cli_cmd_tui = {

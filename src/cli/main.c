@@ -151,7 +151,7 @@ static int main_globals(int argc, char **argv, struct cli_ctx *ctx, int *rc)
 		/* On a terminal, no command means the browser; in a pipe or a script
 		 * it stays a usage error, so nothing waits for keys that never come. */
 		if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
-			*rc = tui_main(ctx, 0, NULL, tui_recipe_run);
+			*rc = cli_tui_open(ctx, 0, NULL);
 			return -1;
 		}
 		main_usage(stderr);
@@ -164,7 +164,7 @@ static int main_globals(int argc, char **argv, struct cli_ctx *ctx, int *rc)
 int main(int argc, char **argv)
 {
 	struct cli_ctx ctx = { 0 };
-	mt_store_opts_init(&ctx.store_opts);
+	mt_store_opts_init(&ctx.app.store_opts);
 	int rc = CLI_OK;
 	int i = main_globals(argc, argv, &ctx, &rc);
 	if (i < 0)

@@ -51,7 +51,7 @@ static struct cli_progress *cli_active;
 struct cli_progress *cli_progress_begin(const struct cli_ctx *ctx, const char *label,
 					uint64_t total)
 {
-	struct cli_progress *p = cli_xcalloc(1, sizeof *p);
+	struct cli_progress *p = app_xcalloc(1, sizeof *p);
 	cli_active = p;
 	pthread_mutex_init(&p->lock, NULL);
 	p->enabled = !ctx->quiet && isatty(STDERR_FILENO);
@@ -65,7 +65,7 @@ struct cli_progress *cli_progress_begin(const struct cli_ctx *ctx, const char *l
 static const char *cli_amount(const struct cli_progress *p, uint64_t n, char *buf, size_t cap)
 {
 	if (!p->unit)
-		return cli_human_bytes(n, buf, cap);
+		return app_human_bytes(n, buf, cap);
 	snprintf(buf, cap, "%" PRIu64 " %s", n, p->unit);
 	return buf;
 }

@@ -27,7 +27,7 @@ static void target_free(void *arg)
 
 static struct target *target_new(struct tui *t, int level, int64_t id)
 {
-	struct target *tg = cli_xcalloc(1, sizeof *tg);
+	struct target *tg = app_xcalloc(1, sizeof *tg);
 	mt_error err = { 0 };
 	if (mt_catalog_locate(t->cat, level, id, &tg->ref, &err)) {
 		tui_status(t, 1, "%s", err.message);
@@ -70,10 +70,10 @@ static int sync_run(struct tui_job *j)
 
 static void sync_one(struct tui *t, const char *remote, const char *url, const char *dataset)
 {
-	struct target *tg = cli_xcalloc(1, sizeof *tg);
-	tg->ref.remote = cli_xstrdup(remote);
-	tg->ref.url = cli_xstrdup(url ? url : remote);
-	tg->ref.dataset = dataset ? cli_xstrdup(dataset) : NULL;
+	struct target *tg = app_xcalloc(1, sizeof *tg);
+	tg->ref.remote = app_xstrdup(remote);
+	tg->ref.url = app_xstrdup(url ? url : remote);
+	tg->ref.dataset = dataset ? app_xstrdup(dataset) : NULL;
 	tg->ref.shard = -1;
 	char title[160];
 	snprintf(title, sizeof title, "sync %s%s%s", remote, dataset ? ":" : "", dataset ? dataset : "");
@@ -83,14 +83,14 @@ static void sync_one(struct tui *t, const char *remote, const char *url, const c
 void tui_sync_all(struct tui *t)
 {
 	/* One job per store: an unreachable remote keeps no other one stale. */
-	sync_one(t, cli_store_name(t->ctx), NULL, NULL);
+	sync_one(t, app_store_name(t->app), NULL, NULL);
 	mt_remote *r = NULL;
 	size_t n = 0;
 	mt_error err = { 0 };
 	if (mt_remotes_list(&r, &n, &err))
 		tui_status(t, 1, "%s", err.message);
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(r[i].name, cli_store_name(t->ctx)))
+		if (strcmp(r[i].name, app_store_name(t->app)))
 			sync_one(t, r[i].name, r[i].url, NULL);
 	mt_remotes_free(r, n);
 }
@@ -150,7 +150,7 @@ static int copy_run(struct tui_job *j)
 	if (!rc) {
 		char sent[32];
 		snprintf(j->result, sizeof j->result, "%llu shards sent (%s), %llu already there",
-			 (unsigned long long)st.shards, cli_human_bytes(st.bytes, sent, sizeof sent),
+			 (unsigned long long)st.shards, app_human_bytes(st.bytes, sent, sizeof sent),
 			 (unsigned long long)st.shards_present);
 		/* The destination's catalog entry is part of the job. */
 		mt_catalog_sync(j->t->cat, tg->text, dst, tg->ref.dataset, 0, NULL, NULL, NULL,
@@ -182,7 +182,7 @@ static int meta_run(struct tui_job *j)
 	int rc = s ? mt_reader_open(s, tg->ref.dataset, tg->ref.version, &r, &err) : err.code;
 	if (!rc) {
 		const mt_version_info *vi = mt_reader_info(r);
-		char *copy = cli_xstrdup(tg->text);
+		char *copy = app_xstrdup(tg->text);
 		const char *tags[256];
 		size_t n = tags_edit ? split_tags(copy, tags, 256) : vi->ntags;
 		if (!tags_edit)
@@ -234,7 +234,7 @@ static void text_submit(struct tui *t, const char *text, void *arg, const char *
 {
 	struct target *tg = arg;
 	char title[160];
-	tg->text = cli_xstrdup(text);
+	tg->text = app_xstrdup(text);
 	job_title(title, sizeof title, kind, tg);
 	tui_job_start(t, kind, title, unit, run, NULL, tg, target_free);
 }
@@ -362,7 +362,7 @@ static void gc_found(void *ud, const char *key, uint64_t bytes)
 {
 	struct tui_job *j = ud;
 	char human[32];
-	tui_job_log(j, "%10s  %s", cli_human_bytes(bytes, human, sizeof human), key);
+	tui_job_log(j, "%10s  %s", app_human_bytes(bytes, human, sizeof human), key);
 }
 
 static int gc_run(struct tui_job *j)
@@ -381,7 +381,7 @@ static int gc_run(struct tui_job *j)
 	tg->found = n;
 	tg->bytes = bytes;
 	snprintf(j->result, sizeof j->result, "%llu objects, %s %s", (unsigned long long)n,
-		 cli_human_bytes(bytes, human, sizeof human), dry ? "would be deleted" : "deleted");
+		 app_human_bytes(bytes, human, sizeof human), dry ? "would be deleted" : "deleted");
 	return 0;
 }
 
@@ -410,18 +410,18 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 		return;
 	}
 	pthread_mutex_lock(&j->lock);
-	char **lines = cli_xcalloc(j->nlog + 2, sizeof *lines);
+	char **lines = app_xcalloc(j->nlog + 2, sizeof *lines);
 	size_t n = 0;
-	lines[n++] = cli_xasprintf("gc preview: %s", j->result);
+	lines[n++] = app_xasprintf("gc preview: %s", j->result);
 	for (size_t i = 0; i < j->nlog; i++)
-		lines[n++] = cli_xstrdup(j->log[i]);
+		lines[n++] = app_xstrdup(j->log[i]);
 	pthread_mutex_unlock(&j->lock);
 	tui_push(t, tui_text_view("gc preview", lines, n));
 	/* A second target for the deleting job: the preview's stays with it. */
-	struct target *del = cli_xcalloc(1, sizeof *del);
-	del->ref.remote = cli_xstrdup(tg->ref.remote);
-	del->ref.url = cli_xstrdup(tg->ref.url);
-	del->ref.dataset = tg->ref.dataset ? cli_xstrdup(tg->ref.dataset) : NULL;
+	struct target *del = app_xcalloc(1, sizeof *del);
+	del->ref.remote = app_xstrdup(tg->ref.remote);
+	del->ref.url = app_xstrdup(tg->ref.url);
+	del->ref.dataset = tg->ref.dataset ? app_xstrdup(tg->ref.dataset) : NULL;
 	del->ref.shard = -1;
 	char label[700];
 	snprintf(label, sizeof label, "%s: type 'delete' to delete them, Esc to keep them: ",
@@ -448,7 +448,7 @@ static void chunk_line(void *ud, const mt_chunk_info *c)
 	struct tui_job *j = ud;
 	char human[32];
 	tui_job_log(j, "%-20s %-8s %12llu %10s  %llu..%llu (%llu x %llu B)", c->attr, c->dtype,
-		    (unsigned long long)c->offset, cli_human_bytes(c->bytes, human, sizeof human),
+		    (unsigned long long)c->offset, app_human_bytes(c->bytes, human, sizeof human),
 		    (unsigned long long)c->first, (unsigned long long)(c->first + c->count),
 		    (unsigned long long)c->count, (unsigned long long)c->unit_bytes);
 }
@@ -476,12 +476,12 @@ static void chunks_read(struct tui *t, struct tui_job *j)
 	if (atomic_load(&j->state) != JOB_OK)
 		return;
 	pthread_mutex_lock(&j->lock);
-	char **lines = cli_xcalloc(j->nlog + 2, sizeof *lines);
+	char **lines = app_xcalloc(j->nlog + 2, sizeof *lines);
 	size_t n = 0;
-	lines[n++] = cli_xasprintf("%-20s %-8s %12s %10s  %s", "ATTRIBUTE", "DTYPE", "OFFSET",
+	lines[n++] = app_xasprintf("%-20s %-8s %12s %10s  %s", "ATTRIBUTE", "DTYPE", "OFFSET",
 				   "BYTES", "UNITS");
 	for (size_t i = 0; i < j->nlog; i++)
-		lines[n++] = cli_xstrdup(j->log[i]);
+		lines[n++] = app_xstrdup(j->log[i]);
 	pthread_mutex_unlock(&j->lock);
 	char title[64];
 	snprintf(title, sizeof title, "chunks of shard %lld", (long long)tg->ref.shard);

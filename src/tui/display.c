@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
-#include "cli.h"
+#include "app.h"
 #include "display.h"
 
 /* Waits for a key that end at once, in a row, before the input is taken for
@@ -36,7 +36,7 @@ static void disp_alloc(int w, int h)
 	free(D.cells);
 	D.w = w > 1 ? w : 1;
 	D.h = h > 1 ? h : 1;
-	D.cells = cli_xcalloc((size_t)D.w * (size_t)D.h, sizeof *D.cells);
+	D.cells = app_xcalloc((size_t)D.w * (size_t)D.h, sizeof *D.cells);
 	disp_clear();
 }
 
@@ -323,7 +323,7 @@ int disp_mouse(int *y, int *x, int *what)
 char *disp_dump(void)
 {
 	size_t cap = (size_t)D.h * ((size_t)D.w * 4 + 1) + 1, n = 0;
-	char *out = cli_xmalloc(cap);
+	char *out = app_xmalloc(cap);
 	for (int y = 0; y < D.h; y++) {
 		size_t keep = n;
 		for (int x = 0; x < D.w; x++) {

@@ -38,7 +38,7 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 			      void (*finish)(struct tui *t, struct tui_job *j), void *arg,
 			      void (*free_arg)(void *arg))
 {
-	struct tui_job *j = cli_xcalloc(1, sizeof *j);
+	struct tui_job *j = app_xcalloc(1, sizeof *j);
 	j->id = ++t->next_job;
 	snprintf(j->kind, sizeof j->kind, "%s", kind);
 	snprintf(j->title, sizeof j->title, "%s", title);
@@ -62,7 +62,7 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 		free(j);
 		return NULL;
 	}
-	t->jobs = cli_xreallocarray(t->jobs, t->njobs + 1, sizeof *t->jobs);
+	t->jobs = app_xreallocarray(t->jobs, t->njobs + 1, sizeof *t->jobs);
 	t->jobs[t->njobs++] = j;
 	if (strcmp(kind, "read"))
 		tui_status(t, 0, "started: %s (J: jobs, c: cancel)", title);
@@ -135,12 +135,12 @@ void tui_job_progress_text(const struct tui_job *j, char *buf, size_t cap)
 	char d[32], tot[32], rate[32] = "";
 	int bytes = j->unit && !strcmp(j->unit, "bytes");
 	if (bytes) {
-		cli_human_bytes(done, d, sizeof d);
-		cli_human_bytes(total, tot, sizeof tot);
+		app_human_bytes(done, d, sizeof d);
+		app_human_bytes(total, tot, sizeof tot);
 		if (secs > 0.2) {
 			char r[32];
 			snprintf(rate, sizeof rate, ", %s/s",
-				 cli_human_bytes((uint64_t)((double)done / secs), r, sizeof r));
+				 app_human_bytes((uint64_t)((double)done / secs), r, sizeof r));
 		}
 	} else {
 		snprintf(d, sizeof d, "%llu", (unsigned long long)done);
@@ -204,12 +204,12 @@ void tui_jobs_stop(struct tui *t)
 
 mt_store *tui_open_store(struct tui_job *j, const char *remote, mt_error *err)
 {
-	const struct cli_ctx *ctx = j->t->ctx;
+	const struct app_ctx *app = j->t->app;
 	/* "local" is whatever the command line chose as the store. */
-	const char *url = strcmp(remote, CLI_LOCAL) ? remote : ctx ? ctx->store_url : NULL;
+	const char *url = strcmp(remote, APP_LOCAL) ? remote : app ? app->store_url : NULL;
 	mt_store_opts o;
-	if (ctx)
-		o = ctx->store_opts;
+	if (app)
+		o = app->store_opts;
 	else
 		mt_store_opts_init(&o);
 	/* --debug lines on stderr would land in the middle of the screen. */

@@ -90,16 +90,16 @@ void tui_footer(const struct tui *t, int y, int scope)
 struct view *tui_help_view(struct tui *t)
 {
 	size_t n = 0, cap = 64;
-	char **lines = cli_xcalloc(cap, sizeof *lines);
-	lines[n++] = cli_xstrdup("Keys (the footer shows the most used; this list is the key table).");
+	char **lines = app_xcalloc(cap, sizeof *lines);
+	lines[n++] = app_xstrdup("Keys (the footer shows the most used; this list is the key table).");
 	if (t->read_only)
-		lines[n++] = cli_xstrdup("Read-only mode: keys that change a store are off.");
-	lines[n++] = cli_xstrdup("");
+		lines[n++] = app_xstrdup("Read-only mode: keys that change a store are off.");
+	lines[n++] = app_xstrdup("");
 	for (const struct tui_key *e = tui_keys; e->label; e++) {
 		if (t->read_only && (e->scope & K_WRITE))
 			continue;
 		if (n + 2 >= cap)
-			lines = cli_xreallocarray(lines, cap *= 2, sizeof *lines);
+			lines = app_xreallocarray(lines, cap *= 2, sizeof *lines);
 		char where[64] = "";
 		if (e->scope != K_ALL)
 			snprintf(where, sizeof where, " [%s%s%s%s%s]",
@@ -109,7 +109,7 @@ struct view *tui_help_view(struct tui *t)
 		char *p = strstr(where, " ]");
 		if (p)
 			memmove(p, p + 1, strlen(p));
-		lines[n++] = cli_xasprintf("  %-8s %s%s", e->label, e->help, where);
+		lines[n++] = app_xasprintf("  %-8s %s%s", e->label, e->help, where);
 	}
 	return tui_text_view("help", lines, n);
 }

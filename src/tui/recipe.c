@@ -57,7 +57,7 @@ static void recipe_note(struct tui_job *j, mt_store *s, const mt_script *sc)
 	mt_error err = { 0 };
 	for (size_t i = 0; i < mt_script_nversions(sc); i++) {
 		const char *v = mt_script_version(sc, i);
-		char *dataset = cli_xasprintf("%.*s", (int)strcspn(v, "@"), v);
+		char *dataset = app_xasprintf("%.*s", (int)strcspn(v, "@"), v);
 		mt_catalog_sync_stats st;
 		if (mt_catalog_sync(j->t->cat, r->store, s, dataset, 0, NULL, NULL, &st, &err))
 			tui_job_log(j, "catalog: %s", err.message);
@@ -70,7 +70,7 @@ static int recipe_job(struct tui_job *j)
 	struct recipe *r = j->arg;
 	mt_error err = { 0 };
 	size_t len = 0;
-	char *code = cli_read_file(r->path, &len);
+	char *code = app_read_file(r->path, &len);
 	if (!code) {
 		snprintf(j->result, sizeof j->result, "%s: %s", r->path, strerror(errno));
 		return MT_EIO;
@@ -81,7 +81,7 @@ static int recipe_job(struct tui_job *j)
 		return tui_job_fail(j, &err);
 	}
 	/* A recipe writes: the stores it opens by URL are made when missing. */
-	mt_store_opts so = j->t->ctx->store_opts;
+	mt_store_opts so = j->t->app->store_opts;
 	so.create = 1;
 	mt_script_opts o;
 	mt_script_opts_init(&o);
@@ -141,12 +141,12 @@ static int recipe_job(struct tui_job *j)
 /* line: [--allow DIR]... SCRIPT.lua [KEY=VALUE ...], split at spaces. */
 void tui_recipe_run(struct tui *t, const char *line)
 {
-	struct recipe *r = cli_xcalloc(1, sizeof *r);
-	r->store = cli_xstrdup(cli_store_name(t->ctx));
+	struct recipe *r = app_xcalloc(1, sizeof *r);
+	r->store = app_xstrdup(app_store_name(t->app));
 	/* The working directory is allowed as on the command line. */
-	r->allow = cli_xcalloc(1, sizeof *r->allow);
-	r->allow[r->nallow++] = cli_xstrdup(".");
-	char *copy = cli_xstrdup(line), *save = NULL;
+	r->allow = app_xcalloc(1, sizeof *r->allow);
+	r->allow[r->nallow++] = app_xstrdup(".");
+	char *copy = app_xstrdup(line), *save = NULL;
 	const char *bad = NULL;
 	for (char *w = strtok_r(copy, " \t", &save); w && !bad; w = strtok_r(NULL, " \t", &save)) {
 		if (!r->path && !strcmp(w, "--allow")) {
@@ -155,16 +155,16 @@ void tui_recipe_run(struct tui *t, const char *line)
 				bad = "--allow needs a directory";
 				break;
 			}
-			r->allow = cli_xreallocarray(r->allow, r->nallow + 1, sizeof *r->allow);
-			r->allow[r->nallow++] = cli_xstrdup(dir);
+			r->allow = app_xreallocarray(r->allow, r->nallow + 1, sizeof *r->allow);
+			r->allow[r->nallow++] = app_xstrdup(dir);
 		} else if (!r->path) {
-			r->path = cli_xstrdup(w);
+			r->path = app_xstrdup(w);
 		} else if (!strchr(w + 1, '=') || *w == '=') {
 			tui_status(t, 1, "run: '%s' is not KEY=VALUE", w);
 			bad = "";
 		} else {
-			r->args = cli_xreallocarray(r->args, r->nargs + 1, sizeof *r->args);
-			r->args[r->nargs++] = cli_xstrdup(w);
+			r->args = app_xreallocarray(r->args, r->nargs + 1, sizeof *r->args);
+			r->args[r->nargs++] = app_xstrdup(w);
 		}
 	}
 	free(copy);

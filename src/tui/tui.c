@@ -10,14 +10,15 @@
 
 #include "tui.h"
 
-int tui_init(struct tui *t, struct cli_ctx *ctx, const char *cat_path, int read_only,
+int tui_init(struct tui *t, const struct app_ctx *app, const char *cat_path, int read_only,
 	     mt_error *err)
 {
 	memset(t, 0, sizeof *t);
-	t->ctx = ctx;
+	t->app = app;
 	t->read_only = read_only;
-	if (mt_catalog_open(cat_path, &t->cat, err))
-		return -1;
+	int rc = mt_catalog_open(cat_path, &t->cat, err);
+	if (rc)
+		return rc;
 	tui_push(t, tui_list_view(t, MT_CAT_REMOTES, 0, "remotes"));
 	tui_status(t, 0, "? for help, q to quit%s", read_only ? " (read-only)" : "");
 	return 0;
@@ -37,7 +38,7 @@ void tui_free(struct tui *t)
 void tui_push(struct tui *t, struct view *v)
 {
 	if (t->depth == t->cap)
-		t->stack = cli_xreallocarray(t->stack, t->cap = t->cap ? 2 * t->cap : 8,
+		t->stack = app_xreallocarray(t->stack, t->cap = t->cap ? 2 * t->cap : 8,
 					     sizeof *t->stack);
 	v->serial = ++t->next_serial;
 	t->stack[t->depth++] = v;
@@ -389,6 +390,7 @@ void tui_draw(struct tui *t)
 	tui_footer(t, h - 1, view_scope(v));
 }
 
+/* Returns 0 after q, 1 when the terminal closed under it. */
 static int tui_loop(struct tui *t)
 {
 	t->dirty = 1;
@@ -403,11 +405,11 @@ static int tui_loop(struct tui *t)
 		/* A short wait keeps progress moving without a busy loop. */
 		int k = disp_key(200);
 		if (k == DISP_EOF)
-			return CLI_FAIL;
+			return 1;
 		if (k >= 0)
 			tui_key(t, k);
 	}
-	return CLI_OK;
+	return 0;
 }
 
 /* The id of the row of `level` under parent whose first column is name. */
@@ -435,7 +437,7 @@ static int64_t find_row(struct tui *t, int level, int64_t parent, const char *na
 
 int tui_goto_dataset(struct tui *t, const char *dataset)
 {
-	const char *remote = cli_store_name(t->ctx);
+	const char *remote = app_store_name(t->app);
 	int64_t r = find_row(t, MT_CAT_REMOTES, 0, remote);
 	int64_t b = r ? find_row(t, MT_CAT_BUCKETS, r, NULL) : 0;
 	int64_t d = b ? find_row(t, MT_CAT_DATASETS, b, dataset) : 0;
@@ -456,29 +458,30 @@ int tui_goto_dataset(struct tui *t, const char *dataset)
 	return 0;
 }
 
-int tui_main(struct cli_ctx *ctx, int read_only, const char *open, tui_recipe_fn recipe)
+int tui_main(const struct app_ctx *app, int read_only, const char *open, tui_recipe_fn recipe,
+	     mt_error *err)
 {
 	/* Static: when a stuck job is left running at exit, what it uses stays
 	 * reachable rather than leaked. */
 	static struct tui t;
-	mt_error err = { 0 };
-	if (tui_init(&t, ctx, NULL, read_only, &err))
-		return cli_fail(&err);
+	int rc = tui_init(&t, app, NULL, read_only, err);
+	if (rc)
+		return rc;
 	t.recipe = recipe;
 	if (open && tui_goto_dataset(&t, open)) {
 		tui_free(&t);
-		return cli_error("%s: no such dataset in the catalog (run 'matorage sync')", open);
+		return mt_error_set(err, MT_ENOTFOUND,
+				    "%s: no such dataset in the catalog (run 'matorage sync')", open);
 	}
 	const char *nc = getenv("NO_COLOR");
 	if (disp_open_tty(nc && *nc)) {
 		tui_free(&t);
-		return cli_error("cannot open the terminal");
+		return mt_error_set(err, MT_EIO, "cannot open the terminal");
 	}
 	tui_sync_all(&t);
-	int rc = tui_loop(&t);
+	if (tui_loop(&t))
+		rc = mt_error_set(err, MT_EIO, "tui: the terminal closed (end of input); leaving");
 	disp_close();
-	if (rc)
-		cli_error("tui: the terminal closed (end of input); leaving");
 	/* A job stuck on an unanswering server must not hold the terminal: when
 	 * one has not seen its cancel in time, the process exits around it (its
 	 * catalog writes are transactions, so nothing is left half done). */

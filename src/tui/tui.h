@@ -6,10 +6,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "cli.h"
+#include "app.h"
 #include "display.h"
+#include "tui-main.h"
 
-struct tui;
 struct view;
 
 /* ---- keys (keys.c) ---- */
@@ -131,7 +131,7 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 int tui_job_fail(struct tui_job *j, const mt_error *err);
 /* An mt_progress_fn whose ud is the job: records progress, returns cancel. */
 int tui_job_progress(void *ud, uint64_t done, uint64_t total);
-void tui_job_log(struct tui_job *j, const char *fmt, ...) CLI_PRINTF(2, 3);
+void tui_job_log(struct tui_job *j, const char *fmt, ...) APP_PRINTF(2, 3);
 /* Ask a running job to stop. */
 void tui_job_cancel(struct tui_job *j);
 /* Called by the loop: ends finished jobs (their done callbacks run here);
@@ -162,7 +162,7 @@ struct tui_prompt {
 };
 
 struct tui {
-	struct cli_ctx *ctx;
+	const struct app_ctx *app; /* the stores the command line chose */
 	mt_catalog *cat;
 	int read_only;
 	int quit;
@@ -179,8 +179,8 @@ struct tui {
 	tui_recipe_fn recipe; /* `:run`; NULL where no Lua runner is linked */
 };
 
-/* Open and close the application (catalog at cat_path, NULL: default). */
-int tui_init(struct tui *t, struct cli_ctx *ctx, const char *cat_path, int read_only,
+/* Open and close the application (catalog at cat_path, NULL: default); 0 or an MT_E code. */
+int tui_init(struct tui *t, const struct app_ctx *app, const char *cat_path, int read_only,
 	     mt_error *err);
 void tui_free(struct tui *t);
 /* One key (as disp_key returns it). */
@@ -199,7 +199,7 @@ struct view *tui_top(struct tui *t);
 /* The view with this serial if it is still open. */
 struct view *tui_find_view(struct tui *t, unsigned serial);
 void tui_reload_all(struct tui *t);
-void tui_status(struct tui *t, int error, const char *fmt, ...) CLI_PRINTF(3, 4);
+void tui_status(struct tui *t, int error, const char *fmt, ...) APP_PRINTF(3, 4);
 /* Ask for a line of text; submit gets it on Enter (Esc drops it). */
 void tui_ask(struct tui *t, const char *label, const char *initial,
 	     void (*submit)(struct tui *t, const char *text, void *arg), void *arg,

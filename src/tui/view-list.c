@@ -52,19 +52,19 @@ static void list_clear(struct list *l)
 static void list_add(struct list *l, int64_t id, const char *const *cols, int role)
 {
 	if (l->n == l->cap)
-		l->rows = cli_xreallocarray(l->rows, l->cap = l->cap ? 2 * l->cap : 64,
+		l->rows = app_xreallocarray(l->rows, l->cap = l->cap ? 2 * l->cap : 64,
 					    sizeof *l->rows);
 	struct row *r = &l->rows[l->n++];
 	r->id = id;
 	r->role = role;
-	r->cols = cli_xcalloc(l->ncols, sizeof *r->cols);
+	r->cols = app_xcalloc(l->ncols, sizeof *r->cols);
 	for (size_t c = 0; c < l->ncols; c++) {
 		if (l->cols[c].kind == MT_COL_BYTES && cols[c][0]) {
 			char buf[32];
-			r->cols[c] = cli_xstrdup(cli_human_bytes(strtoull(cols[c], NULL, 10), buf,
+			r->cols[c] = app_xstrdup(app_human_bytes(strtoull(cols[c], NULL, 10), buf,
 								 sizeof buf));
 		} else {
-			r->cols[c] = cli_xstrdup(cols[c]);
+			r->cols[c] = app_xstrdup(cols[c]);
 		}
 	}
 }
@@ -85,7 +85,7 @@ static int list_catalog_row(void *ud, const mt_catalog_row *row)
 static void list_widths(struct list *l)
 {
 	free(l->widths);
-	l->widths = cli_xcalloc(l->ncols, sizeof *l->widths);
+	l->widths = app_xcalloc(l->ncols, sizeof *l->widths);
 	for (size_t c = 0; c < l->ncols; c++) {
 		int w = disp_columns(l->cols[c].name);
 		for (size_t i = 0; i < l->n && i < 5000; i++) {
@@ -316,12 +316,12 @@ static void list_open(struct tui *t, struct list *l)
 		if (l->src == SRC_JOBS && r->id < (int64_t)t->njobs) {
 			struct tui_job *j = t->jobs[r->id];
 			pthread_mutex_lock(&j->lock);
-			char **lines = cli_xcalloc(j->nlog + 3, sizeof *lines);
+			char **lines = app_xcalloc(j->nlog + 3, sizeof *lines);
 			size_t n = 0;
-			lines[n++] = cli_xstrdup(j->title);
-			lines[n++] = cli_xstrdup(j->result[0] ? j->result : "(running)");
+			lines[n++] = app_xstrdup(j->title);
+			lines[n++] = app_xstrdup(j->result[0] ? j->result : "(running)");
 			for (size_t i = 0; i < j->nlog; i++)
-				lines[n++] = cli_xstrdup(j->log[i]);
+				lines[n++] = app_xstrdup(j->log[i]);
 			pthread_mutex_unlock(&j->lock);
 			snprintf(title, sizeof title, "job %u", j->id);
 			tui_push(t, tui_text_view(title, lines, n));
@@ -473,7 +473,7 @@ static const struct view_ops text_ops = {
 
 struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char *title)
 {
-	struct list *l = cli_xcalloc(1, sizeof *l);
+	struct list *l = app_xcalloc(1, sizeof *l);
 	l->base.ops = level == MT_CAT_VERSION ? &version_ops : &catalog_ops;
 	l->src = SRC_CATALOG;
 	l->level = level;
@@ -489,7 +489,7 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 
 struct view *tui_jobs_view(struct tui *t)
 {
-	struct list *l = cli_xcalloc(1, sizeof *l);
+	struct list *l = app_xcalloc(1, sizeof *l);
 	l->base.ops = &jobs_ops;
 	l->src = SRC_JOBS;
 	l->cols = job_cols;
@@ -501,7 +501,7 @@ struct view *tui_jobs_view(struct tui *t)
 
 struct view *tui_text_view(const char *title, char **lines, size_t n)
 {
-	struct list *l = cli_xcalloc(1, sizeof *l);
+	struct list *l = app_xcalloc(1, sizeof *l);
 	l->base.ops = &text_ops;
 	l->src = SRC_TEXT;
 	l->cols = text_cols;

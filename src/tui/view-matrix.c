@@ -3,7 +3,6 @@
 #include "config.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,16 +64,6 @@ static uint64_t mx_items(const mt_attr *a)
 	return mt_attr_items(a);
 }
 
-static int mx_err(mt_error *err, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
-static int mx_err(mt_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof err->message, fmt, ap);
-	va_end(ap);
-	return err->code = code;
-}
-
 /* Read row `want` (a page of them for scalars) on the worker. */
 static int mx_read(struct tui_job *j)
 {
@@ -86,8 +75,8 @@ static int mx_read(struct tui_job *j)
 		rc = d->s ? mt_reader_open(d->s, d->ref.dataset, d->ref.version, &d->r, &err)
 			  : err.code;
 		if (!rc && (d->ai = mt_reader_attr_index(d->r, d->attr)) < 0)
-			rc = mx_err(&err, MT_ENOTFOUND, "%s@%s has no attribute %s", d->ref.dataset,
-				    d->ref.version, d->attr);
+			rc = mt_error_set(&err, MT_ENOTFOUND, "%s@%s has no attribute %s",
+					  d->ref.dataset, d->ref.version, d->attr);
 		if (!rc) {
 			pthread_mutex_lock(&d->lock);
 			d->a = *mt_reader_attr(d->r, (size_t)d->ai);
@@ -99,9 +88,9 @@ static int mx_read(struct tui_job *j)
 	uint64_t n = 1, h = 1, w = 1, nvals = 0;
 	void *buf = NULL;
 	if (!rc && want >= d->rows)
-		rc = mx_err(&err, MT_ERANGE, "row %llu: %s@%s has %llu rows",
-			    (unsigned long long)want, d->ref.dataset, d->ref.version,
-			    (unsigned long long)d->rows);
+		rc = mt_error_set(&err, MT_ERANGE, "row %llu: %s@%s has %llu rows",
+				  (unsigned long long)want, d->ref.dataset, d->ref.version,
+				  (unsigned long long)d->rows);
 	if (!rc) {
 		const mt_attr *a = &d->a;
 		uint64_t items = mx_items(a), lens = 0;
@@ -115,7 +104,7 @@ static int mx_read(struct tui_job *j)
 			buf = malloc(nvals ? nvals * mt_dtype_size(a->dtype) : 1);
 			rc = buf ? mt_reader_read(d->r, (size_t)d->ai, want, want + n, buf,
 						  nvals * mt_dtype_size(a->dtype), &err)
-				 : mx_err(&err, MT_ENOMEM, "out of memory");
+				 : mt_error_set(&err, MT_ENOMEM, "out of memory");
 		}
 		/* The grid: rows of the last dimension. */
 		if (a->ragged) {
@@ -289,12 +278,12 @@ static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
 	}
 	if (d->nrows > 1)
 		snprintf(head, sizeof head, "%s  %s %s  rows %llu-%llu of %llu", d->attr,
-			 mt_dtype_name(d->a.dtype), cli_shape_str(&d->a, shape, sizeof shape),
+			 mt_dtype_name(d->a.dtype), app_shape_str(&d->a, shape, sizeof shape),
 			 (unsigned long long)d->row, (unsigned long long)(d->row + d->nrows - 1),
 			 (unsigned long long)d->rows);
 	else
 		snprintf(head, sizeof head, "%s  %s %s  row %llu of %llu  grid %llux%llu", d->attr,
-			 mt_dtype_name(d->a.dtype), cli_shape_str(&d->a, shape, sizeof shape),
+			 mt_dtype_name(d->a.dtype), app_shape_str(&d->a, shape, sizeof shape),
 			 (unsigned long long)d->row, (unsigned long long)d->rows,
 			 (unsigned long long)d->h, (unsigned long long)d->w);
 	disp_fill(top, 0, w, R_HEADER);
@@ -464,14 +453,14 @@ static const struct view_ops matrix_ops = {
 
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr)
 {
-	struct matrix *m = cli_xcalloc(1, sizeof *m);
-	struct mx_data *d = cli_xcalloc(1, sizeof *d);
+	struct matrix *m = app_xcalloc(1, sizeof *m);
+	struct mx_data *d = app_xcalloc(1, sizeof *d);
 	pthread_mutex_init(&d->lock, NULL);
 	atomic_init(&d->refs, 1);
-	d->ref.remote = cli_xstrdup(ref->remote);
-	d->ref.url = cli_xstrdup(ref->url);
-	d->ref.dataset = cli_xstrdup(ref->dataset);
-	d->ref.version = cli_xstrdup(ref->version);
+	d->ref.remote = app_xstrdup(ref->remote);
+	d->ref.url = app_xstrdup(ref->url);
+	d->ref.dataset = app_xstrdup(ref->dataset);
+	d->ref.version = app_xstrdup(ref->version);
 	d->ref.shard = -1;
 	snprintf(d->attr, sizeof d->attr, "%s", attr);
 	m->d = d;

@@ -159,7 +159,7 @@ int main(void)
 	write_dataset(url);
 	write_ragged(url);
 
-	struct cli_ctx ctx = { 0 };
+	struct app_ctx ctx = { 0 };
 	mt_store_opts_init(&ctx.store_opts);
 	ctx.store_url = url;
 	struct tui t;

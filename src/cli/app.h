@@ -1,0 +1,45 @@
+/* app.h — what the command line and the browser share: allocation that exits on failure, the stores the command line chose, sizes and shapes as text. */
+#ifndef MT_APP_H
+#define MT_APP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matorage.h"
+
+#define APP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* The stores the command line chose, which the browser opens too: --store (NULL:
+ * the library's default) and the options every store opened gets (--endpoint,
+ * --profile, ...). */
+struct app_ctx {
+	const char *store_url;
+	mt_store_opts store_opts;
+};
+
+/* ---- app-alloc.c ---- */
+
+/* Allocation for the application: print and exit on failure. */
+void *app_xmalloc(size_t n);
+void *app_xcalloc(size_t n, size_t size);
+void *app_xreallocarray(void *p, size_t n, size_t size);
+char *app_xstrdup(const char *s);
+char *app_xasprintf(const char *fmt, ...) APP_PRINTF(1, 2);
+/* A whole file (*len bytes); NULL with errno set when it cannot be read. */
+char *app_read_file(const char *path, size_t *len);
+
+/* ---- app-catalog.c ---- */
+
+/* The catalog's name for the default store. */
+#define APP_LOCAL "local"
+/* The catalog's name for the store of --store: the remote or URL given, else APP_LOCAL. */
+const char *app_store_name(const struct app_ctx *app);
+
+/* ---- app-format.c ---- */
+
+/* "1.5 MiB" into buf. */
+const char *app_human_bytes(uint64_t n, char *buf, size_t cap);
+/* A row's shape as "(28, 28)"; ragged rows as "(*, 28)". */
+const char *app_shape_str(const mt_attr *a, char *buf, size_t cap);
+
+#endif

@@ -251,31 +251,10 @@ static void mx_draw_image(struct mx_data *d, int top, int bottom, int w)
 		}
 }
 
-static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
+/* The line above the grid: attribute, dtype, shape and which rows. */
+static void mx_draw_head(const struct mx_data *d, int y, int w)
 {
-	struct matrix *m = (struct matrix *)v;
-	struct mx_data *d = m->d;
-	int w = disp_width();
-	/* Keys pressed during a read asked for another row: read it now. */
-	if (m->pending && !atomic_load(&d->busy))
-		mx_fetch(t, m);
-	pthread_mutex_lock(&d->lock);
 	char head[400], shape[MT_MAX_RANK * 24 + 16];
-	if (!d->ready && !d->error[0]) {
-		snprintf(head, sizeof head, "%s: reading row %llu…", d->attr,
-			 (unsigned long long)m->want);
-		disp_text(top, 0, w, R_DIM, head);
-		pthread_mutex_unlock(&d->lock);
-		return;
-	}
-	if (d->error[0]) {
-		tui_text_cut(top, 0, w, R_ERROR, d->error);
-		top++;
-	}
-	if (!d->ready) {
-		pthread_mutex_unlock(&d->lock);
-		return;
-	}
 	if (d->nrows > 1)
 		snprintf(head, sizeof head, "%s  %s %s  rows %llu-%llu of %llu", d->attr,
 			 mt_dtype_name(d->a.dtype), app_shape_str(&d->a, shape, sizeof shape),
@@ -286,21 +265,81 @@ static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
 			 mt_dtype_name(d->a.dtype), app_shape_str(&d->a, shape, sizeof shape),
 			 (unsigned long long)d->row, (unsigned long long)d->rows,
 			 (unsigned long long)d->h, (unsigned long long)d->w);
-	disp_fill(top, 0, w, R_HEADER);
-	tui_text_cut(top, 0, w, R_HEADER, head);
-	top++;
-	int image = m->image && d->h > 1 && d->w > 1;
-	if (image) {
-		mx_draw_image(d, top, bottom, w);
-		pthread_mutex_unlock(&d->lock);
-		return;
+	disp_fill(y, 0, w, R_HEADER);
+	tui_text_cut(y, 0, w, R_HEADER, head);
+}
+
+/* What the grid shows under each column: the statistics over all its values. */
+enum { MX_NSTATS = 3 };
+static const char *const mx_stat_names[MX_NSTATS] = { "min", "max", "mean" };
+
+/* Column c's minimum, maximum and mean as text. */
+static void mx_column_stats(const struct mx_data *d, uint64_t c, char st[MX_NSTATS][32])
+{
+	double lo = INFINITY, hi = -INFINITY, sum = 0;
+	for (uint64_t r = 0; r < d->h; r++) {
+		double val = mx_value(d, r * d->w + c);
+		lo = val < lo ? val : lo;
+		hi = val > hi ? val : hi;
+		sum += val;
 	}
+	int is_float = mx_is_float(d->a.dtype);
+	mx_stat_text(d->h ? lo : 0, is_float, st[0], sizeof st[0]);
+	mx_stat_text(d->h ? hi : 0, is_float, st[1], sizeof st[1]);
+	mx_stat_text(d->h ? sum / (double)d->h : 0, 1, st[2], sizeof st[2]);
+}
+
+/* The width column c needs: its widest value over every row of the grid, its
+ * widest statistic, or its number. */
+static int mx_column_width(const struct mx_data *d, uint64_t c, char st[MX_NSTATS][32],
+			   const char *num)
+{
+	int cw = 1;
+	char cell[48];
+	for (uint64_t r = 0; r < d->h; r++) {
+		mx_format(d, r * d->w + c, cell, sizeof cell);
+		int k = (int)strlen(cell);
+		cw = k > cw ? k : cw;
+	}
+	for (int k = 0; k < MX_NSTATS; k++)
+		cw = (int)strlen(st[k]) > cw ? (int)strlen(st[k]) : cw;
+	return (int)strlen(num) > cw ? (int)strlen(num) : cw;
+}
+
+/* Where the grid goes on screen: rows [top, bottom) of the view, `rows` value lines. */
+struct mx_area {
+	int top, bottom, rows;
+};
+
+/* Column c right-aligned in [x, x + cw): its number in the header line, the
+ * values of the rows on screen, its statistics at the bottom. */
+static void mx_draw_column(const struct matrix *m, uint64_t c, int x, int cw,
+			   const struct mx_area *ar, char st[MX_NSTATS][32], const char *num)
+{
+	const struct mx_data *d = m->d;
+	char cell[48];
+	disp_text(ar->top, x + cw - (int)strlen(num), cw, R_HEADER, num);
+	for (int r = 0; r < ar->rows && m->top + (uint64_t)r < d->h; r++) {
+		mx_format(d, (m->top + (uint64_t)r) * d->w + c, cell, sizeof cell);
+		disp_text(ar->top + 1 + r, x + cw - (int)strlen(cell), cw, R_NORMAL, cell);
+	}
+	for (int k = 0; k < MX_NSTATS; k++)
+		disp_text(ar->bottom - MX_NSTATS + k, x + cw - (int)strlen(st[k]), cw, R_DIM,
+			  st[k]);
+}
+
+/* The values as a table: a column per value of the last dimension, from m->left,
+ * a line per row of the grid, from m->top, with row numbers on the left and the
+ * statistics at the bottom. */
+static void mx_draw_grid(struct matrix *m, int top, int bottom, int w)
+{
+	struct mx_data *d = m->d;
 	/* Column widths from the values on screen; the row number column first. */
-	int rows = bottom - top - 4;
-	if (rows < 1)
-		rows = 1;
-	if (m->top + (uint64_t)rows > d->h)
-		m->top = d->h > (uint64_t)rows ? d->h - (uint64_t)rows : 0;
+	struct mx_area ar = { top, bottom, bottom - top - 4 };
+	if (ar.rows < 1)
+		ar.rows = 1;
+	if (m->top + (uint64_t)ar.rows > d->h)
+		m->top = d->h > (uint64_t)ar.rows ? d->h - (uint64_t)ar.rows : 0;
 	if (m->left >= d->w)
 		m->left = d->w ? d->w - 1 : 0;
 	char num[48];
@@ -310,49 +349,50 @@ static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
 	iw = iw < 5 ? 5 : iw;
 	int x = iw + 1;
 	disp_fill(top, 0, w, R_HEADER);
-	int is_float = mx_is_float(d->a.dtype);
 	for (uint64_t c = m->left; c < d->w && x < w; c++) {
-		int cw = 1;
-		char cell[48];
-		for (uint64_t r = 0; r < d->h; r++) {
-			mx_format(d, r * d->w + c, cell, sizeof cell);
-			int k = (int)strlen(cell);
-			cw = k > cw ? k : cw;
-		}
-		double lo = INFINITY, hi = -INFINITY, sum = 0;
-		for (uint64_t r = 0; r < d->h; r++) {
-			double val = mx_value(d, r * d->w + c);
-			lo = val < lo ? val : lo;
-			hi = val > hi ? val : hi;
-			sum += val;
-		}
-		char st[3][32];
-		mx_stat_text(d->h ? lo : 0, is_float, st[0], sizeof st[0]);
-		mx_stat_text(d->h ? hi : 0, is_float, st[1], sizeof st[1]);
-		mx_stat_text(d->h ? sum / (double)d->h : 0, 1, st[2], sizeof st[2]);
-		for (int k = 0; k < 3; k++)
-			cw = (int)strlen(st[k]) > cw ? (int)strlen(st[k]) : cw;
+		char st[MX_NSTATS][32];
+		mx_column_stats(d, c, st);
 		snprintf(num, sizeof num, "%llu", (unsigned long long)c);
-		cw = (int)strlen(num) > cw ? (int)strlen(num) : cw;
+		int cw = mx_column_width(d, c, st, num);
 		if (x + cw > w)
 			break;
-		disp_text(top, x + cw - (int)strlen(num), cw, R_HEADER, num);
-		for (int r = 0; r < rows && m->top + (uint64_t)r < d->h; r++) {
-			mx_format(d, (m->top + (uint64_t)r) * d->w + c, cell, sizeof cell);
-			disp_text(top + 1 + r, x + cw - (int)strlen(cell), cw, R_NORMAL, cell);
-		}
-		for (int k = 0; k < 3; k++)
-			disp_text(bottom - 3 + k, x + cw - (int)strlen(st[k]), cw, R_DIM, st[k]);
+		mx_draw_column(m, c, x, cw, &ar, st, num);
 		x += cw + 1;
 	}
-	for (int r = 0; r < rows && m->top + (uint64_t)r < d->h; r++) {
+	for (int r = 0; r < ar.rows && m->top + (uint64_t)r < d->h; r++) {
 		snprintf(num, sizeof num, "%llu",
 			 (unsigned long long)(m->top + (uint64_t)r + (d->nrows > 1 ? d->row : 0)));
 		disp_text(top + 1 + r, iw - (int)strlen(num), iw, R_DIM, num);
 	}
-	static const char *const names[] = { "min", "max", "mean" };
-	for (int k = 0; k < 3; k++)
-		disp_text(bottom - 3 + k, 0, iw, R_HEADER, names[k]);
+	for (int k = 0; k < MX_NSTATS; k++)
+		disp_text(bottom - MX_NSTATS + k, 0, iw, R_HEADER, mx_stat_names[k]);
+}
+
+static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
+{
+	struct matrix *m = (struct matrix *)v;
+	struct mx_data *d = m->d;
+	int w = disp_width();
+	/* Keys pressed during a read asked for another row: read it now. */
+	if (m->pending && !atomic_load(&d->busy))
+		mx_fetch(t, m);
+	pthread_mutex_lock(&d->lock);
+	if (!d->ready && !d->error[0]) {
+		char head[400];
+		snprintf(head, sizeof head, "%s: reading row %llu…", d->attr,
+			 (unsigned long long)m->want);
+		disp_text(top, 0, w, R_DIM, head);
+	} else {
+		if (d->error[0])
+			tui_text_cut(top++, 0, w, R_ERROR, d->error);
+		if (d->ready) {
+			mx_draw_head(d, top++, w);
+			if (m->image && d->h > 1 && d->w > 1)
+				mx_draw_image(d, top, bottom, w);
+			else
+				mx_draw_grid(m, top, bottom, w);
+		}
+	}
 	pthread_mutex_unlock(&d->lock);
 }
 

@@ -79,8 +79,8 @@ int cli_global_set(struct cli_ctx *ctx, int g, const char *val)
 }
 
 /* Option numbers: a command's own are its table's indexes; below CLI_G_BASE are
- * the global options (CLI_G_BASE - index). */
-enum { CLI_G_HELP = -4, CLI_G_BASE = -10 };
+ * the global options (CLI_G_BASE - index); CLI_G_NONE: no such option. */
+enum { CLI_G_NONE = -1, CLI_G_HELP = -4, CLI_G_BASE = -10 };
 
 static int cli_find_long(const struct cli_cmd *cmd, const char *name, size_t len)
 {
@@ -93,7 +93,7 @@ static int cli_find_long(const struct cli_cmd *cmd, const char *name, size_t len
 		return CLI_G_BASE - g;
 	if (len == 4 && !strncmp(name, "help", 4))
 		return CLI_G_HELP;
-	return -1;
+	return CLI_G_NONE;
 }
 
 static int cli_find_short(const struct cli_cmd *cmd, char c)
@@ -106,7 +106,7 @@ static int cli_find_short(const struct cli_cmd *cmd, char c)
 			return CLI_G_BASE - i;
 	if (c == 'h')
 		return CLI_G_HELP;
-	return -1;
+	return CLI_G_NONE;
 }
 
 static int cli_takes_arg(const struct cli_cmd *cmd, int opt)
@@ -116,11 +116,11 @@ static int cli_takes_arg(const struct cli_cmd *cmd, int opt)
 	return opt >= 0 && cmd->options[opt].arg;
 }
 
-/* Record one occurrence of option opt; returns -1 for --help. */
+/* Record one occurrence of option opt; returns CLI_HELP for --help. */
 static int cli_store_opt(int opt, const char *val, struct cli_ctx *ctx, struct cli_args *out)
 {
 	if (opt == CLI_G_HELP)
-		return -1;
+		return CLI_HELP;
 	if (opt <= CLI_G_BASE)
 		return cli_global_set(ctx, CLI_G_BASE - opt, val);
 	struct cli_optval *ov = &out->opts[opt];
@@ -137,7 +137,7 @@ static int cli_parse_long(const struct cli_cmd *cmd, int argc, char **argv, int 
 	const char *eq = strchr(name, '=');
 	size_t len = eq ? (size_t)(eq - name) : strlen(name);
 	int opt = cli_find_long(cmd, name, len);
-	if (opt == -1)
+	if (opt == CLI_G_NONE)
 		return cli_usage_error(cmd, "unknown option --%.*s", (int)len, name);
 	const char *val = NULL;
 	if (cli_takes_arg(cmd, opt)) {
@@ -159,7 +159,7 @@ static int cli_parse_short(const struct cli_cmd *cmd, int argc, char **argv, int
 {
 	for (const char *p = argv[*i] + 1; *p; p++) {
 		int opt = cli_find_short(cmd, *p);
-		if (opt == -1)
+		if (opt == CLI_G_NONE)
 			return cli_usage_error(cmd, "unknown option -%c", *p);
 		const char *val = NULL;
 		if (cli_takes_arg(cmd, opt)) {

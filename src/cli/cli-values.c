@@ -6,7 +6,8 @@
 
 #include "cli.h"
 
-/* Decimal digits only: strtoull alone would take "-1", " 7" and "0x10". */
+/* Decimal digits only: strtoull alone would take "-1", " 7" and "0x10".  0, or -1
+ * when s is not such a number (its callers turn that into a usage error). */
 static int cli_parse_u64(const char *s, const char **end, uint64_t *out)
 {
 	if (*s < '0' || *s > '9')

@@ -13,6 +13,9 @@
 
 /* Exit statuses: the operation failed, or the command line was wrong. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+/* What the parser answers when --help was asked for: no exit status (the caller
+ * prints the help, then exits CLI_OK). */
+enum { CLI_HELP = -1 };
 
 /* Reads and writes move data in batches of about this many bytes, so memory stays
  * flat whatever the size of the file or version. */
@@ -82,8 +85,8 @@ int cli_global_set(struct cli_ctx *ctx, int index, const char *val);
 
 /* Parse argv (after the command name) against cmd's options.  Options may come
  * before, between or after positional arguments; "--" ends them.  Returns CLI_OK,
- * CLI_USAGE after printing why, or -1 when --help was asked for (the caller prints
- * the help).  The global options also work here and go to ctx. */
+ * CLI_USAGE after printing why, or CLI_HELP when --help was asked for (the caller
+ * prints the help).  The global options also work here and go to ctx. */
 int cli_args_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_ctx *ctx,
 		   struct cli_args *out);
 void cli_args_free(struct cli_args *a);

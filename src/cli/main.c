@@ -180,7 +180,7 @@ int main(int argc, char **argv)
 	}
 	struct cli_args args;
 	rc = cli_args_parse(cmd, argc - i - 1, argv + i + 1, &ctx, &args);
-	if (rc == -1) {
+	if (rc == CLI_HELP) {
 		main_cmd_help(cmd);
 		rc = CLI_OK;
 	} else if (rc == CLI_OK) {

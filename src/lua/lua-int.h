@@ -45,9 +45,9 @@ lt_tensor *lt_test(lua_State *L, int idx);
 /* A new contiguous tensor pushed on the stack, its elements not yet written.
  * A shape too large (lt_check_size) raises an error naming `what`. */
 lt_tensor *lt_new(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape);
-/* The element count of a shape, into *numel; -1 when a dim is negative or the
- * non-empty dims span more bytes (at esize bytes an element) than any tensor
- * may: that bound keeps every stride, offset and size computation in range. */
+/* The element count of a shape, into *numel; MT_ERANGE when a dim is negative
+ * or the non-empty dims span more bytes (at esize bytes an element) than any
+ * tensor may: that bound keeps every stride, offset and size computation in range. */
 int lt_shape_size(int rank, const int64_t *shape, size_t esize, int64_t *numel);
 /* lt_shape_size or a Lua error naming `what` (a file, an operation) and the shape. */
 int64_t lt_check_size(lua_State *L, const char *what, mt_dtype dt, int rank, const int64_t *shape);

@@ -179,14 +179,14 @@ int lt_shape_size(int rank, const int64_t *shape, size_t esize, int64_t *numel)
 	int empty = 0;
 	for (int d = 0; d < rank; d++) {
 		if (shape[d] < 0)
-			return -1;
+			return MT_ERANGE;
 		if (shape[d] == 0)
 			empty = 1;
 		else if (__builtin_mul_overflow(span, (uint64_t)shape[d], &span))
-			return -1;
+			return MT_ERANGE;
 	}
 	if (span > MAX_SPAN)
-		return -1;
+		return MT_ERANGE;
 	*numel = empty ? 0 : (int64_t)(span / esize);
 	return 0;
 }

@@ -303,22 +303,22 @@ static int first_attr(void *ud, const mt_catalog_row *row)
 	return 1;
 }
 
-int tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
+void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 {
 	struct target *tg = target_new(t, MT_CAT_VERSIONS, version_id);
 	if (!tg)
-		return -1;
+		return;
 	char label[400], title[160], cur[512];
 	switch (a) {
 	case ACT_VERIFY:
 		job_title(title, sizeof title, "verify", tg);
 		tui_job_start(t, "verify", title, "bytes", verify_run, NULL, tg, target_free);
-		return 0;
+		return;
 	case ACT_COPY:
 		snprintf(label, sizeof label, "copy %s@%s from %s to remote or URL: ", tg->ref.dataset,
 			 tg->ref.version, tg->ref.remote);
 		tui_ask(t, label, "", copy_submit, tg, target_free);
-		return 0;
+		return;
 	case ACT_TAGS:
 		current_field(t, version_id, "tags", cur, sizeof cur);
 		for (char *p = cur; *p; p++)
@@ -327,18 +327,18 @@ int tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 		snprintf(label, sizeof label, "tags of %s@%s (space-separated): ", tg->ref.dataset,
 			 tg->ref.version);
 		tui_ask(t, label, cur, tags_submit, tg, target_free);
-		return 0;
+		return;
 	case ACT_DESCRIBE:
 		current_field(t, version_id, "description", cur, sizeof cur);
 		snprintf(label, sizeof label, "description of %s@%s: ", tg->ref.dataset,
 			 tg->ref.version);
 		tui_ask(t, label, cur, describe_submit, tg, target_free);
-		return 0;
+		return;
 	case ACT_DELETE:
 		snprintf(label, sizeof label, "delete %s@%s from %s? type its name to confirm: ",
 			 tg->ref.dataset, tg->ref.version, tg->ref.remote);
 		tui_ask(t, label, "", delete_submit, tg, target_free);
-		return 0;
+		return;
 	case ACT_MATRIX: {
 		char attr[256] = "";
 		mt_error err;
@@ -348,11 +348,11 @@ int tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 		else
 			tui_status(t, 1, "the version has no attributes");
 		target_free(tg);
-		return 0;
+		return;
 	}
 	default:
 		target_free(tg);
-		return -1;
+		break;
 	}
 }
 
@@ -429,16 +429,15 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	tui_ask(t, label, "", gc_confirm, del, target_free);
 }
 
-int tui_gc_action(struct tui *t, int level, int64_t id)
+void tui_gc_action(struct tui *t, int level, int64_t id)
 {
 	struct target *tg = target_new(t, level, id);
 	if (!tg)
-		return -1;
+		return;
 	char title[160];
 	snprintf(title, sizeof title, "gc preview %s%s%s", tg->ref.remote,
 		 tg->ref.dataset ? ":" : "", tg->ref.dataset ? tg->ref.dataset : "");
 	tui_job_start(t, "gc-preview", title, NULL, gc_run, gc_previewed, tg, target_free);
-	return 0;
 }
 
 /* ---- a shard's chunk layout: read its chunk index, show it ---- */
@@ -488,14 +487,13 @@ static void chunks_read(struct tui *t, struct tui_job *j)
 	tui_push(t, tui_text_view(title, lines, n));
 }
 
-int tui_chunks_action(struct tui *t, int64_t shard_id)
+void tui_chunks_action(struct tui *t, int64_t shard_id)
 {
 	struct target *tg = target_new(t, MT_CAT_SHARDS, shard_id);
 	if (!tg)
-		return -1;
+		return;
 	char title[200];
 	snprintf(title, sizeof title, "chunks %s:%s@%s shard %lld", tg->ref.remote, tg->ref.dataset,
 		 tg->ref.version, (long long)tg->ref.shard);
 	tui_job_start(t, "chunks", title, NULL, chunks_run, chunks_read, tg, target_free);
-	return 0;
 }

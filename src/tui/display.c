@@ -293,11 +293,11 @@ int disp_key(int timeout_ms)
 	}
 	if (timeout_ms <= 0 || disp_now_ms() - t0 >= timeout_ms / 2) {
 		early = 0;
-		return -1;
+		return DISP_NONE;
 	}
 	if (disp_input_gone() || ++early >= DISP_EARLY_MAX)
 		return DISP_EOF;
-	return -1;
+	return DISP_NONE;
 }
 
 int disp_mouse(int *y, int *x, int *what)

@@ -26,7 +26,9 @@ enum disp_role {
 #define DISP_FN 0x40000000
 #define DISP_CTRL(c) ((c) & 0x1f)
 
-/* Open the terminal (ncursesw; colours unless mono); 0 or -1. */
+/* Open the terminal (ncursesw; colours unless mono); 0, or -1 when curses cannot
+ * start.  This module stays below the library's codes (it only wraps ncurses):
+ * its -1 results are "no", and callers turn them into an MT_E code. */
 int disp_open_tty(int mono);
 /* A w x h screen in memory only, for tests. */
 void disp_open_headless(int w, int h);
@@ -52,8 +54,9 @@ int disp_columns(const char *utf8);
 /* Show the buffer (a tty: only what changed); Ctrl-L's full repaint when
  * `full`.  Headless: nothing. */
 void disp_flush(int full);
-/* The next key within timeout_ms (-1: none yet; DISP_EOF: the terminal is
- * gone, end of input or a read error, and no key will come).  Terminal only. */
+/* The next key within timeout_ms (DISP_NONE: none yet; DISP_EOF: the terminal
+ * is gone, end of input or a read error, and no key will come).  Terminal only. */
+#define DISP_NONE (-1)
 #define DISP_EOF (-2)
 int disp_key(int timeout_ms);
 

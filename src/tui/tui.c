@@ -443,7 +443,7 @@ int tui_goto_dataset(struct tui *t, const char *dataset)
 	int64_t d = b ? find_row(t, MT_CAT_DATASETS, b, dataset) : 0;
 	if (!d) {
 		tui_status(t, 1, "%s: no dataset %s in the catalog (r to sync)", remote, dataset);
-		return -1;
+		return MT_ENOTFOUND;
 	}
 	char url[256] = "";
 	mt_catalog_ref ref;

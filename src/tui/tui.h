@@ -188,7 +188,7 @@ void tui_key(struct tui *t, int k);
 /* Draw everything into the display buffer. */
 void tui_draw(struct tui *t);
 /* Open the views down to dataset's versions in the command line's store;
- * -1 (status set) when the catalog does not know it. */
+ * MT_ENOTFOUND (status set) when the catalog does not know it. */
 int tui_goto_dataset(struct tui *t, const char *dataset);
 /* Start the background refresh of every store (startup, `:sync`). */
 void tui_sync_all(struct tui *t);
@@ -216,12 +216,14 @@ struct view *tui_text_view(const char *title, char **lines, size_t n);
 /* The values of attribute `attr` of a version, a row at a time. */
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr);
 
-/* Version actions shared by lists and details (actions.c). */
-int tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
+/* Version actions shared by lists and details (actions.c).  Each starts a job,
+ * a prompt or a view; what goes wrong shows on the status line, so they return
+ * nothing. */
+void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
 /* A shard's chunk layout, read by a job and shown when it is in. */
-int tui_chunks_action(struct tui *t, int64_t shard_id);
+void tui_chunks_action(struct tui *t, int64_t shard_id);
 /* Dataset/bucket-level gc with a preview. */
-int tui_gc_action(struct tui *t, int level, int64_t id);
+void tui_gc_action(struct tui *t, int level, int64_t id);
 
 /* Draw text with "…" when cut; returns the columns used. */
 int tui_text_cut(int y, int x, int w, int role, const char *s);

@@ -9,8 +9,6 @@
 #include "app.h"
 #include "matorage.h"
 
-#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
-
 /* Exit statuses: the operation failed, or the command line was wrong. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 /* What the parser answers when --help was asked for: no exit status (the caller
@@ -68,10 +66,10 @@ extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, c
 
 /* "matorage: MESSAGE" on stderr, one line; cli_fail reports a library error.
  * Both return CLI_FAIL. */
-int cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+int cli_error(const char *fmt, ...) APP_PRINTF(1, 2);
 int cli_fail(const mt_error *err);
 /* "matorage: CMD: MESSAGE (see 'matorage help CMD')" on stderr; returns CLI_USAGE. */
-int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...) APP_PRINTF(2, 3);
 /* An mt_log_fn for --debug: "matorage: debug: LINE", one line at a time from any thread. */
 void cli_debug_line(void *ud, const char *line);
 

@@ -9,12 +9,15 @@
 #include "loader-plan.h"
 #include "loader-token.h"
 #include "loader.h"
+#include "opts.h"
 #include "pool.h"
 
 #define DEFAULT_BATCH 32
 #define DEFAULT_BUDGET (256ull << 20)
 #define DEFAULT_CACHE (10ull << 30)
 #define DEFAULT_FETCH 4
+/* mt_loader_opts as the first matorage.h with a size field declared it. */
+#define LOADER_OPTS_FIRST MT_OPTS_SIZE_UPTO(mt_loader_opts, alloc_ud)
 
 /* One column the loader delivers. */
 typedef struct ld_col {
@@ -634,9 +637,12 @@ size_t mt_loader_state(const mt_loader *l, char *buf, size_t cap)
 
 /* ---- open and close ----------------------------------------------------- */
 
-void mt_loader_opts_init(mt_loader_opts *o)
+void mt_loader_opts_init_size(mt_loader_opts *o, size_t size)
 {
-	memset(o, 0, sizeof *o);
+	/* Every default is 0, resolved when the loader opens. */
+	mt_loader_opts defaults;
+	memset(&defaults, 0, sizeof defaults);
+	mt_opts_init(o, size, &defaults, sizeof defaults);
 }
 
 static void loader_defaults(mt_loader_opts *o)
@@ -768,11 +774,14 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 		return mt_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&l->fetch.lock, NULL);
 	pthread_cond_init(&l->fetch.cond, NULL);
-	if (opts)
-		l->opts = *opts;
+	mt_loader_opts_init(&l->opts);
+	int rc = opts ? mt_opts_take(&l->opts, sizeof l->opts, opts, LOADER_OPTS_FIRST,
+				     "mt_loader_opts", err)
+		      : 0;
 	loader_defaults(&l->opts);
 	uint64_t row_bytes = 0;
-	int rc = loader_open_reader(l, s, dataset, version, err);
+	if (!rc)
+		rc = loader_open_reader(l, s, dataset, version, err);
 	if (!rc && l->opts.decode_threads > 0)
 		mt_reader_set_threads(l->reader, l->opts.decode_threads);
 	if (!rc)

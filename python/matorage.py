@@ -10,6 +10,8 @@
     for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2): ...
 
 The library is found through $MATORAGE_LIB, else as "libmatorage.so.0" on the loader path.
+The ctypes declarations below mirror src/lib/matorage.h; python/check_abi.py (run by make
+check) compiles them against the header and fails on any difference.
 A ragged attribute comes as a pair (values, offsets): row i is values[offsets[i]:offsets[i+1]].
 The semantics (order, rank shares, resume tokens) are those of doc/loader.md.
 """
@@ -26,26 +28,32 @@ _DTYPES = {1: np.bool_, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np
 
 
 class _Error(ctypes.Structure):
+    _c_name = "mt_error"
     _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 512)]
 
 
 class _Attr(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
+    _c_name = "mt_attr"
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_uint), ("rank", ctypes.c_int),
                 ("shape", ctypes.c_uint64 * MAX_RANK), ("ragged", ctypes.c_int)]
 
 
 class _Col(ctypes.Structure):
+    _c_name = "mt_batch_col"
     _fields_ = [("data", ctypes.c_void_p), ("bytes", ctypes.c_size_t),
                 ("offsets", ctypes.POINTER(ctypes.c_uint64))]
 
 
 class _Batch(ctypes.Structure):
+    _c_name = "mt_batch"
     _fields_ = [("rows", ctypes.c_size_t), ("row_ids", ctypes.POINTER(ctypes.c_uint64)),
                 ("cols", ctypes.POINTER(_Col)), ("ncols", ctypes.c_size_t)]
 
 
 class _Opts(ctypes.Structure):
-    _fields_ = [("batch_rows", ctypes.c_size_t), ("attrs", ctypes.POINTER(ctypes.c_char_p)),
+    _c_name = "mt_loader_opts"
+    _fields_ = [("size", ctypes.c_size_t), ("batch_rows", ctypes.c_size_t),
+                ("attrs", ctypes.POINTER(ctypes.c_char_p)),
                 ("nattrs", ctypes.c_size_t), ("shuffle", ctypes.c_int),
                 ("seed", ctypes.c_uint64), ("epoch", ctypes.c_uint64),
                 ("rank", ctypes.c_uint), ("world", ctypes.c_uint), ("drop_last", ctypes.c_int),
@@ -58,12 +66,13 @@ class _Opts(ctypes.Structure):
                 ("alloc_ud", ctypes.c_void_p)]
 
 
-def _library():
-    path = os.environ.get("MATORAGE_LIB") or ctypes.util.find_library("matorage") \
-        or "libmatorage.so.0"
-    lib = ctypes.CDLL(path)
+_STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts)
+
+
+def _signatures():
+    """Each function used: (restype, argtypes), as matorage.h declares it."""
     vp, err = ctypes.c_void_p, ctypes.POINTER(_Error)
-    sigs = {
+    return {
         "mt_store_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(vp), err]),
         "mt_store_close": (None, [vp]),
         "mt_reader_open": (ctypes.c_int, [vp, ctypes.c_char_p, ctypes.c_char_p,
@@ -71,7 +80,7 @@ def _library():
         "mt_reader_close": (None, [vp]),
         "mt_reader_nattrs": (ctypes.c_size_t, [vp]),
         "mt_reader_attr": (ctypes.POINTER(_Attr), [vp, ctypes.c_size_t]),
-        "mt_loader_opts_init": (None, [ctypes.POINTER(_Opts)]),
+        "mt_loader_opts_init_size": (None, [ctypes.POINTER(_Opts), ctypes.c_size_t]),
         "mt_loader_open": (ctypes.c_int, [vp, ctypes.c_char_p, ctypes.c_char_p,
                                           ctypes.POINTER(_Opts), ctypes.POINTER(vp), err]),
         "mt_loader_next": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
@@ -83,7 +92,13 @@ def _library():
                                                ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
         "mt_loader_close": (None, [vp]),
     }
-    for name, (res, args) in sigs.items():
+
+
+def _library():
+    path = os.environ.get("MATORAGE_LIB") or ctypes.util.find_library("matorage") \
+        or "libmatorage.so.0"
+    lib = ctypes.CDLL(path)
+    for name, (res, args) in _signatures().items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
     return lib
@@ -164,7 +179,7 @@ class Loader:
                 raise MatorageError(_Error(-4, f"{dataset}: no attribute {name}".encode()))
         self._info = [info[n] for n in self.attrs]
         o = _Opts()
-        lib.mt_loader_opts_init(ctypes.byref(o))
+        lib.mt_loader_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
         self._names = (ctypes.c_char_p * len(self.attrs))(*[_b(n) for n in self.attrs])
         o.attrs, o.nattrs = self._names, len(self.attrs)
         o.batch_rows, o.shuffle, o.seed, o.epoch = batch_rows, int(shuffle), seed, epoch

@@ -92,6 +92,21 @@ MT_API int mt_error_set(mt_error *err, int code, const char *fmt, ...) MT_FORMAT
  * the operation then fails with MT_ECANCELED and commits nothing. */
 typedef int (*mt_progress_fn)(void *ud, uint64_t done, uint64_t total);
 
+/* ---- option structs --------------------------------------------------- */
+
+/*
+ * Option structs (mt_store_opts, mt_writer_opts, mt_loader_opts) can grow.
+ * Each begins with `size`: the struct's size as the caller's matorage.h
+ * declares it.  The *_opts_init macros set it, and every other field to
+ * its default: start every option struct with one.  Fields are only ever
+ * appended.  Given a smaller struct (a caller built against an older
+ * matorage.h), the library reads the fields it covers and takes defaults
+ * for the rest; a size it does not know (larger than its own: a header
+ * newer than the library; or one no *_opts_init set) is MT_EINVAL naming
+ * the struct.  Other languages' bindings call the *_opts_init_size
+ * functions with the size of their own declaration of the struct.
+ */
+
 /* ---- dtypes ----------------------------------------------------------- */
 
 typedef enum mt_dtype {
@@ -160,6 +175,7 @@ enum { MT_S3_AUTO = 0, MT_S3_PATH, MT_S3_VIRTUAL };
  * AWS_REGION / AWS_DEFAULT_REGION, AWS_PROFILE, ~/.aws/credentials,
  * ~/.aws/config. */
 typedef struct mt_store_opts {
+	size_t size;           /* set by mt_store_opts_init */
 	const char *endpoint;  /* "http(s)://host[:port]"; default AWS's */
 	const char *region;    /* default "us-east-1" */
 	const char *profile;   /* AWS profile for credentials and defaults */
@@ -179,7 +195,9 @@ typedef struct mt_store_opts {
 	void (*log)(void *ud, const char *line);
 	void *log_ud;
 } mt_store_opts;
-MT_API void mt_store_opts_init(mt_store_opts *o);
+/* Defaults for every field; size: sizeof the caller's mt_store_opts. */
+MT_API void mt_store_opts_init_size(mt_store_opts *o, size_t size);
+#define mt_store_opts_init(o) mt_store_opts_init_size((o), sizeof(mt_store_opts))
 /* mt_store_open with options (NULL: all defaults, and create as mt_store_open does). */
 MT_API int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **out,
 			      mt_error *err);
@@ -263,6 +281,7 @@ MT_API int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char
 typedef struct mt_writer mt_writer;
 
 typedef struct mt_writer_opts {
+	size_t size;             /* set by mt_writer_opts_init */
 	const char *version;     /* NULL: the next free "vN" */
 	const char *parent;      /* append to this version (NULL: latest); used when append */
 	int append;              /* start from the parent's rows; its shards are reused */
@@ -287,8 +306,9 @@ typedef struct mt_writer_opts {
 	size_t nrecipe_args;
 } mt_writer_opts;
 
-/* Defaults for every field. */
-MT_API void mt_writer_opts_init(mt_writer_opts *o);
+/* Defaults for every field; size: sizeof the caller's mt_writer_opts. */
+MT_API void mt_writer_opts_init_size(mt_writer_opts *o, size_t size);
+#define mt_writer_opts_init(o) mt_writer_opts_init_size((o), sizeof(mt_writer_opts))
 
 /* Start a new version of `dataset` with these attributes.  With
  * o->append, `attrs` may be NULL (take the parent's) or must equal the
@@ -443,6 +463,7 @@ MT_API int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress
 typedef struct mt_loader mt_loader;
 
 typedef struct mt_loader_opts {
+	size_t size;                /* set by mt_loader_opts_init */
 	size_t batch_rows;          /* rows per batch; 0: 32 */
 	const char *const *attrs;   /* attributes to load (others are never fetched); NULL: all */
 	size_t nattrs;
@@ -485,7 +506,9 @@ typedef struct mt_batch {
 	size_t ncols;
 } mt_batch;
 
-MT_API void mt_loader_opts_init(mt_loader_opts *o);
+/* Defaults for every field; size: sizeof the caller's mt_loader_opts. */
+MT_API void mt_loader_opts_init_size(mt_loader_opts *o, size_t size);
+#define mt_loader_opts_init(o) mt_loader_opts_init_size((o), sizeof(mt_loader_opts))
 MT_API int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 			  const mt_loader_opts *o, mt_loader **out, mt_error *err);
 /* The next batch of this rank's share (borrowed, valid until the next call

@@ -3,7 +3,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "store.h"
+
+/* mt_store_opts as the first matorage.h with a size field declared it. */
+#define STORE_OPTS_FIRST MT_OPTS_SIZE_UPTO(mt_store_opts, log_ud)
 
 void mt_list_page_free(mt_list_page *p)
 {
@@ -94,9 +98,11 @@ static int store_open_default(const mt_store_opts *o, mt_store **out, mt_error *
 	return rc;
 }
 
-void mt_store_opts_init(mt_store_opts *o)
+void mt_store_opts_init_size(mt_store_opts *o, size_t size)
 {
-	memset(o, 0, sizeof *o);
+	mt_store_opts defaults;
+	memset(&defaults, 0, sizeof defaults);
+	mt_opts_init(o, size, &defaults, sizeof defaults);
 }
 
 /* A remote's settings under the caller's: what the caller set wins. */
@@ -128,11 +134,17 @@ int mt_store_open(const char *url, mt_store **out, mt_error *err)
 int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **out,
 		       mt_error *err)
 {
-	mt_store_opts none;
-	mt_store_opts_init(&none);
-	none.create = 1;
-	const mt_store_opts *o = opts ? opts : &none;
 	*out = NULL;
+	/* The caller's options, whatever matorage.h it was built with. */
+	mt_store_opts own;
+	mt_store_opts_init(&own);
+	own.create = 1;
+	if (opts) {
+		int rc = mt_opts_take(&own, sizeof own, opts, STORE_OPTS_FIRST, "mt_store_opts", err);
+		if (rc)
+			return rc;
+	}
+	const mt_store_opts *o = &own;
 	if (!url || !*url)
 		return store_open_default(o, out, err);
 	const char *sep = strstr(url, "://");

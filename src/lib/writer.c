@@ -9,10 +9,13 @@
 #include "codec.h"
 #include "dataset.h"
 #include "lock.h"
+#include "opts.h"
 
 #define DEFAULT_SHARD_BYTES (64ull << 20)
 #define DEFAULT_CHUNK_BYTES (1ull << 20)
 #define DEFAULT_LEVEL 3
+/* mt_writer_opts as the first matorage.h with a size field declared it. */
+#define WRITER_OPTS_FIRST MT_OPTS_SIZE_UPTO(mt_writer_opts, nrecipe_args)
 /* Sealed shards waiting for an upload thread, and the number of upload
  * threads: memory stays near (QUEUE_MAX + UPLOADERS + 1) shards while
  * appends, compression and the store's I/O overlap. */
@@ -79,12 +82,14 @@ struct mt_writer {
 	int nthreads;
 };
 
-void mt_writer_opts_init(mt_writer_opts *o)
+void mt_writer_opts_init_size(mt_writer_opts *o, size_t size)
 {
-	memset(o, 0, sizeof *o);
-	o->shard_bytes = DEFAULT_SHARD_BYTES;
-	o->chunk_bytes = DEFAULT_CHUNK_BYTES;
-	o->level = DEFAULT_LEVEL;
+	mt_writer_opts d;
+	memset(&d, 0, sizeof d);
+	d.shard_bytes = DEFAULT_SHARD_BYTES;
+	d.chunk_bytes = DEFAULT_CHUNK_BYTES;
+	d.level = DEFAULT_LEVEL;
+	mt_opts_init(o, size, &d, sizeof d);
 }
 
 static void pending_free(struct pending *p, size_t nattrs)
@@ -505,13 +510,14 @@ static int writer_take_opts(mt_writer *w, const char *dataset, const mt_writer_o
 int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_t nattrs,
 		   const mt_writer_opts *o, mt_writer **out, mt_error *err)
 {
-	mt_writer_opts defaults;
-	if (!o) {
-		mt_writer_opts_init(&defaults);
-		o = &defaults;
-	}
 	*out = NULL;
-	int rc = writer_check_args(dataset, attrs, nattrs, o, err);
+	mt_writer_opts opts;
+	mt_writer_opts_init(&opts);
+	int rc = o ? mt_opts_take(&opts, sizeof opts, o, WRITER_OPTS_FIRST, "mt_writer_opts", err)
+		   : 0;
+	o = &opts;
+	if (!rc)
+		rc = writer_check_args(dataset, attrs, nattrs, o, err);
 	if (rc)
 		return rc;
 	mt_writer *w = calloc(1, sizeof *w);

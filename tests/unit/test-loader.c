@@ -570,6 +570,67 @@ static int read_all(mt_error *err)
 	return rc;
 }
 
+/* Option structs carry their size: a struct from a newer header, or one no
+ * *_opts_init set, is refused naming it; init writes only the caller's bytes. */
+static void test_opts_size(void)
+{
+	mt_error err = {0};
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	tap_ok(o.size == sizeof o, "mt_loader_opts_init sets size to sizeof (%zu)", o.size);
+	mt_loader *l = NULL;
+	o.size = 0;
+	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == MT_EINVAL && !l &&
+		       strstr(err.message, "mt_loader_opts") && strstr(err.message, "mt_loader_opts_init"),
+	       "a loader struct of size 0 is refused: %s", err.message);
+	/* A newer header: a struct with a field this library does not know. */
+	struct {
+		mt_loader_opts o;
+		uint64_t newer;
+	} big;
+	mt_loader_opts_init_size(&big.o, sizeof big);
+	tap_ok(big.o.size == sizeof big && big.newer == 0,
+	       "init for a larger struct sets its size and zeroes what it does not know");
+	tap_ok(mt_loader_open(store, "ld", NULL, &big.o, &l, &err) == MT_EINVAL && !l &&
+		       strstr(err.message, "newer matorage.h"),
+	       "and open refuses it: %s", err.message);
+	mt_loader_opts_init(&o);
+	o.batch_rows = 100;
+	err = (mt_error){0};
+	tap_ok(mt_loader_open(store, "ld", NULL, &o, &l, &err) == 0 && mt_loader_batches(l) == 10,
+	       "a struct of this header's size opens%s%s", err.code ? ": " : "", err.message);
+	mt_loader_close(l);
+
+	unsigned char buf[sizeof(mt_writer_opts) + 8];
+	memset(buf, 0xaa, sizeof buf);
+	mt_writer_opts_init_size((mt_writer_opts *)(void *)buf, 16);
+	size_t got;
+	memcpy(&got, buf, sizeof got);
+	int untouched = 1;
+	for (size_t i = 16; i < sizeof buf; i++)
+		untouched &= buf[i] == 0xaa;
+	tap_ok(got == 16 && untouched, "init of an older, smaller struct writes only its bytes");
+
+	mt_writer_opts wo;
+	mt_writer_opts_init(&wo);
+	wo.size = sizeof wo + 8;
+	mt_attr a = {.name = "x", .dtype = MT_INT64};
+	mt_writer *w = NULL;
+	tap_ok(mt_writer_open(store, "sized", &a, 1, &wo, &w, &err) == MT_EINVAL && !w &&
+		       strstr(err.message, "mt_writer_opts"),
+	       "a writer struct from a newer header is refused: %s", err.message);
+	mt_store_opts so;
+	mt_store_opts_init(&so);
+	so.size = 1;
+	mt_store *s = NULL;
+	tap_ok(mt_store_open_opts(root, &so, &s, &err) == MT_EINVAL && !s &&
+		       strstr(err.message, "mt_store_opts"),
+	       "a store struct of an unknown size is refused: %s", err.message);
+	mt_store_opts_init(&so);
+	tap_ok(mt_store_open_opts(root, &so, &s, &err) == 0, "a store struct set up by init opens");
+	mt_store_close(s);
+}
+
 static void test_tampered(void)
 {
 	mt_error err = {0};
@@ -646,6 +707,7 @@ int main(void)
 	test_resume();
 	test_misc();
 	test_mix();
+	test_opts_size();
 	test_tampered();
 	mt_store_close(store);
 	char cmd[128];

@@ -1,0 +1,12 @@
+/* loader.h — what the loader tells the mixer about itself, inside the library. */
+#ifndef MT_LOADER_H
+#define MT_LOADER_H
+
+#include "util.h"
+
+/* Batches this rank has still to take this epoch. */
+MT_LOCAL uint64_t mt_loader_batches_left(const mt_loader *l);
+/* The epoch the loader is in. */
+MT_LOCAL uint64_t mt_loader_epoch(const mt_loader *l);
+
+#endif

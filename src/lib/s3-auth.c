@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,74 @@ static int set_once(char **slot, const char *v)
 	return (*slot = mt_strdup(v)) ? 0 : MT_ENOMEM;
 }
 
+/* Where a profile's setting goes; NULL for settings matorage does not use. */
+static char **profile_slot(profile_vals *pv, const char *key)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} slots[] = {
+		{"aws_access_key_id", offsetof(profile_vals, access_key)},
+		{"aws_secret_access_key", offsetof(profile_vals, secret_key)},
+		{"aws_session_token", offsetof(profile_vals, session_token)},
+		{"region", offsetof(profile_vals, region)},
+		{"endpoint_url", offsetof(profile_vals, endpoint)},
+	};
+	for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
+		if (strcmp(key, slots[i].key) == 0)
+			return (char **)(void *)((char *)pv + slots[i].off);
+	return NULL;
+}
+
+/* Reading one INI file. */
+typedef struct ini_state {
+	const char *path, *want;
+	profile_vals *pv;
+	int in_want; /* inside section `want` */
+	int lineno;
+	char nested[64]; /* the block indented lines belong to ("s3"), "" when none */
+} ini_state;
+
+/* One line, trimmed, neither blank nor a comment. */
+static int ini_line(ini_state *st, char *s, int indented, mt_error *err)
+{
+	if (*s == '[') {
+		char *end = strchr(s, ']');
+		if (!end)
+			return mt_err(err, MT_EFORMAT, "%s:%d: section header without ']'", st->path,
+				      st->lineno);
+		*end = '\0';
+		st->in_want = strcmp(trim(s + 1), st->want) == 0;
+		st->pv->found |= st->in_want;
+		st->nested[0] = '\0';
+		return 0;
+	}
+	char *eq = strchr(s, '=');
+	if (!eq)
+		return mt_err(err, MT_EFORMAT, "%s:%d: expected 'key = value' or '[section]'",
+			      st->path, st->lineno);
+	*eq = '\0';
+	char *key = trim(s), *val = trim(eq + 1);
+	if (!indented)
+		st->nested[0] = '\0';
+	if (!st->in_want)
+		return 0;
+	if (!indented && !*val) {
+		snprintf(st->nested, sizeof st->nested, "%s", key);
+		return 0;
+	}
+	char **slot;
+	if (st->nested[0])
+		slot = strcmp(st->nested, "s3") == 0 && strcmp(key, "endpoint_url") == 0
+			       ? &st->pv->s3_endpoint
+			       : NULL;
+	else
+		slot = profile_slot(st->pv, key);
+	if (slot && set_once(slot, val))
+		return mt_err(err, MT_ENOMEM, "%s: out of memory", st->path);
+	return 0;
+}
+
 /* Read section `want` of an INI file in the AWS dialect: "[section]",
  * "key = value", comments from '#' or ';' at line start, and nested
  * blocks ("s3 =" followed by indented "key = value" lines).  A missing
@@ -66,65 +136,18 @@ static int ini_read(const char *path, const char *want, profile_vals *pv, mt_err
 		return mt_err(err, MT_EIO, "%s: %s", path, strerror(errno));
 	}
 	char line[4096];
-	int in_want = 0, lineno = 0, rc = 0;
-	char nested[64] = "";
+	ini_state st = {.path = path, .want = want, .pv = pv};
+	int rc = 0;
 	while (!rc && fgets(line, sizeof line, f)) {
-		lineno++;
+		st.lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
-			rc = mt_err(err, MT_EFORMAT, "%s:%d: line too long", path, lineno);
+			rc = mt_err(err, MT_EFORMAT, "%s:%d: line too long", path, st.lineno);
 			break;
 		}
 		int indented = line[0] == ' ' || line[0] == '\t';
 		char *s = trim(line);
-		if (!*s || *s == '#' || *s == ';')
-			continue;
-		if (*s == '[') {
-			char *end = strchr(s, ']');
-			if (!end) {
-				rc = mt_err(err, MT_EFORMAT, "%s:%d: section header without ']'", path,
-					    lineno);
-				break;
-			}
-			*end = '\0';
-			in_want = strcmp(trim(s + 1), want) == 0;
-			if (in_want)
-				pv->found = 1;
-			nested[0] = '\0';
-			continue;
-		}
-		char *eq = strchr(s, '=');
-		if (!eq) {
-			rc = mt_err(err, MT_EFORMAT, "%s:%d: expected 'key = value' or '[section]'",
-				    path, lineno);
-			break;
-		}
-		*eq = '\0';
-		char *key = trim(s), *val = trim(eq + 1);
-		if (!indented)
-			nested[0] = '\0';
-		if (!in_want)
-			continue;
-		if (!indented && !*val) {
-			snprintf(nested, sizeof nested, "%s", key);
-			continue;
-		}
-		if (nested[0]) {
-			if (strcmp(nested, "s3") == 0 && strcmp(key, "endpoint_url") == 0)
-				rc = set_once(&pv->s3_endpoint, val);
-			continue;
-		}
-		if (strcmp(key, "aws_access_key_id") == 0)
-			rc = set_once(&pv->access_key, val);
-		else if (strcmp(key, "aws_secret_access_key") == 0)
-			rc = set_once(&pv->secret_key, val);
-		else if (strcmp(key, "aws_session_token") == 0)
-			rc = set_once(&pv->session_token, val);
-		else if (strcmp(key, "region") == 0)
-			rc = set_once(&pv->region, val);
-		else if (strcmp(key, "endpoint_url") == 0)
-			rc = set_once(&pv->endpoint, val);
-		if (rc == MT_ENOMEM)
-			rc = mt_err(err, MT_ENOMEM, "%s: out of memory", path);
+		if (*s && *s != '#' && *s != ';')
+			rc = ini_line(&st, s, indented, err);
 	}
 	if (!rc && ferror(f))
 		rc = mt_err(err, MT_EIO, "%s: read error", path);
@@ -187,58 +210,83 @@ static int profile_read(const char *profile, profile_vals *pv, mt_error *err)
 	return rc;
 }
 
+/* The argument when given, else the first environment variable set, else
+ * the fallback. */
+static const char *arg_env(const char *arg, const char *var1, const char *var2,
+			   const char *fallback)
+{
+	if (arg && *arg)
+		return arg;
+	const char *v = env_nonempty(var1);
+	if (!v && var2)
+		v = env_nonempty(var2);
+	return v ? v : fallback;
+}
+
+/* The key pair and its session token.  As in the AWS CLI: environment
+ * credentials win unless a profile was named for this store, and they
+ * come as a pair; *ak NULL for anonymous requests. */
+static int pick_keys(int explicit_profile, const char *prof, const profile_vals *pv,
+		     const char **ak, const char **sk, const char **tok, mt_error *err)
+{
+	const char *eak = env_nonempty("AWS_ACCESS_KEY_ID");
+	const char *esk = env_nonempty("AWS_SECRET_ACCESS_KEY");
+	*ak = *sk = *tok = NULL;
+	if (!explicit_profile && eak && esk) {
+		*ak = eak;
+		*sk = esk;
+		*tok = env_nonempty("AWS_SESSION_TOKEN");
+		return 0;
+	}
+	if (!pv->access_key != !pv->secret_key)
+		return mt_err(err, MT_EINVAL,
+			      "AWS profile %s has only one of aws_access_key_id and "
+			      "aws_secret_access_key",
+			      prof);
+	if (pv->access_key) {
+		*ak = pv->access_key;
+		*sk = pv->secret_key;
+		*tok = pv->session_token;
+	}
+	return 0;
+}
+
+/* Copies of what was resolved into out. */
+static int config_fill(mt_s3_config *out, const char *ak, const char *sk, const char *tok,
+		       const char *reg, const char *ep, const char *prof)
+{
+	if (ak) {
+		out->access_key = mt_strdup(ak);
+		out->secret_key = mt_strdup(sk);
+		if (tok)
+			out->session_token = mt_strdup(tok);
+	}
+	out->region = mt_strdup(reg);
+	out->profile = mt_strdup(prof);
+	if (ep)
+		out->endpoint = mt_strdup(ep);
+	int bad = !out->region || !out->profile || (ep && !out->endpoint) ||
+		  (ak && (!out->access_key || !out->secret_key || (tok && !out->session_token)));
+	return bad ? MT_ENOMEM : 0;
+}
+
 int mt_s3_config_resolve(const char *profile, const char *region, const char *endpoint,
 			 mt_s3_config *out, mt_error *err)
 {
 	memset(out, 0, sizeof *out);
 	int explicit_profile = profile && *profile;
-	const char *prof = explicit_profile ? profile : env_nonempty("AWS_PROFILE");
-	if (!prof)
-		prof = "default";
+	const char *prof = arg_env(profile, "AWS_PROFILE", NULL, "default");
 	profile_vals pv = {0};
 	int rc = profile_read(prof, &pv, err);
-	if (rc) {
-		profile_vals_free(&pv);
-		return rc;
-	}
-	const char *ak = env_nonempty("AWS_ACCESS_KEY_ID");
-	const char *sk = env_nonempty("AWS_SECRET_ACCESS_KEY");
-	/* As in the AWS CLI: environment credentials win unless a profile was
-	 * named for this store, and they come as a pair. */
-	int use_env = !explicit_profile && ak && sk;
-	const char *reg = region && *region ? region : env_nonempty("AWS_REGION");
-	if (!reg)
-		reg = env_nonempty("AWS_DEFAULT_REGION");
-	if (!reg)
-		reg = pv.region ? pv.region : "us-east-1";
-	const char *ep = endpoint && *endpoint ? endpoint : env_nonempty("AWS_ENDPOINT_URL_S3");
-	if (!ep)
-		ep = env_nonempty("AWS_ENDPOINT_URL");
-	if (!ep)
-		ep = pv.s3_endpoint ? pv.s3_endpoint : pv.endpoint;
-	const char *tok = use_env ? env_nonempty("AWS_SESSION_TOKEN") : pv.session_token;
-	if (use_env) {
-		out->access_key = mt_strdup(ak);
-		out->secret_key = mt_strdup(sk);
-	} else if (pv.access_key && pv.secret_key) {
-		out->access_key = mt_strdup(pv.access_key);
-		out->secret_key = mt_strdup(pv.secret_key);
-	} else if (pv.access_key || pv.secret_key) {
-		rc = mt_err(err, MT_EINVAL,
-			    "AWS profile %s has only one of aws_access_key_id and "
-			    "aws_secret_access_key",
-			    prof);
-	}
+	const char *ak, *sk, *tok;
+	if (!rc)
+		rc = pick_keys(explicit_profile, prof, &pv, &ak, &sk, &tok, err);
 	if (!rc) {
-		out->region = mt_strdup(reg);
-		out->profile = mt_strdup(prof);
-		if (ep)
-			out->endpoint = mt_strdup(ep);
-		if (tok && out->access_key)
-			out->session_token = mt_strdup(tok);
-		if (!out->region || !out->profile || (ep && !out->endpoint) ||
-		    (tok && out->access_key && !out->session_token) ||
-		    ((use_env || pv.access_key) && (!out->access_key || !out->secret_key)))
+		const char *reg = arg_env(region, "AWS_REGION", "AWS_DEFAULT_REGION",
+					  pv.region ? pv.region : "us-east-1");
+		const char *ep = arg_env(endpoint, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",
+					 pv.s3_endpoint ? pv.s3_endpoint : pv.endpoint);
+		if (config_fill(out, ak, sk, tok, reg, ep, prof))
 			rc = mt_err(err, MT_ENOMEM, "out of memory resolving S3 configuration");
 	}
 	profile_vals_free(&pv);
@@ -353,6 +401,131 @@ static int buf_str(mt_buf *b, const char *s)
 	return mt_buf_append(b, s, strlen(s));
 }
 
+/* Append each string in turn up to the NULL that ends the list. */
+static int buf_cat(mt_buf *b, ...)
+{
+	va_list ap;
+	va_start(ap, b);
+	int bad = 0;
+	for (const char *s; !bad && (s = va_arg(ap, const char *));)
+		bad = buf_str(b, s);
+	va_end(ap);
+	return bad ? MT_ENOMEM : 0;
+}
+
+/* The canonical query: encoded names and values, sorted, "a=1&b=". */
+static int canonical_query(const mt_sigv4_req *r, char **out)
+{
+	size_t nq = r->nquery;
+	pair *q = calloc(nq ? nq : 1, sizeof *q);
+	mt_buf qs = {0};
+	int bad = !q;
+	for (size_t i = 0; !bad && i < nq; i++)
+		bad = !(q[i].name = mt_uri_encode(r->query[i].name, 0)) ||
+		      !(q[i].value = mt_uri_encode(r->query[i].value, 0));
+	if (!bad)
+		qsort(q, nq, sizeof *q, pair_cmp);
+	for (size_t i = 0; !bad && i < nq; i++)
+		bad = buf_cat(&qs, i ? "&" : "", q[i].name, "=", q[i].value, (char *)NULL);
+	bad = bad || mt_buf_append(&qs, "", 1);
+	pairs_free(q, nq);
+	if (bad) {
+		mt_buf_free(&qs);
+		return MT_ENOMEM;
+	}
+	*out = (char *)qs.data;
+	return 0;
+}
+
+/* The headers to sign: the caller's and ours, names lower-case, values
+ * trimmed, sorted by name; *h holds r->nheaders + 4 slots. */
+static int canonical_headers(const mt_sigv4_req *r, const char *amzdate, const char *token,
+			     pair **h, size_t *n)
+{
+	*n = 0;
+	if (!(*h = calloc(r->nheaders + 4, sizeof **h)))
+		return MT_ENOMEM;
+	pair *p = *h;
+	const char *fixed[][2] = {{"host", r->host},
+				  {"x-amz-date", amzdate},
+				  {"x-amz-content-sha256", r->payload_sha256},
+				  {"x-amz-security-token", token}};
+	for (size_t i = 0; i < 4; i++) {
+		if (!fixed[i][1])
+			continue;
+		if (!(p[*n].name = mt_strdup(fixed[i][0])) ||
+		    !(p[*n].value = header_value(fixed[i][1])))
+			return MT_ENOMEM;
+		(*n)++;
+	}
+	for (size_t i = 0; i < r->nheaders; i++, (*n)++) {
+		if (!(p[*n].name = mt_strdup(r->headers[i].name)) ||
+		    !(p[*n].value = header_value(r->headers[i].value)))
+			return MT_ENOMEM;
+		for (char *c = p[*n].name; *c; c++)
+			*c = (char)tolower((unsigned char)*c);
+	}
+	qsort(p, *n, sizeof *p, pair_cmp);
+	return 0;
+}
+
+/* The signed-headers list ("host;range;...") and the canonical request,
+ * both NUL-terminated. */
+static int canonical_request(const mt_sigv4_req *r, const mt_sigv4_out *out, const pair *h,
+			     size_t n, mt_buf *sh, mt_buf *creq)
+{
+	int bad = 0;
+	for (size_t i = 0; !bad && i < n; i++)
+		bad = buf_cat(sh, i ? ";" : "", h[i].name, (char *)NULL);
+	bad = bad || mt_buf_append(sh, "", 1) ||
+	      buf_cat(creq, r->method, "\n", out->path, "\n", out->query, "\n", (char *)NULL);
+	for (size_t i = 0; !bad && i < n; i++)
+		bad = buf_cat(creq, h[i].name, ":", h[i].value, "\n", (char *)NULL);
+	bad = bad || buf_cat(creq, "\n", (const char *)sh->data, "\n", r->payload_sha256,
+			     (char *)NULL);
+	return bad ? MT_ENOMEM : 0;
+}
+
+/* The signature of the string to sign, in hex:
+ * kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, day), region), "s3"), "aws4_request") */
+static int signature(const mt_s3_config *c, const char *day, const char *sts, char sighex[65])
+{
+	unsigned char key[32], sig[32];
+	char *seed = mt_asprintf("AWS4%s", c->secret_key ? c->secret_key : "");
+	int bad = !seed || hmac(seed, strlen(seed), day, key) || hmac(key, 32, c->region, key) ||
+		  hmac(key, 32, "s3", key) || hmac(key, 32, "aws4_request", key) ||
+		  hmac(key, 32, sts, sig);
+	if (seed)
+		OPENSSL_cleanse(seed, strlen(seed));
+	free(seed);
+	OPENSSL_cleanse(key, sizeof key);
+	if (bad)
+		return MT_EIO;
+	to_hex(sig, 32, sighex);
+	return 0;
+}
+
+/* The header lines to send; Authorization only when sighex is set. */
+static int out_headers(const mt_s3_config *c, const mt_sigv4_req *r, const char *amzdate,
+		       const char *token, const char *scope, const char *signed_headers,
+		       const char *sighex, mt_sigv4_out *out)
+{
+	size_t k = 0;
+	char **hd = out->headers;
+	if (!(hd[k++] = mt_asprintf("x-amz-date: %s", amzdate)) ||
+	    !(hd[k++] = mt_asprintf("x-amz-content-sha256: %s", r->payload_sha256)))
+		return MT_ENOMEM;
+	if (token && !(hd[k++] = mt_asprintf("x-amz-security-token: %s", token)))
+		return MT_ENOMEM;
+	if (sighex[0] &&
+	    !(hd[k++] = mt_asprintf("Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, "
+				    "SignedHeaders=%s, Signature=%s",
+				    c->access_key, scope, signed_headers, sighex)))
+		return MT_ENOMEM;
+	out->nheaders = k;
+	return 0;
+}
+
 int mt_sigv4_sign(const mt_s3_config *c, const mt_sigv4_req *r, mt_sigv4_out *out,
 		  mt_error *err)
 {
@@ -364,125 +537,38 @@ int mt_sigv4_sign(const mt_s3_config *c, const mt_sigv4_req *r, mt_sigv4_out *ou
 	memcpy(day, amzdate, 8);
 	day[8] = '\0';
 
-	int rc = MT_ENOMEM;
-	mt_buf creq = {0}, sts = {0}, sh = {0}, qs = {0};
-	size_t nh = r->nheaders + 4, nq = r->nquery;
-	pair *h = calloc(nh, sizeof *h), *q = calloc(nq ? nq : 1, sizeof *q);
-	char *scope = NULL;
-	if (!h || !q)
-		goto out;
-
-	/* Canonical query: encoded names and values, sorted. */
-	for (size_t i = 0; i < nq; i++)
-		if (!(q[i].name = mt_uri_encode(r->query[i].name, 0)) ||
-		    !(q[i].value = mt_uri_encode(r->query[i].value, 0)))
-			goto out;
-	qsort(q, nq, sizeof *q, pair_cmp);
-	for (size_t i = 0; i < nq; i++)
-		if ((i && buf_str(&qs, "&")) || buf_str(&qs, q[i].name) || buf_str(&qs, "=") ||
-		    buf_str(&qs, q[i].value))
-			goto out;
-	if (mt_buf_append(&qs, "", 1))
-		goto out;
-	out->query = (char *)qs.data;
-	qs = (mt_buf){0};
-	if (!(out->path = mt_uri_encode(r->path, 1)))
-		goto out;
-
-	/* Canonical headers: the caller's plus ours, lower-case, sorted. */
-	size_t n = 0;
 	const char *token = c->access_key ? c->session_token : NULL;
-	const char *fixed[][2] = {{"host", r->host},
-				  {"x-amz-date", amzdate},
-				  {"x-amz-content-sha256", r->payload_sha256},
-				  {"x-amz-security-token", token}};
-	for (size_t i = 0; i < 4; i++) {
-		if (!fixed[i][1])
-			continue;
-		if (!(h[n].name = mt_strdup(fixed[i][0])) ||
-		    !(h[n].value = header_value(fixed[i][1])))
-			goto out;
-		n++;
-	}
-	for (size_t i = 0; i < r->nheaders; i++, n++) {
-		if (!(h[n].name = mt_strdup(r->headers[i].name)) ||
-		    !(h[n].value = header_value(r->headers[i].value)))
-			goto out;
-		for (char *p = h[n].name; *p; p++)
-			*p = (char)tolower((unsigned char)*p);
-	}
-	qsort(h, n, sizeof *h, pair_cmp);
-	for (size_t i = 0; i < n; i++)
-		if ((i && buf_str(&sh, ";")) || buf_str(&sh, h[i].name))
-			goto out;
-	if (mt_buf_append(&sh, "", 1))
-		goto out;
-
-	if (buf_str(&creq, r->method) || buf_str(&creq, "\n") || buf_str(&creq, out->path) ||
-	    buf_str(&creq, "\n") || buf_str(&creq, out->query) || buf_str(&creq, "\n"))
-		goto out;
-	for (size_t i = 0; i < n; i++)
-		if (buf_str(&creq, h[i].name) || buf_str(&creq, ":") || buf_str(&creq, h[i].value) ||
-		    buf_str(&creq, "\n"))
-			goto out;
-	if (buf_str(&creq, "\n") || buf_str(&creq, (char *)sh.data) || buf_str(&creq, "\n") ||
-	    buf_str(&creq, r->payload_sha256))
-		goto out;
-
-	char creq_hex[MT_SHA256_HEX];
-	if ((rc = mt_sha256_hex(creq.data, creq.len, creq_hex, err)))
-		goto out;
-	rc = MT_ENOMEM;
-	if (!(scope = mt_asprintf("%s/%s/s3/aws4_request", day, c->region)))
-		goto out;
-	if (buf_str(&sts, "AWS4-HMAC-SHA256\n") || buf_str(&sts, amzdate) ||
-	    buf_str(&sts, "\n") || buf_str(&sts, scope) || buf_str(&sts, "\n") ||
-	    buf_str(&sts, creq_hex) || mt_buf_append(&sts, "", 1))
-		goto out;
-
-	size_t k = 0;
-	if (!(out->headers[k++] = mt_asprintf("x-amz-date: %s", amzdate)) ||
-	    !(out->headers[k++] = mt_asprintf("x-amz-content-sha256: %s", r->payload_sha256)))
-		goto out;
-	if (token && !(out->headers[k++] = mt_asprintf("x-amz-security-token: %s", token)))
-		goto out;
-	if (c->access_key) {
-		/* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, day), region), "s3"), "aws4_request") */
-		unsigned char key[32], sig[32];
-		char sighex[65];
-		char *seed = mt_asprintf("AWS4%s", c->secret_key ? c->secret_key : "");
-		int bad = !seed || hmac(seed, strlen(seed), day, key) ||
-			  hmac(key, 32, c->region, key) || hmac(key, 32, "s3", key) ||
-			  hmac(key, 32, "aws4_request", key) ||
-			  hmac(key, 32, (char *)sts.data, sig);
-		if (seed)
-			OPENSSL_cleanse(seed, strlen(seed));
-		free(seed);
-		OPENSSL_cleanse(key, sizeof key);
-		if (bad) {
-			rc = mt_err(err, MT_EIO, "sigv4: HMAC-SHA256 failed");
-			goto out;
-		}
-		to_hex(sig, 32, sighex);
-		if (!(out->headers[k++] = mt_asprintf(
-			      "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, "
-			      "Signature=%s",
-			      c->access_key, scope, (char *)sh.data, sighex)))
-			goto out;
-	}
-	out->nheaders = k;
-	rc = 0;
-out:
+	mt_buf creq = {0}, sts = {0}, sh = {0};
+	pair *h = NULL;
+	size_t nh = 0;
+	char *scope = NULL, creq_hex[MT_SHA256_HEX], sighex[65] = "";
+	int rc = canonical_query(r, &out->query);
+	if (!rc && !(out->path = mt_uri_encode(r->path, 1)))
+		rc = MT_ENOMEM;
+	if (!rc)
+		rc = canonical_headers(r, amzdate, token, &h, &nh);
+	if (!rc)
+		rc = canonical_request(r, out, h, nh, &sh, &creq);
+	if (!rc)
+		rc = mt_sha256_hex(creq.data, creq.len, creq_hex, err);
+	if (!rc && !(scope = mt_asprintf("%s/%s/s3/aws4_request", day, c->region)))
+		rc = MT_ENOMEM;
+	if (!rc && (buf_cat(&sts, "AWS4-HMAC-SHA256\n", amzdate, "\n", scope, "\n", creq_hex,
+			    (char *)NULL) ||
+		    mt_buf_append(&sts, "", 1)))
+		rc = MT_ENOMEM;
+	if (!rc && c->access_key && signature(c, day, (const char *)sts.data, sighex))
+		rc = mt_err(err, MT_EIO, "sigv4: HMAC-SHA256 failed");
+	if (!rc)
+		rc = out_headers(c, r, amzdate, token, scope, (const char *)sh.data, sighex, out);
 	if (rc == MT_ENOMEM)
 		mt_err(err, MT_ENOMEM, "sigv4: out of memory");
 	if (rc)
 		mt_sigv4_out_free(out);
-	pairs_free(h, nh);
-	pairs_free(q, nq);
+	pairs_free(h, r->nheaders + 4);
 	mt_buf_free(&creq);
 	mt_buf_free(&sts);
 	mt_buf_free(&sh);
-	mt_buf_free(&qs);
 	free(scope);
 	return rc;
 }

@@ -211,6 +211,111 @@ static int mem_fetch(cache_store *c, const char *key, const char *name, const me
 	return rc;
 }
 
+/* path opened and locked (flock, exclusive); -1 with errno set when not. */
+static int lock_file(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Room for size more bytes, made and claimed under one lock for the whole
+ * directory: the temporary file (*tmp, open as *fd) gets its full size at
+ * once, and evict counts temporary files, so concurrent downloads cannot
+ * overshoot the cap.  The caller removes *tmp and closes *fd. */
+static int claim_space(cache_store *c, const char *name, uint64_t size, char **tmp, int *fd,
+		       mt_error *err)
+{
+	char *space = mt_asprintf("%s/.locks/.space", c->dir);
+	int sfd = space ? lock_file(space) : -1;
+	int rc = 0;
+	if (sfd < 0)
+		rc = mt_err(err, MT_EIO, "cache %s: lock %s: %s", c->dir, space ? space : "",
+			    strerror(errno));
+	free(space);
+	if (!rc)
+		rc = evict(c, size, err);
+	/* Written under a unique name, then renamed: nobody sees half a file. */
+	*tmp = rc ? NULL : mt_asprintf("%s/.tmp.%s.XXXXXX", c->dir, name);
+	*fd = *tmp ? mkstemp(*tmp) : -1;
+	if (!rc && (*fd < 0 || ftruncate(*fd, (off_t)size) != 0))
+		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+	if (sfd >= 0)
+		close(sfd);
+	return rc;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t left)
+{
+	while (left) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		left -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The downloaded bytes into the temporary file, made durable, then renamed
+ * to path; fd is closed. */
+static int install(cache_store *c, const char *name, int fd, const char *tmp, const char *path,
+		   const void *data, size_t len, mt_error *err)
+{
+	int rc = 0;
+	if (write_all(fd, data, len))
+		rc = mt_err(err, MT_EIO, "cache %s: writing %s: %s", c->dir, name, strerror(errno));
+	fchmod(fd, 0644);
+	/* A crash must not leave a short file under the final name. */
+	if (!rc && fsync(fd) != 0)
+		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+	if (close(fd) != 0 && !rc)
+		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+	if (!rc && rename(tmp, path) != 0)
+		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+	return rc;
+}
+
+/* Download key into the cache as path, the shard's lock held. */
+static int fetch_locked(cache_store *c, const char *key, const char *name, const char *path,
+			mt_error *err)
+{
+	uint64_t size = 0;
+	int rc = mt_store_head(c->inner, key, &size, NULL, err);
+	if (!rc && size > c->cap)
+		rc = mt_err(err, MT_ERANGE,
+			    "cache %s: %s is %llu bytes, more than the whole cache (%llu bytes); "
+			    "raise the cache size",
+			    c->dir, key, (unsigned long long)size, (unsigned long long)c->cap);
+	char *tmp = NULL;
+	int fd = -1;
+	if (!rc)
+		rc = claim_space(c, name, size, &tmp, &fd, err);
+	void *data = NULL;
+	size_t got = 0;
+	if (!rc)
+		rc = download(c, key, name, &data, &got, err);
+	if (!rc && got != size)
+		rc = mt_err(err, MT_EIO, "%s changed size while being cached (%zu bytes, %llu "
+			    "announced)", key, got, (unsigned long long)size);
+	if (!rc)
+		rc = install(c, name, fd, tmp, path, data, got, err);
+	else if (fd >= 0)
+		close(fd);
+	if (rc && tmp)
+		unlink(tmp);
+	free(tmp);
+	free(data);
+	return rc;
+}
+
 /* Download key into the cache unless it is there; its path in *path. */
 static int fetch(cache_store *c, const char *key, const char *name, char **path, mt_error *err)
 {
@@ -227,78 +332,13 @@ static int fetch(cache_store *c, const char *key, const char *name, char **path,
 	}
 	/* One downloader per shard across threads and processes; the others
 	 * wait and then find it in place. */
-	int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int lfd = lock_file(lock);
 	int rc = 0;
-	if (lfd < 0 || flock(lfd, LOCK_EX) != 0)
+	if (lfd < 0)
 		rc = mt_err(err, MT_EIO, "cache %s: lock %s: %s", c->dir, lock, strerror(errno));
 	free(lock);
-	if (!rc && utimensat(AT_FDCWD, *path, NULL, 0) == 0) {
-		close(lfd);
-		return 0;
-	}
-	uint64_t size = 0;
-	void *data = NULL;
-	size_t got = 0;
-	if (!rc)
-		rc = mt_store_head(c->inner, key, &size, NULL, err);
-	if (!rc && size > c->cap)
-		rc = mt_err(err, MT_ERANGE,
-			    "cache %s: %s is %llu bytes, more than the whole cache (%llu bytes); "
-			    "raise the cache size",
-			    c->dir, key, (unsigned long long)size, (unsigned long long)c->cap);
-	/* Room is made and claimed under one lock for the whole directory: the
-	 * temporary file gets its full size at once, and evict counts
-	 * temporary files, so concurrent downloads cannot overshoot the cap. */
-	char *space = rc ? NULL : mt_asprintf("%s/.locks/.space", c->dir);
-	int sfd = space ? open(space, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
-	if (!rc && (sfd < 0 || flock(sfd, LOCK_EX) != 0))
-		rc = mt_err(err, MT_EIO, "cache %s: lock %s: %s", c->dir, space ? space : "",
-			    strerror(errno));
-	free(space);
-	if (!rc)
-		rc = evict(c, size, err);
-	/* Written under a unique name, then renamed: nobody sees half a file. */
-	char *tmp = rc ? NULL : mt_asprintf("%s/.tmp.%s.XXXXXX", c->dir, name);
-	int fd = tmp ? mkstemp(tmp) : -1;
-	if (!rc && (fd < 0 || ftruncate(fd, (off_t)size) != 0))
-		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
-	if (sfd >= 0)
-		close(sfd);
-	if (!rc)
-		rc = download(c, key, name, &data, &got, err);
-	if (!rc && got != size)
-		rc = mt_err(err, MT_EIO, "%s changed size while being cached (%zu bytes, %llu "
-			    "announced)", key, got, (unsigned long long)size);
-	if (tmp && fd >= 0) {
-		const uint8_t *p = data;
-		size_t left = rc ? 0 : got;
-		while (left && !rc) {
-			ssize_t w = write(fd, p, left);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				rc = mt_err(err, MT_EIO, "cache %s: writing %s: %s", c->dir, name,
-					    strerror(errno));
-			else {
-				p += w;
-				left -= (size_t)w;
-			}
-		}
-		fchmod(fd, 0644);
-		/* A crash must not leave a short file under the final name. */
-		if (!rc && fsync(fd) != 0)
-			rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
-		if (close(fd) != 0 && !rc)
-			rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
-		if (!rc && rename(tmp, *path) != 0)
-			rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
-		if (rc)
-			unlink(tmp);
-	} else if (tmp) {
-		unlink(tmp);
-	}
-	free(tmp);
-	free(data);
+	if (!rc && utimensat(AT_FDCWD, *path, NULL, 0) != 0)
+		rc = fetch_locked(c, key, name, *path, err);
 	if (lfd >= 0)
 		close(lfd);
 	return rc;
@@ -337,18 +377,32 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
 	return 0;
 }
 
+/* Where key is read from: *name NULL for the inner store (not a shard,
+ * or too big for the memory cache), else the shard's name and, in memory,
+ * its entry in *e. */
+static int cache_route(cache_store *c, const char *key, const char **name, const mem_entry **e,
+		       mt_error *err)
+{
+	*e = NULL;
+	*name = shard_name(key);
+	if (!*name || c->dir)
+		return 0;
+	int rc = mem_fetch(c, key, *name, e, err);
+	if (!rc && !*e)
+		*name = NULL;
+	return rc;
+}
+
 static int cache_get(mt_store *st, const char *key, uint64_t offset, uint64_t len, void **data,
 		     size_t *got, mt_error *err)
 {
 	cache_store *c = (cache_store *)st;
-	const char *name = shard_name(key);
-	const mem_entry *e = NULL;
-	if (name && !c->dir) {
-		int rc = mem_fetch(c, key, name, &e, err);
-		if (rc)
-			return rc;
-	}
-	if (!name || (!c->dir && !e))
+	const char *name;
+	const mem_entry *e;
+	int rc = cache_route(c, key, &name, &e, err);
+	if (rc)
+		return rc;
+	if (!name)
 		return c->inner->ops->get(c->inner, key, offset, len, data, got, err);
 	if (e) {
 		if (offset > e->size || (len != UINT64_MAX && len > e->size - offset))
@@ -361,8 +415,8 @@ static int cache_get(mt_store *st, const char *key, uint64_t offset, uint64_t le
 		*got = n;
 		return 0;
 	}
-	int fd, rc = cached_open(c, key, name, &fd, err);
-	if (rc)
+	int fd;
+	if ((rc = cached_open(c, key, name, &fd, err)))
 		return rc;
 	struct stat sb;
 	uint64_t size = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
@@ -389,14 +443,12 @@ static int cache_read(mt_store *st, const char *key, uint64_t offset, void *buf,
 		      mt_error *err)
 {
 	cache_store *c = (cache_store *)st;
-	const char *name = shard_name(key);
-	const mem_entry *e = NULL;
-	if (name && !c->dir) {
-		int rc = mem_fetch(c, key, name, &e, err);
-		if (rc)
-			return rc;
-	}
-	if (!name || (!c->dir && !e))
+	const char *name;
+	const mem_entry *e;
+	int rc = cache_route(c, key, &name, &e, err);
+	if (rc)
+		return rc;
+	if (!name)
 		return c->inner->ops->read(c->inner, key, offset, buf, len, err);
 	if (e) {
 		if (offset > e->size || len > e->size - offset)
@@ -405,8 +457,8 @@ static int cache_read(mt_store *st, const char *key, uint64_t offset, void *buf,
 		memcpy(buf, e->data + offset, len);
 		return 0;
 	}
-	int fd, rc = cached_open(c, key, name, &fd, err);
-	if (rc)
+	int fd;
+	if ((rc = cached_open(c, key, name, &fd, err)))
 		return rc;
 	if (pread_all(fd, buf, len, offset))
 		rc = mt_err(err, MT_ERANGE, "%s: %zu bytes at %llu are past its end", key, len,

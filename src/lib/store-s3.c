@@ -12,6 +12,7 @@
 
 #include "codec.h"
 #include "s3-auth.h"
+#include "s3-classify.h"
 #include "s3-xml.h"
 #include "store.h"
 
@@ -90,43 +91,22 @@ static void curl_init(void)
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static void s3_log(s3_store *s, const char *fmt, ...) MT_PRINTF(2, 3);
-static void s3_log(s3_store *s, const char *fmt, ...)
-{
-	if (!s->log)
-		return;
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	char *clean = mt_s3_redact(&s->cfg, line);
-	s->log(s->log_ud, clean ? clean : "(log line dropped: out of memory)");
-	free(clean);
-}
-
 /* The full key in the bucket. */
 static char *full_key(const s3_store *s, const char *key)
 {
 	return mt_asprintf("%s%s", s->prefix, key);
 }
 
-static int64_t parse_http_date(const char *v)
+/* A time S3 sends, as seconds since the epoch; 0 when it does not parse.
+ * Last-Modified is RFC 7231's IMF-fixdate (HTTP_DATE), ListObjectsV2's
+ * LastModified ISO 8601 (ISO_DATE: 2009-10-12T17:50:30.000Z). */
+#define HTTP_DATE "%a, %d %b %Y %H:%M:%S"
+#define ISO_DATE "%Y-%m-%dT%H:%M:%S"
+static int64_t parse_date(const char *v, const char *fmt)
 {
 	struct tm tm;
 	memset(&tm, 0, sizeof tm);
-	/* RFC 7231 IMF-fixdate, as S3 sends in Last-Modified. */
-	if (!strptime(v, "%a, %d %b %Y %H:%M:%S", &tm))
-		return 0;
-	return (int64_t)timegm(&tm);
-}
-
-static int64_t parse_iso_date(const char *v)
-{
-	struct tm tm;
-	memset(&tm, 0, sizeof tm);
-	/* ListObjectsV2's LastModified: 2009-10-12T17:50:30.000Z */
-	if (!strptime(v, "%Y-%m-%dT%H:%M:%S", &tm))
+	if (!strptime(v, fmt, &tm))
 		return 0;
 	return (int64_t)timegm(&tm);
 }
@@ -240,7 +220,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 		if (r->out && r->length < SIZE_MAX && r->length > r->out->cap - r->out->len)
 			(void)mt_buf_reserve(r->out, (size_t)r->length);
 	} else if (!strcasecmp(line, "last-modified")) {
-		r->mtime = parse_http_date(v);
+		r->mtime = parse_date(v, HTTP_DATE);
 	} else if (!strcasecmp(line, "etag")) {
 		snprintf(r->etag, sizeof r->etag, "%s", v);
 	}
@@ -268,224 +248,281 @@ static int on_seek(void *ud, curl_off_t offset, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
-/* The S3 error code and message of an error answer, into code/msg. */
-static void error_fields(const s3_req *r, char *code, size_t ncode, char *msg, size_t nmsg)
+/* S3's <Code> or <Message> of an error answer, "" when it has none. */
+static void error_field(const s3_req *r, const char *name, char *out, size_t n)
 {
 	mt_xml_span all = {(const char *)r->errbody.data, r->errbody.len};
-	char *c = r->errbody.len ? mt_xml_get(all, "Code") : NULL;
-	char *m = r->errbody.len ? mt_xml_get(all, "Message") : NULL;
-	snprintf(code, ncode, "%s", c ? c : "");
-	snprintf(msg, nmsg, "%s", m ? m : "");
-	free(c);
-	free(m);
+	char *v = r->errbody.len ? mt_xml_get(all, name) : NULL;
+	snprintf(out, n, "%s", v ? v : "");
+	free(v);
 }
 
-static int status_code(long status, const char *s3code)
+/* Replace a message by its copy with secrets taken out, or by `instead`
+ * when there is no memory for the copy: it never stays as it was. */
+static void redact_in_place(const s3_store *s, char *text, size_t cap, const char *instead)
 {
-	if (status == 404)
-		return MT_ENOTFOUND;
-	if (status == 401 || status == 403)
-		return MT_EAUTH;
-	if (status == 412 || (status == 409 && !strcmp(s3code, "ConditionalRequestConflict")))
-		return MT_EEXIST;
-	if (status == 416)
-		return MT_ERANGE;
-	if (status == 501)
-		return MT_EUNSUPPORTED;
-	return MT_EIO;
+	char *clean = mt_s3_redact(&s->cfg, text);
+	snprintf(text, cap, "%s", clean ? clean : instead);
+	free(clean);
 }
 
-static int retryable_status(long status, const char *s3code)
+static void s3_log(s3_store *s, const char *fmt, ...) MT_PRINTF(2, 3);
+static void s3_log(s3_store *s, const char *fmt, ...)
 {
-	return status >= 500 || status == 429 || !strcmp(s3code, "SlowDown") ||
-	       !strcmp(s3code, "RequestTimeout") || !strcmp(s3code, "InternalError");
+	if (!s->log)
+		return;
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	redact_in_place(s, line, sizeof line, "(log line dropped: out of memory)");
+	s->log(s->log_ud, line);
 }
 
-static int retryable_curl(CURLcode rc)
+/* What a request needs on every attempt: its path in the bucket and the
+ * hash of its body. */
+typedef struct s3_target {
+	char *path;
+	const char *payload;
+	char hash[MT_SHA256_HEX];
+} s3_target;
+
+static int target_init(s3_store *s, const s3_req *r, s3_target *t, mt_error *err)
 {
-	switch (rc) {
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_GOT_NOTHING:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return 1;
-	default:
-		return 0;
+	char *key = r->key ? full_key(s, r->key) : NULL;
+	t->path = r->key ? (key ? mt_asprintf("%s/%s", s->path0, key) : NULL)
+			 : mt_asprintf("%s/", s->path0);
+	free(key);
+	if (!t->path)
+		return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+	t->payload = r->body_sha256;
+	if (!t->payload && r->body_len) {
+		int rc = mt_sha256_hex(r->body, r->body_len, t->hash, err);
+		if (rc)
+			return rc;
+		t->payload = t->hash;
+	} else if (!t->payload) {
+		t->payload = EMPTY_SHA256;
 	}
+	return 0;
+}
+
+/* How the last sending of a request went. */
+typedef struct s3_outcome {
+	mt_s3_verdict v;
+	int attempt;
+	CURLcode cc;
+	char curl_msg[CURL_ERROR_SIZE];
+} s3_outcome;
+
+/* Forget the previous attempt's answer. */
+static void req_reset(s3_req *r)
+{
+	r->status = 0;
+	r->dst_len = r->sent = 0;
+	r->have_length = r->overflow = 0;
+	r->etag[0] = r->s3code[0] = '\0';
+	r->errbody.len = 0;
+	if (r->out)
+		r->out->len = 0;
+}
+
+/* The signed URL and header lines of one attempt (signatures carry the time). */
+static int req_sign(s3_store *s, const s3_req *r, const s3_target *t, char **url,
+		    struct curl_slist **h, mt_error *err)
+{
+	mt_sigv4_req sr = {r->method, s->host, t->path, r->query, r->nquery, r->hdrs, r->nhdrs,
+			   t->payload, time(NULL)};
+	mt_sigv4_out so = {0};
+	int rc = mt_sigv4_sign(&s->cfg, &sr, &so, err);
+	if (rc)
+		return rc;
+	*url = mt_asprintf("%s%s%s%s", s->origin, so.path, so.query[0] ? "?" : "", so.query);
+	struct curl_slist *h2;
+	int ok = *url != NULL;
+	for (size_t i = 0; ok && i < so.nheaders; i++)
+		ok = (h2 = curl_slist_append(*h, so.headers[i])) && (*h = h2);
+	for (size_t i = 0; ok && i < r->nhdrs; i++) {
+		char *line = mt_asprintf("%s: %s", r->hdrs[i].name, r->hdrs[i].value);
+		ok = line && (h2 = curl_slist_append(*h, line)) && (*h = h2);
+		free(line);
+	}
+	/* No "Expect: 100-continue" round trip before each body. */
+	ok = ok && (h2 = curl_slist_append(*h, "Expect:")) && (*h = h2);
+	mt_sigv4_out_free(&so);
+	if (!ok)
+		return mt_err(err, MT_ENOMEM, "store %s: %s %s: out of memory", s->base.url,
+			      r->method, r->key ? r->key : "(bucket)");
+	return 0;
+}
+
+static void req_setopts(const s3_store *s, s3_req *r, CURL *c, const char *url,
+			struct curl_slist *h, char *curl_msg)
+{
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_msg);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+	/* A stalled transfer is abandoned and retried, a slow one is not. */
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (s->ca_bundle)
+		curl_easy_setopt(c, CURLOPT_CAINFO, s->ca_bundle);
+	if (s->insecure) {
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (!strcmp(r->method, "HEAD")) {
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	} else if (!strcmp(r->method, "PUT") || !strcmp(r->method, "POST")) {
+		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, r);
+		curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(c, CURLOPT_SEEKDATA, r);
+		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
+		if (!strcmp(r->method, "POST"))
+			curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");
+	} else if (strcmp(r->method, "GET") != 0) {
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
+	}
+}
+
+/* The transfer on a pooled handle; milliseconds it took. */
+static double req_perform(s3_store *s, s3_req *r, CURL *c, s3_outcome *o)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r->curl = c;
+	o->cc = curl_easy_perform(c);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	handle_put(s, c, o->cc == CURLE_OK);
+	r->curl = NULL;
+	return (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+}
+
+/* Sign and send r once; its answer in r, how it went in o.  Fails only
+ * when the request could not be sent at all (memory, signing). */
+static int req_send(s3_store *s, s3_req *r, const s3_target *t, s3_outcome *o, mt_error *err)
+{
+	req_reset(r);
+	char *url = NULL;
+	struct curl_slist *h = NULL;
+	int rc = req_sign(s, r, t, &url, &h, err);
+	CURL *c = rc ? NULL : handle_get(s);
+	if (!rc && !c)
+		rc = mt_err(err, MT_ENOMEM, "store %s: %s %s: out of memory", s->base.url,
+			    r->method, r->key ? r->key : "(bucket)");
+	if (!rc) {
+		o->curl_msg[0] = '\0';
+		req_setopts(s, r, c, url, h, o->curl_msg);
+		double ms = req_perform(s, r, c, o);
+		error_field(r, "Code", r->s3code, sizeof r->s3code);
+		char result[CURL_ERROR_SIZE + 160];
+		if (o->cc != CURLE_OK)
+			snprintf(result, sizeof result, "%s",
+				 o->curl_msg[0] ? o->curl_msg : curl_easy_strerror(o->cc));
+		else
+			snprintf(result, sizeof result, "%ld%s%s", r->status,
+				 r->s3code[0] ? " " : "", r->s3code);
+		s3_log(s, "%s %s -> %s (attempt %d, %.1f ms)", r->method, url, result, o->attempt,
+		       ms);
+	}
+	curl_slist_free_all(h);
+	free(url);
+	return rc;
+}
+
+/* Send r until it succeeds, fails for good, or has used all its
+ * attempts; the verdict on the last answer in o->v. */
+static int req_exchange(s3_store *s, s3_req *r, s3_outcome *o, mt_error *err)
+{
+	s3_target t = {0};
+	int rc = target_init(s, r, &t, err);
+	for (o->attempt = 1; !rc; o->attempt++) {
+		if ((rc = req_send(s, r, &t, o, err)))
+			break;
+		mt_s3_answer a = {o->cc, r->status, r->s3code, r->overflow, r->allow_404};
+		o->v = mt_s3_classify(&a);
+		if (o->v.ok || !o->v.again || o->attempt >= s->max_attempts)
+			break;
+		backoff(o->attempt);
+	}
+	free(t.path);
+	return rc;
+}
+
+/* A refused HEAD has no body to say why; a GET of the same resource (one
+ * byte of an object, no keys of a bucket) is refused the same way and
+ * does: SignatureDoesNotMatch, InvalidAccessKeyId, ... */
+static void head_probe(s3_store *s, s3_req *r, const s3_outcome *o)
+{
+	if (strcmp(r->method, "HEAD") != 0 || o->cc != CURLE_OK || r->s3code[0] ||
+	    (r->status != 400 && r->status != 403))
+		return;
+	mt_buf ignored = {0};
+	s3_req g = {.method = "GET", .key = r->key, .allow_404 = 1, .out = &ignored};
+	if (r->key)
+		g.hdrs[g.nhdrs++] = (mt_kv){"range", "bytes=0-0"};
+	else
+		g.query[g.nquery++] = (mt_kv){"max-keys", "0"};
+	s3_outcome go = {0};
+	mt_error e;
+	if (!req_exchange(s, &g, &go, &e) && !go.v.ok && g.status == r->status)
+		snprintf(r->s3code, sizeof r->s3code, "%s", g.s3code);
+	mt_buf_free(&g.errbody);
+	mt_buf_free(&ignored);
+}
+
+/* The error of a request that failed for good: method, key, status, S3's
+ * code and message, and the attempts when it was worth retrying. */
+static int req_fail(s3_store *s, const s3_req *r, const s3_outcome *o, mt_error *err)
+{
+	const char *what = r->key ? r->key : "(bucket)";
+	char tries[48] = "";
+	if (o->v.again)
+		snprintf(tries, sizeof tries, " (gave up after %d attempts)", o->attempt);
+	int rc;
+	if (r->overflow) {
+		rc = mt_err(err, o->v.code, "store %s: %s %s: the server sent more than the %zu "
+			    "bytes asked for", s->base.url, r->method, what, r->dst_cap);
+	} else if (o->cc != CURLE_OK) {
+		rc = mt_err(err, o->v.code, "store %s: %s %s: %s%s", s->base.url, r->method, what,
+			    o->curl_msg[0] ? o->curl_msg : curl_easy_strerror(o->cc), tries);
+	} else {
+		const char *code = r->s3code;
+		char msg[256];
+		error_field(r, "Message", msg, sizeof msg);
+		rc = mt_err(err, o->v.code, "store %s: %s %s: HTTP %ld%s%s%s%s%s", s->base.url,
+			    r->method, what, r->status, code[0] ? " " : "", code,
+			    msg[0] ? ": " : "", msg, tries);
+	}
+	/* Never let a server echo a secret into an error. */
+	if (err)
+		redact_in_place(s, err->message, sizeof err->message,
+				"(message withheld: out of memory)");
+	return rc;
 }
 
 /* Send r, retrying what a server or network may fix, and fail with a
  * message naming the method, the key, the status and S3's error code. */
 static int s3_do(s3_store *s, s3_req *r, mt_error *err)
 {
-	char *key = r->key ? full_key(s, r->key) : NULL;
-	char *path = r->key ? mt_asprintf("%s/%s", s->path0, key)
-			    : mt_asprintf("%s/", s->path0);
-	char body_hash[MT_SHA256_HEX];
-	const char *payload = r->body_sha256;
-	int rc = 0;
-	if (!path || (r->key && !key)) {
-		rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
-		goto out;
+	s3_outcome o = {0};
+	int rc = req_exchange(s, r, &o, err);
+	if (!rc && !o.v.ok) {
+		head_probe(s, r, &o);
+		rc = req_fail(s, r, &o, err);
 	}
-	if (!payload && r->body_len) {
-		if ((rc = mt_sha256_hex(r->body, r->body_len, body_hash, err)))
-			goto out;
-		payload = body_hash;
-	} else if (!payload) {
-		payload = EMPTY_SHA256;
-	}
-	const char *what = r->key ? r->key : "(bucket)";
-	for (int attempt = 1;; attempt++) {
-		r->status = 0;
-		r->dst_len = r->sent = 0;
-		r->have_length = r->overflow = 0;
-		r->etag[0] = r->s3code[0] = '\0';
-		r->errbody.len = 0;
-		if (r->out)
-			r->out->len = 0;
-		mt_sigv4_req sr = {r->method, s->host, path, r->query, r->nquery, r->hdrs, r->nhdrs,
-				   payload, time(NULL)};
-		mt_sigv4_out so = {0};
-		if ((rc = mt_sigv4_sign(&s->cfg, &sr, &so, err)))
-			goto out;
-		char *url = mt_asprintf("%s%s%s%s", s->origin, so.path, so.query[0] ? "?" : "",
-					so.query);
-		struct curl_slist *h = NULL, *h2;
-		int hok = url != NULL;
-		for (size_t i = 0; hok && i < so.nheaders; i++)
-			hok = (h2 = curl_slist_append(h, so.headers[i])) && (h = h2);
-		for (size_t i = 0; hok && i < r->nhdrs; i++) {
-			char *line = mt_asprintf("%s: %s", r->hdrs[i].name, r->hdrs[i].value);
-			hok = line && (h2 = curl_slist_append(h, line)) && (h = h2);
-			free(line);
-		}
-		/* No "Expect: 100-continue" round trip before each body. */
-		hok = hok && (h2 = curl_slist_append(h, "Expect:")) && (h = h2);
-		mt_sigv4_out_free(&so);
-		CURL *c = hok ? handle_get(s) : NULL;
-		if (!c) {
-			curl_slist_free_all(h);
-			free(url);
-			rc = mt_err(err, MT_ENOMEM, "store %s: %s %s: out of memory", s->base.url,
-				    r->method, what);
-			goto out;
-		}
-		r->curl = c;
-		char curl_msg[CURL_ERROR_SIZE] = "";
-		curl_easy_setopt(c, CURLOPT_URL, url);
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_msg);
-		curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-		/* A stalled transfer is abandoned and retried, a slow one is not. */
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-		curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-		curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-		if (s->ca_bundle)
-			curl_easy_setopt(c, CURLOPT_CAINFO, s->ca_bundle);
-		if (s->insecure) {
-			curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-			curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-		}
-		if (!strcmp(r->method, "HEAD")) {
-			curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-		} else if (!strcmp(r->method, "PUT") || !strcmp(r->method, "POST")) {
-			curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-			curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-			curl_easy_setopt(c, CURLOPT_READDATA, r);
-			curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
-			curl_easy_setopt(c, CURLOPT_SEEKDATA, r);
-			curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
-			if (!strcmp(r->method, "POST"))
-				curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");
-		} else if (strcmp(r->method, "GET") != 0) {
-			curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
-		}
-		struct timespec t0, t1;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		CURLcode cc = curl_easy_perform(c);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-		double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-		handle_put(s, c, cc == CURLE_OK);
-		r->curl = NULL;
-		curl_slist_free_all(h);
-		char code[128], msg[256];
-		error_fields(r, code, sizeof code, msg, sizeof msg);
-		/* A refused HEAD has no body to say why; a GET of the same resource
-		 * (one byte of an object, no keys of a bucket) is refused the same
-		 * way and does: SignatureDoesNotMatch, InvalidAccessKeyId, ... */
-		if (cc == CURLE_OK && !strcmp(r->method, "HEAD") && !code[0] &&
-		    (r->status == 400 || r->status == 403)) {
-			s3_req g = {.method = "GET", .key = r->key, .allow_404 = 1};
-			if (r->key)
-				g.hdrs[g.nhdrs++] = (mt_kv){"range", "bytes=0-0"};
-			else
-				g.query[g.nquery++] = (mt_kv){"max-keys", "0"};
-			mt_buf ignored = {0};
-			mt_error e;
-			g.out = &ignored;
-			if (s3_do(s, &g, &e) && g.status == r->status)
-				snprintf(code, sizeof code, "%s", g.s3code);
-			mt_buf_free(&ignored);
-		}
-		snprintf(r->s3code, sizeof r->s3code, "%s", code);
-		if (cc != CURLE_OK)
-			s3_log(s, "%s %s -> %s (attempt %d, %.1f ms)", r->method, url,
-			       curl_msg[0] ? curl_msg : curl_easy_strerror(cc), attempt, ms);
-		else
-			s3_log(s, "%s %s -> %ld%s%s (attempt %d, %.1f ms)", r->method, url,
-			       r->status, code[0] ? " " : "", code, attempt, ms);
-		free(url);
-		int ok = cc == CURLE_OK && ((r->status >= 200 && r->status < 300) ||
-					   (r->allow_404 && r->status == 404));
-		if (ok)
-			break;
-		int again = cc != CURLE_OK ? retryable_curl(cc) && !r->overflow
-					   : retryable_status(r->status, code);
-		if (again && attempt < s->max_attempts) {
-			backoff(attempt);
-			continue;
-		}
-		char tries[48] = "";
-		if (again)
-			snprintf(tries, sizeof tries, " (gave up after %d attempts)", attempt);
-		if (r->overflow)
-			rc = mt_err(err, MT_ECORRUPT, "store %s: %s %s: the server sent more than "
-				    "the %zu bytes asked for", s->base.url, r->method, what,
-				    r->dst_cap);
-		else if (cc != CURLE_OK)
-			rc = mt_err(err, cc == CURLE_PEER_FAILED_VERIFICATION ? MT_EAUTH : MT_ENET,
-				    "store %s: %s %s: %s%s", s->base.url, r->method, what,
-				    curl_msg[0] ? curl_msg : curl_easy_strerror(cc), tries);
-		else
-			rc = mt_err(err, status_code(r->status, code),
-				    "store %s: %s %s: HTTP %ld%s%s%s%s%s", s->base.url, r->method,
-				    what, r->status, code[0] ? " " : "", code, msg[0] ? ": " : "",
-				    msg, tries);
-		/* Never let a server echo a secret into an error. */
-		char *clean = mt_s3_redact(&s->cfg, err ? err->message : "");
-		if (clean && err)
-			snprintf(err->message, sizeof err->message, "%s", clean);
-		free(clean);
-		break;
-	}
-out:
 	mt_buf_free(&r->errbody);
-	free(key);
-	free(path);
 	return rc;
 }
 
@@ -982,6 +1019,71 @@ static int s3_put(mt_store *st, const char *key, const void *data, size_t len, i
 
 /* ---- listing ------------------------------------------------------------ */
 
+/* One entry of a listing: its key under the store's prefix, size and time. */
+static int list_entry(s3_store *s, mt_xml_span e, int delimited, const char *prefix,
+		      mt_list_page *page, size_t *cap, mt_error *err)
+{
+	size_t plen = strlen(s->prefix);
+	char *key = mt_xml_get(e, delimited ? "Prefix" : "Key");
+	char *size = delimited ? NULL : mt_xml_get(e, "Size");
+	char *lm = delimited ? NULL : mt_xml_get(e, "LastModified");
+	int rc = 0;
+	if (!key || strncmp(key, s->prefix, plen) != 0) {
+		rc = mt_err(err, MT_EIO, "store %s: listing %s: an entry without a key under the "
+			    "prefix", s->base.url, prefix);
+	} else if (page->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		mt_obj *o = realloc(page->objs, ncap * sizeof *o);
+		if (!o)
+			rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		else
+			page->objs = o, *cap = ncap;
+	}
+	if (!rc) {
+		mt_obj *o = &page->objs[page->n];
+		o->key = mt_strdup(key + plen);
+		o->size = size ? strtoull(size, NULL, 10) : 0;
+		o->mtime = lm ? parse_date(lm, ISO_DATE) : 0;
+		if (!o->key)
+			rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		else
+			page->n++;
+	}
+	free(key);
+	free(size);
+	free(lm);
+	return rc;
+}
+
+/* A ListObjectsV2 answer into page: its entries and, when truncated, the
+ * token of the next page. */
+static int list_parse(s3_store *s, const mt_buf *b, int delimited, const char *prefix,
+		      mt_list_page *page, mt_error *err)
+{
+	const char *doc = (const char *)b->data;
+	const char *elem = delimited ? "CommonPrefixes" : "Contents";
+	size_t pos = 0, cap = 0;
+	mt_xml_span e;
+	int rc = 0, found;
+	while (!rc && (found = mt_xml_next(doc, b->len, elem, &pos, &e)) == 1)
+		rc = list_entry(s, e, delimited, prefix, page, &cap, err);
+	if (!rc && found < 0)
+		rc = mt_err(err, MT_EIO, "store %s: listing %s: malformed XML answer", s->base.url,
+			    prefix);
+	if (rc || !b->len)
+		return rc;
+	mt_xml_span all = {doc, b->len};
+	char *trunc = mt_xml_get(all, "IsTruncated");
+	if (trunc && !strcmp(trunc, "true")) {
+		page->next = mt_xml_get(all, "NextContinuationToken");
+		if (!page->next || !page->next[0])
+			rc = mt_err(err, MT_EIO, "store %s: listing %s: truncated without a "
+				    "continuation token", s->base.url, prefix);
+	}
+	free(trunc);
+	return rc;
+}
+
 static int list_page(s3_store *s, const char *prefix, const char *token, size_t max,
 		     int delimited, mt_list_page *page, mt_error *err)
 {
@@ -1004,55 +1106,8 @@ static int list_page(s3_store *s, const char *prefix, const char *token, size_t 
 	/* A listing of a bucket that does not exist yet is empty. */
 	if (rc == MT_ENOTFOUND && !strcmp(r.s3code, "NoSuchBucket"))
 		rc = 0, b.len = 0;
-	const char *doc = (const char *)b.data;
-	size_t pos = 0, cap = 0;
-	mt_xml_span e;
-	const char *elem = delimited ? "CommonPrefixes" : "Contents";
-	int found;
-	size_t plen = strlen(s->prefix);
-	while (!rc && (found = mt_xml_next(doc, b.len, elem, &pos, &e)) == 1) {
-		char *key = mt_xml_get(e, delimited ? "Prefix" : "Key");
-		char *size = delimited ? NULL : mt_xml_get(e, "Size");
-		char *lm = delimited ? NULL : mt_xml_get(e, "LastModified");
-		if (!key || strncmp(key, s->prefix, plen) != 0) {
-			rc = mt_err(err, MT_EIO, "store %s: listing %s: an entry without a key "
-				    "under the prefix", s->base.url, prefix);
-		} else if (page->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			mt_obj *o = realloc(page->objs, cap * sizeof *o);
-			if (!o)
-				rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
-			else
-				page->objs = o;
-		}
-		if (!rc) {
-			mt_obj *o = &page->objs[page->n];
-			o->key = mt_strdup(key + plen);
-			o->size = size ? strtoull(size, NULL, 10) : 0;
-			o->mtime = lm ? parse_iso_date(lm) : 0;
-			if (!o->key)
-				rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
-			else
-				page->n++;
-		}
-		free(key);
-		free(size);
-		free(lm);
-	}
-	if (!rc && found < 0)
-		rc = mt_err(err, MT_EIO, "store %s: listing %s: malformed XML answer", s->base.url,
-			    prefix);
-	if (!rc && b.len) {
-		mt_xml_span all = {doc, b.len};
-		char *trunc = mt_xml_get(all, "IsTruncated");
-		if (trunc && !strcmp(trunc, "true")) {
-			page->next = mt_xml_get(all, "NextContinuationToken");
-			if (!page->next || !page->next[0])
-				rc = mt_err(err, MT_EIO, "store %s: listing %s: truncated without a "
-					    "continuation token", s->base.url, prefix);
-		}
-		free(trunc);
-	}
+	if (!rc)
+		rc = list_parse(s, &b, delimited, prefix, page, err);
 	mt_buf_free(&b);
 	free(full);
 	if (rc)
@@ -1175,7 +1230,7 @@ static int s3_sweep(mt_store *st, const char *prefix, int64_t before, int dry_ru
 	while (!rc && mt_xml_next((const char *)b.data, b.len, "Upload", &pos, &e) == 1) {
 		char *key = mt_xml_get(e, "Key"), *id = mt_xml_get(e, "UploadId");
 		char *when = mt_xml_get(e, "Initiated");
-		if (key && id && when && parse_iso_date(when) < before &&
+		if (key && id && when && parse_date(when, ISO_DATE) < before &&
 		    !strncmp(key, s->prefix, plen)) {
 			(*n)++;
 			if (!dry_run) {
@@ -1292,44 +1347,38 @@ static int s3_route(s3_store *s, const mt_store_opts *o, mt_error *err)
 	return 0;
 }
 
-int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out, mt_error *err)
+/* The prefix as the canonical URL has it: "a/b/" for "/a//b/", "" for none. */
+static char *canonical_prefix(const char *q)
 {
-	*out = NULL;
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK)
-		return mt_err(err, MT_ENET, "store %s: libcurl: %s", url,
-			      curl_easy_strerror(curl_init_rc));
-	const char *b = url + 5; /* after "s3://" */
-	size_t bl = strcspn(b, "/");
-	if (!bucket_ok(b, bl))
-		return mt_err(err, MT_EINVAL, "store %s: expected s3://BUCKET[/PREFIX] with a "
-			      "bucket name of 3 to 63 letters, digits, '.', '-' or '_'", url);
-	s3_store *s = calloc(1, sizeof *s);
-	if (!s)
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->bucket_lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
-	s->base.ops = &s3_ops;
-	/* The canonical URL: no trailing or doubled slashes in the prefix. */
 	mt_buf p = {0};
 	int bad = 0;
-	for (const char *q = b + bl; *q && !bad;) {
+	while (*q && !bad) {
 		q += strspn(q, "/");
 		size_t sl = strcspn(q, "/");
 		if (sl)
 			bad = mt_buf_append(&p, q, sl) || mt_buf_append(&p, "/", 1);
 		q += sl;
 	}
-	bad = bad || mt_buf_append(&p, "", 1);
-	s->bucket = bad ? NULL : mt_asprintf("%.*s", (int)bl, b);
-	s->prefix = bad ? NULL : (char *)p.data;
-	if (bad)
+	if (bad || mt_buf_append(&p, "", 1)) {
 		mt_buf_free(&p);
-	s->base.url = s->prefix ? mt_asprintf("s3://%s%s%.*s", s->bucket, s->prefix[0] ? "/" : "",
-					      (int)(s->prefix[0] ? strlen(s->prefix) - 1 : 0),
-					      s->prefix)
-				: NULL;
+		return NULL;
+	}
+	return (char *)p.data;
+}
+
+/* Bucket, prefix, URL and connection settings from the URL and options. */
+static int s3_settings(s3_store *s, const char *url, size_t bl, const mt_store_opts *o,
+		       mt_error *err)
+{
+	const char *b = url + 5; /* after "s3://" */
+	s->bucket = mt_asprintf("%.*s", (int)bl, b);
+	s->prefix = canonical_prefix(b + bl);
+	size_t pl = s->prefix ? strlen(s->prefix) : 0;
+	/* The canonical URL: no trailing or doubled slashes in the prefix. */
+	s->base.url = s->bucket && s->prefix ? mt_asprintf("s3://%s%s%.*s", s->bucket,
+							   pl ? "/" : "", (int)(pl ? pl - 1 : 0),
+							   s->prefix)
+					     : NULL;
 	/* AWS_CA_BUNDLE is where the AWS CLI and SDKs look too. */
 	const char *ca = o->ca_bundle ? o->ca_bundle : getenv("AWS_CA_BUNDLE");
 	s->ca_bundle = ca && *ca ? mt_strdup(ca) : NULL;
@@ -1339,10 +1388,30 @@ int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out, mt
 	s->insecure = o->insecure;
 	s->log = o->log;
 	s->log_ud = o->log_ud;
-	int rc = 0;
-	if (!s->bucket || !s->prefix || !s->base.url || !s->pool ||
-	    (ca && *ca && !s->ca_bundle))
-		rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
+	if (!s->bucket || !s->prefix || !s->base.url || !s->pool || (ca && *ca && !s->ca_bundle))
+		return mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
+	return 0;
+}
+
+int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out, mt_error *err)
+{
+	*out = NULL;
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK)
+		return mt_err(err, MT_ENET, "store %s: libcurl: %s", url,
+			      curl_easy_strerror(curl_init_rc));
+	size_t bl = strcspn(url + 5, "/"); /* after "s3://" */
+	if (!bucket_ok(url + 5, bl))
+		return mt_err(err, MT_EINVAL, "store %s: expected s3://BUCKET[/PREFIX] with a "
+			      "bucket name of 3 to 63 letters, digits, '.', '-' or '_'", url);
+	s3_store *s = calloc(1, sizeof *s);
+	if (!s)
+		return mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->bucket_lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->base.ops = &s3_ops;
+	int rc = s3_settings(s, url, bl, o, err);
 	if (!rc && (rc = mt_s3_config_resolve(o->profile, o->region, o->endpoint, &s->cfg, err)))
 		mt_err_prefix(err, "store %s: ", s->base.url);
 	if (!rc)

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "matorage.h"
+#include "matorage-catalog.h"
 
 #define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define CLI_NORETURN __attribute__((noreturn))

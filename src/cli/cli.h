@@ -8,6 +8,7 @@
 
 #include "app.h"
 #include "matorage.h"
+#include "matorage-catalog.h"
 
 /* Exit statuses: the operation failed, or the command line was wrong. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };

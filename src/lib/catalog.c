@@ -1,7 +1,9 @@
-/* catalog.c — the local SQLite index of remotes, buckets, datasets, versions, shards, tags and jobs: schema, migrations, sync, listings, search. */
+/* catalog.c — libmatorage-catalog: the local SQLite index of remotes, buckets, datasets, versions, shards, tags and jobs: schema, migrations, sync, listings, search. */
+#define _GNU_SOURCE /* vasprintf */
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +11,52 @@
 #include <time.h>
 
 #include "catalog.h"
-#include "dataset.h"
+
+/* The catalog is built on matorage.h alone, so these few helpers are its
+ * own rather than libmatorage's internal ones. */
+#define CAT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* Fill err (when not NULL) with code and a message; returns code. */
+static int CAT_PRINTF(3, 4) cat_err(mt_error *err, int code, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		err->code = code;
+		vsnprintf(err->message, sizeof err->message, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static char *CAT_PRINTF(1, 2) cat_printf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* Make the directories above the catalog's file (private to the user), as
+ * SQLite creates only the file. */
+static int cat_make_dirs(const char *path, mt_error *err)
+{
+	char *dir = strdup(path);
+	if (!dir)
+		return cat_err(err, MT_ENOMEM, "out of memory");
+	int rc = 0;
+	for (char *slash = strchr(dir + 1, '/'); !rc && slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+			rc = cat_err(err, MT_EIO, "catalog directory %s: %s", dir, strerror(errno));
+		*slash = '/';
+	}
+	free(dir);
+	return rc;
+}
 
 struct mt_catalog {
 	sqlite3 *db;
@@ -104,7 +151,7 @@ static int cat_sqlerr(mt_catalog *c, mt_error *err, const char *what)
 	int rc = code == SQLITE_NOMEM ? MT_ENOMEM
 		 : code == SQLITE_CORRUPT || code == SQLITE_NOTADB ? MT_ECORRUPT
 								   : MT_EIO;
-	return mt_err(err, rc, "catalog %s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+	return cat_err(err, rc, "catalog %s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
 }
 
 static int cat_exec(mt_catalog *c, const char *sql, const char *what, mt_error *err)
@@ -200,7 +247,7 @@ static int cat_user_version(mt_catalog *c, int *v, mt_error *err)
 
 static int cat_newer(mt_catalog *c, int v, mt_error *err)
 {
-	return mt_err(err, MT_EFORMAT,
+	return cat_err(err, MT_EFORMAT,
 		      "catalog %s: schema %d is newer than this matorage understands (%d); "
 		      "delete the file and run 'matorage sync' to rebuild it",
 		      c->path, v, MT_CATALOG_SCHEMA);
@@ -235,16 +282,21 @@ int mt_catalog_migrate(mt_catalog *c, int target, mt_error *err)
 	return rc;
 }
 
-static char *cat_default_path(void)
+/* $MATORAGE_CATALOG, else catalog.db in matorage's data directory. */
+static int cat_default_path(char **out, mt_error *err)
 {
 	const char *p = getenv("MATORAGE_CATALOG");
-	if (p && *p)
-		return mt_strdup(p);
-	const char *x = getenv("XDG_DATA_HOME");
-	if (x && *x == '/')
-		return mt_asprintf("%s/matorage/catalog.db", x);
-	const char *home = getenv("HOME");
-	return mt_asprintf("%s/.local/share/matorage/catalog.db", home && *home ? home : ".");
+	if (p && *p) {
+		*out = strdup(p);
+		return *out ? 0 : cat_err(err, MT_ENOMEM, "out of memory");
+	}
+	int rc = mt_user_path(MT_DIR_DATA, "catalog.db", out, err);
+	if (rc && rc != MT_ENOMEM && err) {
+		char why[sizeof err->message];
+		memcpy(why, err->message, sizeof why);
+		cat_err(err, rc, "catalog (set MATORAGE_CATALOG): %s", why);
+	}
+	return rc;
 }
 
 /* Open the catalog; without `create` a missing one is MT_ENOTFOUND and
@@ -253,23 +305,26 @@ static int cat_open(const char *path, int schema, int create, mt_catalog **out, 
 {
 	*out = NULL;
 	mt_catalog *c = calloc(1, sizeof *c);
-	if (!c || !(c->path = path ? mt_strdup(path) : cat_default_path())) {
+	if (!c)
+		return cat_err(err, MT_ENOMEM, "out of memory");
+	int rc = path ? ((c->path = strdup(path)) ? 0 : cat_err(err, MT_ENOMEM, "out of memory"))
+		      : cat_default_path(&c->path, err);
+	if (rc) {
 		free(c);
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return rc;
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	struct stat sb;
-	int rc = 0;
 	if (create)
-		rc = mt_mkdir_parent(c->path, "catalog directory", err);
+		rc = cat_make_dirs(c->path, err);
 	else if (stat(c->path, &sb) != 0)
-		rc = mt_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO, "catalog %s: %s",
+		rc = cat_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO, "catalog %s: %s",
 			    c->path, strerror(errno));
 	if (!rc && sqlite3_open_v2(c->path, &c->db,
 				   SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) |
 					   SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK)
 		rc = c->db ? cat_sqlerr(c, err, "opening")
-			   : mt_err(err, MT_ENOMEM, "catalog %s: out of memory", c->path);
+			   : cat_err(err, MT_ENOMEM, "catalog %s: out of memory", c->path);
 	/* Another matorage (a CLI write while the TUI runs) may hold the write
 	 * lock for a moment; WAL lets readers go on meanwhile. */
 	if (!rc)
@@ -429,7 +484,7 @@ static void listing_free(struct listing *l)
 	*l = (struct listing){0};
 }
 
-static int listing_add(void *ud, const mt_obj *o)
+static int listing_add(void *ud, const mt_object_info *o)
 {
 	struct listing *l = ud;
 	const char *name = o->key + l->prefix_len;
@@ -455,13 +510,13 @@ static int listing_add(void *ud, const mt_obj *o)
 static int cat_list_objects(mt_store *s, const char *dataset, const char *dir,
 			    struct listing *l, mt_error *err)
 {
-	char *prefix = mt_asprintf("datasets/%s/%s/", dataset, dir);
+	char *prefix = cat_printf("datasets/%s/%s/", dataset, dir);
 	if (!prefix)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return cat_err(err, MT_ENOMEM, "out of memory");
 	l->prefix_len = strlen(prefix);
-	int rc = mt_store_list_all(s, prefix, listing_add, l, err);
+	int rc = mt_store_list(s, prefix, listing_add, l, err);
 	if (rc == MT_ENOMEM)
-		rc = mt_err(err, rc, "dataset %s: listing: out of memory", dataset);
+		rc = cat_err(err, rc, "dataset %s: listing: out of memory", dataset);
 	free(prefix);
 	return rc;
 }
@@ -505,145 +560,208 @@ static const char *cat_shape(const mt_attr *a, char *buf, size_t cap)
 	return buf;
 }
 
-/* Replace version m of dataset ds with what was read; one transaction. */
-static int cat_put_version(mt_catalog *c, int64_t ds, const mt_manifest *m,
-			   const struct listed *man, const struct listed *meta, mt_error *err)
+/* Run a statement whose only parameter is ?1 = id and that returns no rows. */
+static int cat_exec_id(mt_catalog *c, const char *sql, int64_t id, const char *what,
+		       mt_error *err)
 {
-	int top;
-	int rc = cat_begin(c, "put_version", &top, err);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, sql, &st, err);
 	if (rc)
 		return rc;
-	sqlite3_stmt *st = NULL;
-	/* Verifications belong to shard objects, which outlive this row. */
-	if (!(rc = cat_exec(c, "CREATE TEMP TABLE IF NOT EXISTS kept(sha256 TEXT PRIMARY KEY,"
-			    " verified TEXT, verified_at TEXT); DELETE FROM temp.kept",
-			    "replacing a version", err)) &&
-	    !(rc = cat_prepare(c, "INSERT OR REPLACE INTO temp.kept SELECT s.sha256, s.verified,"
-			       " s.verified_at FROM shards s JOIN versions v ON v.id = s.version_id"
-			       " WHERE v.dataset_id = ?1 AND v.name = ?2 AND s.verified_at <> ''",
-			       &st, err))) {
-		sqlite3_bind_int64(st, 1, ds);
-		sqlite3_bind_text(st, 2, m->version, -1, SQLITE_STATIC);
-		rc = cat_step_done(c, st, "replacing a version", err);
-		sqlite3_finalize(st);
-	}
-	uint64_t stored = 0;
-	for (size_t i = 0; i < m->nshards; i++)
-		stored += m->shards[i].bytes;
+	sqlite3_bind_int64(st, 1, id);
+	rc = cat_step_done(c, st, what, err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Verifications belong to shard objects, which outlive a version's rows:
+ * keep those of version `name` in temp.kept while its rows are rewritten. */
+static int cat_keep_verified(mt_catalog *c, int64_t ds, const char *name, mt_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = cat_exec(c, "CREATE TEMP TABLE IF NOT EXISTS kept(sha256 TEXT PRIMARY KEY,"
+			  " verified TEXT, verified_at TEXT); DELETE FROM temp.kept",
+			  "replacing a version", err);
+	if (rc || (rc = cat_prepare(c, "INSERT OR REPLACE INTO temp.kept SELECT s.sha256,"
+				    " s.verified, s.verified_at FROM shards s JOIN versions v ON"
+				    " v.id = s.version_id WHERE v.dataset_id = ?1 AND v.name = ?2"
+				    " AND s.verified_at <> ''", &st, err)))
+		return rc;
+	sqlite3_bind_int64(st, 1, ds);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	rc = cat_step_done(c, st, "replacing a version", err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* The version's own row, with the listed sizes and times of its manifest
+ * and metadata object; *vid gets its id. */
+static int cat_put_row(mt_catalog *c, int64_t ds, const mt_version_info *v,
+		       const struct listed *man, const struct listed *meta, int64_t *vid,
+		       mt_error *err)
+{
+	sqlite3_stmt *st;
 	/* An upsert keeps the row's id, so views open on it stay valid. */
-	if (!rc && !(rc = cat_prepare(c, "INSERT INTO versions(dataset_id, name, parent, created, "
-				      "author, description, rows, nshards, stored_bytes, raw_bytes, "
-				      "level, manifest_size, manifest_mtime, meta_size, meta_mtime) "
-				      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dataset_id, name) "
-				      "DO UPDATE SET parent = excluded.parent, created = excluded.created,"
-				      " author = excluded.author, description = excluded.description,"
-				      " rows = excluded.rows, nshards = excluded.nshards,"
-				      " stored_bytes = excluded.stored_bytes, raw_bytes = excluded.raw_bytes,"
-				      " level = excluded.level, manifest_size = excluded.manifest_size,"
-				      " manifest_mtime = excluded.manifest_mtime,"
-				      " meta_size = excluded.meta_size, meta_mtime = excluded.meta_mtime",
-				      &st, err))) {
-		sqlite3_bind_int64(st, 1, ds);
-		sqlite3_bind_text(st, 2, m->version, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, m->parent, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, m->created, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 5, m->author, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 6, m->description, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, (int64_t)m->rows);
-		sqlite3_bind_int64(st, 8, (int64_t)m->nshards);
-		sqlite3_bind_int64(st, 9, (int64_t)stored);
-		sqlite3_bind_int64(st, 10, (int64_t)m->raw_bytes);
-		sqlite3_bind_int(st, 11, m->level);
-		sqlite3_bind_int64(st, 12, (int64_t)man->size);
-		sqlite3_bind_int64(st, 13, man->mtime);
-		sqlite3_bind_int64(st, 14, meta ? (int64_t)meta->size : -1);
-		sqlite3_bind_int64(st, 15, meta ? meta->mtime : -1);
-		rc = cat_step_done(c, st, "recording a version", err);
-		sqlite3_finalize(st);
-	}
-	int64_t vid = 0;
+	int rc = cat_prepare(c, "INSERT INTO versions(dataset_id, name, parent, created, "
+			     "author, description, rows, nshards, stored_bytes, raw_bytes, "
+			     "level, manifest_size, manifest_mtime, meta_size, meta_mtime) "
+			     "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dataset_id, name) "
+			     "DO UPDATE SET parent = excluded.parent, created = excluded.created,"
+			     " author = excluded.author, description = excluded.description,"
+			     " rows = excluded.rows, nshards = excluded.nshards,"
+			     " stored_bytes = excluded.stored_bytes, raw_bytes = excluded.raw_bytes,"
+			     " level = excluded.level, manifest_size = excluded.manifest_size,"
+			     " manifest_mtime = excluded.manifest_mtime,"
+			     " meta_size = excluded.meta_size, meta_mtime = excluded.meta_mtime",
+			     &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, ds);
+	sqlite3_bind_text(st, 2, v->version, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, v->parent, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, v->created, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, v->author, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, v->description, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, (int64_t)v->rows);
+	sqlite3_bind_int64(st, 8, (int64_t)v->nshards);
+	sqlite3_bind_int64(st, 9, (int64_t)v->stored_bytes);
+	sqlite3_bind_int64(st, 10, (int64_t)v->raw_bytes);
+	sqlite3_bind_int(st, 11, v->level);
+	sqlite3_bind_int64(st, 12, (int64_t)man->size);
+	sqlite3_bind_int64(st, 13, man->mtime);
+	sqlite3_bind_int64(st, 14, meta ? (int64_t)meta->size : -1);
+	sqlite3_bind_int64(st, 15, meta ? meta->mtime : -1);
+	rc = cat_step_done(c, st, "recording a version", err);
+	sqlite3_finalize(st);
 	if (!rc)
 		rc = cat_lookup(c, "SELECT id FROM versions WHERE dataset_id = ?1 AND name = ?2", ds,
-				m->version, &vid, err);
-	/* Its parts are written anew. */
+				v->version, vid, err);
+	return rc;
+}
+
+/* A version's attributes, tags, shards, recipe and search entry are
+ * written anew each time it is read. */
+static int cat_clear_parts(mt_catalog *c, int64_t vid, mt_error *err)
+{
 	static const char *const clear[] = {
 		"DELETE FROM attrs WHERE version_id = ?1", "DELETE FROM tags WHERE version_id = ?1",
 		"DELETE FROM shards WHERE version_id = ?1", "DELETE FROM search WHERE rowid = ?1",
 		"DELETE FROM recipes WHERE version_id = ?1",
 	};
-	for (size_t i = 0; !rc && i < sizeof clear / sizeof clear[0]; i++) {
-		if ((rc = cat_prepare(c, clear[i], &st, err)))
-			break;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < sizeof clear / sizeof clear[0]; i++)
+		rc = cat_exec_id(c, clear[i], vid, "replacing a version", err);
+	return rc;
+}
+
+static int cat_put_attrs(mt_catalog *c, int64_t vid, const mt_reader *r, mt_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT INTO attrs VALUES(?,?,?,?,?,?)", &st, err);
+	for (size_t i = 0; !rc && i < mt_reader_nattrs(r); i++) {
+		const mt_attr *a = mt_reader_attr(r, i);
+		char shape[MT_MAX_RANK * 24 + 8];
 		sqlite3_bind_int64(st, 1, vid);
-		rc = cat_step_done(c, st, "replacing a version", err);
-		sqlite3_finalize(st);
+		sqlite3_bind_int64(st, 2, (int64_t)i);
+		sqlite3_bind_text(st, 3, a->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, mt_dtype_name(a->dtype), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, cat_shape(a, shape, sizeof shape), -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(st, 6, a->ragged);
+		rc = cat_step_done(c, st, "recording an attribute", err);
 	}
-	if (!rc && !(rc = cat_prepare(c, "INSERT INTO attrs VALUES(?,?,?,?,?,?)", &st, err))) {
-		for (size_t i = 0; !rc && i < m->nattrs; i++) {
-			char shape[MT_MAX_RANK * 24 + 8];
-			sqlite3_bind_int64(st, 1, vid);
-			sqlite3_bind_int64(st, 2, (int64_t)i);
-			sqlite3_bind_text(st, 3, m->attrs[i].name, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 4, mt_dtype_name(m->attrs[i].dtype), -1,
-					  SQLITE_STATIC);
-			sqlite3_bind_text(st, 5, cat_shape(&m->attrs[i], shape, sizeof shape), -1,
-					  SQLITE_TRANSIENT);
-			sqlite3_bind_int(st, 6, m->attrs[i].ragged);
-			rc = cat_step_done(c, st, "recording an attribute", err);
-		}
-		sqlite3_finalize(st);
-	}
-	if (!rc && m->recipe[0] &&
-	    !(rc = cat_prepare(c, "INSERT INTO recipes VALUES(?1, ?2, ?3)", &st, err))) {
-		/* The arguments as the command line gave them: KEY=VALUE ... */
-		mt_buf args = {0};
-		for (size_t i = 0; !rc && i < m->nrecipe_args; i++)
-			if ((i && mt_buf_append(&args, " ", 1)) ||
-			    mt_buf_append(&args, m->recipe_args[i], strlen(m->recipe_args[i])))
-				rc = mt_err(err, MT_ENOMEM, "out of memory");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* The recipe and its arguments as the command line gave them: KEY=VALUE ... */
+static int cat_put_recipe(mt_catalog *c, int64_t vid, const mt_version_info *v, mt_error *err)
+{
+	if (!v->recipe[0])
+		return 0;
+	size_t len = 1;
+	for (size_t i = 0; i < v->nrecipe_args; i++)
+		len += strlen(v->recipe_args[i]) + 1;
+	char *args = malloc(len), *p = args;
+	if (!args)
+		return cat_err(err, MT_ENOMEM, "out of memory");
+	*p = '\0';
+	for (size_t i = 0; i < v->nrecipe_args; i++)
+		p += sprintf(p, "%s%s", i ? " " : "", v->recipe_args[i]);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT INTO recipes VALUES(?1, ?2, ?3)", &st, err);
+	if (!rc) {
 		sqlite3_bind_int64(st, 1, vid);
-		sqlite3_bind_text(st, 2, m->recipe, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, args.len ? (const char *)args.data : "", (int)args.len,
-				  SQLITE_STATIC);
-		if (!rc)
-			rc = cat_step_done(c, st, "recording a recipe", err);
-		sqlite3_finalize(st);
-		mt_buf_free(&args);
-	}
-	if (!rc && !(rc = cat_prepare(c, "INSERT OR IGNORE INTO tags VALUES(?,?)", &st, err))) {
-		for (size_t i = 0; !rc && i < m->ntags; i++) {
-			sqlite3_bind_int64(st, 1, vid);
-			sqlite3_bind_text(st, 2, m->tags[i], -1, SQLITE_STATIC);
-			rc = cat_step_done(c, st, "recording a tag", err);
-		}
+		sqlite3_bind_text(st, 2, v->recipe, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, args, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a recipe", err);
 		sqlite3_finalize(st);
 	}
+	free(args);
+	return rc;
+}
+
+static int cat_put_tags(mt_catalog *c, int64_t vid, const mt_version_info *v, mt_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT OR IGNORE INTO tags VALUES(?,?)", &st, err);
+	for (size_t i = 0; !rc && i < v->ntags; i++) {
+		sqlite3_bind_int64(st, 1, vid);
+		sqlite3_bind_text(st, 2, v->tags[i], -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a tag", err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int cat_put_shards(mt_catalog *c, int64_t vid, const mt_reader *r, mt_error *err)
+{
 	/* A shard verified before (under this version or another) keeps its
 	 * latest result: SQLite takes a bare column from max()'s row. */
-	if (!rc && !(rc = cat_prepare(c, "INSERT INTO shards(version_id, idx, sha256, bytes, rows, "
-				      "first_row, verified, verified_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6,"
-				      " coalesce(verified, ''), coalesce(max(verified_at), '')"
-				      " FROM (SELECT verified, verified_at FROM shards WHERE"
-				      " sha256 = ?3 AND verified_at <> '' UNION ALL SELECT verified,"
-				      " verified_at FROM temp.kept WHERE sha256 = ?3)",
-				      &st, err))) {
-		for (size_t i = 0; !rc && i < m->nshards; i++) {
-			const mt_mshard *sh = &m->shards[i];
-			sqlite3_bind_int64(st, 1, vid);
-			sqlite3_bind_int64(st, 2, (int64_t)i);
-			sqlite3_bind_text(st, 3, sh->sha256, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 4, (int64_t)sh->bytes);
-			sqlite3_bind_int64(st, 5, (int64_t)sh->rows);
-			sqlite3_bind_int64(st, 6, (int64_t)sh->first_row);
-			rc = cat_step_done(c, st, "recording a shard", err);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT INTO shards(version_id, idx, sha256, bytes, rows, "
+			     "first_row, verified, verified_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6,"
+			     " coalesce(verified, ''), coalesce(max(verified_at), '')"
+			     " FROM (SELECT verified, verified_at FROM shards WHERE"
+			     " sha256 = ?3 AND verified_at <> '' UNION ALL SELECT verified,"
+			     " verified_at FROM temp.kept WHERE sha256 = ?3)", &st, err);
+	uint64_t n = mt_reader_info(r)->nshards;
+	for (size_t i = 0; !rc && i < n; i++) {
+		mt_shard_info sh;
+		if ((rc = mt_reader_shard(r, i, &sh)) != 0) {
+			rc = cat_err(err, rc, "catalog: shard %zu of %s: %s", i,
+				     mt_reader_info(r)->version, mt_strerror(rc));
+			break;
 		}
-		sqlite3_finalize(st);
-	}
-	if (!rc && !(rc = cat_prepare(c, SEARCH_INSERT " WHERE v.id = ?1", &st, err))) {
 		sqlite3_bind_int64(st, 1, vid);
-		rc = cat_step_done(c, st, "indexing a version", err);
-		sqlite3_finalize(st);
+		sqlite3_bind_int64(st, 2, (int64_t)i);
+		sqlite3_bind_text(st, 3, sh.sha256, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (int64_t)sh.bytes);
+		sqlite3_bind_int64(st, 5, (int64_t)sh.rows);
+		sqlite3_bind_int64(st, 6, (int64_t)sh.first_row);
+		rc = cat_step_done(c, st, "recording a shard", err);
 	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Replace a version of dataset ds with what reader r read of it; one
+ * transaction. */
+static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
+			   const struct listed *man, const struct listed *meta, mt_error *err)
+{
+	const mt_version_info *v = mt_reader_info(r);
+	int top;
+	int rc = cat_begin(c, "put_version", &top, err);
+	if (rc)
+		return rc;
+	int64_t vid = 0;
+	if (!(rc = cat_keep_verified(c, ds, v->version, err)) &&
+	    !(rc = cat_put_row(c, ds, v, man, meta, &vid, err)) &&
+	    !(rc = cat_clear_parts(c, vid, err)) && !(rc = cat_put_attrs(c, vid, r, err)) &&
+	    !(rc = cat_put_recipe(c, vid, v, err)) && !(rc = cat_put_tags(c, vid, v, err)) &&
+	    !(rc = cat_put_shards(c, vid, r, err)))
+		rc = cat_exec_id(c, SEARCH_INSERT " WHERE v.id = ?1", vid, "indexing a version",
+				 err);
 	return cat_end(c, "put_version", top, rc, err);
 }
 
@@ -677,14 +795,14 @@ static int cat_known(mt_catalog *c, int64_t ds, struct known **out, size_t *n, m
 			cap = cap ? 2 * cap : 16;
 			struct known *k = realloc(*out, cap * sizeof *k);
 			if (!k) {
-				rc = mt_err(err, MT_ENOMEM, "out of memory");
+				rc = cat_err(err, MT_ENOMEM, "out of memory");
 				break;
 			}
 			*out = k;
 		}
 		struct known *k = &(*out)[*n];
-		if (!(k->name = mt_strdup((const char *)sqlite3_column_text(st, 0)))) {
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		if (!(k->name = strdup((const char *)sqlite3_column_text(st, 0)))) {
+			rc = cat_err(err, MT_ENOMEM, "out of memory");
 			break;
 		}
 		k->man_size = sqlite3_column_int64(st, 1);
@@ -716,16 +834,98 @@ static int cat_unchanged(const struct known *k, size_t nk, const struct listed *
 	return 0;
 }
 
-static int cat_summarize(mt_catalog *c, int64_t ds, mt_error *err)
+/* One dataset being synced: what the store lists and the catalog knows. */
+struct ds_sync {
+	mt_catalog *c;
+	mt_store *s;
+	const char *dataset;
+	int flags;
+	mt_catalog_sync_stats *stats;
+	struct listing man, meta; /* manifests and metadata objects listed */
+	struct known *known;      /* the versions the catalog had */
+	size_t nknown;
+	int64_t ds;               /* its row; 0 when the catalog has none */
+	mt_error bad;             /* the first damaged manifest, reported at the end */
+};
+
+/* List the dataset's objects (the store is read without the lock), then
+ * find its row and known versions (a row is made only when it has some). */
+static int ds_sync_start(struct ds_sync *d, int64_t bucket, mt_error *err)
 {
-	sqlite3_stmt *st;
-	int rc = cat_prepare(c, SUMMARY_UPDATE " WHERE id = ?1", &st, err);
+	int rc = cat_list_objects(d->s, d->dataset, "versions", &d->man, err);
+	if (!rc)
+		rc = cat_list_objects(d->s, d->dataset, "meta", &d->meta, err);
+	pthread_mutex_lock(&d->c->lock);
+	if (!rc)
+		rc = cat_dataset_id(d->c, bucket, d->dataset, d->man.n > 0, &d->ds, err);
+	if (!rc && d->ds)
+		rc = cat_known(d->c, d->ds, &d->known, &d->nknown, err);
+	pthread_mutex_unlock(&d->c->lock);
+	return rc;
+}
+
+/* Read one listed version when it is new or changed, and write it in its own
+ * short transaction.  One deleted since the listing is left for the next
+ * sync; a damaged one is noted in d->bad and the others are still read. */
+static int ds_sync_version(struct ds_sync *d, const struct listed *lm, mt_error *err)
+{
+	const struct listed *lmeta = listing_find(&d->meta, lm->name);
+	d->stats->versions++;
+	if (!(d->flags & MT_CATALOG_FULL) && cat_unchanged(d->known, d->nknown, lm, lmeta))
+		return 0;
+	mt_reader *r = NULL;
+	int rc = mt_reader_open(d->s, d->dataset, lm->name, &r, err);
+	if (!rc) {
+		pthread_mutex_lock(&d->c->lock);
+		rc = cat_put_version(d->c, d->ds, r, lm, lmeta, err);
+		pthread_mutex_unlock(&d->c->lock);
+		d->stats->versions_read++;
+	} else if (rc == MT_ENOTFOUND) {
+		rc = 0;
+	} else if (rc == MT_EFORMAT || rc == MT_ECORRUPT) {
+		if (!d->bad.code) {
+			if (err)
+				d->bad = *err;
+			d->bad.code = rc;
+		}
+		rc = 0;
+	}
+	/* A version skipped leaves no error behind for a sync that succeeds. */
+	if (!rc && err)
+		*err = (mt_error){0};
+	mt_reader_close(r);
+	return rc;
+}
+
+/* Drop the versions the store no longer lists, then refresh the dataset's
+ * summary, or drop the dataset when no version is left; one transaction. */
+static int ds_sync_finish(struct ds_sync *d, mt_error *err)
+{
+	mt_catalog *c = d->c;
+	int top = 0;
+	int rc = cat_begin(c, "sync_dataset", &top, err);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, ds);
-	rc = cat_step_done(c, st, "summarising a dataset", err);
-	sqlite3_finalize(st);
-	return rc;
+	for (size_t i = 0; !rc && i < d->nknown; i++) {
+		if (listing_find(&d->man, d->known[i].name))
+			continue;
+		sqlite3_stmt *st;
+		if (!(rc = cat_prepare(c, "DELETE FROM versions WHERE dataset_id = ?1 AND name = ?2",
+				       &st, err))) {
+			sqlite3_bind_int64(st, 1, d->ds);
+			sqlite3_bind_text(st, 2, d->known[i].name, -1, SQLITE_STATIC);
+			rc = cat_step_done(c, st, "dropping a version", err);
+			sqlite3_finalize(st);
+		}
+		d->stats->versions_removed++;
+	}
+	if (!rc && d->man.n)
+		rc = cat_exec_id(c, SUMMARY_UPDATE " WHERE id = ?1", d->ds,
+				 "summarising a dataset", err);
+	else if (!rc)
+		rc = cat_exec_id(c, "DELETE FROM datasets WHERE id = ?1", d->ds,
+				 "dropping a dataset", err);
+	return cat_end(c, "sync_dataset", top, rc, err);
 }
 
 /* Read what changed of one dataset and write it.  The store is read without
@@ -733,85 +933,21 @@ static int cat_summarize(mt_catalog *c, int64_t ds, mt_error *err)
 static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const char *dataset,
 			    int flags, mt_catalog_sync_stats *stats, mt_error *err)
 {
-	struct listing man = {0}, meta = {0};
-	struct known *known = NULL;
-	size_t nknown = 0;
-	int64_t ds = 0;
-	int rc = cat_list_objects(s, dataset, "versions", &man, err);
-	if (!rc)
-		rc = cat_list_objects(s, dataset, "meta", &meta, err);
-	pthread_mutex_lock(&c->lock);
-	if (!rc)
-		rc = cat_dataset_id(c, bucket, dataset, man.n > 0, &ds, err);
-	if (!rc && ds)
-		rc = cat_known(c, ds, &known, &nknown, err);
-	pthread_mutex_unlock(&c->lock);
-	/* A damaged manifest is reported, after the others are read. */
-	mt_error bad = {0};
-	for (size_t i = 0; !rc && i < man.n; i++) {
-		const struct listed *lm = &man.v[i], *lmeta = listing_find(&meta, lm->name);
-		stats->versions++;
-		if (!(flags & MT_CATALOG_FULL) && cat_unchanged(known, nknown, lm, lmeta))
-			continue;
-		mt_manifest *m = NULL;
-		rc = mt_dataset_load(s, dataset, lm->name, &m, NULL, err);
-		if (!rc && lmeta)
-			rc = mt_dataset_load_meta(s, m, err);
-		if (!rc) {
-			pthread_mutex_lock(&c->lock);
-			rc = cat_put_version(c, ds, m, lm, lmeta, err);
-			pthread_mutex_unlock(&c->lock);
-			stats->versions_read++;
-		} else if (rc == MT_ENOTFOUND) {
-			/* Deleted since the listing: the next sync drops it. */
-			rc = 0;
-		} else if (rc == MT_EFORMAT || rc == MT_ECORRUPT) {
-			if (!bad.code) {
-				if (err)
-					bad = *err;
-				bad.code = rc;
-			}
-			rc = 0;
-		}
-		/* A version skipped leaves no error behind for a sync that succeeds. */
-		if (!rc && err)
-			*err = (mt_error){0};
-		mt_manifest_free(m);
+	struct ds_sync d = {.c = c, .s = s, .dataset = dataset, .flags = flags, .stats = stats};
+	int rc = ds_sync_start(&d, bucket, err);
+	for (size_t i = 0; !rc && i < d.man.n; i++)
+		rc = ds_sync_version(&d, &d.man.v[i], err);
+	if (!rc && d.ds) {
+		pthread_mutex_lock(&c->lock);
+		rc = ds_sync_finish(&d, err);
+		pthread_mutex_unlock(&c->lock);
 	}
-	pthread_mutex_lock(&c->lock);
-	int top = 0, began = 0;
-	if (!rc && ds && !(rc = cat_begin(c, "sync_dataset", &top, err)))
-		began = 1;
-	for (size_t i = 0; !rc && ds && i < nknown; i++) {
-		if (listing_find(&man, known[i].name))
-			continue;
-		sqlite3_stmt *st;
-		if (!(rc = cat_prepare(c, "DELETE FROM versions WHERE dataset_id = ?1 AND name = ?2",
-				       &st, err))) {
-			sqlite3_bind_int64(st, 1, ds);
-			sqlite3_bind_text(st, 2, known[i].name, -1, SQLITE_STATIC);
-			rc = cat_step_done(c, st, "dropping a version", err);
-			sqlite3_finalize(st);
-		}
-		stats->versions_removed++;
-	}
-	if (!rc && ds && man.n) {
-		rc = cat_summarize(c, ds, err);
-	} else if (!rc && ds) {
-		sqlite3_stmt *st;
-		if (!(rc = cat_prepare(c, "DELETE FROM datasets WHERE id = ?1", &st, err))) {
-			sqlite3_bind_int64(st, 1, ds);
-			rc = cat_step_done(c, st, "dropping a dataset", err);
-			sqlite3_finalize(st);
-		}
-	}
-	if (began)
-		rc = cat_end(c, "sync_dataset", top, rc, err);
-	pthread_mutex_unlock(&c->lock);
-	known_free(known, nknown);
-	listing_free(&man);
-	listing_free(&meta);
-	return rc ? rc : bad.code ? mt_err_copy(err, &bad) : 0;
+	known_free(d.known, d.nknown);
+	listing_free(&d.man);
+	listing_free(&d.meta);
+	if (!rc && d.bad.code && err)
+		*err = d.bad;
+	return rc ? rc : d.bad.code;
 }
 
 /* Drop the datasets of bucket that the store no longer lists. */
@@ -862,15 +998,15 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	if (dataset) {
 		rc = mt_name_check(dataset, "dataset", err);
 		if (!rc && !(names = calloc(1, sizeof *names)))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
-		if (!rc && !(names[n++] = mt_strdup(dataset)))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			rc = cat_err(err, MT_ENOMEM, "out of memory");
+		if (!rc && !(names[n++] = strdup(dataset)))
+			rc = cat_err(err, MT_ENOMEM, "out of memory");
 	} else {
 		rc = mt_store_datasets(s, &names, &n, err);
 	}
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (progress && progress(ud, i, n)) {
-			rc = mt_err(err, MT_ECANCELED, "sync of %s canceled", remote);
+			rc = cat_err(err, MT_ECANCELED, "sync of %s canceled", remote);
 			break;
 		}
 		rc = cat_sync_dataset(c, bucket, s, names[i], flags, st, err);
@@ -896,51 +1032,11 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 
 /* ---- listings ------------------------------------------------------------------- */
 
+/* A level's listing: ncols text columns after the row id (matorage-catalog.h
+ * names them), from one query. */
 struct level {
-	const mt_catalog_col *cols;
 	size_t ncols;
 	const char *sql; /* ?1 parent id, ?2 the filter as a LIKE pattern (NULL: none) */
-};
-
-static const mt_catalog_col remote_cols[] = {
-	{"REMOTE", MT_COL_TEXT}, {"URL", MT_COL_TEXT}, {"STATE", MT_COL_TEXT},
-	{"DATASETS", MT_COL_COUNT}, {"SYNCED", MT_COL_TEXT}, {"ERROR", MT_COL_TEXT},
-};
-static const mt_catalog_col bucket_cols[] = {
-	{"BUCKET", MT_COL_TEXT}, {"DATASETS", MT_COL_COUNT}, {"VERSIONS", MT_COL_COUNT},
-	{"STORED", MT_COL_BYTES},
-};
-static const mt_catalog_col dataset_cols[] = {
-	{"DATASET", MT_COL_TEXT}, {"VERSIONS", MT_COL_COUNT}, {"LATEST", MT_COL_TEXT},
-	{"ROWS", MT_COL_COUNT},   {"STORED", MT_COL_BYTES},   {"TAGS", MT_COL_TEXT},
-	{"DESCRIPTION", MT_COL_TEXT},
-};
-static const mt_catalog_col version_cols[] = {
-	{"VERSION", MT_COL_TEXT}, {"CREATED", MT_COL_TEXT}, {"ROWS", MT_COL_COUNT},
-	{"SHARDS", MT_COL_COUNT}, {"STORED", MT_COL_BYTES}, {"PARENT", MT_COL_TEXT},
-	{"TAGS", MT_COL_TEXT},    {"DESCRIPTION", MT_COL_TEXT},
-};
-static const mt_catalog_col shard_cols[] = {
-	{"SHARD", MT_COL_COUNT}, {"SHA256", MT_COL_TEXT}, {"FIRST_ROW", MT_COL_COUNT},
-	{"ROWS", MT_COL_COUNT},  {"BYTES", MT_COL_BYTES}, {"VERIFIED", MT_COL_TEXT},
-};
-static const mt_catalog_col attr_cols[] = {
-	{"ATTRIBUTE", MT_COL_TEXT}, {"DTYPE", MT_COL_TEXT}, {"SHAPE", MT_COL_TEXT},
-	{"RAGGED", MT_COL_TEXT},
-};
-static const mt_catalog_col field_cols[] = {
-	{"FIELD", MT_COL_TEXT}, {"VALUE", MT_COL_TEXT},
-};
-static const mt_catalog_col job_cols[] = {
-	{"JOB", MT_COL_COUNT},     {"KIND", MT_COL_TEXT},    {"TARGET", MT_COL_TEXT},
-	{"STARTED", MT_COL_TEXT},  {"FINISHED", MT_COL_TEXT}, {"RESULT", MT_COL_TEXT},
-};
-static const mt_catalog_col result_cols[] = {
-	{"ITEM", MT_COL_TEXT}, {"RESULT", MT_COL_TEXT},
-};
-static const mt_catalog_col search_cols[] = {
-	{"REMOTE", MT_COL_TEXT}, {"DATASET", MT_COL_TEXT}, {"VERSION", MT_COL_TEXT},
-	{"TAGS", MT_COL_TEXT},   {"MATCH", MT_COL_TEXT},
 };
 
 #define LIKE_FILTER(cols) " AND (?2 IS NULL OR " cols ")"
@@ -949,38 +1045,38 @@ static const mt_catalog_col search_cols[] = {
 #define FIELD(name, expr) "SELECT 0, " name ", " expr " FROM v UNION ALL "
 
 static const struct level levels[MT_CAT_NLEVELS] = {
-	[MT_CAT_REMOTES] = {remote_cols, 6,
+	[MT_CAT_REMOTES] = {6,
 		"SELECT r.id, r.name, r.url, CASE r.online WHEN 1 THEN 'online' ELSE 'offline' END,"
 		" (SELECT count(*) FROM datasets d JOIN buckets b ON b.id = d.bucket_id"
 		"  WHERE b.remote_id = r.id), r.synced, r.error FROM remotes r WHERE 1"
 		LIKE_FILTER("r.name LIKE ?2 ESCAPE '\\' OR r.url LIKE ?2 ESCAPE '\\'")
 		" ORDER BY r.name = 'local' DESC, r.name"},
-	[MT_CAT_BUCKETS] = {bucket_cols, 4,
+	[MT_CAT_BUCKETS] = {4,
 		"SELECT b.id, b.url, count(d.id), coalesce(sum(d.nversions), 0),"
 		" coalesce(sum(d.stored_bytes), 0) FROM buckets b LEFT JOIN datasets d"
 		" ON d.bucket_id = b.id WHERE b.remote_id = ?1"
 		LIKE_FILTER("b.url LIKE ?2 ESCAPE '\\'") " GROUP BY b.id ORDER BY b.url"},
-	[MT_CAT_DATASETS] = {dataset_cols, 7,
+	[MT_CAT_DATASETS] = {7,
 		"SELECT id, name, nversions, latest, rows, stored_bytes, tags, description"
 		" FROM datasets WHERE bucket_id = ?1"
 		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
 			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
-	[MT_CAT_VERSIONS] = {version_cols, 8,
+	[MT_CAT_VERSIONS] = {8,
 		"SELECT v.id, v.name, v.created, v.rows, v.nshards, v.stored_bytes, v.parent,"
 		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
 		" v.description FROM versions v WHERE v.dataset_id = ?1"
 		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"
 			    " EXISTS (SELECT 1 FROM tags t WHERE t.version_id = v.id AND"
 			    " t.tag LIKE ?2 ESCAPE '\\')") " ORDER BY v.created, v.id"},
-	[MT_CAT_SHARDS] = {shard_cols, 6,
+	[MT_CAT_SHARDS] = {6,
 		"SELECT id, idx, sha256, first_row, rows, bytes,"
 		" CASE verified WHEN '' THEN '-' ELSE verified END FROM shards"
 		" WHERE version_id = ?1" LIKE_FILTER("sha256 LIKE ?2 ESCAPE '\\'") " ORDER BY idx"},
-	[MT_CAT_ATTRS] = {attr_cols, 4,
+	[MT_CAT_ATTRS] = {4,
 		"SELECT idx, name, dtype, shape, CASE ragged WHEN 1 THEN 'yes' ELSE 'no' END"
 		" FROM attrs WHERE version_id = ?1" LIKE_FILTER("name LIKE ?2 ESCAPE '\\'")
 		" ORDER BY idx"},
-	[MT_CAT_VERSION] = {field_cols, 2,
+	[MT_CAT_VERSION] = {2,
 		"WITH v AS (SELECT v.*, d.name AS dataset, b.url AS url, r.name AS remote,"
 		" (SELECT group_concat(tag, ', ') FROM tags WHERE version_id = v.id) AS tagl,"
 		" (SELECT ltrim(args || '  script ' || substr(sha256, 1, 12)) FROM recipes"
@@ -1012,7 +1108,7 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN 'never' ELSE"
 		      " nok || ' of ' || nshards || ' shards sound, ' || nbad || ' damaged' END")
 		"SELECT 0, 'attributes', (SELECT count(*) FROM attrs WHERE version_id = ?1) FROM v"},
-	[MT_CAT_SHARD] = {field_cols, 2,
+	[MT_CAT_SHARD] = {2,
 		"WITH s AS (SELECT s.*, d.name AS dataset, v.name AS version FROM shards s"
 		" JOIN versions v ON v.id = s.version_id JOIN datasets d ON d.id = v.dataset_id"
 		" WHERE s.id = ?1)"
@@ -1023,31 +1119,21 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" UNION ALL SELECT 0, 'bytes', bytes FROM s UNION ALL SELECT 0, 'verified',"
 		" CASE verified WHEN '' THEN 'never' ELSE verified || ' at ' || verified_at END"
 		" FROM s"},
-	[MT_CAT_JOBS] = {job_cols, 6,
+	[MT_CAT_JOBS] = {6,
 		"SELECT id, id, kind, target, started, finished, CASE WHEN code IS NULL THEN"
 		" 'running' WHEN code = 0 THEN 'ok' ELSE message END FROM jobs WHERE 1"
 		LIKE_FILTER("kind LIKE ?2 ESCAPE '\\' OR target LIKE ?2 ESCAPE '\\'")
 		" ORDER BY id DESC"},
-	[MT_CAT_JOB] = {result_cols, 2,
+	[MT_CAT_JOB] = {2,
 		"SELECT rowid, item, CASE code WHEN 0 THEN 'ok' ELSE message END FROM job_results"
 		" WHERE job_id = ?1" LIKE_FILTER("item LIKE ?2 ESCAPE '\\'") " ORDER BY rowid"},
-	[MT_CAT_SEARCH] = {search_cols, 5,
+	[MT_CAT_SEARCH] = {5,
 		"SELECT s.rowid, r.name, s.dataset, s.version, s.tags,"
 		" snippet(search, -1, '[', ']', '...', 8) FROM search s"
 		" JOIN versions v ON v.id = s.rowid JOIN datasets d ON d.id = v.dataset_id"
 		" JOIN buckets b ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id"
 		" WHERE search MATCH ?2 ORDER BY rank, r.name, s.dataset, v.created"},
 };
-
-const mt_catalog_col *mt_catalog_columns(int level, size_t *n)
-{
-	if (level < 0 || level >= MT_CAT_NLEVELS) {
-		*n = 0;
-		return NULL;
-	}
-	*n = levels[level].ncols;
-	return levels[level].cols;
-}
 
 /* "%text%" with LIKE's wildcards escaped. */
 static char *cat_like(const char *text)
@@ -1100,21 +1186,21 @@ int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter
 		    mt_catalog_fn fn, void *ud, mt_error *err)
 {
 	if (level < 0 || level >= MT_CAT_NLEVELS)
-		return mt_err(err, MT_EINVAL, "catalog: no list %d", level);
+		return cat_err(err, MT_EINVAL, "catalog: no list %d", level);
 	const struct level *lv = &levels[level];
 	char *pattern = NULL;
 	if (level == MT_CAT_SEARCH) {
 		if (!filter || !*filter)
-			return mt_err(err, MT_EINVAL, "search: empty query");
+			return cat_err(err, MT_EINVAL, "search: empty query");
 		pattern = cat_fts_query(filter);
 	} else if (filter && *filter) {
 		pattern = cat_like(filter);
 	}
 	if (filter && *filter && !pattern)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return cat_err(err, MT_ENOMEM, "out of memory");
 	if (level == MT_CAT_SEARCH && !*pattern) {
 		free(pattern);
-		return mt_err(err, MT_EINVAL, "search: empty query");
+		return cat_err(err, MT_EINVAL, "search: empty query");
 	}
 	pthread_mutex_lock(&c->lock);
 	sqlite3_stmt *st;
@@ -1151,7 +1237,7 @@ int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter
 static char *cat_col_dup(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? mt_strdup((const char *)t) : NULL;
+	return t ? strdup((const char *)t) : NULL;
 }
 
 int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out, mt_error *err)
@@ -1177,7 +1263,7 @@ int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
 		 : level == MT_CAT_SHARD				 ? MT_CAT_SHARDS
 									 : level;
 	if (lv < 0 || lv >= MT_CAT_NLEVELS || !sql[lv])
-		return mt_err(err, MT_EINVAL, "catalog: rows of list %d have no place", level);
+		return cat_err(err, MT_EINVAL, "catalog: rows of list %d have no place", level);
 	pthread_mutex_lock(&c->lock);
 	sqlite3_stmt *st;
 	int rc = cat_prepare(c, sql[lv], &st, err);
@@ -1194,9 +1280,9 @@ int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
 			if (!out->remote || !out->url || (lv >= MT_CAT_DATASETS && !out->dataset) ||
 			    (lv >= MT_CAT_VERSIONS && !out->version) ||
 			    (lv == MT_CAT_SHARDS && !out->sha256))
-				rc = mt_err(err, MT_ENOMEM, "out of memory");
+				rc = cat_err(err, MT_ENOMEM, "out of memory");
 		} else if (r == SQLITE_DONE) {
-			rc = mt_err(err, MT_ENOTFOUND, "catalog: no such row any more (sync?)");
+			rc = cat_err(err, MT_ENOTFOUND, "catalog: no such row any more (sync?)");
 		} else {
 			rc = cat_sqlerr(c, err, "locating a row");
 		}

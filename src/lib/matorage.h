@@ -151,6 +151,21 @@ typedef struct mt_attr {
 /* Elements in one row (fixed) or one item (ragged). */
 MT_API uint64_t mt_attr_items(const mt_attr *a);
 
+/* ---- where matorage keeps its files ----------------------------------- */
+
+/* matorage's directories, by the XDG base directory rules. */
+enum { MT_DIR_DATA, MT_DIR_CONFIG };
+
+/* The path of file `name` in matorage's directory of kind dir:
+ * MT_DIR_DATA: $XDG_DATA_HOME/matorage/NAME, else ~/.local/share/matorage/NAME
+ * (the default store, the catalog); MT_DIR_CONFIG: $XDG_CONFIG_HOME/matorage/NAME,
+ * else ~/.config/matorage/NAME (the remotes).  An XDG variable that is unset,
+ * empty or not an absolute path is ignored, as the specification says.  ~ is
+ * $HOME when set and not empty, else the user's home directory in the
+ * password database; without either it is MT_EINVAL saying what to set.
+ * Nothing is created.  *out is malloc'ed: free() it. */
+MT_API int mt_user_path(int dir, const char *name, char **out, mt_error *err);
+
 /* ---- stores ----------------------------------------------------------- */
 
 typedef struct mt_store mt_store;
@@ -159,7 +174,7 @@ typedef struct mt_store mt_store;
  * directory, "s3://BUCKET[/PREFIX]" for an S3-compatible server, or the
  * name of a remote (mt_remote_add).  NULL or "" opens the embedded
  * default: $MATORAGE_STORE if set, else file://$XDG_DATA_HOME/matorage/store
- * (~/.local/share/...).  A missing directory is created, as a writer needs;
+ * (~/.local/share/..., mt_user_path).  A missing directory is created, as a writer needs;
  * a reader opens with mt_store_open_opts and create 0, so that a mistyped
  * path creates nothing. */
 MT_API int mt_store_open(const char *url, mt_store **out, mt_error *err);
@@ -205,7 +220,7 @@ MT_API int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_sto
 /* ---- remotes: named stores in matorage's configuration ----------------- */
 
 /* Kept in $MATORAGE_CONFIG, else $XDG_CONFIG_HOME/matorage/config.json
- * (~/.config/matorage/config.json).  It never holds secrets: credentials
+ * (~/.config/matorage/config.json, mt_user_path).  It never holds secrets: credentials
  * come from the AWS profile it names or the environment. */
 typedef struct mt_remote {
 	char *name; /* [A-Za-z0-9._-], as dataset names */
@@ -232,6 +247,26 @@ MT_API int mt_store_datasets(mt_store *s, char ***names, size_t *n, mt_error *er
 MT_API int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t *n,
 			     mt_error *err);
 MT_API void mt_strv_free(char **v, size_t n);
+
+/* 0 when `name` may name a dataset or a version: [A-Za-z0-9._-], 1 to 128
+ * characters, not starting with '.' or '-'; else MT_EINVAL, the message
+ * calling it `what` ("dataset"). */
+MT_API int mt_name_check(const char *name, const char *what, mt_error *err);
+
+/* One object of a listing: its key (doc/FORMAT.md says which keys hold
+ * what), its size and its modification time (seconds since the epoch).
+ * Borrowed for the callback. */
+typedef struct mt_object_info {
+	const char *key;
+	uint64_t size;
+	int64_t mtime;
+} mt_object_info;
+/* Call fn for every object whose key starts with `prefix`, page by page as
+ * the store lists them; fn returns nonzero to stop (that value is returned).
+ * Tools that mirror a store's state (the catalog) use it to see which
+ * manifests changed without reading them. */
+MT_API int mt_store_list(mt_store *s, const char *prefix,
+			 int (*fn)(void *ud, const mt_object_info *o), void *ud, mt_error *err);
 
 /* Delete one version's manifest.  Its shards stay until mt_store_gc. */
 MT_API int mt_store_delete_version(mt_store *s, const char *dataset, const char *version,
@@ -547,130 +582,6 @@ MT_API int mt_mix_set_epoch(mt_mix *m, uint64_t epoch, mt_error *err);
 MT_API size_t mt_mix_state(const mt_mix *m, char *buf, size_t cap);
 MT_API int mt_mix_resume(mt_mix *m, const char *token, mt_error *err);
 MT_API void mt_mix_close(mt_mix *m);
-
-/* ---- the catalog: a local SQLite index of what the stores hold ---------- */
-
-/*
- * The catalog is a cache of the stores, never the source of truth:
- * deleting its file loses nothing, and mt_catalog_sync rebuilds it.  It
- * knows remotes (a name and a URL: "local" is the default store), their
- * buckets, datasets, versions with their lineage, attributes, tags and
- * shards, the last verification of each shard, and the jobs run on them.
- *
- * Threading: one handle may be used from several threads; calls are
- * serialised inside, and a sync holds the handle only while it writes, not
- * while it reads the store.  A list callback must not call the catalog.
- */
-typedef struct mt_catalog mt_catalog;
-
-/* The schema version this library writes; older catalogs are upgraded in
- * place when opened. */
-#define MT_CATALOG_SCHEMA 2
-
-/* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
- * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/...).  A catalog
- * written by a newer matorage is MT_EFORMAT (delete it; sync rebuilds it). */
-MT_API int mt_catalog_open(const char *path, mt_catalog **out, mt_error *err);
-/* The same for a reader: a catalog that does not exist yet is MT_ENOTFOUND,
- * and nothing (file or directory) is created. */
-MT_API int mt_catalog_open_existing(const char *path, mt_catalog **out, mt_error *err);
-MT_API void mt_catalog_close(mt_catalog *c);
-/* Its file (borrowed). */
-MT_API const char *mt_catalog_path(const mt_catalog *c);
-
-typedef struct mt_catalog_sync_stats {
-	uint64_t datasets;         /* datasets seen */
-	uint64_t versions;         /* versions seen */
-	uint64_t versions_read;    /* manifests read: new or changed since the last sync */
-	uint64_t versions_removed; /* gone from the store, dropped from the catalog */
-} mt_catalog_sync_stats;
-
-/* mt_catalog_sync flags */
-#define MT_CATALOG_FULL 1 /* read every manifest, changed or not */
-
-/* Bring what the catalog knows of store s, listed as remote `remote`, up to
- * date: of `dataset` only, or (NULL) of every dataset, dropping those the
- * store no longer has.  Only manifests and metadata objects that are new or
- * whose listed size or time changed are read.  progress counts datasets.
- * A failure marks the remote offline with its message; a success marks it
- * online.  st may be NULL. */
-MT_API int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *dataset,
-			   int flags, mt_progress_fn progress, void *ud,
-			   mt_catalog_sync_stats *st, mt_error *err);
-/* Record that remote (at url) could not be reached. */
-MT_API int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url,
-				  const char *why, mt_error *err);
-
-/* What mt_catalog_list lists.  Each level's rows have an id that is the
- * parent of the level below: remotes > buckets > datasets > versions >
- * shards and attributes.  MT_CAT_VERSION and MT_CAT_SHARD list the fields
- * of one version or shard (id: a version's or shard's) as name/value
- * rows; MT_CAT_SEARCH lists versions matching a full-text query. */
-enum mt_catalog_level {
-	MT_CAT_REMOTES,
-	MT_CAT_BUCKETS,
-	MT_CAT_DATASETS,
-	MT_CAT_VERSIONS,
-	MT_CAT_SHARDS,
-	MT_CAT_ATTRS,
-	MT_CAT_VERSION,
-	MT_CAT_SHARD,
-	MT_CAT_JOBS,
-	MT_CAT_JOB,
-	MT_CAT_SEARCH,
-	MT_CAT_NLEVELS
-};
-
-/* How a column's text is to be read. */
-enum { MT_COL_TEXT, MT_COL_COUNT, MT_COL_BYTES };
-typedef struct mt_catalog_col {
-	const char *name; /* header, upper case */
-	int kind;
-} mt_catalog_col;
-/* The columns of a level's rows (static); NULL for an unknown level. */
-MT_API const mt_catalog_col *mt_catalog_columns(int level, size_t *n);
-
-typedef struct mt_catalog_row {
-	int64_t id;
-	size_t ncols;
-	const char *const *cols; /* borrowed, valid during the callback; never NULL */
-} mt_catalog_row;
-/* Return nonzero to stop the listing (that value is returned). */
-typedef int (*mt_catalog_fn)(void *ud, const mt_catalog_row *row);
-
-/* Call fn for each row of `level` under `parent` (ignored for remotes and
- * jobs), in display order.  `filter` (NULL: none) keeps the rows whose
- * name, description or tags contain it, ignoring ASCII case; for
- * MT_CAT_SEARCH it is the query: words, each matching names, descriptions,
- * tags and attribute names by prefix. */
-MT_API int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter,
-			   mt_catalog_fn fn, void *ud, mt_error *err);
-
-/* Where a row of a level lives, to open it in its store. */
-typedef struct mt_catalog_ref {
-	char *remote, *url; /* always set */
-	char *dataset;      /* datasets and below, else NULL */
-	char *version;      /* versions and below, else NULL */
-	char *sha256;       /* shards, else NULL */
-	int64_t shard;      /* a shard's index in its version, else -1 */
-} mt_catalog_ref;
-/* MT_ENOTFOUND when there is no such row (any more). */
-MT_API int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
-			     mt_error *err);
-MT_API void mt_catalog_ref_free(mt_catalog_ref *r);
-
-/* Jobs (verify, copy, gc, ...) and their per-item results, for history. */
-MT_API int mt_catalog_job_begin(mt_catalog *c, const char *kind, const char *target,
-				int64_t *id, mt_error *err);
-MT_API int mt_catalog_job_result(mt_catalog *c, int64_t job, const char *item, int code,
-				 const char *message, mt_error *err);
-MT_API int mt_catalog_job_end(mt_catalog *c, int64_t job, int code, const char *message,
-			      mt_error *err);
-/* Record a verification of shard sha256 of dataset in bucket url: code 0
- * (sound) or the error and its message.  Every version listing it sees it. */
-MT_API int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
-				     const char *sha256, int code, const char *message,
-				     mt_error *err);
 
 /* ---- NumPy .npy files -------------------------------------------------- */
 

@@ -11,18 +11,19 @@
 
 #include "store.h"
 
-/* $MATORAGE_CONFIG, else $XDG_CONFIG_HOME/matorage/config.json, else
- * ~/.config/matorage/config.json. */
-static char *config_path(void)
+/* $MATORAGE_CONFIG, else config.json in matorage's configuration directory
+ * (mt_user_path). */
+static int config_path(char **out, mt_error *err)
 {
 	const char *p = getenv("MATORAGE_CONFIG");
-	if (p && *p)
-		return mt_strdup(p);
-	const char *x = getenv("XDG_CONFIG_HOME");
-	if (x && *x == '/')
-		return mt_asprintf("%s/matorage/config.json", x);
-	const char *home = getenv("HOME");
-	return mt_asprintf("%s/.config/matorage/config.json", home && *home ? home : ".");
+	if (p && *p) {
+		*out = mt_strdup(p);
+		return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	}
+	int rc = mt_user_path(MT_DIR_CONFIG, "config.json", out, err);
+	if (rc && rc != MT_ENOMEM)
+		mt_err_prefix(err, "configuration: ");
+	return rc;
 }
 
 /* The whole file as JSON; an absent file is an empty object. */
@@ -136,9 +137,11 @@ int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err)
 {
 	*out = NULL;
 	*n = 0;
-	char *path = config_path();
+	char *path = NULL;
 	json_t *root = NULL;
-	int rc = path ? config_load(path, &root, err) : mt_err(err, MT_ENOMEM, "out of memory");
+	int rc = config_path(&path, err);
+	if (!rc)
+		rc = config_load(path, &root, err);
 	json_t *remotes = rc ? NULL : json_object_get(root, "remotes");
 	size_t count = remotes ? json_object_size(remotes) : 0;
 	mt_remote *list = count ? calloc(count, sizeof *list) : NULL;
@@ -170,9 +173,11 @@ int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err)
 int mt_remote_find(const char *name, mt_remote *out, mt_error *err)
 {
 	memset(out, 0, sizeof *out);
-	char *path = config_path();
+	char *path = NULL;
 	json_t *root = NULL;
-	int rc = path ? config_load(path, &root, err) : mt_err(err, MT_ENOMEM, "out of memory");
+	int rc = config_path(&path, err);
+	if (!rc)
+		rc = config_load(path, &root, err);
 	json_t *e = rc ? NULL : json_object_get(json_object_get(root, "remotes"), name);
 	if (!rc && !e)
 		rc = MT_ENOTFOUND;
@@ -276,12 +281,15 @@ static int config_edit(int (*edit)(json_t *remotes, const void *arg, const char 
 				   mt_error *err),
 		       const void *arg, mt_error *err)
 {
-	char *name = config_path();
-	char *path = name ? config_target(name) : NULL;
+	char *name = NULL;
+	int rc = config_path(&name, err);
+	if (rc)
+		return rc;
+	char *path = config_target(name);
 	free(name);
 	if (!path)
 		return mt_err(err, MT_ENOMEM, "out of memory");
-	int rc = mt_mkdir_parent(path, "configuration directory", err);
+	rc = mt_mkdir_parent(path, "configuration directory", err);
 	int dfd = rc ? -1 : config_lock(path);
 	json_t *root = NULL;
 	if (!rc)

@@ -73,27 +73,23 @@ static int store_open_path(const char *url, const char *path, int create, mt_sto
 	return rc;
 }
 
-/* The embedded default: $MATORAGE_STORE, else $XDG_DATA_HOME/matorage/store
- * with XDG's fallback of ~/.local/share. */
+/* The embedded default: $MATORAGE_STORE, else "store" in matorage's data
+ * directory (mt_user_path). */
 static int store_open_default(const mt_store_opts *o, mt_store **out, mt_error *err)
 {
 	const char *env = getenv("MATORAGE_STORE");
 	if (env && *env)
 		return mt_store_open_opts(env, o, out, err);
-	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
 	char *dir = NULL;
-	if (xdg && xdg[0] == '/')
-		dir = mt_asprintf("%s/matorage/store", xdg);
-	else if (home && *home)
-		dir = mt_asprintf("%s/.local/share/matorage/store", home);
-	else
-		return mt_err(err, MT_EINVAL, "no default store: set MATORAGE_STORE, "
-			      "XDG_DATA_HOME or HOME");
-	if (!dir)
-		return mt_err(err, MT_ENOMEM, "default store: out of memory");
+	int rc = mt_user_path(MT_DIR_DATA, "store", &dir, err);
+	if (rc) {
+		if (rc != MT_ENOMEM)
+			mt_err_prefix(err, "no default store (set MATORAGE_STORE): ");
+		return rc;
+	}
 	/* Before its first write the default store reads as empty: a reader
 	 * of a fresh account sees no datasets and makes no directories. */
-	int rc = store_open_path(dir, dir, o->create ? 1 : -1, out, err);
+	rc = store_open_path(dir, dir, o->create ? 1 : -1, out, err);
 	free(dir);
 	return rc;
 }
@@ -265,4 +261,24 @@ int mt_store_list_prefixes(mt_store *s, const char *prefix,
 			   int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err)
 {
 	return store_list_pages(s, prefix, 1, fn, ud, err);
+}
+
+/* mt_store_list's callback and its argument, behind mt_store_list_all's. */
+struct store_list_public {
+	int (*fn)(void *ud, const mt_object_info *o);
+	void *ud;
+};
+
+static int store_list_one(void *ud, const mt_obj *o)
+{
+	const struct store_list_public *p = ud;
+	const mt_object_info info = {o->key, o->size, o->mtime};
+	return p->fn(p->ud, &info);
+}
+
+int mt_store_list(mt_store *s, const char *prefix, int (*fn)(void *ud, const mt_object_info *o),
+		  void *ud, mt_error *err)
+{
+	struct store_list_public p = {fn, ud};
+	return mt_store_list_all(s, prefix, store_list_one, &p, err);
 }

@@ -57,9 +57,7 @@ static inline uint32_t mt_get_u32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Names of datasets and versions: [A-Za-z0-9._-], 1..128 chars, not
- * starting with '.' or '-'.  `what` names the kind in the error. */
-MT_LOCAL int mt_name_check(const char *name, const char *what, mt_error *err);
+/* Names of datasets and versions: mt_name_check (public, matorage.h). */
 
 /* Automatic version names are "v" and 1..MT_VERSION_DIGITS digits without
  * a leading zero, so numbering never overflows or repeats a name. */

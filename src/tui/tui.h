@@ -211,6 +211,15 @@ void tui_command(struct tui *t, const char *line);
 
 /* A catalog list: remotes at the root, or a level under a parent row. */
 struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char *title);
+
+/* A list's column header and how its text reads (columns.c). */
+enum { COL_TEXT, COL_COUNT, COL_BYTES };
+struct tui_col {
+	const char *name; /* upper case */
+	int kind;
+};
+/* The columns of a catalog level's rows (static); NULL for an unknown level. */
+const struct tui_col *tui_columns(int level, size_t *n);
 /* Lines of text (help, a job's log). */
 struct view *tui_text_view(const char *title, char **lines, size_t n);
 /* The values of attribute `attr` of a version, a row at a time. */

@@ -21,7 +21,7 @@ struct list {
 	int src;
 	int level;
 	int64_t parent;
-	const mt_catalog_col *cols;
+	const struct tui_col *cols;
 	size_t ncols;
 	struct row *rows;
 	size_t n, cap;
@@ -33,11 +33,11 @@ struct list {
 	char error[512];
 };
 
-static const mt_catalog_col job_cols[] = {
-	{ "JOB", MT_COL_COUNT }, { "KIND", MT_COL_TEXT }, { "STATE", MT_COL_TEXT },
-	{ "PROGRESS", MT_COL_TEXT }, { "WHAT", MT_COL_TEXT },
+static const struct tui_col job_cols[] = {
+	{ "JOB", COL_COUNT }, { "KIND", COL_TEXT }, { "STATE", COL_TEXT },
+	{ "PROGRESS", COL_TEXT }, { "WHAT", COL_TEXT },
 };
-static const mt_catalog_col text_cols[] = { { "", MT_COL_TEXT } };
+static const struct tui_col text_cols[] = { { "", COL_TEXT } };
 
 static void list_clear(struct list *l)
 {
@@ -59,7 +59,7 @@ static void list_add(struct list *l, int64_t id, const char *const *cols, int ro
 	r->role = role;
 	r->cols = app_xcalloc(l->ncols, sizeof *r->cols);
 	for (size_t c = 0; c < l->ncols; c++) {
-		if (l->cols[c].kind == MT_COL_BYTES && cols[c][0]) {
+		if (l->cols[c].kind == COL_BYTES && cols[c][0]) {
 			char buf[32];
 			r->cols[c] = app_xstrdup(app_human_bytes(strtoull(cols[c], NULL, 10), buf,
 								 sizeof buf));
@@ -73,6 +73,14 @@ static int list_catalog_row(void *ud, const mt_catalog_row *row)
 {
 	struct list *l = ud;
 	int role = R_NORMAL;
+	/* The headers are the browser's (columns.c): rows that do not match
+	 * them are not shown half. */
+	if (row->ncols != l->ncols) {
+		snprintf(l->error, sizeof l->error,
+			 "catalog list %d: rows of %zu columns, %zu headers", l->level,
+			 row->ncols, l->ncols);
+		return MT_EFORMAT;
+	}
 	/* Trouble stands out: offline remotes, damaged shards, failed jobs. */
 	if (l->level == MT_CAT_REMOTES && !strcmp(row->cols[2], "offline"))
 		role = R_OFFLINE;
@@ -122,7 +130,7 @@ static void list_load(struct tui *t, struct list *l)
 	if (l->src == SRC_CATALOG) {
 		mt_error err = { 0 };
 		if (mt_catalog_list(t->cat, l->level, l->parent, l->filter[0] ? l->filter : NULL,
-				    list_catalog_row, l, &err))
+				    list_catalog_row, l, &err) && !l->error[0])
 			snprintf(l->error, sizeof l->error, "%s", err.message);
 	} else if (l->src == SRC_JOBS) {
 		jobs_fill(t, l);
@@ -187,7 +195,7 @@ static void list_draw(struct tui *t, struct view *v, int top, int bottom)
 		int x = 0;
 		for (size_t c = 0; c < l->ncols && x < w; c++) {
 			int cw = c + 1 == l->ncols ? w - x : l->widths[c];
-			int num = l->cols[c].kind != MT_COL_TEXT && c + 1 < l->ncols;
+			int num = l->cols[c].kind != COL_TEXT && c + 1 < l->ncols;
 			int tw = disp_columns(r->cols[c]);
 			int pad = num && tw < cw ? cw - tw : 0;
 			tui_text_cut(y, x + pad, cw - pad, role, r->cols[c]);
@@ -478,7 +486,7 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	l->src = SRC_CATALOG;
 	l->level = level;
 	l->parent = parent;
-	l->cols = mt_catalog_columns(level, &l->ncols);
+	l->cols = tui_columns(level, &l->ncols);
 	if (level == MT_CAT_SEARCH)
 		snprintf(l->filter, sizeof l->filter, "%s", title);
 	snprintf(l->base.title, sizeof l->base.title, "%s%s", level == MT_CAT_SEARCH ? "search: " : "",

@@ -1,5 +1,6 @@
 /* test-catalog.c — the SQLite catalog: sync (incremental, deletions, damage), lists and filters, search, metadata edits, jobs, upgrades from schema 1, refusal of newer schemas. */
 #include <pthread.h>
+#include <pwd.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +347,46 @@ static void test_concurrent_writers(void)
 	       "finding it busy%s%s", N, bad < 0 ? "" : ": ", bad < 0 ? "" : a[bad].err.message);
 }
 
+/* The default catalog: $MATORAGE_CATALOG, else catalog.db in the data
+ * directory, found without HOME too (the same resolver as the default
+ * store's).  A reader opening it creates nothing. */
+static void test_default_path(void)
+{
+	mt_error err = {0};
+	mt_catalog *c = NULL;
+	char path[400];
+	struct stat sb;
+	snprintf(path, sizeof path, "%s/env/dir/catalog.db", root);
+	setenv("MATORAGE_CATALOG", path, 1);
+	int rc = mt_catalog_open(NULL, &c, &err);
+	tap_ok(rc == 0 && !strcmp(mt_catalog_path(c), path) && stat(path, &sb) == 0,
+	       "MATORAGE_CATALOG names the catalog, made with its directories: %s",
+	       rc ? err.message : path);
+	mt_catalog_close(c);
+	c = NULL;
+	unsetenv("MATORAGE_CATALOG");
+	char *xdg = getenv("XDG_DATA_HOME") ? strdup(getenv("XDG_DATA_HOME")) : NULL;
+	char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+	unsetenv("XDG_DATA_HOME");
+	unsetenv("HOME");
+	const struct passwd *pw = getpwuid(getuid());
+	char want[600];
+	snprintf(want, sizeof want, "%s/.local/share/matorage/catalog.db",
+		 pw && pw->pw_dir ? pw->pw_dir : "?");
+	rc = mt_catalog_open_existing(NULL, &c, &err);
+	tap_ok((rc == 0 && !strcmp(mt_catalog_path(c), want)) ||
+		       (rc == MT_ENOTFOUND && strstr(err.message, want)),
+	       "HOME unset: the catalog is looked for in the password database's home: %s",
+	       rc ? err.message : mt_catalog_path(c));
+	mt_catalog_close(c);
+	if (xdg)
+		setenv("XDG_DATA_HOME", xdg, 1);
+	if (home)
+		setenv("HOME", home, 1);
+	free(xdg);
+	free(home);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "/tmp/mt-catalog-XXXXXX");
@@ -364,6 +405,7 @@ int main(void)
 	test_sync_and_lists();
 	test_concurrent_writers();
 	test_migration();
+	test_default_path();
 	mt_store_close(store);
 	root[strlen(root) - strlen("/store")] = '\0';
 	char cmd[300];

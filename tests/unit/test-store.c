@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +185,62 @@ static void test_open_without_create(void)
 	}
 }
 
+/* Without HOME (a service, a container), ~ is the user's home directory in
+ * the password database, for the data and the configuration directories
+ * alike; the default store follows it.  Nothing is created. */
+static void test_home_unset(void)
+{
+	mt_error err;
+	char *config_home = getenv("XDG_CONFIG_HOME") ? strdup(getenv("XDG_CONFIG_HOME")) : NULL;
+	unsetenv("MATORAGE_STORE");
+	unsetenv("XDG_DATA_HOME");
+	unsetenv("XDG_CONFIG_HOME");
+	unsetenv("HOME");
+	const struct passwd *pw = getpwuid(getuid());
+	if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/') {
+		tap_ok(1, "# SKIP user %u has no home directory in the password database",
+		       (unsigned)getuid());
+		free(config_home);
+		return;
+	}
+	char want[600], *got = NULL;
+	snprintf(want, sizeof want, "%s/.local/share/matorage/store", pw->pw_dir);
+	int rc = mt_user_path(MT_DIR_DATA, "store", &got, &err);
+	tap_ok(rc == 0 && got && !strcmp(got, want),
+	       "HOME unset: the data directory is under the password database's home: %s",
+	       got ? got : err.message);
+	free(got);
+	got = NULL;
+	snprintf(want, sizeof want, "%s/.config/matorage/config.json", pw->pw_dir);
+	rc = mt_user_path(MT_DIR_CONFIG, "config.json", &got, &err);
+	tap_ok(rc == 0 && got && !strcmp(got, want),
+	       "HOME unset: so is the configuration directory: %s", got ? got : err.message);
+	free(got);
+	got = NULL;
+	/* The XDG rules ignore a relative variable; ~ is then the same home. */
+	setenv("XDG_DATA_HOME", "relative", 1);
+	snprintf(want, sizeof want, "%s/.local/share/matorage/catalog.db", pw->pw_dir);
+	rc = mt_user_path(MT_DIR_DATA, "catalog.db", &got, &err);
+	tap_ok(rc == 0 && got && !strcmp(got, want), "a relative XDG_DATA_HOME is ignored: %s",
+	       got ? got : err.message);
+	free(got);
+	unsetenv("XDG_DATA_HOME");
+	rc = mt_user_path(42, "x", &got, &err);
+	tap_ok(rc == MT_EINVAL && !got, "an unknown directory kind is MT_EINVAL: %s", err.message);
+
+	mt_store_opts ro;
+	mt_store_opts_init(&ro);
+	mt_store *s = NULL;
+	snprintf(want, sizeof want, "file://%s/.local/share/matorage/store", pw->pw_dir);
+	rc = mt_store_open_opts(NULL, &ro, &s, &err);
+	tap_ok(rc == 0 && !strcmp(mt_store_url(s), want),
+	       "HOME unset: the default store is there too: %s", rc ? err.message : mt_store_url(s));
+	mt_store_close(s);
+	if (config_home)
+		setenv("XDG_CONFIG_HOME", config_home, 1);
+	free(config_home);
+}
+
 /* $MATORAGE_STORE, else $XDG_DATA_HOME/matorage/store, else ~/.local/share/... */
 static void test_default_store(void)
 {
@@ -227,6 +284,7 @@ static void test_default_store(void)
 		mt_store_close(s);
 	}
 
+	test_home_unset();
 	for (int i = 0; i < 3; i++) {
 		if (saved[i])
 			setenv(names[i], saved[i], 1);

@@ -1,0 +1,140 @@
+/* matorage-catalog.h — the public API of libmatorage-catalog: a local SQLite index of what matorage's stores hold, for browsing and search. */
+#ifndef MATORAGE_CATALOG_H
+#define MATORAGE_CATALOG_H
+
+#include "matorage.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(MT_BUILDING_CATALOG)
+#define MT_CATALOG_API __attribute__((visibility("default")))
+#else
+#define MT_CATALOG_API
+#endif
+
+/*
+ * A library above libmatorage (it uses only matorage.h): training code
+ * links libmatorage alone and never SQLite; the command and the browser
+ * link this one too (pkg-config matorage-catalog).
+ *
+ * The catalog is a cache of the stores, never the source of truth:
+ * deleting its file loses nothing, and mt_catalog_sync rebuilds it.  It
+ * knows remotes (a name and a URL: "local" is the default store), their
+ * buckets, datasets, versions with their lineage, attributes, tags and
+ * shards, the last verification of each shard, and the jobs run on them.
+ *
+ * Threading: one handle may be used from several threads; calls are
+ * serialised inside, and a sync holds the handle only while it writes, not
+ * while it reads the store.  A list callback must not call the catalog.
+ */
+typedef struct mt_catalog mt_catalog;
+
+/* The schema version this library writes; older catalogs are upgraded in
+ * place when opened. */
+#define MT_CATALOG_SCHEMA 2
+
+/* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
+ * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/..., mt_user_path).  A catalog
+ * written by a newer matorage is MT_EFORMAT (delete it; sync rebuilds it). */
+MT_CATALOG_API int mt_catalog_open(const char *path, mt_catalog **out, mt_error *err);
+/* The same for a reader: a catalog that does not exist yet is MT_ENOTFOUND,
+ * and nothing (file or directory) is created. */
+MT_CATALOG_API int mt_catalog_open_existing(const char *path, mt_catalog **out, mt_error *err);
+MT_CATALOG_API void mt_catalog_close(mt_catalog *c);
+/* Its file (borrowed). */
+MT_CATALOG_API const char *mt_catalog_path(const mt_catalog *c);
+
+typedef struct mt_catalog_sync_stats {
+	uint64_t datasets;         /* datasets seen */
+	uint64_t versions;         /* versions seen */
+	uint64_t versions_read;    /* manifests read: new or changed since the last sync */
+	uint64_t versions_removed; /* gone from the store, dropped from the catalog */
+} mt_catalog_sync_stats;
+
+/* mt_catalog_sync flags */
+#define MT_CATALOG_FULL 1 /* read every manifest, changed or not */
+
+/* Bring what the catalog knows of store s, listed as remote `remote`, up to
+ * date: of `dataset` only, or (NULL) of every dataset, dropping those the
+ * store no longer has.  Only manifests and metadata objects that are new or
+ * whose listed size or time changed are read.  progress counts datasets.
+ * A failure marks the remote offline with its message; a success marks it
+ * online.  st may be NULL. */
+MT_CATALOG_API int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s,
+				   const char *dataset, int flags, mt_progress_fn progress,
+				   void *ud, mt_catalog_sync_stats *st, mt_error *err);
+/* Record that remote (at url) could not be reached. */
+MT_CATALOG_API int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url,
+					  const char *why, mt_error *err);
+
+/* What mt_catalog_list lists.  Each level's rows have an id that is the
+ * parent of the level below: remotes > buckets > datasets > versions >
+ * shards and attributes.  MT_CAT_VERSION and MT_CAT_SHARD list the fields
+ * of one version or shard (id: a version's or shard's) as name/value
+ * rows; MT_CAT_SEARCH lists versions matching a full-text query.  A row's
+ * columns are text as a listing shows it (counts and byte sizes in
+ * decimal, '-' for an empty field, 'never' for a shard never verified),
+ * in the order given beside each level. */
+enum mt_catalog_level {
+	MT_CAT_REMOTES,  /* name, url, online|offline, datasets, synced, error */
+	MT_CAT_BUCKETS,  /* url, datasets, versions, stored bytes */
+	MT_CAT_DATASETS, /* name, versions, latest, rows, stored bytes, tags, description */
+	MT_CAT_VERSIONS, /* name, created, rows, shards, stored bytes, parent, tags, description */
+	MT_CAT_SHARDS,   /* index, sha256, first row, rows, bytes, verified */
+	MT_CAT_ATTRS,    /* name, dtype, shape, ragged (yes|no) */
+	MT_CAT_VERSION,  /* field, value */
+	MT_CAT_SHARD,    /* field, value */
+	MT_CAT_JOBS,     /* id, kind, target, started, finished, result */
+	MT_CAT_JOB,      /* item, result */
+	MT_CAT_SEARCH,   /* remote, dataset, version, tags, match */
+	MT_CAT_NLEVELS
+};
+
+typedef struct mt_catalog_row {
+	int64_t id;
+	size_t ncols;
+	const char *const *cols; /* borrowed, valid during the callback; never NULL */
+} mt_catalog_row;
+/* Return nonzero to stop the listing (that value is returned). */
+typedef int (*mt_catalog_fn)(void *ud, const mt_catalog_row *row);
+
+/* Call fn for each row of `level` under `parent` (ignored for remotes and
+ * jobs), in display order.  `filter` (NULL: none) keeps the rows whose
+ * name, description or tags contain it, ignoring ASCII case; for
+ * MT_CAT_SEARCH it is the query: words, each matching names, descriptions,
+ * tags and attribute names by prefix. */
+MT_CATALOG_API int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter,
+				   mt_catalog_fn fn, void *ud, mt_error *err);
+
+/* Where a row of a level lives, to open it in its store. */
+typedef struct mt_catalog_ref {
+	char *remote, *url; /* always set */
+	char *dataset;      /* datasets and below, else NULL */
+	char *version;      /* versions and below, else NULL */
+	char *sha256;       /* shards, else NULL */
+	int64_t shard;      /* a shard's index in its version, else -1 */
+} mt_catalog_ref;
+/* MT_ENOTFOUND when there is no such row (any more). */
+MT_CATALOG_API int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
+				     mt_error *err);
+MT_CATALOG_API void mt_catalog_ref_free(mt_catalog_ref *r);
+
+/* Jobs (verify, copy, gc, ...) and their per-item results, for history. */
+MT_CATALOG_API int mt_catalog_job_begin(mt_catalog *c, const char *kind, const char *target,
+					int64_t *id, mt_error *err);
+MT_CATALOG_API int mt_catalog_job_result(mt_catalog *c, int64_t job, const char *item, int code,
+					 const char *message, mt_error *err);
+MT_CATALOG_API int mt_catalog_job_end(mt_catalog *c, int64_t job, int code, const char *message,
+				      mt_error *err);
+/* Record a verification of shard sha256 of dataset in bucket url: code 0
+ * (sound) or the error and its message.  Every version listing it sees it. */
+MT_CATALOG_API int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
+					     const char *sha256, int code, const char *message,
+					     mt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "app.h"
+#include "matorage-catalog.h"
 #include "display.h"
 #include "tui-main.h"
 

@@ -189,3 +189,10 @@ int mt_mkdir_parent(const char *path, const char *what, mt_error *err)
 	free(dir);
 	return 0;
 }
+
+void mt_strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}

@@ -13,13 +13,6 @@
 #define MANIFEST_EXT ".json"
 #define TOMBSTONE_EXT ".removed"
 
-void mt_strv_free(char **v, size_t n)
-{
-	for (size_t i = 0; v && i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 char *mt_now_rfc3339(void)
 {
 	struct timeval tv;

@@ -1,0 +1,33 @@
+#!/bin/bash
+# layers.sh — each room of src/lib includes only its own headers and those of the rooms below it (doc/ARCHITECTURE.md).
+. "$(dirname "$0")/lib.sh"
+LIB="$top_srcdir/src/lib"
+
+# room: the rooms it may include from, besides itself and matorage.h.
+declare -A BELOW=(
+	[util]=""
+	[store]="util"
+	[format]="util"
+	[data]="util store format"
+	[loader]="util store format data"
+	[catalog]=""
+)
+for room in util store format data loader catalog; do
+	allowed="$room ${BELOW[$room]}"
+	bad=""
+	for f in "$LIB/$room"/*.[ch]; do
+		while read -r h; do
+			[ "$h" = matorage.h ] && continue
+			[ "$room" = catalog ] && [ "$h" = matorage-catalog.h ] && continue
+			home=""
+			for r in util store format data loader catalog; do
+				[ -e "$LIB/$r/$h" ] && home=$r
+			done
+			case " $allowed " in *" $home "*) ;; *) bad="$bad ${f#"$LIB"/}:$h(${home:-?})" ;; esac
+		done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+	done
+	ok $([ -z "$bad" ]; echo $?) "src/lib/$room includes only ${allowed% }${bad:+ — not:$bad}"
+done
+# The catalog is a library above libmatorage: the public header only.
+ok $([ -z "$(ls "$LIB"/*.c 2>/dev/null)" ]; echo $?) "src/lib holds no code outside its rooms"
+done_testing

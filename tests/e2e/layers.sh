@@ -28,6 +28,15 @@ for room in util store format data loader catalog; do
 	done
 	ok $([ -z "$bad" ]; echo $?) "src/lib/$room includes only ${allowed% }${bad:+ — not:$bad}"
 done
+# Above the library: the browser and the command share src/app; neither reaches into the other
+# except through the browser's one entry point.
+APP="$top_srcdir/src"
+bad=$(grep -l '#include "cli.h"' "$APP"/tui/*.[ch] "$APP"/app/*.[ch] 2> /dev/null | tr '\n' ' ')
+ok $([ -z "$bad" ]; echo $?) "src/tui and src/app do not include cli.h${bad:+: $bad}"
+bad=$(grep -ho '#include "[^"]*"' "$APP"/app/*.[ch] | grep -v '"app.h"\|"matorage.h"\|"matorage-catalog.h"\|"config.h"' | tr '\n' ' ')
+ok $([ -z "$bad" ]; echo $?) "src/app includes only app.h and the libraries' headers${bad:+: $bad}"
+bad=$(grep -l '#include "\(tui\|display\).h"' "$APP"/cli/*.c | tr '\n' ' ')
+ok $([ -z "$bad" ]; echo $?) "src/cli opens the browser only through tui-main.h${bad:+: $bad}"
 # The catalog is a library above libmatorage: the public header only.
 ok $([ -z "$(ls "$LIB"/*.c 2>/dev/null)" ]; echo $?) "src/lib holds no code outside its rooms"
 done_testing

@@ -271,21 +271,40 @@ static int versions_by_age(mt_store *s, const char *dataset, struct strv *out, m
 		mt_strv_free(names.v, names.n);
 		return mt_err(err, MT_ENOMEM, "out of memory");
 	}
+	/* Each name moves to d (or is freed when its manifest went between
+	 * the listing and the read: it is not a version now). */
+	size_t kept = 0;
 	for (size_t i = 0; i < names.n && !rc; i++) {
 		mt_manifest *m = NULL;
-		rc = mt_dataset_load(s, dataset, names.v[i], &m, NULL, err);
-		d[i].name = names.v[i];
-		if (!rc && !(d[i].created = mt_strdup(m->created)))
+		mt_error e = {0};
+		rc = mt_dataset_load(s, dataset, names.v[i], &m, NULL, &e);
+		if (rc == MT_ENOTFOUND) {
+			free(names.v[i]);
+			names.v[i] = NULL;
+			rc = 0;
+			continue;
+		}
+		if (rc) {
+			mt_err_copy(err, &e);
+			break;
+		}
+		d[kept].name = names.v[i];
+		names.v[i] = NULL;
+		if (!(d[kept++].created = mt_strdup(m->created)))
 			rc = mt_err(err, MT_ENOMEM, "out of memory");
 		mt_manifest_free(m);
 	}
 	if (!rc) {
-		qsort(d, names.n, sizeof *d, dated_cmp);
-		for (size_t i = 0; i < names.n; i++)
+		qsort(d, kept, sizeof *d, dated_cmp);
+		for (size_t i = 0; i < kept; i++)
 			names.v[i] = d[i].name;
+		names.n = kept;
 	}
-	for (size_t i = 0; i < names.n; i++)
+	for (size_t i = 0; i < kept; i++) {
 		free(d[i].created);
+		if (rc)
+			free(d[i].name);
+	}
 	free(d);
 	if (rc) {
 		mt_strv_free(names.v, names.n);

@@ -12,22 +12,10 @@
 
 #include "catalog.h"
 
-/* The catalog is built on matorage.h alone, so these few helpers are its
- * own rather than libmatorage's internal ones. */
+/* The catalog is built on matorage.h alone (errors go through its
+ * mt_error_set), so these few helpers are its own rather than
+ * libmatorage's internal ones. */
 #define CAT_PRINTF(a, b) __attribute__((format(printf, a, b)))
-
-/* Fill err (when not NULL) with code and a message; returns code. */
-static int CAT_PRINTF(3, 4) cat_err(mt_error *err, int code, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		err->code = code;
-		vsnprintf(err->message, sizeof err->message, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 static char *CAT_PRINTF(1, 2) cat_printf(const char *fmt, ...)
 {
@@ -46,12 +34,12 @@ static int cat_make_dirs(const char *path, mt_error *err)
 {
 	char *dir = strdup(path);
 	if (!dir)
-		return cat_err(err, MT_ENOMEM, "out of memory");
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
 	int rc = 0;
 	for (char *slash = strchr(dir + 1, '/'); !rc && slash; slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
 		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-			rc = cat_err(err, MT_EIO, "catalog directory %s: %s", dir, strerror(errno));
+			rc = mt_error_set(err, MT_EIO, "catalog directory %s: %s", dir, strerror(errno));
 		*slash = '/';
 	}
 	free(dir);
@@ -151,7 +139,7 @@ static int cat_sqlerr(mt_catalog *c, mt_error *err, const char *what)
 	int rc = code == SQLITE_NOMEM ? MT_ENOMEM
 		 : code == SQLITE_CORRUPT || code == SQLITE_NOTADB ? MT_ECORRUPT
 								   : MT_EIO;
-	return cat_err(err, rc, "catalog %s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+	return mt_error_set(err, rc, "catalog %s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
 }
 
 static int cat_exec(mt_catalog *c, const char *sql, const char *what, mt_error *err)
@@ -247,7 +235,7 @@ static int cat_user_version(mt_catalog *c, int *v, mt_error *err)
 
 static int cat_newer(mt_catalog *c, int v, mt_error *err)
 {
-	return cat_err(err, MT_EFORMAT,
+	return mt_error_set(err, MT_EFORMAT,
 		      "catalog %s: schema %d is newer than this matorage understands (%d); "
 		      "delete the file and run 'matorage sync' to rebuild it",
 		      c->path, v, MT_CATALOG_SCHEMA);
@@ -288,13 +276,13 @@ static int cat_default_path(char **out, mt_error *err)
 	const char *p = getenv("MATORAGE_CATALOG");
 	if (p && *p) {
 		*out = strdup(p);
-		return *out ? 0 : cat_err(err, MT_ENOMEM, "out of memory");
+		return *out ? 0 : mt_error_set(err, MT_ENOMEM, "out of memory");
 	}
 	int rc = mt_user_path(MT_DIR_DATA, "catalog.db", out, err);
 	if (rc && rc != MT_ENOMEM && err) {
 		char why[sizeof err->message];
 		memcpy(why, err->message, sizeof why);
-		cat_err(err, rc, "catalog (set MATORAGE_CATALOG): %s", why);
+		mt_error_set(err, rc, "catalog (set MATORAGE_CATALOG): %s", why);
 	}
 	return rc;
 }
@@ -306,8 +294,8 @@ static int cat_open(const char *path, int schema, int create, mt_catalog **out, 
 	*out = NULL;
 	mt_catalog *c = calloc(1, sizeof *c);
 	if (!c)
-		return cat_err(err, MT_ENOMEM, "out of memory");
-	int rc = path ? ((c->path = strdup(path)) ? 0 : cat_err(err, MT_ENOMEM, "out of memory"))
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	int rc = path ? ((c->path = strdup(path)) ? 0 : mt_error_set(err, MT_ENOMEM, "out of memory"))
 		      : cat_default_path(&c->path, err);
 	if (rc) {
 		free(c);
@@ -318,13 +306,13 @@ static int cat_open(const char *path, int schema, int create, mt_catalog **out, 
 	if (create)
 		rc = cat_make_dirs(c->path, err);
 	else if (stat(c->path, &sb) != 0)
-		rc = cat_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO, "catalog %s: %s",
+		rc = mt_error_set(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO, "catalog %s: %s",
 			    c->path, strerror(errno));
 	if (!rc && sqlite3_open_v2(c->path, &c->db,
 				   SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) |
 					   SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK)
 		rc = c->db ? cat_sqlerr(c, err, "opening")
-			   : cat_err(err, MT_ENOMEM, "catalog %s: out of memory", c->path);
+			   : mt_error_set(err, MT_ENOMEM, "catalog %s: out of memory", c->path);
 	/* Another matorage (a CLI write while the TUI runs) may hold the write
 	 * lock for a moment; WAL lets readers go on meanwhile. */
 	if (!rc)
@@ -512,11 +500,11 @@ static int cat_list_objects(mt_store *s, const char *dataset, const char *dir,
 {
 	char *prefix = cat_printf("datasets/%s/%s/", dataset, dir);
 	if (!prefix)
-		return cat_err(err, MT_ENOMEM, "out of memory");
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
 	l->prefix_len = strlen(prefix);
 	int rc = mt_store_list(s, prefix, listing_add, l, err);
 	if (rc == MT_ENOMEM)
-		rc = cat_err(err, rc, "dataset %s: listing: out of memory", dataset);
+		rc = mt_error_set(err, rc, "dataset %s: listing: out of memory", dataset);
 	free(prefix);
 	return rc;
 }
@@ -683,7 +671,7 @@ static int cat_put_recipe(mt_catalog *c, int64_t vid, const mt_version_info *v, 
 		len += strlen(v->recipe_args[i]) + 1;
 	char *args = malloc(len), *p = args;
 	if (!args)
-		return cat_err(err, MT_ENOMEM, "out of memory");
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
 	*p = '\0';
 	for (size_t i = 0; i < v->nrecipe_args; i++)
 		p += sprintf(p, "%s%s", i ? " " : "", v->recipe_args[i]);
@@ -728,7 +716,7 @@ static int cat_put_shards(mt_catalog *c, int64_t vid, const mt_reader *r, mt_err
 	for (size_t i = 0; !rc && i < n; i++) {
 		mt_shard_info sh;
 		if ((rc = mt_reader_shard(r, i, &sh)) != 0) {
-			rc = cat_err(err, rc, "catalog: shard %zu of %s: %s", i,
+			rc = mt_error_set(err, rc, "catalog: shard %zu of %s: %s", i,
 				     mt_reader_info(r)->version, mt_strerror(rc));
 			break;
 		}
@@ -795,14 +783,14 @@ static int cat_known(mt_catalog *c, int64_t ds, struct known **out, size_t *n, m
 			cap = cap ? 2 * cap : 16;
 			struct known *k = realloc(*out, cap * sizeof *k);
 			if (!k) {
-				rc = cat_err(err, MT_ENOMEM, "out of memory");
+				rc = mt_error_set(err, MT_ENOMEM, "out of memory");
 				break;
 			}
 			*out = k;
 		}
 		struct known *k = &(*out)[*n];
 		if (!(k->name = strdup((const char *)sqlite3_column_text(st, 0)))) {
-			rc = cat_err(err, MT_ENOMEM, "out of memory");
+			rc = mt_error_set(err, MT_ENOMEM, "out of memory");
 			break;
 		}
 		k->man_size = sqlite3_column_int64(st, 1);
@@ -998,15 +986,15 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	if (dataset) {
 		rc = mt_name_check(dataset, "dataset", err);
 		if (!rc && !(names = calloc(1, sizeof *names)))
-			rc = cat_err(err, MT_ENOMEM, "out of memory");
+			rc = mt_error_set(err, MT_ENOMEM, "out of memory");
 		if (!rc && !(names[n++] = strdup(dataset)))
-			rc = cat_err(err, MT_ENOMEM, "out of memory");
+			rc = mt_error_set(err, MT_ENOMEM, "out of memory");
 	} else {
 		rc = mt_store_datasets(s, &names, &n, err);
 	}
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (progress && progress(ud, i, n)) {
-			rc = cat_err(err, MT_ECANCELED, "sync of %s canceled", remote);
+			rc = mt_error_set(err, MT_ECANCELED, "sync of %s canceled", remote);
 			break;
 		}
 		rc = cat_sync_dataset(c, bucket, s, names[i], flags, st, err);
@@ -1186,21 +1174,21 @@ int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter
 		    mt_catalog_fn fn, void *ud, mt_error *err)
 {
 	if (level < 0 || level >= MT_CAT_NLEVELS)
-		return cat_err(err, MT_EINVAL, "catalog: no list %d", level);
+		return mt_error_set(err, MT_EINVAL, "catalog: no list %d", level);
 	const struct level *lv = &levels[level];
 	char *pattern = NULL;
 	if (level == MT_CAT_SEARCH) {
 		if (!filter || !*filter)
-			return cat_err(err, MT_EINVAL, "search: empty query");
+			return mt_error_set(err, MT_EINVAL, "search: empty query");
 		pattern = cat_fts_query(filter);
 	} else if (filter && *filter) {
 		pattern = cat_like(filter);
 	}
 	if (filter && *filter && !pattern)
-		return cat_err(err, MT_ENOMEM, "out of memory");
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
 	if (level == MT_CAT_SEARCH && !*pattern) {
 		free(pattern);
-		return cat_err(err, MT_EINVAL, "search: empty query");
+		return mt_error_set(err, MT_EINVAL, "search: empty query");
 	}
 	pthread_mutex_lock(&c->lock);
 	sqlite3_stmt *st;
@@ -1263,7 +1251,7 @@ int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
 		 : level == MT_CAT_SHARD				 ? MT_CAT_SHARDS
 									 : level;
 	if (lv < 0 || lv >= MT_CAT_NLEVELS || !sql[lv])
-		return cat_err(err, MT_EINVAL, "catalog: rows of list %d have no place", level);
+		return mt_error_set(err, MT_EINVAL, "catalog: rows of list %d have no place", level);
 	pthread_mutex_lock(&c->lock);
 	sqlite3_stmt *st;
 	int rc = cat_prepare(c, sql[lv], &st, err);
@@ -1280,9 +1268,9 @@ int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
 			if (!out->remote || !out->url || (lv >= MT_CAT_DATASETS && !out->dataset) ||
 			    (lv >= MT_CAT_VERSIONS && !out->version) ||
 			    (lv == MT_CAT_SHARDS && !out->sha256))
-				rc = cat_err(err, MT_ENOMEM, "out of memory");
+				rc = mt_error_set(err, MT_ENOMEM, "out of memory");
 		} else if (r == SQLITE_DONE) {
-			rc = cat_err(err, MT_ENOTFOUND, "catalog: no such row any more (sync?)");
+			rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no such row any more (sync?)");
 		} else {
 			rc = cat_sqlerr(c, err, "locating a row");
 		}

@@ -59,10 +59,10 @@ static void make_store(mt_store *s, int ndatasets, int nshards)
 			.chunk_bytes = 1 << 20, .attrs = attrs, .nattrs = 2, .shards = shards,
 			.nshards = (size_t)nshards,
 		};
-		char *json, *key = mt_key_manifest(name, "v1");
+		char *json, *key = mti_key_manifest(name, "v1");
 		mt_error err = { 0 };
-		if (mt_manifest_encode(&m, &json, &err) ||
-		    mt_store_put(s, key, json, strlen(json), MT_PUT_NOSYNC, &err))
+		if (mti_manifest_encode(&m, &json, &err) ||
+		    mti_store_put(s, key, json, strlen(json), MT_PUT_NOSYNC, &err))
 			die(&err);
 		free(json);
 		free(key);

@@ -13,11 +13,11 @@ static void decode(const uint8_t *data, size_t size)
 {
 	mt_index *ix = NULL;
 	mt_error err;
-	if (mt_index_decode(data, size, 1u << 30, "fuzz", &ix, &err) == 0) {
+	if (mti_index_decode(data, size, 1u << 30, "fuzz", &ix, &err) == 0) {
 		/* A decoded index must be safe to walk. */
 		for (size_t i = 0; i < ix->n; i++)
-			(void)mt_index_find(ix, ix->e[i].name);
-		mt_index_free(ix);
+			(void)mti_index_find(ix, ix->e[i].name);
+		mti_index_free(ix);
 	}
 }
 
@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!copy)
 			return 0;
 		memcpy(copy, data, size);
-		mt_put_u64(copy + size - 8, mt_xxh3(copy, size - 8));
+		mti_put_u64(copy + size - 8, mti_xxh3(copy, size - 8));
 		decode(copy, size);
 		free(copy);
 	}

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	mt_manifest *m = NULL;
 	mt_error err;
-	int rc = mt_manifest_decode((const char *)data, size, "fuzz", &m, &err);
+	int rc = mti_manifest_decode((const char *)data, size, "fuzz", &m, &err);
 	if (rc != 0) {
 		/* MT_ECORRUPT: a checksum member that does not match the text. */
 		if ((rc != MT_EFORMAT && rc != MT_ECORRUPT && rc != MT_ENOMEM) || m)
@@ -40,18 +40,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		rows += s->rows;
 	}
-	if (rows != m->rows || m->nattrs == 0 || mt_attrs_check(m->attrs, m->nattrs, &err) != 0)
+	if (rows != m->rows || m->nattrs == 0 || mti_attrs_check(m->attrs, m->nattrs, &err) != 0)
 		abort();
 	/* And what is decoded encodes again, to text that decodes the same. */
 	char *json = NULL;
-	if (mt_manifest_encode(m, &json, &err) == 0) {
+	if (mti_manifest_encode(m, &json, &err) == 0) {
 		mt_manifest *again = NULL;
-		if (mt_manifest_decode(json, strlen(json), "again", &again, &err) != 0 ||
+		if (mti_manifest_decode(json, strlen(json), "again", &again, &err) != 0 ||
 		    again->nshards != m->nshards || again->rows != m->rows)
 			abort();
-		mt_manifest_free(again);
+		mti_manifest_free(again);
 		free(json);
 	}
-	mt_manifest_free(m);
+	mti_manifest_free(m);
 	return 0;
 }

@@ -13,13 +13,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* As a listing: every Contents and the fields read from it. */
 	size_t pos = 0;
 	mt_xml_span e;
-	while (mt_xml_next(doc, size, "Contents", &pos, &e) == 1) {
+	while (mti_xml_next(doc, size, "Contents", &pos, &e) == 1) {
 		static const char *fields[] = {"Key", "Size", "LastModified"};
 		for (size_t i = 0; i < 3; i++)
-			free(mt_xml_get(e, fields[i]));
+			free(mti_xml_get(e, fields[i]));
 	}
 	mt_xml_span all = {doc, size};
-	free(mt_xml_get(all, "NextContinuationToken"));
-	free(mt_xml_decode(all));
+	free(mti_xml_get(all, "NextContinuationToken"));
+	free(mti_xml_decode(all));
 	return 0;
 }

@@ -37,6 +37,11 @@ bad=$(grep -ho '#include "[^"]*"' "$APP"/app/*.[ch] | grep -v '"app.h"\|"matorag
 ok $([ -z "$bad" ]; echo $?) "src/app includes only app.h and the libraries' headers${bad:+: $bad}"
 bad=$(grep -l '#include "\(tui\|display\).h"' "$APP"/cli/*.c | tr '\n' ' ')
 ok $([ -z "$bad" ]; echo $?) "src/cli opens the browser only through tui-main.h${bad:+: $bad}"
+# Internal functions carry their own prefix, apart from the public API's mt_ (as Lua keeps
+# lua_ and luaX_ apart): no hidden function is named like a public one.
+bad=$(grep -rhoE '(MT_LOCAL|MT_CATALOG_LOCAL)[^;(]*\<mt_[a-z0-9_]+ *\(' "$LIB" |
+	grep -oE 'mt_[a-z0-9_]+' | sort -u | tr '\n' ' ')
+ok $([ -z "$bad" ]; echo $?) "internal functions are mti_, never mt_${bad:+: $bad}"
 # The catalog is a library above libmatorage: the public header only.
 ok $([ -z "$(ls "$LIB"/*.c 2>/dev/null)" ]; echo $?) "src/lib holds no code outside its rooms"
 done_testing

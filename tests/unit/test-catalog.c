@@ -193,7 +193,7 @@ static void test_sync_and_lists(void)
 	       "the deleted dataset is gone from the catalog");
 	s = list(c, MT_CAT_SEARCH, 0, "spoken", 3, &err);
 	tap_ok(s.n == 0, "and from the search index");
-	char *bad = mt_asprintf("%s/datasets/digits/versions/v9.json", root);
+	char *bad = mti_asprintf("%s/datasets/digits/versions/v9.json", root);
 	FILE *fp = fopen(bad, "w");
 	fputs("{not json", fp);
 	fclose(fp);
@@ -258,7 +258,7 @@ static void test_migration(void)
 	mt_error err = {0};
 	mt_catalog *c;
 	unlink(dbpath);
-	TAP_CALL(mt_catalog_open_schema(dbpath, 1, &c, &err), &err, "a schema-1 catalog is made");
+	TAP_CALL(mti_catalog_open_schema(dbpath, 1, &c, &err), &err, "a schema-1 catalog is made");
 	mt_catalog_close(c);
 	/* What a matorage of schema 1 would have written. */
 	int rc = exec_sql(
@@ -394,7 +394,7 @@ int main(void)
 		return 1;
 	snprintf(dbpath, sizeof dbpath, "%s/cat/catalog.db", root);
 	mt_error err = {0};
-	char *url = mt_asprintf("file://%s/store", root);
+	char *url = mti_asprintf("file://%s/store", root);
 	if (mt_store_open(url, &store, &err)) {
 		tap_diag("%s", err.message);
 		return 1;

@@ -30,10 +30,10 @@ static void test_sha256(void)
 {
 	mt_error err = {0};
 	char hex[MT_SHA256_HEX];
-	TAP_CALL(mt_sha256_hex("", 0, hex, &err), &err, "sha256 of nothing runs");
+	TAP_CALL(mti_sha256_hex("", 0, hex, &err), &err, "sha256 of nothing runs");
 	tap_ok(strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0,
 	       "sha256(\"\") is the FIPS 180-2 value (got %s)", hex);
-	TAP_CALL(mt_sha256_hex("abc", 3, hex, &err), &err, "sha256 of abc runs");
+	TAP_CALL(mti_sha256_hex("abc", 3, hex, &err), &err, "sha256 of abc runs");
 	tap_ok(strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0,
 	       "sha256(\"abc\") is the FIPS 180-2 value (got %s)", hex);
 
@@ -42,32 +42,32 @@ static void test_sha256(void)
 	mt_sha256 *h = NULL;
 	char piece[997];
 	memset(piece, 'a', sizeof piece);
-	int rc = mt_sha256_new(&h, &err);
+	int rc = mti_sha256_new(&h, &err);
 	for (size_t done = 0; !rc && done < 1000000;) {
 		size_t n = 1000000 - done < sizeof piece ? 1000000 - done : 1 + done % sizeof piece;
-		rc = mt_sha256_update(h, piece, n, &err);
+		rc = mti_sha256_update(h, piece, n, &err);
 		done += n;
 	}
 	if (!rc)
-		rc = mt_sha256_final(h, hex, &err);
-	mt_sha256_free(h);
+		rc = mti_sha256_final(h, hex, &err);
+	mti_sha256_free(h);
 	tap_ok(rc == 0 && strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc"
 				      "7112cd0") == 0,
 	       "incremental sha256 of a million 'a' in uneven pieces is the FIPS value");
-	mt_sha256_free(NULL);
+	mti_sha256_free(NULL);
 }
 
 static void test_xxh3(void)
 {
 	/* The reference value for empty input, seed 0 (xxHash's sanity table). */
-	tap_ok(mt_xxh3("", 0) == 0x2D06800538D394C2ull, "xxh3 of empty input is 2D06800538D394C2");
+	tap_ok(mti_xxh3("", 0) == 0x2D06800538D394C2ull, "xxh3 of empty input is 2D06800538D394C2");
 	uint8_t *a = random_bytes(4097);
 	uint8_t *b = malloc(4098);
 	memcpy(b + 1, a, 4097);
-	tap_ok(mt_xxh3(a, 4097) == mt_xxh3(b + 1, 4097),
+	tap_ok(mti_xxh3(a, 4097) == mti_xxh3(b + 1, 4097),
 	       "xxh3 depends on the bytes, not on their alignment");
 	b[1 + 2048] ^= 1;
-	tap_ok(mt_xxh3(a, 4097) != mt_xxh3(b + 1, 4097), "xxh3 changes when one bit flips");
+	tap_ok(mti_xxh3(a, 4097) != mti_xxh3(b + 1, 4097), "xxh3 changes when one bit flips");
 	free(a);
 	free(b);
 }
@@ -77,14 +77,14 @@ static int round_trip(const void *src, size_t len, int level, size_t *zlen, mt_e
 {
 	void *z = NULL;
 	size_t n = 0;
-	int rc = mt_zstd_compress(src, len, level, &z, &n, err);
+	int rc = mti_zstd_compress(src, len, level, &z, &n, err);
 	if (rc)
 		return rc;
 	void *back = malloc(len ? len : 1);
 	if (ZSTD_getFrameContentSize(z, n) != len)
-		rc = mt_err(err, MT_ECODEC, "frame does not record its content size");
-	else if (!(rc = mt_zstd_decompress(z, n, back, len, err)) && memcmp(back, src, len))
-		rc = mt_err(err, MT_ECORRUPT, "round trip changed the bytes");
+		rc = mti_err(err, MT_ECODEC, "frame does not record its content size");
+	else if (!(rc = mti_zstd_decompress(z, n, back, len, err)) && memcmp(back, src, len))
+		rc = mti_err(err, MT_ECORRUPT, "round trip changed the bytes");
 	free(back);
 	free(z);
 	*zlen = n;
@@ -108,21 +108,21 @@ static void test_zstd(void)
 	void *z = NULL;
 	size_t n = 0;
 	uint8_t *dst = malloc(len + 1);
-	int rc = mt_zstd_compress(zero, len, 3, &z, &n, &err);
-	tap_ok(rc == 0 && mt_zstd_decompress(z, n, dst, len + 1, &err) == MT_ECORRUPT,
+	int rc = mti_zstd_compress(zero, len, 3, &z, &n, &err);
+	tap_ok(rc == 0 && mti_zstd_decompress(z, n, dst, len + 1, &err) == MT_ECORRUPT,
 	       "a frame is refused when the caller expects one byte more (%s)", err.message);
-	tap_ok(mt_zstd_decompress(z, n, dst, len - 1, &err) == MT_ECORRUPT,
+	tap_ok(mti_zstd_decompress(z, n, dst, len - 1, &err) == MT_ECORRUPT,
 	       "a frame is refused when the caller expects one byte less (%s)", err.message);
-	tap_ok(mt_zstd_decompress(z, n - 1, dst, len, &err) == MT_ECORRUPT,
+	tap_ok(mti_zstd_decompress(z, n - 1, dst, len, &err) == MT_ECORRUPT,
 	       "a frame cut short by one byte is corrupt (%s)", err.message);
 	uint8_t *longer = malloc(n + 3);
 	memcpy(longer, z, n);
 	memcpy(longer + n, "xyz", 3);
-	tap_ok(mt_zstd_decompress(longer, n + 3, dst, len, &err) == MT_ECORRUPT,
+	tap_ok(mti_zstd_decompress(longer, n + 3, dst, len, &err) == MT_ECORRUPT,
 	       "stray bytes after the frame are corrupt (%s)", err.message);
-	tap_ok(mt_zstd_decompress(rnd, 4096, dst, len, &err) == MT_ECORRUPT,
+	tap_ok(mti_zstd_decompress(rnd, 4096, dst, len, &err) == MT_ECORRUPT,
 	       "random bytes are not a frame (%s)", err.message);
-	tap_ok(mt_zstd_decompress(rnd, 0, dst, 0, &err) == MT_ECORRUPT,
+	tap_ok(mti_zstd_decompress(rnd, 0, dst, 0, &err) == MT_ECORRUPT,
 	       "an empty input is not a frame");
 	free(longer);
 	free(z);
@@ -224,8 +224,8 @@ static int read_equals(hid_t d, const int32_t *want)
 static void test_filter_register(void)
 {
 	mt_error err = {0};
-	TAP_CALL(mt_zstd_filter_register(&err), &err, "the zstd filter registers");
-	TAP_CALL(mt_zstd_filter_register(&err), &err, "registering it again is harmless");
+	TAP_CALL(mti_zstd_filter_register(&err), &err, "the zstd filter registers");
+	TAP_CALL(mti_zstd_filter_register(&err), &err, "registering it again is harmless");
 	unsigned flags = 0;
 	tap_ok(H5Zfilter_avail(MT_ZSTD_FILTER_ID) > 0 &&
 		       H5Zget_filter_info(MT_ZSTD_FILTER_ID, &flags) >= 0 &&
@@ -253,7 +253,7 @@ static void test_hdf5_round_trip(void)
 	mt_error err = {0};
 	int ok = csize > 0 && H5Dread_chunk(d, H5P_DEFAULT, off, &mask, raw) >= 0 && mask == 0 &&
 		 csize < sizeof(int32_t) * CHUNK_ROWS * COLS &&
-		 mt_zstd_decompress(raw, csize, plain, sizeof(int32_t) * CHUNK_ROWS * COLS,
+		 mti_zstd_decompress(raw, csize, plain, sizeof(int32_t) * CHUNK_ROWS * COLS,
 				    &err) == 0 &&
 		 memcmp(plain, want + CHUNK_ROWS * COLS, sizeof(int32_t) * CHUNK_ROWS * COLS) == 0;
 	tap_ok(ok, "a stored chunk is one compressed zstd frame of its rows (%llu bytes)",

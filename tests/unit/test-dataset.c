@@ -246,17 +246,17 @@ static void test_damage(void)
 	void *idx;
 	size_t got;
 	mt_manifest *m;
-	mt_dataset_load(store, "dmg", NULL, &m, NULL, &e2);
-	mt_store_get(store, si.key, m->shards[1].index_offset, m->shards[1].index_bytes, &idx, &got,
+	mti_dataset_load(store, "dmg", NULL, &m, NULL, &e2);
+	mti_store_get(store, si.key, m->shards[1].index_offset, m->shards[1].index_bytes, &idx, &got,
 		     &e2);
 	mt_index *dec;
-	mt_index_decode(idx, got, si.bytes, si.key, &dec, &e2);
+	mti_index_decode(idx, got, si.bytes, si.key, &dec, &e2);
 	ix = dec;
-	const mt_index_entry *ex = mt_index_find(ix, "x");
+	const mt_index_entry *ex = mti_index_find(ix, "x");
 	flip_byte(si.key, ex->chunks[2].offset + ex->chunks[2].size / 2);
-	mt_index_free(dec);
+	mti_index_free(dec);
 	free(idx);
-	mt_manifest_free(m);
+	mti_manifest_free(m);
 	char sha[65];
 	snprintf(sha, sizeof sha, "%s", si.sha256);
 	mt_reader_close(r);
@@ -486,7 +486,7 @@ static void test_hdf5_view(void)
 	tap_ok(strcmp(sa.sha256, sb.sha256) == 0, "same rows give byte-identical shards");
 	char path[512];
 	snprintf(path, sizeof path, "%s/%s", root, sa.key);
-	mt_zstd_filter_register(&err);
+	mti_zstd_filter_register(&err);
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 	hid_t d = H5Dopen2(f, "x", H5P_DEFAULT);

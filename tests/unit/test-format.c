@@ -112,7 +112,7 @@ static char *sealed(const char *text)
 	char hex[MT_SHA256_HEX];
 	mt_error err;
 	size_t n = strlen(text);
-	mt_sha256_hex(text, n, hex, &err);
+	mti_sha256_hex(text, n, hex, &err);
 	char *s = malloc(n + 100);
 	snprintf(s, n + 100, "%.*s,\"checksum\":\"sha256:%s\"}", (int)(n - 1), text, hex);
 	return s;
@@ -123,7 +123,7 @@ static void test_roundtrip(void)
 	mt_manifest m = sample();
 	char *json = NULL;
 	mt_error err;
-	if (!TAP_CALL(mt_manifest_encode(&m, &json, &err), &err, "encode a full manifest"))
+	if (!TAP_CALL(mti_manifest_encode(&m, &json, &err), &err, "encode a full manifest"))
 		return;
 	char *want = sealed(sample_json);
 	tap_ok(strcmp(json, want) == 0, "encoding is compact, ordered, exact, checksum last");
@@ -131,15 +131,15 @@ static void test_roundtrip(void)
 		tap_diag("got %s", json);
 	free(want);
 	mt_manifest *d = NULL;
-	if (TAP_CALL(mt_manifest_decode(json, strlen(json), "datasets/mnist/versions/v2.json", &d,
+	if (TAP_CALL(mti_manifest_decode(json, strlen(json), "datasets/mnist/versions/v2.json", &d,
 					&err), &err, "decode it")) {
 		tap_ok(manifests_equal(&m, d),
 		       "every field survives: names, unicode text, tags, ragged, 2^40 numbers");
 		char *again = NULL;
-		mt_manifest_encode(d, &again, &err);
+		mti_manifest_encode(d, &again, &err);
 		tap_ok(again && strcmp(again, json) == 0, "decode then encode gives the same text");
 		free(again);
-		mt_manifest_free(d);
+		mti_manifest_free(d);
 	}
 	free(json);
 
@@ -150,14 +150,14 @@ static void test_roundtrip(void)
 		"\"chunk_bytes\":1},\"attributes\":[{\"name\":\"a\",\"dtype\":\"bool\","
 		"\"shape\":[]}],\"shards\":[],\"future_field\":{\"x\":1}}";
 	d = NULL;
-	if (TAP_CALL(mt_manifest_decode(minimal, strlen(minimal), "min", &d, &err), &err,
+	if (TAP_CALL(mti_manifest_decode(minimal, strlen(minimal), "min", &d, &err), &err,
 		     "a manifest without parent, author, description, tags or shards, with an "
 		     "unknown field, decodes"))
 		tap_ok(!strcmp(d->parent, "") && !strcmp(d->author, "") && d->ntags == 0 &&
 		       d->nshards == 0 && d->rows == 0 && d->attrs[0].ragged == 0,
 		       "missing text reads as \"\", missing tags as none");
-	mt_manifest_free(d);
-	mt_manifest_free(NULL);
+	mti_manifest_free(d);
+	mti_manifest_free(NULL);
 }
 
 /* The optional recipe: encoded after the shards, decoded in argument order,
@@ -172,7 +172,7 @@ static void test_recipe(void)
 	m.nrecipe_args = 3;
 	char *json = NULL;
 	mt_error err;
-	if (!TAP_CALL(mt_manifest_encode(&m, &json, &err), &err, "encode a manifest with a recipe"))
+	if (!TAP_CALL(mti_manifest_encode(&m, &json, &err), &err, "encode a manifest with a recipe"))
 		return;
 	const char *tail = ",\"recipe\":{\"sha256\":\"" SHA_A "\",\"args\":{\"csv\":"
 			   "\"data/x.csv\",\"empty\":\"\",\"eq\":\"a=b\"}},\"checksum\":\"";
@@ -181,25 +181,25 @@ static void test_recipe(void)
 	       "the recipe is {sha256, args} with the arguments as a JSON object in order, "
 	       "just before the checksum");
 	mt_manifest *d = NULL;
-	if (TAP_CALL(mt_manifest_decode(json, strlen(json), "with-recipe", &d, &err), &err,
+	if (TAP_CALL(mti_manifest_decode(json, strlen(json), "with-recipe", &d, &err), &err,
 		     "decode it")) {
 		tap_ok(!strcmp(d->recipe, SHA_A) && d->nrecipe_args == 3 &&
 			       !strcmp(d->recipe_args[0], "csv=data/x.csv") &&
 			       !strcmp(d->recipe_args[1], "empty=") &&
 			       !strcmp(d->recipe_args[2], "eq=a=b"),
 		       "sha256 and arguments survive, in order");
-		mt_manifest_free(d);
+		mti_manifest_free(d);
 	}
 	free(json);
 	m.nrecipe_args = 0;
 	memcpy(m.recipe, "", 1);
-	mt_manifest_encode(&m, &json, &err);
+	mti_manifest_encode(&m, &json, &err);
 	tap_ok(json && !strstr(json, "recipe"), "a version without a recipe has no recipe field");
 	free(json);
 	args[0] = bad;
 	memcpy(m.recipe, SHA_A, 65);
 	m.nrecipe_args = 1;
-	tap_ok(mt_manifest_encode(&m, &json, &err) == MT_EINVAL && strstr(err.message, "recipe"),
+	tap_ok(mti_manifest_encode(&m, &json, &err) == MT_EINVAL && strstr(err.message, "recipe"),
 	       "an argument that is not KEY=VALUE cannot be encoded (%s)", err.message);
 }
 
@@ -211,13 +211,13 @@ static void test_encode_errors(void)
 	mt_error err;
 	char bad_utf8[] = {'a', (char)0xff, 'b', 0};
 	m.description = bad_utf8;
-	int rc = mt_manifest_encode(&m, &json, &err);
+	int rc = mti_manifest_encode(&m, &json, &err);
 	tap_ok(rc == MT_EINVAL && json == NULL && strstr(err.message, "description") &&
 	       strstr(err.message, "mnist@v2"),
 	       "text that is not UTF-8 is refused, naming the field: %s", err.message);
 	m = sample();
 	m.rows = (uint64_t)INT64_MAX + 1;
-	rc = mt_manifest_encode(&m, &json, &err);
+	rc = mti_manifest_encode(&m, &json, &err);
 	tap_ok(rc == MT_EINVAL && strstr(err.message, "rows"),
 	       "a count JSON cannot hold is refused: %s", err.message);
 	mt_mshard big[1] = {shards[0]};
@@ -225,7 +225,7 @@ static void test_encode_errors(void)
 	m = sample();
 	m.shards = big;
 	m.nshards = 1;
-	rc = mt_manifest_encode(&m, &json, &err);
+	rc = mti_manifest_encode(&m, &json, &err);
 	tap_ok(rc == MT_EINVAL && strstr(err.message, "shards"),
 	       "so is a shard field past 2^63: %s", err.message);
 }
@@ -266,7 +266,7 @@ static void test_big(void)
 	char *json = NULL;
 	mt_error err;
 	double t0 = now();
-	int rc = mt_manifest_encode(&m, &json, &err);
+	int rc = mti_manifest_encode(&m, &json, &err);
 	double t1 = now();
 	if (!TAP_CALL(rc, &err, "encode a manifest of 100000 shards")) {
 		free(sh);
@@ -279,14 +279,14 @@ static void test_big(void)
 	tap_ok(per <= 200, "a shard entry costs <= 200 bytes (%.1f)", per);
 	mt_manifest *d = NULL;
 	t0 = now();
-	rc = mt_manifest_decode(json, len, "big", &d, &err);
+	rc = mti_manifest_decode(json, len, "big", &d, &err);
 	t1 = now();
 	tap_diag("decode %.0f ms", (t1 - t0) * 1e3);
 	if (TAP_CALL(rc, &err, "decode it"))
 		tap_ok(d->nshards == NBIG && d->rows == row &&
 		       memcmp(d->shards, sh, NBIG * sizeof *sh) == 0,
 		       "all 100000 shard entries come back");
-	mt_manifest_free(d);
+	mti_manifest_free(d);
 	free(json);
 	free(sh);
 }
@@ -321,7 +321,7 @@ static void refuse(const char *name, const char *from, const char *to, int code,
 	char *json = mutate(from, to);
 	mt_manifest *m = (mt_manifest *)&m;
 	mt_error err = {0};
-	int rc = json ? mt_manifest_decode(json, strlen(json), KEY, &m, &err) : 1;
+	int rc = json ? mti_manifest_decode(json, strlen(json), KEY, &m, &err) : 1;
 	int ok = rc == code && m == NULL && strncmp(err.message, KEY ": ", strlen(KEY) + 2) == 0;
 	char buf[256];
 	snprintf(buf, sizeof buf, "%s", needles);
@@ -329,7 +329,7 @@ static void refuse(const char *name, const char *from, const char *to, int code,
 		ok = strstr(err.message, p) != NULL;
 	tap_ok(ok, "%s: %s", name, err.message);
 	if (rc == 0)
-		mt_manifest_free(m);
+		mti_manifest_free(m);
 	free(json);
 }
 
@@ -428,9 +428,9 @@ static void test_decode_errors(void)
 
 	mt_manifest *m;
 	mt_error err;
-	int rc = mt_manifest_decode("", 0, KEY, &m, &err);
+	int rc = mti_manifest_decode("", 0, KEY, &m, &err);
 	tap_ok(rc == F && strstr(err.message, KEY), "empty input: %s", err.message);
-	rc = mt_manifest_decode(sample_json, 40, KEY, &m, &err);
+	rc = mti_manifest_decode(sample_json, 40, KEY, &m, &err);
 	tap_ok(rc == F && strstr(err.message, "invalid JSON"), "truncated input: %s", err.message);
 }
 
@@ -455,13 +455,13 @@ static void corrupt(const char *name, char *json, const char *needle)
 {
 	mt_manifest *m = NULL;
 	mt_error err = {0};
-	int rc = json ? mt_manifest_decode(json, strlen(json), KEY, &m, &err) : 1;
+	int rc = json ? mti_manifest_decode(json, strlen(json), KEY, &m, &err) : 1;
 	tap_ok(rc == MT_ECORRUPT && !m &&
 		       !strncmp(err.message, KEY ": checksum: ", strlen(KEY) + 12) &&
 		       strstr(err.message, needle),
 	       "%s: %s", name, err.message);
 	if (rc == 0)
-		mt_manifest_free(m);
+		mti_manifest_free(m);
 	free(json);
 }
 
@@ -470,19 +470,19 @@ static void test_checksum(void)
 	mt_manifest m = sample();
 	char *json = NULL;
 	mt_error err = {0};
-	if (!TAP_CALL(mt_manifest_encode(&m, &json, &err), &err, "encode for the checksum tests"))
+	if (!TAP_CALL(mti_manifest_encode(&m, &json, &err), &err, "encode for the checksum tests"))
 		return;
 	const char *sum = strstr(json, ",\"checksum\":\"sha256:");
 	tap_ok(sum && strlen(sum) == 86, "the checksum is the last member, 64 hex digits");
 	mt_manifest *d = NULL;
-	if (TAP_CALL(mt_manifest_decode(json, strlen(json), KEY, &d, &err), &err,
+	if (TAP_CALL(mti_manifest_decode(json, strlen(json), KEY, &d, &err), &err,
 		     "a manifest with a good checksum decodes"))
 		tap_ok(d->shards[0].has_index_xxh3 &&
 			       d->shards[0].index_xxh3 == 0x0123456789abcdefull &&
 			       d->shards[1].index_xxh3 == 0xfedcba9876543210ull &&
 			       !d->shards[2].has_index_xxh3,
 		       "index_xxh3 comes back where it was written, and only there");
-	mt_manifest_free(d);
+	mti_manifest_free(d);
 
 	corrupt("one changed letter", replace(json, "\"author\":\"ana\"", "\"author\":\"anb\""),
 		"changed after it was written");
@@ -510,9 +510,9 @@ static void test_checksum(void)
 	char *plain = malloc(strlen(old) + 2);
 	sprintf(plain, "%s}", old);
 	d = NULL;
-	TAP_CALL(mt_manifest_decode(plain, strlen(plain), KEY, &d, &err), &err,
+	TAP_CALL(mti_manifest_decode(plain, strlen(plain), KEY, &d, &err), &err,
 		 "a manifest without checksum decodes");
-	mt_manifest_free(d);
+	mti_manifest_free(d);
 	free(plain);
 	free(old);
 	free(json);
@@ -523,7 +523,7 @@ static void test_checksum(void)
 static void test_attrs(void)
 {
 	mt_error err;
-	TAP_CALL(mt_attrs_check(attrs, 4, &err), &err, "a good attribute list passes");
+	TAP_CALL(mti_attrs_check(attrs, 4, &err), &err, "a good attribute list passes");
 	struct {
 		const char *why;
 		mt_attr a;
@@ -545,31 +545,31 @@ static void test_attrs(void)
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		mt_attr list[2] = {attrs[0], bad[i].a};
-		int rc = mt_attrs_check(list, 2, &err);
+		int rc = mti_attrs_check(list, 2, &err);
 		tap_ok(rc == MT_EINVAL && strstr(err.message, bad[i].needle), "refused: %s: %s",
 		       bad[i].why, err.message);
 	}
 	mt_attr dup[3] = {attrs[0], attrs[1], attrs[0]};
-	int rc = mt_attrs_check(dup, 3, &err);
+	int rc = mti_attrs_check(dup, 3, &err);
 	tap_ok(rc == MT_EINVAL && strstr(err.message, "image appears twice"),
 	       "refused: a duplicate name: %s", err.message);
 	mt_attr max = {"x", MT_UINT8, 2, {1 << 20, 1 << 20}, 0};
-	TAP_CALL(mt_attrs_check(&max, 1, &err), &err, "a row of exactly 2^40 bytes passes");
+	TAP_CALL(mti_attrs_check(&max, 1, &err), &err, "a row of exactly 2^40 bytes passes");
 
 	mt_attr *c = NULL;
-	rc = mt_attrs_dup(attrs, 4, &c);
+	rc = mti_attrs_dup(attrs, 4, &c);
 	tap_ok(rc == 0 && attrs_equal(attrs, c, 4) && c[0].name != attrs[0].name,
-	       "mt_attrs_dup copies the list and its names");
-	mt_attrs_free(c, 4);
-	mt_attrs_free(NULL, 0);
+	       "mti_attrs_dup copies the list and its names");
+	mti_attrs_free(c, 4);
+	mti_attrs_free(NULL, 0);
 }
 
 static void test_keys(void)
 {
-	char *k = mt_key_manifest("mnist", "v2");
+	char *k = mti_key_manifest("mnist", "v2");
 	tap_ok(k && !strcmp(k, "datasets/mnist/versions/v2.json"), "manifest key: %s", k);
 	free(k);
-	k = mt_key_shard("mnist", SHA_A);
+	k = mti_key_shard("mnist", SHA_A);
 	tap_ok(k && !strcmp(k, "datasets/mnist/shards/" SHA_A ".h5"), "shard key: %s", k);
 	free(k);
 }
@@ -611,7 +611,7 @@ static size_t ix_e0_chunk(uint32_t v, size_t c)
 
 static void reseal(mt_buf *b)
 {
-	mt_put_u64(b->data + b->len - 8, mt_xxh3(b->data, b->len - 8));
+	mti_put_u64(b->data + b->len - 8, mti_xxh3(b->data, b->len - 8));
 }
 
 static int decode_fails(const mt_buf *b, uint64_t shard_bytes, int code, const char *needle,
@@ -619,11 +619,11 @@ static int decode_fails(const mt_buf *b, uint64_t shard_bytes, int code, const c
 {
 	mt_index *ix = NULL;
 	mt_error err = {0};
-	int rc = mt_index_decode(b->data, b->len, shard_bytes, "shard abc", &ix, &err);
+	int rc = mti_index_decode(b->data, b->len, shard_bytes, "shard abc", &ix, &err);
 	int ok = rc == code && ix == NULL && strstr(err.message, "shard abc") &&
 		 (!needle || strstr(err.message, needle));
 	tap_ok(ok, "index: %s -> %d: %s", what, rc, err.message);
-	mt_index_free(ix);
+	mti_index_free(ix);
 	return ok;
 }
 
@@ -633,15 +633,15 @@ static void test_index_roundtrip(uint32_t v)
 	mt_index in = sample_index(e, v);
 	mt_buf b = {0};
 	mt_error err = {0};
-	TAP_CALL(mt_index_encode(&in, &b, &err), &err, "index v%u: encode", v);
+	TAP_CALL(mti_index_encode(&in, &b, &err), &err, "index v%u: encode", v);
 	size_t want = v == 1 ? 12 + (4 + 5 + 36 + 3 * 40) + (4 + 13 + 36 + 40) + 8
 			     : 20 + (4 + 5 + 40 + 16 + 3 * 40) + (4 + 13 + 40 + 40) + 8;
 	tap_ok(b.len == want, "index v%u: encoded size %zu (%zu)", v, b.len, want);
 	mt_index *out = NULL;
-	TAP_CALL(mt_index_decode(b.data, b.len, 6083, "s", &out, &err), &err, "index v%u: decode",
+	TAP_CALL(mti_index_decode(b.data, b.len, 6083, "s", &out, &err), &err, "index v%u: decode",
 		 v);
 	int same = out && out->n == 2 && out->version == v && out->rows == (v == 1 ? 0 : 515) &&
-		   out->xxh3 == mt_get_u64(b.data + b.len - 8);
+		   out->xxh3 == mti_get_u64(b.data + b.len - 8);
 	for (size_t i = 0; same && i < 2; i++) {
 		const mt_index_entry *a = &in.e[i], *o = &out->e[i];
 		same = !strcmp(a->name, o->name) && a->dtype == o->dtype &&
@@ -653,10 +653,10 @@ static void test_index_roundtrip(uint32_t v)
 	}
 	tap_ok(same, "index v%u: decodes to what was encoded%s", v,
 	       v == 1 ? " (no shape, no rows)" : ", shapes and rows included");
-	tap_ok(out && mt_index_find(out, "tokens/values") == &out->e[1] &&
-		       !mt_index_find(out, "tokens") && !mt_index_find(out, "image/"),
+	tap_ok(out && mti_index_find(out, "tokens/values") == &out->e[1] &&
+		       !mti_index_find(out, "tokens") && !mti_index_find(out, "image/"),
 	       "index v%u: find by exact name", v);
-	mt_index_free(out);
+	mti_index_free(out);
 
 	/* An empty index (a shard of 0 rows has entries without chunks). */
 	mt_chunk none[1];
@@ -664,15 +664,15 @@ static void test_index_roundtrip(uint32_t v)
 			    .chunk_units = 1, .chunks = none};
 	mt_index zi = {.n = 1, .e = &z, .version = v};
 	mt_buf zb = {0};
-	TAP_CALL(mt_index_encode(&zi, &zb, &err), &err, "index v%u: encode 0 rows", v);
+	TAP_CALL(mti_index_encode(&zi, &zb, &err), &err, "index v%u: encode 0 rows", v);
 	out = NULL;
-	TAP_CALL(mt_index_decode(zb.data, zb.len, 0, "s", &out, &err), &err,
+	TAP_CALL(mti_index_decode(zb.data, zb.len, 0, "s", &out, &err), &err,
 		 "index v%u: decode 0 rows", v);
 	tap_ok(out && out->n == 1 && out->e[0].nchunks == 0 && out->e[0].units == 0,
 	       "index v%u: 0 rows round trip", v);
-	mt_index_free(out);
-	mt_buf_free(&zb);
-	mt_buf_free(&b);
+	mti_index_free(out);
+	mti_buf_free(&zb);
+	mti_buf_free(&b);
 }
 
 static void test_index_errors(uint32_t v)
@@ -681,15 +681,15 @@ static void test_index_errors(uint32_t v)
 	mt_index in = sample_index(e, v);
 	mt_buf good = {0}, b = {0};
 	mt_error err = {0};
-	TAP_CALL(mt_index_encode(&in, &good, &err), &err, "index v%u: encode", v);
+	TAP_CALL(mti_index_encode(&in, &good, &err), &err, "index v%u: encode", v);
 
 	/* Every truncation is refused, none reads past the end. */
 	int all = 1;
 	for (size_t n = 0; n < good.len; n++) {
 		mt_index *ix = NULL;
-		if (mt_index_decode(good.data, n, 0, "s", &ix, &err) != MT_ECORRUPT || ix)
+		if (mti_index_decode(good.data, n, 0, "s", &ix, &err) != MT_ECORRUPT || ix)
 			all = 0;
-		mt_index_free(ix);
+		mti_index_free(ix);
 	}
 	tap_ok(all, "index v%u: all %zu truncations refused as corrupt", v, good.len);
 
@@ -698,17 +698,17 @@ static void test_index_errors(uint32_t v)
 	for (size_t i = 0; i < good.len; i++) {
 		mt_index *ix = NULL;
 		good.data[i] ^= 0x10;
-		if (mt_index_decode(good.data, good.len, 0, "s", &ix, &err) == 0)
+		if (mti_index_decode(good.data, good.len, 0, "s", &ix, &err) == 0)
 			all = 0;
 		good.data[i] ^= 0x10;
-		mt_index_free(ix);
+		mti_index_free(ix);
 	}
 	tap_ok(all, "index v%u: every flipped byte refused", v);
 
 #define MUTATE(stmt, shard_bytes, code, needle, what)                                    \
 	do {                                                                              \
 		b.len = 0;                                                                \
-		mt_buf_append(&b, good.data, good.len);                                   \
+		mti_buf_append(&b, good.data, good.len);                                   \
 		stmt;                                                                     \
 		reseal(&b);                                                               \
 		decode_fails(&b, shard_bytes, code, needle, what);                        \
@@ -717,44 +717,44 @@ static void test_index_errors(uint32_t v)
 	size_t dt = ix_e0_dtype(v), grid = ix_e0_grid(v);
 	MUTATE(memcpy(b.data, "MTIY", 4), 0, MT_ECORRUPT, "bad magic", "bad magic");
 	b.len = 0;
-	mt_buf_append(&b, good.data, good.len);
+	mti_buf_append(&b, good.data, good.len);
 	b.data[ix_e0_chunk(v, 0) + 8] ^= 1;
 	decode_fails(&b, 0, MT_ECORRUPT, "checksum", "flipped bit, old checksum");
-	MUTATE(mt_put_u32(b.data + 4, 3), 0, MT_EFORMAT, "version 3", "future version");
-	MUTATE(mt_put_u32(b.data + 8, 1000000), 0, MT_ECORRUPT, "cannot fit", "entry count");
-	MUTATE(mt_put_u32(b.data + 8, 1), 0, MT_ECORRUPT, "trailing", "fewer entries than bytes");
-	MUTATE(mt_put_u32(b.data + dt - 9, 100000), 0, MT_ECORRUPT, "entry 0", "name too long");
-	MUTATE(mt_put_u32(b.data + dt, 99), 0, MT_ECORRUPT, "unknown dtype", "unknown dtype");
-	MUTATE(mt_put_u64(b.data + grid + 8, 0), 0, MT_ECORRUPT, "zero chunk", "zero chunk units");
-	MUTATE(mt_put_u64(b.data + grid + 16, 516), 0, MT_ECORRUPT, "515 units, not 516",
+	MUTATE(mti_put_u32(b.data + 4, 3), 0, MT_EFORMAT, "version 3", "future version");
+	MUTATE(mti_put_u32(b.data + 8, 1000000), 0, MT_ECORRUPT, "cannot fit", "entry count");
+	MUTATE(mti_put_u32(b.data + 8, 1), 0, MT_ECORRUPT, "trailing", "fewer entries than bytes");
+	MUTATE(mti_put_u32(b.data + dt - 9, 100000), 0, MT_ECORRUPT, "entry 0", "name too long");
+	MUTATE(mti_put_u32(b.data + dt, 99), 0, MT_ECORRUPT, "unknown dtype", "unknown dtype");
+	MUTATE(mti_put_u64(b.data + grid + 8, 0), 0, MT_ECORRUPT, "zero chunk", "zero chunk units");
+	MUTATE(mti_put_u64(b.data + grid + 16, 516), 0, MT_ECORRUPT, "515 units, not 516",
 	       "units disagree with chunks");
-	MUTATE(mt_put_u64(b.data + grid + 24, 1ull << 40), 0, MT_ECORRUPT, "cut short",
+	MUTATE(mti_put_u64(b.data + grid + 24, 1ull << 40), 0, MT_ECORRUPT, "cut short",
 	       "huge chunk count");
-	MUTATE(mt_put_u64(b.data + ix_e0_chunk(v, 1) + 16, 300), 0, MT_ECORRUPT, "chunk 1",
+	MUTATE(mti_put_u64(b.data + ix_e0_chunk(v, 1) + 16, 300), 0, MT_ECORRUPT, "chunk 1",
 	       "chunk out of order");
-	MUTATE(mt_put_u64(b.data + ix_e0_chunk(v, 0) + 24, 257), 0, MT_ECORRUPT, "chunk 0",
+	MUTATE(mti_put_u64(b.data + ix_e0_chunk(v, 0) + 24, 257), 0, MT_ECORRUPT, "chunk 0",
 	       "chunk larger than the chunk shape");
-	MUTATE(mt_put_u64(b.data + ix_e0_chunk(v, 2) + 8, 0), 0, MT_ECORRUPT, "chunk 2",
+	MUTATE(mti_put_u64(b.data + ix_e0_chunk(v, 2) + 8, 0), 0, MT_ECORRUPT, "chunk 2",
 	       "empty chunk");
-	MUTATE(mt_put_u64(b.data + ix_e0_chunk(v, 0), UINT64_MAX - 10), 0, MT_ECORRUPT, "chunk 0",
+	MUTATE(mti_put_u64(b.data + ix_e0_chunk(v, 0), UINT64_MAX - 10), 0, MT_ECORRUPT, "chunk 0",
 	       "offset + size overflows");
 	MUTATE((void)0, 6082, MT_ECORRUPT, "tokens/values", "chunk past the end of the shard");
 	if (v == 2) {
-		MUTATE(mt_put_u32(b.data + dt + 4, 9), 0, MT_ECORRUPT, "rank", "rank 9");
-		MUTATE(mt_put_u64(b.data + dt + 8, 27), 0, MT_ECORRUPT, "not its 784 bytes",
+		MUTATE(mti_put_u32(b.data + dt + 4, 9), 0, MT_ECORRUPT, "rank", "rank 9");
+		MUTATE(mti_put_u64(b.data + dt + 8, 27), 0, MT_ECORRUPT, "not its 784 bytes",
 		       "a shape that is not the unit size");
-		MUTATE(mt_put_u64(b.data + dt + 16, 0), 0, MT_ECORRUPT, "not its 784 bytes",
+		MUTATE(mti_put_u64(b.data + dt + 16, 0), 0, MT_ECORRUPT, "not its 784 bytes",
 		       "a zero dimension");
-		MUTATE(mt_put_u64(b.data + dt + 8, 1ull << 62), 0, MT_ECORRUPT, "not its 784 bytes",
+		MUTATE(mti_put_u64(b.data + dt + 8, 1ull << 62), 0, MT_ECORRUPT, "not its 784 bytes",
 		       "a shape whose size overflows");
 	}
 #undef MUTATE
-	mt_buf_free(&b);
-	mt_buf_free(&good);
+	mti_buf_free(&b);
+	mti_buf_free(&good);
 	mt_index bad = in;
 	bad.version = 3;
-	tap_ok(mt_index_encode(&bad, &b, &err) == MT_EINVAL, "index: version 3 cannot be encoded");
-	mt_buf_free(&b);
+	tap_ok(mti_index_encode(&bad, &b, &err) == MT_EINVAL, "index: version 3 cannot be encoded");
+	mti_buf_free(&b);
 }
 
 /* ---- a shard's chunk index against its manifest ------------------------ */
@@ -799,9 +799,9 @@ static void bound_seal(struct bound *b, int hash)
 {
 	mt_error err;
 	b->enc.len = 0;
-	mt_index_encode(&b->ix, &b->enc, &err);
+	mti_index_encode(&b->ix, &b->enc, &err);
 	b->shards[1].has_index_xxh3 = hash;
-	b->shards[1].index_xxh3 = mt_get_u64(b->enc.data + b->enc.len - 8);
+	b->shards[1].index_xxh3 = mti_get_u64(b->enc.data + b->enc.len - 8);
 }
 
 /* Decoding shard 1 passes (needle NULL) or fails with MT_ECORRUPT saying needle. */
@@ -809,7 +809,7 @@ static void bound_check(struct bound *b, const char *needle, const char *name)
 {
 	mt_index *ix = NULL;
 	mt_error err = {0};
-	int rc = mt_index_decode_shard(b->enc.data, b->enc.len, 1000, &b->m, 1,
+	int rc = mti_index_decode_shard(b->enc.data, b->enc.len, 1000, &b->m, 1,
 				       "mnist@v2: shard 1: " SHA_B, &ix, &err);
 	if (!needle)
 		tap_ok(rc == 0 && ix, "bound: %s (%s)", name, err.message);
@@ -817,7 +817,7 @@ static void bound_check(struct bound *b, const char *needle, const char *name)
 		tap_ok(rc == MT_ECORRUPT && !ix && strstr(err.message, "mnist@v2: shard 1: ") &&
 			       strstr(err.message, needle),
 		       "bound: %s: %s", name, err.message);
-	mt_index_free(ix);
+	mti_index_free(ix);
 }
 
 static void test_bound(void)
@@ -853,7 +853,7 @@ static void test_bound(void)
 	bound_check(&b, "is not the one the manifest names", "another shard's index is caught");
 	b.shards[1].has_index_xxh3 = 0;
 	bound_check(&b, NULL, "without index_xxh3 (older manifests) the hash is not checked");
-	mt_buf_free(&b.enc);
+	mti_buf_free(&b.enc);
 
 	/* Version 1 records no shape and no rows: a reshape of the same size
 	 * passes, a dtype or row count that differs does not. */
@@ -871,7 +871,7 @@ static void test_bound(void)
 	b.shards[1].rows = 4;
 	bound_check(&b, "x: the manifest makes it 4 rows, the shard's chunk index 5",
 		    "v1 index: rows are caught by the units");
-	mt_buf_free(&b.enc);
+	mti_buf_free(&b.enc);
 }
 
 int main(void)

@@ -75,9 +75,9 @@ static const uint64_t layout[][2] = {{0, 37}, {37, 37}, {74, 37}, {111, 37}, {14
 static int plan_make(mt_plan *p, uint64_t window_rows, int shuffle, uint64_t seed)
 {
 	mt_error err = {0};
-	mt_plan_init(p, 200, window_rows, window_rows / 2, shuffle, seed);
+	mti_plan_init(p, 200, window_rows, window_rows / 2, shuffle, seed);
 	for (size_t i = 0; i < sizeof layout / sizeof *layout; i++)
-		if (mt_plan_add_shard(p, layout[i][0], layout[i][1], &err))
+		if (mti_plan_add_shard(p, layout[i][0], layout[i][1], &err))
 			return tap_diag("add_shard: %s", err.message), -1;
 	return 0;
 }
@@ -90,20 +90,20 @@ static int share_rows(const mt_plan *p, uint64_t *rows, size_t cap, size_t *n)
 	*n = 0;
 	for (uint64_t k = 0; k < p->batches; k++) {
 		uint64_t first, count;
-		mt_plan_batch(p, k, &first, &count);
+		mti_plan_batch(p, k, &first, &count);
 		for (uint64_t i = first; i < first + count; i++) {
-			uint64_t pos = mt_plan_position(p, i), row = 0, direct = 0;
-			size_t w = mt_plan_window_of(p, pos);
-			uint64_t wn = mt_plan_window_rows(p, w);
+			uint64_t pos = mti_plan_position(p, i), row = 0, direct = 0;
+			size_t w = mti_plan_window_of(p, pos);
+			uint64_t wn = mti_plan_window_rows(p, w);
 			uint64_t *rowid = malloc(wn * sizeof *rowid), *perm = malloc(wn * sizeof *perm);
 			if (!rowid || !perm || *n == cap)
 				return free(rowid), free(perm), -1;
-			mt_plan_window_rowids(p, w, rowid);
-			mt_plan_window_perm(p, w, perm, wn);
+			mti_plan_window_rowids(p, w, rowid);
+			mti_plan_window_perm(p, w, perm, wn);
 			row = rowid[perm[pos - p->window_start[w]]];
 			free(rowid);
 			free(perm);
-			if (mt_plan_row_at(p, pos, &direct, &err) || direct != row)
+			if (mti_plan_row_at(p, pos, &direct, &err) || direct != row)
 				return tap_diag("position %llu: window says row %llu, row_at %llu",
 						(unsigned long long)pos, (unsigned long long)row,
 						(unsigned long long)direct), -1;
@@ -136,15 +136,15 @@ static void check_share(const char *what, mt_plan *p, uint64_t batches, const ui
 
 static void test_streams(void)
 {
-	uint64_t s = mt_plan_stream(42, 3, 0);
+	uint64_t s = mti_plan_stream(42, 3, 0);
 	tap_ok(s == 0x2ce02c4ee4d2ea09ull, "the stream of (seed 42, epoch 3, 0) starts where it did");
 	const uint64_t want[4] = {0x15f4163333581662ull, 0x3e8555678fabef86ull, 0x483a4e17e6e6a9c0ull,
 				  0x59c6b4d98a3abdb1ull};
 	int same = 1;
 	for (int i = 0; i < 4; i++)
-		same &= mt_plan_splitmix(&s) == want[i];
+		same &= mti_plan_splitmix(&s) == want[i];
 	tap_ok(same, "and gives the same four values");
-	tap_ok(mt_plan_stream(0xfeedfacecafebeefull, 0, 7) == 0x462b10c506e08283ull,
+	tap_ok(mti_plan_stream(0xfeedfacecafebeefull, 0, 7) == 0x462b10c506e08283ull,
 	       "a high seed and another stream too");
 }
 
@@ -161,9 +161,9 @@ static void test_ranks(void)
 		char what[64];
 		snprintf(what, sizeof what, "seed 42, epoch 3, window 24, rank %u of 3", r);
 		if (plan_make(&p, 24, 1, 42) == 0 &&
-		    TAP_CALL(mt_plan_epoch(&p, 3, NULL, 0, r, &share, &err), &err, "%s: plan", what))
+		    TAP_CALL(mti_plan_epoch(&p, 3, NULL, 0, r, &share, &err), &err, "%s: plan", what))
 			check_share(what, &p, 9, want[r], nwant[r]);
-		mt_plan_free(&p);
+		mti_plan_free(&p);
 	}
 }
 
@@ -180,10 +180,10 @@ static void test_resumed(void)
 		char what[64];
 		snprintf(what, sizeof what, "resumed after 3:8:0:4, rank %u of 2", r);
 		if (plan_make(&p, 24, 1, 42) == 0 &&
-		    TAP_CALL(mt_plan_epoch(&p, 3, &before, 1, r, &share, &err), &err, "%s: plan",
+		    TAP_CALL(mti_plan_epoch(&p, 3, &before, 1, r, &share, &err), &err, "%s: plan",
 			     what))
 			check_share(what, &p, 5, want[r], nwant[r]);
-		mt_plan_free(&p);
+		mti_plan_free(&p);
 	}
 }
 
@@ -193,13 +193,13 @@ static void test_one_rank(void)
 	mt_error err = {0};
 	mt_plan_share share = {1, 50, 0, 0};
 	if (plan_make(&p, 64, 1, 0xfeedfacecafebeefull) == 0 &&
-	    TAP_CALL(mt_plan_epoch(&p, 0, NULL, 0, 0, &share, &err), &err, "one rank: plan"))
+	    TAP_CALL(mti_plan_epoch(&p, 0, NULL, 0, 0, &share, &err), &err, "one rank: plan"))
 		check_share("a 64-bit seed, epoch 0, window 64, one rank", &p, 4, expect_d,
 			    sizeof expect_d / sizeof(uint64_t));
-	mt_plan_free(&p);
+	mti_plan_free(&p);
 	share.batch_rows = 64;
 	if (plan_make(&p, 24, 0, 42) == 0 &&
-	    TAP_CALL(mt_plan_epoch(&p, 5, NULL, 0, 0, &share, &err), &err, "unshuffled: plan")) {
+	    TAP_CALL(mti_plan_epoch(&p, 5, NULL, 0, 0, &share, &err), &err, "unshuffled: plan")) {
 		uint64_t rows[256];
 		size_t n = 0;
 		int in_order = share_rows(&p, rows, 256, &n) == 0 && n == 200;
@@ -207,7 +207,7 @@ static void test_one_rank(void)
 			in_order = rows[i] == i;
 		tap_ok(in_order, "without shuffle: rows 0..199 in order, whatever the seed and epoch");
 	}
-	mt_plan_free(&p);
+	mti_plan_free(&p);
 }
 
 int main(void)

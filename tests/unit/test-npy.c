@@ -66,7 +66,7 @@ static size_t make_header(uint8_t *out, int major, const char *dict)
 		out[8] = (uint8_t)((total - prefix) & 0xff);
 		out[9] = (uint8_t)((total - prefix) >> 8);
 	} else {
-		mt_put_u32(out + 8, (uint32_t)(total - prefix));
+		mti_put_u32(out + 8, (uint32_t)(total - prefix));
 	}
 	memcpy(out + prefix, dict, n);
 	memset(out + prefix + n, ' ', total - prefix - n - 1);
@@ -307,7 +307,7 @@ static void test_files_by_hand(void)
 
 	/* A scalar is one row of one element. */
 	h = make_header(buf, 1, "{'descr': '<i4', 'fortran_order': False, 'shape': ()}");
-	mt_put_u32(buf + h, 0xdeadbeef);
+	mti_put_u32(buf + h, 0xdeadbeef);
 	write_file(path_in("scalar.npy"), buf, h + 4);
 	uint32_t v = 0;
 	ok = mt_npy_open(path_in("scalar.npy"), &n, &err) == 0 &&
@@ -557,7 +557,7 @@ static int write_case(FILE *list, const char *name, mt_dtype t, int rank, const 
 		uint64_t rows = rank ? shape[0] : 1;
 		if (in->header_bytes % 64 || in->dtype != t || in->rank != rank ||
 		    !rows_equal(n, data, rows ? bytes / rows : 0, 0, rows, err))
-			rc = mt_err(err, MT_ECORRUPT, "%s does not read back", npy);
+			rc = mti_err(err, MT_ECORRUPT, "%s does not read back", npy);
 	}
 	mt_npy_close(n);
 	fprintf(list, "%s %s", name, mt_dtype_name(t));

@@ -63,7 +63,7 @@ int main(void)
 	if (TAP_CALL(mt_remotes_list(&list, &n, &err), &err, "no file: list works"))
 		tap_ok(n == 0 && list == NULL, "no file: no remotes");
 	mt_remote r;
-	tap_ok(mt_remote_find("origin", &r, &err) == MT_ENOTFOUND, "no file: find says not found");
+	tap_ok(mti_remote_find("origin", &r, &err) == MT_ENOTFOUND, "no file: find says not found");
 
 	mt_remote team = { .name = s_team, .url = s_url_s3, .endpoint = s_ep, .profile = s_prof,
 			   .region = s_region, .insecure = 1, .addressing = MT_S3_PATH };
@@ -81,14 +81,14 @@ int main(void)
 		       "every field comes back");
 		mt_remotes_free(list, n);
 	}
-	if (TAP_CALL(mt_remote_find("origin", &r, &err), &err, "find")) {
+	if (TAP_CALL(mti_remote_find("origin", &r, &err), &err, "find")) {
 		tap_ok(!strcmp(r.url, s_url_file) && !r.endpoint && !r.insecure, "find: a copy");
-		mt_remotes_free_one(&r);
+		mti_remotes_free_one(&r);
 	}
 
 	mt_error quiet = { 0 };
 	strcpy(quiet.message, "untouched");
-	tap_ok(mt_remote_find("nope", &r, &quiet) == MT_ENOTFOUND &&
+	tap_ok(mti_remote_find("nope", &r, &quiet) == MT_ENOTFOUND &&
 		       !strcmp(quiet.message, "untouched") && r.name == NULL,
 	       "find of an absent remote is a quiet ENOTFOUND");
 	snprintf(sub, sizeof sub, "%s/sub", dir);
@@ -101,9 +101,9 @@ int main(void)
 	       "a taken name is EEXIST: %s", err.message);
 	origin.url = s_url_s3;
 	TAP_CALL(mt_remote_add(&origin, 1, &err), &err, "replace");
-	if (!mt_remote_find("origin", &r, &err)) {
+	if (!mti_remote_find("origin", &r, &err)) {
 		tap_ok(!strcmp(r.url, s_url_s3), "replaced");
-		mt_remotes_free_one(&r);
+		mti_remotes_free_one(&r);
 	}
 
 	/* Settings a later version may add survive a rewrite. */
@@ -161,7 +161,7 @@ int main(void)
 		       strstr(err.message, path),
 	       "wrong type: EFORMAT naming file, remote and field: %s", err.message);
 	write_config("{\"remotes\": {\"a\": {\"url\": \"s3://b/c\", \"addressing\": \"sideways\"}}}");
-	rc = mt_remote_find("a", &r, &err);
+	rc = mti_remote_find("a", &r, &err);
 	tap_ok(rc == MT_EFORMAT && strstr(err.message, "addressing"), "bad addressing: %s",
 	       err.message);
 	write_config("{\"remotes\": {\n  \"a\": }\n");
@@ -182,15 +182,15 @@ int main(void)
 	tap_ok(rc == MT_EFORMAT && strstr(err.message, "remote a is not an object"),
 	       "an entry that is not an object: %s", err.message);
 	write_config("{\"remotes\": {\"a\": {\"url\": \"s3://b\", \"insecure\": \"yes\"}}}");
-	rc = mt_remote_find("a", &r, &err);
+	rc = mti_remote_find("a", &r, &err);
 	tap_ok(rc == MT_EFORMAT && strstr(err.message, "insecure"), "insecure not a boolean: %s",
 	       err.message);
 	write_config("{\"remotes\": {\"a\": {\"endpoint\": \"http://h\"}}}");
-	rc = mt_remote_find("a", &r, &err);
+	rc = mti_remote_find("a", &r, &err);
 	tap_ok(rc == MT_EFORMAT && strstr(err.message, "no url"), "an entry without url: %s",
 	       err.message);
 	write_config("{\"remotes\": 3}");
-	rc = mt_remote_find("a", &r, &err);
+	rc = mti_remote_find("a", &r, &err);
 	tap_ok(rc == MT_EFORMAT && strstr(err.message, path), "\"remotes\" not an object: %s",
 	       err.message);
 

@@ -40,7 +40,7 @@ static void expect_sig(const char *name, const mt_s3_config *c, const mt_sigv4_r
 {
 	mt_sigv4_out o;
 	mt_error err = {0};
-	if (!TAP_CALL(mt_sigv4_sign(c, r, &o, &err), &err, "%s: signs", name))
+	if (!TAP_CALL(mti_sigv4_sign(c, r, &o, &err), &err, "%s: signs", name))
 		return;
 	const char *auth = find_header(&o, "Authorization: ");
 	const char *sig = auth ? strstr(auth, "Signature=") : NULL;
@@ -51,7 +51,7 @@ static void expect_sig(const char *name, const mt_s3_config *c, const mt_sigv4_r
 		snprintf(buf, sizeof buf, "SignedHeaders=%s,", want_signed);
 		tap_ok(auth && strstr(auth, buf), "%s: signed headers %s", name, want_signed);
 	}
-	mt_sigv4_out_free(&o);
+	mti_sigv4_out_free(&o);
 }
 
 static void test_aws_examples(void)
@@ -89,10 +89,10 @@ static void test_aws_examples(void)
 			     EMPTY_SHA, DOC_TIME};
 	mt_sigv4_out o;
 	mt_error err = {0};
-	if (TAP_CALL(mt_sigv4_sign(&c, &list, &o, &err), &err, "list: signs")) {
+	if (TAP_CALL(mti_sigv4_sign(&c, &list, &o, &err), &err, "list: signs")) {
 		tap_ok(strcmp(o.query, "max-keys=2&prefix=J") == 0, "list: canonical query sorted (%s)",
 		       o.query);
-		mt_sigv4_out_free(&o);
+		mti_sigv4_out_free(&o);
 	}
 	expect_sig("AWS example List Objects", &c, &list,
 		   "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7", NULL);
@@ -112,10 +112,10 @@ static void test_botocore_vectors(void)
 			    NULL, 0, NULL, 0, EMPTY_SHA, when};
 	mt_sigv4_out o;
 	mt_error err = {0};
-	if (TAP_CALL(mt_sigv4_sign(&c, &odd, &o, &err), &err, "odd key: signs")) {
+	if (TAP_CALL(mti_sigv4_sign(&c, &odd, &o, &err), &err, "odd key: signs")) {
 		tap_ok(strcmp(o.path, "/bkt/dir/a%20key%2Bb%3Dc%25d/%C3%A9t%C3%A9~x_y-z.npy") == 0,
 		       "odd key: path encoded once, '/' kept (%s)", o.path);
-		mt_sigv4_out_free(&o);
+		mti_sigv4_out_free(&o);
 	}
 	expect_sig("botocore odd key", &c, &odd, BOTO_ODD_SIG, NULL);
 
@@ -130,25 +130,25 @@ static void test_botocore_vectors(void)
 		      {"continuation-token", "1/abc+def=="},
 		      {"max-keys", "1000"}};
 	mt_sigv4_req list = {"GET", "127.0.0.1:9000", "/bkt", lq, 4, NULL, 0, EMPTY_SHA, when};
-	if (TAP_CALL(mt_sigv4_sign(&c, &list, &o, &err), &err, "list v2: signs")) {
+	if (TAP_CALL(mti_sigv4_sign(&c, &list, &o, &err), &err, "list v2: signs")) {
 		tap_ok(strcmp(o.query, "continuation-token=1%2Fabc%2Bdef%3D%3D&list-type=2&max-keys="
 				       "1000&prefix=data%2Fset%20one%2F") == 0,
 		       "list v2: values encoded, '/' too (%s)", o.query);
-		mt_sigv4_out_free(&o);
+		mti_sigv4_out_free(&o);
 	}
 	expect_sig("botocore list v2", &c, &list, BOTO_LIST_SIG, NULL);
 
 	c.session_token = test_token;
 	mt_sigv4_req tok = {"GET", "bkt.s3.eu-west-3.amazonaws.com", "/k", NULL, 0, NULL, 0,
 			    EMPTY_SHA, when};
-	if (TAP_CALL(mt_sigv4_sign(&c, &tok, &o, &err), &err, "session token: signs")) {
+	if (TAP_CALL(mti_sigv4_sign(&c, &tok, &o, &err), &err, "session token: signs")) {
 		const char *t = find_header(&o, "x-amz-security-token: ");
 		tap_ok(t && strcmp(t + 22, c.session_token) == 0, "session token: header sent");
 		const char *a = find_header(&o, "Authorization: ");
 		tap_ok(a && strstr(a, "x-amz-security-token"), "session token: signed");
 		tap_ok(a && strstr(a, "Credential=MATORAGETESTKEY/20261118/eu-west-3/s3/aws4_request,"),
 		       "credential scope names day, region, s3");
-		mt_sigv4_out_free(&o);
+		mti_sigv4_out_free(&o);
 	}
 	expect_sig("botocore session token", &c, &tok, BOTO_TOKEN_SIG, NULL);
 }
@@ -159,10 +159,10 @@ static void test_anonymous(void)
 	mt_sigv4_req r = {"GET", "h", "/b/k", NULL, 0, NULL, 0, EMPTY_SHA, DOC_TIME};
 	mt_sigv4_out o;
 	mt_error err = {0};
-	if (TAP_CALL(mt_sigv4_sign(&c, &r, &o, &err), &err, "anonymous: signs")) {
+	if (TAP_CALL(mti_sigv4_sign(&c, &r, &o, &err), &err, "anonymous: signs")) {
 		tap_ok(!find_header(&o, "Authorization") && o.nheaders == 2,
 		       "anonymous: no Authorization, only date and payload hash");
-		mt_sigv4_out_free(&o);
+		mti_sigv4_out_free(&o);
 	}
 }
 
@@ -182,7 +182,7 @@ static void test_uri_encode(void)
 		{"", 1, ""},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		char *got = mt_uri_encode(cases[i].in, cases[i].slash);
+		char *got = mti_uri_encode(cases[i].in, cases[i].slash);
 		tap_ok(got && strcmp(got, cases[i].want) == 0, "uri encode %zu -> %s (got %s)", i,
 		       cases[i].want, got ? got : "NULL");
 		free(got);
@@ -230,11 +230,11 @@ static void test_resolve(void)
 	mt_error err = {0};
 
 	/* No files, no environment: anonymous in us-east-1 on AWS. */
-	if (TAP_CALL(mt_s3_config_resolve(NULL, NULL, NULL, &c, &err), &err, "no files: resolves")) {
+	if (TAP_CALL(mti_s3_config_resolve(NULL, NULL, NULL, &c, &err), &err, "no files: resolves")) {
 		tap_ok(!c.access_key && str_eq(c.region, "us-east-1") && !c.endpoint &&
 			       str_eq(c.profile, "default"),
 		       "no files: anonymous, us-east-1, AWS endpoint");
-		mt_s3_config_free(&c);
+		mti_s3_config_free(&c);
 	}
 
 	write_file("credentials", "# comment\n[default]\naws_access_key_id = AKDEF\n"
@@ -247,25 +247,25 @@ static void test_resolve(void)
 			     "output = json\n"
 			     "[profile cfgonly]\naws_access_key_id = AKCFG\n"
 			     "aws_secret_access_key = SKCFG\n");
-	if (TAP_CALL(mt_s3_config_resolve(NULL, NULL, NULL, &c, &err), &err, "default profile")) {
+	if (TAP_CALL(mti_s3_config_resolve(NULL, NULL, NULL, &c, &err), &err, "default profile")) {
 		tap_ok(str_eq(c.access_key, "AKDEF") && str_eq(c.secret_key, "SKDEF") &&
 			       str_eq(c.region, "eu-central-1") && !c.session_token,
 		       "default profile: keys from credentials, region from config");
-		mt_s3_config_free(&c);
+		mti_s3_config_free(&c);
 	}
-	if (TAP_CALL(mt_s3_config_resolve("team", NULL, NULL, &c, &err), &err, "named profile")) {
+	if (TAP_CALL(mti_s3_config_resolve("team", NULL, NULL, &c, &err), &err, "named profile")) {
 		tap_ok(str_eq(c.access_key, "AKTEAM") && str_eq(c.session_token, "TOKTEAM") &&
 			       str_eq(c.region, "ap-south-1") &&
 			       str_eq(c.endpoint, "http://127.0.0.1:9000"),
 		       "named profile: token, region, s3 nested endpoint_url wins over the "
 		       "generic one");
-		mt_s3_config_free(&c);
+		mti_s3_config_free(&c);
 	}
-	if (TAP_CALL(mt_s3_config_resolve("cfgonly", NULL, NULL, &c, &err), &err,
+	if (TAP_CALL(mti_s3_config_resolve("cfgonly", NULL, NULL, &c, &err), &err,
 		     "keys in the config file")) {
 		tap_ok(str_eq(c.access_key, "AKCFG") && str_eq(c.region, "us-east-1"),
 		       "keys may live in the config file");
-		mt_s3_config_free(&c);
+		mti_s3_config_free(&c);
 	}
 
 	/* Environment keys beat the default profile and AWS_PROFILE, not a named one. */
@@ -274,55 +274,55 @@ static void test_resolve(void)
 	setenv("AWS_SESSION_TOKEN", "TOKENV", 1);
 	setenv("AWS_PROFILE", "team", 1);
 	setenv("AWS_DEFAULT_REGION", "sa-east-1", 1);
-	if (TAP_CALL(mt_s3_config_resolve(NULL, NULL, NULL, &c, &err), &err, "env keys")) {
+	if (TAP_CALL(mti_s3_config_resolve(NULL, NULL, NULL, &c, &err), &err, "env keys")) {
 		tap_ok(str_eq(c.access_key, "AKENV") && str_eq(c.session_token, "TOKENV") &&
 			       str_eq(c.region, "sa-east-1") && str_eq(c.profile, "team"),
 		       "environment keys and region win over AWS_PROFILE's");
-		mt_s3_config_free(&c);
+		mti_s3_config_free(&c);
 	}
 	setenv("AWS_REGION", "us-west-2", 1);
 	setenv("AWS_ENDPOINT_URL", "http://env:2", 1);
-	if (TAP_CALL(mt_s3_config_resolve("team", NULL, NULL, &c, &err), &err, "named + env")) {
+	if (TAP_CALL(mti_s3_config_resolve("team", NULL, NULL, &c, &err), &err, "named + env")) {
 		tap_ok(str_eq(c.access_key, "AKTEAM") && str_eq(c.session_token, "TOKTEAM") &&
 			       str_eq(c.region, "us-west-2") && str_eq(c.endpoint, "http://env:2"),
 		       "a named profile's keys beat the environment's; AWS_REGION, "
 		       "AWS_ENDPOINT_URL still win");
-		mt_s3_config_free(&c);
+		mti_s3_config_free(&c);
 	}
 	setenv("AWS_ENDPOINT_URL_S3", "http://s3env:3", 1);
-	if (TAP_CALL(mt_s3_config_resolve(NULL, "r1", "http://arg:4", &c, &err), &err, "args")) {
+	if (TAP_CALL(mti_s3_config_resolve(NULL, "r1", "http://arg:4", &c, &err), &err, "args")) {
 		tap_ok(str_eq(c.region, "r1") && str_eq(c.endpoint, "http://arg:4"),
 		       "arguments beat everything");
-		mt_s3_config_free(&c);
+		mti_s3_config_free(&c);
 	}
-	if (TAP_CALL(mt_s3_config_resolve(NULL, NULL, NULL, &c, &err), &err, "AWS_ENDPOINT_URL_S3")) {
+	if (TAP_CALL(mti_s3_config_resolve(NULL, NULL, NULL, &c, &err), &err, "AWS_ENDPOINT_URL_S3")) {
 		tap_ok(str_eq(c.endpoint, "http://s3env:3"), "AWS_ENDPOINT_URL_S3 beats AWS_ENDPOINT_URL");
-		mt_s3_config_free(&c);
+		mti_s3_config_free(&c);
 	}
 	clear_env();
 
-	int rc = mt_s3_config_resolve("nosuch", NULL, NULL, &c, &err);
+	int rc = mti_s3_config_resolve("nosuch", NULL, NULL, &c, &err);
 	tap_ok(rc == MT_ENOTFOUND && strstr(err.message, "nosuch") && strstr(err.message, cred),
 	       "unknown profile: ENOTFOUND naming it and the files (%s)", err.message);
 
 	write_file("config", "[default]\nregion = x\nthis line is bad\n");
-	rc = mt_s3_config_resolve(NULL, NULL, NULL, &c, &err);
+	rc = mti_s3_config_resolve(NULL, NULL, NULL, &c, &err);
 	tap_ok(rc == MT_EFORMAT && strstr(err.message, conf) && strstr(err.message, ":3:"),
 	       "bad config line: EFORMAT naming file and line (%s)", err.message);
 	write_file("config", "[default\n");
-	rc = mt_s3_config_resolve(NULL, NULL, NULL, &c, &err);
+	rc = mti_s3_config_resolve(NULL, NULL, NULL, &c, &err);
 	tap_ok(rc == MT_EFORMAT && strstr(err.message, ":1:"), "unterminated section: %s",
 	       err.message);
 
 	write_file("config", "");
 	write_file("credentials", "[default]\naws_access_key_id = AKHALF\n");
-	rc = mt_s3_config_resolve(NULL, NULL, NULL, &c, &err);
+	rc = mti_s3_config_resolve(NULL, NULL, NULL, &c, &err);
 	tap_ok(rc == MT_EINVAL && strstr(err.message, "aws_secret_access_key"),
 	       "half a key pair is an error: %s", err.message);
 
 	/* A secret in a file that fails to parse never reaches the message. */
 	write_file("credentials", "[default]\naws_secret_access_key = SUPERSECRET\nbroken\n");
-	rc = mt_s3_config_resolve(NULL, NULL, NULL, &c, &err);
+	rc = mti_s3_config_resolve(NULL, NULL, NULL, &c, &err);
 	tap_ok(rc == MT_EFORMAT && !strstr(err.message, "SUPERSECRET"),
 	       "parse error does not quote secrets: %s", err.message);
 
@@ -343,7 +343,7 @@ static void test_redact(void)
 			 "X-Amz-Date: 20260101T000000Z\r\n"
 			 "url ?X-Amz-Signature=0123&X-Amz-Credential=AK%2Fscope&a=b\n"
 			 "leaked s3cr3t/KEY+x and TOKEN123 inline\n";
-	char *out = mt_s3_redact(&c, in);
+	char *out = mti_s3_redact(&c, in);
 	tap_ok(out && !strstr(out, "abcdef") && !strstr(out, "s3cr3t") && !strstr(out, "TOKEN123") &&
 		       !strstr(out, "0123") && !strstr(out, "AK%2Fscope"),
 	       "redact: signature, token, secret, presigned parameters gone");
@@ -351,7 +351,7 @@ static void test_redact(void)
 		       strstr(out, "Authorization: [REDACTED]") && strstr(out, "GET /b/k"),
 	       "redact: everything else kept");
 	free(out);
-	out = mt_s3_redact(NULL, "plain text");
+	out = mti_s3_redact(NULL, "plain text");
 	tap_ok(out && strcmp(out, "plain text") == 0, "redact without a config");
 	free(out);
 }

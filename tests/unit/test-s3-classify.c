@@ -53,7 +53,7 @@ int main(void)
 {
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		const row *w = &rows[i];
-		mt_s3_verdict v = mt_s3_classify(&w->a);
+		mt_s3_verdict v = mti_s3_classify(&w->a);
 		tap_ok(v.ok == w->ok && v.again == w->again && (w->ok || v.code == w->code),
 		       "%s: %s%s (ok %d, again %d, code %d)", w->name,
 		       w->ok ? "success" : "failure", w->again ? ", sent again" : "", v.ok, v.again,

@@ -26,8 +26,8 @@ static void test_listing(void)
 	size_t pos = 0, n = 0;
 	mt_xml_span e;
 	int r;
-	while ((r = mt_xml_next(listing, sizeof listing - 1, "Contents", &pos, &e)) == 1) {
-		char *k = mt_xml_get(e, "Key"), *sz = mt_xml_get(e, "Size");
+	while ((r = mti_xml_next(listing, sizeof listing - 1, "Contents", &pos, &e)) == 1) {
+		char *k = mti_xml_get(e, "Key"), *sz = mti_xml_get(e, "Size");
 		tap_ok(n < 3 && k && !strcmp(k, want[n]), "contents %zu: key '%s'", n, k ? k : "(null)");
 		tap_ok(n < 3 && sz && !strcmp(sz, sizes[n]), "contents %zu: size %s", n, sz ? sz : "-");
 		free(k);
@@ -36,17 +36,17 @@ static void test_listing(void)
 	}
 	tap_ok(r == 0 && n == 3, "three Contents, then none (%d)", r);
 	mt_xml_span all = {listing, sizeof listing - 1};
-	char *tok = mt_xml_get(all, "NextContinuationToken");
+	char *tok = mti_xml_get(all, "NextContinuationToken");
 	tap_ok(tok && !strcmp(tok, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM="), "token");
 	free(tok);
-	char *t = mt_xml_get(all, "IsTruncated");
+	char *t = mti_xml_get(all, "IsTruncated");
 	tap_ok(t && !strcmp(t, "true"), "IsTruncated");
 	free(t);
 	/* "Key" must not match "KeyCount" and vice versa. */
-	char *kc = mt_xml_get(all, "KeyCount");
+	char *kc = mti_xml_get(all, "KeyCount");
 	tap_ok(kc && !strcmp(kc, "3"), "KeyCount is its own element");
 	free(kc);
-	tap_ok(mt_xml_get(all, "Delimiter") == NULL, "an absent element is NULL");
+	tap_ok(mti_xml_get(all, "Delimiter") == NULL, "an absent element is NULL");
 }
 
 static void test_error_and_empty(void)
@@ -54,7 +54,7 @@ static void test_error_and_empty(void)
 	const char err[] = "<Error><Code>SignatureDoesNotMatch</Code><Message>The request "
 			   "signature we calculated does not match</Message><Empty/></Error>";
 	mt_xml_span all = {err, sizeof err - 1};
-	char *c = mt_xml_get(all, "Code"), *e = mt_xml_get(all, "Empty");
+	char *c = mti_xml_get(all, "Code"), *e = mti_xml_get(all, "Empty");
 	tap_ok(c && !strcmp(c, "SignatureDoesNotMatch"), "error code");
 	tap_ok(e && !strcmp(e, ""), "self-closed element is empty");
 	free(c);
@@ -63,9 +63,9 @@ static void test_error_and_empty(void)
 	mt_xml_span a = {attr, sizeof attr - 1};
 	size_t pos = 0;
 	mt_xml_span in;
-	tap_ok(mt_xml_next(attr, sizeof attr - 1, "Delete", &pos, &in) == 1 && in.n == 19,
+	tap_ok(mti_xml_next(attr, sizeof attr - 1, "Delete", &pos, &in) == 1 && in.n == 19,
 	       "element with attributes");
-	char *q = mt_xml_get(a, "Quiet");
+	char *q = mti_xml_get(a, "Quiet");
 	tap_ok(q && !strcmp(q, "true"), "nested element");
 	free(q);
 }
@@ -76,14 +76,14 @@ static void test_malformed(void)
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		size_t pos = 0;
 		mt_xml_span s;
-		tap_ok(mt_xml_next(bad[i], strlen(bad[i]), "Key", &pos, &s) == MT_EFORMAT,
+		tap_ok(mti_xml_next(bad[i], strlen(bad[i]), "Key", &pos, &s) == MT_EFORMAT,
 		       "unclosed element refused: %s", bad[i]);
 	}
 	const char *ents[] = {"a &amp b", "&bogus;", "&#;", "&#x;", "&#0;", "&#xD800;",
 			      "&#x110000;", "&#99999999999999999999;", "&#12a;", "&"};
 	for (size_t i = 0; i < sizeof ents / sizeof ents[0]; i++) {
 		mt_xml_span s = {ents[i], strlen(ents[i])};
-		char *d = mt_xml_decode(s);
+		char *d = mti_xml_decode(s);
 		tap_ok(d == NULL, "bad entity refused: %s", ents[i]);
 		free(d);
 	}
@@ -93,8 +93,8 @@ static void test_malformed(void)
 		size_t pos = 0;
 		mt_xml_span s;
 		int r;
-		while ((r = mt_xml_next(listing, n, "Contents", &pos, &s)) == 1) {
-			char *k = mt_xml_get(s, "Key");
+		while ((r = mti_xml_next(listing, n, "Contents", &pos, &s)) == 1) {
+			char *k = mti_xml_get(s, "Key");
 			free(k);
 		}
 		fine &= r == 0 || r == MT_EFORMAT;
@@ -105,15 +105,15 @@ static void test_malformed(void)
 static void test_escape(void)
 {
 	mt_buf b = {0};
-	tap_ok(mt_xml_escape(&b, "a&b<c>\"d'e \xc3\xa9") == 0 && !mt_buf_append(&b, "", 1),
+	tap_ok(mti_xml_escape(&b, "a&b<c>\"d'e \xc3\xa9") == 0 && !mti_buf_append(&b, "", 1),
 	       "escape");
 	tap_ok(!strcmp((char *)b.data, "a&amp;b&lt;c&gt;&quot;d&apos;e \xc3\xa9"), "escaped: %s",
 	       (char *)b.data);
 	mt_xml_span s = {(char *)b.data, b.len - 1};
-	char *d = mt_xml_decode(s);
+	char *d = mti_xml_decode(s);
 	tap_ok(d && !strcmp(d, "a&b<c>\"d'e \xc3\xa9"), "decode(escape(x)) == x");
 	free(d);
-	mt_buf_free(&b);
+	mti_buf_free(&b);
 }
 
 int main(void)

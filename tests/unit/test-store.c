@@ -33,7 +33,7 @@ static void rm_tree(const char *path)
 
 static int put_str(const char *key, const char *s, int flags, mt_error *err)
 {
-	return mt_store_put(store, key, s, strlen(s), flags, err);
+	return mti_store_put(store, key, s, strlen(s), flags, err);
 }
 
 /* The object's content as a string ("" when the get fails). */
@@ -43,7 +43,7 @@ static char *get_str(const char *key)
 	size_t len = 0;
 	mt_error err;
 	char *s = calloc(1, 1);
-	if (mt_store_get(store, key, 0, UINT64_MAX, &data, &len, &err) == 0) {
+	if (mti_store_get(store, key, 0, UINT64_MAX, &data, &len, &err) == 0) {
 		free(s);
 		s = calloc(1, len + 1);
 		memcpy(s, data, len);
@@ -166,7 +166,7 @@ static void test_open_without_create(void)
 		mt_list_page page = {0};
 		if (s->ops->list(s, "datasets/", NULL, 0, &page, &err) == 0)
 			n = (int)page.n;
-		mt_list_page_free(&page);
+		mti_list_page_free(&page);
 	}
 	tap_ok(rc == 0 && n == 0 && stat(parent, &sb) != 0,
 	       "the default store opens empty before its first write, and creates nothing");
@@ -304,7 +304,7 @@ static void test_roundtrip(void)
 	tap_ok(is_str(key, "hello, store"), "get returns what put stored");
 	uint64_t size = 0;
 	int64_t mtime = 0;
-	TAP_CALL(mt_store_head(store, key, &size, &mtime, &err), &err, "head of a stored key");
+	TAP_CALL(mti_store_head(store, key, &size, &mtime, &err), &err, "head of a stored key");
 	tap_ok(size == 12 && mtime > 1500000000, "head gives size %llu and mtime %lld",
 	       (unsigned long long)size, (long long)mtime);
 	/* The backend itself, not only the wrapper, takes NULL for either (copies ask
@@ -312,12 +312,12 @@ static void test_roundtrip(void)
 	TAP_CALL(store->ops->head(store, key, NULL, NULL, &err), &err,
 		 "the backend's head with neither size nor mtime wanted");
 	mt_store *cache = NULL;
-	TAP_CALL(mt_store_cache_open(store, NULL, 1 << 20, &cache, &err), &err, "a cache view");
+	TAP_CALL(mti_store_cache_open(store, NULL, 1 << 20, &cache, &err), &err, "a cache view");
 	TAP_CALL(cache ? cache->ops->head(cache, key, NULL, NULL, &err) : MT_ENOMEM, &err,
 		 "its head with neither size nor mtime wanted");
 	mt_store_close(cache);
 	char buf[8];
-	TAP_CALL(mt_store_read(store, key, 7, buf, 5, &err), &err, "read of 5 bytes at 7");
+	TAP_CALL(mti_store_read(store, key, 7, buf, 5, &err), &err, "read of 5 bytes at 7");
 	tap_ok(memcmp(buf, "store", 5) == 0, "read fills the caller's buffer exactly");
 
 	TAP_CALL(put_str(key, "replaced", 0, &err), &err, "a plain put over an existing key");
@@ -327,23 +327,23 @@ static void test_roundtrip(void)
 	TAP_CALL(put_str("empty", "", 0, &err), &err, "an empty object can be put");
 	void *data = NULL;
 	size_t got = 99;
-	TAP_CALL(mt_store_get(store, "empty", 0, UINT64_MAX, &data, &got, &err), &err,
+	TAP_CALL(mti_store_get(store, "empty", 0, UINT64_MAX, &data, &got, &err), &err,
 		 "and read back");
 	tap_ok(data && got == 0, "as 0 bytes");
 	free(data);
 
 	const char *keys[] = {key, "never-stored"};
-	TAP_CALL(mt_store_del(store, keys, 2, &err), &err, "delete (a missing key is fine)");
-	int rc = mt_store_head(store, key, NULL, NULL, &err);
+	TAP_CALL(mti_store_del(store, keys, 2, &err), &err, "delete (a missing key is fine)");
+	int rc = mti_store_head(store, key, NULL, NULL, &err);
 	tap_ok(rc == MT_ENOTFOUND && strstr(err.message, key) &&
 	       strstr(err.message, "No such file"),
 	       "head after delete: not found, naming store and key: %s", err.message);
-	rc = mt_store_get(store, key, 0, UINT64_MAX, &data, &got, &err);
+	rc = mti_store_get(store, key, 0, UINT64_MAX, &data, &got, &err);
 	tap_ok(rc == MT_ENOTFOUND && strstr(err.message, mt_store_url(store)) &&
 	       strstr(err.message, key), "get of a missing key: %s", err.message);
-	rc = mt_store_read(store, "datasets/a", 0, buf, 1, &err);
+	rc = mti_store_read(store, "datasets/a", 0, buf, 1, &err);
 	tap_ok(rc == MT_ENOTFOUND, "a directory is not an object: %s", err.message);
-	rc = mt_store_head(store, "datasets", NULL, NULL, &err);
+	rc = mti_store_head(store, "datasets", NULL, NULL, &err);
 	tap_ok(rc == MT_ENOTFOUND, "head of a directory: not found: %s", err.message);
 }
 
@@ -356,37 +356,37 @@ static void test_ranges(void)
 	size_t got = 0;
 	int rc;
 
-	TAP_CALL(mt_store_get(store, key, 3, 4, &d, &got, &err), &err, "ranged get in the middle");
+	TAP_CALL(mti_store_get(store, key, 3, 4, &d, &got, &err), &err, "ranged get in the middle");
 	tap_ok(got == 4 && memcmp(d, "3456", 4) == 0, "gives bytes 3..6");
 	free(d);
 	d = NULL;
-	TAP_CALL(mt_store_get(store, key, 6, UINT64_MAX, &d, &got, &err), &err,
+	TAP_CALL(mti_store_get(store, key, 6, UINT64_MAX, &d, &got, &err), &err,
 		 "ranged get to the end");
 	tap_ok(got == 4 && memcmp(d, "6789", 4) == 0, "gives bytes 6..9");
 	free(d);
 	d = NULL;
-	TAP_CALL(mt_store_get(store, key, 10, UINT64_MAX, &d, &got, &err), &err,
+	TAP_CALL(mti_store_get(store, key, 10, UINT64_MAX, &d, &got, &err), &err,
 		 "get from exactly the end");
 	tap_ok(got == 0, "gives nothing");
 	free(d);
 	d = NULL;
-	TAP_CALL(mt_store_get(store, key, 8, 2, &d, &got, &err), &err,
+	TAP_CALL(mti_store_get(store, key, 8, 2, &d, &got, &err), &err,
 		 "ranged get of the last bytes");
 	free(d);
 	d = NULL;
 
-	rc = mt_store_get(store, key, 11, UINT64_MAX, &d, &got, &err);
+	rc = mti_store_get(store, key, 11, UINT64_MAX, &d, &got, &err);
 	tap_ok(rc == MT_ERANGE && !d && strstr(err.message, key), "offset past the end: %s",
 	       err.message);
-	rc = mt_store_get(store, key, 8, 3, &d, &got, &err);
+	rc = mti_store_get(store, key, 8, 3, &d, &got, &err);
 	tap_ok(rc == MT_ERANGE && !d, "a range running past the end: %s", err.message);
-	rc = mt_store_get(store, key, UINT64_MAX - 1, 4, &d, &got, &err);
+	rc = mti_store_get(store, key, UINT64_MAX - 1, 4, &d, &got, &err);
 	tap_ok(rc == MT_ERANGE && !d, "an offset+len that overflows: %s", err.message);
 	char buf[4];
-	rc = mt_store_read(store, key, 8, buf, 3, &err);
+	rc = mti_store_read(store, key, 8, buf, 3, &err);
 	tap_ok(rc == MT_ERANGE && strstr(err.message, "past its end"),
 	       "read past the end: %s", err.message);
-	rc = mt_store_read(store, key, (uint64_t)1 << 63, buf, 1, &err);
+	rc = mti_store_read(store, key, (uint64_t)1 << 63, buf, 1, &err);
 	tap_ok(rc == MT_ERANGE, "read at an offset beyond off_t: %s", err.message);
 }
 
@@ -419,9 +419,9 @@ static void test_bad_keys(void)
 		void *d = NULL;
 		size_t got;
 		int put = put_str(bad[i], "x", 0, &err);
-		int get = mt_store_get(store, bad[i], 0, UINT64_MAX, &d, &got, &err);
-		int head = mt_store_head(store, bad[i], NULL, NULL, &err);
-		int del = mt_store_del(store, &bad[i], 1, &err);
+		int get = mti_store_get(store, bad[i], 0, UINT64_MAX, &d, &got, &err);
+		int head = mti_store_head(store, bad[i], NULL, NULL, &err);
+		int del = mti_store_del(store, &bad[i], 1, &err);
 		tap_ok(put == MT_EINVAL && get == MT_EINVAL && head == MT_EINVAL &&
 		       del == MT_EINVAL && strstr(err.message, "invalid object key"),
 		       "key '%s' is refused by put, get, head and delete: %s", bad[i], err.message);
@@ -444,12 +444,12 @@ static void test_uploads(void)
 	TAP_CALL(store->ops->upload_write(u, "part one|", 9, &err), &err, "part 1");
 	TAP_CALL(store->ops->upload_write(u, "part two|", 9, &err), &err, "part 2");
 	TAP_CALL(store->ops->upload_write(u, "part three", 10, &err), &err, "part 3");
-	tap_ok(mt_store_head(store, key, NULL, NULL, &err) == MT_ENOTFOUND,
+	tap_ok(mti_store_head(store, key, NULL, NULL, &err) == MT_ENOTFOUND,
 	       "nothing is visible under the key before commit");
 	mt_list_page page;
 	store->ops->list(store, "up/", NULL, 0, &page, &err);
 	tap_ok(page.n == 0, "nor in a listing (the temporary file is skipped)");
-	mt_list_page_free(&page);
+	mti_list_page_free(&page);
 	TAP_CALL(store->ops->upload_commit(u, &err), &err, "commit");
 	tap_ok(is_str(key, "part one|part two|part three"), "the parts arrive in order");
 
@@ -458,7 +458,7 @@ static void test_uploads(void)
 	store->ops->upload_write(u, "junk", 4, &err);
 	tap_ok(count_files("up", ".tmp.") == 1, "its data sits in a temporary file");
 	store->ops->upload_abort(u);
-	tap_ok(mt_store_head(store, "up/aborted", NULL, NULL, &err) == MT_ENOTFOUND &&
+	tap_ok(mti_store_head(store, "up/aborted", NULL, NULL, &err) == MT_ENOTFOUND &&
 	       count_files("up", "") == 1, "abort leaves nothing behind");
 	store->ops->upload_abort(NULL);
 }
@@ -541,7 +541,7 @@ static void test_list(void)
 		free(token);
 		token = page.next;
 		page.next = NULL;
-		mt_list_page_free(&page);
+		mti_list_page_free(&page);
 	} while (token && pages < 10);
 	free(token);
 	tap_ok(rc == 0, "listing 2500 keys in pages of 1000: %s", rc ? err.message : "ok");
@@ -553,14 +553,14 @@ static void test_list(void)
 	       "directories or links (%zu seen)", seen);
 
 	struct collect c = {calloc(NLIST + 10, sizeof(char *)), 0, 0};
-	TAP_CALL(mt_store_list_all(store, "L/", collect, &c, &err), &err,
+	TAP_CALL(mti_store_list_all(store, "L/", collect, &c, &err), &err,
 		 "list_all pages through everything");
 	tap_ok(c.n == NLIST, "list_all saw %zu keys", c.n);
 	for (size_t i = 0; i < c.n; i++)
 		free(c.keys[i]);
 	c.n = 0;
 	c.stop_at = 1500;
-	rc = mt_store_list_all(store, "L/", collect, &c, &err);
+	rc = mti_store_list_all(store, "L/", collect, &c, &err);
 	tap_ok(rc == 42 && c.n == 1500, "list_all stops when the callback says so (rc %d)", rc);
 	for (size_t i = 0; i < c.n; i++)
 		free(c.keys[i]);
@@ -568,7 +568,7 @@ static void test_list(void)
 	/* A prefix is a string prefix of keys, not a directory. */
 	c.n = 0;
 	c.stop_at = 0;
-	mt_store_list_all(store, "L/d1", collect, &c, &err);
+	mti_store_list_all(store, "L/d1", collect, &c, &err);
 	size_t want = 0;
 	for (size_t i = 0; i < NLIST; i++)
 		want += strncmp(keys[i], "L/d1", 4) == 0;
@@ -580,7 +580,7 @@ static void test_list(void)
 	tap_ok(prefixed && want > 0 && c.n > NLIST / 13,
 	       "prefix \"L/d1\" matches L/d1/, L/d10/, L/d11/, L/d12/ (%zu keys)", want);
 	c.n = 0;
-	mt_store_list_all(store, "L/a", collect, &c, &err);
+	mti_store_list_all(store, "L/a", collect, &c, &err);
 	tap_ok(c.n == 5 && !strcmp(c.keys[0], "L/a-b") && !strcmp(c.keys[1], "L/a.x") &&
 	       !strcmp(c.keys[2], "L/a/b/c") && !strcmp(c.keys[3], "L/a/z") &&
 	       !strcmp(c.keys[4], "L/a0"),
@@ -591,10 +591,10 @@ static void test_list(void)
 	mt_list_page page;
 	rc = store->ops->list(store, "nothing/here/", NULL, 0, &page, &err);
 	tap_ok(rc == 0 && page.n == 0 && !page.next, "a missing prefix is an empty listing");
-	mt_list_page_free(&page);
+	mti_list_page_free(&page);
 	rc = store->ops->list(store, "L/", "L/d9/k9999", 0, &page, &err);
 	tap_ok(rc == 0 && page.n == 0 && !page.next, "a token after the last key: empty page");
-	mt_list_page_free(&page);
+	mti_list_page_free(&page);
 
 	/* list_prefixes: one entry per directory, S3 CommonPrefixes-like. */
 	rc = store->ops->list_prefixes(store, "L/", NULL, 5, &page, &err);
@@ -605,14 +605,14 @@ static void test_list(void)
 	       "list_prefixes: first page of directories, sorted");
 	char *next = page.next;
 	page.next = NULL;
-	mt_list_page_free(&page);
+	mti_list_page_free(&page);
 	rc = store->ops->list_prefixes(store, "L/", next, 100, &page, &err);
 	tap_ok(rc == 0 && page.n == 10 && !strcmp(page.objs[9].key, "L/emptydir/") && !page.next,
 	       "list_prefixes: the rest after the token (%zu)", page.n);
-	mt_list_page_free(&page);
+	mti_list_page_free(&page);
 	free(next);
 	c.n = 0;
-	mt_store_list_prefixes(store, "", collect, &c, &err);
+	mti_store_list_prefixes(store, "", collect, &c, &err);
 	tap_ok(c.n >= 3 && !strcmp(c.keys[0], "L/") && !strcmp(c.keys[1], "Lx/"),
 	       "list_prefixes at the root");
 	for (size_t i = 0; i < c.n; i++)
@@ -641,17 +641,17 @@ static int list_pages(const char *prefix, size_t max, char **out, size_t *nkeys)
 		}
 		pages++;
 		for (size_t i = 0; i < page.n; i++) {
-			mt_buf_append(&b, page.objs[i].key, strlen(page.objs[i].key));
-			mt_buf_append(&b, "\n", 1);
+			mti_buf_append(&b, page.objs[i].key, strlen(page.objs[i].key));
+			mti_buf_append(&b, "\n", 1);
 		}
 		*nkeys += page.n;
 		free(token);
 		token = page.next;
 		page.next = NULL;
-		mt_list_page_free(&page);
+		mti_list_page_free(&page);
 	} while (token && pages < 100000);
 	free(token);
-	mt_buf_append(&b, "", 1);
+	mti_buf_append(&b, "", 1);
 	*out = (char *)b.data;
 	return pages;
 }
@@ -660,10 +660,10 @@ static char *join_keys(char **keys, size_t n)
 {
 	mt_buf b = {0};
 	for (size_t i = 0; i < n; i++) {
-		mt_buf_append(&b, keys[i], strlen(keys[i]));
-		mt_buf_append(&b, "\n", 1);
+		mti_buf_append(&b, keys[i], strlen(keys[i]));
+		mti_buf_append(&b, "\n", 1);
 	}
-	mt_buf_append(&b, "", 1);
+	mti_buf_append(&b, "", 1);
 	return (char *)b.data;
 }
 
@@ -674,7 +674,7 @@ static void test_list_small_pages(void)
 	static char *keys[NLIST + 10];
 	struct collect c = {keys, 0, 0};
 	mt_error err;
-	mt_store_list_all(store, "L/", collect, &c, &err);
+	mti_store_list_all(store, "L/", collect, &c, &err);
 	char *want = join_keys(keys, c.n), *got;
 	size_t n;
 	int pages = list_pages("L/", 7, &got, &n);
@@ -726,7 +726,7 @@ static void test_list_flat(void)
 	/* A file deleted behind an unchanged directory mtime. */
 	struct timespec t = dir_mtime("flat");
 	const char *gone = "flat/k01500";
-	mt_store_del(store, &gone, 1, &err);
+	mti_store_del(store, &gone, 1, &err);
 	set_dir_mtime("flat", &t);
 	rc = store->ops->list(store, "flat/", p1.next, 1000, &p2, &err);
 	int ok = rc == 0 && p2.n == 1000 && p2.next && !strcmp(p2.next, "flat/k02000");
@@ -747,9 +747,9 @@ static void test_list_flat(void)
 	tap_ok(rc == 0 && p3.n == 500 && !p3.next && found == 1 &&
 	       !strcmp(p3.objs[0].key, "flat/k02001") && !strcmp(p3.objs[499].key, "flat/k02499"),
 	       "after the directory changed, the last page sees a new key (%zu keys)", p3.n);
-	mt_list_page_free(&p1);
-	mt_list_page_free(&p2);
-	mt_list_page_free(&p3);
+	mti_list_page_free(&p1);
+	mti_list_page_free(&p2);
+	mti_list_page_free(&p3);
 }
 
 static void *list_worker(void *arg)
@@ -814,7 +814,7 @@ static void test_sweep_sync(void)
 static int mute_get(mt_store *s, const char *key, uint64_t offset, uint64_t len, void **data,
 		    size_t *got, mt_error *err)
 {
-	return mt_err(err, MT_EIO, "disk on fire");
+	return mti_err(err, MT_EIO, "disk on fire");
 }
 
 static void test_wrappers_name_key(void)
@@ -826,7 +826,7 @@ static void test_wrappers_name_key(void)
 	mt_error err;
 	void *d;
 	size_t got;
-	int rc = mt_store_get(store, "some/key", 0, 1, &d, &got, &err);
+	int rc = mti_store_get(store, "some/key", 0, 1, &d, &got, &err);
 	store->ops = real;
 	tap_ok(rc == MT_EIO && strcmp(err.message, "some/key: disk on fire") == 0,
 	       "the get wrapper names the key the backend left out: %s", err.message);
@@ -845,7 +845,7 @@ static void test_permission(void)
 	chmod(p, 0);
 	void *d = NULL;
 	size_t got;
-	int rc = mt_store_get(store, "perm/x", 0, UINT64_MAX, &d, &got, &err);
+	int rc = mti_store_get(store, "perm/x", 0, UINT64_MAX, &d, &got, &err);
 	tap_ok(rc == MT_EAUTH && strstr(err.message, "perm/x"), "unreadable object: %s",
 	       err.message);
 	chmod(p, 0644);
@@ -890,7 +890,7 @@ static void test_threads(void)
 	       (long)failures);
 	struct collect c = {calloc(THREADS * PER_THREAD + 1, sizeof(char *)), 0, 0};
 	mt_error err;
-	mt_store_list_all(store, "thr/", collect, &c, &err);
+	mti_store_list_all(store, "thr/", collect, &c, &err);
 	int all = c.n == THREADS * PER_THREAD;
 	for (int t = 0; all && t < THREADS; t++)
 		for (int i = 0; all && i < PER_THREAD; i++) {

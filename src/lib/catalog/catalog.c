@@ -245,7 +245,7 @@ static int cat_newer(mt_catalog *c, int v, mt_error *err)
  * a catalog at some schema version, never between two.  Each step reads the
  * version again under the write lock: another process opening the same new
  * catalog may have made that step meanwhile. */
-int mt_catalog_migrate(mt_catalog *c, int target, mt_error *err)
+int mti_catalog_migrate(mt_catalog *c, int target, mt_error *err)
 {
 	int v = 0;
 	int rc = cat_user_version(c, &v, err);
@@ -321,7 +321,7 @@ static int cat_open(const char *path, int schema, int create, mt_catalog **out, 
 		rc = cat_exec_retry(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
 				    "PRAGMA foreign_keys = ON;", "setting it up", err);
 	if (!rc)
-		rc = mt_catalog_migrate(c, schema, err);
+		rc = mti_catalog_migrate(c, schema, err);
 	if (rc) {
 		mt_catalog_close(c);
 		return rc;
@@ -330,7 +330,7 @@ static int cat_open(const char *path, int schema, int create, mt_catalog **out, 
 	return 0;
 }
 
-int mt_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_error *err)
+int mti_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_error *err)
 {
 	return cat_open(path, schema, 1, out, err);
 }

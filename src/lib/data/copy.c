@@ -42,7 +42,7 @@ static int copy_fail(copy_ctx *c, int rc, const mt_error *e)
 	pthread_mutex_lock(&c->lock);
 	if (!c->failed) {
 		c->failed = 1;
-		mt_err_copy(&c->failure, e);
+		mti_err_copy(&c->failure, e);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return rc;
@@ -90,23 +90,23 @@ static int send_job(void *ud, size_t i)
 	mt_sha256 *h = NULL;
 	size_t cap = sh->bytes < PIECE_BYTES ? (size_t)sh->bytes : PIECE_BYTES;
 	void *buf = malloc(cap ? cap : 1);
-	int rc = buf ? mt_sha256_new(&h, &e) : mt_err(&e, MT_ENOMEM, "copy: out of memory");
+	int rc = buf ? mti_sha256_new(&h, &e) : mti_err(&e, MT_ENOMEM, "copy: out of memory");
 	if (!rc)
 		rc = c->dst->ops->upload_open(c->dst, sh->key, MT_PUT_NOSYNC, &u, &e);
 	for (uint64_t off = 0; !rc && off < sh->bytes;) {
 		size_t n = sh->bytes - off < cap ? (size_t)(sh->bytes - off) : cap;
 		rc = c->src->ops->read(c->src, sh->key, off, buf, n, &e);
 		if (!rc)
-			rc = mt_sha256_update(h, buf, n, &e);
+			rc = mti_sha256_update(h, buf, n, &e);
 		if (!rc)
 			rc = c->dst->ops->upload_write(u, buf, n, &e);
 		off += n;
 		if (!rc && copy_tick(c, n))
-			rc = mt_err(&e, MT_ECANCELED, "copy canceled");
+			rc = mti_err(&e, MT_ECANCELED, "copy canceled");
 	}
 	char got[MT_SHA256_HEX];
-	if (!rc && !(rc = mt_sha256_final(h, got, &e)) && strcmp(got, sh->sha256) != 0)
-		rc = mt_err(&e, MT_ECORRUPT,
+	if (!rc && !(rc = mti_sha256_final(h, got, &e)) && strcmp(got, sh->sha256) != 0)
+		rc = mti_err(&e, MT_ECORRUPT,
 			    "%s in %s: sha256 is %s, not the %s its name promises (the source is "
 			    "damaged; run verify there)",
 			    sh->key, mt_store_url(c->src), got, sh->sha256);
@@ -117,7 +117,7 @@ static int send_job(void *ud, size_t i)
 	}
 	if (u)
 		c->dst->ops->upload_abort(u);
-	mt_sha256_free(h);
+	mti_sha256_free(h);
 	free(buf);
 	if (rc)
 		return copy_fail(c, rc, &e);
@@ -153,7 +153,7 @@ static int dst_manifest_same(copy_ctx *c, const char *key, const char *what, con
 	free(data);
 	if (same)
 		return 1;
-	return mt_err(err, MT_EEXIST,
+	return mti_err(err, MT_EEXIST,
 		      "%s already exists in %s with different content (remove it there or copy "
 		      "under another version name)",
 		      what, mt_store_url(c->dst));
@@ -165,7 +165,7 @@ static int dst_manifest_same(copy_ctx *c, const char *key, const char *what, con
 static int copy_aside(copy_ctx *c, char *key, int content_addressed, mt_error *err)
 {
 	if (!key)
-		return mt_err(err, MT_ENOMEM, "copy: out of memory");
+		return mti_err(err, MT_ENOMEM, "copy: out of memory");
 	void *data = NULL;
 	size_t len = 0;
 	mt_error e = {0};
@@ -175,7 +175,7 @@ static int copy_aside(copy_ctx *c, char *key, int content_addressed, mt_error *e
 		if (rc == MT_ENOTFOUND && !content_addressed)
 			rc = 0;
 		else if (rc)
-			mt_err_copy(err, &e);
+			mti_err_copy(err, &e);
 		else
 			rc = c->dst->ops->put(c->dst, key, data, len, 0, err);
 	}
@@ -186,12 +186,12 @@ static int copy_aside(copy_ctx *c, char *key, int content_addressed, mt_error *e
 
 static int copy_meta(copy_ctx *c, const char *dataset, const char *version, mt_error *err)
 {
-	return copy_aside(c, mt_key_meta(dataset, version), 0, err);
+	return copy_aside(c, mti_key_meta(dataset, version), 0, err);
 }
 
 static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
 {
-	return m->recipe[0] ? copy_aside(c, mt_key_recipe(m->dataset, m->recipe), 1, err) : 0;
+	return m->recipe[0] ? copy_aside(c, mti_key_recipe(m->dataset, m->recipe), 1, err) : 0;
 }
 
 /* Pin every object the version names in dst before looking for them
@@ -199,20 +199,20 @@ static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
  * One that may have missed the pin is waited for (doc/FORMAT.md). */
 static int copy_pin(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_error *err)
 {
-	int rc = c->dlock ? 0 : mt_dlock_open(c->dst, dataset, MT_LOCK_WRITE, &c->dlock, err);
+	int rc = c->dlock ? 0 : mti_dlock_open(c->dst, dataset, MT_LOCK_WRITE, &c->dlock, err);
 	const char **keys = rc ? NULL : malloc((c->nshards + 1) * sizeof *keys);
-	char *recipe = m->recipe[0] ? mt_key_recipe(dataset, m->recipe) : NULL;
+	char *recipe = m->recipe[0] ? mti_key_recipe(dataset, m->recipe) : NULL;
 	if (!rc && (!keys || (m->recipe[0] && !recipe)))
-		rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
+		rc = mti_err(err, MT_ENOMEM, "copy: out of memory");
 	size_t n = 0;
 	for (size_t i = 0; !rc && i < c->nshards; i++)
 		keys[n++] = c->shards[i].key;
 	if (!rc && recipe)
 		keys[n++] = recipe;
 	if (!rc)
-		rc = mt_dlock_pin_keys(c->dlock, keys, n, err);
+		rc = mti_dlock_pin_keys(c->dlock, keys, n, err);
 	if (!rc)
-		rc = mt_dlock_wait_gc(c->dlock, err);
+		rc = mti_dlock_wait_gc(c->dlock, err);
 	free(keys);
 	free(recipe);
 	return rc;
@@ -223,7 +223,7 @@ static int copy_pin(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_e
 static int copy_plan(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_error *err)
 {
 	if (m->nshards && !(c->shards = calloc(m->nshards, sizeof *c->shards)))
-		return mt_err(err, MT_ENOMEM, "copy: out of memory");
+		return mti_err(err, MT_ENOMEM, "copy: out of memory");
 	for (size_t i = 0; i < m->nshards; i++) {
 		int dup = 0;
 		for (size_t j = 0; j < c->nshards && !dup; j++)
@@ -231,8 +231,8 @@ static int copy_plan(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_
 		if (dup)
 			continue;
 		copy_shard *sh = &c->shards[c->nshards];
-		if (!(sh->key = mt_key_shard(dataset, m->shards[i].sha256)))
-			return mt_err(err, MT_ENOMEM, "copy: out of memory");
+		if (!(sh->key = mti_key_shard(dataset, m->shards[i].sha256)))
+			return mti_err(err, MT_ENOMEM, "copy: out of memory");
 		sh->sha256 = m->shards[i].sha256;
 		sh->bytes = m->shards[i].bytes;
 		c->nshards++;
@@ -243,7 +243,7 @@ static int copy_plan(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_
 /* Send the shards dst lacks, and make them durable there. */
 static int copy_send(copy_ctx *c, int threads, mt_error *err)
 {
-	int rc = mt_parallel_for(threads, c->nshards, head_job, c);
+	int rc = mti_parallel_for(threads, c->nshards, head_job, c);
 	if (!rc) {
 		for (size_t i = 0; i < c->nshards; i++) {
 			if (c->shards[i].missing) {
@@ -253,10 +253,10 @@ static int copy_send(copy_ctx *c, int threads, mt_error *err)
 				c->st->bytes_present += c->shards[i].bytes;
 			}
 		}
-		rc = mt_parallel_for(threads, c->nshards, send_job, c);
+		rc = mti_parallel_for(threads, c->nshards, send_job, c);
 	}
 	if (rc && c->failed)
-		mt_err_copy(err, &c->failure);
+		mti_err_copy(err, &c->failure);
 	if (rc)
 		return rc;
 	const char **keys = malloc((c->nshards + 1) * sizeof *keys);
@@ -265,7 +265,7 @@ static int copy_send(copy_ctx *c, int threads, mt_error *err)
 		if (c->shards[i].missing)
 			keys[n++] = c->shards[i].key;
 	rc = keys ? c->dst->ops->sync(c->dst, keys, n, err)
-		  : mt_err(err, MT_ENOMEM, "copy: out of memory");
+		  : mti_err(err, MT_ENOMEM, "copy: out of memory");
 	free(keys);
 	return rc;
 }
@@ -274,7 +274,7 @@ static int copy_send(copy_ctx *c, int threads, mt_error *err)
 static int copy_commit(copy_ctx *c, const char *key, const char *what, const char *json,
 		       size_t len, mt_error *err)
 {
-	int rc = mt_dlock_check(c->dlock, err);
+	int rc = mti_dlock_check(c->dlock, err);
 	if (!rc)
 		rc = c->dst->ops->put(c->dst, key, json, len, MT_PUT_EXCLUSIVE, err);
 	if (rc == MT_EEXIST) {
@@ -295,13 +295,13 @@ static int copy_source(copy_ctx *c, const char *dataset, const char *version, co
 {
 	int rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, json, len, err);
 	if (rc == MT_ENOTFOUND)
-		return mt_err(err, MT_ENOTFOUND, "%s: no such version in %s", what,
+		return mti_err(err, MT_ENOTFOUND, "%s: no such version in %s", what,
 			      mt_store_url(c->src));
 	if (!rc)
-		rc = mt_manifest_decode(*json, *len, key, m, err);
+		rc = mti_manifest_decode(*json, *len, key, m, err);
 	int same = rc ? rc : dst_manifest_same(c, key, what, *json, *len, err);
 	/* A name removed in dst stays removed there. */
-	if (same == 0 && (rc = mt_dataset_removed(c->dst, dataset, version, err)))
+	if (same == 0 && (rc = mti_dataset_removed(c->dst, dataset, version, err)))
 		return rc;
 	return same;
 }
@@ -309,12 +309,12 @@ static int copy_source(copy_ctx *c, const char *dataset, const char *version, co
 static int copy_version(copy_ctx *c, int threads, const char *dataset, const char *version,
 			mt_error *err)
 {
-	char *key = mt_key_manifest(dataset, version);
-	char *what = mt_asprintf("%s@%s", dataset, version);
+	char *key = mti_key_manifest(dataset, version);
+	char *what = mti_asprintf("%s@%s", dataset, version);
 	void *json = NULL;
 	size_t len = 0;
 	mt_manifest *m = NULL;
-	int rc = key && what ? 0 : mt_err(err, MT_ENOMEM, "copy: out of memory");
+	int rc = key && what ? 0 : mti_err(err, MT_ENOMEM, "copy: out of memory");
 	int same = rc ? rc : copy_source(c, dataset, version, key, what, &json, &len, &m, err);
 	rc = same < 0 ? same : 0;
 	if (same == 1) {
@@ -338,9 +338,9 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 	if (!rc)
 		rc = copy_meta(c, dataset, version, err);
 	if (rc && rc != MT_EEXIST && rc != MT_ENOTFOUND && what)
-		mt_err_prefix(err, "copying %s to %s: ", what, mt_store_url(c->dst));
+		mti_err_prefix(err, "copying %s to %s: ", what, mt_store_url(c->dst));
 	shards_free(c);
-	mt_manifest_free(m);
+	mti_manifest_free(m);
 	free(json);
 	free(key);
 	free(what);
@@ -355,9 +355,9 @@ int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *versi
 		      .st = stats ? stats : &local};
 	memset(c.st, 0, sizeof *c.st);
 	if (!src || !dst)
-		return mt_err(err, MT_EINVAL, "copy: no source or destination store");
+		return mti_err(err, MT_EINVAL, "copy: no source or destination store");
 	if (version && !dataset)
-		return mt_err(err, MT_EINVAL, "copy: a version needs a dataset");
+		return mti_err(err, MT_EINVAL, "copy: a version needs a dataset");
 	if (threads <= 0)
 		threads = DEFAULT_THREADS;
 	pthread_mutex_init(&c.lock, NULL);
@@ -366,8 +366,8 @@ int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *versi
 	int rc = 0;
 	if (dataset) {
 		names = calloc(1, sizeof *names);
-		if (!names || !(names[0] = mt_strdup(dataset)))
-			rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
+		if (!names || !(names[0] = mti_strdup(dataset)))
+			rc = mti_err(err, MT_ENOMEM, "copy: out of memory");
 		nnames = names ? 1 : 0;
 	} else {
 		rc = mt_store_datasets(src, &names, &nnames, err);
@@ -378,8 +378,8 @@ int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *versi
 		int latest = version && (!*version || strcmp(version, "latest") == 0);
 		if (version && !latest) {
 			vers = calloc(1, sizeof *vers);
-			if (!vers || !(vers[0] = mt_strdup(version)))
-				rc = mt_err(err, MT_ENOMEM, "copy: out of memory");
+			if (!vers || !(vers[0] = mti_strdup(version)))
+				rc = mti_err(err, MT_ENOMEM, "copy: out of memory");
 			nvers = vers ? 1 : 0;
 		} else {
 			rc = mt_store_versions(src, names[d], &vers, &nvers, err);
@@ -389,7 +389,7 @@ int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *versi
 		/* Oldest first: a parent lands before the versions appended to it. */
 		for (size_t v = first; !rc && v < nvers; v++)
 			rc = copy_version(&c, threads, names[d], vers[v], err);
-		mt_dlock_close(c.dlock);
+		mti_dlock_close(c.dlock);
 		c.dlock = NULL;
 		mt_strv_free(vers, nvers);
 	}

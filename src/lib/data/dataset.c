@@ -13,7 +13,7 @@
 #define MANIFEST_EXT ".json"
 #define TOMBSTONE_EXT ".removed"
 
-char *mt_now_rfc3339(void)
+char *mti_now_rfc3339(void)
 {
 	struct timeval tv;
 	struct tm tm;
@@ -21,12 +21,12 @@ char *mt_now_rfc3339(void)
 	gmtime_r(&tv.tv_sec, &tm);
 	char s[40];
 	strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
-	return mt_asprintf("%s.%03dZ", s, (int)(tv.tv_usec / 1000));
+	return mti_asprintf("%s.%03dZ", s, (int)(tv.tv_usec / 1000));
 }
 
-char *mt_created_after(const char *prev)
+char *mti_created_after(const char *prev)
 {
-	char *now = mt_now_rfc3339();
+	char *now = mti_now_rfc3339();
 	if (!now || !prev || strcmp(now, prev) > 0)
 		return now;
 	/* The clock is behind the parent's (another machine's, or the same
@@ -43,7 +43,7 @@ char *mt_created_after(const char *prev)
 	gmtime_r(&t, &tm);
 	char s[40];
 	strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
-	return mt_asprintf("%s.%03dZ", s, (ms + 1) % 1000);
+	return mti_asprintf("%s.%03dZ", s, (ms + 1) % 1000);
 }
 
 /* A growable list of strings. */
@@ -100,8 +100,8 @@ static int collect_dataset(void *ud, const mt_obj *o)
 		return MT_ENOMEM;
 	int rc = mt_name_check(n, "dataset", NULL);
 	if (!rc && dl->with_manifest) {
-		char *versions = mt_asprintf("datasets/%s/versions/", n);
-		rc = versions ? mt_store_list_all(dl->s, versions, first_manifest, NULL, dl->err)
+		char *versions = mti_asprintf("datasets/%s/versions/", n);
+		rc = versions ? mti_store_list_all(dl->s, versions, first_manifest, NULL, dl->err)
 			      : MT_ENOMEM;
 		free(versions);
 		/* 1: it has a manifest; 0: none, skip it. */
@@ -116,9 +116,9 @@ static int collect_dataset(void *ud, const mt_obj *o)
 static int list_datasets(mt_store *s, int with_manifest, struct strv *out, mt_error *err)
 {
 	struct dataset_list dl = {s, {0}, with_manifest, err};
-	int rc = mt_store_list_prefixes(s, "datasets/", collect_dataset, &dl, err);
+	int rc = mti_store_list_prefixes(s, "datasets/", collect_dataset, &dl, err);
 	if (rc == MT_ENOMEM)
-		rc = mt_err(err, rc, "listing datasets: out of memory");
+		rc = mti_err(err, rc, "listing datasets: out of memory");
 	if (rc) {
 		mt_strv_free(dl.l.v, dl.l.n);
 		return rc;
@@ -193,14 +193,14 @@ static int version_scan(mt_store *s, const char *dataset, struct version_list *o
 	int rc = mt_name_check(dataset, "dataset", err);
 	if (rc)
 		return rc;
-	char *prefix = mt_asprintf("datasets/%s" VERSIONS_DIR, dataset);
+	char *prefix = mti_asprintf("datasets/%s" VERSIONS_DIR, dataset);
 	if (!prefix)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	out->prefix_len = strlen(prefix);
-	rc = mt_store_list_all(s, prefix, collect_version, out, err);
+	rc = mti_store_list_all(s, prefix, collect_version, out, err);
 	free(prefix);
 	if (rc == MT_ENOMEM)
-		rc = mt_err(err, rc, "dataset %s: listing versions: out of memory", dataset);
+		rc = mti_err(err, rc, "dataset %s: listing versions: out of memory", dataset);
 	if (rc)
 		version_list_free(out);
 	return rc;
@@ -269,7 +269,7 @@ static int versions_by_age(mt_store *s, const char *dataset, struct strv *out, m
 	struct dated *d = calloc(names.n ? names.n : 1, sizeof *d);
 	if (!d) {
 		mt_strv_free(names.v, names.n);
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	/* Each name moves to d (or is freed when its manifest went between
 	 * the listing and the read: it is not a version now). */
@@ -277,7 +277,7 @@ static int versions_by_age(mt_store *s, const char *dataset, struct strv *out, m
 	for (size_t i = 0; i < names.n && !rc; i++) {
 		mt_manifest *m = NULL;
 		mt_error e = {0};
-		rc = mt_dataset_load(s, dataset, names.v[i], &m, NULL, &e);
+		rc = mti_dataset_load(s, dataset, names.v[i], &m, NULL, &e);
 		if (rc == MT_ENOTFOUND) {
 			free(names.v[i]);
 			names.v[i] = NULL;
@@ -285,14 +285,14 @@ static int versions_by_age(mt_store *s, const char *dataset, struct strv *out, m
 			continue;
 		}
 		if (rc) {
-			mt_err_copy(err, &e);
+			mti_err_copy(err, &e);
 			break;
 		}
 		d[kept].name = names.v[i];
 		names.v[i] = NULL;
-		if (!(d[kept++].created = mt_strdup(m->created)))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
-		mt_manifest_free(m);
+		if (!(d[kept++].created = mti_strdup(m->created)))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+		mti_manifest_free(m);
 	}
 	if (!rc) {
 		qsort(d, kept, sizeof *d, dated_cmp);
@@ -323,7 +323,7 @@ int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t
 		return rc;
 	if (l.n == 0) {
 		free(l.v);
-		return mt_err(err, MT_ENOTFOUND, "dataset %s: no such dataset in %s", dataset,
+		return mti_err(err, MT_ENOTFOUND, "dataset %s: no such dataset in %s", dataset,
 			      mt_store_url(s));
 	}
 	*versions = l.v;
@@ -331,7 +331,7 @@ int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t
 	return 0;
 }
 
-int mt_dataset_load(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
+int mti_dataset_load(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
 		    char **json, mt_error *err)
 {
 	*m = NULL;
@@ -346,33 +346,33 @@ int mt_dataset_load(mt_store *s, const char *dataset, const char *version, mt_ma
 		rc = mt_store_versions(s, dataset, &v, &n, err);
 		if (rc)
 			return rc;
-		rc = mt_dataset_load(s, dataset, v[n - 1], m, json, err);
+		rc = mti_dataset_load(s, dataset, v[n - 1], m, json, err);
 		mt_strv_free(v, n);
 		return rc;
 	}
 	if ((rc = mt_name_check(version, "version", err)))
 		return rc;
-	char *key = mt_key_manifest(dataset, version);
+	char *key = mti_key_manifest(dataset, version);
 	if (!key)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	void *data = NULL;
 	size_t len = 0;
-	rc = mt_store_get(s, key, 0, UINT64_MAX, &data, &len, err);
+	rc = mti_store_get(s, key, 0, UINT64_MAX, &data, &len, err);
 	if (rc == MT_ENOTFOUND)
-		rc = mt_err(err, rc, "%s@%s: no such version in %s", dataset, version,
+		rc = mti_err(err, rc, "%s@%s: no such version in %s", dataset, version,
 			    mt_store_url(s));
 	if (!rc)
-		rc = mt_manifest_decode(data, len, key, m, err);
+		rc = mti_manifest_decode(data, len, key, m, err);
 	if (!rc && (strcmp((*m)->dataset, dataset) != 0 || strcmp((*m)->version, version) != 0))
-		rc = mt_err(err, MT_ECORRUPT, "%s: names %s@%s, not %s@%s", key, (*m)->dataset,
+		rc = mti_err(err, MT_ECORRUPT, "%s: names %s@%s, not %s@%s", key, (*m)->dataset,
 			    (*m)->version, dataset, version);
 	if (!rc && json) {
 		*json = strndup(data, len);
 		if (!*json)
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	if (rc) {
-		mt_manifest_free(*m);
+		mti_manifest_free(*m);
 		*m = NULL;
 	}
 	free(data);
@@ -380,22 +380,22 @@ int mt_dataset_load(mt_store *s, const char *dataset, const char *version, mt_ma
 	return rc;
 }
 
-int mt_dataset_load_meta(mt_store *s, mt_manifest *m, mt_error *err)
+int mti_dataset_load_meta(mt_store *s, mt_manifest *m, mt_error *err)
 {
-	char *key = mt_key_meta(m->dataset, m->version);
+	char *key = mti_key_meta(m->dataset, m->version);
 	if (!key)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	void *data = NULL;
 	size_t len = 0;
 	/* No metadata object is the usual case, not an error to leave in err. */
 	mt_error e = {0};
-	int rc = mt_store_get(s, key, 0, UINT64_MAX, &data, &len, &e);
+	int rc = mti_store_get(s, key, 0, UINT64_MAX, &data, &len, &e);
 	if (rc == MT_ENOTFOUND)
 		rc = 0;
 	else if (rc)
-		mt_err_copy(err, &e);
+		mti_err_copy(err, &e);
 	else
-		rc = mt_meta_apply(m, data, len, key, err);
+		rc = mti_meta_apply(m, data, len, key, err);
 	free(data);
 	free(key);
 	return rc;
@@ -406,38 +406,38 @@ int mt_store_set_metadata(mt_store *s, const char *dataset, const char *version,
 			  mt_error *err)
 {
 	if (!description || (ntags && !tags))
-		return mt_err(err, MT_EINVAL, "%s@%s: metadata needs a description and tags",
+		return mti_err(err, MT_EINVAL, "%s@%s: metadata needs a description and tags",
 			      dataset, version);
 	for (size_t i = 0; i < ntags; i++)
 		if (!tags[i] || !tags[i][0])
-			return mt_err(err, MT_EINVAL, "%s@%s: tag %zu is empty", dataset,
+			return mti_err(err, MT_EINVAL, "%s@%s: tag %zu is empty", dataset,
 				      version, i + 1);
 	/* Only an existing version gets metadata: the manifest says so. */
 	mt_manifest *m = NULL;
-	int rc = mt_dataset_load(s, dataset, version, &m, NULL, err);
+	int rc = mti_dataset_load(s, dataset, version, &m, NULL, err);
 	if (rc)
 		return rc;
-	char *now = mt_now_rfc3339(), *json = NULL, *key = mt_key_meta(dataset, version);
+	char *now = mti_now_rfc3339(), *json = NULL, *key = mti_key_meta(dataset, version);
 	if (!now || !key)
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
-		rc = mt_meta_encode(m, now, description, tags, ntags, &json, err);
+		rc = mti_meta_encode(m, now, description, tags, ntags, &json, err);
 	/* A gc that listed the manifests before this version existed must not
 	 * take its new metadata object for garbage. */
 	mt_dlock *lock = NULL;
 	if (!rc)
-		rc = mt_dlock_open(s, dataset, MT_LOCK_WRITE, &lock, err);
+		rc = mti_dlock_open(s, dataset, MT_LOCK_WRITE, &lock, err);
 	if (!rc)
-		rc = mt_dlock_pin_keys(lock, (const char *const *)&key, 1, err);
+		rc = mti_dlock_pin_keys(lock, (const char *const *)&key, 1, err);
 	if (!rc)
-		rc = mt_dlock_wait_gc(lock, err);
+		rc = mti_dlock_wait_gc(lock, err);
 	if (!rc)
-		rc = mt_store_put(s, key, json, strlen(json), 0, err);
-	mt_dlock_close(lock);
+		rc = mti_store_put(s, key, json, strlen(json), 0, err);
+	mti_dlock_close(lock);
 	free(json);
 	free(key);
 	free(now);
-	mt_manifest_free(m);
+	mti_manifest_free(m);
 	return rc;
 }
 
@@ -449,16 +449,16 @@ static int next_auto_name(const struct version_list *vl, char **out, mt_error *e
 	const struct strv *lists[] = {&vl->l, &vl->removed};
 	for (size_t j = 0; j < 2; j++)
 		for (size_t i = 0; i < lists[j]->n; i++)
-			if (mt_version_auto_number(lists[j]->v[i], &k) && k > max)
+			if (mti_version_auto_number(lists[j]->v[i], &k) && k > max)
 				max = k;
 	if (max >= MT_VERSION_MAX)
-		return mt_err(err, MT_ERANGE, "no automatic version name is left after v%llu",
+		return mti_err(err, MT_ERANGE, "no automatic version name is left after v%llu",
 			      (unsigned long long)max);
-	*out = mt_asprintf("v%llu", (unsigned long long)(max + 1));
-	return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	*out = mti_asprintf("v%llu", (unsigned long long)(max + 1));
+	return *out ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
 }
 
-int mt_dataset_next_version(mt_store *s, const char *dataset, char **out, mt_error *err)
+int mti_dataset_next_version(mt_store *s, const char *dataset, char **out, mt_error *err)
 {
 	struct version_list vl;
 	int rc = version_scan(s, dataset, &vl, err);
@@ -471,22 +471,22 @@ int mt_dataset_next_version(mt_store *s, const char *dataset, char **out, mt_err
 
 static char *tombstone_key(const char *dataset, const char *version)
 {
-	return mt_asprintf("datasets/%s" VERSIONS_DIR "%s" TOMBSTONE_EXT, dataset, version);
+	return mti_asprintf("datasets/%s" VERSIONS_DIR "%s" TOMBSTONE_EXT, dataset, version);
 }
 
-int mt_dataset_removed(mt_store *s, const char *dataset, const char *version, mt_error *err)
+int mti_dataset_removed(mt_store *s, const char *dataset, const char *version, mt_error *err)
 {
 	char *key = tombstone_key(dataset, version);
 	if (!key)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	mt_error e = {0};
-	int rc = mt_store_head(s, key, NULL, NULL, &e);
+	int rc = mti_store_head(s, key, NULL, NULL, &e);
 	free(key);
 	if (rc == MT_ENOTFOUND)
 		return 0;
 	if (rc)
-		return mt_err_copy(err, &e);
-	return mt_err(err, MT_EEXIST, "%s@%s was removed from %s; a removed version's name is "
+		return mti_err_copy(err, &e);
+	return mti_err(err, MT_EEXIST, "%s@%s was removed from %s; a removed version's name is "
 		      "never used again (choose another name)", dataset, version, mt_store_url(s));
 }
 
@@ -494,12 +494,12 @@ int mt_dataset_removed(mt_store *s, const char *dataset, const char *version, mt
  * taken by one or the other, so automatic numbering never hands it out. */
 static int write_tombstone(mt_store *s, const char *dataset, const char *version, mt_error *err)
 {
-	char *key = tombstone_key(dataset, version), *now = mt_now_rfc3339();
-	char *body = key && now ? mt_asprintf("{\"format\":1,\"dataset\":\"%s\",\"version\":"
+	char *key = tombstone_key(dataset, version), *now = mti_now_rfc3339();
+	char *body = key && now ? mti_asprintf("{\"format\":1,\"dataset\":\"%s\",\"version\":"
 					      "\"%s\",\"removed\":\"%s\"}", dataset, version, now)
 				: NULL;
-	int rc = body ? mt_store_put(s, key, body, strlen(body), 0, err)
-		      : mt_err(err, MT_ENOMEM, "out of memory");
+	int rc = body ? mti_store_put(s, key, body, strlen(body), 0, err)
+		      : mti_err(err, MT_ENOMEM, "out of memory");
 	free(body);
 	free(now);
 	free(key);
@@ -514,15 +514,15 @@ int mt_store_delete_version(mt_store *s, const char *dataset, const char *versio
 		rc = mt_name_check(version, "version", err);
 	if (rc)
 		return rc;
-	char *key = mt_key_manifest(dataset, version);
+	char *key = mti_key_manifest(dataset, version);
 	if (!key)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	rc = mt_store_head(s, key, NULL, NULL, err);
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	rc = mti_store_head(s, key, NULL, NULL, err);
 	if (rc == MT_ENOTFOUND && !readable_version(version))
-		rc = mt_err(err, rc, "%s@%s: '%s' names no version (the newest must be named to "
+		rc = mti_err(err, rc, "%s@%s: '%s' names no version (the newest must be named to "
 			    "be removed)", dataset, version, version);
 	else if (rc == MT_ENOTFOUND)
-		rc = mt_err(err, rc, "%s@%s: no such version in %s", dataset, version,
+		rc = mti_err(err, rc, "%s@%s: no such version in %s", dataset, version,
 			    mt_store_url(s));
 	/* A stray manifest under a name no reader resolves is removed as it
 	 * is: no tombstone keeps a name nothing can take. */
@@ -531,13 +531,13 @@ int mt_store_delete_version(mt_store *s, const char *dataset, const char *versio
 	/* The manifest goes before its metadata: a failure after it leaves only
 	 * metadata of no version, which nothing reads. */
 	if (!rc)
-		rc = mt_store_del(s, (const char *const *)&key, 1, err);
+		rc = mti_store_del(s, (const char *const *)&key, 1, err);
 	free(key);
 	if (rc)
 		return rc;
-	if (!(key = mt_key_meta(dataset, version)))
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	rc = mt_store_del(s, (const char *const *)&key, 1, err);
+	if (!(key = mti_key_meta(dataset, version)))
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	rc = mti_store_del(s, (const char *const *)&key, 1, err);
 	free(key);
 	return rc;
 }
@@ -563,7 +563,7 @@ static int gc_consider(void *ud, const mt_obj *o)
 	if (g->referenced.n &&
 	    bsearch(&k, g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp))
 		return 0;
-	if (o->mtime > g->cutoff || mt_pins_has_key(g->pins, k))
+	if (o->mtime > g->cutoff || mti_pins_has_key(g->pins, k))
 		return 0;
 	g->nobjects++;
 	g->nbytes += o->size;
@@ -578,16 +578,16 @@ static int gc_reference(struct gc_state *g, const mt_manifest *m, const char *na
 	for (size_t k = 0; k < m->nshards + 2; k++) {
 		char *key;
 		if (k < m->nshards)
-			key = mt_key_shard(m->dataset, m->shards[k].sha256);
+			key = mti_key_shard(m->dataset, m->shards[k].sha256);
 		else if (k == m->nshards)
-			key = mt_key_meta(m->dataset, name);
+			key = mti_key_meta(m->dataset, name);
 		else if (m->recipe[0])
-			key = mt_key_recipe(m->dataset, m->recipe);
+			key = mti_key_recipe(m->dataset, m->recipe);
 		else
 			break;
 		if (!key || strv_push(&g->referenced, key, strlen(key))) {
 			free(key);
-			return mt_err(err, MT_ENOMEM, "out of memory");
+			return mti_err(err, MT_ENOMEM, "out of memory");
 		}
 		free(key);
 	}
@@ -602,15 +602,15 @@ static int gc_reference_stray(struct gc_state *g, const char *dataset, const cha
 	void *data = NULL;
 	size_t len = 0;
 	mt_manifest *m = NULL;
-	int rc = mt_store_get(g->s, key, 0, UINT64_MAX, &data, &len, err);
+	int rc = mti_store_get(g->s, key, 0, UINT64_MAX, &data, &len, err);
 	if (!rc)
-		rc = mt_manifest_decode(data, len, key, &m, err);
+		rc = mti_manifest_decode(data, len, key, &m, err);
 	free(data);
 	if (!rc && strcmp(m->dataset, dataset) != 0)
-		rc = mt_err(err, MT_ECORRUPT, "%s: names dataset %s", key, m->dataset);
+		rc = mti_err(err, MT_ECORRUPT, "%s: names dataset %s", key, m->dataset);
 	if (!rc)
 		rc = gc_reference(g, m, m->version, err);
-	mt_manifest_free(m);
+	mti_manifest_free(m);
 	return rc == MT_ENOTFOUND ? 0 : rc;
 }
 
@@ -625,22 +625,22 @@ static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 		int pinned = i >= vl.l.n;
 		const char *name = pinned ? g->pins->versions[i - vl.l.n] : vl.l.v[i];
 		mt_manifest *m = NULL;
-		rc = mt_dataset_load(g->s, dataset, name, &m, NULL, err);
+		rc = mti_dataset_load(g->s, dataset, name, &m, NULL, err);
 		/* Removed while a writer builds on it: which objects it named is
 		 * lost with its manifest, and the writer may still name them. */
 		if (rc == MT_ENOTFOUND && pinned)
-			rc = mt_err(err, MT_ESTATE, "a writer (%s) builds on %s@%s, which was "
+			rc = mti_err(err, MT_ESTATE, "a writer (%s) builds on %s@%s, which was "
 				    "removed meanwhile; nothing is deleted until it ends",
 				    g->pins->writer ? g->pins->writer : "?", dataset, name);
 		if (!rc)
 			rc = gc_reference(g, m, name, err);
-		mt_manifest_free(m);
+		mti_manifest_free(m);
 	}
 	for (size_t i = 0; !rc && i < vl.stray.n; i++)
 		rc = gc_reference_stray(g, dataset, vl.stray.v[i], err);
 	version_list_free(&vl);
 	if (rc)
-		return mt_err_prefix(err, "gc refused: ");
+		return mti_err_prefix(err, "gc refused: ");
 	if (g->referenced.n)
 		qsort(g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp);
 	return 0;
@@ -649,9 +649,9 @@ static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 static int gc_sweep(struct gc_state *g, const char *dataset, int dry_run, mt_error *err)
 {
 	uint64_t n = 0, bytes = 0;
-	char *dir = mt_asprintf("datasets/%s/", dataset);
+	char *dir = mti_asprintf("datasets/%s/", dataset);
 	if (!dir)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	int rc = g->s->ops->sweep(g->s, dir, g->cutoff + 1, dry_run, &n, &bytes, err);
 	free(dir);
 	g->nobjects += n;
@@ -668,9 +668,9 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	mt_dlock *lock = NULL;
 	mt_pins pins = {0};
 	g->pins = &pins;
-	int rc = dry_run ? 0 : mt_dlock_open(g->s, dataset, MT_LOCK_GC, &lock, err);
+	int rc = dry_run ? 0 : mti_dlock_open(g->s, dataset, MT_LOCK_GC, &lock, err);
 	if (!rc)
-		rc = mt_dlock_pins(g->s, dataset, lock, &pins, err);
+		rc = mti_dlock_pins(g->s, dataset, lock, &pins, err);
 	/* Writers of this matorage never need the grace: they pin, or wait
 	 * for this gc to end.  It is there for writers that do neither. */
 	g->cutoff = pins.now - (int64_t)(g->grace > INT32_MAX ? INT32_MAX : g->grace);
@@ -678,25 +678,25 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 		rc = gc_mark(g, dataset, err);
 	static const char *const kinds[] = {"shards", "recipes", "meta"};
 	for (size_t i = 0; !rc && i < sizeof kinds / sizeof kinds[0]; i++) {
-		char *prefix = mt_asprintf("datasets/%s/%s/", dataset, kinds[i]);
+		char *prefix = mti_asprintf("datasets/%s/%s/", dataset, kinds[i]);
 		if (!prefix)
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		else
-			rc = mt_store_list_all(g->s, prefix, gc_consider, g, err);
+			rc = mti_store_list_all(g->s, prefix, gc_consider, g, err);
 		free(prefix);
 		if (rc == MT_ENOMEM)
-			rc = mt_err(err, rc, "out of memory");
+			rc = mti_err(err, rc, "out of memory");
 	}
 	if (!rc && !dry_run && g->doomed.n)
-		rc = mt_store_del(g->s, (const char *const *)g->doomed.v, g->doomed.n, err);
+		rc = mti_store_del(g->s, (const char *const *)g->doomed.v, g->doomed.n, err);
 	/* Uploads a crashed writer never finished are garbage as well; while a
 	 * writer is live, its own may be among them. */
 	if (!rc && !pins.writers)
 		rc = gc_sweep(g, dataset, dry_run, err);
 	if (!rc && !dry_run && pins.ndead)
-		rc = mt_store_del(g->s, (const char *const *)pins.dead, pins.ndead, err);
-	mt_dlock_close(lock);
-	mt_pins_free(&pins);
+		rc = mti_store_del(g->s, (const char *const *)pins.dead, pins.ndead, err);
+	mti_dlock_close(lock);
+	mti_pins_free(&pins);
 	g->pins = NULL;
 	mt_strv_free(g->referenced.v, g->referenced.n);
 	mt_strv_free(g->doomed.v, g->doomed.n);
@@ -722,9 +722,9 @@ int mt_store_gc(mt_store *s, const char *dataset, int dry_run, uint64_t grace_se
 			int r = gc_dataset(&g, l.v[i], dry_run, &e);
 			if (r == MT_ESTATE || r == MT_ECORRUPT || r == MT_EFORMAT) {
 				if (!first)
-					first = mt_err_copy(err, &e);
+					first = mti_err_copy(err, &e);
 			} else if (r) {
-				rc = mt_err_copy(err, &e);
+				rc = mti_err_copy(err, &e);
 			}
 		}
 		mt_strv_free(l.v, l.n);

@@ -40,7 +40,7 @@ struct mt_dlock {
 	int running;
 };
 
-double mt_lock_ttl(void)
+double mti_lock_ttl(void)
 {
 	const char *v = getenv("MATORAGE_LOCK_TTL");
 	char *end;
@@ -158,15 +158,15 @@ static char *lock_body(mt_dlock *l)
 static int lock_write(mt_dlock *l, mt_error *err)
 {
 	char *body = lock_body(l);
-	int rc = body ? mt_store_put(l->s, l->key, body, strlen(body), MT_PUT_NOSYNC, err)
-		      : mt_err(err, MT_ENOMEM, "out of memory");
+	int rc = body ? mti_store_put(l->s, l->key, body, strlen(body), MT_PUT_NOSYNC, err)
+		      : mti_err(err, MT_ENOMEM, "out of memory");
 	free(body);
 	double now = mono_now();
 	pthread_mutex_lock(&l->lock);
 	double last = (double)l->last_ok.tv_sec + (double)l->last_ok.tv_nsec / 1e9;
 	if (!rc && l->last_ok.tv_sec && now - last > l->ttl * 0.75 && !l->lapsed) {
 		l->lapsed = 1;
-		mt_err(&l->lapse, MT_ESTATE, "dataset %s: the lock %s went %.1f s without a "
+		mti_err(&l->lapse, MT_ESTATE, "dataset %s: the lock %s went %.1f s without a "
 		       "refresh (ttl %.0f s): a gc may have taken it for dead, so nothing is "
 		       "committed", l->dataset, l->key, now - last, l->ttl);
 	}
@@ -206,44 +206,44 @@ static char *random_id(void)
 	uint64_t r = 0;
 	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
 		r = (uint64_t)time(NULL) * 6364136223846793005ull ^ (uint64_t)getpid();
-	return mt_asprintf("%016llx", (unsigned long long)r);
+	return mti_asprintf("%016llx", (unsigned long long)r);
 }
 
-int mt_dlock_open(mt_store *s, const char *dataset, int kind, mt_dlock **out, mt_error *err)
+int mti_dlock_open(mt_store *s, const char *dataset, int kind, mt_dlock **out, mt_error *err)
 {
 	*out = NULL;
 	mt_dlock *l = calloc(1, sizeof *l);
 	if (!l)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&l->io, NULL);
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
 	l->s = s;
 	l->kind = kind;
-	l->ttl = mt_lock_ttl();
-	l->dataset = mt_strdup(dataset);
+	l->ttl = mti_lock_ttl();
+	l->dataset = mti_strdup(dataset);
 	l->id = random_id();
-	l->prefix = mt_asprintf("datasets/%s/locks/", dataset);
-	l->started = mt_now_rfc3339();
+	l->prefix = mti_asprintf("datasets/%s/locks/", dataset);
+	l->started = mti_now_rfc3339();
 	if (l->id && l->prefix)
-		l->key = mt_asprintf("%s%s.%s", l->prefix, l->id, kind_names[kind]);
+		l->key = mti_asprintf("%s%s.%s", l->prefix, l->id, kind_names[kind]);
 	int rc = l->dataset && l->id && l->prefix && l->started && l->key
 			 ? 0
-			 : mt_err(err, MT_ENOMEM, "out of memory");
+			 : mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc) {
 		pthread_mutex_lock(&l->io);
 		rc = lock_write(l, err);
 		pthread_mutex_unlock(&l->io);
 		if (rc)
-			mt_err_prefix(err, "dataset %s: taking a lock: ", dataset);
+			mti_err_prefix(err, "dataset %s: taking a lock: ", dataset);
 	}
 	if (!rc && pthread_create(&l->thread, NULL, refresher, l) != 0)
-		rc = mt_err(err, MT_ENOMEM, "dataset %s: cannot start the lock's refresh thread",
+		rc = mti_err(err, MT_ENOMEM, "dataset %s: cannot start the lock's refresh thread",
 			    dataset);
 	else if (!rc)
 		l->running = 1;
 	if (rc) {
-		mt_dlock_close(l);
+		mti_dlock_close(l);
 		return rc;
 	}
 	*out = l;
@@ -256,13 +256,13 @@ static int strv_add(char ***v, size_t *n, const char *s)
 	if (!nv)
 		return MT_ENOMEM;
 	*v = nv;
-	if (!(nv[*n] = mt_strdup(s)))
+	if (!(nv[*n] = mti_strdup(s)))
 		return MT_ENOMEM;
 	(*n)++;
 	return 0;
 }
 
-int mt_dlock_pin_version(mt_dlock *l, const char *version, mt_error *err)
+int mti_dlock_pin_version(mt_dlock *l, const char *version, mt_error *err)
 {
 	pthread_mutex_lock(&l->io);
 	int rc = 0, have = l->nversions == 1 && !strcmp(l->versions[0], version);
@@ -271,7 +271,7 @@ int mt_dlock_pin_version(mt_dlock *l, const char *version, mt_error *err)
 		l->versions = NULL;
 		l->nversions = 0;
 		if (strv_add(&l->versions, &l->nversions, version))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	if (!rc && !have)
 		rc = lock_write(l, err);
@@ -279,29 +279,29 @@ int mt_dlock_pin_version(mt_dlock *l, const char *version, mt_error *err)
 	return rc;
 }
 
-int mt_dlock_pin_keys(mt_dlock *l, const char *const *keys, size_t n, mt_error *err)
+int mti_dlock_pin_keys(mt_dlock *l, const char *const *keys, size_t n, mt_error *err)
 {
 	if (!n)
 		return 0;
 	mt_buf b = {0};
 	int rc = 0;
 	for (size_t i = 0; !rc && i < n; i++)
-		if (mt_buf_append(&b, keys[i], strlen(keys[i])) || mt_buf_append(&b, "\n", 1))
+		if (mti_buf_append(&b, keys[i], strlen(keys[i])) || mti_buf_append(&b, "\n", 1))
 			rc = MT_ENOMEM;
 	pthread_mutex_lock(&l->lock);
-	char *key = rc ? NULL : mt_asprintf("%s%s.%zu.pin", l->prefix, l->id, l->npins);
+	char *key = rc ? NULL : mti_asprintf("%s%s.%zu.pin", l->prefix, l->id, l->npins);
 	if (key && strv_add(&l->pins, &l->npins, key)) {
 		free(key);
 		key = NULL;
 	}
 	pthread_mutex_unlock(&l->lock);
 	if (!key) {
-		mt_buf_free(&b);
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		mti_buf_free(&b);
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
-	rc = mt_store_put(l->s, key, b.data, b.len, MT_PUT_NOSYNC, err);
+	rc = mti_store_put(l->s, key, b.data, b.len, MT_PUT_NOSYNC, err);
 	free(key);
-	mt_buf_free(&b);
+	mti_buf_free(&b);
 	return rc;
 }
 
@@ -345,7 +345,7 @@ static int collect_lock(void *ud, const mt_obj *o)
 		ll->cap = cap;
 	}
 	struct lock_obj *lo = &ll->v[ll->n];
-	lo->key = mt_strdup(o->key);
+	lo->key = mti_strdup(o->key);
 	lo->id = strndup(rel, idlen);
 	lo->kind = kind;
 	lo->mtime = o->mtime;
@@ -369,14 +369,14 @@ static void lock_list_free(struct lock_list *ll)
 
 static int list_locks(mt_store *s, const char *dataset, struct lock_list *ll, mt_error *err)
 {
-	char *prefix = mt_asprintf("datasets/%s/locks/", dataset);
+	char *prefix = mti_asprintf("datasets/%s/locks/", dataset);
 	if (!prefix)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	*ll = (struct lock_list){.plen = strlen(prefix)};
-	int rc = mt_store_list_all(s, prefix, collect_lock, ll, err);
+	int rc = mti_store_list_all(s, prefix, collect_lock, ll, err);
 	free(prefix);
 	if (rc == MT_ENOMEM)
-		rc = mt_err(err, rc, "dataset %s: listing locks: out of memory", dataset);
+		rc = mti_err(err, rc, "dataset %s: listing locks: out of memory", dataset);
 	if (rc)
 		lock_list_free(ll);
 	return rc;
@@ -389,13 +389,13 @@ static int read_lock(mt_store *s, const char *key, double *ttl, json_t **body, m
 	void *data = NULL;
 	size_t len = 0;
 	mt_error e = {0};
-	*ttl = mt_lock_ttl();
+	*ttl = mti_lock_ttl();
 	*body = NULL;
-	int rc = mt_store_get(s, key, 0, UINT64_MAX, &data, &len, &e);
+	int rc = mti_store_get(s, key, 0, UINT64_MAX, &data, &len, &e);
 	if (rc == MT_ENOTFOUND)
 		return 1;
 	if (rc)
-		return mt_err_copy(err, &e);
+		return mti_err_copy(err, &e);
 	json_t *o = json_loadb(data, len, 0, NULL);
 	free(data);
 	json_t *t = o ? json_object_get(o, "ttl") : NULL;
@@ -405,7 +405,7 @@ static int read_lock(mt_store *s, const char *key, double *ttl, json_t **body, m
 	return 0;
 }
 
-int mt_dlock_wait_gc(mt_dlock *l, mt_error *err)
+int mti_dlock_wait_gc(mt_dlock *l, mt_error *err)
 {
 	for (int round = 0;; round++) {
 		struct lock_list ll;
@@ -430,21 +430,21 @@ int mt_dlock_wait_gc(mt_dlock *l, mt_error *err)
 	}
 }
 
-int mt_dlock_check(mt_dlock *l, mt_error *err)
+int mti_dlock_check(mt_dlock *l, mt_error *err)
 {
 	pthread_mutex_lock(&l->io);
 	int rc = lock_write(l, err);
 	pthread_mutex_unlock(&l->io);
 	if (rc)
-		return mt_err_prefix(err, "dataset %s: refreshing the lock: ", l->dataset);
+		return mti_err_prefix(err, "dataset %s: refreshing the lock: ", l->dataset);
 	pthread_mutex_lock(&l->lock);
 	if (l->lapsed)
-		rc = mt_err_copy(err, &l->lapse);
+		rc = mti_err_copy(err, &l->lapse);
 	pthread_mutex_unlock(&l->lock);
 	return rc;
 }
 
-void mt_dlock_close(mt_dlock *l)
+void mti_dlock_close(mt_dlock *l)
 {
 	if (!l)
 		return;
@@ -459,9 +459,9 @@ void mt_dlock_close(mt_dlock *l)
 	 * removes leftovers of either kind once they are old. */
 	mt_error e = {0};
 	if (l->npins)
-		mt_store_del(l->s, (const char *const *)l->pins, l->npins, &e);
+		mti_store_del(l->s, (const char *const *)l->pins, l->npins, &e);
 	if (l->key && l->last_ok.tv_sec)
-		mt_store_del(l->s, (const char *const *)&l->key, 1, &e);
+		mti_store_del(l->s, (const char *const *)&l->key, 1, &e);
 	mt_strv_free(l->pins, l->npins);
 	mt_strv_free(l->versions, l->nversions);
 	free(l->dataset);
@@ -505,7 +505,7 @@ static int pins_take_writer(mt_pins *p, json_t *body)
 	p->writers++;
 	if (!p->writer) {
 		json_t *h = json_object_get(body, "host"), *pid = json_object_get(body, "pid");
-		p->writer = mt_asprintf("%s pid %lld", json_is_string(h) ? json_string_value(h) : "?",
+		p->writer = mti_asprintf("%s pid %lld", json_is_string(h) ? json_string_value(h) : "?",
 					json_is_integer(pid) ? (long long)json_integer_value(pid) : -1LL);
 		if (!p->writer)
 			return MT_ENOMEM;
@@ -534,13 +534,13 @@ static int pins_judge_locks(mt_store *s, const struct lock_list *ll, const mt_dl
 			state[i] = LOCK_LIVE;
 			if (lo->kind == MT_LOCK_WRITE && pins_take_writer(p, body)) {
 				json_decref(body);
-				return mt_err(err, MT_ENOMEM, "out of memory");
+				return mti_err(err, MT_ENOMEM, "out of memory");
 			}
 		} else if (rc == 0 && (gone || age > 2 * ttl + MTIME_SLACK)) {
 			state[i] = LOCK_DEAD;
 			if (strv_add(&p->dead, &p->ndead, lo->key)) {
 				json_decref(body);
-				return mt_err(err, MT_ENOMEM, "out of memory");
+				return mti_err(err, MT_ENOMEM, "out of memory");
 			}
 		}
 		json_decref(body);
@@ -573,7 +573,7 @@ static int pins_read_pins(mt_store *s, const struct lock_list *ll, const int *st
 		int owner = pin_owner_state(ll, state, lo->id);
 		if (owner == LOCK_DEAD) {
 			if (strv_add(&p->dead, &p->ndead, lo->key))
-				return mt_err(err, MT_ENOMEM, "out of memory");
+				return mti_err(err, MT_ENOMEM, "out of memory");
 			continue;
 		}
 		if (owner != LOCK_LIVE)
@@ -581,15 +581,15 @@ static int pins_read_pins(mt_store *s, const struct lock_list *ll, const int *st
 		void *data = NULL;
 		size_t len = 0;
 		mt_error e = {0};
-		int rc = mt_store_get(s, lo->key, 0, UINT64_MAX, &data, &len, &e);
+		int rc = mti_store_get(s, lo->key, 0, UINT64_MAX, &data, &len, &e);
 		if (rc == MT_ENOTFOUND)
 			continue; /* its writer finished meanwhile: its manifest is listed later */
 		if (rc)
-			return mt_err_copy(err, &e);
+			return mti_err_copy(err, &e);
 		rc = pins_add_lines(p, data, len);
 		free(data);
 		if (rc)
-			return mt_err(err, MT_ENOMEM, "out of memory");
+			return mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -599,7 +599,7 @@ static int key_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int mt_dlock_pins(mt_store *s, const char *dataset, const mt_dlock *self, mt_pins *out,
+int mti_dlock_pins(mt_store *s, const char *dataset, const mt_dlock *self, mt_pins *out,
 		  mt_error *err)
 {
 	*out = (mt_pins){0};
@@ -614,7 +614,7 @@ int mt_dlock_pins(mt_store *s, const char *dataset, const mt_dlock *self, mt_pin
 		out->now = (int64_t)time(NULL);
 	int *state = calloc(ll.n ? ll.n : 1, sizeof *state);
 	if (!state)
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
 		rc = pins_judge_locks(s, &ll, self, out, state, err);
 	if (!rc)
@@ -622,20 +622,20 @@ int mt_dlock_pins(mt_store *s, const char *dataset, const mt_dlock *self, mt_pin
 	free(state);
 	lock_list_free(&ll);
 	if (rc) {
-		mt_pins_free(out);
-		return mt_err_prefix(err, "dataset %s: reading locks: ", dataset);
+		mti_pins_free(out);
+		return mti_err_prefix(err, "dataset %s: reading locks: ", dataset);
 	}
 	if (out->nkeys)
 		qsort(out->keys, out->nkeys, sizeof *out->keys, key_cmp);
 	return 0;
 }
 
-int mt_pins_has_key(const mt_pins *p, const char *key)
+int mti_pins_has_key(const mt_pins *p, const char *key)
 {
 	return p->nkeys && bsearch(&key, p->keys, p->nkeys, sizeof *p->keys, key_cmp);
 }
 
-void mt_pins_free(mt_pins *p)
+void mti_pins_free(mt_pins *p)
 {
 	mt_strv_free(p->keys, p->nkeys);
 	mt_strv_free(p->versions, p->nversions);

@@ -26,13 +26,13 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	*out = NULL;
 	mt_reader *r = calloc(1, sizeof *r);
 	if (!r)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&r->lock, NULL);
 	r->store = s;
-	r->threads = mt_ncpus();
-	int rc = mt_dataset_load(s, dataset, version, &r->m, &r->json, err);
+	r->threads = mti_ncpus();
+	int rc = mti_dataset_load(s, dataset, version, &r->m, &r->json, err);
 	if (!rc)
-		rc = mt_dataset_load_meta(s, r->m, err);
+		rc = mti_dataset_load_meta(s, r->m, err);
 	if (rc) {
 		mt_reader_close(r);
 		return rc;
@@ -42,10 +42,10 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	r->ix = calloc(m->nshards ? m->nshards : 1, sizeof *r->ix);
 	r->tags = calloc(m->ntags ? m->ntags : 1, sizeof *r->tags);
 	if (!r->keys || !r->ix || !r->tags)
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	for (size_t i = 0; !rc && i < m->nshards; i++)
-		if (!(r->keys[i] = mt_key_shard(m->dataset, m->shards[i].sha256)))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		if (!(r->keys[i] = mti_key_shard(m->dataset, m->shards[i].sha256)))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (rc) {
 		mt_reader_close(r);
 		return rc;
@@ -67,9 +67,9 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	return 0;
 }
 
-void mt_reader_set_threads(mt_reader *r, int threads)
+void mti_reader_set_threads(mt_reader *r, int threads)
 {
-	r->threads = threads > 0 ? threads : mt_ncpus();
+	r->threads = threads > 0 ? threads : mti_ncpus();
 }
 
 void mt_reader_close(mt_reader *r)
@@ -80,13 +80,13 @@ void mt_reader_close(mt_reader *r)
 		if (r->keys)
 			free(r->keys[i]);
 		if (r->ix)
-			mt_index_free(r->ix[i]);
+			mti_index_free(r->ix[i]);
 	}
 	free(r->keys);
 	free(r->ix);
 	free(r->tags);
 	free(r->json);
-	mt_manifest_free(r->m);
+	mti_manifest_free(r->m);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -134,22 +134,22 @@ int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
 	*len = 0;
 	const mt_manifest *m = r->m;
 	if (!m->recipe[0])
-		return mt_err(err, MT_ENOTFOUND, "%s@%s has no recipe", m->dataset, m->version);
-	char *key = mt_key_recipe(m->dataset, m->recipe);
+		return mti_err(err, MT_ENOTFOUND, "%s@%s has no recipe", m->dataset, m->version);
+	char *key = mti_key_recipe(m->dataset, m->recipe);
 	if (!key)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	void *data = NULL;
 	size_t got = 0;
 	char sha[MT_SHA256_HEX];
-	int rc = mt_store_get(r->store, key, 0, UINT64_MAX, &data, &got, err);
+	int rc = mti_store_get(r->store, key, 0, UINT64_MAX, &data, &got, err);
 	if (!rc)
-		rc = mt_sha256_hex(data, got, sha, err);
+		rc = mti_sha256_hex(data, got, sha, err);
 	if (!rc && strcmp(sha, m->recipe) != 0)
-		rc = mt_err(err, MT_ECORRUPT, "%s: sha256 is %s, the manifest of %s@%s says %s",
+		rc = mti_err(err, MT_ECORRUPT, "%s: sha256 is %s, the manifest of %s@%s says %s",
 			    key, sha, m->dataset, m->version, m->recipe);
 	char *text = rc ? NULL : realloc(data, got + 1);
 	if (!rc && !text)
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (rc) {
 		free(data);
 	} else {
@@ -162,34 +162,34 @@ int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
 }
 
 /* Read and decode the chunk index of shard i, checked against the manifest
- * (mt_index_decode_shard). */
+ * (mti_index_decode_shard). */
 static int fetch_index(mt_reader *r, size_t i, mt_index **ix, mt_error *err)
 {
 	const mt_mshard *s = &r->m->shards[i];
-	char *what = mt_asprintf("%s@%s: shard %zu: %s", r->m->dataset, r->m->version, i,
+	char *what = mti_asprintf("%s@%s: shard %zu: %s", r->m->dataset, r->m->version, i,
 				 r->keys[i]);
 	if (!what)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	void *data = NULL;
 	size_t got = 0;
-	int rc = mt_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data, &got,
+	int rc = mti_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data, &got,
 			      err);
 	if (!rc)
-		rc = mt_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
+		rc = mti_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
 	/* As for chunks: damage in transit goes away on a second read. */
 	if (rc == MT_ECORRUPT || rc == MT_ERANGE) {
 		free(data);
 		data = NULL;
-		rc = mt_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data,
+		rc = mti_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data,
 				  &got, err);
 		if (!rc)
-			rc = mt_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
+			rc = mti_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
 	}
 	/* A short object (or one a cache cannot hold): the store said which. */
 	if (rc == MT_ERANGE)
-		mt_err_prefix(err, "%s@%s: shard %zu: ", r->m->dataset, r->m->version, i);
+		mti_err_prefix(err, "%s@%s: shard %zu: ", r->m->dataset, r->m->version, i);
 	else if (rc == MT_ENOTFOUND)
-		mt_err(err, rc, "%s@%s: shard %zu (%s) is missing", r->m->dataset, r->m->version, i,
+		mti_err(err, rc, "%s@%s: shard %zu (%s) is missing", r->m->dataset, r->m->version, i,
 		       r->keys[i]);
 	free(data);
 	free(what);
@@ -208,7 +208,7 @@ static int shard_index(mt_reader *r, size_t i, const mt_index **out, mt_error *e
 			return rc;
 		pthread_mutex_lock(&r->lock);
 		if (r->ix[i]) {
-			mt_index_free(ix); /* another thread won the race */
+			mti_index_free(ix); /* another thread won the race */
 			ix = r->ix[i];
 		} else {
 			r->ix[i] = ix;
@@ -268,7 +268,7 @@ int mt_reader_chunks(mt_reader *r, size_t shard, void (*fn)(void *ud, const mt_c
 		     void *ud, mt_error *err)
 {
 	if (shard >= r->m->nshards)
-		return mt_err(err, MT_ERANGE, "%s@%s: no shard %zu (it has %zu)", r->m->dataset,
+		return mti_err(err, MT_ERANGE, "%s@%s: no shard %zu (it has %zu)", r->m->dataset,
 			      r->m->version, shard, r->m->nshards);
 	const mt_index *ix;
 	int rc = shard_index(r, shard, &ix, err);
@@ -321,32 +321,32 @@ static int run_job(void *ud, size_t i)
 	uint8_t *plain = whole ? j->dst : malloc(full);
 	int rc = 0;
 	if (!z || !plain)
-		rc = mt_err(err, MT_ENOMEM, "%s: out of memory", key);
+		rc = mti_err(err, MT_ENOMEM, "%s: out of memory", key);
 	if (!rc)
-		rc = mt_store_read(r->store, key, k->offset, z, k->size, err);
+		rc = mti_store_read(r->store, key, k->offset, z, k->size, err);
 	if (rc == MT_ENOTFOUND || rc == MT_ERANGE)
-		rc = mt_err(err, rc == MT_ENOTFOUND ? rc : MT_ECORRUPT, "%s@%s: shard %zu (%s) is %s",
+		rc = mti_err(err, rc == MT_ENOTFOUND ? rc : MT_ECORRUPT, "%s@%s: shard %zu (%s) is %s",
 			    r->m->dataset, r->m->version, j->shard, key,
 			    rc == MT_ENOTFOUND ? "missing" : "cut short");
 	/* A bad checksum may have come in transit rather than be in the
 	 * object: one more read tells. */
-	int bad = !rc && mt_xxh3(z, k->size) != k->xxh3;
-	if (bad && !(rc = mt_store_read(r->store, key, k->offset, z, k->size, err)))
-		bad = mt_xxh3(z, k->size) != k->xxh3;
+	int bad = !rc && mti_xxh3(z, k->size) != k->xxh3;
+	if (bad && !(rc = mti_store_read(r->store, key, k->offset, z, k->size, err)))
+		bad = mti_xxh3(z, k->size) != k->xxh3;
 	if (!rc && bad) {
 		/* Rows are named as the user counts them; items and offsets
 		 * only exist inside the shard. */
 		int rows = strcmp(unit_word(j->e), "rows") == 0;
 		uint64_t base = rows ? r->m->shards[j->shard].first_row : 0;
-		rc = mt_err(err, MT_ECORRUPT,
+		rc = mti_err(err, MT_ECORRUPT,
 			    "%s@%s: shard %zu (%s): %s chunk %zu (%s %llu..%llu%s) fails its "
 			    "checksum, read twice", r->m->dataset, r->m->version, j->shard, key, j->e->name,
 			    j->chunk, unit_word(j->e), (unsigned long long)(base + k->first),
 			    (unsigned long long)(base + k->first + k->count - 1),
 			    rows ? "" : " of the shard");
 	}
-	if (!rc && mt_zstd_decompress(z, k->size, plain, full, err))
-		rc = mt_err_prefix(err, "%s@%s: shard %zu (%s): %s chunk %zu: ", r->m->dataset,
+	if (!rc && mti_zstd_decompress(z, k->size, plain, full, err))
+		rc = mti_err_prefix(err, "%s@%s: shard %zu (%s): %s chunk %zu: ", r->m->dataset,
 				   r->m->version, j->shard, key, j->e->name, j->chunk);
 	if (!rc && !whole)
 		memcpy(j->dst, plain + (j->u0 - k->first) * j->e->unit_bytes,
@@ -363,11 +363,11 @@ static int run_jobs(struct jobs *js, mt_error *err)
 	if (js->n) {
 		js->errs = calloc(js->n, sizeof *js->errs);
 		if (!js->errs)
-			return mt_err(err, MT_ENOMEM, "out of memory");
-		rc = mt_parallel_for(js->r->threads, js->n, run_job, js);
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_parallel_for(js->r->threads, js->n, run_job, js);
 		for (size_t i = 0; rc && i < js->n; i++)
 			if (js->errs[i].code) {
-				rc = mt_err_copy(err, &js->errs[i]);
+				rc = mti_err_copy(err, &js->errs[i]);
 				break;
 			}
 	}
@@ -380,10 +380,10 @@ static int run_jobs(struct jobs *js, mt_error *err)
 static int check_range(const mt_reader *r, size_t attr, uint64_t a, uint64_t b, mt_error *err)
 {
 	if (attr >= r->m->nattrs)
-		return mt_err(err, MT_EINVAL, "%s@%s: no attribute #%zu", r->m->dataset,
+		return mti_err(err, MT_EINVAL, "%s@%s: no attribute #%zu", r->m->dataset,
 			      r->m->version, attr);
 	if (a > b || b > r->m->rows)
-		return mt_err(err, MT_ERANGE, "%s@%s: rows %llu:%llu are outside 0:%llu",
+		return mti_err(err, MT_ERANGE, "%s@%s: rows %llu:%llu are outside 0:%llu",
 			      r->m->dataset, r->m->version, (unsigned long long)a,
 			      (unsigned long long)b, (unsigned long long)r->m->rows);
 	return 0;
@@ -398,9 +398,9 @@ static int entry_of(mt_reader *r, size_t shard, const char *attr, const char *su
 		return rc;
 	char name[300];
 	snprintf(name, sizeof name, "%s%s", attr, sub);
-	*e = mt_index_find(ix, name);
+	*e = mti_index_find(ix, name);
 	if (!*e)
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index has no dataset '%s'",
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index has no dataset '%s'",
 			      r->keys[shard], name);
 	return 0;
 }
@@ -423,7 +423,7 @@ static int ragged_offsets(mt_reader *r, size_t attr, uint64_t a, uint64_t b, uin
 		const mt_index_entry *e;
 		rc = entry_of(r, s, name, "/offsets", &e, err);
 		if (!rc && plan_units(&js, s, e, la, lb + 1, (uint8_t *)dst))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		dst += lb - la + 1;
 	}
 	if (rc) {
@@ -448,12 +448,12 @@ int mt_reader_ragged_lengths(mt_reader *r, size_t attr, uint64_t a, uint64_t b,
 	if (rc)
 		return rc;
 	if (!r->m->attrs[attr].ragged)
-		return mt_err(err, MT_EINVAL, "%s@%s: attribute %s is not ragged", r->m->dataset,
+		return mti_err(err, MT_EINVAL, "%s@%s: attribute %s is not ragged", r->m->dataset,
 			      r->m->version, r->m->attrs[attr].name);
 	size_t pieces = count_pieces(r->m, a, b);
 	uint64_t *offs = malloc(((b - a) + pieces + 1) * sizeof *offs);
 	if (!offs)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	rc = ragged_offsets(r, attr, a, b, offs, err);
 	uint64_t sum = 0, row = a;
 	const uint64_t *o = offs;
@@ -462,7 +462,7 @@ int mt_reader_ragged_lengths(mt_reader *r, size_t attr, uint64_t a, uint64_t b,
 		uint64_t n = (b < sh->first_row + sh->rows ? b : sh->first_row + sh->rows) - row;
 		for (uint64_t i = 0; i < n && !rc; i++) {
 			if (o[i + 1] < o[i])
-				rc = mt_err(err, MT_ECORRUPT, "%s: %s offsets decrease at row %llu",
+				rc = mti_err(err, MT_ECORRUPT, "%s: %s offsets decrease at row %llu",
 					    r->keys[s], r->m->attrs[attr].name,
 					    (unsigned long long)(row + i));
 			else if (lengths)
@@ -492,14 +492,14 @@ int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf,
 		size_t pieces = count_pieces(r->m, a, b);
 		offs = malloc(((b - a) + pieces + 1) * sizeof *offs);
 		if (!offs)
-			return mt_err(err, MT_ENOMEM, "out of memory");
+			return mti_err(err, MT_ENOMEM, "out of memory");
 		rc = ragged_offsets(r, attr, a, b, offs, err);
 		const uint64_t *o = offs;
 		for (uint64_t row = a; !rc && row < b;) {
 			const mt_mshard *sh = &r->m->shards[shard_of(r->m, row)];
 			uint64_t n = (b < sh->first_row + sh->rows ? b : sh->first_row + sh->rows) - row;
 			if (o[n] < o[0])
-				rc = mt_err(err, MT_ECORRUPT, "%s@%s: %s offsets decrease near row %llu",
+				rc = mti_err(err, MT_ECORRUPT, "%s@%s: %s offsets decrease near row %llu",
 					    r->m->dataset, r->m->version, at->name,
 					    (unsigned long long)row);
 			need += (o[n] - o[0]) * unit;
@@ -510,7 +510,7 @@ int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf,
 		need = (b - a) * unit;
 	}
 	if (!rc && need > cap)
-		rc = mt_err(err, MT_ERANGE, "%s@%s: %s rows %llu:%llu need %llu bytes, buffer "
+		rc = mti_err(err, MT_ERANGE, "%s@%s: %s rows %llu:%llu need %llu bytes, buffer "
 			    "holds %zu", r->m->dataset, r->m->version, at->name,
 			    (unsigned long long)a, (unsigned long long)b,
 			    (unsigned long long)need, cap);
@@ -527,10 +527,10 @@ int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf,
 		rc = entry_of(r, s, at->name, at->ragged ? "/values" : "", &e, err);
 		uint64_t u0 = at->ragged ? o[0] : la, u1 = at->ragged ? o[lb - la] : lb;
 		if (!rc && (e->unit_bytes != unit || u1 > e->units))
-			rc = mt_err(err, MT_ECORRUPT, "%s: '%s' does not match the manifest",
+			rc = mti_err(err, MT_ECORRUPT, "%s: '%s' does not match the manifest",
 				    r->keys[s], e->name);
 		if (!rc && plan_units(&js, s, e, u0, u1, dst))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		dst += (u1 - u0) * unit;
 		if (at->ragged)
 			o += lb - la + 1;
@@ -557,7 +557,7 @@ static int damaged_chunks(const mt_reader *r, size_t i, const mt_index *ix, cons
 		uint64_t base = rows ? r->m->shards[i].first_row : 0;
 		for (size_t c = 0; c < e->nchunks; c++) {
 			const mt_chunk *ch = &e->chunks[c];
-			if (mt_xxh3(data + ch->offset, ch->size) == ch->xxh3)
+			if (mti_xxh3(data + ch->offset, ch->size) == ch->xxh3)
 				continue;
 			size_t len = strlen(msg);
 			snprintf(msg + len, cap - len, "%s%s chunk %zu (%s %llu..%llu%s) fails its "
@@ -578,29 +578,29 @@ static int verify_shard(mt_reader *r, size_t i, char *msg, size_t cap)
 	void *data = NULL;
 	size_t got = 0;
 	char sha[MT_SHA256_HEX];
-	int rc = mt_store_get(r->store, r->keys[i], 0, UINT64_MAX, &data, &got, &e);
+	int rc = mti_store_get(r->store, r->keys[i], 0, UINT64_MAX, &data, &got, &e);
 	if (rc == MT_ENOTFOUND)
-		rc = mt_err(&e, rc, "shard object %s is missing", r->keys[i]);
+		rc = mti_err(&e, rc, "shard object %s is missing", r->keys[i]);
 	if (!rc && got != s->bytes)
-		rc = mt_err(&e, MT_ECORRUPT, "%s holds %zu bytes, the manifest says %llu",
+		rc = mti_err(&e, MT_ECORRUPT, "%s holds %zu bytes, the manifest says %llu",
 			    r->keys[i], got, (unsigned long long)s->bytes);
 	if (!rc)
-		rc = mt_sha256_hex(data, got, sha, &e);
+		rc = mti_sha256_hex(data, got, sha, &e);
 	if (!rc && strcmp(sha, s->sha256) != 0)
-		rc = mt_err(&e, MT_ECORRUPT, "%s: sha256 is %s", r->keys[i], sha);
+		rc = mti_err(&e, MT_ECORRUPT, "%s: sha256 is %s", r->keys[i], sha);
 	/* The index must be the one the manifest names and agree with its
 	 * attributes; then name the damaged chunks too: repair can salvage
 	 * the rest. */
 	mt_index *ix = NULL;
 	if (rc != MT_ENOTFOUND && data && got >= s->index_offset + s->index_bytes) {
 		mt_error ie;
-		int irc = mt_index_decode_shard((uint8_t *)data + s->index_offset, s->index_bytes,
+		int irc = mti_index_decode_shard((uint8_t *)data + s->index_offset, s->index_bytes,
 						got, r->m, i, r->keys[i], &ix, &ie);
 		if (irc && !rc)
-			rc = mt_err_copy(&e, &ie);
+			rc = mti_err_copy(&e, &ie);
 		if (ix && damaged_chunks(r, i, ix, data, e.message, sizeof e.message))
 			rc = MT_ECORRUPT;
-		mt_index_free(ix);
+		mti_index_free(ix);
 	}
 	free(data);
 	snprintf(msg, cap, "%s", rc ? e.message : "ok");
@@ -616,17 +616,17 @@ int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn pro
 	for (size_t i = 0; i < r->m->nshards; i++) {
 		int rc = verify_shard(r, i, msg, sizeof msg);
 		if (rc == MT_ENOMEM || rc == MT_EIO || rc == MT_ENET || rc == MT_EAUTH)
-			return mt_err(err, rc, "%s", msg);
+			return mti_err(err, rc, "%s", msg);
 		mt_shard_info info;
 		mt_reader_shard(r, i, &info);
 		if (fn)
 			fn(ud, i, &info, rc, rc ? msg : NULL);
 		if (rc && bad++ == 0)
-			mt_err(err, MT_ECORRUPT, "%s@%s: shard %zu: %s", r->m->dataset,
+			mti_err(err, MT_ECORRUPT, "%s@%s: shard %zu: %s", r->m->dataset,
 			       r->m->version, i, msg);
 		done += r->m->shards[i].bytes;
 		if (progress && progress(progress_ud, done, r->info.stored_bytes))
-			return mt_err(err, MT_ECANCELED, "verify of %s@%s canceled", r->m->dataset,
+			return mti_err(err, MT_ECANCELED, "verify of %s@%s canceled", r->m->dataset,
 				      r->m->version);
 	}
 	return bad ? MT_ECORRUPT : 0;

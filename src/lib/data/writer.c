@@ -89,7 +89,7 @@ void mt_writer_opts_init_size(mt_writer_opts *o, size_t size)
 	d.shard_bytes = DEFAULT_SHARD_BYTES;
 	d.chunk_bytes = DEFAULT_CHUNK_BYTES;
 	d.level = DEFAULT_LEVEL;
-	mt_opts_init(o, size, &d, sizeof d);
+	mti_opts_init(o, size, &d, sizeof d);
 }
 
 static void pending_free(struct pending *p, size_t nattrs)
@@ -97,8 +97,8 @@ static void pending_free(struct pending *p, size_t nattrs)
 	if (!p)
 		return;
 	for (size_t i = 0; i < nattrs; i++) {
-		mt_buf_free(&p->vals[i]);
-		mt_buf_free(&p->offs[i]);
+		mti_buf_free(&p->vals[i]);
+		mti_buf_free(&p->offs[i]);
 	}
 	free(p->vals);
 	free(p->offs);
@@ -163,8 +163,8 @@ static struct pending *pending_new(mt_writer *w)
 	uint8_t zero[8] = {0};
 	for (size_t i = 0; i < w->nattrs; i++) {
 		const mt_attr *a = &w->attrs[i];
-		int rc = a->ragged ? mt_buf_append(&p->offs[i], zero, 8)
-				   : mt_buf_reserve(&p->vals[i], (size_t)(rows * mt_attr_items(a) *
+		int rc = a->ragged ? mti_buf_append(&p->offs[i], zero, 8)
+				   : mti_buf_reserve(&p->vals[i], (size_t)(rows * mt_attr_items(a) *
 									mt_dtype_size(a->dtype)));
 		if (rc) {
 			pending_free(p, w->nattrs);
@@ -205,16 +205,16 @@ static int push_shard_locked(mt_writer *w, const mt_mshard *sh)
 static int writer_put_object(mt_writer *w, const char *key, const void *data, size_t len,
 			     int flags, mt_error *err)
 {
-	int rc = mt_dlock_pin_keys(w->dlock, &key, 1, err);
+	int rc = mti_dlock_pin_keys(w->dlock, &key, 1, err);
 	if (!rc)
-		rc = mt_dlock_wait_gc(w->dlock, err);
+		rc = mti_dlock_wait_gc(w->dlock, err);
 	if (rc)
 		return rc;
 	uint64_t have = 0;
 	mt_error ignored;
-	if (mt_store_head(w->store, key, &have, NULL, &ignored) == 0 && have == len)
+	if (mti_store_head(w->store, key, &have, NULL, &ignored) == 0 && have == len)
 		return 0;
-	return mt_store_put(w->store, key, data, len, flags, err);
+	return mti_store_put(w->store, key, data, len, flags, err);
 }
 
 /* Build one shard's HDF5 image into img (which holds the previous one,
@@ -225,19 +225,19 @@ static int build_and_upload(mt_writer *w, const struct pending *p, mt_shard_imag
 {
 	mt_shard_col *cols = calloc(w->nattrs, sizeof *cols);
 	if (!cols)
-		return mt_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
+		return mti_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
 	for (size_t i = 0; i < w->nattrs; i++) {
 		cols[i].data = p->vals[i].data;
 		cols[i].offsets = (const uint64_t *)p->offs[i].data;
 	}
-	int rc = mt_shard_build(w->dataset, w->attrs, w->nattrs, p->rows, cols, w->chunk_bytes,
+	int rc = mti_shard_build(w->dataset, w->attrs, w->nattrs, p->rows, cols, w->chunk_bytes,
 				w->level, w->threads, img, err);
 	free(cols);
 	if (rc)
 		return rc;
-	char *key = mt_key_shard(w->dataset, img->sha256);
+	char *key = mti_key_shard(w->dataset, img->sha256);
 	if (!key)
-		return mt_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
+		return mti_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
 	rc = writer_put_object(w, key, img->image.data, img->image.len, MT_PUT_NOSYNC, err);
 	if (!rc) {
 		memcpy(sh->sha256, img->sha256, sizeof sh->sha256);
@@ -289,7 +289,7 @@ static void *uploader(void *arg)
 			int cancel = w->progress && w->progress(w->progress_ud, done, 0);
 			pthread_mutex_lock(&w->lock);
 			if (cancel)
-				rc = mt_err(&e, MT_ECANCELED, "dataset %s: canceled", w->dataset);
+				rc = mti_err(&e, MT_ECANCELED, "dataset %s: canceled", w->dataset);
 		}
 		if (rc)
 			fail_locked(w, &e);
@@ -297,7 +297,7 @@ static void *uploader(void *arg)
 		pthread_cond_broadcast(&w->cond);
 	}
 	pthread_mutex_unlock(&w->lock);
-	mt_shard_image_free(&img);
+	mti_shard_image_free(&img);
 	return NULL;
 }
 
@@ -347,7 +347,7 @@ static int dup_strings(char ***out, const char *const *in, size_t n)
 	if (!*out)
 		return MT_ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		if (!((*out)[i] = mt_strdup(in[i] ? in[i] : "")))
+		if (!((*out)[i] = mti_strdup(in[i] ? in[i] : "")))
 			return MT_ENOMEM;
 	return 0;
 }
@@ -359,20 +359,20 @@ static int writer_take_recipe(mt_writer *w, const mt_writer_opts *o, mt_error *e
 	for (size_t i = 0; i < o->nrecipe_args; i++) {
 		const char *kv = o->recipe_args[i], *eq = kv ? strchr(kv, '=') : NULL;
 		if (!eq || eq == kv)
-			return mt_err(err, MT_EINVAL, "recipe argument '%s' is not KEY=VALUE",
+			return mti_err(err, MT_EINVAL, "recipe argument '%s' is not KEY=VALUE",
 				      kv ? kv : "(null)");
 		for (size_t j = 0; j < i; j++)
 			if (!strncmp(o->recipe_args[j], kv, (size_t)(eq - kv) + 1))
-				return mt_err(err, MT_EINVAL, "recipe argument %.*s is given "
+				return mti_err(err, MT_EINVAL, "recipe argument %.*s is given "
 					      "twice", (int)(eq - kv), kv);
 	}
 	if (!(w->recipe = malloc(o->recipe_len ? o->recipe_len : 1)) ||
 	    dup_strings(&w->recipe_args, o->recipe_args, o->nrecipe_args))
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	w->nrecipe_args = o->nrecipe_args;
 	memcpy(w->recipe, o->recipe, o->recipe_len);
 	w->recipe_len = o->recipe_len;
-	return mt_sha256_hex(w->recipe, w->recipe_len, w->recipe_sha, err);
+	return mti_sha256_hex(w->recipe, w->recipe_len, w->recipe_sha, err);
 }
 
 /* Read the parent's manifest (name NULL: the latest), pinned against gc
@@ -387,23 +387,23 @@ static int writer_load_parent(mt_writer *w, const char *name, mt_manifest **pm, 
 		if (rc)
 			return rc;
 		if (!name) {
-			latest = mt_strdup(v[n - 1]);
+			latest = mti_strdup(v[n - 1]);
 			mt_strv_free(v, n);
 			if (!latest)
-				return mt_err(err, MT_ENOMEM, "out of memory");
+				return mti_err(err, MT_ENOMEM, "out of memory");
 		}
 		const char *version = name ? name : latest;
-		rc = mt_dlock_pin_version(w->dlock, version, err);
+		rc = mti_dlock_pin_version(w->dlock, version, err);
 		if (!rc)
-			rc = mt_dlock_wait_gc(w->dlock, err);
+			rc = mti_dlock_wait_gc(w->dlock, err);
 		if (!rc)
-			rc = mt_dataset_load(w->store, w->dataset, version, pm, NULL, err);
+			rc = mti_dataset_load(w->store, w->dataset, version, pm, NULL, err);
 		free(latest);
 		if (rc && w->parent) {
 			/* Keep the version this writer builds on now pinned. */
 			mt_error e = {0};
-			if (mt_dlock_pin_version(w->dlock, w->parent, &e) || mt_dlock_wait_gc(w->dlock, &e))
-				return mt_err_copy(err, &e);
+			if (mti_dlock_pin_version(w->dlock, w->parent, &e) || mti_dlock_wait_gc(w->dlock, &e))
+				return mti_err_copy(err, &e);
 		}
 		/* The latest was removed between listing and reading: look again. */
 		if (rc != MT_ENOTFOUND || name || attempt >= VERSION_RETRIES)
@@ -413,7 +413,7 @@ static int writer_load_parent(mt_writer *w, const char *name, mt_manifest **pm, 
 
 static int writer_set_parent(mt_writer *w, const mt_manifest *pm)
 {
-	char *parent = mt_strdup(pm->version), *created = mt_strdup(pm->created);
+	char *parent = mti_strdup(pm->version), *created = mti_strdup(pm->created);
 	if (!parent || !created) {
 		free(parent);
 		free(created);
@@ -433,18 +433,18 @@ static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 	mt_manifest *pm = NULL;
 	int rc = writer_load_parent(w, o->parent, &pm, err);
 	if (rc)
-		return mt_err_prefix(err, "parent of the new version: ");
+		return mti_err_prefix(err, "parent of the new version: ");
 	if (writer_set_parent(w, pm))
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	w->auto_parent = o->append && !o->parent;
 	if (!rc && o->append) {
 		if (attrs && (nattrs != pm->nattrs || !attrs_equal(attrs, pm->attrs, nattrs)))
-			rc = mt_err(err, MT_EINVAL,
+			rc = mti_err(err, MT_EINVAL,
 				    "%s@%s: appended attributes differ from the parent's",
 				    w->dataset, pm->version);
 		for (size_t i = 0; !rc && i < pm->nshards; i++)
 			if (push_shard_locked(w, &pm->shards[i]))
-				rc = mt_err(err, MT_ENOMEM, "out of memory");
+				rc = mti_err(err, MT_ENOMEM, "out of memory");
 		w->rows = w->parent_rows = pm->rows;
 		w->raw_bytes = w->parent_raw = pm->raw_bytes;
 		w->parent_shards = w->nshards;
@@ -455,20 +455,20 @@ static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 			pm->nattrs = 0;
 		}
 	}
-	mt_manifest_free(pm);
+	mti_manifest_free(pm);
 	return rc;
 }
 
 /* A name given by the caller must be free: not a version, never removed. */
 static int writer_check_name(mt_writer *w, mt_error *err)
 {
-	char *key = mt_key_manifest(w->dataset, w->version);
+	char *key = mti_key_manifest(w->dataset, w->version);
 	mt_error e;
-	int rc = key ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
-	if (!rc && mt_store_head(w->store, key, NULL, NULL, &e) == 0)
-		rc = mt_err(err, MT_EEXIST, "%s@%s already exists", w->dataset, w->version);
+	int rc = key ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && mti_store_head(w->store, key, NULL, NULL, &e) == 0)
+		rc = mti_err(err, MT_EEXIST, "%s@%s already exists", w->dataset, w->version);
 	free(key);
-	return rc ? rc : mt_dataset_removed(w->store, w->dataset, w->version, err);
+	return rc ? rc : mti_dataset_removed(w->store, w->dataset, w->version, err);
 }
 
 static int writer_check_args(const char *dataset, const mt_attr *attrs, size_t nattrs,
@@ -476,15 +476,15 @@ static int writer_check_args(const char *dataset, const mt_attr *attrs, size_t n
 {
 	int rc = mt_name_check(dataset, "dataset", err);
 	if (!rc && o->version)
-		rc = mt_version_name_check(o->version, err);
+		rc = mti_version_name_check(o->version, err);
 	if (!rc && o->parent)
 		rc = mt_name_check(o->parent, "version", err);
 	if (!rc && attrs)
-		rc = mt_attrs_check(attrs, nattrs, err);
+		rc = mti_attrs_check(attrs, nattrs, err);
 	if (!rc && (attrs ? nattrs == 0 : !o->append))
-		rc = mt_err(err, MT_EINVAL, "dataset %s: a new version needs attributes", dataset);
+		rc = mti_err(err, MT_EINVAL, "dataset %s: a new version needs attributes", dataset);
 	if (!rc && (o->level < 0 || o->level > 22))
-		rc = mt_err(err, MT_EINVAL, "zstd level %d is outside 1..22", o->level);
+		rc = mti_err(err, MT_EINVAL, "zstd level %d is outside 1..22", o->level);
 	return rc;
 }
 
@@ -495,15 +495,15 @@ static int writer_take_opts(mt_writer *w, const char *dataset, const mt_writer_o
 	w->shard_rows = o->shard_rows;
 	w->chunk_bytes = o->chunk_bytes ? o->chunk_bytes : DEFAULT_CHUNK_BYTES;
 	w->level = o->level ? o->level : DEFAULT_LEVEL;
-	w->threads = o->threads > 0 ? o->threads : mt_ncpus();
+	w->threads = o->threads > 0 ? o->threads : mti_ncpus();
 	w->progress = o->progress;
 	w->progress_ud = o->progress_ud;
 	w->ntags = o->ntags;
-	if (!(w->dataset = mt_strdup(dataset)) || (o->version && !(w->version = mt_strdup(o->version))) ||
-	    !(w->author = mt_strdup(o->author ? o->author : "")) ||
-	    !(w->description = mt_strdup(o->description ? o->description : "")) ||
+	if (!(w->dataset = mti_strdup(dataset)) || (o->version && !(w->version = mti_strdup(o->version))) ||
+	    !(w->author = mti_strdup(o->author ? o->author : "")) ||
+	    !(w->description = mti_strdup(o->description ? o->description : "")) ||
 	    dup_strings(&w->tags, o->tags, o->ntags))
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -513,7 +513,7 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 	*out = NULL;
 	mt_writer_opts opts;
 	mt_writer_opts_init(&opts);
-	int rc = o ? mt_opts_take(&opts, sizeof opts, o, WRITER_OPTS_FIRST, "mt_writer_opts", err)
+	int rc = o ? mti_opts_take(&opts, sizeof opts, o, WRITER_OPTS_FIRST, "mt_writer_opts", err)
 		   : 0;
 	o = &opts;
 	if (!rc)
@@ -522,7 +522,7 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 		return rc;
 	mt_writer *w = calloc(1, sizeof *w);
 	if (!w)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&w->append_lock, NULL);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
@@ -534,21 +534,21 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 	if (!rc && w->version)
 		rc = writer_check_name(w, err);
 	if (!rc)
-		rc = mt_dlock_open(s, dataset, MT_LOCK_WRITE, &w->dlock, err);
+		rc = mti_dlock_open(s, dataset, MT_LOCK_WRITE, &w->dlock, err);
 	if (!rc && (o->append || o->parent))
 		rc = writer_take_parent(w, attrs, nattrs, o, err);
-	if (!rc && !w->parent && !(w->parent = mt_strdup("")))
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && !w->parent && !(w->parent = mti_strdup("")))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc && !w->attrs) {
 		w->nattrs = nattrs;
-		if (mt_attrs_dup(attrs, nattrs, &w->attrs))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		if (mti_attrs_dup(attrs, nattrs, &w->attrs))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	for (int t = 0; !rc && t < UPLOADERS; t++) {
 		if (pthread_create(&w->uploaders[t], NULL, uploader, w) == 0)
 			w->nthreads++;
 		else if (t == 0)
-			rc = mt_err(err, MT_ENOMEM, "dataset %s: cannot start an upload thread",
+			rc = mti_err(err, MT_ENOMEM, "dataset %s: cannot start an upload thread",
 				    dataset);
 	}
 	if (rc) {
@@ -596,20 +596,20 @@ static int copy_rows(mt_writer *w, struct pending *p, uint64_t r, uint64_t k,
 		uint64_t unit = mt_attr_items(a) * mt_dtype_size(a->dtype);
 		const uint8_t *src = data[i];
 		if (!a->ragged) {
-			if (mt_buf_append(&p->vals[i], src + r * unit, k * unit))
+			if (mti_buf_append(&p->vals[i], src + r * unit, k * unit))
 				return MT_ENOMEM;
 			p->bytes += k * unit;
 			continue;
 		}
-		uint64_t end = mt_get_u64(p->offs[i].data + p->offs[i].len - 8), items = 0;
-		if (mt_buf_reserve(&p->offs[i], k * 8))
+		uint64_t end = mti_get_u64(p->offs[i].data + p->offs[i].len - 8), items = 0;
+		if (mti_buf_reserve(&p->offs[i], k * 8))
 			return MT_ENOMEM;
 		for (uint64_t j = 0; j < k; j++) {
 			items += lengths[i][r + j];
-			mt_put_u64(p->offs[i].data + p->offs[i].len, end + items);
+			mti_put_u64(p->offs[i].data + p->offs[i].len, end + items);
 			p->offs[i].len += 8;
 		}
-		if (mt_buf_append(&p->vals[i], src + src_items[i] * unit, items * unit))
+		if (mti_buf_append(&p->vals[i], src + src_items[i] * unit, items * unit))
 			return MT_ENOMEM;
 		src_items[i] += items;
 		p->bytes += items * unit + k * 8;
@@ -626,7 +626,7 @@ static int check_batch(const mt_writer *w, uint64_t nrows, const void *const *da
 		const mt_attr *a = &w->attrs[i];
 		uint64_t unit = mt_attr_items(a) * mt_dtype_size(a->dtype), total = 0, bytes;
 		if (!data || (!data[i] && nrows))
-			return mt_err(err, MT_EINVAL, "dataset %s: no data for attribute %s",
+			return mti_err(err, MT_EINVAL, "dataset %s: no data for attribute %s",
 				      w->dataset, a->name);
 		if (!a->ragged) {
 			*fixed_row += unit;
@@ -634,11 +634,11 @@ static int check_batch(const mt_writer *w, uint64_t nrows, const void *const *da
 		}
 		*fixed_row += 8;
 		if (!lengths || (!lengths[i] && nrows))
-			return mt_err(err, MT_EINVAL, "dataset %s: no row lengths for ragged "
+			return mti_err(err, MT_EINVAL, "dataset %s: no row lengths for ragged "
 				      "attribute %s", w->dataset, a->name);
 		for (uint64_t r = 0; r < nrows; r++)
-			if (!mt_add_ok(total, lengths[i][r], &total) || !mt_mul_ok(total, unit, &bytes))
-				return mt_err(err, MT_ERANGE, "dataset %s: attribute %s: row "
+			if (!mti_add_ok(total, lengths[i][r], &total) || !mti_mul_ok(total, unit, &bytes))
+				return mti_err(err, MT_ERANGE, "dataset %s: attribute %s: row "
 					      "lengths overflow at row %llu", w->dataset, a->name,
 					      (unsigned long long)r);
 	}
@@ -654,20 +654,20 @@ int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
 		return rc;
 	uint64_t *src_items = calloc(w->nattrs, sizeof *src_items);
 	if (!src_items)
-		return mt_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
+		return mti_err(err, MT_ENOMEM, "dataset %s: out of memory", w->dataset);
 	mt_error e = {0};
 	pthread_mutex_lock(&w->append_lock);
 	pthread_mutex_lock(&w->lock);
 	for (uint64_t r = 0; r < nrows && w->state == W_OPEN;) {
 		if (!w->cur && !(w->cur = pending_new(w))) {
-			mt_err(&e, MT_ENOMEM, "dataset %s: out of memory for a shard's buffers at "
+			mti_err(&e, MT_ENOMEM, "dataset %s: out of memory for a shard's buffers at "
 			       "row %llu", w->dataset, (unsigned long long)(w->rows + r));
 			fail_locked(w, &e);
 			break;
 		}
 		uint64_t k = rows_that_fit(w, w->cur, r, nrows, lengths, fixed_row);
 		if (copy_rows(w, w->cur, r, k, data, lengths, src_items)) {
-			mt_err(&e, MT_ENOMEM, "dataset %s: out of memory buffering row %llu",
+			mti_err(&e, MT_ENOMEM, "dataset %s: out of memory buffering row %llu",
 			       w->dataset, (unsigned long long)(w->rows + r));
 			fail_locked(w, &e);
 			break;
@@ -681,9 +681,9 @@ int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
 		}
 	}
 	if (w->state == W_FAILED)
-		rc = mt_err_copy(err, &w->failure);
+		rc = mti_err_copy(err, &w->failure);
 	else if (w->state != W_OPEN)
-		rc = mt_err(err, MT_ESTATE, "dataset %s: writer is not open", w->dataset);
+		rc = mti_err(err, MT_ESTATE, "dataset %s: writer is not open", w->dataset);
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_unlock(&w->append_lock);
 	free(src_items);
@@ -695,10 +695,10 @@ static int sync_new_shards(mt_writer *w, mt_error *err)
 {
 	size_t n = w->nshards - w->parent_shards;
 	char **keys = calloc(n ? n : 1, sizeof *keys);
-	int rc = keys ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	int rc = keys ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
 	for (size_t i = 0; !rc && i < n; i++)
-		if (!(keys[i] = mt_key_shard(w->dataset, w->shards[w->parent_shards + i].sha256)))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		if (!(keys[i] = mti_key_shard(w->dataset, w->shards[w->parent_shards + i].sha256)))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc && n)
 		rc = w->store->ops->sync(w->store, (const char *const *)keys, n, err);
 	mt_strv_free(keys, n);
@@ -710,9 +710,9 @@ static int put_recipe(mt_writer *w, mt_error *err)
 {
 	if (!w->recipe)
 		return 0;
-	char *key = mt_key_recipe(w->dataset, w->recipe_sha);
+	char *key = mti_key_recipe(w->dataset, w->recipe_sha);
 	if (!key)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	int rc = writer_put_object(w, key, w->recipe, w->recipe_len, 0, err);
 	free(key);
 	return rc;
@@ -723,14 +723,14 @@ static int put_recipe(mt_writer *w, mt_error *err)
 static int writer_rebase(mt_writer *w, const mt_manifest *lm, mt_error *err)
 {
 	if (lm->nattrs != w->nattrs || !attrs_equal(lm->attrs, w->attrs, w->nattrs))
-		return mt_err(err, MT_ESTATE, "%s@%s, now the latest, has other attributes than "
+		return mti_err(err, MT_ESTATE, "%s@%s, now the latest, has other attributes than "
 			      "%s@%s, which this append continues; nothing was committed",
 			      w->dataset, lm->version, w->dataset, w->parent);
 	size_t fresh = w->nshards - w->parent_shards, n = lm->nshards + fresh;
 	mt_mshard *v = malloc((n ? n : 1) * sizeof *v);
 	if (!v || writer_set_parent(w, lm)) {
 		free(v);
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	memcpy(v, lm->shards, lm->nshards * sizeof *v);
 	memcpy(v + lm->nshards, w->shards + w->parent_shards, fresh * sizeof *v);
@@ -754,7 +754,7 @@ static int writer_follow_latest(mt_writer *w, mt_error *err)
 	size_t n;
 	int rc = mt_store_versions(w->store, w->dataset, &v, &n, err);
 	if (rc == MT_ENOTFOUND)
-		return mt_err(err, MT_ESTATE, "%s@%s, which this append continues, was removed "
+		return mti_err(err, MT_ESTATE, "%s@%s, which this append continues, was removed "
 			      "while it ran, with every other version; nothing was committed",
 			      w->dataset, w->parent);
 	if (rc)
@@ -762,13 +762,13 @@ static int writer_follow_latest(mt_writer *w, mt_error *err)
 	int gone = 1;
 	for (size_t i = 0; i < n; i++)
 		gone &= strcmp(v[i], w->parent) != 0;
-	char *latest = strcmp(v[n - 1], w->parent) ? mt_strdup(v[n - 1]) : NULL;
+	char *latest = strcmp(v[n - 1], w->parent) ? mti_strdup(v[n - 1]) : NULL;
 	int moved = strcmp(v[n - 1], w->parent) != 0;
 	mt_strv_free(v, n);
 	if (!moved)
 		return 0;
 	mt_manifest *lm = NULL;
-	rc = latest ? writer_load_parent(w, latest, &lm, err) : mt_err(err, MT_ENOMEM, "out of "
+	rc = latest ? writer_load_parent(w, latest, &lm, err) : mti_err(err, MT_ENOMEM, "out of "
 									      "memory");
 	free(latest);
 	if (rc == MT_ENOTFOUND)
@@ -776,11 +776,11 @@ static int writer_follow_latest(mt_writer *w, mt_error *err)
 	/* Its parent removed, the latest is older: continuing that one would
 	 * silently drop what the parent held. */
 	if (!rc && gone && strcmp(lm->created, w->parent_created) < 0)
-		rc = mt_err(err, MT_ESTATE, "%s@%s, which this append continues, was removed "
+		rc = mti_err(err, MT_ESTATE, "%s@%s, which this append continues, was removed "
 			    "while it ran; nothing was committed", w->dataset, w->parent);
 	if (!rc)
 		rc = writer_rebase(w, lm, err);
-	mt_manifest_free(lm);
+	mti_manifest_free(lm);
 	return rc;
 }
 
@@ -804,7 +804,7 @@ static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
 		row += w->shards[i].rows;
 	}
 	if (!strcmp(name, w->parent))
-		return mt_err(err, MT_ESTATE, "%s@%s cannot be its own parent", w->dataset, name);
+		return mti_err(err, MT_ESTATE, "%s@%s cannot be its own parent", w->dataset, name);
 	mt_manifest m = {
 		.format = MT_FORMAT_VERSION, .dataset = w->dataset, .version = name,
 		.parent = w->parent, .author = w->author, .description = w->description,
@@ -814,9 +814,9 @@ static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
 		.recipe_args = w->recipe_args, .nrecipe_args = w->nrecipe_args,
 	};
 	memcpy(m.recipe, w->recipe ? w->recipe_sha : "", w->recipe ? sizeof m.recipe : 1);
-	m.created = w->parent_created ? mt_created_after(w->parent_created) : mt_now_rfc3339();
-	int rc = m.created ? mt_manifest_encode(&m, json, err)
-			   : mt_err(err, MT_ENOMEM, "out of memory");
+	m.created = w->parent_created ? mti_created_after(w->parent_created) : mti_now_rfc3339();
+	int rc = m.created ? mti_manifest_encode(&m, json, err)
+			   : mti_err(err, MT_ENOMEM, "out of memory");
 	free(m.created);
 	return rc;
 }
@@ -830,7 +830,7 @@ static int is_our_manifest(mt_writer *w, const char *key, const char *json)
 	void *data = NULL;
 	size_t len = 0;
 	mt_error e = {0};
-	int ours = mt_store_get(w->store, key, 0, UINT64_MAX, &data, &len, &e) == 0 &&
+	int ours = mti_store_get(w->store, key, 0, UINT64_MAX, &data, &len, &e) == 0 &&
 		   len == strlen(json) && !memcmp(data, json, len);
 	free(data);
 	return ours;
@@ -843,24 +843,24 @@ static int is_our_manifest(mt_writer *w, const char *key, const char *json)
  * that landed before it is seen by the look at the latest after it. */
 static int commit_once(mt_writer *w, char **name, mt_error *err)
 {
-	int rc = w->version ? mt_dataset_removed(w->store, w->dataset, w->version, err)
-			    : mt_dataset_next_version(w->store, w->dataset, name, err);
-	if (!rc && w->version && !(*name = mt_strdup(w->version)))
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	int rc = w->version ? mti_dataset_removed(w->store, w->dataset, w->version, err)
+			    : mti_dataset_next_version(w->store, w->dataset, name, err);
+	if (!rc && w->version && !(*name = mti_strdup(w->version)))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc && w->auto_parent)
 		rc = writer_follow_latest(w, err);
 	/* The latest took the name listed a moment ago: list again. */
 	if (!rc && !w->version && !strcmp(*name, w->parent))
 		rc = 1;
 	if (!rc)
-		rc = mt_dlock_check(w->dlock, err);
-	char *json = NULL, *key = rc ? NULL : mt_key_manifest(w->dataset, *name);
+		rc = mti_dlock_check(w->dlock, err);
+	char *json = NULL, *key = rc ? NULL : mti_key_manifest(w->dataset, *name);
 	if (!rc && !key)
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
 		rc = encode_manifest(w, *name, &json, err);
 	if (!rc)
-		rc = mt_store_put(w->store, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
+		rc = mti_store_put(w->store, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
 	if (rc == MT_EEXIST && is_our_manifest(w, key, json))
 		rc = 0;
 	free(json);
@@ -877,17 +877,17 @@ static int write_manifest(mt_writer *w, char *version, size_t cap, mt_error *err
 		char *name = NULL;
 		rc = commit_once(w, &name, err);
 		if (!rc && version && snprintf(version, cap, "%s", name) >= (int)cap)
-			rc = mt_err(err, MT_ERANGE, "version name %s does not fit %zu bytes", name,
+			rc = mti_err(err, MT_ERANGE, "version name %s does not fit %zu bytes", name,
 				    cap);
 		if (rc == MT_EEXIST && w->version)
-			rc = mt_err(err, rc, "%s@%s already exists", w->dataset, w->version);
+			rc = mti_err(err, rc, "%s@%s already exists", w->dataset, w->version);
 		free(name);
 		/* Another writer took the automatic name first, or the latest
 		 * went while being read: look again. */
 		if (!(rc == 1 || (rc == MT_EEXIST && !w->version)))
 			return rc;
 	}
-	return mt_err(err, MT_EEXIST, "dataset %s: %d commits in a row lost the race for the "
+	return mti_err(err, MT_EEXIST, "dataset %s: %d commits in a row lost the race for the "
 		      "next version name; nothing was committed", w->dataset, VERSION_RETRIES);
 }
 
@@ -903,8 +903,8 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	pthread_mutex_lock(&w->append_lock);
 	pthread_mutex_lock(&w->lock);
 	if (w->state != W_OPEN) {
-		int rc = w->state == W_FAILED ? mt_err_copy(err, &w->failure)
-					      : mt_err(err, MT_ESTATE, "dataset %s: writer is "
+		int rc = w->state == W_FAILED ? mti_err_copy(err, &w->failure)
+					      : mti_err(err, MT_ESTATE, "dataset %s: writer is "
 						       "not open", w->dataset);
 		pthread_mutex_unlock(&w->lock);
 		pthread_mutex_unlock(&w->append_lock);
@@ -923,9 +923,9 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	pthread_mutex_unlock(&w->append_lock);
 	join_uploaders(w);
 	if (w->state == W_FAILED)
-		return mt_err_copy(err, &w->failure);
+		return mti_err_copy(err, &w->failure);
 	if (rc)
-		return mt_err(err, rc, "dataset %s: commit failed", w->dataset);
+		return mti_err(err, rc, "dataset %s: commit failed", w->dataset);
 	rc = sync_new_shards(w, err);
 	if (!rc)
 		rc = put_recipe(w, err);
@@ -933,7 +933,7 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 		rc = write_manifest(w, version, cap, err);
 	/* Committed: the manifest protects what the pins did. */
 	if (!rc) {
-		mt_dlock_close(w->dlock);
+		mti_dlock_close(w->dlock);
 		w->dlock = NULL;
 	}
 	w->state = rc ? W_FAILED : W_DONE;
@@ -969,8 +969,8 @@ void mt_writer_close(mt_writer *w)
 		n = p->next;
 		pending_free(p, w->nattrs);
 	}
-	mt_dlock_close(w->dlock);
-	mt_attrs_free(w->attrs, w->nattrs);
+	mti_dlock_close(w->dlock);
+	mti_attrs_free(w->attrs, w->nattrs);
 	mt_strv_free(w->tags, w->ntags);
 	mt_strv_free(w->recipe_args, w->nrecipe_args);
 	free(w->recipe);

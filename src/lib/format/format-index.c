@@ -15,59 +15,59 @@ static int encode_shape(const mt_index_entry *e, int v2, mt_buf *out)
 {
 	uint8_t tmp[8 + 8 * MT_MAX_RANK];
 	size_t n = 4;
-	mt_put_u32(tmp, (uint32_t)e->dtype);
+	mti_put_u32(tmp, (uint32_t)e->dtype);
 	if (v2) {
 		if (e->rank < 0 || e->rank > MT_MAX_RANK)
 			return -1;
-		mt_put_u32(tmp + 4, (uint32_t)e->rank);
+		mti_put_u32(tmp + 4, (uint32_t)e->rank);
 		n = 8;
 		for (int d = 0; d < e->rank; d++, n += 8)
-			mt_put_u64(tmp + n, e->shape[d]);
+			mti_put_u64(tmp + n, e->shape[d]);
 	}
-	int rc = mt_buf_append(out, tmp, n);
-	mt_put_u64(tmp, e->unit_bytes);
-	mt_put_u64(tmp + 8, e->chunk_units);
-	mt_put_u64(tmp + 16, e->units);
-	mt_put_u64(tmp + 24, e->nchunks);
-	return rc | mt_buf_append(out, tmp, 32);
+	int rc = mti_buf_append(out, tmp, n);
+	mti_put_u64(tmp, e->unit_bytes);
+	mti_put_u64(tmp + 8, e->chunk_units);
+	mti_put_u64(tmp + 16, e->units);
+	mti_put_u64(tmp + 24, e->nchunks);
+	return rc | mti_buf_append(out, tmp, 32);
 }
 
-int mt_index_encode(const mt_index *ix, mt_buf *out, mt_error *err)
+int mti_index_encode(const mt_index *ix, mt_buf *out, mt_error *err)
 {
 	if (ix->version != 1 && ix->version != 2)
-		return mt_err(err, MT_EINVAL, "chunk index: there is no version %u", ix->version);
+		return mti_err(err, MT_EINVAL, "chunk index: there is no version %u", ix->version);
 	int v2 = ix->version == 2;
 	uint8_t tmp[40];
 	int rc = 0;
-	rc |= mt_buf_append(out, INDEX_MAGIC, 4);
-	mt_put_u32(tmp, ix->version);
-	mt_put_u32(tmp + 4, (uint32_t)ix->n);
-	mt_put_u64(tmp + 8, ix->rows);
-	rc |= mt_buf_append(out, tmp, v2 ? 16 : 8);
+	rc |= mti_buf_append(out, INDEX_MAGIC, 4);
+	mti_put_u32(tmp, ix->version);
+	mti_put_u32(tmp + 4, (uint32_t)ix->n);
+	mti_put_u64(tmp + 8, ix->rows);
+	rc |= mti_buf_append(out, tmp, v2 ? 16 : 8);
 	for (size_t i = 0; i < ix->n && !rc; i++) {
 		const mt_index_entry *e = &ix->e[i];
 		size_t nl = strlen(e->name);
-		mt_put_u32(tmp, (uint32_t)nl);
-		rc |= mt_buf_append(out, tmp, 4);
-		rc |= mt_buf_append(out, e->name, nl);
+		mti_put_u32(tmp, (uint32_t)nl);
+		rc |= mti_buf_append(out, tmp, 4);
+		rc |= mti_buf_append(out, e->name, nl);
 		if (encode_shape(e, v2, out))
-			return mt_err(err, MT_EINVAL, "chunk index: '%s' has rank %d", e->name,
+			return mti_err(err, MT_EINVAL, "chunk index: '%s' has rank %d", e->name,
 				      e->rank);
 		for (size_t c = 0; c < e->nchunks && !rc; c++) {
 			const mt_chunk *k = &e->chunks[c];
-			mt_put_u64(tmp, k->offset);
-			mt_put_u64(tmp + 8, k->size);
-			mt_put_u64(tmp + 16, k->first);
-			mt_put_u64(tmp + 24, k->count);
-			mt_put_u64(tmp + 32, k->xxh3);
-			rc |= mt_buf_append(out, tmp, 40);
+			mti_put_u64(tmp, k->offset);
+			mti_put_u64(tmp + 8, k->size);
+			mti_put_u64(tmp + 16, k->first);
+			mti_put_u64(tmp + 24, k->count);
+			mti_put_u64(tmp + 32, k->xxh3);
+			rc |= mti_buf_append(out, tmp, 40);
 		}
 	}
 	if (!rc) {
-		mt_put_u64(tmp, mt_xxh3(out->data, out->len));
-		rc |= mt_buf_append(out, tmp, 8);
+		mti_put_u64(tmp, mti_xxh3(out->data, out->len));
+		rc |= mti_buf_append(out, tmp, 8);
 	}
-	return rc ? mt_err(err, MT_ENOMEM, "chunk index: out of memory") : 0;
+	return rc ? mti_err(err, MT_ENOMEM, "chunk index: out of memory") : 0;
 }
 
 /* A bounds-checked cursor over the encoded bytes. */
@@ -91,7 +91,7 @@ static int check_shape(const mt_index_entry *e)
 {
 	uint64_t bytes = mt_dtype_size(e->dtype);
 	for (int d = 0; d < e->rank; d++)
-		if (e->shape[d] == 0 || !mt_mul_ok(bytes, e->shape[d], &bytes))
+		if (e->shape[d] == 0 || !mti_mul_ok(bytes, e->shape[d], &bytes))
 			return -1;
 	return bytes == e->unit_bytes ? 0 : -1;
 }
@@ -100,13 +100,13 @@ static int check_entry(const mt_index_entry *e, uint64_t shard_bytes, const char
 		       mt_error *err)
 {
 	if (mt_dtype_size(e->dtype) == 0)
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has unknown dtype %d", what,
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has unknown dtype %d", what,
 			      e->name, (int)e->dtype);
 	if (e->unit_bytes == 0 || e->chunk_units == 0)
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has a zero chunk shape", what,
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has a zero chunk shape", what,
 			      e->name);
 	if (e->rank >= 0 && check_shape(e))
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has a shape that is not its "
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has a shape that is not its "
 			      "%llu bytes a unit", what, e->name,
 			      (unsigned long long)e->unit_bytes);
 	uint64_t next = 0;
@@ -114,15 +114,15 @@ static int check_entry(const mt_index_entry *e, uint64_t shard_bytes, const char
 		const mt_chunk *k = &e->chunks[c];
 		uint64_t end;
 		if (k->first != next || k->count == 0 || k->count > e->chunk_units ||
-		    k->size == 0 || !mt_add_ok(k->offset, k->size, &end) ||
+		    k->size == 0 || !mti_add_ok(k->offset, k->size, &end) ||
 		    (shard_bytes && end > shard_bytes))
-			return mt_err(err, MT_ECORRUPT,
+			return mti_err(err, MT_ECORRUPT,
 				      "%s: chunk index: '%s' chunk %zu is inconsistent", what,
 				      e->name, c);
 		next += k->count;
 	}
 	if (next != e->units)
-		return mt_err(err, MT_ECORRUPT,
+		return mti_err(err, MT_ECORRUPT,
 			      "%s: chunk index: '%s' chunks hold %llu units, not %llu", what,
 			      e->name, (unsigned long long)next, (unsigned long long)e->units);
 	return 0;
@@ -133,79 +133,79 @@ static int decode_entry(struct cursor *c, uint32_t version, uint32_t i, uint64_t
 			const char *what, mt_index_entry *e, mt_error *err)
 {
 	const uint8_t *p;
-	if (take(c, 4, &p) || mt_get_u32(p) > INDEX_MAX_NAME)
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
-	uint32_t nl = mt_get_u32(p);
+	if (take(c, 4, &p) || mti_get_u32(p) > INDEX_MAX_NAME)
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
+	uint32_t nl = mti_get_u32(p);
 	if (take(c, nl, &p))
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
 	if (!(e->name = strndup((const char *)p, nl)))
-		return mt_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
+		return mti_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
 	if (take(c, 4, &p))
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
-	e->dtype = (mt_dtype)mt_get_u32(p);
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
+	e->dtype = (mt_dtype)mti_get_u32(p);
 	e->rank = -1;
 	if (version >= 2) {
-		if (take(c, 4, &p) || mt_get_u32(p) > MT_MAX_RANK)
-			return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has no valid rank",
+		if (take(c, 4, &p) || mti_get_u32(p) > MT_MAX_RANK)
+			return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has no valid rank",
 				      what, e->name);
-		e->rank = (int)mt_get_u32(p);
+		e->rank = (int)mti_get_u32(p);
 		if (take(c, 8 * (size_t)e->rank, &p))
-			return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' is cut short", what,
+			return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' is cut short", what,
 				      e->name);
 		for (int d = 0; d < e->rank; d++)
-			e->shape[d] = mt_get_u64(p + 8 * d);
+			e->shape[d] = mti_get_u64(p + 8 * d);
 	}
 	if (take(c, 32, &p))
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
-	e->unit_bytes = mt_get_u64(p);
-	e->chunk_units = mt_get_u64(p + 8);
-	e->units = mt_get_u64(p + 16);
-	uint64_t nchunks = mt_get_u64(p + 24);
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: entry %u is cut short", what, i);
+	e->unit_bytes = mti_get_u64(p);
+	e->chunk_units = mti_get_u64(p + 8);
+	e->units = mti_get_u64(p + 16);
+	uint64_t nchunks = mti_get_u64(p + 24);
 	if (nchunks > c->left / 40)
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: '%s' is cut short", what,
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' is cut short", what,
 			      e->name);
 	e->chunks = calloc(nchunks ? nchunks : 1, sizeof *e->chunks);
 	if (!e->chunks)
-		return mt_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
+		return mti_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
 	e->nchunks = nchunks;
 	for (size_t k = 0; k < nchunks; k++) {
 		take(c, 40, &p);
-		e->chunks[k] = (mt_chunk){mt_get_u64(p), mt_get_u64(p + 8), mt_get_u64(p + 16),
-					  mt_get_u64(p + 24), mt_get_u64(p + 32)};
+		e->chunks[k] = (mt_chunk){mti_get_u64(p), mti_get_u64(p + 8), mti_get_u64(p + 16),
+					  mti_get_u64(p + 24), mti_get_u64(p + 32)};
 	}
 	return check_entry(e, shard_bytes, what, err);
 }
 
-int mt_index_decode(const void *data, size_t len, uint64_t shard_bytes, const char *what,
+int mti_index_decode(const void *data, size_t len, uint64_t shard_bytes, const char *what,
 		    mt_index **out, mt_error *err)
 {
 	const uint8_t *p;
 	*out = NULL;
 	if (len < 20 || memcmp(data, INDEX_MAGIC, 4) != 0)
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: bad magic", what);
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: bad magic", what);
 	const uint8_t *bytes = data;
-	uint64_t sum = mt_get_u64(bytes + len - 8);
-	if (sum != mt_xxh3(bytes, len - 8))
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: checksum mismatch", what);
+	uint64_t sum = mti_get_u64(bytes + len - 8);
+	if (sum != mti_xxh3(bytes, len - 8))
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: checksum mismatch", what);
 	struct cursor c = {bytes + 4, len - 12};
 	take(&c, 8, &p);
-	uint32_t version = mt_get_u32(p), n = mt_get_u32(p + 4);
+	uint32_t version = mti_get_u32(p), n = mti_get_u32(p + 4);
 	if (version != 1 && version != 2)
-		return mt_err(err, MT_EFORMAT, "%s: chunk index version %u is not supported", what,
+		return mti_err(err, MT_EFORMAT, "%s: chunk index version %u is not supported", what,
 			      version);
 	uint64_t rows = 0;
 	if (version >= 2) {
 		if (take(&c, 8, &p))
-			return mt_err(err, MT_ECORRUPT, "%s: chunk index: cut short", what);
-		rows = mt_get_u64(p);
+			return mti_err(err, MT_ECORRUPT, "%s: chunk index: cut short", what);
+		rows = mti_get_u64(p);
 	}
 	/* Every entry takes at least 40 bytes, which bounds n before allocating. */
 	if (n > c.left / 40 + 1)
-		return mt_err(err, MT_ECORRUPT, "%s: chunk index: %u entries cannot fit", what, n);
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: %u entries cannot fit", what, n);
 	mt_index *ix = calloc(1, sizeof *ix);
 	if (!ix || !(ix->e = calloc(n ? n : 1, sizeof *ix->e))) {
 		free(ix);
-		return mt_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
+		return mti_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
 	}
 	*ix = (mt_index){0, ix->e, version, rows, sum};
 	int rc = 0;
@@ -214,16 +214,16 @@ int mt_index_decode(const void *data, size_t len, uint64_t shard_bytes, const ch
 		rc = decode_entry(&c, version, i, shard_bytes, what, &ix->e[i], err);
 	}
 	if (!rc && c.left != 0)
-		rc = mt_err(err, MT_ECORRUPT, "%s: chunk index: %zu trailing bytes", what, c.left);
+		rc = mti_err(err, MT_ECORRUPT, "%s: chunk index: %zu trailing bytes", what, c.left);
 	if (rc) {
-		mt_index_free(ix);
+		mti_index_free(ix);
 		return rc;
 	}
 	*out = ix;
 	return 0;
 }
 
-const mt_index_entry *mt_index_find(const mt_index *ix, const char *name)
+const mt_index_entry *mti_index_find(const mt_index *ix, const char *name)
 {
 	for (size_t i = 0; i < ix->n; i++)
 		if (strcmp(ix->e[i].name, name) == 0)
@@ -231,7 +231,7 @@ const mt_index_entry *mt_index_find(const mt_index *ix, const char *name)
 	return NULL;
 }
 
-void mt_index_free(mt_index *ix)
+void mti_index_free(mt_index *ix)
 {
 	if (!ix)
 		return;
@@ -279,9 +279,9 @@ static int check_expect(const mt_index *ix, const struct expect *x, const char *
 {
 	char name[300], want[200], got[200];
 	snprintf(name, sizeof name, "%s%s", x->attr, x->sub);
-	const mt_index_entry *e = mt_index_find(ix, name);
+	const mt_index_entry *e = mti_index_find(ix, name);
 	if (!e)
-		return mt_err(err, MT_ECORRUPT, "%s: the manifest names attribute %s, the shard's "
+		return mti_err(err, MT_ECORRUPT, "%s: the manifest names attribute %s, the shard's "
 			      "chunk index has no '%s'", what, x->attr, name);
 	uint64_t bytes = mt_dtype_size(x->dtype);
 	for (int d = 0; d < x->rank; d++)
@@ -293,11 +293,11 @@ static int check_expect(const mt_index *ix, const struct expect *x, const char *
 	if (!same) {
 		type_text(want, sizeof want, x->dtype, x->rank, x->shape, bytes);
 		type_text(got, sizeof got, e->dtype, e->rank, e->shape, e->unit_bytes);
-		return mt_err(err, MT_ECORRUPT, "%s: %s: the manifest says %s, the shard's chunk "
+		return mti_err(err, MT_ECORRUPT, "%s: %s: the manifest says %s, the shard's chunk "
 			      "index says %s", what, name, want, got);
 	}
 	if (x->units != UINT64_MAX && e->units != x->units)
-		return mt_err(err, MT_ECORRUPT, "%s: %s: the manifest makes it %llu %s, the "
+		return mti_err(err, MT_ECORRUPT, "%s: %s: the manifest makes it %llu %s, the "
 			      "shard's chunk index %llu", what, name, (unsigned long long)x->units,
 			      x->unit, (unsigned long long)e->units);
 	return 0;
@@ -309,7 +309,7 @@ static int check_layout(const mt_index *ix, const mt_manifest *m, const mt_mshar
 			const char *what, mt_error *err)
 {
 	if (ix->version >= 2 && ix->rows != s->rows)
-		return mt_err(err, MT_ECORRUPT, "%s: the manifest says %llu rows, the shard's "
+		return mti_err(err, MT_ECORRUPT, "%s: the manifest says %llu rows, the shard's "
 			      "chunk index says %llu", what, (unsigned long long)s->rows,
 			      (unsigned long long)ix->rows);
 	size_t parts = 0;
@@ -330,12 +330,12 @@ static int check_layout(const mt_index *ix, const mt_manifest *m, const mt_mshar
 		parts += a->ragged ? 2 : 1;
 	}
 	if (!rc && ix->n != parts)
-		rc = mt_err(err, MT_ECORRUPT, "%s: the shard's chunk index holds %zu datasets, "
+		rc = mti_err(err, MT_ECORRUPT, "%s: the shard's chunk index holds %zu datasets, "
 			    "the manifest's attributes make %zu", what, ix->n, parts);
 	return rc;
 }
 
-int mt_index_decode_shard(const void *data, size_t len, uint64_t shard_bytes,
+int mti_index_decode_shard(const void *data, size_t len, uint64_t shard_bytes,
 			  const mt_manifest *m, size_t i, const char *what, mt_index **out,
 			  mt_error *err)
 {
@@ -343,18 +343,18 @@ int mt_index_decode_shard(const void *data, size_t len, uint64_t shard_bytes,
 	*out = NULL;
 	/* Checked first: another shard's index would fail the checks below
 	 * with a message that hides what happened. */
-	if (s->has_index_xxh3 && (len < 8 || mt_get_u64((const uint8_t *)data + len - 8) !=
+	if (s->has_index_xxh3 && (len < 8 || mti_get_u64((const uint8_t *)data + len - 8) !=
 						     s->index_xxh3))
-		return mt_err(err, MT_ECORRUPT, "%s: the shard's chunk index is not the one the "
+		return mti_err(err, MT_ECORRUPT, "%s: the shard's chunk index is not the one the "
 			      "manifest names (xxh3 %016llx, the manifest says %016llx): the "
 			      "object holds another shard or is damaged", what,
-			      (unsigned long long)(len < 8 ? 0 : mt_get_u64((const uint8_t *)data +
+			      (unsigned long long)(len < 8 ? 0 : mti_get_u64((const uint8_t *)data +
 									      len - 8)),
 			      (unsigned long long)s->index_xxh3);
 	mt_index *ix;
-	int rc = mt_index_decode(data, len, shard_bytes, what, &ix, err);
+	int rc = mti_index_decode(data, len, shard_bytes, what, &ix, err);
 	if (!rc && (rc = check_layout(ix, m, s, what, err)))
-		mt_index_free(ix);
+		mti_index_free(ix);
 	if (!rc)
 		*out = ix;
 	return rc;

@@ -21,24 +21,24 @@
 #define FM_SUM_HEAD ",\"checksum\":\"sha256:"
 #define FM_SUM_LEN (sizeof FM_SUM_HEAD - 1 + 64 + 2)
 
-char *mt_key_manifest(const char *dataset, const char *version)
+char *mti_key_manifest(const char *dataset, const char *version)
 {
-	return mt_asprintf("datasets/%s/versions/%s.json", dataset, version);
+	return mti_asprintf("datasets/%s/versions/%s.json", dataset, version);
 }
 
-char *mt_key_shard(const char *dataset, const char *sha256)
+char *mti_key_shard(const char *dataset, const char *sha256)
 {
-	return mt_asprintf("datasets/%s/shards/%s.h5", dataset, sha256);
+	return mti_asprintf("datasets/%s/shards/%s.h5", dataset, sha256);
 }
 
-char *mt_key_meta(const char *dataset, const char *version)
+char *mti_key_meta(const char *dataset, const char *version)
 {
-	return mt_asprintf("datasets/%s/meta/%s.json", dataset, version);
+	return mti_asprintf("datasets/%s/meta/%s.json", dataset, version);
 }
 
-char *mt_key_recipe(const char *dataset, const char *sha256)
+char *mti_key_recipe(const char *dataset, const char *sha256)
 {
-	return mt_asprintf("datasets/%s/recipes/%s.lua", dataset, sha256);
+	return mti_asprintf("datasets/%s/recipes/%s.lua", dataset, sha256);
 }
 
 /* ---- attributes ---------------------------------------------------------- */
@@ -50,21 +50,21 @@ static int fm_attr_check(const mt_attr *a, mt_error *err)
 	if (rc)
 		return rc;
 	if (a->name[0] == '_')
-		return mt_err(err, MT_EINVAL, "attribute name '%s': names starting with '_' are "
+		return mti_err(err, MT_EINVAL, "attribute name '%s': names starting with '_' are "
 			      "reserved", a->name);
 	if (mt_dtype_size(a->dtype) == 0)
-		return mt_err(err, MT_EINVAL, "attribute %s: unknown dtype %d", a->name,
+		return mti_err(err, MT_EINVAL, "attribute %s: unknown dtype %d", a->name,
 			      (int)a->dtype);
 	if (a->rank < 0 || a->rank > MT_MAX_RANK)
-		return mt_err(err, MT_EINVAL, "attribute %s: rank %d is outside 0..%d", a->name,
+		return mti_err(err, MT_EINVAL, "attribute %s: rank %d is outside 0..%d", a->name,
 			      a->rank, MT_MAX_RANK);
 	uint64_t bytes = mt_dtype_size(a->dtype);
 	for (int d = 0; d < a->rank; d++) {
 		if (a->shape[d] == 0)
-			return mt_err(err, MT_EINVAL, "attribute %s: dimension %d of its shape "
+			return mti_err(err, MT_EINVAL, "attribute %s: dimension %d of its shape "
 				      "is 0", a->name, d);
-		if (!mt_mul_ok(bytes, a->shape[d], &bytes) || bytes > FM_ROW_BYTES_MAX)
-			return mt_err(err, MT_EINVAL, "attribute %s: a %s of this shape would "
+		if (!mti_mul_ok(bytes, a->shape[d], &bytes) || bytes > FM_ROW_BYTES_MAX)
+			return mti_err(err, MT_EINVAL, "attribute %s: a %s of this shape would "
 				      "exceed 2^40 bytes", a->name, a->ragged ? "item" : "row");
 	}
 	return 0;
@@ -83,35 +83,35 @@ static int fm_seen(json_t *seen, const char *name, size_t i, size_t *first)
 	return json_object_set_new(seen, name, json_integer((json_int_t)i)) ? MT_ENOMEM : 0;
 }
 
-int mt_attrs_check(const mt_attr *a, size_t n, mt_error *err)
+int mti_attrs_check(const mt_attr *a, size_t n, mt_error *err)
 {
 	json_t *seen = json_object();
 	if (!seen)
-		return mt_err(err, MT_ENOMEM, "checking attributes: out of memory");
+		return mti_err(err, MT_ENOMEM, "checking attributes: out of memory");
 	int rc = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
 		size_t first;
 		if ((rc = fm_attr_check(&a[i], err)))
 			break;
 		if ((rc = fm_seen(seen, a[i].name, i, &first)))
-			rc = mt_err(err, rc, "checking attributes: out of memory");
+			rc = mti_err(err, rc, "checking attributes: out of memory");
 		else if (first != i)
-			rc = mt_err(err, MT_EINVAL, "attribute %s appears twice (#%zu and #%zu)",
+			rc = mti_err(err, MT_EINVAL, "attribute %s appears twice (#%zu and #%zu)",
 				    a[i].name, first + 1, i + 1);
 	}
 	json_decref(seen);
 	return rc;
 }
 
-int mt_attrs_dup(const mt_attr *a, size_t n, mt_attr **out)
+int mti_attrs_dup(const mt_attr *a, size_t n, mt_attr **out)
 {
 	mt_attr *c = calloc(n ? n : 1, sizeof *c);
 	if (!c)
 		return MT_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		c[i] = a[i];
-		if (!(c[i].name = mt_strdup(a[i].name))) {
-			mt_attrs_free(c, i);
+		if (!(c[i].name = mti_strdup(a[i].name))) {
+			mti_attrs_free(c, i);
 			return MT_ENOMEM;
 		}
 	}
@@ -119,7 +119,7 @@ int mt_attrs_dup(const mt_attr *a, size_t n, mt_attr **out)
 	return 0;
 }
 
-void mt_attrs_free(mt_attr *a, size_t n)
+void mti_attrs_free(mt_attr *a, size_t n)
 {
 	for (size_t i = 0; a && i < n; i++)
 		free((void *)(uintptr_t)a[i].name);
@@ -202,7 +202,7 @@ static json_t *fm_enc_recipe(const mt_manifest *m)
 		const char *kv = m->recipe_args[i], *eq = strchr(kv, '=');
 		if (!eq || eq == kv)
 			goto fail;
-		char *key = mt_asprintf("%.*s", (int)(eq - kv), kv);
+		char *key = mti_asprintf("%.*s", (int)(eq - kv), kv);
 		int bad = !key || json_object_get(args, key) ||
 			  json_object_set_new(args, key, json_string(eq + 1));
 		free(key);
@@ -222,7 +222,7 @@ static int fm_seal(char **json)
 	char hex[MT_SHA256_HEX];
 	mt_error e;
 	size_t len = strlen(*json);
-	char *sealed = mt_sha256_hex(*json, len, hex, &e) ? NULL
+	char *sealed = mti_sha256_hex(*json, len, hex, &e) ? NULL
 		       : realloc(*json, len - 1 + FM_SUM_LEN + 1);
 	if (!sealed) {
 		free(*json);
@@ -234,7 +234,7 @@ static int fm_seal(char **json)
 	return 0;
 }
 
-int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
+int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 {
 	*json = NULL;
 	const char *failed = NULL;
@@ -267,7 +267,7 @@ int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 	if (!failed && fm_seal(json))
 		failed = "checksum";
 	if (failed)
-		return mt_err(err, MT_EINVAL, "manifest of %s@%s: cannot encode %s (text must be "
+		return mti_err(err, MT_EINVAL, "manifest of %s@%s: cannot encode %s (text must be "
 			      "UTF-8, numbers below 2^63; or out of memory)",
 			      m->dataset ? m->dataset : "?", m->version ? m->version : "?",
 			      failed);
@@ -292,12 +292,12 @@ static int fm_fail(struct fm_dec *d, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	return mt_err(d->err, MT_EFORMAT, "%s: %s", d->what, msg);
+	return mti_err(d->err, MT_EFORMAT, "%s: %s", d->what, msg);
 }
 
 static int fm_nomem(struct fm_dec *d)
 {
-	return mt_err(d->err, MT_ENOMEM, "%s: out of memory", d->what);
+	return mti_err(d->err, MT_ENOMEM, "%s: out of memory", d->what);
 }
 
 static int fm_get_uint(json_t *v, uint64_t *out)
@@ -321,11 +321,11 @@ static int fm_dec_str(struct fm_dec *d, json_t *o, const char *key, int required
 {
 	json_t *v = json_object_get(o, key);
 	if (!v && !required)
-		*out = mt_strdup("");
+		*out = mti_strdup("");
 	else if (!json_is_string(v))
 		return fm_fail(d, "%s: expected a string", key);
 	else
-		*out = mt_strdup(json_string_value(v));
+		*out = mti_strdup(json_string_value(v));
 	return *out ? 0 : fm_nomem(d);
 }
 
@@ -341,7 +341,7 @@ static int fm_dec_tags(struct fm_dec *d, json_t *tags, mt_manifest *m)
 		json_t *t = json_array_get(tags, i);
 		if (!json_is_string(t))
 			return fm_fail(d, "tags[%zu]: expected a string", i);
-		if (!(m->tags[i] = mt_strdup(json_string_value(t))))
+		if (!(m->tags[i] = mti_strdup(json_string_value(t))))
 			return fm_nomem(d);
 	}
 	return 0;
@@ -355,7 +355,7 @@ static int fm_dec_attr(struct fm_dec *d, json_t *o, size_t i, mt_attr *a)
 	json_t *shape = json_object_get(o, "shape"), *rag = json_object_get(o, "ragged");
 	if (!json_is_string(name))
 		return fm_fail(d, "attributes[%zu].name: expected a string", i);
-	if (!(a->name = mt_strdup(json_string_value(name))))
+	if (!(a->name = mti_strdup(json_string_value(name))))
 		return fm_nomem(d);
 	if (!json_is_string(dt))
 		return fm_fail(d, "attributes[%zu].dtype: expected a string", i);
@@ -449,24 +449,24 @@ static int fm_dec_checksum(struct fm_dec *d, json_t *root)
 	    memcmp(tail + hl + 64, "\"}", 2) != 0 || !json_is_string(v) ||
 	    strncmp(json_string_value(v), "sha256:", 7) != 0 ||
 	    strncmp(json_string_value(v) + 7, tail + hl, 64) != 0)
-		return mt_err(d->err, MT_ECORRUPT, "%s: checksum: must end the text as "
+		return mti_err(d->err, MT_ECORRUPT, "%s: checksum: must end the text as "
 			      ",\"checksum\":\"sha256:<64 hex digits>\"}; the text was rewritten "
 			      "after it was written", d->what);
 	mt_sha256 *h = NULL;
 	char hex[MT_SHA256_HEX];
 	mt_error e;
-	int rc = mt_sha256_new(&h, &e);
+	int rc = mti_sha256_new(&h, &e);
 	if (!rc)
-		rc = mt_sha256_update(h, d->json, (size_t)(tail - d->json), &e);
+		rc = mti_sha256_update(h, d->json, (size_t)(tail - d->json), &e);
 	if (!rc)
-		rc = mt_sha256_update(h, "}", 1, &e);
+		rc = mti_sha256_update(h, "}", 1, &e);
 	if (!rc)
-		rc = mt_sha256_final(h, hex, &e);
-	mt_sha256_free(h);
+		rc = mti_sha256_final(h, hex, &e);
+	mti_sha256_free(h);
 	if (rc)
-		return mt_err(d->err, rc, "%s: checksum: %s", d->what, e.message);
+		return mti_err(d->err, rc, "%s: checksum: %s", d->what, e.message);
 	if (memcmp(hex, tail + hl, 64) != 0)
-		return mt_err(d->err, MT_ECORRUPT, "%s: checksum: the text hashes to "
+		return mti_err(d->err, MT_ECORRUPT, "%s: checksum: the text hashes to "
 			      "sha256:%.16s..., the manifest says sha256:%.16s...: it was changed "
 			      "after it was written", d->what, hex, tail + hl);
 	return 0;
@@ -494,7 +494,7 @@ static int fm_dec_shard(struct fm_dec *d, json_t *o, size_t i, uint64_t *next, m
 		return fm_fail(d, "shards[%zu].first_row: is %llu, but the shards before it hold "
 			       "%llu rows", i, (unsigned long long)s->first_row,
 			       (unsigned long long)*next);
-	if (!mt_add_ok(*next, s->rows, next))
+	if (!mti_add_ok(*next, s->rows, next))
 		return fm_fail(d, "shards[%zu].rows: the row count overflows", i);
 	json_t *ix = json_object_get(o, "index");
 	if (json_array_size(ix) != 2 || fm_get_uint(json_array_get(ix, 0), &s->index_offset) ||
@@ -502,7 +502,7 @@ static int fm_dec_shard(struct fm_dec *d, json_t *o, size_t i, uint64_t *next, m
 		return fm_fail(d, "shards[%zu].index: expected [offset, length >= %d]", i,
 			       FM_INDEX_MIN);
 	uint64_t end;
-	if (!mt_add_ok(s->index_offset, s->index_bytes, &end) || end > s->bytes)
+	if (!mti_add_ok(s->index_offset, s->index_bytes, &end) || end > s->bytes)
 		return fm_fail(d, "shards[%zu].index: bytes %llu+%llu lie outside the shard's "
 			       "%llu bytes", i, (unsigned long long)s->index_offset,
 			       (unsigned long long)s->index_bytes, (unsigned long long)s->bytes);
@@ -568,7 +568,7 @@ static int fm_dec_recipe(struct fm_dec *d, json_t *r, mt_manifest *m)
 			return fm_fail(d, "recipe.args.%.64s: expected a string", key);
 		if (!*key || strchr(key, '='))
 			return fm_fail(d, "recipe.args: '%.64s' is not a valid argument name", key);
-		if (!(m->recipe_args[m->nrecipe_args] = mt_asprintf("%s=%s", key,
+		if (!(m->recipe_args[m->nrecipe_args] = mti_asprintf("%s=%s", key,
 								      json_string_value(v))))
 			return fm_nomem(d);
 		m->nrecipe_args++;
@@ -619,7 +619,7 @@ static int fm_dec_root(struct fm_dec *d, json_t *root, mt_manifest *m)
 	return fm_dec_shards(d, json_object_get(root, "shards"), m);
 }
 
-int mt_manifest_decode(const char *json, size_t len, const char *what, mt_manifest **out,
+int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manifest **out,
 		       mt_error *err)
 {
 	*out = NULL;
@@ -634,14 +634,14 @@ int mt_manifest_decode(const char *json, size_t len, const char *what, mt_manife
 	int rc = m ? fm_dec_root(&d, root, m) : fm_nomem(&d);
 	json_decref(root);
 	if (rc) {
-		mt_manifest_free(m);
+		mti_manifest_free(m);
 		return rc;
 	}
 	*out = m;
 	return 0;
 }
 
-void mt_manifest_free(mt_manifest *m)
+void mti_manifest_free(mt_manifest *m)
 {
 	if (!m)
 		return;
@@ -654,7 +654,7 @@ void mt_manifest_free(mt_manifest *m)
 	for (size_t i = 0; m->tags && i < m->ntags; i++)
 		free(m->tags[i]);
 	free(m->tags);
-	mt_attrs_free(m->attrs, m->nattrs);
+	mti_attrs_free(m->attrs, m->nattrs);
 	free(m->shards);
 	mt_strv_free(m->recipe_args, m->nrecipe_args);
 	free(m);
@@ -662,7 +662,7 @@ void mt_manifest_free(mt_manifest *m)
 
 /* ---- curated metadata ---------------------------------------------------- */
 
-int mt_meta_encode(const mt_manifest *m, const char *updated, const char *description,
+int mti_meta_encode(const mt_manifest *m, const char *updated, const char *description,
 		   const char *const *tags, size_t ntags, char **json, mt_error *err)
 {
 	*json = NULL;
@@ -681,12 +681,12 @@ int mt_meta_encode(const mt_manifest *m, const char *updated, const char *descri
 		failed = "(text)";
 	json_decref(root);
 	if (failed)
-		return mt_err(err, MT_EINVAL, "metadata of %s@%s: cannot encode %s (text must be "
+		return mti_err(err, MT_EINVAL, "metadata of %s@%s: cannot encode %s (text must be "
 			      "UTF-8; or out of memory)", m->dataset, m->version, failed);
 	return 0;
 }
 
-int mt_meta_apply(mt_manifest *m, const char *json, size_t len, const char *what,
+int mti_meta_apply(mt_manifest *m, const char *json, size_t len, const char *what,
 		  mt_error *err)
 {
 	struct fm_dec d = {what, err, json, len};

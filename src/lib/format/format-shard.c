@@ -48,17 +48,17 @@ static int compress_one(void *ud, size_t j)
 	if (have < full) {
 		padded = calloc(1, full);
 		if (!padded)
-			return mt_err(&cj->errs[j], MT_ENOMEM, "%s: out of memory", pt->name);
+			return mti_err(&cj->errs[j], MT_ENOMEM, "%s: out of memory", pt->name);
 		memcpy(padded, src, have);
 		src = padded;
 	}
 	size_t zlen = 0;
-	int rc = mt_zstd_compress(src, full, cj->level, &pt->zbuf[c], &zlen, &cj->errs[j]);
+	int rc = mti_zstd_compress(src, full, cj->level, &pt->zbuf[c], &zlen, &cj->errs[j]);
 	free(padded);
 	if (rc)
 		return rc;
 	k->size = zlen;
-	k->xxh3 = mt_xxh3(pt->zbuf[c], zlen);
+	k->xxh3 = mti_xxh3(pt->zbuf[c], zlen);
 	return 0;
 }
 
@@ -75,7 +75,7 @@ static int h5_fail(mt_error *err, const char *dataset, const char *what)
 	char msg[256] = "unknown HDF5 error";
 	H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, h5_walk, msg);
 	H5Eclear2(H5E_DEFAULT);
-	return mt_err(err, MT_EHDF5, "dataset %s: shard: %s: %s", dataset, what, msg);
+	return mti_err(err, MT_EHDF5, "dataset %s: shard: %s: %s", dataset, what, msg);
 }
 
 /* The HDF5 file type for a dtype: little-endian, and the types h5py maps
@@ -200,7 +200,7 @@ static int locate_chunks(hid_t file, const struct part *pt, const char *dataset,
 			break;
 		}
 		if (size != k->size || mask != 0 || addr == HADDR_UNDEF) {
-			rc = mt_err(err, MT_EHDF5, "dataset %s: shard: %s chunk %zu was not stored as "
+			rc = mti_err(err, MT_EHDF5, "dataset %s: shard: %s chunk %zu was not stored as "
 				    "written", dataset, pt->name, c);
 			break;
 		}
@@ -277,15 +277,15 @@ static int plan_parts(const mt_attr *attrs, size_t nattrs, uint64_t rows,
 			e->unit_bytes = mt_dtype_size(pt->dtype);
 			for (int d = 0; d < pt->rank; d++)
 				e->unit_bytes *= pt->shape[d];
-			if (!(e->name = mt_strdup(pt->name)))
-				return mt_err(err, MT_ENOMEM, "out of memory");
+			if (!(e->name = mti_strdup(pt->name)))
+				return mti_err(err, MT_ENOMEM, "out of memory");
 			uint64_t cu = chunk_bytes / e->unit_bytes;
 			e->chunk_units = cu < 1 ? 1 : cu > e->units ? (e->units ? e->units : 1) : cu;
 			e->nchunks = (size_t)((e->units + e->chunk_units - 1) / e->chunk_units);
 			e->chunks = calloc(e->nchunks ? e->nchunks : 1, sizeof *e->chunks);
 			pt->zbuf = calloc(e->nchunks ? e->nchunks : 1, sizeof *pt->zbuf);
 			if (!e->chunks || !pt->zbuf)
-				return mt_err(err, MT_ENOMEM, "out of memory");
+				return mti_err(err, MT_ENOMEM, "out of memory");
 			for (size_t c = 0; c < e->nchunks; c++) {
 				e->chunks[c].first = c * e->chunk_units;
 				uint64_t left = e->units - e->chunks[c].first;
@@ -399,13 +399,13 @@ static int assemble(const char *dataset, uint64_t rows, struct part *parts, size
 		rc = locate_chunks(file, &parts[p], dataset, err);
 	mt_buf enc = {0};
 	if (!rc)
-		rc = mt_index_encode(ix, &enc, err);
+		rc = mti_index_encode(ix, &enc, err);
 	if (!rc)
 		rc = write_index(file, &enc, &out->index_offset, dataset, err);
 	out->index_bytes = enc.len;
 	if (!rc)
-		out->index_xxh3 = mt_get_u64(enc.data + enc.len - 8);
-	mt_buf_free(&enc);
+		out->index_xxh3 = mti_get_u64(enc.data + enc.len - 8);
+	mti_buf_free(&enc);
 	if (!rc && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
 		rc = h5_fail(err, dataset, "flush");
 	ssize_t n = rc ? -1 : H5Fget_file_image(file, NULL, 0);
@@ -415,7 +415,7 @@ static int assemble(const char *dataset, uint64_t rows, struct part *parts, size
 		rc = h5_fail(err, dataset, "close file image");
 	free(grab.spare);
 	if (!rc && !grab.mem)
-		rc = mt_err(err, MT_EHDF5, "dataset %s: shard: HDF5 kept the file image", dataset);
+		rc = mti_err(err, MT_EHDF5, "dataset %s: shard: HDF5 kept the file image", dataset);
 	if (rc) {
 		free(grab.mem);
 		return rc;
@@ -426,15 +426,15 @@ static int assemble(const char *dataset, uint64_t rows, struct part *parts, size
 	return 0;
 }
 
-int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs, uint64_t rows,
+int mti_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs, uint64_t rows,
 		   const mt_shard_col *cols, uint64_t chunk_bytes, int level, int threads,
 		   mt_shard_image *out, mt_error *err)
 {
 	mt_buf reuse = out->image;
 	memset(out, 0, sizeof *out);
-	int rc = mt_zstd_filter_register(err);
+	int rc = mti_zstd_filter_register(err);
 	if (rc) {
-		mt_buf_free(&reuse);
+		mti_buf_free(&reuse);
 		return rc;
 	}
 	size_t nparts = 0;
@@ -446,7 +446,7 @@ int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs, uin
 	size_t *first_job = calloc(nparts + 1, sizeof *first_job);
 	mt_error *errs = NULL;
 	if (!parts || !ix.e || !first_job) {
-		rc = mt_err(err, MT_ENOMEM, "dataset %s: shard: out of memory", dataset);
+		rc = mti_err(err, MT_ENOMEM, "dataset %s: shard: out of memory", dataset);
 		goto done;
 	}
 	rc = plan_parts(attrs, nattrs, rows, cols, chunk_bytes, parts, &ix, err);
@@ -462,15 +462,15 @@ int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs, uin
 	first_job[nparts] = njobs;
 	errs = calloc(njobs ? njobs : 1, sizeof *errs);
 	if (!errs) {
-		rc = mt_err(err, MT_ENOMEM, "dataset %s: shard: out of memory", dataset);
+		rc = mti_err(err, MT_ENOMEM, "dataset %s: shard: out of memory", dataset);
 		goto done;
 	}
 	struct compress_job cj = {parts, nparts, first_job, level, errs};
-	rc = mt_parallel_for(threads, njobs, compress_one, &cj);
+	rc = mti_parallel_for(threads, njobs, compress_one, &cj);
 	if (rc) {
 		for (size_t j = 0; j < njobs; j++)
 			if (errs[j].code) {
-				rc = mt_err_copy(err, &errs[j]);
+				rc = mti_err_copy(err, &errs[j]);
 				break;
 			}
 		goto done;
@@ -481,7 +481,7 @@ int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs, uin
 			zbytes += parts[p].entry->chunks[c].size;
 	rc = assemble(dataset, rows, parts, nparts, &ix, level, zbytes, &reuse, out, err);
 	if (!rc)
-		rc = mt_sha256_hex(out->image.data, out->image.len, out->sha256, err);
+		rc = mti_sha256_hex(out->image.data, out->image.len, out->sha256, err);
 done:
 	for (size_t p = 0; parts && p < nparts; p++) {
 		for (size_t c = 0; parts[p].zbuf && c < parts[p].entry->nchunks; c++)
@@ -496,14 +496,14 @@ done:
 	free(parts);
 	free(first_job);
 	free(errs);
-	mt_buf_free(&reuse);
+	mti_buf_free(&reuse);
 	if (rc)
-		mt_shard_image_free(out);
+		mti_shard_image_free(out);
 	return rc;
 }
 
-void mt_shard_image_free(mt_shard_image *s)
+void mti_shard_image_free(mt_shard_image *s)
 {
 	if (s)
-		mt_buf_free(&s->image);
+		mti_buf_free(&s->image);
 }

@@ -41,14 +41,14 @@ typedef struct mt_index {
 	uint64_t xxh3;    /* decoded: the index's trailing checksum */
 } mt_index;
 
-MT_LOCAL int mt_index_encode(const mt_index *ix, mt_buf *out, mt_error *err);
+MT_LOCAL int mti_index_encode(const mt_index *ix, mt_buf *out, mt_error *err);
 /* Decode and check an encoded index of version 1 or 2 (magic, lengths,
  * trailing xxh3, chunks in order and inside the shard of `shard_bytes`,
  * version 2 shapes against unit sizes).  `what` names the shard in errors. */
-MT_LOCAL int mt_index_decode(const void *data, size_t len, uint64_t shard_bytes, const char *what,
+MT_LOCAL int mti_index_decode(const void *data, size_t len, uint64_t shard_bytes, const char *what,
 			     mt_index **out, mt_error *err);
-MT_LOCAL const mt_index_entry *mt_index_find(const mt_index *ix, const char *name);
-MT_LOCAL void mt_index_free(mt_index *ix);
+MT_LOCAL const mt_index_entry *mti_index_find(const mt_index *ix, const char *name);
+MT_LOCAL void mti_index_free(mt_index *ix);
 
 /* ---- manifest ---------------------------------------------------------- */
 
@@ -88,29 +88,29 @@ typedef struct mt_manifest {
 
 /* Compact JSON text (malloc'ed, NUL-terminated), ending with the
  * "checksum" member over the rest of the text. */
-MT_LOCAL int mt_manifest_encode(const mt_manifest *m, char **json, mt_error *err);
+MT_LOCAL int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err);
 /* Parse and validate (checksum when present, names, dtypes, shapes, row
  * sums, shard order); `what` (the key) is named in errors.  A checksum
  * that does not match the text is MT_ECORRUPT. */
-MT_LOCAL int mt_manifest_decode(const char *json, size_t len, const char *what,
+MT_LOCAL int mti_manifest_decode(const char *json, size_t len, const char *what,
 				mt_manifest **out, mt_error *err);
-MT_LOCAL void mt_manifest_free(mt_manifest *m);
+MT_LOCAL void mti_manifest_free(mt_manifest *m);
 
 /* Decode the chunk index of shard i of m (the bytes at the manifest's
- * index offset; `shard_bytes` as for mt_index_decode) and check it is the
+ * index offset; `shard_bytes` as for mti_index_decode) and check it is the
  * one the manifest names: its trailing xxh3 against the manifest's
  * index_xxh3 when recorded, then each attribute's dtype, shape (version 2)
  * or unit size (version 1) and rows against the manifest.  `what` names
  * the shard in errors; a mismatch is MT_ECORRUPT saying what differs. */
-MT_LOCAL int mt_index_decode_shard(const void *data, size_t len, uint64_t shard_bytes,
+MT_LOCAL int mti_index_decode_shard(const void *data, size_t len, uint64_t shard_bytes,
 				   const mt_manifest *m, size_t i, const char *what,
 				   mt_index **out, mt_error *err);
 /* Deep copies of attribute arrays (names duplicated). */
-MT_LOCAL int mt_attrs_dup(const mt_attr *a, size_t n, mt_attr **out);
-MT_LOCAL void mt_attrs_free(mt_attr *a, size_t n);
+MT_LOCAL int mti_attrs_dup(const mt_attr *a, size_t n, mt_attr **out);
+MT_LOCAL void mti_attrs_free(mt_attr *a, size_t n);
 /* Check a list of attributes a writer is given: names unique and valid,
  * dtypes known, ranks and shapes sane. */
-MT_LOCAL int mt_attrs_check(const mt_attr *a, size_t n, mt_error *err);
+MT_LOCAL int mti_attrs_check(const mt_attr *a, size_t n, mt_error *err);
 
 /* ---- shard image -------------------------------------------------------- */
 
@@ -134,26 +134,26 @@ typedef struct mt_shard_image {
  * as dataset "_matorage_index", then the sha256 of the image.  out must be
  * zeroed or hold an earlier image, whose buffer is reused (fresh pages
  * cost more than filling them) or freed. */
-MT_LOCAL int mt_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs,
+MT_LOCAL int mti_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs,
 			    uint64_t rows, const mt_shard_col *cols, uint64_t chunk_bytes,
 			    int level, int threads, mt_shard_image *out, mt_error *err);
-MT_LOCAL void mt_shard_image_free(mt_shard_image *s);
+MT_LOCAL void mti_shard_image_free(mt_shard_image *s);
 
 /* Store keys of the layout. */
-MT_LOCAL char *mt_key_manifest(const char *dataset, const char *version);
-MT_LOCAL char *mt_key_shard(const char *dataset, const char *sha256);
-MT_LOCAL char *mt_key_meta(const char *dataset, const char *version);
-MT_LOCAL char *mt_key_recipe(const char *dataset, const char *sha256);
+MT_LOCAL char *mti_key_manifest(const char *dataset, const char *version);
+MT_LOCAL char *mti_key_shard(const char *dataset, const char *sha256);
+MT_LOCAL char *mti_key_meta(const char *dataset, const char *version);
+MT_LOCAL char *mti_key_recipe(const char *dataset, const char *sha256);
 
 /* ---- curated metadata (meta/<version>.json) ------------------------------ */
 
 /* Encode the description and tags that replace m's for m's version (the
  * other fields of m only name it), edited at time `updated` (RFC 3339). */
-MT_LOCAL int mt_meta_encode(const mt_manifest *m, const char *updated, const char *description,
+MT_LOCAL int mti_meta_encode(const mt_manifest *m, const char *updated, const char *description,
 			    const char *const *tags, size_t ntags, char **json, mt_error *err);
 /* Decode a metadata object for m's version and put its description and tags
  * into m in place of the manifest's.  `what` names the object in errors. */
-MT_LOCAL int mt_meta_apply(mt_manifest *m, const char *json, size_t len, const char *what,
+MT_LOCAL int mti_meta_apply(mt_manifest *m, const char *json, size_t len, const char *what,
 			   mt_error *err);
 
 #endif

@@ -85,10 +85,10 @@ static int npy_expect(struct npy_lex *l, char c, const char *where)
 	if (npy_accept(l, c))
 		return 0;
 	if (l->p == l->end)
-		return mt_err(l->err, MT_EFORMAT, ".npy header: ends where '%c' %s was expected", c,
+		return mti_err(l->err, MT_EFORMAT, ".npy header: ends where '%c' %s was expected", c,
 			      where);
 	char shown[8];
-	return mt_err(l->err, MT_EFORMAT, ".npy header: %s at byte %zu where '%c' %s was expected",
+	return mti_err(l->err, MT_EFORMAT, ".npy header: %s at byte %zu where '%c' %s was expected",
 		      npy_show(*l->p, shown), (size_t)(l->p - l->start), c, where);
 }
 
@@ -97,10 +97,10 @@ static int npy_string(struct npy_lex *l, char *out, size_t cap)
 	npy_skip_ws(l);
 	char shown[8];
 	if (l->p == l->end)
-		return mt_err(l->err, MT_EFORMAT, ".npy header: ends where a quoted string was "
+		return mti_err(l->err, MT_EFORMAT, ".npy header: ends where a quoted string was "
 			      "expected");
 	if (*l->p != '\'' && *l->p != '"')
-		return mt_err(l->err, MT_EFORMAT, ".npy header: %s at byte %zu where a quoted "
+		return mti_err(l->err, MT_EFORMAT, ".npy header: %s at byte %zu where a quoted "
 			      "string was expected", npy_show(*l->p, shown),
 			      (size_t)(l->p - l->start));
 	char q = *l->p++;
@@ -109,13 +109,13 @@ static int npy_string(struct npy_lex *l, char *out, size_t cap)
 		/* No key or dtype NumPy writes needs an escape or a control
 		 * character (a NUL would cut the dtype short). */
 		if (*l->p == '\\' || (unsigned char)*l->p < 0x20 || n + 1 >= cap)
-			return mt_err(l->err, MT_EFORMAT, ".npy header: bad string \"%.*s...\": %s "
+			return mti_err(l->err, MT_EFORMAT, ".npy header: bad string \"%.*s...\": %s "
 				      "at byte %zu", (int)n, out, npy_show(*l->p, shown),
 				      (size_t)(l->p - l->start));
 		out[n++] = *l->p++;
 	}
 	if (l->p == l->end)
-		return mt_err(l->err, MT_EFORMAT, ".npy header: unterminated string");
+		return mti_err(l->err, MT_EFORMAT, ".npy header: unterminated string");
 	l->p++;
 	out[n] = '\0';
 	return 0;
@@ -138,7 +138,7 @@ static int npy_bool(struct npy_lex *l, int *out)
 	else if (npy_word(l, "False"))
 		*out = 0;
 	else
-		return mt_err(l->err, MT_EFORMAT,
+		return mti_err(l->err, MT_EFORMAT,
 			      ".npy header: 'fortran_order' must be True or False");
 	return 0;
 }
@@ -149,13 +149,13 @@ static int npy_uint(struct npy_lex *l, uint64_t *out)
 	uint64_t v = 0;
 	const char *start = l->p;
 	while (l->p < l->end && *l->p >= '0' && *l->p <= '9') {
-		if (!mt_mul_ok(v, 10, &v) || !mt_add_ok(v, (uint64_t)(*l->p - '0'), &v))
-			return mt_err(l->err, MT_EFORMAT,
+		if (!mti_mul_ok(v, 10, &v) || !mti_add_ok(v, (uint64_t)(*l->p - '0'), &v))
+			return mti_err(l->err, MT_EFORMAT,
 				      ".npy header: a dimension overflows 64 bits");
 		l->p++;
 	}
 	if (l->p == start)
-		return mt_err(l->err, MT_EFORMAT,
+		return mti_err(l->err, MT_EFORMAT,
 			      ".npy header: 'shape' must hold non-negative integers");
 	/* Python 2 wrote long integers as 3L. */
 	if (l->p < l->end && *l->p == 'L')
@@ -172,7 +172,7 @@ static int npy_shape(struct npy_lex *l, mt_npy_info *out)
 		if ((rc = npy_uint(l, &d)))
 			break;
 		if (out->rank == MT_MAX_RANK + 1)
-			return mt_err(l->err, MT_EFORMAT,
+			return mti_err(l->err, MT_EFORMAT,
 				      ".npy header: arrays of more than %d dimensions are not "
 				      "supported", MT_MAX_RANK + 1);
 		out->shape[out->rank++] = d;
@@ -215,7 +215,7 @@ static int npy_descr(const char *s, mt_npy_info *out, mt_error *err)
 	char kind = *p ? *p++ : '\0';
 	const char *why = npy_unsupported_kind(kind);
 	if (why)
-		return mt_err(err, MT_EFORMAT, ".npy header: dtype '%s' (%s) is not supported", s,
+		return mti_err(err, MT_EFORMAT, ".npy header: dtype '%s' (%s) is not supported", s,
 			      why);
 	unsigned size = 0;
 	while (*p >= '0' && *p <= '9' && size < 1000)
@@ -228,7 +228,7 @@ static int npy_descr(const char *s, mt_npy_info *out, mt_error *err)
 			return 0;
 		}
 	}
-	return mt_err(err, MT_EFORMAT,
+	return mti_err(err, MT_EFORMAT,
 		      ".npy header: dtype '%s' is not supported (bool, int8..int64, "
 		      "uint8..uint64 and float16/32/64 are)", s);
 }
@@ -239,19 +239,19 @@ static int npy_prelude(const uint8_t *b, size_t len, size_t *prefix, uint64_t *t
 		       mt_error *err)
 {
 	if (len && memcmp(b, NPY_MAGIC, len < NPY_MAGIC_LEN ? len : NPY_MAGIC_LEN) != 0)
-		return mt_err(err, MT_EFORMAT, "not a .npy file (no \\x93NUMPY magic)");
+		return mti_err(err, MT_EFORMAT, "not a .npy file (no \\x93NUMPY magic)");
 	if (len < NPY_MAGIC_LEN + 2)
-		return mt_err(err, MT_ERANGE, ".npy header: cut short after %zu bytes", len);
+		return mti_err(err, MT_ERANGE, ".npy header: cut short after %zu bytes", len);
 	unsigned major = b[6], minor = b[7];
 	if (major < 1 || major > 3 || minor != 0)
-		return mt_err(err, MT_EFORMAT,
+		return mti_err(err, MT_EFORMAT,
 			      ".npy format version %u.%u is not supported (1.0, 2.0 and 3.0 are)",
 			      major, minor);
 	/* 1.0 has a 2-byte length; 2.0 and 3.0 (UTF-8) a 4-byte one. */
 	*prefix = major == 1 ? 10 : 12;
 	if (len < *prefix)
-		return mt_err(err, MT_ERANGE, ".npy header: cut short after %zu bytes", len);
-	*total = *prefix + (major == 1 ? (uint64_t)b[8] | (uint64_t)b[9] << 8 : mt_get_u32(b + 8));
+		return mti_err(err, MT_ERANGE, ".npy header: cut short after %zu bytes", len);
+	*total = *prefix + (major == 1 ? (uint64_t)b[8] | (uint64_t)b[9] << 8 : mti_get_u32(b + 8));
 	return 0;
 }
 
@@ -267,13 +267,13 @@ static int npy_dict(struct npy_lex *l, mt_npy_info *out)
 		int bit = strcmp(key, "descr") == 0 ? 1 : strcmp(key, "fortran_order") == 0 ? 2
 			: strcmp(key, "shape") == 0 ? 4 : 0;
 		if (!bit || (seen & bit))
-			return mt_err(l->err, MT_EFORMAT, ".npy header: %s key '%s'",
+			return mti_err(l->err, MT_EFORMAT, ".npy header: %s key '%s'",
 				      bit ? "repeated" : "unexpected", key);
 		seen |= bit;
 		if (bit == 1) {
 			npy_skip_ws(l);
 			if (l->p < l->end && *l->p == '[')
-				return mt_err(l->err, MT_EFORMAT,
+				return mti_err(l->err, MT_EFORMAT,
 					      ".npy header: structured dtypes (a list 'descr') "
 					      "are not supported");
 			if (!(rc = npy_string(l, descr, sizeof descr)))
@@ -291,12 +291,12 @@ static int npy_dict(struct npy_lex *l, mt_npy_info *out)
 	if (rc)
 		return rc;
 	if (seen != 7)
-		return mt_err(l->err, MT_EFORMAT, ".npy header: the dict lacks '%s'",
+		return mti_err(l->err, MT_EFORMAT, ".npy header: the dict lacks '%s'",
 			      !(seen & 1) ? "descr" : !(seen & 2) ? "fortran_order" : "shape");
 	npy_skip_ws(l);
 	char shown[8];
 	if (l->p != l->end)
-		return mt_err(l->err, MT_EFORMAT, ".npy header: stray bytes after the dict, from %s "
+		return mti_err(l->err, MT_EFORMAT, ".npy header: stray bytes after the dict, from %s "
 			      "at byte %zu", npy_show(*l->p, shown), (size_t)(l->p - l->start));
 	return 0;
 }
@@ -310,7 +310,7 @@ int mt_npy_parse_header(const void *buf, size_t len, mt_npy_info *out, mt_error 
 	if (rc)
 		return rc;
 	if (total > len)
-		return mt_err(err, MT_ERANGE, ".npy header: needs %llu bytes, %zu given",
+		return mti_err(err, MT_ERANGE, ".npy header: needs %llu bytes, %zu given",
 			      (unsigned long long)total, len);
 	const char *b = buf;
 	struct npy_lex l = {b + prefix, b + total, err, b};
@@ -318,11 +318,11 @@ int mt_npy_parse_header(const void *buf, size_t len, mt_npy_info *out, mt_error 
 		return rc;
 	uint64_t n = mt_dtype_size(out->dtype);
 	for (int i = 0; i < out->rank; i++)
-		if (!mt_mul_ok(n, out->shape[i], &n))
-			return mt_err(err, MT_EFORMAT, ".npy header: the array's size overflows");
+		if (!mti_mul_ok(n, out->shape[i], &n))
+			return mti_err(err, MT_EFORMAT, ".npy header: the array's size overflows");
 	uint64_t end;
-	if (!mt_add_ok(total, n, &end) || end > SIZE_MAX)
-		return mt_err(err, MT_EFORMAT, ".npy header: the array's size overflows");
+	if (!mti_add_ok(total, n, &end) || end > SIZE_MAX)
+		return mti_err(err, MT_EFORMAT, ".npy header: the array's size overflows");
 	out->header_bytes = total;
 	out->data_bytes = n;
 	return 0;
@@ -349,10 +349,10 @@ static int npy_pread(mt_npy *n, void *buf, uint64_t len, uint64_t off, mt_error 
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
-			return mt_err(err, MT_EIO, "%s: read at byte %llu: %s", n->path,
+			return mti_err(err, MT_EIO, "%s: read at byte %llu: %s", n->path,
 				      (unsigned long long)off, strerror(errno));
 		if (got == 0)
-			return mt_err(err, MT_EFORMAT, "%s: truncated: the file ends at byte %llu",
+			return mti_err(err, MT_EFORMAT, "%s: truncated: the file ends at byte %llu",
 				      n->path, (unsigned long long)off);
 		p += got;
 		off += (uint64_t)got;
@@ -431,7 +431,7 @@ static int npy_read_fortran(mt_npy *n, uint64_t a, uint64_t b, uint8_t *dst, mt_
 	per = per < cols ? per : cols;
 	uint8_t *tmp = malloc((size_t)(per * piece * es));
 	if (!tmp)
-		return mt_err(err, MT_ENOMEM, "%s: out of memory reading rows %llu..%llu", n->path,
+		return mti_err(err, MT_ENOMEM, "%s: out of memory reading rows %llu..%llu", n->path,
 			      (unsigned long long)a, (unsigned long long)b);
 	/* An odometer over dimensions 1.. in Fortran order (first fastest)
 	 * tracks where column j lands within a C-order row: at element c. */
@@ -473,25 +473,25 @@ static int npy_load_header(mt_npy *n, uint64_t size, mt_error *err)
 	int rc = npy_pread(n, pre, have, 0, err);
 	if (!rc && (rc = npy_prelude(pre, have, &prefix, &total, err))) {
 		if (rc == MT_ERANGE)
-			return mt_err(err, MT_EFORMAT, "%s: truncated: %zu bytes hold no header",
+			return mti_err(err, MT_EFORMAT, "%s: truncated: %zu bytes hold no header",
 				      n->path, have);
-		mt_err_prefix(err, "%s: ", n->path);
+		mti_err_prefix(err, "%s: ", n->path);
 	}
 	if (rc)
 		return rc;
 	if (total > size)
-		return mt_err(err, MT_EFORMAT, "%s: truncated: a %llu-byte .npy header in a "
+		return mti_err(err, MT_EFORMAT, "%s: truncated: a %llu-byte .npy header in a "
 			      "%llu-byte file", n->path, (unsigned long long)total,
 			      (unsigned long long)size);
 	if (total > NPY_MAX_HEADER)
-		return mt_err(err, MT_EFORMAT, "%s: .npy header of %llu bytes is implausibly large",
+		return mti_err(err, MT_EFORMAT, "%s: .npy header of %llu bytes is implausibly large",
 			      n->path, (unsigned long long)total);
 	uint8_t *hdr = malloc((size_t)total);
 	if (!hdr)
-		return mt_err(err, MT_ENOMEM, "%s: out of memory", n->path);
+		return mti_err(err, MT_ENOMEM, "%s: out of memory", n->path);
 	rc = npy_pread(n, hdr, total, 0, err);
 	if (!rc && (rc = mt_npy_parse_header(hdr, (size_t)total, &n->info, err)))
-		mt_err_prefix(err, "%s: ", n->path);
+		mti_err_prefix(err, "%s: ", n->path);
 	free(hdr);
 	return rc;
 }
@@ -504,10 +504,10 @@ static int npy_check_size(const char *path, const mt_npy_info *in, uint64_t size
 {
 	uint64_t have = size - in->header_bytes;
 	if (have < in->data_bytes)
-		return mt_err(err, MT_EFORMAT, "%s: truncated: holds %llu of %llu data bytes", path,
+		return mti_err(err, MT_EFORMAT, "%s: truncated: holds %llu of %llu data bytes", path,
 			      (unsigned long long)have, (unsigned long long)in->data_bytes);
 	if (have > in->data_bytes)
-		return mt_err(err, MT_EFORMAT, "%s: %llu extra bytes after the array's %llu data "
+		return mti_err(err, MT_EFORMAT, "%s: %llu extra bytes after the array's %llu data "
 			      "bytes", path, (unsigned long long)(have - in->data_bytes),
 			      (unsigned long long)in->data_bytes);
 	return 0;
@@ -517,20 +517,20 @@ int mt_npy_open(const char *path, mt_npy **out, mt_error *err)
 {
 	*out = NULL;
 	if (!path)
-		return mt_err(err, MT_EINVAL, "mt_npy_open: no path");
+		return mti_err(err, MT_EINVAL, "mt_npy_open: no path");
 	mt_npy *n = calloc(1, sizeof *n);
-	if (!n || !(n->path = mt_strdup(path))) {
+	if (!n || !(n->path = mti_strdup(path))) {
 		free(n);
-		return mt_err(err, MT_ENOMEM, "%s: out of memory", path);
+		return mti_err(err, MT_ENOMEM, "%s: out of memory", path);
 	}
 	const mt_npy_info *in = &n->info;
 	struct stat st;
 	int rc = 0;
 	if ((n->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(n->fd, &st) < 0)
-		rc = mt_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO, "%s: %s", path,
+		rc = mti_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO, "%s: %s", path,
 			    strerror(errno));
 	else if (!S_ISREG(st.st_mode))
-		rc = mt_err(err, MT_EFORMAT, "%s: not a regular file", path);
+		rc = mti_err(err, MT_EFORMAT, "%s: not a regular file", path);
 	else if (!(rc = npy_load_header(n, (uint64_t)st.st_size, err)))
 		rc = npy_check_size(path, in, (uint64_t)st.st_size, err);
 	if (rc) {
@@ -559,14 +559,14 @@ const mt_npy_info *mt_npy_get_info(const mt_npy *n)
 int mt_npy_read_rows(mt_npy *n, uint64_t a, uint64_t b, void *buf, size_t cap, mt_error *err)
 {
 	if (a > b || b > n->rows)
-		return mt_err(err, MT_ERANGE,
+		return mti_err(err, MT_ERANGE,
 			      "%s: rows %llu..%llu are outside the array's %llu rows", n->path,
 			      (unsigned long long)a, (unsigned long long)b,
 			      (unsigned long long)n->rows);
 	uint64_t row_bytes = n->row_items * n->esize, items = (b - a) * n->row_items;
 	uint64_t len = items * n->esize;
 	if (len > cap)
-		return mt_err(err, MT_ERANGE,
+		return mti_err(err, MT_ERANGE,
 			      "%s: rows %llu..%llu need %llu bytes, the buffer holds %zu", n->path,
 			      (unsigned long long)a, (unsigned long long)b, (unsigned long long)len,
 			      cap);
@@ -587,7 +587,7 @@ int mt_npy_read_rows(mt_npy *n, uint64_t a, uint64_t b, void *buf, size_t cap, m
 	if (!n->whole) {
 		uint8_t *w = malloc((size_t)n->info.data_bytes);
 		if (!w)
-			return mt_err(err, MT_ENOMEM,
+			return mti_err(err, MT_ENOMEM,
 				      "%s: out of memory loading the Fortran-order array (%llu B)",
 				      n->path, (unsigned long long)n->info.data_bytes);
 		int rc = npy_read_fortran(n, 0, n->rows, w, err);
@@ -664,7 +664,7 @@ static int npy_write_all(mt_npy_writer *w, const void *data, size_t len, mt_erro
 			continue;
 		if (put < 0) {
 			w->state = -1;
-			return mt_err(err, MT_EIO, "%s: write: %s", w->path, strerror(errno));
+			return mti_err(err, MT_EIO, "%s: write: %s", w->path, strerror(errno));
 		}
 		p += put;
 		len -= (size_t)put;
@@ -688,7 +688,7 @@ static char *npy_link_target(const char *link, size_t size_hint)
 	const char *slash = strrchr(link, '/');
 	if (buf[0] == '/' || !slash)
 		return buf;
-	char *joined = mt_asprintf("%.*s/%s", (int)(slash - link), link, buf);
+	char *joined = mti_asprintf("%.*s/%s", (int)(slash - link), link, buf);
 	free(buf);
 	return joined;
 }
@@ -699,7 +699,7 @@ static char *npy_link_target(const char *link, size_t size_hint)
  * by a rename. */
 static int npy_resolve(const char *path, char **target, int *in_place, mt_error *err)
 {
-	char *p = mt_strdup(path);
+	char *p = mti_strdup(path);
 	int e = p ? ELOOP : ENOMEM;
 	for (int hops = 0; p && hops <= NPY_MAX_LINKS; hops++) {
 		struct stat st;
@@ -726,7 +726,7 @@ static int npy_resolve(const char *path, char **target, int *in_place, mt_error 
 		p = next;
 	}
 	free(p);
-	return mt_err(err, e == ENOMEM ? MT_ENOMEM : MT_EIO, "%s: %s", path, strerror(e));
+	return mti_err(err, e == ENOMEM ? MT_ENOMEM : MT_EIO, "%s: %s", path, strerror(e));
 }
 
 /* Open w->target for writing: a fresh temporary file beside it, renamed over
@@ -736,7 +736,7 @@ static int npy_open_target(mt_npy_writer *w, int in_place, mt_error *err)
 	if (in_place) {
 		w->fd = open(w->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 		if (w->fd < 0)
-			return mt_err(err, MT_EIO, "%s: cannot open: %s", w->path, strerror(errno));
+			return mti_err(err, MT_EIO, "%s: cannot open: %s", w->path, strerror(errno));
 		return 0;
 	}
 	struct timespec ts;
@@ -747,14 +747,14 @@ static int npy_open_target(mt_npy_writer *w, int in_place, mt_error *err)
 	for (int tries = 0; w->fd < 0 && tries < 16; tries++) {
 		free(w->tmp);
 		r = r * 1103515245u + 12345u;
-		if (!(w->tmp = mt_asprintf("%s.tmp.%ld.%08x", w->target, (long)getpid(), r)))
-			return mt_err(err, MT_ENOMEM, "%s: out of memory", w->path);
+		if (!(w->tmp = mti_asprintf("%s.tmp.%ld.%08x", w->target, (long)getpid(), r)))
+			return mti_err(err, MT_ENOMEM, "%s: out of memory", w->path);
 		w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 		if (w->fd < 0 && errno != EEXIST)
 			break;
 	}
 	if (w->fd < 0)
-		return mt_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO,
+		return mti_err(err, errno == ENOENT ? MT_ENOTFOUND : MT_EIO,
 			      "%s: cannot create %s: %s", w->path, w->tmp, strerror(errno));
 	return 0;
 }
@@ -765,20 +765,20 @@ static int npy_writer_new(const char *name, mt_dtype dtype, int rank, const uint
 {
 	*out = NULL;
 	if (!mt_dtype_size(dtype))
-		return mt_err(err, MT_EINVAL, "%s: invalid dtype %d", name, (int)dtype);
+		return mti_err(err, MT_EINVAL, "%s: invalid dtype %d", name, (int)dtype);
 	if (rank < 0 || rank > MT_MAX_RANK + 1)
-		return mt_err(err, MT_EINVAL, "%s: rank %d is not 0..%d", name, rank,
+		return mti_err(err, MT_EINVAL, "%s: rank %d is not 0..%d", name, rank,
 			      MT_MAX_RANK + 1);
 	if (rank > 0 && !shape)
-		return mt_err(err, MT_EINVAL, "%s: rank %d but no shape", name, rank);
+		return mti_err(err, MT_EINVAL, "%s: rank %d but no shape", name, rank);
 	uint64_t want = mt_dtype_size(dtype);
 	for (int i = 0; i < rank; i++)
-		if (!mt_mul_ok(want, shape[i], &want))
-			return mt_err(err, MT_EINVAL, "%s: the array's size overflows", name);
+		if (!mti_mul_ok(want, shape[i], &want))
+			return mti_err(err, MT_EINVAL, "%s: the array's size overflows", name);
 	mt_npy_writer *w = calloc(1, sizeof *w);
-	if (!w || !(w->path = mt_strdup(name))) {
+	if (!w || !(w->path = mti_strdup(name))) {
 		free(w);
-		return mt_err(err, MT_ENOMEM, "%s: out of memory", name);
+		return mti_err(err, MT_ENOMEM, "%s: out of memory", name);
 	}
 	w->fd = -1;
 	w->own_fd = 1;
@@ -806,7 +806,7 @@ int mt_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *sh
 {
 	*out = NULL;
 	if (!path)
-		return mt_err(err, MT_EINVAL, "mt_npy_create: no path");
+		return mti_err(err, MT_EINVAL, "mt_npy_create: no path");
 	mt_npy_writer *w;
 	int in_place = 0;
 	int rc = npy_writer_new(path, dtype, rank, shape, &w, err);
@@ -824,7 +824,7 @@ int mt_npy_create_fd(int fd, const char *name, mt_dtype dtype, int rank, const u
 {
 	*out = NULL;
 	if (fd < 0 || !name)
-		return mt_err(err, MT_EINVAL, "mt_npy_create_fd: no descriptor or name");
+		return mti_err(err, MT_EINVAL, "mt_npy_create_fd: no descriptor or name");
 	mt_npy_writer *w;
 	int rc = npy_writer_new(name, dtype, rank, shape, &w, err);
 	if (rc)
@@ -837,10 +837,10 @@ int mt_npy_create_fd(int fd, const char *name, mt_dtype dtype, int rank, const u
 int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_error *err)
 {
 	if (w->state)
-		return mt_err(err, MT_ESTATE, "%s: write after the file was %s", w->path,
+		return mti_err(err, MT_ESTATE, "%s: write after the file was %s", w->path,
 			      w->state > 0 ? "finished" : "abandoned by an error");
 	if (bytes > w->want - w->done)
-		return mt_err(err, MT_ESTATE, "%s: writing %zu bytes at %llu overruns the %llu the "
+		return mti_err(err, MT_ESTATE, "%s: writing %zu bytes at %llu overruns the %llu the "
 			      "shape holds", w->path, bytes, (unsigned long long)w->done,
 			      (unsigned long long)w->want);
 	int rc = npy_write_all(w, data, bytes, err);
@@ -852,22 +852,22 @@ int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_error *err
 int mt_npy_finish(mt_npy_writer *w, mt_error *err)
 {
 	if (w->state)
-		return mt_err(err, MT_ESTATE, "%s: finish after the file was %s", w->path,
+		return mti_err(err, MT_ESTATE, "%s: finish after the file was %s", w->path,
 			      w->state > 0 ? "finished" : "abandoned by an error");
 	int rc = 0;
 	if (w->done != w->want)
-		rc = mt_err(err, MT_ESTATE, "%s: wrote %llu of the %llu data bytes the shape holds",
+		rc = mti_err(err, MT_ESTATE, "%s: wrote %llu of the %llu data bytes the shape holds",
 			    w->path, (unsigned long long)w->done, (unsigned long long)w->want);
 	/* The data reaches the disk before the name does, so a crash leaves
 	 * no file or the whole new one, never a short one. */
 	else if (w->tmp && fsync(w->fd) < 0)
-		rc = mt_err(err, MT_EIO, "%s: fsync: %s", w->tmp, strerror(errno));
+		rc = mti_err(err, MT_EIO, "%s: fsync: %s", w->tmp, strerror(errno));
 	if (w->own_fd && close(w->fd) < 0 && !rc)
-		rc = mt_err(err, MT_EIO, "%s: close: %s", w->tmp ? w->tmp : w->path,
+		rc = mti_err(err, MT_EIO, "%s: close: %s", w->tmp ? w->tmp : w->path,
 			    strerror(errno));
 	w->fd = -1;
 	if (!rc && w->tmp && rename(w->tmp, w->target) < 0)
-		rc = mt_err(err, MT_EIO, "%s: rename from %s: %s", w->path, w->tmp,
+		rc = mti_err(err, MT_EIO, "%s: rename from %s: %s", w->path, w->tmp,
 			    strerror(errno));
 	if (rc && w->tmp)
 		unlink(w->tmp);

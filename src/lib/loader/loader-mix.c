@@ -19,7 +19,7 @@ struct mt_mix {
 static void mix_reset(mt_mix *m)
 {
 	for (size_t i = 0; i < m->n; i++)
-		m->left[i] = mt_loader_batches_left(m->loaders[i]);
+		m->left[i] = mti_loader_batches_left(m->loaders[i]);
 	m->draws = 0;
 }
 
@@ -28,10 +28,10 @@ int mt_mix_open(mt_loader *const *loaders, const double *weights, size_t n, uint
 {
 	*out = NULL;
 	if (!n)
-		return mt_err(err, MT_EINVAL, "mix: no loaders");
+		return mti_err(err, MT_EINVAL, "mix: no loaders");
 	for (size_t i = 0; i < n; i++)
 		if (!(weights[i] > 0))
-			return mt_err(err, MT_EINVAL, "mix: weight %zu is not positive", i);
+			return mti_err(err, MT_EINVAL, "mix: weight %zu is not positive", i);
 	mt_mix *m = calloc(1, sizeof *m);
 	if (m) {
 		m->loaders = malloc(n * sizeof *m->loaders);
@@ -40,13 +40,13 @@ int mt_mix_open(mt_loader *const *loaders, const double *weights, size_t n, uint
 	}
 	if (!m || !m->loaders || !m->weights || !m->left) {
 		mt_mix_close(m);
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	memcpy(m->loaders, loaders, n * sizeof *m->loaders);
 	memcpy(m->weights, weights, n * sizeof *m->weights);
 	m->n = n;
 	m->seed = seed;
-	m->epoch = mt_loader_epoch(loaders[0]);
+	m->epoch = mti_loader_epoch(loaders[0]);
 	mix_reset(m);
 	*out = m;
 	return 0;
@@ -61,8 +61,8 @@ int mt_mix_next(mt_mix *m, const mt_batch **out, size_t *source, mt_error *err)
 	if (total <= 0)
 		return 0;
 	/* 53 random bits as a fraction of the weights still in play. */
-	uint64_t st = mt_plan_stream(m->seed, m->epoch, m->draws + 1);
-	double x = (double)(mt_plan_splitmix(&st) >> 11) / 9007199254740992.0 * total;
+	uint64_t st = mti_plan_stream(m->seed, m->epoch, m->draws + 1);
+	double x = (double)(mti_plan_splitmix(&st) >> 11) / 9007199254740992.0 * total;
 	size_t pick = m->n;
 	for (size_t i = 0; i < m->n; i++) {
 		if (!m->left[i])
@@ -113,9 +113,9 @@ int mt_mix_resume(mt_mix *m, const char *token, mt_error *err)
 	int used = 0;
 	if (sscanf(token, "mtm1 %" SCNu64 " %" SCNu64 " %" SCNu64 " %zu%n", &seed, &epoch, &draws, &n,
 		   &used) != 4 || token[used + strspn(token + used, " \n")])
-		return mt_err(err, MT_EINVAL, "mix: not a mix token: '%.60s'", token);
+		return mti_err(err, MT_EINVAL, "mix: not a mix token: '%.60s'", token);
 	if (seed != m->seed || n != m->n)
-		return mt_err(err, MT_EINVAL, "mix: the token is for %zu loaders with seed %" PRIu64
+		return mti_err(err, MT_EINVAL, "mix: the token is for %zu loaders with seed %" PRIu64
 			      ", this mix has %zu with seed %" PRIu64, n, seed, m->n, m->seed);
 	/* The loaders, resumed from their own tokens, know what is left. */
 	m->epoch = epoch;

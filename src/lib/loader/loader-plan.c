@@ -6,7 +6,7 @@
 
 /* ---- deterministic randomness ------------------------------------------ */
 
-uint64_t mt_plan_splitmix(uint64_t *state)
+uint64_t mti_plan_splitmix(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -14,23 +14,23 @@ uint64_t mt_plan_splitmix(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-uint64_t mt_plan_stream(uint64_t seed, uint64_t epoch, uint64_t stream)
+uint64_t mti_plan_stream(uint64_t seed, uint64_t epoch, uint64_t stream)
 {
 	uint64_t s = seed;
-	uint64_t a = mt_plan_splitmix(&s) ^ epoch;
-	uint64_t b = mt_plan_splitmix(&a) ^ stream;
-	return mt_plan_splitmix(&b);
+	uint64_t a = mti_plan_splitmix(&s) ^ epoch;
+	uint64_t b = mti_plan_splitmix(&a) ^ stream;
+	return mti_plan_splitmix(&b);
 }
 
 /* Uniform in [0, n) without modulo bias (Lemire). */
 static uint64_t draw_below(uint64_t *state, uint64_t n)
 {
-	unsigned __int128 m = (unsigned __int128)mt_plan_splitmix(state) * n;
+	unsigned __int128 m = (unsigned __int128)mti_plan_splitmix(state) * n;
 	uint64_t lo = (uint64_t)m;
 	if (lo < n) {
 		uint64_t t = -n % n;
 		while (lo < t) {
-			m = (unsigned __int128)mt_plan_splitmix(state) * n;
+			m = (unsigned __int128)mti_plan_splitmix(state) * n;
 			lo = (uint64_t)m;
 		}
 	}
@@ -59,7 +59,7 @@ static void shuffle_size(size_t *a, size_t n, uint64_t state)
 
 /* ---- units and windows -------------------------------------------------- */
 
-void mt_plan_init(mt_plan *p, uint64_t rows, uint64_t window_rows, uint64_t unit_rows,
+void mti_plan_init(mt_plan *p, uint64_t rows, uint64_t window_rows, uint64_t unit_rows,
 		  int shuffle, uint64_t seed)
 {
 	memset(p, 0, sizeof *p);
@@ -70,14 +70,14 @@ void mt_plan_init(mt_plan *p, uint64_t rows, uint64_t window_rows, uint64_t unit
 	p->seed = seed;
 }
 
-int mt_plan_add_shard(mt_plan *p, uint64_t first_row, uint64_t rows, mt_error *err)
+int mti_plan_add_shard(mt_plan *p, uint64_t first_row, uint64_t rows, mt_error *err)
 {
 	for (uint64_t a = 0; a < rows; a += p->unit_rows) {
 		if (p->nunits == p->units_cap) {
 			size_t cap = p->units_cap ? 2 * p->units_cap : 64;
 			mt_plan_unit *g = realloc(p->units, cap * sizeof *g);
 			if (!g)
-				return mt_err(err, MT_ENOMEM, "out of memory");
+				return mti_err(err, MT_ENOMEM, "out of memory");
 			p->units = g;
 			p->units_cap = cap;
 		}
@@ -98,7 +98,7 @@ static int plan_alloc(mt_plan *p, mt_error *err)
 	p->window_start = malloc((nu + 1) * sizeof *p->window_start);
 	p->rank_windows = malloc(nu * sizeof *p->rank_windows);
 	if (!p->unit_order || !p->window_unit || !p->window_start || !p->rank_windows)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -109,7 +109,7 @@ static void plan_windows(mt_plan *p)
 	for (size_t i = 0; i < p->nunits; i++)
 		p->unit_order[i] = i;
 	if (p->shuffle)
-		shuffle_size(p->unit_order, p->nunits, mt_plan_stream(p->seed, p->epoch, 0));
+		shuffle_size(p->unit_order, p->nunits, mti_plan_stream(p->seed, p->epoch, 0));
 	size_t w = 0;
 	uint64_t pos = 0, in_window = 0;
 	for (size_t i = 0; i < p->nunits; i++) {
@@ -128,7 +128,7 @@ static void plan_windows(mt_plan *p)
 	p->window_start[w] = pos;
 }
 
-size_t mt_plan_window_of(const mt_plan *p, uint64_t pos)
+size_t mti_plan_window_of(const mt_plan *p, uint64_t pos)
 {
 	size_t lo = 0, hi = p->nwindows;
 	while (hi - lo > 1) {
@@ -141,12 +141,12 @@ size_t mt_plan_window_of(const mt_plan *p, uint64_t pos)
 	return lo;
 }
 
-uint64_t mt_plan_window_rows(const mt_plan *p, size_t w)
+uint64_t mti_plan_window_rows(const mt_plan *p, size_t w)
 {
 	return p->window_start[w + 1] - p->window_start[w];
 }
 
-void mt_plan_window_rowids(const mt_plan *p, size_t w, uint64_t *rowid)
+void mti_plan_window_rowids(const mt_plan *p, size_t w, uint64_t *rowid)
 {
 	uint64_t j = 0;
 	for (size_t u = p->window_unit[w]; u < p->window_unit[w + 1]; u++) {
@@ -156,12 +156,12 @@ void mt_plan_window_rowids(const mt_plan *p, size_t w, uint64_t *rowid)
 	}
 }
 
-void mt_plan_window_perm(const mt_plan *p, size_t w, uint64_t *perm, uint64_t n)
+void mti_plan_window_perm(const mt_plan *p, size_t w, uint64_t *perm, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
 		perm[i] = i;
 	if (p->shuffle)
-		shuffle_u64(perm, n, mt_plan_stream(p->seed, p->epoch, (uint64_t)w + 1));
+		shuffle_u64(perm, n, mti_plan_stream(p->seed, p->epoch, (uint64_t)w + 1));
 }
 
 /* ---- the live positions and the shares ---------------------------------- */
@@ -179,7 +179,7 @@ static void share_split(uint64_t live_rows, const mt_plan_share *s, uint64_t *sh
 	}
 }
 
-uint64_t mt_plan_position(const mt_plan *p, uint64_t i)
+uint64_t mti_plan_position(const mt_plan *p, uint64_t i)
 {
 	if (i >= p->live_rows)
 		i = (i - p->live_rows) % p->live_rows;
@@ -224,7 +224,7 @@ typedef struct span_list {
 static int live_map(const mt_plan *p, uint64_t ia, uint64_t ib, span_list *out)
 {
 	while (ia < ib) {
-		uint64_t pos = mt_plan_position(p, ia);
+		uint64_t pos = mti_plan_position(p, ia);
 		size_t k = 0;
 		while (k + 1 < p->nlive && p->live_before[k + 1] <= ia)
 			k++;
@@ -282,8 +282,8 @@ static int rank_windows(mt_plan *p)
 		return MT_ENOMEM;
 	}
 	for (size_t i = 0; i < mine.n; i++) {
-		size_t last = mt_plan_window_of(p, mine.v[i].end - 1);
-		for (size_t v = mt_plan_window_of(p, mine.v[i].begin); v <= last; v++)
+		size_t last = mti_plan_window_of(p, mine.v[i].end - 1);
+		for (size_t v = mti_plan_window_of(p, mine.v[i].begin); v <= last; v++)
 			if (!p->nrank_windows || p->rank_windows[p->nrank_windows - 1] != v)
 				p->rank_windows[p->nrank_windows++] = v;
 	}
@@ -291,7 +291,7 @@ static int rank_windows(mt_plan *p)
 	return 0;
 }
 
-int mt_plan_epoch(mt_plan *p, uint64_t epoch, const mt_plan_share *stages, size_t nstages,
+int mti_plan_epoch(mt_plan *p, uint64_t epoch, const mt_plan_share *stages, size_t nstages,
 		  unsigned rank, const mt_plan_share *share, mt_error *err)
 {
 	int rc = plan_alloc(p, err);
@@ -304,20 +304,20 @@ int mt_plan_epoch(mt_plan *p, uint64_t epoch, const mt_plan_share *stages, size_
 		all[0] = (mt_plan_span){0, p->rows};
 	if (!all || live_set(p, all, 1)) {
 		free(all);
-		return mt_err(err, MT_ENOMEM, "loader: out of memory");
+		return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	}
 	for (size_t s = 0; s < nstages; s++)
 		if (live_after(p, &stages[s]))
-			return mt_err(err, MT_ENOMEM, "loader: out of memory");
+			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	p->rank = rank;
 	p->share = *share;
 	share_split(p->live_rows, share, &p->share_rows, &p->batches);
 	if (rank_windows(p))
-		return mt_err(err, MT_ENOMEM, "loader: out of memory");
+		return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	return 0;
 }
 
-void mt_plan_batch(const mt_plan *p, uint64_t k, uint64_t *first, uint64_t *n)
+void mti_plan_batch(const mt_plan *p, uint64_t k, uint64_t *first, uint64_t *n)
 {
 	uint64_t b = p->share.batch_rows;
 	uint64_t i0 = (uint64_t)p->rank * p->share_rows + k * b;
@@ -326,16 +326,16 @@ void mt_plan_batch(const mt_plan *p, uint64_t k, uint64_t *first, uint64_t *n)
 	*n = end - i0 < b ? end - i0 : b;
 }
 
-int mt_plan_row_at(const mt_plan *p, uint64_t pos, uint64_t *row, mt_error *err)
+int mti_plan_row_at(const mt_plan *p, uint64_t pos, uint64_t *row, mt_error *err)
 {
-	size_t w = mt_plan_window_of(p, pos);
+	size_t w = mti_plan_window_of(p, pos);
 	uint64_t off = pos - p->window_start[w];
 	if (p->shuffle) {
-		uint64_t n = mt_plan_window_rows(p, w);
+		uint64_t n = mti_plan_window_rows(p, w);
 		uint64_t *perm = malloc(n * sizeof *perm);
 		if (!perm)
-			return mt_err(err, MT_ENOMEM, "loader: out of memory");
-		mt_plan_window_perm(p, w, perm, n);
+			return mti_err(err, MT_ENOMEM, "loader: out of memory");
+		mti_plan_window_perm(p, w, perm, n);
 		off = perm[off];
 		free(perm);
 	}
@@ -351,7 +351,7 @@ int mt_plan_row_at(const mt_plan *p, uint64_t pos, uint64_t *row, mt_error *err)
 	return 0;
 }
 
-void mt_plan_free(mt_plan *p)
+void mti_plan_free(mt_plan *p)
 {
 	free(p->units);
 	free(p->unit_order);

@@ -11,10 +11,10 @@
  */
 
 /* The next value of a splitmix64 stream whose state is *state. */
-MT_LOCAL uint64_t mt_plan_splitmix(uint64_t *state);
+MT_LOCAL uint64_t mti_plan_splitmix(uint64_t *state);
 /* The state of the stream for (seed, epoch, stream): streams never share a sequence.
  * Stream 0 orders the units, stream w + 1 the rows of window w. */
-MT_LOCAL uint64_t mt_plan_stream(uint64_t seed, uint64_t epoch, uint64_t stream);
+MT_LOCAL uint64_t mti_plan_stream(uint64_t seed, uint64_t epoch, uint64_t stream);
 
 /* A run of consecutive rows inside one shard: what is read in one go. */
 typedef struct mt_plan_unit {
@@ -71,31 +71,31 @@ typedef struct mt_plan {
 
 /* An empty plan for `rows` rows, windows of window_rows (>= 2) and units of
  * unit_rows (>= 1); shards are then added in row order. */
-MT_LOCAL void mt_plan_init(mt_plan *p, uint64_t rows, uint64_t window_rows, uint64_t unit_rows,
+MT_LOCAL void mti_plan_init(mt_plan *p, uint64_t rows, uint64_t window_rows, uint64_t unit_rows,
 			   int shuffle, uint64_t seed);
 /* Cut shard [first_row, first_row + rows) into units. */
-MT_LOCAL int mt_plan_add_shard(mt_plan *p, uint64_t first_row, uint64_t rows, mt_error *err);
+MT_LOCAL int mti_plan_add_shard(mt_plan *p, uint64_t first_row, uint64_t rows, mt_error *err);
 /* The sequence of `epoch`, the positions the shares in stages[0..nstages)
  * left, and rank's share of them under `share` (its batches_taken unused). */
-MT_LOCAL int mt_plan_epoch(mt_plan *p, uint64_t epoch, const mt_plan_share *stages,
+MT_LOCAL int mti_plan_epoch(mt_plan *p, uint64_t epoch, const mt_plan_share *stages,
 			   size_t nstages, unsigned rank, const mt_plan_share *share,
 			   mt_error *err);
-MT_LOCAL void mt_plan_free(mt_plan *p);
+MT_LOCAL void mti_plan_free(mt_plan *p);
 
 /* The window holding sequence position pos. */
-MT_LOCAL size_t mt_plan_window_of(const mt_plan *p, uint64_t pos);
+MT_LOCAL size_t mti_plan_window_of(const mt_plan *p, uint64_t pos);
 /* Rows in window w. */
-MT_LOCAL uint64_t mt_plan_window_rows(const mt_plan *p, size_t w);
+MT_LOCAL uint64_t mti_plan_window_rows(const mt_plan *p, size_t w);
 /* Window w's rows: rowid[j] the j-th in unit order, perm[i] the unit-order
  * index of the window's i-th row in the sequence (n = its rows). */
-MT_LOCAL void mt_plan_window_rowids(const mt_plan *p, size_t w, uint64_t *rowid);
-MT_LOCAL void mt_plan_window_perm(const mt_plan *p, size_t w, uint64_t *perm, uint64_t n);
+MT_LOCAL void mti_plan_window_rowids(const mt_plan *p, size_t w, uint64_t *rowid);
+MT_LOCAL void mti_plan_window_perm(const mt_plan *p, size_t w, uint64_t *perm, uint64_t n);
 /* The sequence position of index i of the shares (i >= live_rows: padding,
  * positions from the start of the live ones again). */
-MT_LOCAL uint64_t mt_plan_position(const mt_plan *p, uint64_t i);
+MT_LOCAL uint64_t mti_plan_position(const mt_plan *p, uint64_t i);
 /* The row at sequence position pos, without the window at hand. */
-MT_LOCAL int mt_plan_row_at(const mt_plan *p, uint64_t pos, uint64_t *row, mt_error *err);
+MT_LOCAL int mti_plan_row_at(const mt_plan *p, uint64_t pos, uint64_t *row, mt_error *err);
 /* Batch k of this rank's share: share indices [*first, *first + *n). */
-MT_LOCAL void mt_plan_batch(const mt_plan *p, uint64_t k, uint64_t *first, uint64_t *n);
+MT_LOCAL void mti_plan_batch(const mt_plan *p, uint64_t k, uint64_t *first, uint64_t *n);
 
 #endif

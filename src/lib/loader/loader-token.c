@@ -8,7 +8,7 @@
 
 #define TOKEN_MAGIC "mtl1"
 
-size_t mt_token_format(const mt_token *t, const mt_plan_share *last, char *buf, size_t cap)
+size_t mti_token_format(const mt_token *t, const mt_plan_share *last, char *buf, size_t cap)
 {
 	char head[512];
 	int n = snprintf(head, sizeof head,
@@ -38,7 +38,7 @@ static int token_stages(const char *p, mt_token *t, mt_error *err)
 	size_t cap = 4;
 	t->stages = malloc(cap * sizeof *t->stages);
 	if (!t->stages)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	for (;;) {
 		mt_plan_share st;
 		int k = 0;
@@ -46,12 +46,12 @@ static int token_stages(const char *p, mt_token *t, mt_error *err)
 			   &st.drop_last, &st.batches_taken, &k) != 4)
 			break;
 		if (!st.world || !st.batch_rows)
-			return mt_err(err, MT_EINVAL, "loader: resume token has a stage with no ranks "
+			return mti_err(err, MT_EINVAL, "loader: resume token has a stage with no ranks "
 				      "or batch rows");
 		if (t->nstages == cap) {
 			mt_plan_share *g = realloc(t->stages, 2 * cap * sizeof *g);
 			if (!g)
-				return mt_err(err, MT_ENOMEM, "out of memory");
+				return mti_err(err, MT_ENOMEM, "out of memory");
 			t->stages = g;
 			cap *= 2;
 		}
@@ -61,11 +61,11 @@ static int token_stages(const char *p, mt_token *t, mt_error *err)
 	while (*p == ' ' || *p == '\n')
 		p++;
 	if (*p || !t->nstages)
-		return mt_err(err, MT_EINVAL, "loader: resume token is damaged near '%.20s'", p);
+		return mti_err(err, MT_EINVAL, "loader: resume token is damaged near '%.20s'", p);
 	return 0;
 }
 
-int mt_token_parse(const char *text, mt_token *t, mt_error *err)
+int mti_token_parse(const char *text, mt_token *t, mt_error *err)
 {
 	memset(t, 0, sizeof *t);
 	char magic[8], ds[200], ver[200];
@@ -75,13 +75,13 @@ int mt_token_parse(const char *text, mt_token *t, mt_error *err)
 		   magic, ds, ver, &t->rows, &t->seed, &t->epoch, &t->shuffle, &t->window_rows,
 		   &t->unit_rows, &used) != 9 ||
 	    strcmp(magic, TOKEN_MAGIC) || !t->window_rows || !t->unit_rows)
-		return mt_err(err, MT_EINVAL, "loader: not a resume token: '%.60s'", text);
+		return mti_err(err, MT_EINVAL, "loader: not a resume token: '%.60s'", text);
 	int rc = token_stages(text + used, t, err);
 	if (rc)
 		return rc;
 	size_t dlen = strlen(ds) + 1;
 	if (!(t->names = malloc(dlen + strlen(ver) + 1)))
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	memcpy(t->names, ds, dlen);
 	strcpy(t->names + dlen, ver);
 	t->dataset = t->names;
@@ -89,7 +89,7 @@ int mt_token_parse(const char *text, mt_token *t, mt_error *err)
 	return 0;
 }
 
-void mt_token_free(mt_token *t)
+void mti_token_free(mt_token *t)
 {
 	free(t->names);
 	free(t->stages);

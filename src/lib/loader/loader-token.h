@@ -14,16 +14,16 @@ typedef struct mt_token {
 	uint64_t window_rows, unit_rows;
 	mt_plan_share *stages;
 	size_t nstages;
-	char *names; /* holds dataset and version after mt_token_parse */
+	char *names; /* holds dataset and version after mti_token_parse */
 } mt_token;
 
-/* Parse text into t (free it with mt_token_free, also after a failure).
+/* Parse text into t (free it with mti_token_free, also after a failure).
  * MT_EINVAL quotes the text when it is not a token or is damaged. */
-MT_LOCAL int mt_token_parse(const char *text, mt_token *t, mt_error *err);
+MT_LOCAL int mti_token_parse(const char *text, mt_token *t, mt_error *err);
 /* Write t, then `last` as one more stage when not NULL, into buf (cap
  * bytes, NUL-terminated when cap > 0); returns the full length. */
-MT_LOCAL size_t mt_token_format(const mt_token *t, const mt_plan_share *last, char *buf,
+MT_LOCAL size_t mti_token_format(const mt_token *t, const mt_plan_share *last, char *buf,
 				size_t cap);
-MT_LOCAL void mt_token_free(mt_token *t);
+MT_LOCAL void mti_token_free(mt_token *t);
 
 #endif

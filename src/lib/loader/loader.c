@@ -120,7 +120,7 @@ static int slot_reserve(mt_loader *l, ld_slot *s, uint64_t n)
 		s->values_cap = calloc(ncols, sizeof *s->values_cap);
 		s->offsets = calloc(ncols, sizeof *s->offsets);
 		if (!s->values || !s->values_cap || !s->offsets)
-			return mt_err(err, MT_ENOMEM, "loader: out of memory");
+			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	}
 	if (n > s->rows_cap) {
 		free(s->rowid);
@@ -133,12 +133,12 @@ static int slot_reserve(mt_loader *l, ld_slot *s, uint64_t n)
 		s->perm = malloc(n * sizeof *s->perm);
 		s->rows_cap = s->rowid && s->perm ? n : 0;
 		if (!s->rows_cap)
-			return mt_err(err, MT_ENOMEM, "loader: out of memory");
+			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	}
 	for (size_t c = 0; c < l->ncols; c++)
 		if (l->cols[c].ragged && !s->offsets[c] &&
 		    !(s->offsets[c] = malloc((s->rows_cap + 1) * sizeof **s->offsets)))
-			return mt_err(err, MT_ENOMEM, "loader: out of memory");
+			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	return 0;
 }
 
@@ -195,7 +195,7 @@ static int slot_size_values(mt_loader *l, ld_slot *s)
 		}
 		size_t bytes = (size_t)(total * col->unit_bytes);
 		if (grow((void **)&s->values[c], &s->values_cap[c], bytes))
-			return mt_err(&s->err, MT_ENOMEM,
+			return mti_err(&s->err, MT_ENOMEM,
 				      "loader: out of memory for a window of %zu bytes", bytes);
 	}
 	return 0;
@@ -212,7 +212,7 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 	if (!at || !errs) {
 		free(at);
 		free(errs);
-		return mt_err(&s->err, MT_ENOMEM, "loader: out of memory");
+		return mti_err(&s->err, MT_ENOMEM, "loader: out of memory");
 	}
 	uint64_t sum = 0;
 	for (size_t i = 0; i < nu; i++) {
@@ -225,15 +225,15 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 		ragged |= l->cols[c].ragged;
 	/* Ragged columns: every unit's row lengths first, then where each row goes. */
 	if (ragged)
-		rc = mt_parallel_for(l->opts.fetch_threads, nu, unit_job, &jobs);
+		rc = mti_parallel_for(l->opts.fetch_threads, nu, unit_job, &jobs);
 	if (!rc)
 		rc = slot_size_values(l, s);
 	jobs.pass = 1;
 	if (!rc)
-		rc = mt_parallel_for(l->opts.fetch_threads, nu, unit_job, &jobs);
+		rc = mti_parallel_for(l->opts.fetch_threads, nu, unit_job, &jobs);
 	for (size_t i = 0; rc && i < nu; i++)
 		if (errs[i].code) {
-			mt_err_copy(&s->err, &errs[i]);
+			mti_err_copy(&s->err, &errs[i]);
 			break;
 		}
 	free(at);
@@ -245,14 +245,14 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 {
 	size_t w = l->plan.rank_windows[k];
-	uint64_t n = mt_plan_window_rows(&l->plan, w);
+	uint64_t n = mti_plan_window_rows(&l->plan, w);
 	s->index = k;
 	s->rows = n;
 	int rc = slot_reserve(l, s, n);
 	if (rc)
 		return rc;
-	mt_plan_window_rowids(&l->plan, w, s->rowid);
-	mt_plan_window_perm(&l->plan, w, s->perm, n);
+	mti_plan_window_rowids(&l->plan, w, s->rowid);
+	mti_plan_window_perm(&l->plan, w, s->perm, n);
 	return slot_read(l, s, w);
 }
 
@@ -305,7 +305,7 @@ static int prefetch_start(mt_loader *l, mt_error *err)
 	if (!l->plan.nrank_windows)
 		return 0;
 	if (pthread_create(&l->fetch.thread, NULL, prefetch, l) != 0)
-		return mt_err(err, MT_ENOMEM, "loader: cannot start the prefetch thread");
+		return mti_err(err, MT_ENOMEM, "loader: cannot start the prefetch thread");
 	l->fetch.running = 1;
 	return 0;
 }
@@ -318,12 +318,12 @@ static int window_get(mt_loader *l, size_t w, ld_slot **out, mt_error *err)
 	int rc = 0;
 	for (;;) {
 		if (f->next_window >= l->plan.nrank_windows) {
-			rc = mt_err(err, MT_ESTATE, "loader: window %zu is not in this rank's share", w);
+			rc = mti_err(err, MT_ESTATE, "loader: window %zu is not in this rank's share", w);
 			break;
 		}
 		ld_slot *s = &f->slot[f->next_window % 2];
 		if (s->state == SLOT_FAILED && s->index == f->next_window) {
-			rc = mt_err_copy(err, &s->err);
+			rc = mti_err_copy(err, &s->err);
 			break;
 		}
 		if (s->state != SLOT_READY || s->index != f->next_window) {
@@ -385,19 +385,19 @@ static int out_reserve(mt_loader *l, ld_out *b, size_t n, const size_t *bytes, m
 		b->data_cap = calloc(l->ncols ? l->ncols : 1, sizeof *b->data_cap);
 		b->offsets = calloc(l->ncols ? l->ncols : 1, sizeof *b->offsets);
 		if (!b->cols || !b->data || !b->data_cap || !b->offsets)
-			return mt_err(err, MT_ENOMEM, "loader: out of memory");
+			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	}
 	if (n > b->rows_cap) {
 		uint64_t *ids = realloc(b->row_ids, n * sizeof *ids);
 		if (!ids)
-			return mt_err(err, MT_ENOMEM, "loader: out of memory");
+			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 		b->row_ids = ids;
 		for (size_t c = 0; c < l->ncols; c++) {
 			if (!l->cols[c].ragged)
 				continue;
 			uint64_t *o = realloc(b->offsets[c], (n + 1) * sizeof *o);
 			if (!o)
-				return mt_err(err, MT_ENOMEM, "loader: out of memory");
+				return mti_err(err, MT_ENOMEM, "loader: out of memory");
 			b->offsets[c] = o;
 		}
 		b->rows_cap = n;
@@ -408,7 +408,7 @@ static int out_reserve(mt_loader *l, ld_out *b, size_t n, const size_t *bytes, m
 		size_t cap = bytes[c] > 2 * b->data_cap[c] ? bytes[c] : 2 * b->data_cap[c];
 		void *p = buf_alloc(l, cap);
 		if (!p)
-			return mt_err(err, MT_ENOMEM, "loader: cannot allocate %zu bytes for a batch",
+			return mti_err(err, MT_ENOMEM, "loader: cannot allocate %zu bytes for a batch",
 				      cap);
 		buf_free(l, b->data[c], b->data_cap[c]);
 		b->data[c] = p;
@@ -435,7 +435,7 @@ static int out_put(mt_loader *l, ld_out *b, size_t c, size_t i, const void *src,
 		size_t cap = need > 2 * b->data_cap[c] ? need : 2 * b->data_cap[c];
 		uint8_t *p = buf_alloc(l, cap);
 		if (!p)
-			return mt_err(err, MT_ENOMEM, "loader: cannot allocate %zu bytes for a batch",
+			return mti_err(err, MT_ENOMEM, "loader: cannot allocate %zu bytes for a batch",
 				      cap);
 		memcpy(p, b->data[c], (size_t)(from * col->unit_bytes));
 		buf_free(l, b->data[c], b->data_cap[c]);
@@ -462,7 +462,7 @@ static int out_put_direct(mt_loader *l, ld_out *b, size_t i, uint64_t row, mt_er
 		size_t bytes = (size_t)(items * col->unit_bytes);
 		void *tmp = malloc(bytes ? bytes : 1);
 		if (!tmp)
-			return mt_err(err, MT_ENOMEM, "loader: out of memory");
+			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 		int rc = mt_reader_read(l->reader, col->attr, row, row + 1, tmp, bytes, err);
 		if (!rc)
 			rc = out_put(l, b, c, i, tmp, items, err);
@@ -477,7 +477,7 @@ static int out_begin(mt_loader *l, ld_out *b, size_t n, mt_error *err)
 {
 	size_t *bytes = calloc(l->ncols ? l->ncols : 1, sizeof *bytes);
 	if (!bytes)
-		return mt_err(err, MT_ENOMEM, "loader: out of memory");
+		return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	for (size_t c = 0; c < l->ncols; c++)
 		bytes[c] = l->cols[c].ragged ? 0 : n * l->cols[c].unit_bytes;
 	int rc = out_reserve(l, b, n, bytes, err);
@@ -507,7 +507,7 @@ static void out_end(mt_loader *l, ld_out *b, size_t n)
 static int batch_put_padding(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt_error *err)
 {
 	uint64_t row;
-	int rc = mt_plan_row_at(&l->plan, mt_plan_position(&l->plan, idx), &row, err);
+	int rc = mti_plan_row_at(&l->plan, mti_plan_position(&l->plan, idx), &row, err);
 	if (rc)
 		return rc;
 	b->row_ids[i] = row;
@@ -517,8 +517,8 @@ static int batch_put_padding(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt
 /* Row i of the batch from share index idx, out of its decoded window. */
 static int batch_put(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt_error *err)
 {
-	uint64_t pos = mt_plan_position(&l->plan, idx);
-	size_t w = mt_plan_window_of(&l->plan, pos);
+	uint64_t pos = mti_plan_position(&l->plan, idx);
+	size_t w = mti_plan_window_of(&l->plan, pos);
 	ld_slot *s = NULL;
 	int rc = window_get(l, w, &s, err);
 	if (rc)
@@ -540,7 +540,7 @@ int mt_loader_next(mt_loader *l, const mt_batch **out, mt_error *err)
 	if (l->batches_taken >= l->plan.batches)
 		return 0;
 	uint64_t first, rows;
-	mt_plan_batch(&l->plan, l->batches_taken, &first, &rows);
+	mti_plan_batch(&l->plan, l->batches_taken, &first, &rows);
 	size_t n = (size_t)rows;
 	ld_out *b = &l->out;
 	int rc = out_begin(l, b, n, err);
@@ -566,7 +566,7 @@ int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n, const mt_b
 	ld_out *b = &l->rows_out;
 	for (size_t i = 0; i < n; i++)
 		if (rows[i] >= l->plan.rows)
-			return mt_err(err, MT_ERANGE, "loader: row %" PRIu64 " is past the %" PRIu64
+			return mti_err(err, MT_ERANGE, "loader: row %" PRIu64 " is past the %" PRIu64
 				      " rows of the version", rows[i], l->plan.rows);
 	int rc = out_begin(l, b, n, err);
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -585,12 +585,12 @@ uint64_t mt_loader_batches(const mt_loader *l)
 	return l->plan.batches;
 }
 
-uint64_t mt_loader_batches_left(const mt_loader *l)
+uint64_t mti_loader_batches_left(const mt_loader *l)
 {
 	return l->plan.batches - l->batches_taken;
 }
 
-uint64_t mt_loader_epoch(const mt_loader *l)
+uint64_t mti_loader_epoch(const mt_loader *l)
 {
 	return l->plan.epoch;
 }
@@ -601,7 +601,7 @@ static int loader_start(mt_loader *l, uint64_t epoch, mt_error *err)
 	const mt_loader_opts *o = &l->opts;
 	mt_plan_share share = {o->world, o->batch_rows, o->drop_last, 0};
 	l->batches_taken = 0;
-	int rc = mt_plan_epoch(&l->plan, epoch, l->stages, l->nstages, o->rank, &share, err);
+	int rc = mti_plan_epoch(&l->plan, epoch, l->stages, l->nstages, o->rank, &share, err);
 	return rc ? rc : prefetch_start(l, err);
 }
 
@@ -632,7 +632,7 @@ size_t mt_loader_state(const mt_loader *l, char *buf, size_t cap)
 	};
 	mt_plan_share now = p->share;
 	now.batches_taken = l->batches_taken;
-	return mt_token_format(&t, &now, buf, cap);
+	return mti_token_format(&t, &now, buf, cap);
 }
 
 /* ---- open and close ----------------------------------------------------- */
@@ -642,7 +642,7 @@ void mt_loader_opts_init_size(mt_loader_opts *o, size_t size)
 	/* Every default is 0, resolved when the loader opens. */
 	mt_loader_opts defaults;
 	memset(&defaults, 0, sizeof defaults);
-	mt_opts_init(o, size, &defaults, sizeof defaults);
+	mti_opts_init(o, size, &defaults, sizeof defaults);
 }
 
 static void loader_defaults(mt_loader_opts *o)
@@ -663,28 +663,28 @@ static int loader_open_token(mt_loader *l, mt_store *s, const char *dataset, con
 			     mt_error *err)
 {
 	mt_token t;
-	int rc = mt_token_parse(l->opts.resume, &t, err);
+	int rc = mti_token_parse(l->opts.resume, &t, err);
 	if (!rc && dataset && strcmp(dataset, t.dataset))
-		rc = mt_err(err, MT_EINVAL, "loader: the resume token is for dataset %s, not %s",
+		rc = mti_err(err, MT_EINVAL, "loader: the resume token is for dataset %s, not %s",
 			    t.dataset, dataset);
 	else if (!rc && version && *version && strcmp(version, "latest") &&
 		 strcmp(version, t.version))
-		rc = mt_err(err, MT_EINVAL, "loader: the resume token is for %s@%s, not @%s",
+		rc = mti_err(err, MT_EINVAL, "loader: the resume token is for %s@%s, not @%s",
 			    t.dataset, t.version, version);
 	if (!rc)
 		rc = mt_reader_open(s, t.dataset, t.version, &l->reader, err);
 	if (!rc && mt_reader_info(l->reader)->rows != t.rows)
-		rc = mt_err(err, MT_EINVAL, "loader: the resume token counts %" PRIu64
+		rc = mti_err(err, MT_EINVAL, "loader: the resume token counts %" PRIu64
 			    " rows, %s@%s has %" PRIu64, t.rows, t.dataset, t.version,
 			    mt_reader_info(l->reader)->rows);
 	if (!rc) {
-		mt_plan_init(&l->plan, t.rows, t.window_rows, t.unit_rows, t.shuffle, t.seed);
+		mti_plan_init(&l->plan, t.rows, t.window_rows, t.unit_rows, t.shuffle, t.seed);
 		l->plan.epoch = t.epoch;
 		l->stages = t.stages;
 		l->nstages = t.nstages;
 		t.stages = NULL;
 	}
-	mt_token_free(&t);
+	mti_token_free(&t);
 	return rc;
 }
 
@@ -695,14 +695,14 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 	const mt_loader_opts *o = &l->opts;
 	int rc = 0;
 	if (o->cache_dir && o->in_memory)
-		rc = mt_err(err, MT_EINVAL, "loader: a cache directory or in-memory, not both");
+		rc = mti_err(err, MT_EINVAL, "loader: a cache directory or in-memory, not both");
 	else if (o->cache_dir || o->in_memory) {
-		rc = mt_store_cache_open(s, o->in_memory ? NULL : o->cache_dir,
+		rc = mti_store_cache_open(s, o->in_memory ? NULL : o->cache_dir,
 					 o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE, &l->cache, err);
 		s = l->cache;
 	}
 	if (o->rank >= o->world)
-		rc = mt_err(err, MT_EINVAL, "loader: rank %u is not below the world size %u", o->rank,
+		rc = mti_err(err, MT_EINVAL, "loader: rank %u is not below the world size %u", o->rank,
 			    o->world);
 	if (rc)
 		return rc;
@@ -719,12 +719,12 @@ static int loader_columns(mt_loader *l, uint64_t *row_bytes, mt_error *err)
 	l->ncols = o->attrs ? o->nattrs : mt_reader_nattrs(l->reader);
 	l->cols = calloc(l->ncols ? l->ncols : 1, sizeof *l->cols);
 	if (!l->cols)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	*row_bytes = 0;
 	for (size_t c = 0; c < l->ncols; c++) {
 		int a = o->attrs ? mt_reader_attr_index(l->reader, o->attrs[c]) : (int)c;
 		if (a < 0)
-			return mt_err(err, MT_ENOTFOUND, "loader: %s@%s has no attribute %s",
+			return mti_err(err, MT_ENOTFOUND, "loader: %s@%s has no attribute %s",
 				      vi->dataset, vi->version, o->attrs[c]);
 		const mt_attr *at = mt_reader_attr(l->reader, (size_t)a);
 		l->cols[c] = (ld_col){(size_t)a, at->ragged,
@@ -750,7 +750,7 @@ static int loader_plan(mt_loader *l, uint64_t row_bytes, mt_error *err)
 		uint64_t window = o->shuffle_rows ? o->shuffle_rows : o->prefetch_bytes / 2 / row_bytes;
 		if (window < 2)
 			window = 2;
-		mt_plan_init(&l->plan, vi->rows, window, window / 2, o->shuffle, o->seed);
+		mti_plan_init(&l->plan, vi->rows, window, window / 2, o->shuffle, o->seed);
 		l->plan.epoch = o->epoch;
 	}
 	/* Units: runs of at most unit_rows rows inside one shard. */
@@ -758,8 +758,8 @@ static int loader_plan(mt_loader *l, uint64_t row_bytes, mt_error *err)
 		mt_shard_info si;
 		int rc = mt_reader_shard(l->reader, i, &si);
 		if (rc)
-			return mt_err(err, rc, "loader: shard %zu of %s@%s", i, vi->dataset, vi->version);
-		if ((rc = mt_plan_add_shard(&l->plan, si.first_row, si.rows, err)))
+			return mti_err(err, rc, "loader: shard %zu of %s@%s", i, vi->dataset, vi->version);
+		if ((rc = mti_plan_add_shard(&l->plan, si.first_row, si.rows, err)))
 			return rc;
 	}
 	return 0;
@@ -771,11 +771,11 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 	*out = NULL;
 	mt_loader *l = calloc(1, sizeof *l);
 	if (!l)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&l->fetch.lock, NULL);
 	pthread_cond_init(&l->fetch.cond, NULL);
 	mt_loader_opts_init(&l->opts);
-	int rc = opts ? mt_opts_take(&l->opts, sizeof l->opts, opts, LOADER_OPTS_FIRST,
+	int rc = opts ? mti_opts_take(&l->opts, sizeof l->opts, opts, LOADER_OPTS_FIRST,
 				     "mt_loader_opts", err)
 		      : 0;
 	loader_defaults(&l->opts);
@@ -783,7 +783,7 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 	if (!rc)
 		rc = loader_open_reader(l, s, dataset, version, err);
 	if (!rc && l->opts.decode_threads > 0)
-		mt_reader_set_threads(l->reader, l->opts.decode_threads);
+		mti_reader_set_threads(l->reader, l->opts.decode_threads);
 	if (!rc)
 		rc = loader_columns(l, &row_bytes, err);
 	if (!rc)
@@ -811,7 +811,7 @@ void mt_loader_close(mt_loader *l)
 	if (l->cache)
 		l->cache->ops->close(l->cache);
 	free(l->cols);
-	mt_plan_free(&l->plan);
+	mti_plan_free(&l->plan);
 	free(l->stages);
 	pthread_mutex_destroy(&l->fetch.lock);
 	pthread_cond_destroy(&l->fetch.cond);

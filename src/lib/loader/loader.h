@@ -5,8 +5,8 @@
 #include "util.h"
 
 /* Batches this rank has still to take this epoch. */
-MT_LOCAL uint64_t mt_loader_batches_left(const mt_loader *l);
+MT_LOCAL uint64_t mti_loader_batches_left(const mt_loader *l);
 /* The epoch the loader is in. */
-MT_LOCAL uint64_t mt_loader_epoch(const mt_loader *l);
+MT_LOCAL uint64_t mti_loader_epoch(const mt_loader *l);
 
 #endif

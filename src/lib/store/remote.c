@@ -17,12 +17,12 @@ static int config_path(char **out, mt_error *err)
 {
 	const char *p = getenv("MATORAGE_CONFIG");
 	if (p && *p) {
-		*out = mt_strdup(p);
-		return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+		*out = mti_strdup(p);
+		return *out ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	int rc = mt_user_path(MT_DIR_CONFIG, "config.json", out, err);
 	if (rc && rc != MT_ENOMEM)
-		mt_err_prefix(err, "configuration: ");
+		mti_err_prefix(err, "configuration: ");
 	return rc;
 }
 
@@ -33,26 +33,26 @@ static int config_load(const char *path, json_t **out, mt_error *err)
 	FILE *f = fopen(path, "r");
 	if (!f && errno == ENOENT) {
 		*out = json_object();
-		return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+		return *out ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	if (!f)
-		return mt_err(err, MT_EIO, "configuration %s: %s", path, strerror(errno));
+		return mti_err(err, MT_EIO, "configuration %s: %s", path, strerror(errno));
 	/* A directory opens fine and then reads as an empty, broken file. */
 	struct stat st;
 	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
 		fclose(f);
-		return mt_err(err, MT_EIO, "configuration %s: not a regular file", path);
+		return mti_err(err, MT_EIO, "configuration %s: not a regular file", path);
 	}
 	json_error_t je;
 	json_t *root = json_loadf(f, 0, &je);
 	fclose(f);
 	if (!root)
-		return mt_err(err, MT_EFORMAT, "configuration %s: line %d, column %d: %s", path,
+		return mti_err(err, MT_EFORMAT, "configuration %s: line %d, column %d: %s", path,
 			      je.line, je.column, je.text);
 	json_t *remotes = json_object_get(root, "remotes");
 	if (!json_is_object(root) || (remotes && !json_is_object(remotes))) {
 		json_decref(root);
-		return mt_err(err, MT_EFORMAT,
+		return mti_err(err, MT_EFORMAT,
 			      "configuration %s: expected an object with \"remotes\": {NAME: {...}}",
 			      path);
 	}
@@ -62,7 +62,7 @@ static int config_load(const char *path, json_t **out, mt_error *err)
 
 static const char *const addressing_names[] = {"auto", "path", "virtual"};
 
-void mt_remotes_free_one(mt_remote *r)
+void mti_remotes_free_one(mt_remote *r)
 {
 	free(r->name);
 	free(r->url);
@@ -76,7 +76,7 @@ void mt_remotes_free_one(mt_remote *r)
 void mt_remotes_free(mt_remote *r, size_t n)
 {
 	for (size_t i = 0; r && i < n; i++)
-		mt_remotes_free_one(&r[i]);
+		mti_remotes_free_one(&r[i]);
 	free(r);
 }
 
@@ -86,11 +86,11 @@ static int remote_decode(const char *path, const char *name, json_t *e, mt_remot
 {
 	memset(r, 0, sizeof *r);
 	if (!json_is_object(e))
-		return mt_err(err, MT_EFORMAT, "configuration %s: remote %s is not an object", path,
+		return mti_err(err, MT_EFORMAT, "configuration %s: remote %s is not an object", path,
 			      name);
 	int rc = 0;
-	if (!(r->name = mt_strdup(name)))
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+	if (!(r->name = mti_strdup(name)))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	struct {
 		const char *key;
 		char **slot;
@@ -99,16 +99,16 @@ static int remote_decode(const char *path, const char *name, json_t *e, mt_remot
 	for (size_t i = 0; !rc && i < sizeof strs / sizeof *strs; i++) {
 		json_t *v = json_object_get(e, strs[i].key);
 		if (v && !json_is_string(v))
-			rc = mt_err(err, MT_EFORMAT, "configuration %s: remote %s: %s is not a string",
+			rc = mti_err(err, MT_EFORMAT, "configuration %s: remote %s: %s is not a string",
 				    path, name, strs[i].key);
-		else if (v && !(*strs[i].slot = mt_strdup(json_string_value(v))))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+		else if (v && !(*strs[i].slot = mti_strdup(json_string_value(v))))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	if (!rc && !r->url)
-		rc = mt_err(err, MT_EFORMAT, "configuration %s: remote %s has no url", path, name);
+		rc = mti_err(err, MT_EFORMAT, "configuration %s: remote %s has no url", path, name);
 	json_t *ins = json_object_get(e, "insecure");
 	if (!rc && ins && !json_is_boolean(ins))
-		rc = mt_err(err, MT_EFORMAT, "configuration %s: remote %s: insecure is not true or "
+		rc = mti_err(err, MT_EFORMAT, "configuration %s: remote %s: insecure is not true or "
 			    "false", path, name);
 	r->insecure = json_is_true(ins);
 	json_t *a = json_object_get(e, "addressing");
@@ -119,12 +119,12 @@ static int remote_decode(const char *path, const char *name, json_t *e, mt_remot
 			if (!strcmp(s, addressing_names[i]))
 				found = i;
 		if (found < 0)
-			rc = mt_err(err, MT_EFORMAT, "configuration %s: remote %s: addressing is not "
+			rc = mti_err(err, MT_EFORMAT, "configuration %s: remote %s: addressing is not "
 				    "\"auto\", \"path\" or \"virtual\"", path, name);
 		r->addressing = found;
 	}
 	if (rc)
-		mt_remotes_free_one(r);
+		mti_remotes_free_one(r);
 	return rc;
 }
 
@@ -146,7 +146,7 @@ int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err)
 	size_t count = remotes ? json_object_size(remotes) : 0;
 	mt_remote *list = count ? calloc(count, sizeof *list) : NULL;
 	if (!rc && count && !list)
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	size_t k = 0;
 	const char *name;
 	json_t *e;
@@ -170,7 +170,7 @@ int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err)
 	return 0;
 }
 
-int mt_remote_find(const char *name, mt_remote *out, mt_error *err)
+int mti_remote_find(const char *name, mt_remote *out, mt_error *err)
 {
 	memset(out, 0, sizeof *out);
 	char *path = NULL;
@@ -192,12 +192,12 @@ int mt_remote_find(const char *name, mt_remote *out, mt_error *err)
  * over it, so a crash leaves the old file or the new one. */
 static int config_save(const char *path, json_t *root, mt_error *err)
 {
-	char *tmp = mt_asprintf("%s.XXXXXX", path);
+	char *tmp = mti_asprintf("%s.XXXXXX", path);
 	if (!tmp)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	int fd = mkstemp(tmp); /* mode 0600 */
 	if (fd < 0) {
-		int rc = mt_err(err, MT_EIO, "configuration %s: %s", path, strerror(errno));
+		int rc = mti_err(err, MT_EIO, "configuration %s: %s", path, strerror(errno));
 		free(tmp);
 		return rc;
 	}
@@ -218,7 +218,7 @@ static int config_save(const char *path, json_t *root, mt_error *err)
 	int rc = 0;
 	if (!ok) {
 		unlink(tmp);
-		rc = mt_err(err, e == ENOMEM ? MT_ENOMEM : MT_EIO, "writing configuration %s: %s",
+		rc = mti_err(err, e == ENOMEM ? MT_ENOMEM : MT_EIO, "writing configuration %s: %s",
 			    path, strerror(e));
 	}
 	free(tmp);
@@ -235,7 +235,7 @@ static char *config_target(const char *path)
 		if (real)
 			return real;
 	}
-	return mt_strdup(path);
+	return mti_strdup(path);
 }
 
 /* Lock the directory holding path against another matorage editing the same
@@ -246,7 +246,7 @@ static char *config_target(const char *path)
 static int config_lock(const char *path)
 {
 	const char *slash = strrchr(path, '/');
-	char *dir = slash ? mt_asprintf("%.*s", (int)(slash - path), path) : mt_strdup(".");
+	char *dir = slash ? mti_asprintf("%.*s", (int)(slash - path), path) : mti_strdup(".");
 	int fd = dir ? open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	free(dir);
 	if (fd >= 0)
@@ -263,14 +263,14 @@ static int remote_check(const mt_remote *r, mt_error *err)
 	const char *u = r->url ? r->url : "";
 	int s3 = !strncmp(u, "s3://", 5), file = !strncmp(u, "file:///", 8);
 	if ((!s3 && !file) || (s3 && (u[5] == '\0' || u[5] == '/')))
-		return mt_err(err, MT_EINVAL,
+		return mti_err(err, MT_EINVAL,
 			      "remote %s: URL '%s' is not s3://BUCKET[/PREFIX] or file:///PATH",
 			      r->name, u);
 	if (r->endpoint && strncmp(r->endpoint, "http://", 7) && strncmp(r->endpoint, "https://", 8))
-		return mt_err(err, MT_EINVAL, "remote %s: endpoint '%s' is not http(s)://HOST[:PORT]",
+		return mti_err(err, MT_EINVAL, "remote %s: endpoint '%s' is not http(s)://HOST[:PORT]",
 			      r->name, r->endpoint);
 	if (r->addressing < MT_S3_AUTO || r->addressing > MT_S3_VIRTUAL)
-		return mt_err(err, MT_EINVAL, "remote %s: addressing %d is not MT_S3_AUTO, "
+		return mti_err(err, MT_EINVAL, "remote %s: addressing %d is not MT_S3_AUTO, "
 			      "MT_S3_PATH or MT_S3_VIRTUAL", r->name, r->addressing);
 	return 0;
 }
@@ -288,8 +288,8 @@ static int config_edit(int (*edit)(json_t *remotes, const void *arg, const char 
 	char *path = config_target(name);
 	free(name);
 	if (!path)
-		return mt_err(err, MT_ENOMEM, "out of memory");
-	rc = mt_mkdir_parent(path, "configuration directory", err);
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	rc = mti_mkdir_parent(path, "configuration directory", err);
 	int dfd = rc ? -1 : config_lock(path);
 	json_t *root = NULL;
 	if (!rc)
@@ -298,7 +298,7 @@ static int config_edit(int (*edit)(json_t *remotes, const void *arg, const char 
 	if (!rc && !remotes) {
 		remotes = json_object();
 		if (!remotes || json_object_set_new(root, "remotes", remotes))
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	if (!rc)
 		rc = edit(remotes, arg, path, err);
@@ -325,7 +325,7 @@ static int edit_add(json_t *remotes, const void *arg, const char *path, mt_error
 	const mt_remote *r = a->r;
 	json_t *old = json_object_get(remotes, r->name);
 	if (old && !a->replace)
-		return mt_err(err, MT_EEXIST, "remote %s already exists (in %s)", r->name, path);
+		return mti_err(err, MT_EEXIST, "remote %s already exists (in %s)", r->name, path);
 	/* Keep fields this version does not know about. */
 	json_t *e = json_is_object(old) ? json_deep_copy(old) : json_object();
 	int bad = !e;
@@ -344,7 +344,7 @@ static int edit_add(json_t *remotes, const void *arg, const char *path, mt_error
 	if (bad || json_object_set_new(remotes, r->name, e)) {
 		if (bad)
 			json_decref(e);
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -362,13 +362,13 @@ static int edit_remove(json_t *remotes, const void *arg, const char *path, mt_er
 {
 	const char *name = arg;
 	if (json_object_del(remotes, name) != 0)
-		return mt_err(err, MT_ENOTFOUND, "no remote named %s (in %s)", name, path);
+		return mti_err(err, MT_ENOTFOUND, "no remote named %s (in %s)", name, path);
 	return 0;
 }
 
 int mt_remote_remove(const char *name, mt_error *err)
 {
 	if (!name || !*name)
-		return mt_err(err, MT_EINVAL, "remote name is empty");
+		return mti_err(err, MT_EINVAL, "remote name is empty");
 	return config_edit(edit_remove, name, err);
 }

@@ -52,7 +52,7 @@ static int set_once(char **slot, const char *v)
 {
 	if (*slot)
 		return 0;
-	return (*slot = mt_strdup(v)) ? 0 : MT_ENOMEM;
+	return (*slot = mti_strdup(v)) ? 0 : MT_ENOMEM;
 }
 
 /* Where a profile's setting goes; NULL for settings matorage does not use. */
@@ -89,7 +89,7 @@ static int ini_line(ini_state *st, char *s, int indented, mt_error *err)
 	if (*s == '[') {
 		char *end = strchr(s, ']');
 		if (!end)
-			return mt_err(err, MT_EFORMAT, "%s:%d: section header without ']'", st->path,
+			return mti_err(err, MT_EFORMAT, "%s:%d: section header without ']'", st->path,
 				      st->lineno);
 		*end = '\0';
 		st->in_want = strcmp(trim(s + 1), st->want) == 0;
@@ -99,7 +99,7 @@ static int ini_line(ini_state *st, char *s, int indented, mt_error *err)
 	}
 	char *eq = strchr(s, '=');
 	if (!eq)
-		return mt_err(err, MT_EFORMAT, "%s:%d: expected 'key = value' or '[section]'",
+		return mti_err(err, MT_EFORMAT, "%s:%d: expected 'key = value' or '[section]'",
 			      st->path, st->lineno);
 	*eq = '\0';
 	char *key = trim(s), *val = trim(eq + 1);
@@ -119,7 +119,7 @@ static int ini_line(ini_state *st, char *s, int indented, mt_error *err)
 	else
 		slot = profile_slot(st->pv, key);
 	if (slot && set_once(slot, val))
-		return mt_err(err, MT_ENOMEM, "%s: out of memory", st->path);
+		return mti_err(err, MT_ENOMEM, "%s: out of memory", st->path);
 	return 0;
 }
 
@@ -133,7 +133,7 @@ static int ini_read(const char *path, const char *want, profile_vals *pv, mt_err
 	if (!f) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			return 0;
-		return mt_err(err, MT_EIO, "%s: %s", path, strerror(errno));
+		return mti_err(err, MT_EIO, "%s: %s", path, strerror(errno));
 	}
 	char line[4096];
 	ini_state st = {.path = path, .want = want, .pv = pv};
@@ -141,7 +141,7 @@ static int ini_read(const char *path, const char *want, profile_vals *pv, mt_err
 	while (!rc && fgets(line, sizeof line, f)) {
 		st.lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
-			rc = mt_err(err, MT_EFORMAT, "%s:%d: line too long", path, st.lineno);
+			rc = mti_err(err, MT_EFORMAT, "%s:%d: line too long", path, st.lineno);
 			break;
 		}
 		int indented = line[0] == ' ' || line[0] == '\t';
@@ -150,7 +150,7 @@ static int ini_read(const char *path, const char *want, profile_vals *pv, mt_err
 			rc = ini_line(&st, s, indented, err);
 	}
 	if (!rc && ferror(f))
-		rc = mt_err(err, MT_EIO, "%s: read error", path);
+		rc = mti_err(err, MT_EIO, "%s: read error", path);
 	OPENSSL_cleanse(line, sizeof line);
 	fclose(f);
 	return rc;
@@ -161,9 +161,9 @@ static char *aws_file(const char *var, const char *name)
 {
 	const char *v = getenv(var);
 	if (v && *v)
-		return mt_strdup(v);
+		return mti_strdup(v);
 	const char *home = getenv("HOME");
-	return mt_asprintf("%s/.aws/%s", home && *home ? home : ".", name);
+	return mti_asprintf("%s/.aws/%s", home && *home ? home : ".", name);
 }
 
 static const char *env_nonempty(const char *name)
@@ -176,11 +176,11 @@ static int profile_read(const char *profile, profile_vals *pv, mt_error *err)
 {
 	char *cred = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
 	char *conf = aws_file("AWS_CONFIG_FILE", "config");
-	char *section = strcmp(profile, "default") == 0 ? mt_strdup("default")
-							: mt_asprintf("profile %s", profile);
+	char *section = strcmp(profile, "default") == 0 ? mti_strdup("default")
+							: mti_asprintf("profile %s", profile);
 	int rc = 0;
 	if (!cred || !conf || !section)
-		rc = mt_err(err, MT_ENOMEM, "out of memory reading AWS configuration");
+		rc = mti_err(err, MT_ENOMEM, "out of memory reading AWS configuration");
 	/* The credentials file comes first: its values win. */
 	if (!rc)
 		rc = ini_read(cred, profile, pv, err);
@@ -202,7 +202,7 @@ static int profile_read(const char *profile, profile_vals *pv, mt_error *err)
 		profile_vals_free(&c);
 	}
 	if (!rc && !pv->found && strcmp(profile, "default") != 0)
-		rc = mt_err(err, MT_ENOTFOUND, "AWS profile %s is in neither %s nor %s", profile,
+		rc = mti_err(err, MT_ENOTFOUND, "AWS profile %s is in neither %s nor %s", profile,
 			    cred, conf);
 	free(cred);
 	free(conf);
@@ -239,7 +239,7 @@ static int pick_keys(int explicit_profile, const char *prof, const profile_vals 
 		return 0;
 	}
 	if (!pv->access_key != !pv->secret_key)
-		return mt_err(err, MT_EINVAL,
+		return mti_err(err, MT_EINVAL,
 			      "AWS profile %s has only one of aws_access_key_id and "
 			      "aws_secret_access_key",
 			      prof);
@@ -256,21 +256,21 @@ static int config_fill(mt_s3_config *out, const char *ak, const char *sk, const 
 		       const char *reg, const char *ep, const char *prof)
 {
 	if (ak) {
-		out->access_key = mt_strdup(ak);
-		out->secret_key = mt_strdup(sk);
+		out->access_key = mti_strdup(ak);
+		out->secret_key = mti_strdup(sk);
 		if (tok)
-			out->session_token = mt_strdup(tok);
+			out->session_token = mti_strdup(tok);
 	}
-	out->region = mt_strdup(reg);
-	out->profile = mt_strdup(prof);
+	out->region = mti_strdup(reg);
+	out->profile = mti_strdup(prof);
 	if (ep)
-		out->endpoint = mt_strdup(ep);
+		out->endpoint = mti_strdup(ep);
 	int bad = !out->region || !out->profile || (ep && !out->endpoint) ||
 		  (ak && (!out->access_key || !out->secret_key || (tok && !out->session_token)));
 	return bad ? MT_ENOMEM : 0;
 }
 
-int mt_s3_config_resolve(const char *profile, const char *region, const char *endpoint,
+int mti_s3_config_resolve(const char *profile, const char *region, const char *endpoint,
 			 mt_s3_config *out, mt_error *err)
 {
 	memset(out, 0, sizeof *out);
@@ -287,15 +287,15 @@ int mt_s3_config_resolve(const char *profile, const char *region, const char *en
 		const char *ep = arg_env(endpoint, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",
 					 pv.s3_endpoint ? pv.s3_endpoint : pv.endpoint);
 		if (config_fill(out, ak, sk, tok, reg, ep, prof))
-			rc = mt_err(err, MT_ENOMEM, "out of memory resolving S3 configuration");
+			rc = mti_err(err, MT_ENOMEM, "out of memory resolving S3 configuration");
 	}
 	profile_vals_free(&pv);
 	if (rc)
-		mt_s3_config_free(out);
+		mti_s3_config_free(out);
 	return rc;
 }
 
-void mt_s3_config_free(mt_s3_config *c)
+void mti_s3_config_free(mt_s3_config *c)
 {
 	if (c->secret_key)
 		OPENSSL_cleanse(c->secret_key, strlen(c->secret_key));
@@ -312,7 +312,7 @@ void mt_s3_config_free(mt_s3_config *c)
 
 /* ---- Signature Version 4 --------------------------------------------- */
 
-char *mt_uri_encode(const char *s, int keep_slash)
+char *mti_uri_encode(const char *s, int keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t n = strlen(s);
@@ -398,7 +398,7 @@ static int hmac(const void *key, size_t klen, const char *msg, unsigned char out
 
 static int buf_str(mt_buf *b, const char *s)
 {
-	return mt_buf_append(b, s, strlen(s));
+	return mti_buf_append(b, s, strlen(s));
 }
 
 /* Append each string in turn up to the NULL that ends the list. */
@@ -421,16 +421,16 @@ static int canonical_query(const mt_sigv4_req *r, char **out)
 	mt_buf qs = {0};
 	int bad = !q;
 	for (size_t i = 0; !bad && i < nq; i++)
-		bad = !(q[i].name = mt_uri_encode(r->query[i].name, 0)) ||
-		      !(q[i].value = mt_uri_encode(r->query[i].value, 0));
+		bad = !(q[i].name = mti_uri_encode(r->query[i].name, 0)) ||
+		      !(q[i].value = mti_uri_encode(r->query[i].value, 0));
 	if (!bad)
 		qsort(q, nq, sizeof *q, pair_cmp);
 	for (size_t i = 0; !bad && i < nq; i++)
 		bad = buf_cat(&qs, i ? "&" : "", q[i].name, "=", q[i].value, (char *)NULL);
-	bad = bad || mt_buf_append(&qs, "", 1);
+	bad = bad || mti_buf_append(&qs, "", 1);
 	pairs_free(q, nq);
 	if (bad) {
-		mt_buf_free(&qs);
+		mti_buf_free(&qs);
 		return MT_ENOMEM;
 	}
 	*out = (char *)qs.data;
@@ -453,13 +453,13 @@ static int canonical_headers(const mt_sigv4_req *r, const char *amzdate, const c
 	for (size_t i = 0; i < 4; i++) {
 		if (!fixed[i][1])
 			continue;
-		if (!(p[*n].name = mt_strdup(fixed[i][0])) ||
+		if (!(p[*n].name = mti_strdup(fixed[i][0])) ||
 		    !(p[*n].value = header_value(fixed[i][1])))
 			return MT_ENOMEM;
 		(*n)++;
 	}
 	for (size_t i = 0; i < r->nheaders; i++, (*n)++) {
-		if (!(p[*n].name = mt_strdup(r->headers[i].name)) ||
+		if (!(p[*n].name = mti_strdup(r->headers[i].name)) ||
 		    !(p[*n].value = header_value(r->headers[i].value)))
 			return MT_ENOMEM;
 		for (char *c = p[*n].name; *c; c++)
@@ -477,7 +477,7 @@ static int canonical_request(const mt_sigv4_req *r, const mt_sigv4_out *out, con
 	int bad = 0;
 	for (size_t i = 0; !bad && i < n; i++)
 		bad = buf_cat(sh, i ? ";" : "", h[i].name, (char *)NULL);
-	bad = bad || mt_buf_append(sh, "", 1) ||
+	bad = bad || mti_buf_append(sh, "", 1) ||
 	      buf_cat(creq, r->method, "\n", out->path, "\n", out->query, "\n", (char *)NULL);
 	for (size_t i = 0; !bad && i < n; i++)
 		bad = buf_cat(creq, h[i].name, ":", h[i].value, "\n", (char *)NULL);
@@ -491,7 +491,7 @@ static int canonical_request(const mt_sigv4_req *r, const mt_sigv4_out *out, con
 static int signature(const mt_s3_config *c, const char *day, const char *sts, char sighex[65])
 {
 	unsigned char key[32], sig[32];
-	char *seed = mt_asprintf("AWS4%s", c->secret_key ? c->secret_key : "");
+	char *seed = mti_asprintf("AWS4%s", c->secret_key ? c->secret_key : "");
 	int bad = !seed || hmac(seed, strlen(seed), day, key) || hmac(key, 32, c->region, key) ||
 		  hmac(key, 32, "s3", key) || hmac(key, 32, "aws4_request", key) ||
 		  hmac(key, 32, sts, sig);
@@ -512,13 +512,13 @@ static int out_headers(const mt_s3_config *c, const mt_sigv4_req *r, const char 
 {
 	size_t k = 0;
 	char **hd = out->headers;
-	if (!(hd[k++] = mt_asprintf("x-amz-date: %s", amzdate)) ||
-	    !(hd[k++] = mt_asprintf("x-amz-content-sha256: %s", r->payload_sha256)))
+	if (!(hd[k++] = mti_asprintf("x-amz-date: %s", amzdate)) ||
+	    !(hd[k++] = mti_asprintf("x-amz-content-sha256: %s", r->payload_sha256)))
 		return MT_ENOMEM;
-	if (token && !(hd[k++] = mt_asprintf("x-amz-security-token: %s", token)))
+	if (token && !(hd[k++] = mti_asprintf("x-amz-security-token: %s", token)))
 		return MT_ENOMEM;
 	if (sighex[0] &&
-	    !(hd[k++] = mt_asprintf("Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, "
+	    !(hd[k++] = mti_asprintf("Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, "
 				    "SignedHeaders=%s, Signature=%s",
 				    c->access_key, scope, signed_headers, sighex)))
 		return MT_ENOMEM;
@@ -526,14 +526,14 @@ static int out_headers(const mt_s3_config *c, const mt_sigv4_req *r, const char 
 	return 0;
 }
 
-int mt_sigv4_sign(const mt_s3_config *c, const mt_sigv4_req *r, mt_sigv4_out *out,
+int mti_sigv4_sign(const mt_s3_config *c, const mt_sigv4_req *r, mt_sigv4_out *out,
 		  mt_error *err)
 {
 	memset(out, 0, sizeof *out);
 	struct tm tm;
 	char amzdate[17], day[9];
 	if (!gmtime_r(&r->when, &tm) || !strftime(amzdate, sizeof amzdate, "%Y%m%dT%H%M%SZ", &tm))
-		return mt_err(err, MT_EINVAL, "sigv4: time out of range");
+		return mti_err(err, MT_EINVAL, "sigv4: time out of range");
 	memcpy(day, amzdate, 8);
 	day[8] = '\0';
 
@@ -543,37 +543,37 @@ int mt_sigv4_sign(const mt_s3_config *c, const mt_sigv4_req *r, mt_sigv4_out *ou
 	size_t nh = 0;
 	char *scope = NULL, creq_hex[MT_SHA256_HEX], sighex[65] = "";
 	int rc = canonical_query(r, &out->query);
-	if (!rc && !(out->path = mt_uri_encode(r->path, 1)))
+	if (!rc && !(out->path = mti_uri_encode(r->path, 1)))
 		rc = MT_ENOMEM;
 	if (!rc)
 		rc = canonical_headers(r, amzdate, token, &h, &nh);
 	if (!rc)
 		rc = canonical_request(r, out, h, nh, &sh, &creq);
 	if (!rc)
-		rc = mt_sha256_hex(creq.data, creq.len, creq_hex, err);
-	if (!rc && !(scope = mt_asprintf("%s/%s/s3/aws4_request", day, c->region)))
+		rc = mti_sha256_hex(creq.data, creq.len, creq_hex, err);
+	if (!rc && !(scope = mti_asprintf("%s/%s/s3/aws4_request", day, c->region)))
 		rc = MT_ENOMEM;
 	if (!rc && (buf_cat(&sts, "AWS4-HMAC-SHA256\n", amzdate, "\n", scope, "\n", creq_hex,
 			    (char *)NULL) ||
-		    mt_buf_append(&sts, "", 1)))
+		    mti_buf_append(&sts, "", 1)))
 		rc = MT_ENOMEM;
 	if (!rc && c->access_key && signature(c, day, (const char *)sts.data, sighex))
-		rc = mt_err(err, MT_EIO, "sigv4: HMAC-SHA256 failed");
+		rc = mti_err(err, MT_EIO, "sigv4: HMAC-SHA256 failed");
 	if (!rc)
 		rc = out_headers(c, r, amzdate, token, scope, (const char *)sh.data, sighex, out);
 	if (rc == MT_ENOMEM)
-		mt_err(err, MT_ENOMEM, "sigv4: out of memory");
+		mti_err(err, MT_ENOMEM, "sigv4: out of memory");
 	if (rc)
-		mt_sigv4_out_free(out);
+		mti_sigv4_out_free(out);
 	pairs_free(h, r->nheaders + 4);
-	mt_buf_free(&creq);
-	mt_buf_free(&sts);
-	mt_buf_free(&sh);
+	mti_buf_free(&creq);
+	mti_buf_free(&sts);
+	mti_buf_free(&sh);
 	free(scope);
 	return rc;
 }
 
-void mt_sigv4_out_free(mt_sigv4_out *o)
+void mti_sigv4_out_free(mt_sigv4_out *o)
 {
 	free(o->path);
 	free(o->query);
@@ -595,7 +595,7 @@ static int put_redacted(mt_buf *b)
 	return buf_str(b, "[REDACTED]");
 }
 
-char *mt_s3_redact(const mt_s3_config *c, const char *text)
+char *mti_s3_redact(const mt_s3_config *c, const char *text)
 {
 	static const char *const line_keys[] = {"authorization:", "x-amz-security-token:"};
 	static const char *const query_keys[] = {"x-amz-signature=", "x-amz-credential=",
@@ -612,7 +612,7 @@ char *mt_s3_redact(const mt_s3_config *c, const char *text)
 				s++;
 			if (starts_ci(s, line_keys[i])) {
 				size_t keep = (size_t)(s - p) + strlen(line_keys[i]);
-				bad = mt_buf_append(&b, p, keep) || buf_str(&b, " ") || put_redacted(&b);
+				bad = mti_buf_append(&b, p, keep) || buf_str(&b, " ") || put_redacted(&b);
 				skip = keep + strcspn(p + keep, "\r\n");
 			}
 		}
@@ -620,7 +620,7 @@ char *mt_s3_redact(const mt_s3_config *c, const char *text)
 		for (size_t i = 0; !skip && i < 3; i++) {
 			if (starts_ci(p, query_keys[i])) {
 				size_t keep = strlen(query_keys[i]);
-				bad = mt_buf_append(&b, p, keep) || put_redacted(&b);
+				bad = mti_buf_append(&b, p, keep) || put_redacted(&b);
 				skip = keep + strcspn(p + keep, "& \t\r\n\"'");
 			}
 		}
@@ -632,14 +632,14 @@ char *mt_s3_redact(const mt_s3_config *c, const char *text)
 			}
 		}
 		if (!skip) {
-			bad = bad || mt_buf_append(&b, p, 1);
+			bad = bad || mti_buf_append(&b, p, 1);
 			skip = 1;
 		}
 		at_line = p[skip - 1] == '\n';
 		p += skip;
 	}
-	if (bad || mt_buf_append(&b, "", 1)) {
-		mt_buf_free(&b);
+	if (bad || mti_buf_append(&b, "", 1)) {
+		mti_buf_free(&b);
 		return NULL;
 	}
 	return (char *)b.data;

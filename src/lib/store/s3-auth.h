@@ -12,7 +12,7 @@ typedef struct mt_s3_config {
 	char *access_key;
 	char *secret_key;
 	char *session_token;
-	char *region;   /* never NULL after mt_s3_config_resolve: default "us-east-1" */
+	char *region;   /* never NULL after mti_s3_config_resolve: default "us-east-1" */
 	char *endpoint; /* NULL: AWS's own (https://s3.REGION.amazonaws.com) */
 	char *profile;  /* the profile used, for error messages */
 } mt_s3_config;
@@ -31,15 +31,15 @@ typedef struct mt_s3_config {
  * not count), as in the AWS CLI.  A profile named explicitly that exists in neither file is
  * MT_ENOTFOUND; a file that cannot be parsed is MT_EFORMAT naming file and
  * line.  Errors never contain secrets. */
-MT_LOCAL int mt_s3_config_resolve(const char *profile, const char *region, const char *endpoint,
+MT_LOCAL int mti_s3_config_resolve(const char *profile, const char *region, const char *endpoint,
 				  mt_s3_config *out, mt_error *err);
-MT_LOCAL void mt_s3_config_free(mt_s3_config *c);
+MT_LOCAL void mti_s3_config_free(mt_s3_config *c);
 
 /* RFC 3986 percent-encoding as SigV4 wants it: unreserved characters
  * (A-Z a-z 0-9 - . _ ~) kept, every other byte %XX (upper-case hex), '/'
  * kept when keep_slash (object paths) and encoded otherwise (query).
  * Returns a malloc'ed string or NULL. */
-MT_LOCAL char *mt_uri_encode(const char *s, int keep_slash);
+MT_LOCAL char *mti_uri_encode(const char *s, int keep_slash);
 
 /* One name/value pair (query parameter or header). */
 typedef struct mt_kv {
@@ -78,14 +78,14 @@ typedef struct mt_sigv4_out {
 
 /* Sign for service "s3" in c->region with c's credentials; without an
  * access key (anonymous) there is no Authorization line. */
-MT_LOCAL int mt_sigv4_sign(const mt_s3_config *c, const mt_sigv4_req *r, mt_sigv4_out *out,
+MT_LOCAL int mti_sigv4_sign(const mt_s3_config *c, const mt_sigv4_req *r, mt_sigv4_out *out,
 			   mt_error *err);
-MT_LOCAL void mt_sigv4_out_free(mt_sigv4_out *o);
+MT_LOCAL void mti_sigv4_out_free(mt_sigv4_out *o);
 
 /* A copy of text with secrets replaced by "[REDACTED]": the values of
  * Authorization, x-amz-security-token and X-Amz-Signature/X-Amz-Credential
  * (query), and any occurrence of c's secret key or session token.  For
  * --debug logs and error messages.  malloc'ed or NULL. */
-MT_LOCAL char *mt_s3_redact(const mt_s3_config *c, const char *text);
+MT_LOCAL char *mti_s3_redact(const mt_s3_config *c, const char *text);
 
 #endif

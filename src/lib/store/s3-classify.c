@@ -44,7 +44,7 @@ static int retryable_curl(CURLcode rc)
 	}
 }
 
-mt_s3_verdict mt_s3_classify(const mt_s3_answer *a)
+mt_s3_verdict mti_s3_classify(const mt_s3_answer *a)
 {
 	mt_s3_verdict v = {0, 0, 0};
 	const char *s3code = a->s3code ? a->s3code : "";

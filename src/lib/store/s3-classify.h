@@ -20,6 +20,6 @@ typedef struct mt_s3_verdict {
 } mt_s3_verdict;
 
 /* The verdict on one answer; no I/O, no state. */
-MT_LOCAL mt_s3_verdict mt_s3_classify(const mt_s3_answer *a);
+MT_LOCAL mt_s3_verdict mti_s3_classify(const mt_s3_answer *a);
 
 #endif

@@ -10,7 +10,7 @@ static int name_ends(char c)
 	return c == '>' || c == '/' || c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-int mt_xml_next(const char *doc, size_t len, const char *name, size_t *pos, mt_xml_span *inner)
+int mti_xml_next(const char *doc, size_t len, const char *name, size_t *pos, mt_xml_span *inner)
 {
 	size_t nl = strlen(name);
 	for (size_t i = *pos; i + nl + 2 <= len; i++) {
@@ -39,13 +39,13 @@ int mt_xml_next(const char *doc, size_t len, const char *name, size_t *pos, mt_x
 	return 0;
 }
 
-char *mt_xml_get(mt_xml_span in, const char *name)
+char *mti_xml_get(mt_xml_span in, const char *name)
 {
 	size_t pos = 0;
 	mt_xml_span s;
-	if (mt_xml_next(in.p, in.n, name, &pos, &s) != 1)
+	if (mti_xml_next(in.p, in.n, name, &pos, &s) != 1)
 		return NULL;
-	return mt_xml_decode(s);
+	return mti_xml_decode(s);
 }
 
 /* UTF-8 of a code point; 0 bytes for one XML does not allow. */
@@ -75,7 +75,7 @@ static size_t utf8_put(char *o, unsigned long cp)
 	return 4;
 }
 
-char *mt_xml_decode(mt_xml_span s)
+char *mti_xml_decode(mt_xml_span s)
 {
 	/* Decoding never lengthens: "&#x10FFFF;" (10 bytes) is 4 of UTF-8. */
 	char *out = malloc(s.n + 1), *o = out;
@@ -133,7 +133,7 @@ bad:
 	return NULL;
 }
 
-int mt_xml_escape(mt_buf *b, const char *s)
+int mti_xml_escape(mt_buf *b, const char *s)
 {
 	for (; *s; s++) {
 		const char *e = *s == '&'    ? "&amp;"
@@ -142,7 +142,7 @@ int mt_xml_escape(mt_buf *b, const char *s)
 				: *s == '"'  ? "&quot;"
 				: *s == '\'' ? "&apos;"
 					     : NULL;
-		if (e ? mt_buf_append(b, e, strlen(e)) : mt_buf_append(b, s, 1))
+		if (e ? mti_buf_append(b, e, strlen(e)) : mti_buf_append(b, s, 1))
 			return MT_ENOMEM;
 	}
 	return 0;

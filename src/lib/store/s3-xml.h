@@ -15,14 +15,14 @@ typedef struct mt_xml_span {
  * found, 0 when there is none left, MT_EFORMAT when the element is not
  * closed.  S3 responses never nest an element inside one of the same
  * name, which this relies on; an empty element (<A/>) has empty content. */
-MT_LOCAL int mt_xml_next(const char *doc, size_t len, const char *name, size_t *pos,
+MT_LOCAL int mti_xml_next(const char *doc, size_t len, const char *name, size_t *pos,
 			 mt_xml_span *inner);
 /* The first `name` inside span, decoded (entities and character
  * references), or NULL when absent or malformed or out of memory. */
-MT_LOCAL char *mt_xml_get(mt_xml_span in, const char *name);
+MT_LOCAL char *mti_xml_get(mt_xml_span in, const char *name);
 /* Decode a span's entities into a new string; NULL when malformed. */
-MT_LOCAL char *mt_xml_decode(mt_xml_span s);
+MT_LOCAL char *mti_xml_decode(mt_xml_span s);
 /* Append s with &, <, >, " and ' escaped. */
-MT_LOCAL int mt_xml_escape(mt_buf *b, const char *s);
+MT_LOCAL int mti_xml_escape(mt_buf *b, const char *s);
 
 #endif

@@ -72,7 +72,7 @@ static int evict(cache_store *c, uint64_t need, mt_error *err)
 {
 	DIR *d = opendir(c->dir);
 	if (!d)
-		return mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+		return mti_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
 	entry *v = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t total = 0;
@@ -98,16 +98,16 @@ static int evict(cache_store *c, uint64_t need, mt_error *err)
 			cap = cap ? 2 * cap : 64;
 			entry *g = realloc(v, cap * sizeof *g);
 			if (!g) {
-				rc = mt_err(err, MT_ENOMEM, "out of memory");
+				rc = mti_err(err, MT_ENOMEM, "out of memory");
 				break;
 			}
 			v = g;
 		}
-		v[n].name = mt_strdup(de->d_name);
+		v[n].name = mti_strdup(de->d_name);
 		v[n].size = (uint64_t)sb.st_size;
 		v[n].used = sb.st_mtim;
 		if (!v[n].name) {
-			rc = mt_err(err, MT_ENOMEM, "out of memory");
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 			break;
 		}
 		total += v[n++].size;
@@ -117,7 +117,7 @@ static int evict(cache_store *c, uint64_t need, mt_error *err)
 		qsort(v, n, sizeof *v, entry_cmp);
 	/* A reader holding a deleted file keeps it until it closes it. */
 	for (size_t i = 0; !rc && i < n && total + need > c->cap; i++) {
-		char *p = mt_asprintf("%s/%s", c->dir, v[i].name);
+		char *p = mti_asprintf("%s/%s", c->dir, v[i].name);
 		if (p && unlink(p) == 0)
 			total -= v[i].size;
 		free(p);
@@ -132,10 +132,10 @@ static int evict(cache_store *c, uint64_t need, mt_error *err)
 static int download(cache_store *c, const char *key, const char *name, void **data, size_t *got,
 		    mt_error *err)
 {
-	int rc = mt_store_get(c->inner, key, 0, UINT64_MAX, data, got, err);
+	int rc = mti_store_get(c->inner, key, 0, UINT64_MAX, data, got, err);
 	char sha[MT_SHA256_HEX];
-	if (!rc && !(rc = mt_sha256_hex(*data, *got, sha, err)) && strncmp(sha, name, 64) != 0)
-		rc = mt_err(err, MT_ECORRUPT, "%s in %s: sha256 is %s, not the name's (damaged "
+	if (!rc && !(rc = mti_sha256_hex(*data, *got, sha, err)) && strncmp(sha, name, 64) != 0)
+		rc = mti_err(err, MT_ECORRUPT, "%s in %s: sha256 is %s, not the name's (damaged "
 			    "object; run verify)", key, mt_store_url(c->inner), sha);
 	if (rc) {
 		free(*data);
@@ -181,7 +181,7 @@ static int mem_fetch(cache_store *c, const char *key, const char *name, const me
 		e->loading = 1;
 		c->mem[c->nmem++] = e;
 	} else {
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (rc)
@@ -231,20 +231,20 @@ static int lock_file(const char *path)
 static int claim_space(cache_store *c, const char *name, uint64_t size, char **tmp, int *fd,
 		       mt_error *err)
 {
-	char *space = mt_asprintf("%s/.locks/.space", c->dir);
+	char *space = mti_asprintf("%s/.locks/.space", c->dir);
 	int sfd = space ? lock_file(space) : -1;
 	int rc = 0;
 	if (sfd < 0)
-		rc = mt_err(err, MT_EIO, "cache %s: lock %s: %s", c->dir, space ? space : "",
+		rc = mti_err(err, MT_EIO, "cache %s: lock %s: %s", c->dir, space ? space : "",
 			    strerror(errno));
 	free(space);
 	if (!rc)
 		rc = evict(c, size, err);
 	/* Written under a unique name, then renamed: nobody sees half a file. */
-	*tmp = rc ? NULL : mt_asprintf("%s/.tmp.%s.XXXXXX", c->dir, name);
+	*tmp = rc ? NULL : mti_asprintf("%s/.tmp.%s.XXXXXX", c->dir, name);
 	*fd = *tmp ? mkstemp(*tmp) : -1;
 	if (!rc && (*fd < 0 || ftruncate(*fd, (off_t)size) != 0))
-		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+		rc = mti_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
 	if (sfd >= 0)
 		close(sfd);
 	return rc;
@@ -271,15 +271,15 @@ static int install(cache_store *c, const char *name, int fd, const char *tmp, co
 {
 	int rc = 0;
 	if (write_all(fd, data, len))
-		rc = mt_err(err, MT_EIO, "cache %s: writing %s: %s", c->dir, name, strerror(errno));
+		rc = mti_err(err, MT_EIO, "cache %s: writing %s: %s", c->dir, name, strerror(errno));
 	fchmod(fd, 0644);
 	/* A crash must not leave a short file under the final name. */
 	if (!rc && fsync(fd) != 0)
-		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+		rc = mti_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
 	if (close(fd) != 0 && !rc)
-		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+		rc = mti_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
 	if (!rc && rename(tmp, path) != 0)
-		rc = mt_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
+		rc = mti_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
 	return rc;
 }
 
@@ -288,9 +288,9 @@ static int fetch_locked(cache_store *c, const char *key, const char *name, const
 			mt_error *err)
 {
 	uint64_t size = 0;
-	int rc = mt_store_head(c->inner, key, &size, NULL, err);
+	int rc = mti_store_head(c->inner, key, &size, NULL, err);
 	if (!rc && size > c->cap)
-		rc = mt_err(err, MT_ERANGE,
+		rc = mti_err(err, MT_ERANGE,
 			    "cache %s: %s is %llu bytes, more than the whole cache (%llu bytes); "
 			    "raise the cache size",
 			    c->dir, key, (unsigned long long)size, (unsigned long long)c->cap);
@@ -303,7 +303,7 @@ static int fetch_locked(cache_store *c, const char *key, const char *name, const
 	if (!rc)
 		rc = download(c, key, name, &data, &got, err);
 	if (!rc && got != size)
-		rc = mt_err(err, MT_EIO, "%s changed size while being cached (%zu bytes, %llu "
+		rc = mti_err(err, MT_EIO, "%s changed size while being cached (%zu bytes, %llu "
 			    "announced)", key, got, (unsigned long long)size);
 	if (!rc)
 		rc = install(c, name, fd, tmp, path, data, got, err);
@@ -319,11 +319,11 @@ static int fetch_locked(cache_store *c, const char *key, const char *name, const
 /* Download key into the cache unless it is there; its path in *path. */
 static int fetch(cache_store *c, const char *key, const char *name, char **path, mt_error *err)
 {
-	*path = mt_asprintf("%s/%s", c->dir, name);
-	char *lock = mt_asprintf("%s/.locks/%s", c->dir, name);
+	*path = mti_asprintf("%s/%s", c->dir, name);
+	char *lock = mti_asprintf("%s/.locks/%s", c->dir, name);
 	if (!*path || !lock) {
 		free(lock);
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	/* Most reads find it there. */
 	if (utimensat(AT_FDCWD, *path, NULL, 0) == 0) {
@@ -335,7 +335,7 @@ static int fetch(cache_store *c, const char *key, const char *name, char **path,
 	int lfd = lock_file(lock);
 	int rc = 0;
 	if (lfd < 0)
-		rc = mt_err(err, MT_EIO, "cache %s: lock %s: %s", c->dir, lock, strerror(errno));
+		rc = mti_err(err, MT_EIO, "cache %s: lock %s: %s", c->dir, lock, strerror(errno));
 	free(lock);
 	if (!rc && utimensat(AT_FDCWD, *path, NULL, 0) != 0)
 		rc = fetch_locked(c, key, name, *path, err);
@@ -359,7 +359,7 @@ static int cached_open(cache_store *c, const char *key, const char *name, int *f
 		if (*fd >= 0)
 			return 0;
 		if (e != ENOENT || attempt == 3)
-			return mt_err(err, MT_EIO, "cache %s: %s: %s", c->dir, name, strerror(e));
+			return mti_err(err, MT_EIO, "cache %s: %s: %s", c->dir, name, strerror(e));
 	}
 }
 
@@ -406,11 +406,11 @@ static int cache_get(mt_store *st, const char *key, uint64_t offset, uint64_t le
 		return c->inner->ops->get(c->inner, key, offset, len, data, got, err);
 	if (e) {
 		if (offset > e->size || (len != UINT64_MAX && len > e->size - offset))
-			return mt_err(err, MT_ERANGE, "%s: range past the end of its %zu bytes", key,
+			return mti_err(err, MT_ERANGE, "%s: range past the end of its %zu bytes", key,
 				      e->size);
 		size_t n = (size_t)(len == UINT64_MAX ? e->size - offset : len);
 		if (!(*data = malloc(n + 1)))
-			return mt_err(err, MT_ENOMEM, "out of memory");
+			return mti_err(err, MT_ENOMEM, "out of memory");
 		memcpy(*data, e->data + offset, n);
 		*got = n;
 		return 0;
@@ -423,12 +423,12 @@ static int cache_get(mt_store *st, const char *key, uint64_t offset, uint64_t le
 	size_t n = 0;
 	void *buf = NULL;
 	if (offset > size || (len != UINT64_MAX && len > size - offset))
-		rc = mt_err(err, MT_ERANGE, "%s: range past the end of its %llu bytes", key,
+		rc = mti_err(err, MT_ERANGE, "%s: range past the end of its %llu bytes", key,
 			    (unsigned long long)size);
 	else if (!(buf = malloc((n = (size_t)(len == UINT64_MAX ? size - offset : len)) + 1)))
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	else if (pread_all(fd, buf, n, offset))
-		rc = mt_err(err, MT_EIO, "cache %s: reading %s: %s", c->dir, name, strerror(errno));
+		rc = mti_err(err, MT_EIO, "cache %s: reading %s: %s", c->dir, name, strerror(errno));
 	close(fd);
 	if (rc) {
 		free(buf);
@@ -452,7 +452,7 @@ static int cache_read(mt_store *st, const char *key, uint64_t offset, void *buf,
 		return c->inner->ops->read(c->inner, key, offset, buf, len, err);
 	if (e) {
 		if (offset > e->size || len > e->size - offset)
-			return mt_err(err, MT_ERANGE, "%s: %zu bytes at %llu are past its end", key, len,
+			return mti_err(err, MT_ERANGE, "%s: %zu bytes at %llu are past its end", key, len,
 				      (unsigned long long)offset);
 		memcpy(buf, e->data + offset, len);
 		return 0;
@@ -461,7 +461,7 @@ static int cache_read(mt_store *st, const char *key, uint64_t offset, void *buf,
 	if ((rc = cached_open(c, key, name, &fd, err)))
 		return rc;
 	if (pread_all(fd, buf, len, offset))
-		rc = mt_err(err, MT_ERANGE, "%s: %zu bytes at %llu are past its end", key, len,
+		rc = mti_err(err, MT_ERANGE, "%s: %zu bytes at %llu are past its end", key, len,
 			    (unsigned long long)offset);
 	close(fd);
 	return rc;
@@ -470,7 +470,7 @@ static int cache_read(mt_store *st, const char *key, uint64_t offset, void *buf,
 /* The loader only reads through the cache; writes go to the store itself. */
 static int readonly(const cache_store *c, mt_error *err)
 {
-	return mt_err(err, MT_EUNSUPPORTED, "cache %s of %s is read-only", c->dir, c->base.url);
+	return mti_err(err, MT_EUNSUPPORTED, "cache %s of %s is read-only", c->dir, c->base.url);
 }
 
 static int cache_put(mt_store *st, const char *key, const void *data, size_t len, int flags,
@@ -551,24 +551,24 @@ static const mt_store_ops cache_ops = {
 	.close = cache_close,
 };
 
-int mt_store_cache_open(mt_store *inner, const char *dir, uint64_t cap, mt_store **out,
+int mti_store_cache_open(mt_store *inner, const char *dir, uint64_t cap, mt_store **out,
 			mt_error *err)
 {
 	*out = NULL;
 	int rc = 0;
 	if (dir) {
-		char *locks = mt_asprintf("%s/.locks", dir);
-		rc = locks ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+		char *locks = mti_asprintf("%s/.locks", dir);
+		rc = locks ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
 		if (!rc && mkdir(dir, 0755) != 0 && errno != EEXIST)
-			rc = mt_err(err, MT_EIO, "cache directory %s: %s", dir, strerror(errno));
+			rc = mti_err(err, MT_EIO, "cache directory %s: %s", dir, strerror(errno));
 		if (!rc && mkdir(locks, 0755) != 0 && errno != EEXIST)
-			rc = mt_err(err, MT_EIO, "cache directory %s: %s", locks, strerror(errno));
+			rc = mti_err(err, MT_EIO, "cache directory %s: %s", locks, strerror(errno));
 		free(locks);
 	}
 	cache_store *c = rc ? NULL : calloc(1, sizeof *c);
-	if (!rc && (!c || (dir && !(c->dir = mt_strdup(dir))))) {
+	if (!rc && (!c || (dir && !(c->dir = mti_strdup(dir))))) {
 		free(c);
-		rc = mt_err(err, MT_ENOMEM, "out of memory");
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	}
 	if (rc)
 		return rc;

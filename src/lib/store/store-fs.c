@@ -56,13 +56,13 @@ static int fs_errno_code(int e, int reading)
 static int fs_fail(fs_store *s, const char *key, const char *what, int e, int reading,
 		   mt_error *err)
 {
-	return mt_err(err, fs_errno_code(e, reading), "store %s: %s: %s%s%s", s->base.url, key,
+	return mti_err(err, fs_errno_code(e, reading), "store %s: %s: %s%s%s", s->base.url, key,
 		      what ? what : "", what ? ": " : "", strerror(e));
 }
 
 static int fs_nomem(fs_store *s, const char *key, mt_error *err)
 {
-	return mt_err(err, MT_ENOMEM, "store %s: %s: out of memory", s->base.url, key);
+	return mti_err(err, MT_ENOMEM, "store %s: %s: out of memory", s->base.url, key);
 }
 
 static int fs_is_tmp(const char *key)
@@ -95,14 +95,14 @@ static int fs_key_check(fs_store *s, const char *key, mt_error *err)
 	else if (fs_is_tmp(key))
 		why = "uses the temporary-file prefix " TMP_PREFIX;
 	if (why)
-		return mt_err(err, MT_EINVAL, "store %s: invalid object key '%.200s': %s",
+		return mti_err(err, MT_EINVAL, "store %s: invalid object key '%.200s': %s",
 			      s->base.url, key ? key : "", why);
 	return 0;
 }
 
 static char *fs_path(fs_store *s, const char *key)
 {
-	return mt_asprintf("%s/%s", s->root, key);
+	return mti_asprintf("%s/%s", s->root, key);
 }
 
 /* Open a key for reading; fails unless it is a regular file. */
@@ -121,7 +121,7 @@ static int fs_open_object(fs_store *s, const char *key, int *fd, uint64_t *size,
 	if (*fd < 0 || fstat(*fd, &sb) != 0)
 		rc = fs_fail(s, key, NULL, errno, 1, err);
 	else if (!S_ISREG(sb.st_mode))
-		rc = mt_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
+		rc = mti_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
 	else
 		*size = (uint64_t)sb.st_size;
 	if (rc && *fd >= 0)
@@ -133,8 +133,8 @@ static int fs_range_check(fs_store *s, const char *key, uint64_t offset, uint64_
 			  uint64_t size, mt_error *err)
 {
 	uint64_t end;
-	if (!mt_add_ok(offset, len, &end) || end > size)
-		return mt_err(err, MT_ERANGE, "store %s: %s: %llu bytes at offset %llu are past "
+	if (!mti_add_ok(offset, len, &end) || end > size)
+		return mti_err(err, MT_ERANGE, "store %s: %s: %llu bytes at offset %llu are past "
 			      "its end (%llu bytes)", s->base.url, key, (unsigned long long)len,
 			      (unsigned long long)offset, (unsigned long long)size);
 	return 0;
@@ -152,7 +152,7 @@ static int fs_pread_full(fs_store *s, const char *key, int fd, uint64_t offset, 
 		if (n < 0)
 			return fs_fail(s, key, "read", errno, 1, err);
 		if (n == 0)
-			return mt_err(err, MT_ERANGE, "store %s: %s: ends at byte %llu while "
+			return mti_err(err, MT_ERANGE, "store %s: %s: ends at byte %llu while "
 				      "reading %zu bytes at %llu (truncated meanwhile?)",
 				      s->base.url, key, (unsigned long long)(offset + done), len,
 				      (unsigned long long)offset);
@@ -209,7 +209,7 @@ static int fs_read(mt_store *st, const char *key, uint64_t offset, void *buf, si
  * `last`, the final component is created too. */
 static int fs_mkdirs(const char *path, size_t from, int last)
 {
-	char *p = mt_strdup(path);
+	char *p = mti_strdup(path);
 	if (!p)
 		return ENOMEM;
 	int e = 0;
@@ -235,7 +235,7 @@ static int fs_mkdirs(const char *path, size_t from, int last)
 /* Flush a directory so that a rename or link in it survives a crash. */
 static void fs_sync_dir(const char *path)
 {
-	char *d = mt_strdup(path);
+	char *d = mti_strdup(path);
 	char *slash = d ? strrchr(d, '/') : NULL;
 	if (slash) {
 		*slash = '\0';
@@ -287,7 +287,7 @@ static int fs_upload_open(mt_store *st, const char *key, int flags, mt_upload **
 	u->s = s;
 	u->fd = -1;
 	u->flags = flags;
-	u->key = mt_strdup(key);
+	u->key = mti_strdup(key);
 	u->path = fs_path(s, key);
 	if (!u->key || !u->path) {
 		fs_upload_abort(u);
@@ -299,7 +299,7 @@ static int fs_upload_open(mt_store *st, const char *key, int flags, mt_upload **
 		free(u->tmp);
 		/* The key's name is there for people looking at the directory;
 		 * it is cut so the temporary name stays under NAME_MAX. */
-		u->tmp = mt_asprintf("%.*s" TMP_PREFIX "%.128s.%ld.%u.%016llx",
+		u->tmp = mti_asprintf("%.*s" TMP_PREFIX "%.128s.%ld.%u.%016llx",
 				     (int)(base - u->path), u->path, base, (long)getpid(),
 				     atomic_fetch_add(&fs_tmp_serial, 1),
 				     (unsigned long long)fs_tmp_nonce());
@@ -350,7 +350,7 @@ static int fs_upload_commit(mt_upload *u, mt_error *err)
 		rc = fs_fail(s, u->key, "close", errno, 0, err);
 	int exclusive = u->flags & MT_PUT_EXCLUSIVE;
 	if (!rc && exclusive && link(u->tmp, u->path) != 0)
-		rc = errno == EEXIST ? mt_err(err, MT_EEXIST, "store %s: %s already exists",
+		rc = errno == EEXIST ? mti_err(err, MT_EEXIST, "store %s: %s already exists",
 					      s->base.url, u->key)
 				     : fs_fail(s, u->key, "link", errno, 0, err);
 	else if (!rc && !exclusive && rename(u->tmp, u->path) != 0)
@@ -391,7 +391,7 @@ static int fs_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime
 	if (stat(path, &sb) != 0)
 		rc = fs_fail(s, key, NULL, errno, 1, err);
 	else if (!S_ISREG(sb.st_mode))
-		rc = mt_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
+		rc = mti_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
 	free(path);
 	if (!rc) {
 		if (size)
@@ -469,7 +469,7 @@ static int fs_ents_push(struct fs_ents *a, const char *key, int dir)
 		a->v = v;
 		a->cap = cap;
 	}
-	if (!(a->v[a->n].key = mt_strdup(key)))
+	if (!(a->v[a->n].key = mti_strdup(key)))
 		return MT_ENOMEM;
 	a->v[a->n++].dir = dir;
 	return 0;
@@ -511,7 +511,7 @@ static int fs_read_dir(struct fs_walk *w, DIR *d, const char *rel, struct fs_ent
 {
 	mt_buf key = {0};
 	size_t rlen = strlen(rel);
-	int rc = mt_buf_append(&key, rel, rlen) ? ENOMEM : 0;
+	int rc = mti_buf_append(&key, rel, rlen) ? ENOMEM : 0;
 	for (struct dirent *de; !rc && (errno = 0, de = readdir(d));) {
 		const char *name = de->d_name;
 		if (!strcmp(name, ".") || !strcmp(name, ".."))
@@ -528,15 +528,15 @@ static int fs_read_dir(struct fs_walk *w, DIR *d, const char *rel, struct fs_ent
 			continue;
 		int dir = type == DT_DIR;
 		key.len = rlen;
-		if (mt_buf_append(&key, name, strlen(name)) ||
-		    (dir && mt_buf_append(&key, "/", 1)) || mt_buf_append(&key, "", 1) ||
+		if (mti_buf_append(&key, name, strlen(name)) ||
+		    (dir && mti_buf_append(&key, "/", 1)) || mti_buf_append(&key, "", 1) ||
 		    (fs_walk_keeps(w, (const char *)key.data, key.len - 1, name, dir) &&
 		     fs_ents_push(all, (const char *)key.data, dir)))
 			rc = ENOMEM;
 	}
 	if (!rc)
 		rc = errno;
-	mt_buf_free(&key);
+	mti_buf_free(&key);
 	if (!rc && all->n)
 		qsort(all->v, all->n, sizeof *all->v, fs_ent_cmp);
 	return rc;
@@ -595,7 +595,7 @@ static int fs_scan(struct fs_walk *w, const char *rel, struct fs_ents *out, int 
 	fs_store *s = w->s;
 	*out = (struct fs_ents){0};
 	*rest = 0;
-	char *dirpath = mt_asprintf("%s/%s", s->root, rel);
+	char *dirpath = mti_asprintf("%s/%s", s->root, rel);
 	if (!dirpath)
 		return fs_nomem(s, *rel ? rel : w->prefix, err);
 	DIR *d = opendir(dirpath);
@@ -630,7 +630,7 @@ static int fs_scan(struct fs_walk *w, const char *rel, struct fs_ents *out, int 
 			rc = fs_slice(w, &c->all, out, rest);
 	}
 	closedir(d);
-	if (c && !rc && *rest && (c->rel = mt_strdup(rel)) && (c->prefix = mt_strdup(w->prefix))) {
+	if (c && !rc && *rest && (c->rel = mti_strdup(rel)) && (c->prefix = mti_strdup(w->prefix))) {
 		c->want = w->want;
 		c->st = st;
 		pthread_mutex_lock(&s->lock);
@@ -665,7 +665,7 @@ static int fs_walk_add(struct fs_walk *w, const char *key, uint64_t size, int64_
 		p->objs = o;
 		w->cap = cap;
 	}
-	if (!(p->objs[p->n].key = mt_strdup(key)))
+	if (!(p->objs[p->n].key = mti_strdup(key)))
 		return fs_nomem(w->s, key, err);
 	p->objs[p->n].size = size;
 	p->objs[p->n].mtime = mtime;
@@ -741,10 +741,10 @@ static int fs_list_any(mt_store *st, enum fs_want want, const char *prefix, cons
 	/* An empty page that is not the last (see fs_walk_dir) repeats the
 	 * request. */
 	const char *next = page->n ? page->objs[page->n - 1].key : token ? token : "";
-	if (!rc && w.more && !(page->next = mt_strdup(next)))
+	if (!rc && w.more && !(page->next = mti_strdup(next)))
 		rc = fs_nomem(w.s, prefix, err);
 	if (rc)
-		mt_list_page_free(page);
+		mti_list_page_free(page);
 	return rc;
 }
 
@@ -852,29 +852,29 @@ static const mt_store_ops fs_ops = {
 
 /* `root` is absolute and clean (store.c); it is created when missing only
  * for a writer (create 1), so a reader's mistyped path leaves nothing behind. */
-int mt_store_fs_open(const char *root, int create, mt_store **out, mt_error *err)
+int mti_store_fs_open(const char *root, int create, mt_store **out, mt_error *err)
 {
 	int e = root[0] != '/' ? EINVAL : create > 0 ? fs_mkdirs(root, 1, 1) : 0;
 	struct stat sb;
 	if (!e && stat(root, &sb) != 0)
 		e = errno;
 	if (e == ENOENT && create == 0)
-		return mt_err(err, MT_ENOTFOUND, "no store at %s: no such directory", root);
+		return mti_err(err, MT_ENOTFOUND, "no store at %s: no such directory", root);
 	if (e && !(e == ENOENT && create < 0))
-		return mt_err(err, fs_errno_code(e, 0), "store file://%s: %s", root, strerror(e));
+		return mti_err(err, fs_errno_code(e, 0), "store file://%s: %s", root, strerror(e));
 	if (!e && !S_ISDIR(sb.st_mode))
-		return mt_err(err, MT_EINVAL, "store file://%s: not a directory", root);
+		return mti_err(err, MT_EINVAL, "store file://%s: not a directory", root);
 	fs_store *s = calloc(1, sizeof *s);
 	if (!s)
-		return mt_err(err, MT_ENOMEM, "store file://%s: out of memory", root);
+		return mti_err(err, MT_ENOMEM, "store file://%s: out of memory", root);
 	s->base.ops = &fs_ops;
 	pthread_mutex_init(&s->lock, NULL);
 	/* The root directory "/" must not become "//key". */
-	s->root = mt_strdup(strcmp(root, "/") ? root : "");
-	s->base.url = mt_asprintf("file://%s", root);
+	s->root = mti_strdup(strcmp(root, "/") ? root : "");
+	s->base.url = mti_asprintf("file://%s", root);
 	if (!s->root || !s->base.url) {
 		fs_close(&s->base);
-		return mt_err(err, MT_ENOMEM, "store file://%s: out of memory", root);
+		return mti_err(err, MT_ENOMEM, "store file://%s: out of memory", root);
 	}
 	*out = &s->base;
 	return 0;

@@ -94,7 +94,7 @@ static void curl_init(void)
 /* The full key in the bucket. */
 static char *full_key(const s3_store *s, const char *key)
 {
-	return mt_asprintf("%s%s", s->prefix, key);
+	return mti_asprintf("%s%s", s->prefix, key);
 }
 
 /* A time S3 sends, as seconds since the epoch; 0 when it does not parse.
@@ -172,7 +172,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 	curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (status >= 300) {
 		size_t room = ERRBODY_MAX - r->errbody.len;
-		mt_buf_append(&r->errbody, p, len < room ? len : room);
+		mti_buf_append(&r->errbody, p, len < room ? len : room);
 		return len;
 	}
 	if (r->dst) {
@@ -184,7 +184,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 		r->dst_len += len;
 		return len;
 	}
-	if (r->out && mt_buf_append(r->out, p, len))
+	if (r->out && mti_buf_append(r->out, p, len))
 		return 0;
 	return len;
 }
@@ -218,7 +218,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 		/* Room for the whole body at once instead of doubling into it;
 		 * failing here is harmless, appending will grow it. */
 		if (r->out && r->length < SIZE_MAX && r->length > r->out->cap - r->out->len)
-			(void)mt_buf_reserve(r->out, (size_t)r->length);
+			(void)mti_buf_reserve(r->out, (size_t)r->length);
 	} else if (!strcasecmp(line, "last-modified")) {
 		r->mtime = parse_date(v, HTTP_DATE);
 	} else if (!strcasecmp(line, "etag")) {
@@ -252,7 +252,7 @@ static int on_seek(void *ud, curl_off_t offset, int origin)
 static void error_field(const s3_req *r, const char *name, char *out, size_t n)
 {
 	mt_xml_span all = {(const char *)r->errbody.data, r->errbody.len};
-	char *v = r->errbody.len ? mt_xml_get(all, name) : NULL;
+	char *v = r->errbody.len ? mti_xml_get(all, name) : NULL;
 	snprintf(out, n, "%s", v ? v : "");
 	free(v);
 }
@@ -261,7 +261,7 @@ static void error_field(const s3_req *r, const char *name, char *out, size_t n)
  * when there is no memory for the copy: it never stays as it was. */
 static void redact_in_place(const s3_store *s, char *text, size_t cap, const char *instead)
 {
-	char *clean = mt_s3_redact(&s->cfg, text);
+	char *clean = mti_s3_redact(&s->cfg, text);
 	snprintf(text, cap, "%s", clean ? clean : instead);
 	free(clean);
 }
@@ -291,14 +291,14 @@ typedef struct s3_target {
 static int target_init(s3_store *s, const s3_req *r, s3_target *t, mt_error *err)
 {
 	char *key = r->key ? full_key(s, r->key) : NULL;
-	t->path = r->key ? (key ? mt_asprintf("%s/%s", s->path0, key) : NULL)
-			 : mt_asprintf("%s/", s->path0);
+	t->path = r->key ? (key ? mti_asprintf("%s/%s", s->path0, key) : NULL)
+			 : mti_asprintf("%s/", s->path0);
 	free(key);
 	if (!t->path)
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	t->payload = r->body_sha256;
 	if (!t->payload && r->body_len) {
-		int rc = mt_sha256_hex(r->body, r->body_len, t->hash, err);
+		int rc = mti_sha256_hex(r->body, r->body_len, t->hash, err);
 		if (rc)
 			return rc;
 		t->payload = t->hash;
@@ -335,24 +335,24 @@ static int req_sign(s3_store *s, const s3_req *r, const s3_target *t, char **url
 	mt_sigv4_req sr = {r->method, s->host, t->path, r->query, r->nquery, r->hdrs, r->nhdrs,
 			   t->payload, time(NULL)};
 	mt_sigv4_out so = {0};
-	int rc = mt_sigv4_sign(&s->cfg, &sr, &so, err);
+	int rc = mti_sigv4_sign(&s->cfg, &sr, &so, err);
 	if (rc)
 		return rc;
-	*url = mt_asprintf("%s%s%s%s", s->origin, so.path, so.query[0] ? "?" : "", so.query);
+	*url = mti_asprintf("%s%s%s%s", s->origin, so.path, so.query[0] ? "?" : "", so.query);
 	struct curl_slist *h2;
 	int ok = *url != NULL;
 	for (size_t i = 0; ok && i < so.nheaders; i++)
 		ok = (h2 = curl_slist_append(*h, so.headers[i])) && (*h = h2);
 	for (size_t i = 0; ok && i < r->nhdrs; i++) {
-		char *line = mt_asprintf("%s: %s", r->hdrs[i].name, r->hdrs[i].value);
+		char *line = mti_asprintf("%s: %s", r->hdrs[i].name, r->hdrs[i].value);
 		ok = line && (h2 = curl_slist_append(*h, line)) && (*h = h2);
 		free(line);
 	}
 	/* No "Expect: 100-continue" round trip before each body. */
 	ok = ok && (h2 = curl_slist_append(*h, "Expect:")) && (*h = h2);
-	mt_sigv4_out_free(&so);
+	mti_sigv4_out_free(&so);
 	if (!ok)
-		return mt_err(err, MT_ENOMEM, "store %s: %s %s: out of memory", s->base.url,
+		return mti_err(err, MT_ENOMEM, "store %s: %s %s: out of memory", s->base.url,
 			      r->method, r->key ? r->key : "(bucket)");
 	return 0;
 }
@@ -419,7 +419,7 @@ static int req_send(s3_store *s, s3_req *r, const s3_target *t, s3_outcome *o, m
 	int rc = req_sign(s, r, t, &url, &h, err);
 	CURL *c = rc ? NULL : handle_get(s);
 	if (!rc && !c)
-		rc = mt_err(err, MT_ENOMEM, "store %s: %s %s: out of memory", s->base.url,
+		rc = mti_err(err, MT_ENOMEM, "store %s: %s %s: out of memory", s->base.url,
 			    r->method, r->key ? r->key : "(bucket)");
 	if (!rc) {
 		o->curl_msg[0] = '\0';
@@ -451,7 +451,7 @@ static int req_exchange(s3_store *s, s3_req *r, s3_outcome *o, mt_error *err)
 		if ((rc = req_send(s, r, &t, o, err)))
 			break;
 		mt_s3_answer a = {o->cc, r->status, r->s3code, r->overflow, r->allow_404};
-		o->v = mt_s3_classify(&a);
+		o->v = mti_s3_classify(&a);
 		if (o->v.ok || !o->v.again || o->attempt >= s->max_attempts)
 			break;
 		backoff(o->attempt);
@@ -478,8 +478,8 @@ static void head_probe(s3_store *s, s3_req *r, const s3_outcome *o)
 	mt_error e;
 	if (!req_exchange(s, &g, &go, &e) && !go.v.ok && g.status == r->status)
 		snprintf(r->s3code, sizeof r->s3code, "%s", g.s3code);
-	mt_buf_free(&g.errbody);
-	mt_buf_free(&ignored);
+	mti_buf_free(&g.errbody);
+	mti_buf_free(&ignored);
 }
 
 /* The error of a request that failed for good: method, key, status, S3's
@@ -492,16 +492,16 @@ static int req_fail(s3_store *s, const s3_req *r, const s3_outcome *o, mt_error 
 		snprintf(tries, sizeof tries, " (gave up after %d attempts)", o->attempt);
 	int rc;
 	if (r->overflow) {
-		rc = mt_err(err, o->v.code, "store %s: %s %s: the server sent more than the %zu "
+		rc = mti_err(err, o->v.code, "store %s: %s %s: the server sent more than the %zu "
 			    "bytes asked for", s->base.url, r->method, what, r->dst_cap);
 	} else if (o->cc != CURLE_OK) {
-		rc = mt_err(err, o->v.code, "store %s: %s %s: %s%s", s->base.url, r->method, what,
+		rc = mti_err(err, o->v.code, "store %s: %s %s: %s%s", s->base.url, r->method, what,
 			    o->curl_msg[0] ? o->curl_msg : curl_easy_strerror(o->cc), tries);
 	} else {
 		const char *code = r->s3code;
 		char msg[256];
 		error_field(r, "Message", msg, sizeof msg);
-		rc = mt_err(err, o->v.code, "store %s: %s %s: HTTP %ld%s%s%s%s%s", s->base.url,
+		rc = mti_err(err, o->v.code, "store %s: %s %s: HTTP %ld%s%s%s%s%s", s->base.url,
 			    r->method, what, r->status, code[0] ? " " : "", code,
 			    msg[0] ? ": " : "", msg, tries);
 	}
@@ -522,7 +522,7 @@ static int s3_do(s3_store *s, s3_req *r, mt_error *err)
 		head_probe(s, r, &o);
 		rc = req_fail(s, r, &o, err);
 	}
-	mt_buf_free(&r->errbody);
+	mti_buf_free(&r->errbody);
 	return rc;
 }
 
@@ -541,21 +541,21 @@ static int bucket_check(s3_store *s, mt_error *err)
 		s3_req c = {.method = "PUT"};
 		/* us-east-1 is the one region that takes no location. */
 		if (strcmp(s->cfg.region, "us-east-1") != 0) {
-			char *xml = mt_asprintf("<CreateBucketConfiguration xmlns=\"http://s3.amazonaws."
+			char *xml = mti_asprintf("<CreateBucketConfiguration xmlns=\"http://s3.amazonaws."
 						"com/doc/2006-03-01/\"><LocationConstraint>%s"
 						"</LocationConstraint></CreateBucketConfiguration>",
 						s->cfg.region);
-			if (!xml || mt_buf_append(&body, xml, strlen(xml))) {
+			if (!xml || mti_buf_append(&body, xml, strlen(xml))) {
 				free(xml);
-				mt_buf_free(&body);
-				return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+				mti_buf_free(&body);
+				return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 			}
 			free(xml);
 			c.body = body.data;
 			c.body_len = body.len;
 		}
 		rc = s3_do(s, &c, err);
-		mt_buf_free(&body);
+		mti_buf_free(&body);
 		/* Another client created it meanwhile: fine when it is ours (some
 		 * servers say BucketAlreadyExists then too; a HEAD tells). */
 		if (rc && !strcmp(c.s3code, "BucketAlreadyOwnedByYou"))
@@ -567,7 +567,7 @@ static int bucket_check(s3_store *s, mt_error *err)
 				rc = 0;
 		}
 		if (rc)
-			mt_err_prefix(err, "creating bucket %s: ", s->bucket);
+			mti_err_prefix(err, "creating bucket %s: ", s->bucket);
 	}
 	if (!rc)
 		s->bucket_checked = 1;
@@ -610,11 +610,11 @@ static int s3_get(mt_store *st, const char *key, uint64_t offset, uint64_t len, 
 		if (rc)
 			return rc;
 		if (offset > size)
-			return mt_err(err, MT_ERANGE, "store %s: %s: offset %llu is past its %llu "
+			return mti_err(err, MT_ERANGE, "store %s: %s: offset %llu is past its %llu "
 				      "bytes", s->base.url, key, (unsigned long long)offset,
 				      (unsigned long long)size);
 		*data = malloc(1);
-		return *data ? 0 : mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		return *data ? 0 : mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	}
 	if (offset || len != UINT64_MAX) {
 		range_header(range, sizeof range, offset, len);
@@ -623,17 +623,17 @@ static int s3_get(mt_store *st, const char *key, uint64_t offset, uint64_t len, 
 	int rc = s3_do(s, &r, err);
 	if (!rc && r.status == 200 && offset) {
 		/* A server that ignored the Range sent the whole object. */
-		rc = mt_err(err, MT_EIO, "store %s: GET %s: the server ignored the byte range",
+		rc = mti_err(err, MT_EIO, "store %s: GET %s: the server ignored the byte range",
 			    s->base.url, key);
 	}
 	if (rc) {
-		mt_buf_free(&b);
+		mti_buf_free(&b);
 		return rc;
 	}
 	if (len != UINT64_MAX && b.len > len)
 		b.len = (size_t)len;
 	if (!b.data && !(b.data = malloc(1))) {
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	}
 	*data = b.data;
 	*got = b.len;
@@ -652,7 +652,7 @@ static int s3_read(mt_store *st, const char *key, uint64_t offset, void *buf, si
 	r.hdrs[r.nhdrs++] = (mt_kv){"range", range};
 	int rc = s3_do(s, &r, err);
 	if (!rc && r.dst_len != len)
-		rc = mt_err(err, MT_ERANGE, "store %s: GET %s: %zu bytes at %llu asked, %zu came "
+		rc = mti_err(err, MT_ERANGE, "store %s: GET %s: %zu bytes at %llu asked, %zu came "
 			    "back", s->base.url, key, len, (unsigned long long)offset, r.dst_len);
 	return rc;
 }
@@ -686,7 +686,7 @@ static int put_simple(s3_store *s, const char *key, const void *data, size_t len
 		r.hdrs[r.nhdrs++] = (mt_kv){"if-none-match", "*"};
 	int rc = s3_do(s, &r, err);
 	if (rc == MT_EEXIST)
-		rc = mt_err(err, MT_EEXIST, "store %s: %s already exists", s->base.url, key);
+		rc = mti_err(err, MT_EEXIST, "store %s: %s already exists", s->base.url, key);
 	return rc;
 }
 
@@ -726,9 +726,9 @@ static void *part_thread(void *arg)
 	r.query[r.nquery++] = (mt_kv){"uploadId", u->upload_id};
 	mt_error e = {0};
 	int rc = s3_do(u->s, &r, &e);
-	char *etag = !rc ? mt_strdup(r.etag) : NULL;
+	char *etag = !rc ? mti_strdup(r.etag) : NULL;
 	if (!rc && (!etag || !r.etag[0])) {
-		rc = mt_err(&e, MT_EIO, "store %s: PUT %s part %zu: no ETag in the answer",
+		rc = mti_err(&e, MT_EIO, "store %s: PUT %s part %zu: no ETag in the answer",
 			    u->s->base.url, u->key, j->number);
 	}
 	pthread_mutex_lock(&u->lock);
@@ -755,7 +755,7 @@ static int part_start(s3_upload *u, uint8_t *data, size_t len, int own, mt_error
 	pthread_mutex_lock(&u->lock);
 	while (u->running >= PARTS_IN_FLIGHT && !u->failed)
 		pthread_cond_wait(&u->cond, &u->lock);
-	int rc = u->failed ? mt_err_copy(err, &u->failure) : 0;
+	int rc = u->failed ? mti_err_copy(err, &u->failure) : 0;
 	pthread_mutex_unlock(&u->lock);
 	if (!rc && u->nparts == u->cap) {
 		/* Threads only write etags[] under the lock: grow it under the lock. */
@@ -773,11 +773,11 @@ static int part_start(s3_upload *u, uint8_t *data, size_t len, int own, mt_error
 		}
 		pthread_mutex_unlock(&u->lock);
 		if (!t)
-			rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", u->s->base.url);
+			rc = mti_err(err, MT_ENOMEM, "store %s: out of memory", u->s->base.url);
 	}
 	struct part_job *j = rc ? NULL : malloc(sizeof *j);
 	if (!rc && !j)
-		rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", u->s->base.url);
+		rc = mti_err(err, MT_ENOMEM, "store %s: out of memory", u->s->base.url);
 	if (!rc) {
 		*j = (struct part_job){u, u->nparts + 1, data, len, own};
 		pthread_mutex_lock(&u->lock);
@@ -788,7 +788,7 @@ static int part_start(s3_upload *u, uint8_t *data, size_t len, int own, mt_error
 			u->running--;
 			pthread_mutex_unlock(&u->lock);
 			free(j);
-			rc = mt_err(err, MT_EIO, "store %s: cannot start an upload thread",
+			rc = mti_err(err, MT_EIO, "store %s: cannot start an upload thread",
 				    u->s->base.url);
 		}
 	}
@@ -815,7 +815,7 @@ static void upload_free(s3_upload *u)
 		free(u->etags[i]);
 	free(u->etags);
 	free(u->threads);
-	mt_buf_free(&u->pending);
+	mti_buf_free(&u->pending);
 	free(u->upload_id);
 	free(u->key);
 	pthread_mutex_destroy(&u->lock);
@@ -848,9 +848,9 @@ static int s3_upload_open(mt_store *st, const char *key, int flags, mt_upload **
 	if (rc)
 		return rc;
 	s3_upload *u = calloc(1, sizeof *u);
-	if (!u || !(u->key = mt_strdup(key))) {
+	if (!u || !(u->key = mti_strdup(key))) {
 		free(u);
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	}
 	u->s = s;
 	u->flags = flags;
@@ -871,12 +871,12 @@ static int upload_begin(s3_upload *u, mt_error *err)
 	int rc = s3_do(u->s, &r, err);
 	if (!rc) {
 		mt_xml_span all = {(const char *)b.data, b.len};
-		u->upload_id = mt_xml_get(all, "UploadId");
+		u->upload_id = mti_xml_get(all, "UploadId");
 		if (!u->upload_id || !u->upload_id[0])
-			rc = mt_err(err, MT_EIO, "store %s: POST %s?uploads: no UploadId in the "
+			rc = mti_err(err, MT_EIO, "store %s: POST %s?uploads: no UploadId in the "
 				    "answer", u->s->base.url, u->key);
 	}
-	mt_buf_free(&b);
+	mti_buf_free(&b);
 	return rc;
 }
 
@@ -887,8 +887,8 @@ static int s3_upload_write(mt_upload *mu, const void *data, size_t len, mt_error
 	while (len) {
 		size_t room = PART_BYTES - u->pending.len;
 		size_t k = len < room ? len : room;
-		if (mt_buf_append(&u->pending, p, k))
-			return mt_err(err, MT_ENOMEM, "store %s: out of memory", u->s->base.url);
+		if (mti_buf_append(&u->pending, p, k))
+			return mti_err(err, MT_ENOMEM, "store %s: out of memory", u->s->base.url);
 		p += k;
 		len -= k;
 		if (u->pending.len < PART_BYTES)
@@ -911,17 +911,17 @@ static int s3_upload_write(mt_upload *mu, const void *data, size_t len, mt_error
 static int upload_complete(s3_upload *u, mt_error *err)
 {
 	mt_buf x = {0};
-	int bad = mt_buf_append(&x, "<CompleteMultipartUpload>", 25);
+	int bad = mti_buf_append(&x, "<CompleteMultipartUpload>", 25);
 	for (size_t i = 0; i < u->nparts && !bad; i++) {
-		char *part = mt_asprintf("<Part><PartNumber>%zu</PartNumber><ETag>", i + 1);
-		bad = !part || mt_buf_append(&x, part, strlen(part)) ||
-		      mt_xml_escape(&x, u->etags[i]) || mt_buf_append(&x, "</ETag></Part>", 14);
+		char *part = mti_asprintf("<Part><PartNumber>%zu</PartNumber><ETag>", i + 1);
+		bad = !part || mti_buf_append(&x, part, strlen(part)) ||
+		      mti_xml_escape(&x, u->etags[i]) || mti_buf_append(&x, "</ETag></Part>", 14);
 		free(part);
 	}
-	bad = bad || mt_buf_append(&x, "</CompleteMultipartUpload>", 26);
+	bad = bad || mti_buf_append(&x, "</CompleteMultipartUpload>", 26);
 	if (bad) {
-		mt_buf_free(&x);
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", u->s->base.url);
+		mti_buf_free(&x);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", u->s->base.url);
 	}
 	mt_buf b = {0};
 	s3_req r = {.method = "POST", .key = u->key, .body = x.data, .body_len = x.len, .out = &b};
@@ -931,13 +931,13 @@ static int upload_complete(s3_upload *u, mt_error *err)
 	/* S3 may answer 200 and put the failure in the body. */
 	if (!rc && b.len && memmem(b.data, b.len, "<Error>", 7)) {
 		mt_xml_span all = {(const char *)b.data, b.len};
-		char *code = mt_xml_get(all, "Code");
-		rc = mt_err(err, MT_EIO, "store %s: completing the upload of %s: %s",
+		char *code = mti_xml_get(all, "Code");
+		rc = mti_err(err, MT_EIO, "store %s: completing the upload of %s: %s",
 			    u->s->base.url, u->key, code ? code : "error");
 		free(code);
 	}
-	mt_buf_free(&b);
-	mt_buf_free(&x);
+	mti_buf_free(&b);
+	mti_buf_free(&x);
 	return rc;
 }
 
@@ -951,10 +951,10 @@ static int s3_upload_commit(mt_upload *mu, mt_error *err)
 		mt_error e;
 		int hrc = s->base.ops->head(&s->base, u->key, &size, NULL, &e);
 		if (hrc == 0)
-			rc = mt_err(err, MT_EEXIST, "store %s: %s already exists", s->base.url,
+			rc = mti_err(err, MT_EEXIST, "store %s: %s already exists", s->base.url,
 				    u->key);
 		else if (hrc != MT_ENOTFOUND)
-			rc = mt_err_copy(err, &e);
+			rc = mti_err_copy(err, &e);
 	}
 	if (!rc && !u->upload_id) {
 		rc = put_simple(s, u->key, u->pending.data, u->pending.len, u->flags, err);
@@ -967,7 +967,7 @@ static int s3_upload_commit(mt_upload *mu, mt_error *err)
 		}
 		parts_join(u);
 		if (!rc && u->failed)
-			rc = mt_err_copy(err, &u->failure);
+			rc = mti_err_copy(err, &u->failure);
 		if (!rc)
 			rc = upload_complete(u, err);
 	}
@@ -992,10 +992,10 @@ static int s3_put(mt_store *st, const char *key, const void *data, size_t len, i
 			mt_error e;
 			int hrc = st->ops->head(st, key, &size, NULL, &e);
 			if (hrc == 0)
-				return mt_err(err, MT_EEXIST, "store %s: %s already exists",
+				return mti_err(err, MT_EEXIST, "store %s: %s already exists",
 					      s->base.url, key);
 			if (hrc != MT_ENOTFOUND)
-				return mt_err_copy(err, &e);
+				return mti_err_copy(err, &e);
 		}
 		return put_simple(s, key, data, len, flags, err);
 	}
@@ -1024,28 +1024,28 @@ static int list_entry(s3_store *s, mt_xml_span e, int delimited, const char *pre
 		      mt_list_page *page, size_t *cap, mt_error *err)
 {
 	size_t plen = strlen(s->prefix);
-	char *key = mt_xml_get(e, delimited ? "Prefix" : "Key");
-	char *size = delimited ? NULL : mt_xml_get(e, "Size");
-	char *lm = delimited ? NULL : mt_xml_get(e, "LastModified");
+	char *key = mti_xml_get(e, delimited ? "Prefix" : "Key");
+	char *size = delimited ? NULL : mti_xml_get(e, "Size");
+	char *lm = delimited ? NULL : mti_xml_get(e, "LastModified");
 	int rc = 0;
 	if (!key || strncmp(key, s->prefix, plen) != 0) {
-		rc = mt_err(err, MT_EIO, "store %s: listing %s: an entry without a key under the "
+		rc = mti_err(err, MT_EIO, "store %s: listing %s: an entry without a key under the "
 			    "prefix", s->base.url, prefix);
 	} else if (page->n == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 64;
 		mt_obj *o = realloc(page->objs, ncap * sizeof *o);
 		if (!o)
-			rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+			rc = mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 		else
 			page->objs = o, *cap = ncap;
 	}
 	if (!rc) {
 		mt_obj *o = &page->objs[page->n];
-		o->key = mt_strdup(key + plen);
+		o->key = mti_strdup(key + plen);
 		o->size = size ? strtoull(size, NULL, 10) : 0;
 		o->mtime = lm ? parse_date(lm, ISO_DATE) : 0;
 		if (!o->key)
-			rc = mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+			rc = mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 		else
 			page->n++;
 	}
@@ -1065,19 +1065,19 @@ static int list_parse(s3_store *s, const mt_buf *b, int delimited, const char *p
 	size_t pos = 0, cap = 0;
 	mt_xml_span e;
 	int rc = 0, found;
-	while (!rc && (found = mt_xml_next(doc, b->len, elem, &pos, &e)) == 1)
+	while (!rc && (found = mti_xml_next(doc, b->len, elem, &pos, &e)) == 1)
 		rc = list_entry(s, e, delimited, prefix, page, &cap, err);
 	if (!rc && found < 0)
-		rc = mt_err(err, MT_EIO, "store %s: listing %s: malformed XML answer", s->base.url,
+		rc = mti_err(err, MT_EIO, "store %s: listing %s: malformed XML answer", s->base.url,
 			    prefix);
 	if (rc || !b->len)
 		return rc;
 	mt_xml_span all = {doc, b->len};
-	char *trunc = mt_xml_get(all, "IsTruncated");
+	char *trunc = mti_xml_get(all, "IsTruncated");
 	if (trunc && !strcmp(trunc, "true")) {
-		page->next = mt_xml_get(all, "NextContinuationToken");
+		page->next = mti_xml_get(all, "NextContinuationToken");
 		if (!page->next || !page->next[0])
-			rc = mt_err(err, MT_EIO, "store %s: listing %s: truncated without a "
+			rc = mti_err(err, MT_EIO, "store %s: listing %s: truncated without a "
 				    "continuation token", s->base.url, prefix);
 	}
 	free(trunc);
@@ -1092,7 +1092,7 @@ static int list_page(s3_store *s, const char *prefix, const char *token, size_t 
 	char maxs[24];
 	snprintf(maxs, sizeof maxs, "%zu", max ? (max < 1000 ? max : 1000) : 1000);
 	if (!full)
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	mt_buf b = {0};
 	s3_req r = {.method = "GET", .out = &b};
 	r.query[r.nquery++] = (mt_kv){"list-type", "2"};
@@ -1108,10 +1108,10 @@ static int list_page(s3_store *s, const char *prefix, const char *token, size_t 
 		rc = 0, b.len = 0;
 	if (!rc)
 		rc = list_parse(s, &b, delimited, prefix, page, err);
-	mt_buf_free(&b);
+	mti_buf_free(&b);
 	free(full);
 	if (rc)
-		mt_list_page_free(page);
+		mti_list_page_free(page);
 	return rc;
 }
 
@@ -1140,17 +1140,17 @@ static int delete_one(s3_store *s, const char *key, mt_error *err)
 static int delete_batch(s3_store *s, const char *const *keys, size_t n, mt_error *err)
 {
 	mt_buf x = {0}, b = {0};
-	int bad = mt_buf_append(&x, "<Delete><Quiet>true</Quiet>", 27);
+	int bad = mti_buf_append(&x, "<Delete><Quiet>true</Quiet>", 27);
 	for (size_t i = 0; i < n && !bad; i++) {
 		char *k = full_key(s, keys[i]);
-		bad = !k || mt_buf_append(&x, "<Object><Key>", 13) || mt_xml_escape(&x, k) ||
-		      mt_buf_append(&x, "</Key></Object>", 15);
+		bad = !k || mti_buf_append(&x, "<Object><Key>", 13) || mti_xml_escape(&x, k) ||
+		      mti_buf_append(&x, "</Key></Object>", 15);
 		free(k);
 	}
-	bad = bad || mt_buf_append(&x, "</Delete>", 9);
+	bad = bad || mti_buf_append(&x, "</Delete>", 9);
 	if (bad) {
-		mt_buf_free(&x);
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		mti_buf_free(&x);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	}
 	/* DeleteObjects insists on a Content-MD5. */
 	unsigned char md5[16];
@@ -1169,17 +1169,17 @@ static int delete_batch(s3_store *s, const char *const *keys, size_t n, mt_error
 	} else if (!rc) {
 		mt_xml_span all = {(const char *)b.data, b.len}, e;
 		size_t pos = 0;
-		if (mt_xml_next(all.p, all.n, "Error", &pos, &e) == 1) {
-			char *key = mt_xml_get(e, "Key"), *code = mt_xml_get(e, "Code");
+		if (mti_xml_next(all.p, all.n, "Error", &pos, &e) == 1) {
+			char *key = mti_xml_get(e, "Key"), *code = mti_xml_get(e, "Code");
 			if (!code || strcmp(code, "NoSuchKey") != 0)
-				rc = mt_err(err, MT_EIO, "store %s: deleting %s: %s", s->base.url,
+				rc = mti_err(err, MT_EIO, "store %s: deleting %s: %s", s->base.url,
 					    key ? key : "?", code ? code : "error");
 			free(key);
 			free(code);
 		}
 	}
-	mt_buf_free(&b);
-	mt_buf_free(&x);
+	mti_buf_free(&b);
+	mti_buf_free(&x);
 	return rc;
 }
 
@@ -1211,7 +1211,7 @@ static int s3_sweep(mt_store *st, const char *prefix, int64_t before, int dry_ru
 	*n = *bytes = 0;
 	char *full = full_key(s, prefix);
 	if (!full)
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	mt_buf b = {0};
 	s3_req r = {.method = "GET", .out = &b};
 	r.query[r.nquery++] = (mt_kv){"uploads", ""};
@@ -1219,7 +1219,7 @@ static int s3_sweep(mt_store *st, const char *prefix, int64_t before, int dry_ru
 	int rc = s3_do(s, &r, err);
 	free(full);
 	if (rc) {
-		mt_buf_free(&b);
+		mti_buf_free(&b);
 		/* Servers without ListMultipartUploads have nothing to sweep. */
 		if (rc == MT_EUNSUPPORTED || rc == MT_ENOTFOUND || !strcmp(r.s3code, "NotImplemented"))
 			return 0;
@@ -1227,9 +1227,9 @@ static int s3_sweep(mt_store *st, const char *prefix, int64_t before, int dry_ru
 	}
 	size_t pos = 0, plen = strlen(s->prefix);
 	mt_xml_span e;
-	while (!rc && mt_xml_next((const char *)b.data, b.len, "Upload", &pos, &e) == 1) {
-		char *key = mt_xml_get(e, "Key"), *id = mt_xml_get(e, "UploadId");
-		char *when = mt_xml_get(e, "Initiated");
+	while (!rc && mti_xml_next((const char *)b.data, b.len, "Upload", &pos, &e) == 1) {
+		char *key = mti_xml_get(e, "Key"), *id = mti_xml_get(e, "UploadId");
+		char *when = mti_xml_get(e, "Initiated");
 		if (key && id && when && parse_date(when, ISO_DATE) < before &&
 		    !strncmp(key, s->prefix, plen)) {
 			(*n)++;
@@ -1243,7 +1243,7 @@ static int s3_sweep(mt_store *st, const char *prefix, int64_t before, int dry_ru
 		free(id);
 		free(when);
 	}
-	mt_buf_free(&b);
+	mti_buf_free(&b);
 	return rc;
 }
 
@@ -1257,7 +1257,7 @@ static void s3_close(mt_store *st)
 	for (size_t i = 0; i < s->npool; i++)
 		curl_easy_cleanup(s->pool[i]);
 	free(s->pool);
-	mt_s3_config_free(&s->cfg);
+	mti_s3_config_free(&s->cfg);
 	free(s->bucket);
 	free(s->prefix);
 	free(s->origin);
@@ -1310,9 +1310,9 @@ static int s3_route(s3_store *s, const mt_store_opts *o, mt_error *err)
 	int aws = !ep;
 	char *def = NULL;
 	if (!ep)
-		ep = def = mt_asprintf("https://s3.%s.amazonaws.com", s->cfg.region);
+		ep = def = mti_asprintf("https://s3.%s.amazonaws.com", s->cfg.region);
 	if (!ep)
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	int rc = 0;
 	const char *hp = NULL;
 	if (!strncmp(ep, "http://", 7))
@@ -1321,7 +1321,7 @@ static int s3_route(s3_store *s, const mt_store_opts *o, mt_error *err)
 		hp = ep + 8;
 	size_t hl = hp ? strcspn(hp, "/?#") : 0;
 	if (!hp || hl == 0 || (hp[hl] && strcmp(hp + hl, "/") != 0)) {
-		rc = mt_err(err, MT_EINVAL, "store %s: endpoint %s: expected http(s)://HOST[:PORT]",
+		rc = mti_err(err, MT_EINVAL, "store %s: endpoint %s: expected http(s)://HOST[:PORT]",
 			    s->base.url, ep);
 		free(def);
 		return rc;
@@ -1333,17 +1333,17 @@ static int s3_route(s3_store *s, const mt_store_opts *o, mt_error *err)
 		virt = 0;
 	size_t schemelen = (size_t)(hp - ep);
 	if (virt) {
-		s->host = mt_asprintf("%s.%.*s", s->bucket, (int)hl, hp);
-		s->origin = mt_asprintf("%.*s%s", (int)schemelen, ep, s->host ? s->host : "");
-		s->path0 = mt_strdup("");
+		s->host = mti_asprintf("%s.%.*s", s->bucket, (int)hl, hp);
+		s->origin = mti_asprintf("%.*s%s", (int)schemelen, ep, s->host ? s->host : "");
+		s->path0 = mti_strdup("");
 	} else {
-		s->host = mt_asprintf("%.*s", (int)hl, hp);
-		s->origin = mt_asprintf("%.*s", (int)(schemelen + hl), ep);
-		s->path0 = mt_asprintf("/%s", s->bucket);
+		s->host = mti_asprintf("%.*s", (int)hl, hp);
+		s->origin = mti_asprintf("%.*s", (int)(schemelen + hl), ep);
+		s->path0 = mti_asprintf("/%s", s->bucket);
 	}
 	free(def);
 	if (!s->host || !s->origin || !s->path0)
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	return 0;
 }
 
@@ -1356,11 +1356,11 @@ static char *canonical_prefix(const char *q)
 		q += strspn(q, "/");
 		size_t sl = strcspn(q, "/");
 		if (sl)
-			bad = mt_buf_append(&p, q, sl) || mt_buf_append(&p, "/", 1);
+			bad = mti_buf_append(&p, q, sl) || mti_buf_append(&p, "/", 1);
 		q += sl;
 	}
-	if (bad || mt_buf_append(&p, "", 1)) {
-		mt_buf_free(&p);
+	if (bad || mti_buf_append(&p, "", 1)) {
+		mti_buf_free(&p);
 		return NULL;
 	}
 	return (char *)p.data;
@@ -1371,17 +1371,17 @@ static int s3_settings(s3_store *s, const char *url, size_t bl, const mt_store_o
 		       mt_error *err)
 {
 	const char *b = url + 5; /* after "s3://" */
-	s->bucket = mt_asprintf("%.*s", (int)bl, b);
+	s->bucket = mti_asprintf("%.*s", (int)bl, b);
 	s->prefix = canonical_prefix(b + bl);
 	size_t pl = s->prefix ? strlen(s->prefix) : 0;
 	/* The canonical URL: no trailing or doubled slashes in the prefix. */
-	s->base.url = s->bucket && s->prefix ? mt_asprintf("s3://%s%s%.*s", s->bucket,
+	s->base.url = s->bucket && s->prefix ? mti_asprintf("s3://%s%s%.*s", s->bucket,
 							   pl ? "/" : "", (int)(pl ? pl - 1 : 0),
 							   s->prefix)
 					     : NULL;
 	/* AWS_CA_BUNDLE is where the AWS CLI and SDKs look too. */
 	const char *ca = o->ca_bundle ? o->ca_bundle : getenv("AWS_CA_BUNDLE");
-	s->ca_bundle = ca && *ca ? mt_strdup(ca) : NULL;
+	s->ca_bundle = ca && *ca ? mti_strdup(ca) : NULL;
 	s->max_inflight = o->max_requests > 0 ? o->max_requests : DEFAULT_REQUESTS;
 	s->pool = calloc((size_t)s->max_inflight, sizeof *s->pool);
 	s->max_attempts = o->max_attempts > 0 ? o->max_attempts : DEFAULT_ATTEMPTS;
@@ -1389,31 +1389,31 @@ static int s3_settings(s3_store *s, const char *url, size_t bl, const mt_store_o
 	s->log = o->log;
 	s->log_ud = o->log_ud;
 	if (!s->bucket || !s->prefix || !s->base.url || !s->pool || (ca && *ca && !s->ca_bundle))
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", url);
 	return 0;
 }
 
-int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out, mt_error *err)
+int mti_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out, mt_error *err)
 {
 	*out = NULL;
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc != CURLE_OK)
-		return mt_err(err, MT_ENET, "store %s: libcurl: %s", url,
+		return mti_err(err, MT_ENET, "store %s: libcurl: %s", url,
 			      curl_easy_strerror(curl_init_rc));
 	size_t bl = strcspn(url + 5, "/"); /* after "s3://" */
 	if (!bucket_ok(url + 5, bl))
-		return mt_err(err, MT_EINVAL, "store %s: expected s3://BUCKET[/PREFIX] with a "
+		return mti_err(err, MT_EINVAL, "store %s: expected s3://BUCKET[/PREFIX] with a "
 			      "bucket name of 3 to 63 letters, digits, '.', '-' or '_'", url);
 	s3_store *s = calloc(1, sizeof *s);
 	if (!s)
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", url);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->bucket_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	s->base.ops = &s3_ops;
 	int rc = s3_settings(s, url, bl, o, err);
-	if (!rc && (rc = mt_s3_config_resolve(o->profile, o->region, o->endpoint, &s->cfg, err)))
-		mt_err_prefix(err, "store %s: ", s->base.url);
+	if (!rc && (rc = mti_s3_config_resolve(o->profile, o->region, o->endpoint, &s->cfg, err)))
+		mti_err_prefix(err, "store %s: ", s->base.url);
 	if (!rc)
 		rc = s3_route(s, o, err);
 	if (rc) {

@@ -9,7 +9,7 @@
 /* mt_store_opts as the first matorage.h with a size field declared it. */
 #define STORE_OPTS_FIRST MT_OPTS_SIZE_UPTO(mt_store_opts, log_ud)
 
-void mt_list_page_free(mt_list_page *p)
+void mti_list_page_free(mt_list_page *p)
 {
 	if (!p)
 		return;
@@ -58,17 +58,17 @@ static int store_open_path(const char *url, const char *path, int create, mt_sto
 		abs = store_clean_path(path);
 	} else {
 		char *cwd = getcwd(NULL, 0);
-		char *joined = cwd ? mt_asprintf("%s/%s", cwd, path) : NULL;
+		char *joined = cwd ? mti_asprintf("%s/%s", cwd, path) : NULL;
 		if (!cwd)
-			return mt_err(err, MT_EIO, "store %s: cannot resolve a relative path: "
+			return mti_err(err, MT_EIO, "store %s: cannot resolve a relative path: "
 				      "the current directory is unknown", url);
 		abs = joined ? store_clean_path(joined) : NULL;
 		free(joined);
 		free(cwd);
 	}
 	if (!abs)
-		return mt_err(err, MT_ENOMEM, "store %s: out of memory", url);
-	int rc = mt_store_fs_open(abs, create, out, err);
+		return mti_err(err, MT_ENOMEM, "store %s: out of memory", url);
+	int rc = mti_store_fs_open(abs, create, out, err);
 	free(abs);
 	return rc;
 }
@@ -84,7 +84,7 @@ static int store_open_default(const mt_store_opts *o, mt_store **out, mt_error *
 	int rc = mt_user_path(MT_DIR_DATA, "store", &dir, err);
 	if (rc) {
 		if (rc != MT_ENOMEM)
-			mt_err_prefix(err, "no default store (set MATORAGE_STORE): ");
+			mti_err_prefix(err, "no default store (set MATORAGE_STORE): ");
 		return rc;
 	}
 	/* Before its first write the default store reads as empty: a reader
@@ -98,7 +98,7 @@ void mt_store_opts_init_size(mt_store_opts *o, size_t size)
 {
 	mt_store_opts defaults;
 	memset(&defaults, 0, sizeof defaults);
-	mt_opts_init(o, size, &defaults, sizeof defaults);
+	mti_opts_init(o, size, &defaults, sizeof defaults);
 }
 
 /* A remote's settings under the caller's: what the caller set wins. */
@@ -114,11 +114,11 @@ static int store_open_remote(const mt_remote *r, const mt_store_opts *o, mt_stor
 	m.addressing = o->addressing ? o->addressing : r->addressing;
 	/* A remote's URL is never another remote's name. */
 	if (strncmp(r->url, "s3://", 5) != 0 && strncmp(r->url, "file://", 7) != 0)
-		return mt_err(err, MT_EINVAL, "remote %s: URL %s is not file:// or s3://",
+		return mti_err(err, MT_EINVAL, "remote %s: URL %s is not file:// or s3://",
 			      r->name, r->url);
 	int rc = mt_store_open_opts(r->url, &m, out, err);
 	if (rc)
-		mt_err_prefix(err, "remote %s: ", r->name);
+		mti_err_prefix(err, "remote %s: ", r->name);
 	return rc;
 }
 
@@ -136,7 +136,7 @@ int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **ou
 	mt_store_opts_init(&own);
 	own.create = 1;
 	if (opts) {
-		int rc = mt_opts_take(&own, sizeof own, opts, STORE_OPTS_FIRST, "mt_store_opts", err);
+		int rc = mti_opts_take(&own, sizeof own, opts, STORE_OPTS_FIRST, "mt_store_opts", err);
 		if (rc)
 			return rc;
 	}
@@ -152,10 +152,10 @@ int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **ou
 		mt_error ignored;
 		if (!strchr(url, '/') && mt_name_check(url, "remote", &ignored) == 0) {
 			mt_remote r;
-			int rc = mt_remote_find(url, &r, err);
+			int rc = mti_remote_find(url, &r, err);
 			if (rc == 0) {
 				rc = store_open_remote(&r, o, out, err);
-				mt_remotes_free_one(&r);
+				mti_remotes_free_one(&r);
 				return rc;
 			}
 			if (rc != MT_ENOTFOUND)
@@ -166,13 +166,13 @@ int mt_store_open_opts(const char *url, const mt_store_opts *opts, mt_store **ou
 	if (slen == 4 && strncmp(url, "file", 4) == 0) {
 		const char *path = sep + 3;
 		if (path[0] != '/')
-			return mt_err(err, MT_EINVAL, "store URL %s: file:// needs an absolute "
+			return mti_err(err, MT_EINVAL, "store URL %s: file:// needs an absolute "
 				      "path (file:///dir)", url);
 		return store_open_path(url, path, o->create, out, err);
 	}
 	if (slen == 2 && strncmp(url, "s3", 2) == 0)
-		return mt_store_s3_open(url, o, out, err);
-	return mt_err(err, MT_EUNSUPPORTED, "unsupported store URL scheme '%.*s' in %s",
+		return mti_store_s3_open(url, o, out, err);
+	return mti_err(err, MT_EUNSUPPORTED, "unsupported store URL scheme '%.*s' in %s",
 		      (int)slen, url, url);
 }
 
@@ -191,29 +191,29 @@ const char *mt_store_url(const mt_store *s)
 static int store_name_key(int rc, const char *key, mt_error *err)
 {
 	if (rc && err && key && !strstr(err->message, key))
-		mt_err_prefix(err, "%s: ", key);
+		mti_err_prefix(err, "%s: ", key);
 	return rc;
 }
 
-int mt_store_get(mt_store *s, const char *key, uint64_t offset, uint64_t len, void **data,
+int mti_store_get(mt_store *s, const char *key, uint64_t offset, uint64_t len, void **data,
 		 size_t *got, mt_error *err)
 {
 	return store_name_key(s->ops->get(s, key, offset, len, data, got, err), key, err);
 }
 
-int mt_store_read(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
+int mti_store_read(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
 		  mt_error *err)
 {
 	return store_name_key(s->ops->read(s, key, offset, buf, len, err), key, err);
 }
 
-int mt_store_put(mt_store *s, const char *key, const void *data, size_t len, int flags,
+int mti_store_put(mt_store *s, const char *key, const void *data, size_t len, int flags,
 		 mt_error *err)
 {
 	return store_name_key(s->ops->put(s, key, data, len, flags, err), key, err);
 }
 
-int mt_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, mt_error *err)
+int mti_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, mt_error *err)
 {
 	uint64_t sz;
 	int64_t mt;
@@ -221,7 +221,7 @@ int mt_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, 
 			      key, err);
 }
 
-int mt_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err)
+int mti_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err)
 {
 	int rc = s->ops->del(s, keys, n, err);
 	/* Which of several keys failed only the backend knows. */
@@ -245,25 +245,25 @@ static int store_list_pages(mt_store *s, const char *prefix, int prefixes,
 			token = page.next;
 			page.next = NULL;
 		}
-		mt_list_page_free(&page);
+		mti_list_page_free(&page);
 	} while (!rc && token);
 	free(token);
 	return rc;
 }
 
-int mt_store_list_all(mt_store *s, const char *prefix, int (*fn)(void *ud, const mt_obj *o),
+int mti_store_list_all(mt_store *s, const char *prefix, int (*fn)(void *ud, const mt_obj *o),
 		      void *ud, mt_error *err)
 {
 	return store_list_pages(s, prefix, 0, fn, ud, err);
 }
 
-int mt_store_list_prefixes(mt_store *s, const char *prefix,
+int mti_store_list_prefixes(mt_store *s, const char *prefix,
 			   int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err)
 {
 	return store_list_pages(s, prefix, 1, fn, ud, err);
 }
 
-/* mt_store_list's callback and its argument, behind mt_store_list_all's. */
+/* mt_store_list's callback and its argument, behind mti_store_list_all's. */
 struct store_list_public {
 	int (*fn)(void *ud, const mt_object_info *o);
 	void *ud;
@@ -280,5 +280,5 @@ int mt_store_list(mt_store *s, const char *prefix, int (*fn)(void *ud, const mt_
 		  void *ud, mt_error *err)
 {
 	struct store_list_public p = {fn, ud};
-	return mt_store_list_all(s, prefix, store_list_one, &p, err);
+	return mti_store_list_all(s, prefix, store_list_one, &p, err);
 }

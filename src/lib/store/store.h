@@ -19,7 +19,7 @@ typedef struct mt_list_page {
 	size_t n;
 	char *next;
 } mt_list_page;
-MT_LOCAL void mt_list_page_free(mt_list_page *p);
+MT_LOCAL void mti_list_page_free(mt_list_page *p);
 
 /* An object being written in parts (multipart upload on S3, a temporary
  * file on fs).  Nothing is visible under the key before commit. */
@@ -84,9 +84,9 @@ struct mt_store {
 /* root is absolute and clean.  A missing root is made with create 1; with 0
  * it is MT_ENOTFOUND; with -1 the store opens and reads as empty (the
  * default store before its first write).  Only 1 creates anything. */
-MT_LOCAL int mt_store_fs_open(const char *root, int create, mt_store **out, mt_error *err);
+MT_LOCAL int mti_store_fs_open(const char *root, int create, mt_store **out, mt_error *err);
 /* url is "s3://BUCKET[/PREFIX]"; o is never NULL. */
-MT_LOCAL int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out,
+MT_LOCAL int mti_store_s3_open(const char *url, const mt_store_opts *o, mt_store **out,
 			      mt_error *err);
 
 /* store-cache.c: a read-only view of inner whose shard objects are kept
@@ -94,30 +94,30 @@ MT_LOCAL int mt_store_s3_open(const char *url, const mt_store_opts *o, mt_store 
  * each downloaded once across threads and processes, checked against its
  * sha256 name and renamed into place; dir NULL keeps them in memory
  * instead (those that fit under cap).  inner stays the caller's. */
-MT_LOCAL int mt_store_cache_open(mt_store *inner, const char *dir, uint64_t cap, mt_store **out,
+MT_LOCAL int mti_store_cache_open(mt_store *inner, const char *dir, uint64_t cap, mt_store **out,
 				 mt_error *err);
 
 /* remote.c: the remote called name, MT_ENOTFOUND when none is (and when
- * there is no configuration file).  Free with mt_remotes_free_one. */
-MT_LOCAL int mt_remote_find(const char *name, mt_remote *out, mt_error *err);
-MT_LOCAL void mt_remotes_free_one(mt_remote *r);
+ * there is no configuration file).  Free with mti_remotes_free_one. */
+MT_LOCAL int mti_remote_find(const char *name, mt_remote *out, mt_error *err);
+MT_LOCAL void mti_remotes_free_one(mt_remote *r);
 
 /* Convenience over ops that also name the key in errors. */
-MT_LOCAL int mt_store_get(mt_store *s, const char *key, uint64_t offset, uint64_t len,
+MT_LOCAL int mti_store_get(mt_store *s, const char *key, uint64_t offset, uint64_t len,
 			  void **data, size_t *got, mt_error *err);
-MT_LOCAL int mt_store_read(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
+MT_LOCAL int mti_store_read(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
 			   mt_error *err);
-MT_LOCAL int mt_store_put(mt_store *s, const char *key, const void *data, size_t len, int flags,
+MT_LOCAL int mti_store_put(mt_store *s, const char *key, const void *data, size_t len, int flags,
 			  mt_error *err);
-MT_LOCAL int mt_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime,
+MT_LOCAL int mti_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime,
 			   mt_error *err);
-MT_LOCAL int mt_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err);
+MT_LOCAL int mti_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err);
 /* Call fn for every object under prefix, page by page; stop early when fn
  * returns nonzero (that value is returned).  With `prefixes`, fn gets the
  * next path segments instead (ops->list_prefixes). */
-MT_LOCAL int mt_store_list_all(mt_store *s, const char *prefix,
+MT_LOCAL int mti_store_list_all(mt_store *s, const char *prefix,
 			       int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err);
-MT_LOCAL int mt_store_list_prefixes(mt_store *s, const char *prefix,
+MT_LOCAL int mti_store_list_prefixes(mt_store *s, const char *prefix,
 				    int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err);
 
 #endif

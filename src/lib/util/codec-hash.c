@@ -21,36 +21,36 @@ static void hash_hex(const unsigned char *md, char out[MT_SHA256_HEX])
 	out[2 * HASH_SHA256_BYTES] = '\0';
 }
 
-int mt_sha256_new(mt_sha256 **out, mt_error *err)
+int mti_sha256_new(mt_sha256 **out, mt_error *err)
 {
 	mt_sha256 *h = calloc(1, sizeof *h);
 	if (!h || !(h->ctx = EVP_MD_CTX_new()) ||
 	    EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
-		mt_sha256_free(h);
-		return mt_err(err, MT_ENOMEM, "sha256: cannot create a digest context");
+		mti_sha256_free(h);
+		return mti_err(err, MT_ENOMEM, "sha256: cannot create a digest context");
 	}
 	*out = h;
 	return 0;
 }
 
-int mt_sha256_update(mt_sha256 *h, const void *data, size_t len, mt_error *err)
+int mti_sha256_update(mt_sha256 *h, const void *data, size_t len, mt_error *err)
 {
 	if (EVP_DigestUpdate(h->ctx, data, len) != 1)
-		return mt_err(err, MT_EIO, "sha256: digest update of %zu bytes failed", len);
+		return mti_err(err, MT_EIO, "sha256: digest update of %zu bytes failed", len);
 	return 0;
 }
 
-int mt_sha256_final(mt_sha256 *h, char out[MT_SHA256_HEX], mt_error *err)
+int mti_sha256_final(mt_sha256 *h, char out[MT_SHA256_HEX], mt_error *err)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 	if (EVP_DigestFinal_ex(h->ctx, md, &n) != 1 || n != HASH_SHA256_BYTES)
-		return mt_err(err, MT_EIO, "sha256: digest final failed");
+		return mti_err(err, MT_EIO, "sha256: digest final failed");
 	hash_hex(md, out);
 	return 0;
 }
 
-void mt_sha256_free(mt_sha256 *h)
+void mti_sha256_free(mt_sha256 *h)
 {
 	if (!h)
 		return;
@@ -58,17 +58,17 @@ void mt_sha256_free(mt_sha256 *h)
 	free(h);
 }
 
-int mt_sha256_hex(const void *data, size_t len, char out[MT_SHA256_HEX], mt_error *err)
+int mti_sha256_hex(const void *data, size_t len, char out[MT_SHA256_HEX], mt_error *err)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 	if (EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) != 1 || n != HASH_SHA256_BYTES)
-		return mt_err(err, MT_EIO, "sha256: digest of %zu bytes failed", len);
+		return mti_err(err, MT_EIO, "sha256: digest of %zu bytes failed", len);
 	hash_hex(md, out);
 	return 0;
 }
 
-uint64_t mt_xxh3(const void *data, size_t len)
+uint64_t mti_xxh3(const void *data, size_t len)
 {
 	return XXH3_64bits(data, len);
 }

@@ -52,7 +52,7 @@ static void *zstd_ctx(int compress, int *owned)
 	return c;
 }
 
-int mt_zstd_compress(const void *src, size_t len, int level, void **out, size_t *outlen,
+int mti_zstd_compress(const void *src, size_t len, int level, void **out, size_t *outlen,
 		     mt_error *err)
 {
 	int owned;
@@ -62,7 +62,7 @@ int mt_zstd_compress(const void *src, size_t len, int level, void **out, size_t 
 	if (!dst) {
 		if (owned)
 			ZSTD_freeCCtx(c);
-		return mt_err(err, MT_ENOMEM, "zstd: out of memory compressing %zu bytes", len);
+		return mti_err(err, MT_ENOMEM, "zstd: out of memory compressing %zu bytes", len);
 	}
 	/* The simple API resets every parameter from the level and always
 	 * records the content size, as the HDF5 zstd filter expects. */
@@ -71,7 +71,7 @@ int mt_zstd_compress(const void *src, size_t len, int level, void **out, size_t 
 		ZSTD_freeCCtx(c);
 	if (ZSTD_isError(n)) {
 		free(dst);
-		return mt_err(err, MT_ECODEC, "zstd: cannot compress %zu bytes at level %d: %s",
+		return mti_err(err, MT_ECODEC, "zstd: cannot compress %zu bytes at level %d: %s",
 			      len, level, ZSTD_getErrorName(n));
 	}
 	*out = dst;
@@ -79,32 +79,32 @@ int mt_zstd_compress(const void *src, size_t len, int level, void **out, size_t 
 	return 0;
 }
 
-int mt_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen, mt_error *err)
+int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen, mt_error *err)
 {
 	/* One whole frame and nothing after it: anything else is damage. */
 	size_t flen = ZSTD_findFrameCompressedSize(src, len);
 	if (ZSTD_isError(flen))
-		return mt_err(err, MT_ECORRUPT, "zstd: %zu bytes are not one whole zstd frame: %s",
+		return mti_err(err, MT_ECORRUPT, "zstd: %zu bytes are not one whole zstd frame: %s",
 			      len, ZSTD_getErrorName(flen));
 	if (flen != len)
-		return mt_err(err, MT_ECORRUPT, "zstd: %zu stray bytes after the %zu-byte frame",
+		return mti_err(err, MT_ECORRUPT, "zstd: %zu stray bytes after the %zu-byte frame",
 			      len - flen, flen);
 	unsigned long long want = ZSTD_getFrameContentSize(src, len);
 	if (want != ZSTD_CONTENTSIZE_UNKNOWN && want != dstlen)
-		return mt_err(err, MT_ECORRUPT, "zstd: frame holds %llu bytes, expected %zu", want,
+		return mti_err(err, MT_ECORRUPT, "zstd: frame holds %llu bytes, expected %zu", want,
 			      dstlen);
 	int owned;
 	ZSTD_DCtx *d = zstd_ctx(0, &owned);
 	if (!d)
-		return mt_err(err, MT_ENOMEM, "zstd: out of memory for a decompression context");
+		return mti_err(err, MT_ENOMEM, "zstd: out of memory for a decompression context");
 	size_t n = ZSTD_decompressDCtx(d, dst, dstlen, src, len);
 	if (owned)
 		ZSTD_freeDCtx(d);
 	if (ZSTD_isError(n))
-		return mt_err(err, MT_ECORRUPT, "zstd: cannot decompress %zu bytes: %s", len,
+		return mti_err(err, MT_ECORRUPT, "zstd: cannot decompress %zu bytes: %s", len,
 			      ZSTD_getErrorName(n));
 	if (n != dstlen)
-		return mt_err(err, MT_ECORRUPT, "zstd: frame holds %zu bytes, expected %zu", n,
+		return mti_err(err, MT_ECORRUPT, "zstd: frame holds %zu bytes, expected %zu", n,
 			      dstlen);
 	return 0;
 }
@@ -128,11 +128,11 @@ static void zstd_filter_init(void)
 		H5Eset_auto2(H5E_DEFAULT, fn, ud);
 }
 
-int mt_zstd_filter_register(mt_error *err)
+int mti_zstd_filter_register(mt_error *err)
 {
 	pthread_once(&zstd_filter_once, zstd_filter_init);
 	if (zstd_filter_rc)
-		return mt_err(err, zstd_filter_rc, "HDF5: cannot register the zstd filter %d",
+		return mti_err(err, zstd_filter_rc, "HDF5: cannot register the zstd filter %d",
 			      MT_ZSTD_FILTER_ID);
 	return 0;
 }

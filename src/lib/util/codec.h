@@ -8,27 +8,27 @@
 #define MT_SHA256_HEX 65 /* 64 digits and NUL */
 
 /* Hex sha256 of a buffer. */
-MT_LOCAL int mt_sha256_hex(const void *data, size_t len, char out[MT_SHA256_HEX], mt_error *err);
+MT_LOCAL int mti_sha256_hex(const void *data, size_t len, char out[MT_SHA256_HEX], mt_error *err);
 
 /* Incremental sha256 for objects read in pieces. */
 typedef struct mt_sha256 mt_sha256;
-MT_LOCAL int mt_sha256_new(mt_sha256 **out, mt_error *err);
-MT_LOCAL int mt_sha256_update(mt_sha256 *h, const void *data, size_t len, mt_error *err);
-MT_LOCAL int mt_sha256_final(mt_sha256 *h, char out[MT_SHA256_HEX], mt_error *err);
-MT_LOCAL void mt_sha256_free(mt_sha256 *h);
+MT_LOCAL int mti_sha256_new(mt_sha256 **out, mt_error *err);
+MT_LOCAL int mti_sha256_update(mt_sha256 *h, const void *data, size_t len, mt_error *err);
+MT_LOCAL int mti_sha256_final(mt_sha256 *h, char out[MT_SHA256_HEX], mt_error *err);
+MT_LOCAL void mti_sha256_free(mt_sha256 *h);
 
 /* 64-bit XXH3 of a buffer (seed 0). */
-MT_LOCAL uint64_t mt_xxh3(const void *data, size_t len);
+MT_LOCAL uint64_t mti_xxh3(const void *data, size_t len);
 
 /* Compress src into a new zstd frame that records its content size (what
  * the HDF5 zstd filter expects).  *out is malloc'ed. */
-MT_LOCAL int mt_zstd_compress(const void *src, size_t len, int level, void **out, size_t *outlen,
+MT_LOCAL int mti_zstd_compress(const void *src, size_t len, int level, void **out, size_t *outlen,
 			      mt_error *err);
 /* Decompress a frame that must expand to exactly `dstlen` bytes. */
-MT_LOCAL int mt_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen,
+MT_LOCAL int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen,
 				mt_error *err);
 
 /* Register filter 32015 with HDF5 (once per process; thread-safe). */
-MT_LOCAL int mt_zstd_filter_register(mt_error *err);
+MT_LOCAL int mti_zstd_filter_register(mt_error *err);
 
 #endif

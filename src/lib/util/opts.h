@@ -17,12 +17,12 @@
 /* What *_opts_init_size does: the first `size` bytes of o (the caller's
  * struct) from `defaults` (lib_size bytes, the library's struct), zeros
  * past lib_size, and o's size field set to size. */
-MT_LOCAL void mt_opts_init(void *o, size_t size, const void *defaults, size_t lib_size);
+MT_LOCAL void mti_opts_init(void *o, size_t size, const void *defaults, size_t lib_size);
 
 /* Copy the caller's struct src over dst (the library's, lib_size bytes,
  * holding the defaults): the fields src's size covers.  A size below
  * first_size or above lib_size is MT_EINVAL naming the struct (`name`). */
-MT_LOCAL int mt_opts_take(void *dst, size_t lib_size, const void *src, size_t first_size,
+MT_LOCAL int mti_opts_take(void *dst, size_t lib_size, const void *src, size_t first_size,
 			  const char *name, mt_error *err);
 
 #endif

@@ -15,7 +15,7 @@ static int path_home(char *buf, size_t cap, const char *var, mt_error *err)
 	const char *h = getenv("HOME");
 	if (h && *h) {
 		if ((size_t)snprintf(buf, cap, "%s", h) >= cap)
-			return mt_err(err, MT_ERANGE, "HOME is longer than %zu bytes", cap - 1);
+			return mti_err(err, MT_ERANGE, "HOME is longer than %zu bytes", cap - 1);
 		return 0;
 	}
 	struct passwd pw, *found = NULL;
@@ -24,7 +24,7 @@ static int path_home(char *buf, size_t cap, const char *var, mt_error *err)
 	    found->pw_dir && found->pw_dir[0] == '/' &&
 	    (size_t)snprintf(buf, cap, "%s", found->pw_dir) < cap)
 		return 0;
-	return mt_err(err, MT_EINVAL,
+	return mti_err(err, MT_EINVAL,
 		      "no home directory: HOME is unset and user %u has none in the password "
 		      "database; set HOME or %s", (unsigned)getuid(), var);
 }
@@ -33,19 +33,19 @@ int mt_user_path(int dir, const char *name, char **out, mt_error *err)
 {
 	*out = NULL;
 	if ((dir != MT_DIR_DATA && dir != MT_DIR_CONFIG) || !name || !*name)
-		return mt_err(err, MT_EINVAL, "user path: no directory kind %d or no name", dir);
+		return mti_err(err, MT_EINVAL, "user path: no directory kind %d or no name", dir);
 	const char *var = dir == MT_DIR_DATA ? "XDG_DATA_HOME" : "XDG_CONFIG_HOME";
 	/* The XDG rules ignore a variable that is not an absolute path. */
 	const char *xdg = getenv(var);
 	if (xdg && xdg[0] == '/') {
-		*out = mt_asprintf("%s/matorage/%s", xdg, name);
+		*out = mti_asprintf("%s/matorage/%s", xdg, name);
 	} else {
 		char home[4096];
 		int rc = path_home(home, sizeof home, var, err);
 		if (rc)
 			return rc;
-		*out = mt_asprintf("%s/%s/matorage/%s", home,
+		*out = mti_asprintf("%s/%s/matorage/%s", home,
 				   dir == MT_DIR_DATA ? ".local/share" : ".config", name);
 	}
-	return *out ? 0 : mt_err(err, MT_ENOMEM, "out of memory");
+	return *out ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
 }

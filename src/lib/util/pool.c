@@ -30,7 +30,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int mt_parallel_for(int threads, size_t n, int (*fn)(void *ud, size_t i), void *ud)
+int mti_parallel_for(int threads, size_t n, int (*fn)(void *ud, size_t i), void *ud)
 {
 	struct job_set js = {.fn = fn, .ud = ud, .n = n};
 	atomic_init(&js.next, 0);

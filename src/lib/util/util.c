@@ -21,7 +21,7 @@ int mt_error_set(mt_error *err, int code, const char *fmt, ...)
 	return code;
 }
 
-int mt_err_prefix(mt_error *err, const char *fmt, ...)
+int mti_err_prefix(mt_error *err, const char *fmt, ...)
 {
 	if (!err)
 		return MT_EINVAL;
@@ -37,19 +37,19 @@ int mt_err_prefix(mt_error *err, const char *fmt, ...)
 	return err->code;
 }
 
-int mt_err_copy(mt_error *err, const mt_error *from)
+int mti_err_copy(mt_error *err, const mt_error *from)
 {
 	if (err && err != from)
 		*err = *from;
 	return from->code;
 }
 
-char *mt_strdup(const char *s)
+char *mti_strdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
 }
 
-char *mt_asprintf(const char *fmt, ...)
+char *mti_asprintf(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -66,7 +66,7 @@ char *mt_asprintf(const char *fmt, ...)
 	return s;
 }
 
-int mt_buf_reserve(mt_buf *b, size_t extra)
+int mti_buf_reserve(mt_buf *b, size_t extra)
 {
 	if (b->cap - b->len >= extra)
 		return 0;
@@ -84,18 +84,18 @@ int mt_buf_reserve(mt_buf *b, size_t extra)
 	return 0;
 }
 
-int mt_buf_append(mt_buf *b, const void *p, size_t n)
+int mti_buf_append(mt_buf *b, const void *p, size_t n)
 {
 	if (n == 0)
 		return 0;
-	if (mt_buf_reserve(b, n))
+	if (mti_buf_reserve(b, n))
 		return MT_ENOMEM;
 	memcpy(b->data + b->len, p, n);
 	b->len += n;
 	return 0;
 }
 
-void mt_buf_free(mt_buf *b)
+void mti_buf_free(mt_buf *b)
 {
 	free(b->data);
 	b->data = NULL;
@@ -106,25 +106,25 @@ int mt_name_check(const char *name, const char *what, mt_error *err)
 {
 	size_t n = name ? strlen(name) : 0;
 	if (n == 0 || n > 128)
-		return mt_err(err, MT_EINVAL, "%s name must be 1 to 128 characters", what);
+		return mti_err(err, MT_EINVAL, "%s name must be 1 to 128 characters", what);
 	if (name[0] == '.' || name[0] == '-')
-		return mt_err(err, MT_EINVAL, "%s name '%s' must not start with '%c'", what, name,
+		return mti_err(err, MT_EINVAL, "%s name '%s' must not start with '%c'", what, name,
 			      name[0]);
 	for (size_t i = 0; i < n; i++) {
 		char c = name[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '.' || c == '_' || c == '-'))
-			return mt_err(err, MT_EINVAL,
+			return mti_err(err, MT_EINVAL,
 				      "%s name '%s' may hold only letters, digits, '.', '_' and '-'",
 				      what, name);
 	}
 	/* ".." reads as a parent directory to every path and key tool. */
 	if (strstr(name, ".."))
-		return mt_err(err, MT_EINVAL, "%s name '%s' must not contain '..'", what, name);
+		return mti_err(err, MT_EINVAL, "%s name '%s' must not contain '..'", what, name);
 	return 0;
 }
 
-int mt_version_auto_number(const char *name, uint64_t *n)
+int mti_version_auto_number(const char *name, uint64_t *n)
 {
 	if (name[0] != 'v' || !name[1] || name[1] == '0')
 		return 0;
@@ -136,51 +136,51 @@ int mt_version_auto_number(const char *name, uint64_t *n)
 	return 1;
 }
 
-int mt_version_name_check(const char *name, mt_error *err)
+int mti_version_name_check(const char *name, mt_error *err)
 {
 	int rc = mt_name_check(name, "version", err);
 	if (rc)
 		return rc;
 	if (!strcasecmp(name, "latest"))
-		return mt_err(err, MT_EINVAL, "version name '%s' is reserved: it means the newest "
+		return mti_err(err, MT_EINVAL, "version name '%s' is reserved: it means the newest "
 			      "version", name);
 	/* "v" and digits is the automatic form: v7, never v07 (it would sort
 	 * and read as v7) and never more digits than numbering goes. */
 	size_t digits = strspn(name + 1, "0123456789");
-	if (name[0] == 'v' && digits && !name[1 + digits] && !mt_version_auto_number(name, NULL))
-		return mt_err(err, MT_EINVAL, "version name '%s' is not a valid automatic name "
+	if (name[0] == 'v' && digits && !name[1 + digits] && !mti_version_auto_number(name, NULL))
+		return mti_err(err, MT_EINVAL, "version name '%s' is not a valid automatic name "
 			      "(v1 to v%.*s, no leading zeros)", name, MT_VERSION_DIGITS,
 			      "999999999999999999999");
 	return 0;
 }
 
-int mt_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+int mti_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 {
 	return !__builtin_mul_overflow(a, b, out);
 }
 
-int mt_add_ok(uint64_t a, uint64_t b, uint64_t *out)
+int mti_add_ok(uint64_t a, uint64_t b, uint64_t *out)
 {
 	return !__builtin_add_overflow(a, b, out);
 }
 
-int mt_ncpus(void)
+int mti_ncpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 
-int mt_mkdir_parent(const char *path, const char *what, mt_error *err)
+int mti_mkdir_parent(const char *path, const char *what, mt_error *err)
 {
-	char *dir = mt_strdup(path);
+	char *dir = mti_strdup(path);
 	if (!dir)
-		return mt_err(err, MT_ENOMEM, "out of memory");
+		return mti_err(err, MT_ENOMEM, "out of memory");
 	for (char *p = dir + 1; *p; p++) {
 		if (*p != '/')
 			continue;
 		*p = '\0';
 		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-			int rc = mt_err(err, MT_EIO, "%s %s: %s", what, dir, strerror(errno));
+			int rc = mti_err(err, MT_EIO, "%s %s: %s", what, dir, strerror(errno));
 			free(dir);
 			return rc;
 		}

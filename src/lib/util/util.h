@@ -12,17 +12,17 @@
 #define MT_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 /* Fill err (when not NULL) with code and a formatted message; returns code
- * so callers can write `return mt_err(err, MT_EIO, "...")`.  The library's
+ * so callers can write `return mti_err(err, MT_EIO, "...")`.  The library's
  * short name for the public mt_error_set: one implementation for both. */
-#define mt_err mt_error_set
+#define mti_err mt_error_set
 /* Prefix an existing message with context ("shard abc: ") and return its code. */
-MT_LOCAL int mt_err_prefix(mt_error *err, const char *fmt, ...) MT_PRINTF(2, 3);
+MT_LOCAL int mti_err_prefix(mt_error *err, const char *fmt, ...) MT_PRINTF(2, 3);
 /* Copy a finished error record (from a worker thread) into err. */
-MT_LOCAL int mt_err_copy(mt_error *err, const mt_error *from);
+MT_LOCAL int mti_err_copy(mt_error *err, const mt_error *from);
 
 /* Allocation that returns NULL on failure (the library never aborts). */
-MT_LOCAL char *mt_strdup(const char *s);
-MT_LOCAL char *mt_asprintf(const char *fmt, ...) MT_PRINTF(1, 2);
+MT_LOCAL char *mti_strdup(const char *s);
+MT_LOCAL char *mti_asprintf(const char *fmt, ...) MT_PRINTF(1, 2);
 
 /* A growable byte buffer. */
 typedef struct mt_buf {
@@ -30,29 +30,29 @@ typedef struct mt_buf {
 	size_t len;
 	size_t cap;
 } mt_buf;
-MT_LOCAL int mt_buf_reserve(mt_buf *b, size_t extra);
-MT_LOCAL int mt_buf_append(mt_buf *b, const void *p, size_t n);
-MT_LOCAL void mt_buf_free(mt_buf *b);
+MT_LOCAL int mti_buf_reserve(mt_buf *b, size_t extra);
+MT_LOCAL int mti_buf_append(mt_buf *b, const void *p, size_t n);
+MT_LOCAL void mti_buf_free(mt_buf *b);
 
 /* Little-endian integer encoding for binary formats. */
-static inline void mt_put_u64(uint8_t *p, uint64_t v)
+static inline void mti_put_u64(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
-static inline uint64_t mt_get_u64(const uint8_t *p)
+static inline uint64_t mti_get_u64(const uint8_t *p)
 {
 	uint64_t v = 0;
 	for (int i = 0; i < 8; i++)
 		v |= (uint64_t)p[i] << (8 * i);
 	return v;
 }
-static inline void mt_put_u32(uint8_t *p, uint32_t v)
+static inline void mti_put_u32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
-static inline uint32_t mt_get_u32(const uint8_t *p)
+static inline uint32_t mti_get_u32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -64,20 +64,20 @@ static inline uint32_t mt_get_u32(const uint8_t *p)
 #define MT_VERSION_DIGITS 15
 #define MT_VERSION_MAX 999999999999999ull
 /* 1 (and the number in *n, when not NULL) for an automatic name. */
-MT_LOCAL int mt_version_auto_number(const char *name, uint64_t *n);
+MT_LOCAL int mti_version_auto_number(const char *name, uint64_t *n);
 /* A name a new version may take: mt_name_check, not the reserved word
  * "latest" (in any case), and a "v<digits>" name only in automatic form. */
-MT_LOCAL int mt_version_name_check(const char *name, mt_error *err);
+MT_LOCAL int mti_version_name_check(const char *name, mt_error *err);
 
 /* Overflow-checked a*b and a+b. */
-MT_LOCAL int mt_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
-MT_LOCAL int mt_add_ok(uint64_t a, uint64_t b, uint64_t *out);
+MT_LOCAL int mti_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
+MT_LOCAL int mti_add_ok(uint64_t a, uint64_t b, uint64_t *out);
 
 /* mkdir -p of path's directory, private to the user; `what` names the
  * directory in errors. */
-MT_LOCAL int mt_mkdir_parent(const char *path, const char *what, mt_error *err);
+MT_LOCAL int mti_mkdir_parent(const char *path, const char *what, mt_error *err);
 
 /* Number of online CPUs (at least 1). */
-MT_LOCAL int mt_ncpus(void);
+MT_LOCAL int mti_ncpus(void);
 
 #endif

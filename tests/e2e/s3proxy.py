@@ -65,6 +65,46 @@ AUTH_RE = re.compile(
 
 lock = threading.Lock()
 cond_lock = threading.Lock()  # serialises conditional writes
+
+
+class SharedLock:
+    """Many holders in shared mode, or one alone."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.shared = 0
+        self.alone = False
+
+    @contextlib.contextmanager
+    def hold(self, alone):
+        with self.cond:
+            while self.alone or (alone and self.shared):
+                self.cond.wait()
+            if alone:
+                self.alone = True
+            else:
+                self.shared += 1
+        try:
+            yield
+        finally:
+            with self.cond:
+                if alone:
+                    self.alone = False
+                else:
+                    self.shared -= 1
+                self.cond.notify_all()
+
+
+# s3rver removes a directory left empty by a delete while another request may be writing
+# an object into it, and dies of the ENOENT (its objects are files in directories). S3 has
+# no such race: deletes run alone here, writes together.
+writes = SharedLock()
+
+
+def write_order(method, query, bucket):
+    if not bucket or method not in ("PUT", "POST", "DELETE"):
+        return contextlib.nullcontext()
+    return writes.hold(method == "DELETE" or (method == "POST" and "delete" in query))
 rules = []
 log = []
 
@@ -632,7 +672,8 @@ class Handler(BaseHTTPRequestHandler):
             # creates of one key with If-None-Match: * never both succeed.
             cond = key and method in ("PUT", "POST") and (
                 self.headers.get("if-none-match") or self.headers.get("if-match"))
-            with cond_lock if cond else contextlib.nullcontext():
+            with cond_lock if cond else contextlib.nullcontext(), \
+                    write_order(method, query, bucket):
                 own = s3_semantics(method, raw, query, bucket, key, self.headers, body)
                 if own:
                     return self.reply(own[0], own[1], own[2], line, method == "HEAD")

@@ -142,17 +142,9 @@ static void shards_free(copy_ctx *c)
 static int dst_manifest_same(copy_ctx *c, const char *key, const char *what, const char *json,
 			     size_t len, mt_error *err)
 {
-	void *data = NULL;
-	size_t got = 0;
-	int rc = c->dst->ops->get(c->dst, key, 0, UINT64_MAX, &data, &got, err);
-	if (rc == MT_ENOTFOUND)
-		return 0;
-	if (rc)
+	int rc = mti_store_holds(c->dst, key, json, len, err);
+	if (rc != MT_EEXIST)
 		return rc;
-	int same = got == len && memcmp(data, json, len) == 0;
-	free(data);
-	if (same)
-		return 1;
 	return mti_err(err, MT_EEXIST,
 		      "%s already exists in %s with different content (remove it there or copy "
 		      "under another version name)",

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,13 +95,23 @@ struct holder {
 	char host[256], boot[64], pidns[64];
 };
 
-static void holder_self(struct holder *h)
+static struct holder self_holder;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void holder_read_self(void)
 {
-	memset(h, 0, sizeof *h);
+	struct holder *h = &self_holder;
 	gethostname(h->host, sizeof h->host - 1);
 	read_line("/proc/sys/kernel/random/boot_id", h->boot, sizeof h->boot);
 	ssize_t n = readlink("/proc/self/ns/pid", h->pidns, sizeof h->pidns - 1);
 	h->pidns[n > 0 ? n : 0] = 0;
+}
+
+/* Who this process is, read once: every lock written and judged asks. */
+static const struct holder *holder_self(void)
+{
+	pthread_once(&self_once, holder_read_self);
+	return &self_holder;
 }
 
 static int json_str_is(json_t *o, const char *key, const char *want)
@@ -114,11 +123,10 @@ static int json_str_is(json_t *o, const char *key, const char *want)
 /* 1 when the lock's holder is a process of this machine that is gone. */
 static int holder_gone(json_t *body)
 {
-	struct holder me;
-	holder_self(&me);
+	const struct holder *me = holder_self();
 	json_t *pid = json_object_get(body, "pid"), *start = json_object_get(body, "start");
-	if (!json_str_is(body, "host", me.host) || !json_str_is(body, "boot", me.boot) ||
-	    !json_str_is(body, "pidns", me.pidns) || !json_is_integer(pid) ||
+	if (!json_str_is(body, "host", me->host) || !json_str_is(body, "boot", me->boot) ||
+	    !json_str_is(body, "pidns", me->pidns) || !json_is_integer(pid) ||
 	    !json_is_integer(start))
 		return 0;
 	return proc_start((long)json_integer_value(pid)) !=
@@ -138,11 +146,10 @@ static char *lock_body(mt_dlock *l)
 	json_object_set_new(o, "format", json_integer(1));
 	json_object_set_new(o, "kind", json_string(kind_names[l->kind]));
 	json_object_set_new(o, "dataset", json_string(l->dataset));
-	struct holder me;
-	holder_self(&me);
-	json_object_set_new(o, "host", json_string(me.host));
-	json_object_set_new(o, "boot", json_string(me.boot));
-	json_object_set_new(o, "pidns", json_string(me.pidns));
+	const struct holder *me = holder_self();
+	json_object_set_new(o, "host", json_string(me->host));
+	json_object_set_new(o, "boot", json_string(me->boot));
+	json_object_set_new(o, "pidns", json_string(me->pidns));
 	json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
 	json_object_set_new(o, "start", json_integer((json_int_t)proc_start((long)getpid())));
 	json_object_set_new(o, "started", json_string(l->started));
@@ -201,14 +208,6 @@ static void *refresher(void *arg)
 	return NULL;
 }
 
-static char *random_id(void)
-{
-	uint64_t r = 0;
-	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-		r = (uint64_t)time(NULL) * 6364136223846793005ull ^ (uint64_t)getpid();
-	return mti_asprintf("%016llx", (unsigned long long)r);
-}
-
 int mti_dlock_open(mt_store *s, const char *dataset, int kind, mt_dlock **out, mt_error *err)
 {
 	*out = NULL;
@@ -222,7 +221,7 @@ int mti_dlock_open(mt_store *s, const char *dataset, int kind, mt_dlock **out, m
 	l->kind = kind;
 	l->ttl = mti_lock_ttl();
 	l->dataset = mti_strdup(dataset);
-	l->id = random_id();
+	l->id = mti_asprintf("%016llx", (unsigned long long)mti_random_u64());
 	l->prefix = mti_asprintf("datasets/%s/locks/", dataset);
 	l->started = mti_now_rfc3339();
 	if (l->id && l->prefix)

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -788,11 +787,8 @@ static int writer_follow_latest(mt_writer *w, mt_error *err)
  * the same name. */
 static void commit_backoff(int attempt)
 {
-	unsigned r = 0;
-	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-		r = (unsigned)getpid() * 2654435761u + (unsigned)attempt;
 	unsigned cap_ms = attempt < 6 ? 10u << attempt : 500u;
-	usleep((useconds_t)(1000u * (r % cap_ms)));
+	usleep((useconds_t)(1000u * (unsigned)(mti_random_u64() % cap_ms)));
 }
 
 /* The manifest of this attempt, under the name it tries. */
@@ -827,13 +823,8 @@ static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
  * bytes are ours and not another writer's. */
 static int is_our_manifest(mt_writer *w, const char *key, const char *json)
 {
-	void *data = NULL;
-	size_t len = 0;
 	mt_error e = {0};
-	int ours = mti_store_get(w->store, key, 0, UINT64_MAX, &data, &len, &e) == 0 &&
-		   len == strlen(json) && !memcmp(data, json, len);
-	free(data);
-	return ours;
+	return mti_store_holds(w->store, key, json, strlen(json), &e) == 1;
 }
 
 /* One attempt at the commit point (doc/FORMAT.md, "Commits"): the name

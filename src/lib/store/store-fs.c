@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -248,18 +247,6 @@ static void fs_sync_dir(const char *path)
 	free(d);
 }
 
-/* 64 bits that differ between processes that share a pid (containers on
- * one volume), so temporary names rarely collide; O_EXCL catches the rest. */
-static uint64_t fs_tmp_nonce(void)
-{
-	uint64_t r;
-	if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
-		return r;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
-}
-
 static void fs_upload_abort(mt_upload *u)
 {
 	if (!u)
@@ -302,7 +289,7 @@ static int fs_upload_open(mt_store *st, const char *key, int flags, mt_upload **
 		u->tmp = mti_asprintf("%.*s" TMP_PREFIX "%.128s.%ld.%u.%016llx",
 				     (int)(base - u->path), u->path, base, (long)getpid(),
 				     atomic_fetch_add(&fs_tmp_serial, 1),
-				     (unsigned long long)fs_tmp_nonce());
+				     (unsigned long long)mti_random_u64());
 		if (!u->tmp)
 			e = ENOMEM;
 		else if ((u->fd = open(u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,

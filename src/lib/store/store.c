@@ -221,6 +221,20 @@ int mti_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime,
 			      key, err);
 }
 
+int mti_store_holds(mt_store *s, const char *key, const void *data, size_t len, mt_error *err)
+{
+	void *got = NULL;
+	size_t n = 0;
+	int rc = s->ops->get(s, key, 0, UINT64_MAX, &got, &n, err);
+	if (rc == MT_ENOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	int same = n == len && memcmp(got, data, len) == 0;
+	free(got);
+	return same ? 1 : MT_EEXIST;
+}
+
 int mti_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err)
 {
 	int rc = s->ops->del(s, keys, n, err);

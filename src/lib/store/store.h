@@ -112,6 +112,10 @@ MT_LOCAL int mti_store_put(mt_store *s, const char *key, const void *data, size_
 MT_LOCAL int mti_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime,
 			   mt_error *err);
 MT_LOCAL int mti_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err);
+/* Whether key holds exactly these bytes: 1 it does, 0 there is no such key,
+ * MT_EEXIST it holds other bytes (err not filled); another failure fills err. */
+MT_LOCAL int mti_store_holds(mt_store *s, const char *key, const void *data, size_t len,
+			     mt_error *err);
 /* Call fn for every object under prefix, page by page; stop early when fn
  * returns nonzero (that value is returned).  With `prefixes`, fn gets the
  * next path segments instead (ops->list_prefixes). */

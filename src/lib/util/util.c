@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int mt_error_set(mt_error *err, int code, const char *fmt, ...)
@@ -195,4 +197,15 @@ void mt_strv_free(char **v, size_t n)
 	for (size_t i = 0; v && i < n; i++)
 		free(v[i]);
 	free(v);
+}
+
+uint64_t mti_random_u64(void)
+{
+	uint64_t r;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
+		return r;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec) +
+	       (uint64_t)getpid();
 }

@@ -77,6 +77,10 @@ MT_LOCAL int mti_add_ok(uint64_t a, uint64_t b, uint64_t *out);
  * directory in errors. */
 MT_LOCAL int mti_mkdir_parent(const char *path, const char *what, mt_error *err);
 
+/* 64 random bits from the kernel (the clock's nanoseconds when it has none):
+ * for names and pauses that must differ between processes, not for secrets. */
+MT_LOCAL uint64_t mti_random_u64(void);
+
 /* Number of online CPUs (at least 1). */
 MT_LOCAL int mti_ncpus(void);
 

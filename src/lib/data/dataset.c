@@ -46,26 +46,15 @@ char *mti_created_after(const char *prev)
 	return mti_asprintf("%s.%03dZ", s, (ms + 1) % 1000);
 }
 
-/* A growable list of strings. */
+/* A growable list of strings (mti_strv_push). */
 struct strv {
 	char **v;
-	size_t n, cap;
+	size_t n;
 };
 
 static int strv_push(struct strv *l, const char *s, size_t len)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		char **v = realloc(l->v, cap * sizeof *v);
-		if (!v)
-			return MT_ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
-	if (!(l->v[l->n] = strndup(s, len)))
-		return MT_ENOMEM;
-	l->n++;
-	return 0;
+	return mti_strv_push(&l->v, &l->n, s, len);
 }
 
 static int strv_cmp(const void *a, const void *b)

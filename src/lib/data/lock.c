@@ -251,14 +251,7 @@ int mti_dlock_open(mt_store *s, const char *dataset, int kind, mt_dlock **out, m
 
 static int strv_add(char ***v, size_t *n, const char *s)
 {
-	char **nv = realloc(*v, (*n + 1) * sizeof *nv);
-	if (!nv)
-		return MT_ENOMEM;
-	*v = nv;
-	if (!(nv[*n] = mti_strdup(s)))
-		return MT_ENOMEM;
-	(*n)++;
-	return 0;
+	return mti_strv_push(v, n, s, strlen(s));
 }
 
 int mti_dlock_pin_version(mt_dlock *l, const char *version, mt_error *err)
@@ -335,14 +328,10 @@ static int collect_lock(void *ud, const mt_obj *o)
 		return 0;
 	if (o->mtime > ll->now)
 		ll->now = o->mtime;
-	if (ll->n == ll->cap) {
-		size_t cap = ll->cap ? ll->cap * 2 : 16;
-		struct lock_obj *v = realloc(ll->v, cap * sizeof *v);
-		if (!v)
-			return MT_ENOMEM;
-		ll->v = v;
-		ll->cap = cap;
-	}
+	struct lock_obj *v = mti_grow(ll->v, ll->n, &ll->cap, sizeof *v, 16);
+	if (!v)
+		return MT_ENOMEM;
+	ll->v = v;
 	struct lock_obj *lo = &ll->v[ll->n];
 	lo->key = mti_strdup(o->key);
 	lo->id = strndup(rel, idlen);

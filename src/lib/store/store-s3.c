@@ -1031,13 +1031,12 @@ static int list_entry(s3_store *s, mt_xml_span e, int delimited, const char *pre
 	if (!key || strncmp(key, s->prefix, plen) != 0) {
 		rc = mti_err(err, MT_EIO, "store %s: listing %s: an entry without a key under the "
 			    "prefix", s->base.url, prefix);
-	} else if (page->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		mt_obj *o = realloc(page->objs, ncap * sizeof *o);
+	} else {
+		mt_obj *o = mti_grow(page->objs, page->n, cap, sizeof *o, 64);
 		if (!o)
 			rc = mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 		else
-			page->objs = o, *cap = ncap;
+			page->objs = o;
 	}
 	if (!rc) {
 		mt_obj *o = &page->objs[page->n];

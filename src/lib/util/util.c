@@ -104,6 +104,38 @@ void mti_buf_free(mt_buf *b)
 	b->len = b->cap = 0;
 }
 
+void *mti_grow(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+	if (n < *cap)
+		return v;
+	size_t ncap = *cap ? *cap : first;
+	while (ncap <= n) {
+		if (ncap > SIZE_MAX / 2 / size)
+			return NULL;
+		ncap *= 2;
+	}
+	void *nv = realloc(v, ncap * size);
+	if (nv)
+		*cap = ncap;
+	return nv;
+}
+
+int mti_strv_push(char ***v, size_t *n, const char *s, size_t len)
+{
+	if ((*n & (*n - 1)) == 0) { /* 0 or a power of two: the vector is full */
+		if (*n > SIZE_MAX / 2 / sizeof **v)
+			return MT_ENOMEM;
+		char **nv = realloc(*v, (*n ? *n * 2 : 1) * sizeof *nv);
+		if (!nv)
+			return MT_ENOMEM;
+		*v = nv;
+	}
+	if (!((*v)[*n] = strndup(s, len)))
+		return MT_ENOMEM;
+	(*n)++;
+	return 0;
+}
+
 int mt_name_check(const char *name, const char *what, mt_error *err)
 {
 	size_t n = name ? strlen(name) : 0;

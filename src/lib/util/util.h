@@ -34,6 +34,16 @@ MT_LOCAL int mti_buf_reserve(mt_buf *b, size_t extra);
 MT_LOCAL int mti_buf_append(mt_buf *b, const void *p, size_t n);
 MT_LOCAL void mti_buf_free(mt_buf *b);
 
+/* Room for element n of a growable array v of *cap elements of `size` bytes:
+ * the capacity doubles (from `first`).  Returns the array, moved or not, or
+ * NULL when memory runs out (v is then left as it was, still the caller's). */
+MT_LOCAL void *mti_grow(void *v, size_t n, size_t *cap, size_t size, size_t first);
+
+/* Append a copy of s[0..len) to the string vector *v of *n entries (freed
+ * with mt_strv_free).  The vector doubles when *n is a power of two, so it
+ * needs no capacity field.  0 or MT_ENOMEM (the vector is then unchanged). */
+MT_LOCAL int mti_strv_push(char ***v, size_t *n, const char *s, size_t len);
+
 /* Little-endian integer encoding for binary formats. */
 static inline void mti_put_u64(uint8_t *p, uint64_t v)
 {

@@ -104,16 +104,25 @@ static char *fs_path(fs_store *s, const char *key)
 	return mti_asprintf("%s/%s", s->root, key);
 }
 
-/* Open a key for reading; fails unless it is a regular file. */
-static int fs_open_object(fs_store *s, const char *key, int *fd, uint64_t *size,
-			  mt_error *err)
+/* The file of a key given by a caller: the key checked first. */
+static int fs_key_path(fs_store *s, const char *key, char **path, mt_error *err)
 {
 	int rc = fs_key_check(s, key, err);
 	if (rc)
 		return rc;
-	char *path = fs_path(s, key);
-	if (!path)
+	if (!(*path = fs_path(s, key)))
 		return fs_nomem(s, key, err);
+	return 0;
+}
+
+/* Open a key for reading; fails unless it is a regular file. */
+static int fs_open_object(fs_store *s, const char *key, int *fd, uint64_t *size,
+			  mt_error *err)
+{
+	char *path;
+	int rc = fs_key_path(s, key, &path, err);
+	if (rc)
+		return rc;
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	free(path);
 	struct stat sb;
@@ -368,12 +377,10 @@ static int fs_put(mt_store *st, const char *key, const void *data, size_t len, i
 static int fs_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime, mt_error *err)
 {
 	fs_store *s = (fs_store *)st;
-	int rc = fs_key_check(s, key, err);
+	char *path;
+	int rc = fs_key_path(s, key, &path, err);
 	if (rc)
 		return rc;
-	char *path = fs_path(s, key);
-	if (!path)
-		return fs_nomem(s, key, err);
 	struct stat sb;
 	if (stat(path, &sb) != 0)
 		rc = fs_fail(s, key, NULL, errno, 1, err);
@@ -448,14 +455,10 @@ static int fs_ent_cmp(const void *a, const void *b)
 
 static int fs_ents_push(struct fs_ents *a, const char *key, int dir)
 {
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		struct fs_ent *v = realloc(a->v, cap * sizeof *v);
-		if (!v)
-			return MT_ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	struct fs_ent *v = mti_grow(a->v, a->n, &a->cap, sizeof *v, 64);
+	if (!v)
+		return MT_ENOMEM;
+	a->v = v;
 	if (!(a->v[a->n].key = mti_strdup(key)))
 		return MT_ENOMEM;
 	a->v[a->n++].dir = dir;
@@ -644,14 +647,10 @@ static int fs_walk_add(struct fs_walk *w, const char *key, uint64_t size, int64_
 		w->more = 1;
 		return 0;
 	}
-	if (p->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-		mt_obj *o = realloc(p->objs, cap * sizeof *o);
-		if (!o)
-			return fs_nomem(w->s, key, err);
-		p->objs = o;
-		w->cap = cap;
-	}
+	mt_obj *o = mti_grow(p->objs, p->n, &w->cap, sizeof *o, 64);
+	if (!o)
+		return fs_nomem(w->s, key, err);
+	p->objs = o;
 	if (!(p->objs[p->n].key = mti_strdup(key)))
 		return fs_nomem(w->s, key, err);
 	p->objs[p->n].size = size;
@@ -763,12 +762,10 @@ static int fs_del(mt_store *st, const char *const *keys, size_t n, mt_error *err
 {
 	fs_store *s = (fs_store *)st;
 	for (size_t i = 0; i < n; i++) {
-		int rc = fs_key_check(s, keys[i], err);
+		char *path;
+		int rc = fs_key_path(s, keys[i], &path, err);
 		if (rc)
 			return rc;
-		char *path = fs_path(s, keys[i]);
-		if (!path)
-			return fs_nomem(s, keys[i], err);
 		if (unlink(path) != 0 && errno != ENOENT)
 			rc = fs_fail(s, keys[i], "delete", errno, 0, err);
 		free(path);
@@ -788,12 +785,10 @@ static int fs_sync(mt_store *st, const char *const *keys, size_t n, mt_error *er
 {
 	fs_store *s = (fs_store *)st;
 	for (size_t i = 0; i < n; i++) {
-		int rc = fs_key_check(s, keys[i], err);
+		char *path;
+		int rc = fs_key_path(s, keys[i], &path, err);
 		if (rc)
 			return rc;
-		char *path = fs_path(s, keys[i]);
-		if (!path)
-			return fs_nomem(s, keys[i], err);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || fsync(fd) != 0)
 			rc = fs_fail(s, keys[i], "fsync", errno, 1, err);

@@ -648,36 +648,21 @@ void lt_dataset_register(lua_State *L)
 		{"append", l_append}, {"commit", l_commit}, {"abort", l_abort},
 		{"rows", l_written}, {"attributes", l_wattrs}, {NULL, NULL},
 	};
-	luaL_newmetatable(L, LT_STORE);
-	luaL_newlib(L, store_m);
-	lua_setfield(L, -2, "__index");
-	lua_pushcfunction(L, l_store_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pushcfunction(L, l_store_tostring);
-	lua_setfield(L, -2, "__tostring");
-	lua_pop(L, 1);
-	luaL_newmetatable(L, LT_READER);
-	luaL_newlib(L, reader_m);
-	lua_setfield(L, -2, "__index");
-	lua_pushcfunction(L, l_reader_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pushcfunction(L, l_reader_gc);
-	lua_setfield(L, -2, "__close");
-	lua_pushcfunction(L, l_reader_tostring);
-	lua_setfield(L, -2, "__tostring");
-	lua_pop(L, 1);
-	luaL_newmetatable(L, LT_WRITER);
-	luaL_newlib(L, writer_m);
-	lua_setfield(L, -2, "__index");
-	lua_pushcfunction(L, l_writer_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pushcfunction(L, l_writer_tostring);
-	lua_setfield(L, -2, "__tostring");
-	lua_pop(L, 1);
-	lua_pushcfunction(L, l_store);
-	lua_setfield(L, -2, "store");
-	lua_pushcfunction(L, l_m_open);
-	lua_setfield(L, -2, "open");
-	lua_pushcfunction(L, l_m_create);
-	lua_setfield(L, -2, "create");
+	static const luaL_Reg store_mt[] = {
+		{"__gc", l_store_gc}, {"__tostring", l_store_tostring}, {NULL, NULL},
+	};
+	static const luaL_Reg reader_mt[] = {
+		{"__gc", l_reader_gc}, {"__close", l_reader_gc}, {"__tostring", l_reader_tostring},
+		{NULL, NULL},
+	};
+	static const luaL_Reg writer_mt[] = {
+		{"__gc", l_writer_gc}, {"__tostring", l_writer_tostring}, {NULL, NULL},
+	};
+	static const luaL_Reg funcs[] = {
+		{"store", l_store}, {"open", l_m_open}, {"create", l_m_create}, {NULL, NULL},
+	};
+	lt_new_class(L, LT_STORE, store_m, store_mt);
+	lt_new_class(L, LT_READER, reader_m, reader_mt);
+	lt_new_class(L, LT_WRITER, writer_m, writer_mt);
+	luaL_setfuncs(L, funcs, 0);
 }

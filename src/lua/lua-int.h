@@ -156,5 +156,8 @@ enum { LT_FINISH_CHECK, LT_FINISH_COMMIT, LT_FINISH_ABORT };
 int lt_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Raise a Lua error from a library error record. */
 int lt_fail(lua_State *L, const mt_error *err);
+/* Register the metatable of a userdata type: its metamethods (meta) and, when
+ * methods is not NULL, a table of them as __index.  The stack is left as it was. */
+void lt_new_class(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *meta);
 
 #endif

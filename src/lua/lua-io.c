@@ -582,9 +582,7 @@ void lt_io_register(lua_State *L)
 		{"read_raw", l_read_raw}, {"read_csv", l_read_csv}, {"walk", l_walk},
 		{NULL, NULL},
 	};
+	static const luaL_Reg box_mt[] = {{"__gc", box_gc}, {NULL, NULL}};
 	luaL_setfuncs(L, funcs, 0);
-	luaL_newmetatable(L, LT_BOX);
-	lua_pushcfunction(L, box_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 1);
+	lt_new_class(L, LT_BOX, NULL, box_mt);
 }

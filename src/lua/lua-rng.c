@@ -162,12 +162,8 @@ void lt_rng_register(lua_State *L)
 		{"uniform_tensor", l_uniform_tensor}, {"normal_tensor", l_normal_tensor},
 		{"permutation", l_permutation}, {NULL, NULL},
 	};
-	luaL_newmetatable(L, LT_RNG);
-	luaL_newlib(L, methods);
-	lua_setfield(L, -2, "__index");
-	lua_pushcfunction(L, l_tostring);
-	lua_setfield(L, -2, "__tostring");
-	lua_pop(L, 1);
-	lua_pushcfunction(L, l_rng);
-	lua_setfield(L, -2, "rng");
+	static const luaL_Reg meta[] = {{"__tostring", l_tostring}, {NULL, NULL}};
+	static const luaL_Reg funcs[] = {{"rng", l_rng}, {NULL, NULL}};
+	lt_new_class(L, LT_RNG, methods, meta);
+	luaL_setfuncs(L, funcs, 0);
 }

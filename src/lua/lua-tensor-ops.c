@@ -694,6 +694,33 @@ static int l_normalize(lua_State *L)
 
 /* ---- masks ------------------------------------------------------------------ */
 
+/* The bool mask of t's elements equal to one of nv values: ints for an
+ * integer tensor (compared exactly), else dbls. */
+static int isin_mask(lua_State *L, const lt_tensor *t, const int64_t *ints, const double *dbls,
+		     int nv)
+{
+	lt_tensor *o = lt_new(L, "isin", MT_BOOL, t->rank, t->shape);
+	struct lt_sv v;
+	lt_sv_of(&v, t, t->rank, t->shape);
+	uint8_t *op = lt_data(o);
+	int64_t n = lt_numel(t), xi[LT_BLOCK];
+	double xd[LT_BLOCK];
+	for (int64_t i = 0; i < n; i += LT_BLOCK) {
+		int64_t c = n - i < LT_BLOCK ? n - i : LT_BLOCK;
+		if (ints)
+			lt_sv_move_int(&v, i, c, xi, 0);
+		else
+			lt_sv_move(&v, i, c, xd, 0);
+		for (int64_t j = 0; j < c; j++) {
+			int hit = 0;
+			for (int q = 0; q < nv && !hit; q++)
+				hit = ints ? xi[j] == ints[q] : xd[j] == dbls[q];
+			op[i + j] = (uint8_t)hit;
+		}
+	}
+	return 1;
+}
+
 /* isin for an integer tensor, exact: a value matches the elements equal to
  * it (a negative integer, a uint64 tensor's elements with its bits). */
 static int isin_int(lua_State *L, const lt_tensor *t, int nv)
@@ -709,22 +736,7 @@ static int isin_int(lua_State *L, const lt_tensor *t, int nv)
 			vals[k++] = (int64_t)(uint64_t)d; /* beyond int64, within uint64 */
 		lua_pop(L, 1);
 	}
-	lt_tensor *o = lt_new(L, "isin", MT_BOOL, t->rank, t->shape);
-	struct lt_sv v;
-	lt_sv_of(&v, t, t->rank, t->shape);
-	uint8_t *op = lt_data(o);
-	int64_t n = lt_numel(t), x[LT_BLOCK];
-	for (int64_t i = 0; i < n; i += LT_BLOCK) {
-		int64_t c = n - i < LT_BLOCK ? n - i : LT_BLOCK;
-		lt_sv_move_int(&v, i, c, x, 0);
-		for (int64_t j = 0; j < c; j++) {
-			int hit = 0;
-			for (int q = 0; q < k && !hit; q++)
-				hit = x[j] == vals[q];
-			op[i + j] = (uint8_t)hit;
-		}
-	}
-	return 1;
+	return isin_mask(L, t, vals, NULL, k);
 }
 
 /* t:isin(values) — bool mask of elements equal to one of the listed numbers. */
@@ -743,23 +755,7 @@ static int l_isin(lua_State *L)
 		vals[i] = lt_check_value(L, -1, "isin: values");
 		lua_pop(L, 1);
 	}
-	lt_tensor *o = lt_new(L, "isin", MT_BOOL, t->rank, t->shape);
-	struct lt_sv v;
-	lt_sv_of(&v, t, t->rank, t->shape);
-	uint8_t *op = lt_data(o);
-	int64_t n = lt_numel(t);
-	double x[LT_BLOCK];
-	for (int64_t i = 0; i < n; i += LT_BLOCK) {
-		int64_t c = n - i < LT_BLOCK ? n - i : LT_BLOCK;
-		lt_sv_move(&v, i, c, x, 0);
-		for (int64_t j = 0; j < c; j++) {
-			int hit = 0;
-			for (int q = 0; q < nv && !hit; q++)
-				hit = x[j] == vals[q];
-			op[i + j] = (uint8_t)hit;
-		}
-	}
-	return 1;
+	return isin_mask(L, t, NULL, vals, nv);
 }
 
 /* ---- registration ----------------------------------------------------------- */

@@ -193,6 +193,18 @@ int lt_fail(lua_State *L, const mt_error *err)
 	return lt_error(L, "%s", err->message);
 }
 
+void lt_new_class(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *meta)
+{
+	luaL_newmetatable(L, name);
+	luaL_setfuncs(L, meta, 0);
+	if (methods) {
+		lua_newtable(L);
+		luaL_setfuncs(L, methods, 0);
+		lua_setfield(L, -2, "__index");
+	}
+	lua_pop(L, 1);
+}
+
 mt_store *lt_default_store(lua_State *L)
 {
 	mt_script *s = script_of(L);

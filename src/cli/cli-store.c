@@ -39,6 +39,25 @@ mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref)
 	return r;
 }
 
+int cli_ref_open(struct cli_ctx *ctx, const struct cli_args *a, struct cli_ref *ref,
+		 mt_reader **r)
+{
+	int rc = cli_ref_parse(a->cmd, a->argv[0], ref);
+	if (rc)
+		return rc;
+	if (!(*r = cli_reader(ctx, ref))) {
+		cli_ref_free(ref);
+		return CLI_FAIL;
+	}
+	return 0;
+}
+
+void cli_ref_close(struct cli_ref *ref, mt_reader *r)
+{
+	mt_reader_close(r);
+	cli_ref_free(ref);
+}
+
 int cli_attr_index(mt_reader *r, const char *name)
 {
 	int i = mt_reader_attr_index(r, name);

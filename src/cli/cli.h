@@ -135,6 +135,12 @@ mt_store *cli_store(struct cli_ctx *ctx);
 mt_store *cli_store_open(const struct cli_ctx *ctx, const char *url, int create);
 /* Open dataset@version for reading; NULL after printing the error. */
 mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref);
+/* The version the command's first argument names (DATASET[@VERSION]), open for
+ * reading: 0, or the exit code (a usage error, or CLI_FAIL after printing the
+ * error) with nothing left to free.  cli_ref_close closes r and frees ref. */
+int cli_ref_open(struct cli_ctx *ctx, const struct cli_args *a, struct cli_ref *ref,
+		 mt_reader **r);
+void cli_ref_close(struct cli_ref *ref, mt_reader *r);
 /* Index of attribute `name` of r, or -1 after printing an error listing the attributes. */
 int cli_attr_index(mt_reader *r, const char *name);
 

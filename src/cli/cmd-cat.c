@@ -110,11 +110,11 @@ static int cat_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	struct cli_ref ref;
 	struct cli_rows rows;
+	mt_reader *r;
 	int rc = cli_opt_rows(a, "rows", &rows);
-	if (rc || (rc = cli_ref_parse(a->cmd, a->argv[0], &ref)))
+	if (rc || (rc = cli_ref_open(ctx, a, &ref, &r)))
 		return rc;
-	mt_reader *r = cli_reader(ctx, &ref);
-	int idx = r ? cli_attr_index(r, a->argv[1]) : -1;
+	int idx = cli_attr_index(r, a->argv[1]);
 	if (idx < 0) {
 		rc = CLI_FAIL;
 		goto out;
@@ -129,8 +129,7 @@ static int cat_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		rc = cli_read_rows(r, (size_t)idx, first, end, cat_batch, &j);
 	free(what);
 out:
-	mt_reader_close(r);
-	cli_ref_free(&ref);
+	cli_ref_close(&ref, r);
 	return rc;
 }
 

@@ -103,11 +103,10 @@ static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	    isatty(STDOUT_FILENO))
 		return cli_usage_error(a->cmd, "standard output is a terminal; redirect it to a "
 				       "file or a pipe for the .npy bytes");
-	if ((rc = cli_ref_parse(a->cmd, a->argv[0], &ref)))
-		return rc;
 	struct get_job j = { 0 };
-	j.r = cli_reader(ctx, &ref);
-	int idx = j.r ? cli_attr_index(j.r, a->argv[1]) : -1;
+	if ((rc = cli_ref_open(ctx, a, &ref, &j.r)))
+		return rc;
+	int idx = cli_attr_index(j.r, a->argv[1]);
 	if (idx < 0) {
 		rc = CLI_FAIL;
 		goto out;
@@ -126,8 +125,7 @@ static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		rc = get_run(ctx, &j, path, lengths_path);
 	free(what);
 out:
-	mt_reader_close(j.r);
-	cli_ref_free(&ref);
+	cli_ref_close(&ref, j.r);
 	return rc;
 }
 

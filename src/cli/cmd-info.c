@@ -88,13 +88,11 @@ static void info_text(mt_reader *r, int shards)
 static int info_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	struct cli_ref ref;
-	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
+	mt_reader *r;
+	int rc = cli_ref_open(ctx, a, &ref, &r);
 	if (rc)
 		return rc;
-	mt_reader *r = cli_reader(ctx, &ref);
-	if (!r) {
-		rc = CLI_FAIL;
-	} else if (cli_has(a, "json")) {
+	if (cli_has(a, "json")) {
 		const char *json = mt_reader_manifest(r);
 		size_t len = strlen(json);
 		fputs(json, stdout);
@@ -103,9 +101,8 @@ static int info_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	} else {
 		info_text(r, cli_has(a, "shards"));
 	}
-	mt_reader_close(r);
-	cli_ref_free(&ref);
-	return rc;
+	cli_ref_close(&ref, r);
+	return 0;
 }
 
 const struct cli_cmd cli_cmd_info = {

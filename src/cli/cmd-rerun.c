@@ -7,16 +7,14 @@
 static int rerun_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	struct cli_ref ref;
-	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
-	if (rc)
-		return rc;
-	mt_reader *r = cli_reader(ctx, &ref);
+	mt_reader *r;
 	char *code = NULL;
 	size_t len = 0;
 	mt_error err = { 0 };
-	if (!r) {
-		rc = CLI_FAIL;
-	} else if (mt_reader_recipe(r, &code, &len, &err)) {
+	int rc = cli_ref_open(ctx, a, &ref, &r);
+	if (rc)
+		return rc;
+	if (mt_reader_recipe(r, &code, &len, &err)) {
 		rc = cli_fail(&err);
 	} else {
 		const mt_version_info *vi = mt_reader_info(r);
@@ -25,8 +23,7 @@ static int rerun_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		free(name);
 	}
 	free(code);
-	mt_reader_close(r);
-	cli_ref_free(&ref);
+	cli_ref_close(&ref, r);
 	return rc;
 }
 

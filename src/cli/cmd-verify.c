@@ -33,14 +33,10 @@ static void verify_shard(void *ud, size_t shard, const mt_shard_info *info, int 
 static int verify_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	struct cli_ref ref;
-	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
+	mt_reader *r;
+	int rc = cli_ref_open(ctx, a, &ref, &r);
 	if (rc)
 		return rc;
-	mt_reader *r = cli_reader(ctx, &ref);
-	if (!r) {
-		cli_ref_free(&ref);
-		return CLI_FAIL;
-	}
 	const mt_version_info *vi = mt_reader_info(r);
 	struct verify_state v = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	mt_error err = { 0 };
@@ -55,8 +51,7 @@ static int verify_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		printf("%" PRIu64 " shards verified, %" PRIu64 " damaged\n", v.checked, v.damaged);
 	if (vrc == MT_ECORRUPT || v.damaged)
 		rc = CLI_FAIL;
-	mt_reader_close(r);
-	cli_ref_free(&ref);
+	cli_ref_close(&ref, r);
 	return rc;
 }
 

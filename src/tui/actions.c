@@ -37,6 +37,22 @@ static struct target *target_new(struct tui *t, int level, int64_t id)
 	return tg;
 }
 
+/* Run fn on the job target's version, open in its store for the call. */
+static int target_with_reader(struct tui_job *j,
+			      int (*fn)(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *err),
+			      mt_error *err)
+{
+	struct target *tg = j->arg;
+	mt_store *s = tui_open_store(j, tg->ref.remote, err);
+	mt_reader *r = NULL;
+	int rc = s ? mt_reader_open(s, tg->ref.dataset, tg->ref.version, &r, err) : err->code;
+	if (!rc)
+		rc = fn(j, s, r, err);
+	mt_reader_close(r);
+	mt_store_close(s);
+	return rc;
+}
+
 int tui_job_fail(struct tui_job *j, const mt_error *err)
 {
 	snprintf(j->result, sizeof j->result, "%s", err->message[0] ? err->message
@@ -116,17 +132,16 @@ static void verify_shard(void *ud, size_t shard, const mt_shard_info *info, int 
 				  message, &err);
 }
 
+static int verify_reader(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *err)
+{
+	return mt_reader_verify(r, verify_shard, j, tui_job_progress, j, err);
+}
+
 static int verify_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
 	mt_error err = { 0 };
-	mt_store *s = tui_open_store(j, tg->ref.remote, &err);
-	mt_reader *r = NULL;
-	int rc = s ? mt_reader_open(s, tg->ref.dataset, tg->ref.version, &r, &err) : err.code;
-	if (!rc)
-		rc = mt_reader_verify(r, verify_shard, j, tui_job_progress, j, &err);
-	mt_reader_close(r);
-	mt_store_close(s);
+	int rc = target_with_reader(j, verify_reader, &err);
 	if (rc && rc != MT_ECORRUPT)
 		return tui_job_fail(j, &err);
 	snprintf(j->result, sizeof j->result, "%llu shards sound, %llu damaged%s%.400s",
@@ -172,31 +187,33 @@ static size_t split_tags(char *text, const char **tags, size_t cap)
 	return n;
 }
 
+/* The new tags or description beside the version; the catalog learns them. */
+static int meta_write(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *err)
+{
+	struct target *tg = j->arg;
+	int tags_edit = !strcmp(j->kind, "tags");
+	const mt_version_info *vi = mt_reader_info(r);
+	char *copy = app_xstrdup(tg->text);
+	const char *tags[256];
+	size_t n = tags_edit ? split_tags(copy, tags, 256) : vi->ntags;
+	if (!tags_edit)
+		memcpy(tags, vi->tags, (n < 256 ? n : 256) * sizeof *tags);
+	int rc = mt_store_set_metadata(s, tg->ref.dataset, tg->ref.version,
+				       tags_edit ? vi->description : tg->text, tags,
+				       n < 256 ? n : 256, err);
+	free(copy);
+	if (!rc)
+		mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0, NULL, NULL, NULL,
+				err);
+	return rc;
+}
+
 static int meta_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
 	int tags_edit = !strcmp(j->kind, "tags");
 	mt_error err = { 0 };
-	mt_store *s = tui_open_store(j, tg->ref.remote, &err);
-	mt_reader *r = NULL;
-	int rc = s ? mt_reader_open(s, tg->ref.dataset, tg->ref.version, &r, &err) : err.code;
-	if (!rc) {
-		const mt_version_info *vi = mt_reader_info(r);
-		char *copy = app_xstrdup(tg->text);
-		const char *tags[256];
-		size_t n = tags_edit ? split_tags(copy, tags, 256) : vi->ntags;
-		if (!tags_edit)
-			memcpy(tags, vi->tags, (n < 256 ? n : 256) * sizeof *tags);
-		rc = mt_store_set_metadata(s, tg->ref.dataset, tg->ref.version,
-					   tags_edit ? vi->description : tg->text, tags,
-					   n < 256 ? n : 256, &err);
-		free(copy);
-	}
-	mt_reader_close(r);
-	if (!rc)
-		mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0, NULL, NULL, NULL,
-				&err);
-	mt_store_close(s);
+	int rc = target_with_reader(j, meta_write, &err);
 	if (rc)
 		return tui_job_fail(j, &err);
 	snprintf(j->result, sizeof j->result, "%s written to %s", tags_edit ? "tags" : "description",
@@ -452,17 +469,16 @@ static void chunk_line(void *ud, const mt_chunk_info *c)
 		    (unsigned long long)c->count, (unsigned long long)c->unit_bytes);
 }
 
-static int chunks_run(struct tui_job *j)
+static int chunks_reader(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *err)
 {
 	struct target *tg = j->arg;
+	return mt_reader_chunks(r, (size_t)tg->ref.shard, chunk_line, j, err);
+}
+
+static int chunks_run(struct tui_job *j)
+{
 	mt_error err = { 0 };
-	mt_store *s = tui_open_store(j, tg->ref.remote, &err);
-	mt_reader *r = NULL;
-	int rc = s ? mt_reader_open(s, tg->ref.dataset, tg->ref.version, &r, &err) : err.code;
-	if (!rc)
-		rc = mt_reader_chunks(r, (size_t)tg->ref.shard, chunk_line, j, &err);
-	mt_reader_close(r);
-	mt_store_close(s);
+	int rc = target_with_reader(j, chunks_reader, &err);
 	if (rc)
 		return tui_job_fail(j, &err);
 	snprintf(j->result, sizeof j->result, "%zu chunks", j->nlog);

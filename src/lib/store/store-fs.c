@@ -758,21 +758,37 @@ static int fs_sweep(mt_store *st, const char *prefix, int64_t before, int dry_ru
 	return rc;
 }
 
-static int fs_del(mt_store *st, const char *const *keys, size_t n, mt_error *err)
+/* fn on the file of each key in turn (keys[i], its path), keys checked
+ * first; the first failure stops it. */
+static int fs_each_key(fs_store *s, const char *const *keys, size_t n,
+		       int (*fn)(fs_store *s, const char *const *keys, size_t i, const char *path,
+				 mt_error *err),
+		       mt_error *err)
 {
-	fs_store *s = (fs_store *)st;
 	for (size_t i = 0; i < n; i++) {
 		char *path;
 		int rc = fs_key_path(s, keys[i], &path, err);
-		if (rc)
-			return rc;
-		if (unlink(path) != 0 && errno != ENOENT)
-			rc = fs_fail(s, keys[i], "delete", errno, 0, err);
-		free(path);
+		if (!rc) {
+			rc = fn(s, keys, i, path, err);
+			free(path);
+		}
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+static int fs_del_one(fs_store *s, const char *const *keys, size_t i, const char *path,
+		      mt_error *err)
+{
+	if (unlink(path) != 0 && errno != ENOENT)
+		return fs_fail(s, keys[i], "delete", errno, 0, err);
+	return 0;
+}
+
+static int fs_del(mt_store *st, const char *const *keys, size_t n, mt_error *err)
+{
+	return fs_each_key((fs_store *)st, keys, n, fs_del_one, err);
 }
 
 static int fs_same_dir(const char *a, const char *b)
@@ -781,27 +797,23 @@ static int fs_same_dir(const char *a, const char *b)
 	return sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
 }
 
+static int fs_sync_one(fs_store *s, const char *const *keys, size_t i, const char *path,
+		       mt_error *err)
+{
+	int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0)
+		rc = fs_fail(s, keys[i], "fsync", errno, 1, err);
+	if (fd >= 0)
+		close(fd);
+	/* Objects of one writer share a directory: flush it once. */
+	if (!rc && (i == 0 || !fs_same_dir(keys[i - 1], keys[i])))
+		fs_sync_dir(path);
+	return rc;
+}
+
 static int fs_sync(mt_store *st, const char *const *keys, size_t n, mt_error *err)
 {
-	fs_store *s = (fs_store *)st;
-	for (size_t i = 0; i < n; i++) {
-		char *path;
-		int rc = fs_key_path(s, keys[i], &path, err);
-		if (rc)
-			return rc;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || fsync(fd) != 0)
-			rc = fs_fail(s, keys[i], "fsync", errno, 1, err);
-		if (fd >= 0)
-			close(fd);
-		/* Objects of one writer share a directory: flush it once. */
-		if (!rc && (i == 0 || !fs_same_dir(keys[i - 1], keys[i])))
-			fs_sync_dir(path);
-		free(path);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return fs_each_key((fs_store *)st, keys, n, fs_sync_one, err);
 }
 
 static void fs_close(mt_store *st)

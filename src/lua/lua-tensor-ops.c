@@ -82,6 +82,27 @@ static void apply_block(int op, double *x, const double *y, double ys, int64_t k
 #undef LOOP
 }
 
+/* The general path of a binary operation, a block of doubles at a time:
+ * vo = va op vb (vb NULL: op s), or s op va when swapped.  vo may be va. */
+static void binop_blocks(int op, const struct lt_sv *va, const struct lt_sv *vb, double s,
+			 int swapped, const struct lt_sv *vo, int64_t n)
+{
+	double x[LT_BLOCK], y[LT_BLOCK];
+	for (int64_t i = 0; i < n; i += LT_BLOCK) {
+		int64_t k = n - i < LT_BLOCK ? n - i : LT_BLOCK;
+		lt_sv_move(va, i, k, x, 0);
+		if (vb)
+			lt_sv_move(vb, i, k, y, 0);
+		if (swapped) {
+			for (int64_t j = 0; j < k; j++)
+				x[j] = apply(op, s, x[j]);
+		} else {
+			apply_block(op, x, vb ? y : NULL, s, k);
+		}
+		lt_sv_move(vo, i, k, x, 1);
+	}
+}
+
 /* numpy's broadcast of two shapes into out; the error names the op. */
 static int broadcast(lua_State *L, const lt_tensor *a, const lt_tensor *b, int64_t *out,
 		     const char *what)
@@ -244,21 +265,7 @@ static int binop(lua_State *L, int op)
 	if (b)
 		lt_sv_of(&vb, b, rank, shape);
 	lt_sv_of(&vo, o, rank, shape);
-	int64_t n = lt_numel(o);
-	double x[LT_BLOCK], y[LT_BLOCK];
-	for (int64_t i = 0; i < n; i += LT_BLOCK) {
-		int64_t k = n - i < LT_BLOCK ? n - i : LT_BLOCK;
-		lt_sv_move(&va, i, k, x, 0);
-		if (b)
-			lt_sv_move(&vb, i, k, y, 0);
-		if (swapped) {
-			for (int64_t j = 0; j < k; j++)
-				x[j] = apply(op, s, x[j]);
-		} else {
-			apply_block(op, x, b ? y : NULL, s, k);
-		}
-		lt_sv_move(&vo, i, k, x, 1);
-	}
+	binop_blocks(op, &va, b ? &vb : NULL, s, swapped, &vo, lt_numel(o));
 	return 1;
 }
 
@@ -298,16 +305,7 @@ static int binop_inplace(lua_State *L, int op)
 	lt_sv_of(&va, a, a->rank, a->shape);
 	if (b)
 		lt_sv_of(&vb, b, a->rank, a->shape);
-	int64_t n = lt_numel(a);
-	double x[LT_BLOCK], y[LT_BLOCK];
-	for (int64_t i = 0; i < n; i += LT_BLOCK) {
-		int64_t k = n - i < LT_BLOCK ? n - i : LT_BLOCK;
-		lt_sv_move(&va, i, k, x, 0);
-		if (b)
-			lt_sv_move(&vb, i, k, y, 0);
-		apply_block(op, x, b ? y : NULL, s, k);
-		lt_sv_move(&va, i, k, x, 1);
-	}
+	binop_blocks(op, &va, b ? &vb : NULL, s, 0, &va, lt_numel(a));
 	return 1;
 }
 
@@ -335,69 +333,88 @@ BINOP(l_or, OP_OR)
 
 enum { U_NEG, U_ABS, U_SQRT, U_EXP, U_LOG, U_FLOOR, U_CEIL, U_ROUND, U_NOT };
 
-/* Elementwise f(x) into a new tensor of dtype dt (float funcs give float). */
-static void unop_into(const lt_tensor *t, lt_tensor *o, int op, double lo, double hi,
-		      int clamp)
+/* One block of an elementwise map: k values at x, doubles or (for an
+ * integer map) int64s, changed in place. */
+typedef void map_block_fn(void *x, int64_t k, const void *ud);
+
+/* o = f(t), a block at a time: through doubles, or exact int64s when ints. */
+static void map_blocks(const lt_tensor *t, lt_tensor *o, int ints, map_block_fn *fn,
+		       const void *ud)
 {
 	struct lt_sv vt, vo;
 	lt_sv_of(&vt, t, t->rank, t->shape);
 	lt_sv_of(&vo, o, o->rank, o->shape);
 	int64_t n = lt_numel(t);
-	double x[LT_BLOCK];
+	union {
+		double d[LT_BLOCK];
+		int64_t i[LT_BLOCK];
+	} x;
 	for (int64_t i = 0; i < n; i += LT_BLOCK) {
 		int64_t k = n - i < LT_BLOCK ? n - i : LT_BLOCK;
-		lt_sv_move(&vt, i, k, x, 0);
-		for (int64_t j = 0; j < k; j++) {
-			double v = x[j];
-			if (clamp) {
-				v = v < lo ? lo : v > hi ? hi : v;
-			} else {
-				switch (op) {
-				case U_NEG: v = -v; break;
-				case U_ABS: v = fabs(v); break;
-				case U_SQRT: v = sqrt(v); break;
-				case U_EXP: v = exp(v); break;
-				case U_LOG: v = log(v); break;
-				case U_FLOOR: v = floor(v); break;
-				case U_CEIL: v = ceil(v); break;
-				case U_ROUND: v = round(v); break;
-				default: v = v == 0; break;
-				}
-			}
-			x[j] = v;
-		}
-		lt_sv_move(&vo, i, k, x, 1);
+		if (ints)
+			lt_sv_move_int(&vt, i, k, x.i, 0);
+		else
+			lt_sv_move(&vt, i, k, x.d, 0);
+		fn(&x, k, ud);
+		if (ints)
+			lt_sv_move_int(&vo, i, k, x.i, 1);
+		else
+			lt_sv_move(&vo, i, k, x.d, 1);
 	}
 }
 
-/* unop_into for integer tensors, exact: - and abs wrap around (-INT64_MIN is
- * INT64_MIN, as in Lua and numpy), rounding keeps the value; with clamp, the
- * bounds lo and hi are in t's domain (uint64 bits for a uint64 tensor). */
-static void unop_int(const lt_tensor *t, lt_tensor *o, int op, int64_t lo, int64_t hi,
-		     int clamp)
+/* A unary operation or a clamp, with its bounds as doubles and (for an
+ * integer tensor) in its domain (uint64 bits for a uint64 tensor). */
+struct unop_args {
+	int op, clamp, u;
+	double lo, hi;
+	int64_t ilo, ihi;
+};
+
+static void unop_block(void *xp, int64_t k, const void *ud)
 {
-	struct lt_sv vt, vo;
-	lt_sv_of(&vt, t, t->rank, t->shape);
-	lt_sv_of(&vo, o, o->rank, o->shape);
-	int u = t->dtype == MT_UINT64;
-	int64_t n = lt_numel(t), x[LT_BLOCK];
-	for (int64_t i = 0; i < n; i += LT_BLOCK) {
-		int64_t k = n - i < LT_BLOCK ? n - i : LT_BLOCK;
-		lt_sv_move_int(&vt, i, k, x, 0);
-		for (int64_t j = 0; j < k; j++) {
-			int64_t v = x[j];
-			if (clamp) {
-				if (lt_cmp_int(v, u, lo, u) < 0)
-					v = lo;
-				else if (lt_cmp_int(v, u, hi, u) > 0)
-					v = hi;
-			} else if (op == U_NEG || (op == U_ABS && !u && v < 0))
-				v = (int64_t)(0 - (uint64_t)v);
-			else if (op == U_NOT)
-				v = v == 0;
-			x[j] = v;
+	const struct unop_args *a = ud;
+	double *x = xp;
+	for (int64_t j = 0; j < k; j++) {
+		double v = x[j];
+		if (a->clamp) {
+			v = v < a->lo ? a->lo : v > a->hi ? a->hi : v;
+		} else {
+			switch (a->op) {
+			case U_NEG: v = -v; break;
+			case U_ABS: v = fabs(v); break;
+			case U_SQRT: v = sqrt(v); break;
+			case U_EXP: v = exp(v); break;
+			case U_LOG: v = log(v); break;
+			case U_FLOOR: v = floor(v); break;
+			case U_CEIL: v = ceil(v); break;
+			case U_ROUND: v = round(v); break;
+			default: v = v == 0; break;
+			}
 		}
-		lt_sv_move_int(&vo, i, k, x, 1);
+		x[j] = v;
+	}
+}
+
+/* The integer form, exact: - and abs wrap around (-INT64_MIN is INT64_MIN,
+ * as in Lua and numpy), rounding keeps the value. */
+static void unop_int_block(void *xp, int64_t k, const void *ud)
+{
+	const struct unop_args *a = ud;
+	int64_t *x = xp;
+	int u = a->u;
+	for (int64_t j = 0; j < k; j++) {
+		int64_t v = x[j];
+		if (a->clamp) {
+			if (lt_cmp_int(v, u, a->ilo, u) < 0)
+				v = a->ilo;
+			else if (lt_cmp_int(v, u, a->ihi, u) > 0)
+				v = a->ihi;
+		} else if (a->op == U_NEG || (a->op == U_ABS && !u && v < 0))
+			v = (int64_t)(0 - (uint64_t)v);
+		else if (a->op == U_NOT)
+			v = v == 0;
+		x[j] = v;
 	}
 }
 
@@ -412,10 +429,11 @@ static int unop(lua_State *L, int op)
 	else if (op == U_NEG && dt == MT_BOOL)
 		dt = MT_INT64;
 	lt_tensor *o = lt_new(L, "unary operation", dt, t->rank, t->shape);
+	struct unop_args args = {.op = op, .u = t->dtype == MT_UINT64};
 	if (!lt_is_float(t->dtype) && !lt_is_float(dt))
-		unop_int(t, o, op, 0, 0, 0);
+		map_blocks(t, o, 1, unop_int_block, &args);
 	else
-		unop_into(t, o, op, 0, 0, 0);
+		map_blocks(t, o, 0, unop_block, &args);
 	return 1;
 }
 
@@ -458,10 +476,14 @@ static int l_clamp(lua_State *L)
 	if (lo > hi)
 		return lt_error(L, "clamp: lo (%f) is greater than hi (%f)", lo, hi);
 	lt_tensor *o = lt_new(L, "clamp", t->dtype, t->rank, t->shape);
-	if (lt_is_float(t->dtype))
-		unop_into(t, o, 0, lo, hi, 1);
-	else
-		unop_int(t, o, 0, int_bound(L, 2, t->dtype, 0), int_bound(L, 3, t->dtype, 1), 1);
+	struct unop_args args = {.clamp = 1, .u = t->dtype == MT_UINT64, .lo = lo, .hi = hi};
+	if (lt_is_float(t->dtype)) {
+		map_blocks(t, o, 0, unop_block, &args);
+	} else {
+		args.ilo = int_bound(L, 2, t->dtype, 0);
+		args.ihi = int_bound(L, 3, t->dtype, 1);
+		map_blocks(t, o, 1, unop_int_block, &args);
+	}
 	return 1;
 }
 

@@ -48,18 +48,25 @@ char *app_xstrdup(const char *s)
 	return p;
 }
 
-char *app_xasprintf(const char *fmt, ...)
+char *app_xvasprintf(const char *fmt, va_list ap)
 {
-	va_list ap, ap2;
-	va_start(ap, fmt);
+	va_list ap2;
 	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
+	int n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
 	if (n < 0)
 		app_oom();
 	char *s = app_xmalloc((size_t)n + 1);
-	vsnprintf(s, (size_t)n + 1, fmt, ap2);
-	va_end(ap2);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	return s;
+}
+
+char *app_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = app_xvasprintf(fmt, ap);
+	va_end(ap);
 	return s;
 }
 

@@ -2,6 +2,7 @@
 #ifndef MT_APP_H
 #define MT_APP_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,7 @@ void *app_xcalloc(size_t n, size_t size);
 void *app_xreallocarray(void *p, size_t n, size_t size);
 char *app_xstrdup(const char *s);
 char *app_xasprintf(const char *fmt, ...) APP_PRINTF(1, 2);
+char *app_xvasprintf(const char *fmt, va_list ap) APP_PRINTF(1, 0);
 /* A whole file (*len bytes); NULL with errno set when it cannot be read. */
 char *app_read_file(const char *path, size_t *len);
 

@@ -39,15 +39,10 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 			      void (*free_arg)(void *arg))
 {
 	struct tui_job *j = app_xcalloc(1, sizeof *j);
-	j->id = ++t->next_job;
+	*j = (struct tui_job){.id = ++t->next_job, .unit = unit, .t = t, .run = run,
+			      .finish = finish, .arg = arg, .free_arg = free_arg};
 	snprintf(j->kind, sizeof j->kind, "%s", kind);
 	snprintf(j->title, sizeof j->title, "%s", title);
-	j->unit = unit;
-	j->t = t;
-	j->run = run;
-	j->finish = finish;
-	j->arg = arg;
-	j->free_arg = free_arg;
 	pthread_mutex_init(&j->lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &j->started);
 	mt_error err;
@@ -82,20 +77,11 @@ void tui_job_log(struct tui_job *j, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *line = NULL;
-	if (vasprintf(&line, fmt, ap) < 0)
-		line = NULL;
+	char *line = app_xvasprintf(fmt, ap);
 	va_end(ap);
-	if (!line)
-		return;
 	pthread_mutex_lock(&j->lock);
-	char **log = realloc(j->log, (j->nlog + 1) * sizeof *log);
-	if (log) {
-		j->log = log;
-		j->log[j->nlog++] = line;
-	} else {
-		free(line);
-	}
+	j->log = app_xreallocarray(j->log, j->nlog + 1, sizeof *j->log);
+	j->log[j->nlog++] = line;
 	pthread_mutex_unlock(&j->lock);
 }
 

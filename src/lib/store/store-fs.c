@@ -169,23 +169,31 @@ static int fs_pread_full(fs_store *s, const char *key, int fd, uint64_t offset, 
 	return 0;
 }
 
+/* Open a key to read *len bytes at offset (UINT64_MAX: the rest of it, set
+ * in *len), the range checked; nothing is left open on failure. */
+static int fs_open_range(fs_store *s, const char *key, uint64_t offset, uint64_t *len, int *fd,
+			 mt_error *err)
+{
+	uint64_t size;
+	int rc = fs_open_object(s, key, fd, &size, err);
+	if (rc)
+		return rc;
+	if (*len == UINT64_MAX)
+		*len = offset <= size ? size - offset : 0;
+	if ((rc = fs_range_check(s, key, offset, *len, size, err)))
+		close(*fd);
+	return rc;
+}
+
 static int fs_get(mt_store *st, const char *key, uint64_t offset, uint64_t len, void **data,
 		  size_t *got, mt_error *err)
 {
 	fs_store *s = (fs_store *)st;
-	int fd;
-	uint64_t size;
-	int rc = fs_open_object(s, key, &fd, &size, err);
+	int fd, rc = fs_open_range(s, key, offset, &len, &fd, err);
 	if (rc)
 		return rc;
-	if (len == UINT64_MAX)
-		len = offset <= size ? size - offset : 0;
-	rc = fs_range_check(s, key, offset, len, size, err);
-	void *buf = NULL;
-	if (!rc && !(buf = malloc(len ? (size_t)len : 1)))
-		rc = fs_nomem(s, key, err);
-	if (!rc)
-		rc = fs_pread_full(s, key, fd, offset, buf, (size_t)len, err);
+	void *buf = malloc(len ? (size_t)len : 1);
+	rc = buf ? fs_pread_full(s, key, fd, offset, buf, (size_t)len, err) : fs_nomem(s, key, err);
 	close(fd);
 	if (rc) {
 		free(buf);
@@ -200,14 +208,11 @@ static int fs_read(mt_store *st, const char *key, uint64_t offset, void *buf, si
 		   mt_error *err)
 {
 	fs_store *s = (fs_store *)st;
-	int fd;
-	uint64_t size;
-	int rc = fs_open_object(s, key, &fd, &size, err);
+	uint64_t want = len; /* a caller's buffer of SIZE_MAX bytes takes the rest */
+	int fd, rc = fs_open_range(s, key, offset, &want, &fd, err);
 	if (rc)
 		return rc;
-	rc = fs_range_check(s, key, offset, len, size, err);
-	if (!rc)
-		rc = fs_pread_full(s, key, fd, offset, buf, len, err);
+	rc = fs_pread_full(s, key, fd, offset, buf, (size_t)want, err);
 	close(fd);
 	return rc;
 }

@@ -137,6 +137,18 @@ fresh=(env -u MATORAGE_STORE -u MATORAGE_CATALOG HOME="$WORK/home" XDG_DATA_HOME
 check "ls with a fresh home" "${fresh[@]}" $M ls
 check "search with a fresh home" "${fresh[@]}" $M search anything
 ok $([ ! -e "$WORK/home" ]; echo $?) "neither made the data directory, the store or the catalog"
+# Without HOME, ~ is the password database's home for the AWS files too, as for the
+# store and the catalog (not the working directory).
+pwhome=$(getent passwd "$(id -u)" | cut -d: -f6)
+if [ -n "$pwhome" ]; then
+	fails "HOME unset: a missing AWS profile names the files under the account's home" 1 \
+		"$pwhome/.aws/credentials nor $pwhome/.aws/config" \
+		env -u HOME -u AWS_SHARED_CREDENTIALS_FILE -u AWS_CONFIG_FILE $M \
+		--store s3://matorage-test --endpoint http://127.0.0.1:9 \
+		--profile matorage-test-no-such-profile ls
+else
+	ok 0 "# SKIP user $(id -u) has no home in the password database"
+fi
 # Writers make the store they write to.
 check "put makes a missing store" $M --store "$WORK/made/here" put ds x="$WORK/good.npy"
 check "a copy makes its missing destination" $M --store "$WORK/made/here" push ds "$WORK/made/there"

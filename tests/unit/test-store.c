@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <utime.h>
 
+#include "s3-auth.h"
 #include "store.h"
 #include "tap.h"
 
@@ -227,6 +228,20 @@ static void test_home_unset(void)
 	unsetenv("XDG_DATA_HOME");
 	rc = mt_user_path(42, "x", &got, &err);
 	tap_ok(rc == MT_EINVAL && !got, "an unknown directory kind is MT_EINVAL: %s", err.message);
+
+	/* The AWS shared files follow the same home: a profile found nowhere names
+	 * the files looked in. */
+	unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+	unsetenv("AWS_CONFIG_FILE");
+	mt_s3_config c;
+	rc = mti_s3_config_resolve("matorage-test-no-such-profile", NULL, NULL, &c, &err);
+	snprintf(want, sizeof want, "%s/.aws/credentials nor %s/.aws/config", pw->pw_dir,
+		 pw->pw_dir);
+	tap_ok(rc == MT_ENOTFOUND && strstr(err.message, want),
+	       "HOME unset: the AWS files are under that home too: %s",
+	       rc ? err.message : "resolved");
+	if (!rc)
+		mti_s3_config_free(&c);
 
 	mt_store_opts ro;
 	mt_store_opts_init(&ro);

@@ -156,14 +156,18 @@ static int ini_read(const char *path, const char *want, profile_vals *pv, mt_err
 	return rc;
 }
 
-/* $VAR if set and non-empty, else $HOME/.aws/NAME. */
-static char *aws_file(const char *var, const char *name)
+/* $VAR if set and non-empty, else ~/.aws/NAME; *path NULL without a home
+ * directory (a service with neither HOME nor a password entry): its keys
+ * then come from the environment alone. */
+static int aws_file(const char *var, const char *name, char **path, mt_error *err)
 {
-	const char *v = getenv(var);
-	if (v && *v)
-		return mti_strdup(v);
-	const char *home = getenv("HOME");
-	return mti_asprintf("%s/.aws/%s", home && *home ? home : ".", name);
+	char rel[64];
+	snprintf(rel, sizeof rel, ".aws/%s", name);
+	mt_error e = {0};
+	int rc = mti_home_file(var, rel, path, &e);
+	if (rc == MT_EINVAL)
+		return 0;
+	return rc ? mti_err_copy(err, &e) : 0;
 }
 
 static const char *env_nonempty(const char *name)
@@ -174,17 +178,18 @@ static const char *env_nonempty(const char *name)
 
 static int profile_read(const char *profile, profile_vals *pv, mt_error *err)
 {
-	char *cred = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
-	char *conf = aws_file("AWS_CONFIG_FILE", "config");
+	char *cred = NULL, *conf = NULL;
 	char *section = strcmp(profile, "default") == 0 ? mti_strdup("default")
 							: mti_asprintf("profile %s", profile);
-	int rc = 0;
-	if (!cred || !conf || !section)
+	int rc = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials", &cred, err);
+	if (!rc)
+		rc = aws_file("AWS_CONFIG_FILE", "config", &conf, err);
+	if (!rc && !section)
 		rc = mti_err(err, MT_ENOMEM, "out of memory reading AWS configuration");
 	/* The credentials file comes first: its values win. */
-	if (!rc)
+	if (!rc && cred)
 		rc = ini_read(cred, profile, pv, err);
-	if (!rc) {
+	if (!rc && conf) {
 		profile_vals c = {0};
 		rc = ini_read(conf, section, &c, err);
 		if (!rc) {
@@ -203,7 +208,8 @@ static int profile_read(const char *profile, profile_vals *pv, mt_error *err)
 	}
 	if (!rc && !pv->found && strcmp(profile, "default") != 0)
 		rc = mti_err(err, MT_ENOTFOUND, "AWS profile %s is in neither %s nor %s", profile,
-			    cred, conf);
+			    cred ? cred : "~/.aws/credentials (no home directory)",
+			    conf ? conf : "~/.aws/config");
 	free(cred);
 	free(conf);
 	free(section);

@@ -29,6 +29,22 @@ static int path_home(char *buf, size_t cap, const char *var, mt_error *err)
 		      "database; set HOME or %s", (unsigned)getuid(), var);
 }
 
+int mti_home_file(const char *var, const char *rel, char **out, mt_error *err)
+{
+	*out = NULL;
+	const char *v = getenv(var);
+	if (v && *v) {
+		*out = mti_strdup(v);
+	} else {
+		char home[4096];
+		int rc = path_home(home, sizeof home, var, err);
+		if (rc)
+			return rc;
+		*out = mti_asprintf("%s/%s", home, rel);
+	}
+	return *out ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+}
+
 int mt_user_path(int dir, const char *name, char **out, mt_error *err)
 {
 	*out = NULL;

@@ -87,6 +87,12 @@ MT_LOCAL int mti_add_ok(uint64_t a, uint64_t b, uint64_t *out);
  * directory in errors. */
 MT_LOCAL int mti_mkdir_parent(const char *path, const char *what, mt_error *err);
 
+/* Another tool's file in the home directory (~/.aws/credentials): $var when
+ * set and not empty, else ~/REL, ~ found as mt_user_path finds it ($HOME,
+ * else the password database).  No home directory is MT_EINVAL naming var.
+ * *out is malloc'ed. */
+MT_LOCAL int mti_home_file(const char *var, const char *rel, char **out, mt_error *err);
+
 /* 64 random bits from the kernel (the clock's nanoseconds when it has none):
  * for names and pauses that must differ between processes, not for secrets. */
 MT_LOCAL uint64_t mti_random_u64(void);

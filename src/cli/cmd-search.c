@@ -14,7 +14,8 @@ static int search_row(void *ud, const mt_catalog_row *row)
 	size_t *n = ud;
 	/* remote, dataset, version, tags, match */
 	printf("%s\t%s@%s\t%s\t%s\n", row->cols[0], row->cols[1], row->cols[2],
-	       row->cols[3][0] ? row->cols[3] : "-", row->cols[4]);
+	       row->cols[3] && row->cols[3][0] ? row->cols[3] : "-",
+	       row->cols[4] ? row->cols[4] : "");
 	(*n)++;
 	return 0;
 }

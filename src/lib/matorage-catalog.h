@@ -74,16 +74,18 @@ MT_CATALOG_API int mt_catalog_set_offline(mt_catalog *c, const char *remote, con
  * shards and attributes.  MT_CAT_VERSION and MT_CAT_SHARD list the fields
  * of one version or shard (id: a version's or shard's) as name/value
  * rows; MT_CAT_SEARCH lists versions matching a full-text query.  A row's
- * columns are text as a listing shows it (counts and byte sizes in
- * decimal, '-' for an empty field, 'never' for a shard never verified),
- * in the order given beside each level. */
+ * columns are values as text, in the order given beside each level: counts
+ * and byte sizes in decimal, flags 1 or 0, a ratio as a decimal number, and
+ * NULL where there is no value (no parent, author, description, tags or
+ * recipe; a ratio of nothing stored; a shard or version never verified).
+ * How they read on screen (titles, placeholders, units) is the caller's. */
 enum mt_catalog_level {
-	MT_CAT_REMOTES,  /* name, url, online|offline, datasets, synced, error */
+	MT_CAT_REMOTES,  /* name, url, online (1|0), datasets, synced, error */
 	MT_CAT_BUCKETS,  /* url, datasets, versions, stored bytes */
 	MT_CAT_DATASETS, /* name, versions, latest, rows, stored bytes, tags, description */
 	MT_CAT_VERSIONS, /* name, created, rows, shards, stored bytes, parent, tags, description */
 	MT_CAT_SHARDS,   /* index, sha256, first row, rows, bytes, verified */
-	MT_CAT_ATTRS,    /* name, dtype, shape, ragged (yes|no) */
+	MT_CAT_ATTRS,    /* name, dtype, shape, ragged (1|0) */
 	MT_CAT_VERSION,  /* field, value */
 	MT_CAT_SHARD,    /* field, value */
 	MT_CAT_JOBS,     /* id, kind, target, started, finished, result */
@@ -95,7 +97,7 @@ enum mt_catalog_level {
 typedef struct mt_catalog_row {
 	int64_t id;
 	size_t ncols;
-	const char *const *cols; /* borrowed, valid during the callback; never NULL */
+	const char *const *cols; /* borrowed, valid during the callback; NULL: no value */
 } mt_catalog_row;
 /* Return nonzero to stop the listing (that value is returned). */
 typedef int (*mt_catalog_fn)(void *ud, const mt_catalog_row *row);

@@ -301,11 +301,11 @@ static int field_row(void *ud, const mt_catalog_row *row)
 	struct field_find *f = ud;
 	if (strcmp(row->cols[0], f->field))
 		return 0;
-	snprintf(f->buf, f->cap, "%s", strcmp(row->cols[1], "-") ? row->cols[1] : "");
+	snprintf(f->buf, f->cap, "%s", row->cols[1] ? row->cols[1] : "");
 	return 1;
 }
 
-/* A field of a version's details as the catalog has it ("" for "-"). */
+/* A field of a version's details as the catalog has it ("" for none). */
 static void current_field(struct tui *t, int64_t id, const char *field, char *buf, size_t cap)
 {
 	struct field_find f = { field, buf, cap };

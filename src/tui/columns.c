@@ -1,10 +1,14 @@
 /* columns.c — the browser's headers for each catalog list: titles and how each column's text reads (text, a count, a byte size). */
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "tui.h"
 
 static const struct tui_col remote_cols[] = {
-	{ "REMOTE", COL_TEXT }, { "URL", COL_TEXT }, { "STATE", COL_TEXT },
+	{ "REMOTE", COL_TEXT }, { "URL", COL_TEXT }, { "STATE", COL_ONLINE },
 	{ "DATASETS", COL_COUNT }, { "SYNCED", COL_TEXT }, { "ERROR", COL_TEXT },
 };
 static const struct tui_col bucket_cols[] = {
@@ -23,11 +27,11 @@ static const struct tui_col version_cols[] = {
 };
 static const struct tui_col shard_cols[] = {
 	{ "SHARD", COL_COUNT }, { "SHA256", COL_TEXT }, { "FIRST_ROW", COL_COUNT },
-	{ "ROWS", COL_COUNT },  { "BYTES", COL_BYTES }, { "VERIFIED", COL_TEXT },
+	{ "ROWS", COL_COUNT },  { "BYTES", COL_BYTES }, { "VERIFIED", COL_CHECK },
 };
 static const struct tui_col attr_cols[] = {
 	{ "ATTRIBUTE", COL_TEXT }, { "DTYPE", COL_TEXT }, { "SHAPE", COL_TEXT },
-	{ "RAGGED", COL_TEXT },
+	{ "RAGGED", COL_YES },
 };
 static const struct tui_col field_cols[] = {
 	{ "FIELD", COL_TEXT }, { "VALUE", COL_TEXT },
@@ -67,4 +71,29 @@ const struct tui_col *tui_columns(int level, size_t *n)
 	}
 	*n = levels[level].n;
 	return levels[level].cols;
+}
+
+const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap)
+{
+	const char *v = cols[c];
+	if (level == MT_CAT_VERSION || level == MT_CAT_SHARD) {
+		/* Field rows: the field's name says how its value reads. */
+		if (c == 0 || !cols[0])
+			return v ? v : "";
+		if (!v)
+			return strcmp(cols[0], "verified") ? "-" : "never";
+		if (!strcmp(cols[0], "ratio")) {
+			snprintf(buf, cap, "%.2f", strtod(v, NULL));
+			return buf;
+		}
+		return v;
+	}
+	int kind = levels[level].cols[c].kind;
+	if (!v)
+		return kind == COL_CHECK ? "-" : "";
+	if (kind == COL_ONLINE)
+		return strcmp(v, "0") ? "online" : "offline";
+	if (kind == COL_YES)
+		return strcmp(v, "0") ? "yes" : "no";
+	return v;
 }

@@ -214,13 +214,20 @@ void tui_command(struct tui *t, const char *line);
 struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char *title);
 
 /* A list's column header and how its text reads (columns.c). */
-enum { COL_TEXT, COL_COUNT, COL_BYTES };
+/* How a column reads: text, a count or byte size (right-aligned, bytes in
+ * units), a flag (1|0) as online|offline or yes|no, a shard's check ('-'
+ * where it was never verified). */
+enum { COL_TEXT, COL_COUNT, COL_BYTES, COL_ONLINE, COL_YES, COL_CHECK };
 struct tui_col {
 	const char *name; /* upper case */
 	int kind;
 };
 /* The columns of a catalog level's rows (static); NULL for an unknown level. */
 const struct tui_col *tui_columns(int level, size_t *n);
+/* Column c of a catalog row of `level` as the browser shows it: a placeholder
+ * where there is no value, a flag in words, a ratio with two decimals (byte
+ * sizes are put in units by the list).  The text is static, the row's or buf's. */
+const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap);
 /* Lines of text (help, a job's log). */
 struct view *tui_text_view(const char *title, char **lines, size_t n);
 /* The values of attribute `attr` of a version, a row at a time. */

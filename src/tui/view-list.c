@@ -82,11 +82,15 @@ static int list_catalog_row(void *ud, const mt_catalog_row *row)
 		return MT_EFORMAT;
 	}
 	/* Trouble stands out: offline remotes, damaged shards, failed jobs. */
-	if (l->level == MT_CAT_REMOTES && !strcmp(row->cols[2], "offline"))
+	if (l->level == MT_CAT_REMOTES && row->cols[2] && !strcmp(row->cols[2], "0"))
 		role = R_OFFLINE;
-	if (l->level == MT_CAT_SHARDS && strcmp(row->cols[5], "-"))
+	if (l->level == MT_CAT_SHARDS && row->cols[5])
 		role = strcmp(row->cols[5], "ok") ? R_OFFLINE : R_GOOD;
-	list_add(l, row->id, row->cols, role);
+	const char *text[16];
+	char bufs[16][32];
+	for (size_t c = 0; c < l->ncols && c < 16; c++)
+		text[c] = tui_cell(l->level, row->cols, c, bufs[c], sizeof bufs[c]);
+	list_add(l, row->id, text, role);
 	return 0;
 }
 
@@ -195,7 +199,8 @@ static void list_draw(struct tui *t, struct view *v, int top, int bottom)
 		int x = 0;
 		for (size_t c = 0; c < l->ncols && x < w; c++) {
 			int cw = c + 1 == l->ncols ? w - x : l->widths[c];
-			int num = l->cols[c].kind != COL_TEXT && c + 1 < l->ncols;
+			int num = (l->cols[c].kind == COL_COUNT || l->cols[c].kind == COL_BYTES) &&
+				  c + 1 < l->ncols;
 			int tw = disp_columns(r->cols[c]);
 			int pad = num && tw < cw ? cw - tw : 0;
 			tui_text_cut(y, x + pad, cw - pad, role, r->cols[c]);

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <ncursesw/curses.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,16 @@ int main(void)
 	keys(&t, "\n");
 	tap_ok(shows(&t, "rows          3") && shows(&t, "lineage") && shows(&t, "ratio"),
 	       "version details: rows, lineage, ratio");
+	tap_ok(shows(&t, "parent        -") && shows(&t, "recipe        -") &&
+		       shows(&t, "verified      never"),
+	       "what the catalog has no value for reads '-', a version never checked 'never'");
+	char *scr1 = screen(&t), *ratio = strstr(scr1, "ratio ");
+	double rv;
+	int rn = 0;
+	tap_ok(ratio && sscanf(ratio, "ratio %lf%n", &rv, &rn) == 1 && ratio[rn - 3] == '.' &&
+		       !isdigit((unsigned char)ratio[rn]),
+	       "the ratio reads with two decimals: %.30s", ratio ? ratio : scr1);
+	free(scr1);
 	/* A click on the "attributes" line, then opening it, as a double click does. */
 	char *scr0 = screen(&t);
 	int line = 0;

@@ -1034,7 +1034,7 @@ struct level {
 
 static const struct level levels[MT_CAT_NLEVELS] = {
 	[MT_CAT_REMOTES] = {6,
-		"SELECT r.id, r.name, r.url, CASE r.online WHEN 1 THEN 'online' ELSE 'offline' END,"
+		"SELECT r.id, r.name, r.url, r.online,"
 		" (SELECT count(*) FROM datasets d JOIN buckets b ON b.id = d.bucket_id"
 		"  WHERE b.remote_id = r.id), r.synced, r.error FROM remotes r WHERE 1"
 		LIKE_FILTER("r.name LIKE ?2 ESCAPE '\\' OR r.url LIKE ?2 ESCAPE '\\'")
@@ -1058,10 +1058,10 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 			    " t.tag LIKE ?2 ESCAPE '\\')") " ORDER BY v.created, v.id"},
 	[MT_CAT_SHARDS] = {6,
 		"SELECT id, idx, sha256, first_row, rows, bytes,"
-		" CASE verified WHEN '' THEN '-' ELSE verified END FROM shards"
+		" nullif(verified, '') FROM shards"
 		" WHERE version_id = ?1" LIKE_FILTER("sha256 LIKE ?2 ESCAPE '\\'") " ORDER BY idx"},
 	[MT_CAT_ATTRS] = {4,
-		"SELECT idx, name, dtype, shape, CASE ragged WHEN 1 THEN 'yes' ELSE 'no' END"
+		"SELECT idx, name, dtype, shape, ragged"
 		" FROM attrs WHERE version_id = ?1" LIKE_FILTER("name LIKE ?2 ESCAPE '\\'")
 		" ORDER BY idx"},
 	[MT_CAT_VERSION] = {2,
@@ -1081,19 +1081,18 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id WHERE v.id = ?1)"
 		FIELD("'dataset'", "dataset") FIELD("'version'", "name")
 		FIELD("'remote'", "remote || '  ' || url")
-		FIELD("'parent'", "CASE parent WHEN '' THEN '-' ELSE parent END")
+		FIELD("'parent'", "nullif(parent, '')")
 		FIELD("'lineage'", "coalesce(name || ' < ' || lineage, name)")
 		FIELD("'created'", "created")
-		FIELD("'author'", "CASE author WHEN '' THEN '-' ELSE author END")
-		FIELD("'description'", "CASE description WHEN '' THEN '-' ELSE description END")
-		FIELD("'tags'", "coalesce(tagl, '-')") FIELD("'rows'", "rows")
+		FIELD("'author'", "nullif(author, '')")
+		FIELD("'description'", "nullif(description, '')")
+		FIELD("'tags'", "tagl") FIELD("'rows'", "rows")
 		FIELD("'shards'", "nshards") FIELD("'stored bytes'", "stored_bytes")
 		FIELD("'raw bytes'", "raw_bytes")
-		FIELD("'ratio'", "CASE stored_bytes WHEN 0 THEN '-' ELSE"
-		      " printf('%.2f', 1.0 * raw_bytes / stored_bytes) END")
+		FIELD("'ratio'", "1.0 * raw_bytes / nullif(stored_bytes, 0)")
 		FIELD("'zstd level'", "level")
-		FIELD("'recipe'", "coalesce(recipe, '-')")
-		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN 'never' ELSE"
+		FIELD("'recipe'", "recipe")
+		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN NULL ELSE"
 		      " nok || ' of ' || nshards || ' shards sound, ' || nbad || ' damaged' END")
 		"SELECT 0, 'attributes', (SELECT count(*) FROM attrs WHERE version_id = ?1) FROM v"},
 	[MT_CAT_SHARD] = {2,
@@ -1105,7 +1104,7 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" 'key', 'datasets/' || dataset || '/shards/' || sha256 || '.h5' FROM s UNION ALL"
 		" SELECT 0, 'rows', rows FROM s UNION ALL SELECT 0, 'first row', first_row FROM s"
 		" UNION ALL SELECT 0, 'bytes', bytes FROM s UNION ALL SELECT 0, 'verified',"
-		" CASE verified WHEN '' THEN 'never' ELSE verified || ' at ' || verified_at END"
+		" CASE verified WHEN '' THEN NULL ELSE verified || ' at ' || verified_at END"
 		" FROM s"},
 	[MT_CAT_JOBS] = {6,
 		"SELECT id, id, kind, target, started, finished, CASE WHEN code IS NULL THEN"
@@ -1206,7 +1205,7 @@ int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter
 			row.id = sqlite3_column_int64(st, 0);
 			for (size_t i = 0; i < lv->ncols; i++) {
 				const unsigned char *t = sqlite3_column_text(st, (int)i + 1);
-				cols[i] = t ? (const char *)t : "";
+				cols[i] = (const char *)t;
 			}
 			if ((rc = fn(ud, &row)))
 				break;

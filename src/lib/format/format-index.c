@@ -18,7 +18,7 @@ static int encode_shape(const mt_index_entry *e, int v2, mt_buf *out)
 	mti_put_u32(tmp, (uint32_t)e->dtype);
 	if (v2) {
 		if (e->rank < 0 || e->rank > MT_MAX_RANK)
-			return -1;
+			return MT_EINVAL;
 		mti_put_u32(tmp + 4, (uint32_t)e->rank);
 		n = 8;
 		for (int d = 0; d < e->rank; d++, n += 8)
@@ -79,7 +79,7 @@ struct cursor {
 static int take(struct cursor *c, size_t n, const uint8_t **out)
 {
 	if (c->left < n)
-		return -1;
+		return MT_ECORRUPT; /* the encoding ends early */
 	*out = c->p;
 	c->p += n;
 	c->left -= n;
@@ -92,8 +92,8 @@ static int check_shape(const mt_index_entry *e)
 	uint64_t bytes = mt_dtype_size(e->dtype);
 	for (int d = 0; d < e->rank; d++)
 		if (e->shape[d] == 0 || !mti_mul_ok(bytes, e->shape[d], &bytes))
-			return -1;
-	return bytes == e->unit_bytes ? 0 : -1;
+			return MT_ECORRUPT;
+	return bytes == e->unit_bytes ? 0 : MT_ECORRUPT;
 }
 
 static int check_entry(const mt_index_entry *e, uint64_t shard_bytes, const char *what,

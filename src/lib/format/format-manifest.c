@@ -227,7 +227,7 @@ static int fm_seal(char **json)
 	if (!sealed) {
 		free(*json);
 		*json = NULL;
-		return -1;
+		return MT_ENOMEM;
 	}
 	snprintf(sealed + len - 1, FM_SUM_LEN + 1, "%s%s\"}", FM_SUM_HEAD, hex);
 	*json = sealed;
@@ -303,7 +303,7 @@ static int fm_nomem(struct fm_dec *d)
 static int fm_get_uint(json_t *v, uint64_t *out)
 {
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return -1;
+		return MT_EFORMAT;
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }

@@ -123,7 +123,7 @@ static int h5_attr_string(hid_t obj, const char *name, const char *value)
 		H5Aclose(a);
 	H5Sclose(sp);
 	H5Tclose(t);
-	return rc < 0 ? -1 : 0;
+	return rc < 0 ? MT_EIO : 0;
 }
 
 static int h5_attr_u64(hid_t obj, const char *name, uint64_t value)
@@ -134,7 +134,7 @@ static int h5_attr_u64(hid_t obj, const char *name, uint64_t value)
 	if (a >= 0)
 		H5Aclose(a);
 	H5Sclose(sp);
-	return rc < 0 ? -1 : 0;
+	return rc < 0 ? MT_EIO : 0;
 }
 
 /* Create one chunked dataset and write its precompressed chunks, freeing

@@ -37,10 +37,11 @@ static struct target *target_new(struct tui *t, int level, int64_t id)
 	return tg;
 }
 
+/* A step of a job on its target's version, open in its store. */
+typedef int target_fn(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *err);
+
 /* Run fn on the job target's version, open in its store for the call. */
-static int target_with_reader(struct tui_job *j,
-			      int (*fn)(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *err),
-			      mt_error *err)
+static int target_with_reader(struct tui_job *j, target_fn *fn, mt_error *err)
 {
 	struct target *tg = j->arg;
 	mt_store *s = tui_open_store(j, tg->ref.remote, err);

@@ -462,6 +462,24 @@ typedef void (*mt_verify_fn)(void *ud, size_t shard, const mt_shard_info *info, 
 MT_API int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn progress,
 			    void *progress_ud, mt_error *err);
 
+/* What reading took beyond the shards as stored.  When a version is
+ * protected (doc/FORMAT.md, "Protection"), a chunk that fails its checksum
+ * twice, or whose shard object is missing or damaged, is rebuilt from the
+ * same byte span of the other members and parity objects of its group, and
+ * checked against its checksum: the rows delivered are the same.  Nothing
+ * is written back (`matorage repair` does that).  Unprotected versions fail
+ * as before.  Like option structs, it begins with `size`: set it with
+ * MT_READ_STATS_INIT; the library fills the fields that size covers. */
+typedef struct mt_read_stats {
+	size_t size;
+	uint64_t healed_chunks;  /* chunks rebuilt from parity */
+	uint64_t healed_indexes; /* shards' chunk indexes rebuilt from parity */
+	uint64_t heal_bytes;     /* bytes read from the group to rebuild them */
+} mt_read_stats;
+#define MT_READ_STATS_INIT { sizeof(mt_read_stats), 0, 0, 0 }
+/* Counts since the reader opened (all threads). */
+MT_API void mt_reader_stats(const mt_reader *r, mt_read_stats *out);
+
 /* ---- loading batches for training ------------------------------------- */
 
 /*
@@ -560,6 +578,9 @@ MT_API size_t mt_loader_state(const mt_loader *l, char *buf, size_t cap);
  * the next call); reads only the chunks holding them. */
 MT_API int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n,
 			       const mt_batch **out, mt_error *err);
+/* Chunks healed from parity since the loader opened (see mt_read_stats):
+ * the batches and their order are those of the intact version. */
+MT_API void mt_loader_stats(const mt_loader *l, mt_read_stats *out);
 MT_API void mt_loader_close(mt_loader *l);
 
 /* Several loaders mixed into one stream by weight: each batch comes whole

@@ -195,12 +195,12 @@ static int index_read(mt_reader *r, size_t i, const char *what, mt_index **ix, i
 	return rc;
 }
 
-/* Whether rebuilt bytes are shard entry ud's chunk index: its trailing
- * XXH3 covers the rest and is the one the manifest names. */
 struct index_want {
 	const mt_mshard *s;
 };
 
+/* Whether rebuilt bytes are the wanted shard's chunk index: its trailing
+ * XXH3 covers the rest and is the one the manifest names. */
 static int index_check(void *ud, const void *buf, size_t len)
 {
 	const mt_mshard *s = ((struct index_want *)ud)->s;
@@ -460,6 +460,7 @@ struct chunk_want {
 	const mt_chunk *k;
 };
 
+/* Whether rebuilt bytes are the wanted chunk: its size and xxh3. */
 static int chunk_check(void *ud, const void *buf, size_t len)
 {
 	const mt_chunk *k = ((struct chunk_want *)ud)->k;

@@ -180,8 +180,14 @@ int main(int argc, char **argv)
 		}
 		if (rc)
 			break;
-		printf("epoch %d: loss %.4f, train accuracy %.4f\n", e + 1, loss / (double)seen,
+		printf("epoch %d: loss %.4f, train accuracy %.4f", e + 1, loss / (double)seen,
 		       (double)right / (double)seen);
+		/* A protected version's damaged shards are rebuilt as they are read. */
+		mt_read_stats st = MT_READ_STATS_INIT;
+		mt_loader_stats(tl, &st);
+		if (st.healed_chunks)
+			printf("; %llu chunks healed from parity", (unsigned long long)st.healed_chunks);
+		printf("\n");
 	}
 	size_t n = 0, right = 0;
 	while (!rc && !(rc = mt_loader_next(vl, &b, &err)) && b) {

@@ -66,7 +66,13 @@ class _Opts(ctypes.Structure):
                 ("alloc_ud", ctypes.c_void_p)]
 
 
-_STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts)
+class _ReadStats(ctypes.Structure):
+    _c_name = "mt_read_stats"
+    _fields_ = [("size", ctypes.c_size_t), ("healed_chunks", ctypes.c_uint64),
+                ("healed_indexes", ctypes.c_uint64), ("heal_bytes", ctypes.c_uint64)]
+
+
+_STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _ReadStats)
 
 
 def _signatures():
@@ -90,6 +96,7 @@ def _signatures():
         "mt_loader_read_rows": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.c_uint64),
                                                ctypes.c_size_t,
                                                ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
+        "mt_loader_stats": (None, [vp, ctypes.POINTER(_ReadStats)]),
         "mt_loader_close": (None, [vp]),
     }
 
@@ -239,6 +246,14 @@ class Loader:
         _check(_lib_get().mt_loader_read_rows(self._h, ids, len(rows), ctypes.byref(bp),
                                               ctypes.byref(err)), err)
         return self._convert(bp)
+
+    def stats(self):
+        """Chunks (and chunk indexes) rebuilt from parity so far, and the bytes read for
+        them: a protected version's damaged shards heal with the batches unchanged."""
+        st = _ReadStats()
+        st.size = ctypes.sizeof(st)
+        _lib_get().mt_loader_stats(self._h, ctypes.byref(st))
+        return {name: int(getattr(st, name)) for name, _ in _ReadStats._fields_[1:]}
 
     def close(self):
         if self._h:

@@ -1,5 +1,6 @@
 /* cli-readahead.c — reading rows in batches of about CLI_BATCH_BYTES, the next batch fetched on a thread meanwhile. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
@@ -101,9 +102,26 @@ static int cli_read_ragged(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cl
 	return rc;
 }
 
+/* Rows rebuilt from parity are the right rows, but the stored shards are
+ * still damaged: say so, with how much, so that someone repairs them. */
+static void cli_heal_note(mt_reader *r)
+{
+	mt_read_stats st = MT_READ_STATS_INIT;
+	mt_reader_stats(r, &st);
+	if (!st.healed_chunks && !st.healed_indexes)
+		return;
+	const mt_version_info *vi = mt_reader_info(r);
+	fprintf(stderr, "matorage: warning: %s@%s: healed %llu chunks and %llu chunk indexes from "
+		"parity (%llu bytes read); the stored shards are still damaged: run 'matorage "
+		"repair %s@%s'\n", vi->dataset, vi->version, (unsigned long long)st.healed_chunks,
+		(unsigned long long)st.healed_indexes, (unsigned long long)st.heal_bytes,
+		vi->dataset, vi->version);
+}
+
 int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud)
 {
-	if (mt_reader_attr(r, attr)->ragged)
-		return cli_read_ragged(r, attr, a, b, fn, ud);
-	return cli_read_fixed(r, attr, a, b, fn, ud);
+	int rc = mt_reader_attr(r, attr)->ragged ? cli_read_ragged(r, attr, a, b, fn, ud)
+						 : cli_read_fixed(r, attr, a, b, fn, ud);
+	cli_heal_note(r);
+	return rc;
 }

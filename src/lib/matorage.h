@@ -228,6 +228,9 @@ typedef struct mt_remote {
 	char *endpoint, *region, *profile, *ca_bundle; /* NULL when not set */
 	int insecure;
 	int addressing;
+	/* Protection given to versions written to it unless the command says
+	 * otherwise: "K+M" (mt_parity_parse), NULL when none. */
+	char *parity;
 } mt_remote;
 /* All configured remotes, sorted by name.  Free with mt_remotes_free. */
 MT_API int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err);
@@ -268,7 +271,8 @@ typedef struct mt_object_info {
 MT_API int mt_store_list(mt_store *s, const char *prefix,
 			 int (*fn)(void *ud, const mt_object_info *o), void *ud, mt_error *err);
 
-/* Delete one version's manifest.  Its shards stay until mt_store_gc. */
+/* Delete one version's manifest (then its metadata and protection record).
+ * Its shards and parity objects stay until mt_store_gc. */
 MT_API int mt_store_delete_version(mt_store *s, const char *dataset, const char *version,
 				   mt_error *err);
 
@@ -287,8 +291,11 @@ typedef void (*mt_gc_fn)(void *ud, const char *key, uint64_t bytes);
 
 /* Find (and unless dry_run, delete) shard objects of `dataset` (NULL: of
  * every dataset) that no manifest references and that are older than
- * `grace_seconds` (objects of a put still running are young).  Totals go
- * to *nobjects and *nbytes when not NULL. */
+ * `grace_seconds` (objects of a put still running are young).  Parity
+ * objects no protection record names go too, and records of removed
+ * versions; a version whose manifest is gone without having been removed
+ * keeps its shards and parity while its record lasts, for repair.  Totals
+ * go to *nobjects and *nbytes when not NULL. */
 MT_API int mt_store_gc(mt_store *s, const char *dataset, int dry_run, uint64_t grace_seconds,
 		       mt_gc_fn fn, void *ud, uint64_t *nobjects, uint64_t *nbytes,
 		       mt_error *err);
@@ -297,7 +304,7 @@ MT_API int mt_store_gc(mt_store *s, const char *dataset, int dry_run, uint64_t g
 
 typedef struct mt_copy_stats {
 	uint64_t versions, versions_present; /* manifests written; already there */
-	uint64_t shards, shards_present;     /* shard objects sent; already there */
+	uint64_t shards, shards_present;     /* shard (and parity) objects sent; already there */
 	uint64_t bytes, bytes_present;       /* their bytes */
 } mt_copy_stats;
 
@@ -306,10 +313,80 @@ typedef struct mt_copy_stats {
  * sent (they are content-addressed), several at once, and each version's
  * manifest is written last, so an interrupted copy commits nothing and a
  * re-run sends only what is missing.  A version dst holds with different
- * content is MT_EEXIST.  progress counts bytes to send; stats may be NULL. */
+ * content is MT_EEXIST.  A protected version's parity objects and protection
+ * record go with it (the record after the manifest), also to a dst that
+ * has the version but not its protection.  progress counts bytes to send;
+ * stats may be NULL. */
 MT_API int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *version,
 		   int threads, mt_progress_fn progress, void *ud, mt_copy_stats *stats,
 		   mt_error *err);
+
+/* ---- protection: Reed–Solomon parity over a version's shards ------------ */
+
+/*
+ * A protected version can have lost or damaged shards (and a lost
+ * manifest) rebuilt: its shards, in manifest order, form groups of up to k,
+ * and each group gets m parity objects, any k of whose k + m rows give
+ * back the rest (doc/FORMAT.md, "Protection").  Storage grows by about
+ * m/k.  Protection is added after the commit and never changes the
+ * manifest.
+ */
+
+/* What mt_protect did. */
+typedef struct mt_protect_stats {
+	uint64_t groups;          /* groups in the record */
+	uint64_t groups_reused;   /* taken whole from the parent's record */
+	uint64_t parity_written;  /* parity objects sent */
+	uint64_t parity_present;  /* parity objects the store held already */
+	uint64_t bytes_read;      /* shard bytes read to code the new groups */
+	uint64_t bytes_written;   /* parity bytes sent */
+	int already;              /* the version was protected with this k+m: nothing done */
+} mt_protect_stats;
+
+typedef struct mt_protect_opts {
+	size_t size;             /* set by mt_protect_opts_init */
+	int k;                   /* shards per group, 1..64; default 8 */
+	int m;                   /* parity objects per group, 1..16; default 2 */
+	int threads;             /* coding threads; 0: number of CPUs */
+	mt_progress_fn progress; /* shard bytes read, of those to code */
+	void *progress_ud;
+	mt_protect_stats *stats; /* filled when not NULL */
+} mt_protect_opts;
+/* Defaults for every field; size: sizeof the caller's mt_protect_opts. */
+MT_API void mt_protect_opts_init_size(mt_protect_opts *o, size_t size);
+#define mt_protect_opts_init(o) mt_protect_opts_init_size((o), sizeof(mt_protect_opts))
+
+/* Read "K+M" (e.g. "8+2") into *k and *m: MT_EINVAL unless 1 <= K <= 64 and
+ * 1 <= M <= 16. */
+MT_API int mt_parity_parse(const char *text, int *k, int *m, mt_error *err);
+
+/* Protect dataset@version (NULL, "" or "latest": the newest) with o->k +
+ * o->m parity (o NULL: the defaults).  Every shard is read and checked
+ * against its sha256 before it is coded, so damage is never baked into
+ * parity (MT_ECORRUPT naming the shard).  A version appended to a parent
+ * protected with the same k+m reuses the parent's full groups.  The parity
+ * objects go first, the protection record last: an interrupted call
+ * protects nothing and a re-run sends only what is missing.  A version
+ * already protected with the same k+m is left as it is (stats->already);
+ * with another k+m it is MT_EEXIST.  Runs under the dataset's writer lock,
+ * so gc never takes what it writes. */
+MT_API int mt_protect(mt_store *s, const char *dataset, const char *version,
+		      const mt_protect_opts *o, mt_error *err);
+
+/* How a version is protected, from its protection record. */
+typedef struct mt_protection {
+	int k, m;
+	uint64_t groups;
+	uint64_t parity_objects;
+	uint64_t parity_bytes;   /* sum of the parity objects' sizes */
+	uint64_t data_bytes;     /* sum of the shards' sizes */
+	uint64_t record_bytes;   /* the protection record's own size */
+} mt_protection;
+/* The protection of dataset@version (NULL, "" or "latest": the newest):
+ * MT_ENOTFOUND when it has none, MT_ECORRUPT when its record fails its
+ * checks.  Overhead is (parity_bytes + record_bytes) / data_bytes. */
+MT_API int mt_protect_info(mt_store *s, const char *dataset, const char *version,
+			   mt_protection *out, mt_error *err);
 
 /* ---- writing a version ------------------------------------------------ */
 
@@ -462,6 +539,24 @@ typedef void (*mt_verify_fn)(void *ud, size_t shard, const mt_shard_info *info, 
 MT_API int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn progress,
 			    void *progress_ud, mt_error *err);
 
+/* What reading took beyond the shards as stored.  When a version is
+ * protected (doc/FORMAT.md, "Protection"), a chunk that fails its checksum
+ * twice, or whose shard object is missing or damaged, is rebuilt from the
+ * same byte span of the other members and parity objects of its group, and
+ * checked against its checksum: the rows delivered are the same.  Nothing
+ * is written back (`matorage repair` does that).  Unprotected versions fail
+ * as before.  Like option structs, it begins with `size`: set it with
+ * MT_READ_STATS_INIT; the library fills the fields that size covers. */
+typedef struct mt_read_stats {
+	size_t size;
+	uint64_t healed_chunks;  /* chunks rebuilt from parity */
+	uint64_t healed_indexes; /* shards' chunk indexes rebuilt from parity */
+	uint64_t heal_bytes;     /* bytes read from the group to rebuild them */
+} mt_read_stats;
+#define MT_READ_STATS_INIT { sizeof(mt_read_stats), 0, 0, 0 }
+/* Counts since the reader opened (all threads). */
+MT_API void mt_reader_stats(const mt_reader *r, mt_read_stats *out);
+
 /* ---- loading batches for training ------------------------------------- */
 
 /*
@@ -560,6 +655,9 @@ MT_API size_t mt_loader_state(const mt_loader *l, char *buf, size_t cap);
  * the next call); reads only the chunks holding them. */
 MT_API int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n,
 			       const mt_batch **out, mt_error *err);
+/* Chunks healed from parity since the loader opened (see mt_read_stats):
+ * the batches and their order are those of the intact version. */
+MT_API void mt_loader_stats(const mt_loader *l, mt_read_stats *out);
 MT_API void mt_loader_close(mt_loader *l);
 
 /* Several loaders mixed into one stream by weight: each batch comes whole

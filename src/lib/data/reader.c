@@ -6,6 +6,7 @@
 
 #include "codec.h"
 #include "dataset.h"
+#include "heal.h"
 #include "pool.h"
 
 struct mt_reader {
@@ -18,6 +19,7 @@ struct mt_reader {
 	pthread_mutex_t lock; /* guards ix */
 	mt_index **ix;        /* chunk index per shard, loaded on first use */
 	int threads;
+	mti_heal *heal;       /* damaged chunks rebuilt from parity */
 };
 
 int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_reader **out,
@@ -43,6 +45,8 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	r->tags = calloc(m->ntags ? m->ntags : 1, sizeof *r->tags);
 	if (!r->keys || !r->ix || !r->tags)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = mti_heal_new(s, m, &r->heal, err);
 	for (size_t i = 0; !rc && i < m->nshards; i++)
 		if (!(r->keys[i] = mti_key_shard(m->dataset, m->shards[i].sha256)))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
@@ -85,6 +89,7 @@ void mt_reader_close(mt_reader *r)
 	free(r->keys);
 	free(r->ix);
 	free(r->tags);
+	mti_heal_free(r->heal);
 	free(r->json);
 	mti_manifest_free(r->m);
 	pthread_mutex_destroy(&r->lock);
@@ -161,37 +166,128 @@ int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
 	return rc;
 }
 
-/* Read and decode the chunk index of shard i, checked against the manifest
- * (mti_index_decode_shard). */
-static int fetch_index(mt_reader *r, size_t i, mt_index **ix, mt_error *err)
+/* Why a shard's object, or a chunk of it, cannot be read as stored. */
+enum damage { DMG_NONE, DMG_MISSING, DMG_SHORT, DMG_CHECKSUM, DMG_REFUSED };
+
+static const char *const damage_words[] = {
+	[DMG_NONE] = "is unreadable",
+	[DMG_MISSING] = "is lost: the shard object is missing",
+	[DMG_SHORT] = "is lost: the shard object is cut short",
+	[DMG_CHECKSUM] = "fails its checksum, read twice",
+	[DMG_REFUSED] = "is lost: the shard object is damaged",
+};
+
+/* One read of shard i's chunk index, decoded and checked against the
+ * manifest (mti_index_decode_shard); *dmg says what a failure means. */
+static int index_read(mt_reader *r, size_t i, const char *what, mt_index **ix, int *dmg,
+		      mt_error *err)
 {
 	const mt_mshard *s = &r->m->shards[i];
-	char *what = mti_asprintf("%s@%s: shard %zu: %s", r->m->dataset, r->m->version, i,
-				 r->keys[i]);
-	if (!what)
-		return mti_err(err, MT_ENOMEM, "out of memory");
 	void *data = NULL;
 	size_t got = 0;
 	int rc = mti_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data, &got,
 			      err);
+	*dmg = rc == MT_ENOTFOUND ? DMG_MISSING : rc == MT_ERANGE ? DMG_SHORT
+		: rc == MT_ECORRUPT ? DMG_REFUSED : DMG_NONE;
+	if (!rc && (rc = mti_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err)))
+		*dmg = DMG_CHECKSUM;
+	free(data);
+	return rc;
+}
+
+struct index_want {
+	const mt_mshard *s;
+};
+
+/* Whether rebuilt bytes are the wanted shard's chunk index: its trailing
+ * XXH3 covers the rest and is the one the manifest names. */
+static int index_check(void *ud, const void *buf, size_t len)
+{
+	const mt_mshard *s = ((struct index_want *)ud)->s;
+	if (len < 8)
+		return 1;
+	uint64_t tail = mti_get_u64((const uint8_t *)buf + len - 8);
+	if (s->has_index_xxh3 && tail != s->index_xxh3)
+		return 1;
+	return mti_xxh3(buf, len - 8) != tail;
+}
+
+/* Shard i's chunk index rebuilt from parity.  A failure keeps the code
+ * and message of the damage (*err) and says why parity could not help. */
+static int index_heal(mt_reader *r, size_t i, const char *what, mt_index **ix, mt_error *err)
+{
+	const mt_mshard *s = &r->m->shards[i];
+	struct index_want want = {s};
+	mt_error e = {0};
+	uint8_t *buf = malloc(s->index_bytes ? (size_t)s->index_bytes : 1);
+	int rc = buf ? 0 : mti_err(&e, MT_ENOMEM, "out of memory");
 	if (!rc)
-		rc = mti_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
-	/* As for chunks: damage in transit goes away on a second read. */
-	if (rc == MT_ECORRUPT || rc == MT_ERANGE) {
-		free(data);
-		data = NULL;
-		rc = mti_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data,
-				  &got, err);
-		if (!rc)
-			rc = mti_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err);
-	}
+		rc = mti_heal_span(r->heal, i, s->index_offset, (size_t)s->index_bytes,
+				   MTI_HEAL_INDEX, index_check, &want, buf, &e);
+	if (!rc)
+		rc = mti_index_decode_shard(buf, (size_t)s->index_bytes, s->bytes, r->m, i, what, ix,
+					    &e);
+	free(buf);
+	if (!rc)
+		return 0;
+	/* err's message is the damage; it goes first in the new one. */
+	mt_error was = err ? *err : (mt_error){0};
+	int code = was.code ? was.code : rc;
+	char rows[64] = "";
+	if (s->rows)
+		snprintf(rows, sizeof rows, " (rows %llu..%llu)", (unsigned long long)s->first_row,
+			 (unsigned long long)(s->first_row + s->rows - 1));
+	return mti_err(err, code, "%s%s; parity cannot rebuild its chunk index: %s", was.message,
+		       rows, e.message);
+}
+
+/* Shard i's chunk index from the store, read twice when the first read
+ * fails its checks: damage in transit goes away on a second read. */
+static int index_fetch(mt_reader *r, size_t i, const char *what, mt_index **ix, int *dmg,
+		       mt_error *err)
+{
+	int rc = index_read(r, i, what, ix, dmg, err);
+	if (rc == MT_ECORRUPT || rc == MT_ERANGE)
+		rc = index_read(r, i, what, ix, dmg, err);
 	/* A short object (or one a cache cannot hold): the store said which. */
 	if (rc == MT_ERANGE)
 		mti_err_prefix(err, "%s@%s: shard %zu: ", r->m->dataset, r->m->version, i);
 	else if (rc == MT_ENOTFOUND)
 		mti_err(err, rc, "%s@%s: shard %zu (%s) is missing", r->m->dataset, r->m->version, i,
 		       r->keys[i]);
-	free(data);
+	return rc;
+}
+
+/* The error of a shard already found lost (the reader then skips the
+ * store for it). */
+static int lost_error(const mt_reader *r, size_t i, int dmg, mt_error *err)
+{
+	return mti_err(err, dmg == DMG_MISSING ? MT_ENOTFOUND : MT_ECORRUPT, "%s@%s: shard %zu (%s) "
+		      "is %s", r->m->dataset, r->m->version, i, r->keys[i],
+		      dmg == DMG_MISSING ? "missing" : "damaged");
+}
+
+/* Read and decode the chunk index of shard i, checked against the manifest
+ * (mti_index_decode_shard); rebuilt from parity when it is lost or damaged
+ * and the version is protected. */
+static int fetch_index(mt_reader *r, size_t i, mt_index **ix, mt_error *err)
+{
+	char *what = mti_asprintf("%s@%s: shard %zu: %s", r->m->dataset, r->m->version, i,
+				 r->keys[i]);
+	if (!what)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	int dmg = mti_heal_lost(r->heal, i);
+	int rc = dmg ? lost_error(r, i, dmg, err) : index_fetch(r, i, what, ix, &dmg, err);
+	if (rc && dmg != DMG_NONE && mti_heal_protected(r->heal)) {
+		/* The object itself is gone: its chunks go straight to parity. */
+		if (dmg == DMG_MISSING || dmg == DMG_REFUSED)
+			mti_heal_mark_lost(r->heal, i, dmg);
+		rc = index_heal(r, i, what, ix, err);
+	}
+	/* A read that failed before one that worked leaves nothing behind:
+	 * callers gathering errors from several threads take the first set. */
+	if (!rc && err)
+		*err = (mt_error){0};
 	free(what);
 	return rc;
 }
@@ -307,6 +403,114 @@ static const char *unit_word(const mt_index_entry *e)
 										  : "rows";
 }
 
+/* Job j's chunk named as users count: "x chunk 1 (rows 40..49)", or for
+ * items and offsets, which only exist inside the shard, "(items 0..99 of
+ * the shard)". */
+static void chunk_where(const mt_reader *r, const struct job *j, char *buf, size_t cap)
+{
+	const mt_chunk *k = &j->e->chunks[j->chunk];
+	int rows = strcmp(unit_word(j->e), "rows") == 0;
+	uint64_t base = rows ? r->m->shards[j->shard].first_row : 0;
+	snprintf(buf, cap, "%s chunk %zu (%s %llu..%llu%s)", j->e->name, j->chunk, unit_word(j->e),
+		 (unsigned long long)(base + k->first),
+		 (unsigned long long)(base + k->first + k->count - 1), rows ? "" : " of the shard");
+}
+
+/* Job j's compressed chunk into z, its checksum checked.  One that fails
+ * it is read once more, since damage in transit goes away on a second
+ * read; so is an object a cache refused, when parity could replace it.
+ * *dmg says what is wrong with the stored chunk when it cannot be had. */
+static int chunk_read(mt_reader *r, const struct job *j, uint8_t *z, int *dmg, mt_error *err)
+{
+	const mt_chunk *k = &j->e->chunks[j->chunk];
+	int rc = 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = mti_store_read(r->store, r->keys[j->shard], k->offset, z, k->size, err);
+		*dmg = rc == MT_ENOTFOUND ? DMG_MISSING : rc == MT_ERANGE ? DMG_SHORT
+			: rc == MT_ECORRUPT ? DMG_REFUSED : DMG_NONE;
+		if (rc == MT_ENOTFOUND || rc == MT_ERANGE || (rc && rc != MT_ECORRUPT))
+			return rc;
+		if (rc && !mti_heal_protected(r->heal))
+			return rc;
+		if (!rc && mti_xxh3(z, k->size) == k->xxh3)
+			return 0;
+		if (!rc)
+			*dmg = DMG_CHECKSUM;
+	}
+	return rc ? rc : MT_ECORRUPT;
+}
+
+/* The error of a chunk that cannot be read, when parity cannot help. */
+static int chunk_error(mt_reader *r, const struct job *j, int rc, int dmg, mt_error *err)
+{
+	char where[320];
+	if (dmg == DMG_MISSING || dmg == DMG_SHORT)
+		return mti_err(err, rc == MT_ENOTFOUND ? rc : MT_ECORRUPT,
+			      "%s@%s: shard %zu (%s) is %s", r->m->dataset, r->m->version, j->shard,
+			      r->keys[j->shard], dmg == DMG_MISSING ? "missing" : "cut short");
+	if (dmg != DMG_CHECKSUM)
+		return rc; /* the store's own message */
+	/* Rows are named as the user counts them. */
+	chunk_where(r, j, where, sizeof where);
+	return mti_err(err, MT_ECORRUPT, "%s@%s: shard %zu (%s): %s fails its checksum, read twice",
+		      r->m->dataset, r->m->version, j->shard, r->keys[j->shard], where);
+}
+
+struct chunk_want {
+	const mt_chunk *k;
+};
+
+/* Whether rebuilt bytes are the wanted chunk: its size and xxh3. */
+static int chunk_check(void *ud, const void *buf, size_t len)
+{
+	const mt_chunk *k = ((struct chunk_want *)ud)->k;
+	return len != k->size || mti_xxh3(buf, len) != k->xxh3;
+}
+
+/* Job j's chunk rebuilt from parity into z; the error names the chunk,
+ * its rows and what is wrong with it when that fails. */
+static int chunk_heal(mt_reader *r, const struct job *j, uint8_t *z, int dmg, mt_error *err)
+{
+	const mt_chunk *k = &j->e->chunks[j->chunk];
+	struct chunk_want want = {k};
+	mt_error e = {0};
+	int rc = mti_heal_span(r->heal, j->shard, k->offset, (size_t)k->size, MTI_HEAL_CHUNK,
+			       chunk_check, &want, z, &e);
+	if (!rc)
+		return 0;
+	char where[320], rows[64] = "";
+	chunk_where(r, j, where, sizeof where);
+	const mt_mshard *s = &r->m->shards[j->shard];
+	if (strcmp(unit_word(j->e), "rows") != 0 && s->rows)
+		snprintf(rows, sizeof rows, " of rows %llu..%llu", (unsigned long long)s->first_row,
+			 (unsigned long long)(s->first_row + s->rows - 1));
+	return mti_err(err, dmg == DMG_MISSING ? MT_ENOTFOUND : MT_ECORRUPT,
+		      "%s@%s: shard %zu (%s): %s%s %s, and parity cannot rebuild it: %s",
+		      r->m->dataset, r->m->version, j->shard, r->keys[j->shard], where, rows,
+		      damage_words[dmg], e.message);
+}
+
+/* Job j's compressed chunk into z, checked: from the store, else rebuilt
+ * from parity when the version is protected. */
+static int chunk_fetch(mt_reader *r, const struct job *j, uint8_t *z, mt_error *err)
+{
+	int dmg = mti_heal_lost(r->heal, j->shard);
+	int rc = dmg ? MT_ECORRUPT : chunk_read(r, j, z, &dmg, err);
+	if (rc && dmg != DMG_NONE) {
+		if (!mti_heal_protected(r->heal))
+			return chunk_error(r, j, rc, dmg, err);
+		/* The object itself is gone: its other chunks go straight to parity. */
+		if (dmg == DMG_MISSING || dmg == DMG_REFUSED)
+			mti_heal_mark_lost(r->heal, j->shard, dmg);
+		rc = chunk_heal(r, j, z, dmg, err);
+	}
+	/* run_jobs reports the first job with an error set: a read that failed
+	 * before one that worked leaves nothing behind. */
+	if (!rc)
+		*err = (mt_error){0};
+	return rc;
+}
+
 static int run_job(void *ud, size_t i)
 {
 	struct jobs *js = ud;
@@ -323,28 +527,7 @@ static int run_job(void *ud, size_t i)
 	if (!z || !plain)
 		rc = mti_err(err, MT_ENOMEM, "%s: out of memory", key);
 	if (!rc)
-		rc = mti_store_read(r->store, key, k->offset, z, k->size, err);
-	if (rc == MT_ENOTFOUND || rc == MT_ERANGE)
-		rc = mti_err(err, rc == MT_ENOTFOUND ? rc : MT_ECORRUPT, "%s@%s: shard %zu (%s) is %s",
-			    r->m->dataset, r->m->version, j->shard, key,
-			    rc == MT_ENOTFOUND ? "missing" : "cut short");
-	/* A bad checksum may have come in transit rather than be in the
-	 * object: one more read tells. */
-	int bad = !rc && mti_xxh3(z, k->size) != k->xxh3;
-	if (bad && !(rc = mti_store_read(r->store, key, k->offset, z, k->size, err)))
-		bad = mti_xxh3(z, k->size) != k->xxh3;
-	if (!rc && bad) {
-		/* Rows are named as the user counts them; items and offsets
-		 * only exist inside the shard. */
-		int rows = strcmp(unit_word(j->e), "rows") == 0;
-		uint64_t base = rows ? r->m->shards[j->shard].first_row : 0;
-		rc = mti_err(err, MT_ECORRUPT,
-			    "%s@%s: shard %zu (%s): %s chunk %zu (%s %llu..%llu%s) fails its "
-			    "checksum, read twice", r->m->dataset, r->m->version, j->shard, key, j->e->name,
-			    j->chunk, unit_word(j->e), (unsigned long long)(base + k->first),
-			    (unsigned long long)(base + k->first + k->count - 1),
-			    rows ? "" : " of the shard");
-	}
+		rc = chunk_fetch(r, j, z, err);
 	if (!rc && mti_zstd_decompress(z, k->size, plain, full, err))
 		rc = mti_err_prefix(err, "%s@%s: shard %zu (%s): %s chunk %zu: ", r->m->dataset,
 				   r->m->version, j->shard, key, j->e->name, j->chunk);
@@ -541,6 +724,17 @@ int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf,
 		return rc;
 	}
 	return run_jobs(&js, err);
+}
+
+void mt_reader_stats(const mt_reader *r, mt_read_stats *out)
+{
+	mt_read_stats st = MT_READ_STATS_INIT;
+	mti_heal_counts(r->heal, &st.healed_chunks, &st.healed_indexes, &st.heal_bytes);
+	/* A caller built against an older matorage.h gets the fields it knows. */
+	size_t n = out->size < sizeof st ? out->size : sizeof st;
+	if (n > sizeof st.size)
+		memcpy((char *)out + sizeof st.size, (char *)&st + sizeof st.size,
+		       n - sizeof st.size);
 }
 
 /* ---- verify ----------------------------------------------------------- */

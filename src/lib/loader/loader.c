@@ -580,6 +580,11 @@ int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n, const mt_b
 	return 0;
 }
 
+void mt_loader_stats(const mt_loader *l, mt_read_stats *out)
+{
+	mt_reader_stats(l->reader, out);
+}
+
 uint64_t mt_loader_batches(const mt_loader *l)
 {
 	return l->plan.batches;

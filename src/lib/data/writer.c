@@ -200,7 +200,12 @@ static int push_shard_locked(mt_writer *w, const mt_mshard *sh)
 /* Store an object under its content hash (a shard, a recipe): pinned
  * against gc, then written or, when an identical object is there, reused
  * rather than sent again.  Both only once no gc that may have missed the
- * pin is running (doc/FORMAT.md, "Writers and gc"). */
+ * pin is running (doc/FORMAT.md, "Writers and gc").  An object already
+ * there is reused only when it holds these very bytes: one damaged in
+ * place keeps its name, and putting the same data again is how it gets
+ * mended.  The size comes first (a HEAD); at the same size the bytes are
+ * compared, which on the file store is a local read and on S3 the ETag
+ * (see mti_store_holds). */
 static int writer_put_object(mt_writer *w, const char *key, const void *data, size_t len,
 			     int flags, mt_error *err)
 {
@@ -211,7 +216,8 @@ static int writer_put_object(mt_writer *w, const char *key, const void *data, si
 		return rc;
 	uint64_t have = 0;
 	mt_error ignored;
-	if (mti_store_head(w->store, key, &have, NULL, &ignored) == 0 && have == len)
+	if (mti_store_head(w->store, key, &have, NULL, &ignored) == 0 && have == len &&
+	    mti_store_holds(w->store, key, data, len, &ignored) == 1)
 		return 0;
 	return mti_store_put(w->store, key, data, len, flags, err);
 }

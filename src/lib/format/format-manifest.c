@@ -215,9 +215,7 @@ fail:
 	return NULL;
 }
 
-/* Replace the closing brace of the compact text with the checksum member
- * and the brace: the checksum covers exactly the text before this call. */
-static int fm_seal(char **json)
+int mti_json_seal(char **json)
 {
 	char hex[MT_SHA256_HEX];
 	mt_error e;
@@ -264,7 +262,7 @@ int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 	if (!failed && !(*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 		failed = "(text)";
 	json_decref(root);
-	if (!failed && fm_seal(json))
+	if (!failed && mti_json_seal(json))
 		failed = "checksum";
 	if (failed)
 		return mti_err(err, MT_EINVAL, "manifest of %s@%s: cannot encode %s (text must be "
@@ -436,6 +434,37 @@ static int fm_dec_index_xxh3(struct fm_dec *d, json_t *o, size_t i, mt_mshard *s
 	return 0;
 }
 
+int mti_json_check_sum(const char *json, size_t len, const char *sum, const char *what,
+		       mt_error *err)
+{
+	size_t hl = sizeof FM_SUM_HEAD - 1;
+	const char *tail = len > FM_SUM_LEN ? json + len - FM_SUM_LEN : NULL;
+	if (!tail || memcmp(tail, FM_SUM_HEAD, hl) != 0 || !fm_is_hex(tail + hl, 64) ||
+	    memcmp(tail + hl + 64, "\"}", 2) != 0 || !sum || strncmp(sum, "sha256:", 7) != 0 ||
+	    strncmp(sum + 7, tail + hl, 64) != 0)
+		return mti_err(err, MT_ECORRUPT, "%s: checksum: must end the text as "
+			      ",\"checksum\":\"sha256:<64 hex digits>\"}; the text was rewritten "
+			      "after it was written", what);
+	mt_sha256 *h = NULL;
+	char hex[MT_SHA256_HEX];
+	mt_error e;
+	int rc = mti_sha256_new(&h, &e);
+	if (!rc)
+		rc = mti_sha256_update(h, json, (size_t)(tail - json), &e);
+	if (!rc)
+		rc = mti_sha256_update(h, "}", 1, &e);
+	if (!rc)
+		rc = mti_sha256_final(h, hex, &e);
+	mti_sha256_free(h);
+	if (rc)
+		return mti_err(err, rc, "%s: checksum: %s", what, e.message);
+	if (memcmp(hex, tail + hl, 64) != 0)
+		return mti_err(err, MT_ECORRUPT, "%s: checksum: the text hashes to "
+			      "sha256:%.16s..., its checksum says sha256:%.16s...: it was changed "
+			      "after it was written", what, hex, tail + hl);
+	return 0;
+}
+
 /* When the manifest has a checksum, it must be its last member, written
  * exactly as the encoder does, and match the text without it. */
 static int fm_dec_checksum(struct fm_dec *d, json_t *root)
@@ -443,33 +472,7 @@ static int fm_dec_checksum(struct fm_dec *d, json_t *root)
 	json_t *v = json_object_get(root, "checksum");
 	if (!v)
 		return 0;
-	size_t hl = sizeof FM_SUM_HEAD - 1;
-	const char *tail = d->len > FM_SUM_LEN ? d->json + d->len - FM_SUM_LEN : NULL;
-	if (!tail || memcmp(tail, FM_SUM_HEAD, hl) != 0 || !fm_is_hex(tail + hl, 64) ||
-	    memcmp(tail + hl + 64, "\"}", 2) != 0 || !json_is_string(v) ||
-	    strncmp(json_string_value(v), "sha256:", 7) != 0 ||
-	    strncmp(json_string_value(v) + 7, tail + hl, 64) != 0)
-		return mti_err(d->err, MT_ECORRUPT, "%s: checksum: must end the text as "
-			      ",\"checksum\":\"sha256:<64 hex digits>\"}; the text was rewritten "
-			      "after it was written", d->what);
-	mt_sha256 *h = NULL;
-	char hex[MT_SHA256_HEX];
-	mt_error e;
-	int rc = mti_sha256_new(&h, &e);
-	if (!rc)
-		rc = mti_sha256_update(h, d->json, (size_t)(tail - d->json), &e);
-	if (!rc)
-		rc = mti_sha256_update(h, "}", 1, &e);
-	if (!rc)
-		rc = mti_sha256_final(h, hex, &e);
-	mti_sha256_free(h);
-	if (rc)
-		return mti_err(d->err, rc, "%s: checksum: %s", d->what, e.message);
-	if (memcmp(hex, tail + hl, 64) != 0)
-		return mti_err(d->err, MT_ECORRUPT, "%s: checksum: the text hashes to "
-			      "sha256:%.16s..., the manifest says sha256:%.16s...: it was changed "
-			      "after it was written", d->what, hex, tail + hl);
-	return 0;
+	return mti_json_check_sum(d->json, d->len, json_string_value(v), d->what, d->err);
 }
 
 /* One shard entry; *next is the running sum of rows before it.  Paths

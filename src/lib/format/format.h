@@ -86,6 +86,18 @@ typedef struct mt_manifest {
 	size_t nrecipe_args;
 } mt_manifest;
 
+/* The "checksum" member that ends a manifest (doc/FORMAT.md, "Manifest
+ * checksum"), also used by other sealed objects of the format (protection
+ * records).  mti_json_seal replaces the closing brace of compact JSON text
+ * (malloc'ed) with the member and the brace; on failure it frees the text,
+ * sets *json NULL and returns -1.  mti_json_check_sum checks that text of
+ * len bytes ends with that member, written exactly so, and that it matches;
+ * `sum` is the member's decoded value (NULL when absent: MT_ECORRUPT).
+ * `what` (the key) is named in errors. */
+MT_LOCAL int mti_json_seal(char **json);
+MT_LOCAL int mti_json_check_sum(const char *json, size_t len, const char *sum, const char *what,
+			       mt_error *err);
+
 /* Compact JSON text (malloc'ed, NUL-terminated), ending with the
  * "checksum" member over the rest of the text. */
 MT_LOCAL int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err);

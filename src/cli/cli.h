@@ -61,7 +61,8 @@ struct cli_cmd {
 
 extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, cli_cmd_info,
 	cli_cmd_verify, cli_cmd_repair, cli_cmd_rm, cli_cmd_gc, cli_cmd_push, cli_cmd_pull, cli_cmd_sync,
-	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui, cli_cmd_run, cli_cmd_rerun;
+	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui, cli_cmd_run, cli_cmd_rerun,
+	cli_cmd_protect;
 
 /* ---- cli-error.c ---- */
 
@@ -185,6 +186,17 @@ int cli_tui_open(struct cli_ctx *ctx, int read_only, const char *open);
 extern const struct cli_option cli_script_options[];
 int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *name,
 		   const void *code, size_t len, const char *const *args, size_t nargs);
+
+/* ---- cmd-protect.c ---- */
+
+/* The protection a command that writes versions asks for: its --parity K+M (a
+ * usage error when malformed), else the default of the remote called `store`
+ * (NULL, a URL or a remote's name); *k and *m are 0 when neither asks. */
+int cli_parity_opt(const struct cli_args *a, const char *store, int *k, int *m);
+/* Protect dataset@version (NULL: the newest) of s with k+m parity, with a progress
+ * bar; prints one line saying what was done.  threads 0: one per CPU. */
+int cli_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, const char *version,
+		int k, int m, int threads);
 
 /* ---- progress.c ---- */
 

@@ -17,6 +17,8 @@ static const struct cli_option put_options[] = {
 	{ "author", 0, "NAME", "who made this version (default: $USER)" },
 	{ "description", 0, "TEXT", "what this version holds" },
 	{ "tag", 0, "TAG", "a tag for this version; may be given several times" },
+	{ "parity", 0, "K+M", "protect the new version with K+M Reed–Solomon parity (default: "
+	  "the remote's, if it has one)" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -198,8 +200,10 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
 	if (rc)
 		return rc;
-	if ((rc = put_opts(a, &ref, &o)) || (rc = put_parse_inputs(a, &job)) ||
-	    (rc = put_open_inputs(&job)))
+	int k, m;
+	if ((rc = put_opts(a, &ref, &o)) ||
+	    (rc = cli_parity_opt(a, ctx->app.store_url, &k, &m)) ||
+	    (rc = put_parse_inputs(a, &job)) || (rc = put_open_inputs(&job)))
 		goto out;
 	ctx->app.store_opts.create = 1; /* a first put makes the store */
 	mt_store *s = cli_store(ctx);
@@ -227,7 +231,11 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	cli_progress_end(p);
 	p = NULL;
 	printf("%s@%s\n", ref.dataset, version);
+	fflush(stdout);
 	cli_catalog_note(app_store_name(&ctx->app), s, ref.dataset);
+	/* Committed either way: a failed protection is reported, the version stays. */
+	if (k)
+		rc = cli_protect(ctx, s, ref.dataset, version, k, m, o.threads);
 out:
 	cli_progress_end(p);
 	mt_writer_close(w);

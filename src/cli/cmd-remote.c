@@ -14,6 +14,8 @@ static const struct cli_option remote_options[] = {
 	{ "ca-bundle", 0, "FILE", "add: PEM file of trusted certificate authorities" },
 	{ "insecure", 0, NULL, "add: do not verify the server's TLS certificate" },
 	{ "addressing", 0, "STYLE", "add: auto, path or virtual" },
+	{ "parity", 0, "K+M", "add: protect versions written to it with K+M parity unless told "
+	  "otherwise" },
 	{ "replace", 0, NULL, "add: replace a remote of the same name" },
 	{ "json", 0, NULL, "ls: print a JSON array" },
 	{ NULL, 0, NULL, NULL },
@@ -47,6 +49,7 @@ static int remote_add(struct cli_ctx *ctx, const struct cli_args *a)
 		.ca_bundle = remote_opt(a, "ca-bundle", g->ca_bundle),
 		.insecure = cli_has(a, "insecure") || g->insecure,
 		.addressing = g->addressing,
+		.parity = remote_opt(a, "parity", NULL),
 	};
 	const char *style = cli_get(a, "addressing");
 	int rc = CLI_OK;
@@ -64,7 +67,7 @@ static int remote_add(struct cli_ctx *ctx, const struct cli_args *a)
 		rc = cli_fail(&err);
 	else if (rc == CLI_OK)
 		printf("remote %s: %s\n", r.name, r.url);
-	char *own[] = { r.name, r.url, r.endpoint, r.region, r.profile, r.ca_bundle };
+	char *own[] = { r.name, r.url, r.endpoint, r.region, r.profile, r.ca_bundle, r.parity };
 	for (size_t i = 0; i < sizeof own / sizeof *own; i++)
 		free(own[i]);
 	return rc;
@@ -78,10 +81,11 @@ static const char *dash(const char *s)
 /* What a remote sets beyond the columns, "-" for nothing. */
 static char *remote_extras(const mt_remote *r)
 {
-	char *s = app_xasprintf("%s%s%s%s%s", r->insecure ? ",insecure" : "",
+	char *s = app_xasprintf("%s%s%s%s%s%s%s", r->insecure ? ",insecure" : "",
 				r->addressing ? ",addressing=" : "",
 				r->addressing ? addressing_names[r->addressing] : "",
-				r->ca_bundle ? ",ca-bundle=" : "", r->ca_bundle ? r->ca_bundle : "");
+				r->ca_bundle ? ",ca-bundle=" : "", r->ca_bundle ? r->ca_bundle : "",
+				r->parity ? ",parity=" : "", r->parity ? r->parity : "");
 	if (!*s) {
 		free(s);
 		return app_xstrdup("-");
@@ -135,9 +139,10 @@ static int remote_ls(const struct cli_args *a)
 			json_t *o = json_pack("{s:s, s:s, s:b, s:s}", "name", r[i].name, "url", r[i].url,
 					      "insecure", r[i].insecure, "addressing",
 					      addressing_names[r[i].addressing]);
-			const char *keys[] = { "endpoint", "region", "profile", "ca_bundle" };
-			const char *vals[] = { r[i].endpoint, r[i].region, r[i].profile, r[i].ca_bundle };
-			for (size_t k = 0; o && k < 4; k++)
+			const char *keys[] = { "endpoint", "region", "profile", "ca_bundle", "parity" };
+			const char *vals[] = { r[i].endpoint, r[i].region, r[i].profile, r[i].ca_bundle,
+					       r[i].parity };
+			for (size_t k = 0; o && k < sizeof keys / sizeof *keys; k++)
 				if (vals[k])
 					json_object_set_new(o, keys[k], json_string(vals[k]));
 			if (!o || json_array_append_new(arr, o)) {

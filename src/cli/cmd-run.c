@@ -12,6 +12,8 @@ const struct cli_option cli_script_options[] = {
 	{ "unsafe", 0, NULL, "lift the sandbox: every Lua library, any file, C modules" },
 	{ "max-instructions", 0, "N", "stop the script after N Lua instructions (default: no limit)" },
 	{ "max-memory", 0, "BYTES", "stop the script when it holds more than BYTES (default: no limit)" },
+	{ "parity", 0, "K+M", "protect the versions it commits with K+M Reed–Solomon parity "
+	  "(default: the remote's, if it has one)" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -34,6 +36,22 @@ static int run_report(const char *name, const char *text, int code)
 	return CLI_FAIL;
 }
 
+/* A version the script wrote to another store (opened by URL) is not in this
+ * one: it is left unprotected, and said so. */
+static int run_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, const char *version,
+		       int k, int m)
+{
+	mt_error err = { 0 };
+	mt_reader *r = NULL;
+	if (mt_reader_open(s, dataset, version, &r, &err) == MT_ENOTFOUND) {
+		fprintf(stderr, "matorage: %s@%s is in another store: not protected\n", dataset,
+			version);
+		return CLI_OK;
+	}
+	mt_reader_close(r);
+	return cli_protect(ctx, s, dataset, version, k, m, 0);
+}
+
 int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *name,
 		   const void *code, size_t len, const char *const *args, size_t nargs)
 {
@@ -43,6 +61,9 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 	/* 0 would mean "no limit": leaving the option out says that. */
 	if ((rc = cli_opt_u64(a, "max-instructions", 1, &o.max_instructions)) ||
 	    (rc = cli_opt_bytes(a, "max-memory", 1, &o.max_memory)))
+		return rc;
+	int k, m;
+	if ((rc = cli_parity_opt(a, ctx->app.store_url, &k, &m)))
 		return rc;
 	o.unsafe = cli_has(a, "unsafe");
 	size_t nallow = 0;
@@ -83,10 +104,13 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 		for (size_t i = 0; i < mt_script_nversions(s); i++) {
 			const char *v = mt_script_version(s, i);
 			printf("%s\n", v);
+			fflush(stdout);
 			/* Versions written to stores the script opened by URL reach the
 			 * catalog with the next sync. */
 			char *dataset = app_xasprintf("%.*s", (int)strcspn(v, "@"), v);
 			cli_catalog_note(app_store_name(&ctx->app), o.store, dataset);
+			if (k && run_protect(ctx, o.store, dataset, v + strlen(dataset) + 1, k, m))
+				rc = CLI_FAIL;
 			free(dataset);
 		}
 	}

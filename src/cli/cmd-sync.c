@@ -7,6 +7,8 @@
 
 const struct cli_option cli_copy_options[] = {
 	{ "threads", 'j', "N", "shards copied at once (default 8)" },
+	{ "parity", 0, "K+M", "protect the copied versions in the destination with K+M parity "
+	  "(push: default the remote's, if it has one)" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -16,12 +18,50 @@ static const struct cli_option sync_options[] = {
 	{ NULL, 0, NULL, NULL },
 };
 
+static int copy_protect_all(struct cli_ctx *ctx, mt_store *dst, const char *dataset, int k,
+			    int m)
+{
+	char **vs = NULL;
+	size_t n = 0;
+	mt_error err = { 0 };
+	if (mt_store_versions(dst, dataset, &vs, &n, &err))
+		return cli_fail(&err);
+	int rc = CLI_OK;
+	for (size_t i = 0; i < n && rc == CLI_OK; i++)
+		rc = cli_protect(ctx, dst, dataset, vs[i], k, m, 0);
+	mt_strv_free(vs, n);
+	return rc;
+}
+
+/* Protect what a copy covered in dst: the version named, else every version of
+ * the dataset, else of every dataset. */
+static int copy_protect(struct cli_ctx *ctx, mt_store *dst, const struct cli_ref *ref, int k,
+			int m)
+{
+	char **ds = NULL;
+	size_t nds = 0;
+	mt_error err = { 0 };
+	if (ref->dataset)
+		return ref->version ? cli_protect(ctx, dst, ref->dataset, ref->version, k, m, 0)
+				    : copy_protect_all(ctx, dst, ref->dataset, k, m);
+	if (mt_store_datasets(dst, &ds, &nds, &err))
+		return cli_fail(&err);
+	int rc = CLI_OK;
+	for (size_t i = 0; i < nds && rc == CLI_OK; i++)
+		rc = copy_protect_all(ctx, dst, ds[i], k, m);
+	mt_strv_free(ds, nds);
+	return rc;
+}
+
 int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, mt_store *dst,
 		 const char *dst_name, const char *spec)
 {
 	struct cli_ref ref = { 0 };
-	int threads = 0;
+	int threads = 0, k = 0, m = 0;
 	int rc = cli_opt_int(a, "threads", 1, 256, &threads);
+	/* sync has no --parity: only push and pull protect what they copy. */
+	if (!rc && a->cmd != &cli_cmd_sync)
+		rc = cli_parity_opt(a, dst_name, &k, &m);
 	if (!rc && spec)
 		rc = cli_ref_parse(a->cmd, spec, &ref);
 	if (rc)
@@ -54,6 +94,8 @@ int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, m
 	/* Even a failed copy may have committed some versions. */
 	if (st.versions)
 		cli_catalog_note(dst_name, dst, ref.dataset);
+	if (!rc && k)
+		rc = copy_protect(ctx, dst, &ref, k, m);
 	cli_ref_free(&ref);
 	return rc;
 }

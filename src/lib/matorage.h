@@ -228,6 +228,9 @@ typedef struct mt_remote {
 	char *endpoint, *region, *profile, *ca_bundle; /* NULL when not set */
 	int insecure;
 	int addressing;
+	/* Protection given to versions written to it unless the command says
+	 * otherwise: "K+M" (mt_parity_parse), NULL when none. */
+	char *parity;
 } mt_remote;
 /* All configured remotes, sorted by name.  Free with mt_remotes_free. */
 MT_API int mt_remotes_list(mt_remote **out, size_t *n, mt_error *err);
@@ -311,6 +314,72 @@ MT_API int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char
 		   int threads, mt_progress_fn progress, void *ud, mt_copy_stats *stats,
 		   mt_error *err);
 
+/* ---- protection: Reed–Solomon parity over a version's shards ------------ */
+
+/*
+ * A protected version can have lost or damaged shards (and a lost
+ * manifest) rebuilt: its shards, in manifest order, form groups of up to k,
+ * and each group gets m parity objects, any k of whose k + m rows give
+ * back the rest (doc/FORMAT.md, "Protection").  Storage grows by about
+ * m/k.  Protection is added after the commit and never changes the
+ * manifest.
+ */
+
+/* What mt_protect did. */
+typedef struct mt_protect_stats {
+	uint64_t groups;          /* groups in the record */
+	uint64_t groups_reused;   /* taken whole from the parent's record */
+	uint64_t parity_written;  /* parity objects sent */
+	uint64_t parity_present;  /* parity objects the store held already */
+	uint64_t bytes_read;      /* shard bytes read to code the new groups */
+	uint64_t bytes_written;   /* parity bytes sent */
+	int already;              /* the version was protected with this k+m: nothing done */
+} mt_protect_stats;
+
+typedef struct mt_protect_opts {
+	size_t size;             /* set by mt_protect_opts_init */
+	int k;                   /* shards per group, 1..64; default 8 */
+	int m;                   /* parity objects per group, 1..16; default 2 */
+	int threads;             /* coding threads; 0: number of CPUs */
+	mt_progress_fn progress; /* shard bytes read, of those to code */
+	void *progress_ud;
+	mt_protect_stats *stats; /* filled when not NULL */
+} mt_protect_opts;
+/* Defaults for every field; size: sizeof the caller's mt_protect_opts. */
+MT_API void mt_protect_opts_init_size(mt_protect_opts *o, size_t size);
+#define mt_protect_opts_init(o) mt_protect_opts_init_size((o), sizeof(mt_protect_opts))
+
+/* Read "K+M" (e.g. "8+2") into *k and *m: MT_EINVAL unless 1 <= K <= 64 and
+ * 1 <= M <= 16. */
+MT_API int mt_parity_parse(const char *text, int *k, int *m, mt_error *err);
+
+/* Protect dataset@version (NULL, "" or "latest": the newest) with o->k +
+ * o->m parity (o NULL: the defaults).  Every shard is read and checked
+ * against its sha256 before it is coded, so damage is never baked into
+ * parity (MT_ECORRUPT naming the shard).  A version appended to a parent
+ * protected with the same k+m reuses the parent's full groups.  The parity
+ * objects go first, the protection record last: an interrupted call
+ * protects nothing and a re-run sends only what is missing.  A version
+ * already protected with the same k+m is left as it is (stats->already);
+ * with another k+m it is MT_EEXIST.  Runs under the dataset's writer lock,
+ * so gc never takes what it writes. */
+MT_API int mt_protect(mt_store *s, const char *dataset, const char *version,
+		      const mt_protect_opts *o, mt_error *err);
+
+/* How a version is protected, from its protection record. */
+typedef struct mt_protection {
+	int k, m;
+	uint64_t groups;
+	uint64_t parity_objects;
+	uint64_t parity_bytes;   /* sum of the parity objects' sizes */
+	uint64_t data_bytes;     /* sum of the shards' sizes */
+	uint64_t record_bytes;   /* the protection record's own size */
+} mt_protection;
+/* The protection of dataset@version (NULL, "" or "latest": the newest):
+ * MT_ENOTFOUND when it has none, MT_ECORRUPT when its record fails its
+ * checks.  Overhead is (parity_bytes + record_bytes) / data_bytes. */
+MT_API int mt_protect_info(mt_store *s, const char *dataset, const char *version,
+			   mt_protection *out, mt_error *err);
 /* ---- repairing a version ------------------------------------------------ */
 
 /* What an object of a version is, for mt_repair's reports. */

@@ -70,6 +70,7 @@ void mti_remotes_free_one(mt_remote *r)
 	free(r->region);
 	free(r->profile);
 	free(r->ca_bundle);
+	free(r->parity);
 	memset(r, 0, sizeof *r);
 }
 
@@ -95,7 +96,7 @@ static int remote_decode(const char *path, const char *name, json_t *e, mt_remot
 		const char *key;
 		char **slot;
 	} strs[] = {{"url", &r->url},         {"endpoint", &r->endpoint}, {"region", &r->region},
-		    {"profile", &r->profile}, {"ca_bundle", &r->ca_bundle}};
+		    {"profile", &r->profile}, {"ca_bundle", &r->ca_bundle}, {"parity", &r->parity}};
 	for (size_t i = 0; !rc && i < sizeof strs / sizeof *strs; i++) {
 		json_t *v = json_object_get(e, strs[i].key);
 		if (v && !json_is_string(v))
@@ -123,6 +124,11 @@ static int remote_decode(const char *path, const char *name, json_t *e, mt_remot
 				    "\"auto\", \"path\" or \"virtual\"", path, name);
 		r->addressing = found;
 	}
+	int k, m;
+	mt_error pe;
+	if (!rc && r->parity && mt_parity_parse(r->parity, &k, &m, &pe))
+		rc = mti_err(err, MT_EFORMAT, "configuration %s: remote %s: %s", path, name,
+			    pe.message);
 	if (rc)
 		mti_remotes_free_one(r);
 	return rc;
@@ -272,6 +278,9 @@ static int remote_check(const mt_remote *r, mt_error *err)
 	if (r->addressing < MT_S3_AUTO || r->addressing > MT_S3_VIRTUAL)
 		return mti_err(err, MT_EINVAL, "remote %s: addressing %d is not MT_S3_AUTO, "
 			      "MT_S3_PATH or MT_S3_VIRTUAL", r->name, r->addressing);
+	int k, m;
+	if (r->parity && *r->parity && (rc = mt_parity_parse(r->parity, &k, &m, err)))
+		return mti_err_prefix(err, "remote %s: ", r->name);
 	return 0;
 }
 
@@ -329,9 +338,9 @@ static int edit_add(json_t *remotes, const void *arg, const char *path, mt_error
 	/* Keep fields this version does not know about. */
 	json_t *e = json_is_object(old) ? json_deep_copy(old) : json_object();
 	int bad = !e;
-	const char *keys[] = {"url", "endpoint", "region", "profile", "ca_bundle"};
-	const char *vals[] = {r->url, r->endpoint, r->region, r->profile, r->ca_bundle};
-	for (size_t i = 0; !bad && i < 5; i++)
+	const char *keys[] = {"url", "endpoint", "region", "profile", "ca_bundle", "parity"};
+	const char *vals[] = {r->url, r->endpoint, r->region, r->profile, r->ca_bundle, r->parity};
+	for (size_t i = 0; !bad && i < sizeof keys / sizeof *keys; i++)
 		bad = vals[i] && *vals[i] ? json_object_set_new(e, keys[i], json_string(vals[i]))
 					  : (json_object_del(e, keys[i]), 0);
 	if (!bad)

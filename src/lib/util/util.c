@@ -126,6 +126,33 @@ int mt_name_check(const char *name, const char *what, mt_error *err)
 	return 0;
 }
 
+/* One decimal number of 1 to 3 digits at *p, advancing *p. */
+static int parity_number(const char **p, int *out)
+{
+	int v = 0, digits = 0;
+	while (**p >= '0' && **p <= '9' && digits < 4) {
+		v = v * 10 + (**p - '0');
+		(*p)++;
+		digits++;
+	}
+	*out = v;
+	return digits >= 1 && digits <= 3;
+}
+
+int mt_parity_parse(const char *text, int *k, int *m, mt_error *err)
+{
+	const char *p = text ? text : "";
+	int kk = 0, mm = 0;
+	int ok = parity_number(&p, &kk) && *p++ == '+' && parity_number(&p, &mm) && !*p;
+	if (!ok || kk < 1 || kk > 64 || mm < 1 || mm > 16)
+		return mti_err(err, MT_EINVAL, "parity '%s' is not K+M with K from 1 to 64 shards "
+			      "per group and M from 1 to 16 parity objects (e.g. 8+2)",
+			      text ? text : "");
+	*k = kk;
+	*m = mm;
+	return 0;
+}
+
 int mti_version_auto_number(const char *name, uint64_t *n)
 {
 	if (name[0] != 'v' || !name[1] || name[1] == '0')

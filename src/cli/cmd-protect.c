@@ -1,0 +1,126 @@
+/* cmd-protect.c — `matorage protect`: Reed–Solomon parity for a version, and the --parity K+M that put, run, push and pull share. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_option protect_options[] = {
+	{ "parity", 0, "K+M", "K shards per group, M parity objects each (e.g. 8+2); required" },
+	{ "threads", 0, "N", "coding threads (default: one per CPU)" },
+	{ NULL, 0, NULL, NULL },
+};
+
+/* The default of the remote called `store`, when it is one and has one. */
+static int parity_of_remote(const char *store, int *k, int *m)
+{
+	mt_remote *r = NULL;
+	size_t n = 0;
+	mt_error err = { 0 };
+	if (!store || mt_remotes_list(&r, &n, &err))
+		return 0;
+	int found = 0;
+	for (size_t i = 0; i < n && !found; i++)
+		found = !strcmp(r[i].name, store) && r[i].parity &&
+			mt_parity_parse(r[i].parity, k, m, &err) == 0;
+	mt_remotes_free(r, n);
+	return found;
+}
+
+int cli_parity_opt(const struct cli_args *a, const char *store, int *k, int *m)
+{
+	*k = *m = 0;
+	const char *v = cli_get(a, "parity");
+	mt_error err = { 0 };
+	if (v && mt_parity_parse(v, k, m, &err))
+		return cli_usage_error(a->cmd, "--parity: %s", err.message);
+	if (!v && !parity_of_remote(store, k, m))
+		*k = *m = 0;
+	return CLI_OK;
+}
+
+static int protect_one(struct cli_ctx *ctx, mt_store *s, const char *dataset,
+			   const char *version, mt_protect_opts *o, mt_protect_stats *stp)
+{
+	cli_catch_interrupt();
+	char label[160];
+	snprintf(label, sizeof label, "protecting %s", dataset);
+	struct cli_progress *p = cli_progress_begin(ctx, label, 0);
+	o->progress = cli_progress_fn;
+	o->progress_ud = p;
+	mt_error err = { 0 };
+	int rc = mt_protect(s, dataset, version, o, &err);
+	cli_progress_end(p);
+	if (rc == MT_ECANCELED && cli_interrupted)
+		return cli_error("protect %s: interrupted; the version is not protected", dataset);
+	if (rc)
+		return cli_fail(&err);
+	mt_protection pi;
+	if (mt_protect_info(s, dataset, version, &pi, &err))
+		return cli_fail(&err);
+	const mt_protect_stats st = *stp;
+	int k = o->k, m = o->m;
+	const char *name = version;
+	if (st.already) {
+		printf("%s@%s: already protected with %d+%d parity\n", dataset, name, k, m);
+		return CLI_OK;
+	}
+	char sent[32];
+	app_human_bytes(st.bytes_written, sent, sizeof sent);
+	double overhead = pi.data_bytes ? 100.0 * (double)(pi.parity_bytes + pi.record_bytes) /
+						  (double)pi.data_bytes
+					: 0.0;
+	printf("%s@%s: protected with %d+%d parity: %" PRIu64 " group(s), %" PRIu64 " reused; %"
+	       PRIu64 " parity object(s) sent (%s), %" PRIu64 " already there; overhead %.1f%%\n",
+	       dataset, name, k, m, st.groups, st.groups_reused, st.parity_written, sent,
+	       st.parity_present, overhead);
+	return CLI_OK;
+}
+
+int cli_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, const char *version,
+		int k, int m, int threads)
+{
+	mt_protect_opts o;
+	mt_protect_opts_init(&o);
+	mt_protect_stats st = { 0 };
+	o.k = k;
+	o.m = m;
+	o.threads = threads;
+	o.stats = &st;
+	char **vers = NULL;
+	size_t nvers = 0;
+	mt_error err = { 0 };
+	/* The newest is named in the summary by its name. */
+	if (!version || !*version || !strcmp(version, "latest")) {
+		if (mt_store_versions(s, dataset, &vers, &nvers, &err))
+			return cli_fail(&err);
+		version = vers[nvers - 1];
+	}
+	int rc = protect_one(ctx, s, dataset, version, &o, &st);
+	mt_strv_free(vers, nvers);
+	return rc;
+}
+
+static int protect_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	int k, m, threads = 0;
+	int rc = cli_parity_opt(a, NULL, &k, &m);
+	if (!rc && !k)
+		rc = cli_usage_error(a->cmd, "--parity K+M is required (e.g. --parity 8+2)");
+	if (!rc)
+		rc = cli_opt_int(a, "threads", 1, 1024, &threads);
+	struct cli_ref ref = { 0 };
+	if (!rc)
+		rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
+	if (rc)
+		return rc;
+	mt_store *s = cli_store(ctx);
+	rc = s ? cli_protect(ctx, s, ref.dataset, ref.version, k, m, threads) : CLI_FAIL;
+	cli_ref_free(&ref);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_protect = {
+	"protect", "DATASET[@VERSION]", protect_options, protect_exec,
+	"Add Reed–Solomon parity to a version, so lost or damaged shards can be rebuilt", 1, 1,
+};

@@ -1,0 +1,467 @@
+/* protect-version.c — protecting a version of a store: groups, parity objects written under the writer's lock, the record last; and what a record says. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "dataset.h"
+#include "lock.h"
+#include "opts.h"
+#include "pool.h"
+#include "protect.h"
+
+#define PROTECT_OPTS_FIRST MT_OPTS_SIZE_UPTO(mt_protect_opts, stats)
+#define DEFAULT_K 8
+#define DEFAULT_M 2
+/* Members are read and coded this many bytes at a time: memory is the
+ * group's parity plus k pieces, whatever the shard size. */
+#define PIECE_BYTES (8u << 20)
+
+void mt_protect_opts_init_size(mt_protect_opts *o, size_t size)
+{
+	mt_protect_opts d;
+	memset(&d, 0, sizeof d);
+	d.k = DEFAULT_K;
+	d.m = DEFAULT_M;
+	mti_opts_init(o, size, &d, sizeof d);
+}
+
+typedef struct pv {
+	mt_store *s;
+	const char *dataset;
+	char *version;
+	mt_protect_opts o;
+	mt_protect_stats st;
+	mt_dlock *lock;
+	mt_manifest *man;
+	char *json; /* the manifest's text */
+	mti_prec *rec;
+	uint64_t done, total; /* shard bytes read / to read */
+	char **written;       /* parity keys sent, to make durable */
+	size_t nwritten;
+} pv;
+
+/* ---- one group's coding --------------------------------------------------- */
+
+struct pv_code {
+	pv *p;
+	mti_pgroup *g;
+	mt_sha256 *h[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
+	uint8_t *in[MTI_PARITY_MAX_K];
+	uint8_t *par[MTI_PARITY_MAX_M];
+	uint64_t off;
+	size_t n;
+	mt_error errs[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
+};
+
+/* Read member i's piece at c->off (zeros past its end) and hash it. */
+static int pv_read_job(void *ud, size_t i)
+{
+	struct pv_code *c = ud;
+	const mti_pmember *mb = &c->g->members[i];
+	uint64_t bytes = mb->bytes;
+	size_t have = c->off >= bytes ? 0 : bytes - c->off < c->n ? (size_t)(bytes - c->off) : c->n;
+	int rc = 0;
+	if (have) {
+		char *key = mti_key_shard(c->p->dataset, mb->sha256);
+		rc = key ? mti_store_read(c->p->s, key, c->off, c->in[i], have, &c->errs[i])
+			 : mti_err(&c->errs[i], MT_ENOMEM, "out of memory");
+		free(key);
+		if (!rc)
+			rc = mti_sha256_update(c->h[i], c->in[i], have, &c->errs[i]);
+	}
+	memset(c->in[i] + have, 0, c->n - have);
+	return rc;
+}
+
+static int pv_hash_job(void *ud, size_t r)
+{
+	struct pv_code *c = ud;
+	int k = c->p->o.k;
+	return mti_sha256_hex(c->par[r], c->g->stripe, c->g->parity[r].sha256, &c->errs[k + r]);
+}
+
+static int pv_first_error(struct pv_code *c, int rc, size_t n, mt_error *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (c->errs[i].code)
+			return mti_err_copy(err, &c->errs[i]);
+	return mti_err(err, rc, "%s@%s: coding parity failed", c->p->dataset, c->p->version);
+}
+
+/* Each member's bytes must hash to its name: parity over a damaged shard
+ * would rebuild the damage. */
+static int pv_check_members(struct pv_code *c, mt_error *err)
+{
+	for (size_t i = 0; i < c->g->nmembers; i++) {
+		char hex[MT_SHA256_HEX];
+		const mti_pmember *mb = &c->g->members[i];
+		int rc = mti_sha256_final(c->h[i], hex, err);
+		if (rc)
+			return rc;
+		if (strcmp(hex, mb->sha256) != 0)
+			return mti_err(err, MT_ECORRUPT, "%s@%s: shard %zu (%.12s...) is damaged: its "
+				      "bytes hash to %.12s...; nothing was protected (repair it "
+				      "first)", c->p->dataset, c->p->version, mb->shard, mb->sha256,
+				      hex);
+	}
+	return 0;
+}
+
+static int pv_tick(pv *p, uint64_t n)
+{
+	p->done += n;
+	p->st.bytes_read += n;
+	if (p->o.progress && p->o.progress(p->o.progress_ud, p->done, p->total))
+		return 1;
+	return 0;
+}
+
+/* Read the members piece by piece, coding each piece into the parity. */
+static int pv_code_pieces(struct pv_code *c, mt_error *err)
+{
+	pv *p = c->p;
+	int rc = 0;
+	for (c->off = 0; !rc && c->off < c->g->stripe; c->off += c->n) {
+		uint64_t left = c->g->stripe - c->off;
+		c->n = left < PIECE_BYTES ? (size_t)left : PIECE_BYTES;
+		rc = mti_parallel_for(p->o.threads, c->g->nmembers, pv_read_job, c);
+		if (rc)
+			return pv_first_error(c, rc, c->g->nmembers, err);
+		uint8_t *out[MTI_PARITY_MAX_M];
+		for (int r = 0; r < p->o.m; r++)
+			out[r] = c->par[r] + c->off;
+		rc = mti_parity_encode(p->o.k, p->o.m, p->rec->matrix, c->g->nmembers,
+				       (const uint8_t *const *)c->in, c->n, out, p->o.threads, err);
+		uint64_t read = 0;
+		for (size_t i = 0; i < c->g->nmembers; i++)
+			read += c->off >= c->g->members[i].bytes ? 0
+				: c->g->members[i].bytes - c->off < c->n
+					? c->g->members[i].bytes - c->off : c->n;
+		if (!rc && pv_tick(p, read))
+			rc = mti_err(err, MT_ECANCELED, "protecting %s@%s: canceled", p->dataset,
+				    p->version);
+	}
+	if (!rc)
+		rc = pv_check_members(c, err);
+	if (!rc && (rc = mti_parallel_for(p->o.threads, (size_t)p->o.m, pv_hash_job, c)))
+		rc = pv_first_error(c, rc, (size_t)(p->o.k + p->o.m), err);
+	return rc;
+}
+
+/* Pin a parity object, then send it unless the store holds it already
+ * (doc/FORMAT.md, "Writers and gc"). */
+static int pv_put_parity(pv *p, const mti_pparity *pp, const uint8_t *data, mt_error *err)
+{
+	char *key = mti_key_parity(p->dataset, pp->sha256);
+	if (!key)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	int rc = mti_dlock_pin_keys(p->lock, (const char *const *)&key, 1, err);
+	if (!rc)
+		rc = mti_dlock_wait_gc(p->lock, err);
+	uint64_t have = 0;
+	mt_error ignored;
+	if (!rc && mti_store_head(p->s, key, &have, NULL, &ignored) == 0 && have == pp->bytes) {
+		p->st.parity_present++;
+		free(key);
+		return 0;
+	}
+	if (!rc)
+		rc = mti_store_put(p->s, key, data, (size_t)pp->bytes, MT_PUT_NOSYNC, err);
+	char **w = rc ? NULL : realloc(p->written, (p->nwritten + 1) * sizeof *w);
+	if (!rc && !w)
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (rc) {
+		free(key);
+		return rc;
+	}
+	p->written = w;
+	p->written[p->nwritten++] = key;
+	p->st.parity_written++;
+	p->st.bytes_written += pp->bytes;
+	return 0;
+}
+
+static int pv_code_group(pv *p, mti_pgroup *g, mt_error *err)
+{
+	struct pv_code c = {.p = p, .g = g};
+	size_t piece = g->stripe < PIECE_BYTES ? (size_t)g->stripe : PIECE_BYTES;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < g->nmembers; i++)
+		if (!(c.in[i] = malloc(piece ? piece : 1)) || mti_sha256_new(&c.h[i], err))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	for (int r = 0; !rc && r < p->o.m; r++)
+		if (!(c.par[r] = malloc(g->stripe ? (size_t)g->stripe : 1)))
+			rc = mti_err(err, MT_ENOMEM, "%s@%s: out of memory for %llu bytes of parity",
+				    p->dataset, p->version, (unsigned long long)g->stripe);
+	if (!rc)
+		rc = pv_code_pieces(&c, err);
+	for (int r = 0; !rc && r < p->o.m; r++) {
+		g->parity[r].bytes = g->stripe;
+		rc = pv_put_parity(p, &g->parity[r], c.par[r], err);
+	}
+	for (size_t i = 0; i < g->nmembers; i++) {
+		free(c.in[i]);
+		mti_sha256_free(c.h[i]);
+	}
+	for (int r = 0; r < p->o.m; r++)
+		free(c.par[r]);
+	return rc;
+}
+
+/* ---- planning the groups --------------------------------------------------- */
+
+static int pv_group_alloc(pv *p, mti_pgroup *g, size_t first, size_t n)
+{
+	g->nmembers = n;
+	g->members = calloc(n, sizeof *g->members);
+	g->parity = calloc((size_t)p->o.m, sizeof *g->parity);
+	if (!g->members || !g->parity)
+		return MT_ENOMEM;
+	g->stripe = 0;
+	for (size_t i = 0; i < n; i++) {
+		const mt_mshard *sh = &p->man->shards[first + i];
+		g->members[i].shard = first + i;
+		memcpy(g->members[i].sha256, sh->sha256, 65);
+		g->members[i].bytes = sh->bytes;
+		g->stripe = sh->bytes > g->stripe ? sh->bytes : g->stripe;
+	}
+	return 0;
+}
+
+/* A full group of the parent's record whose members are the child's
+ * shards at the same places, and whose parity objects are all there. */
+static int pv_reusable(pv *p, const mti_pgroup *pg)
+{
+	if (pg->nmembers != (size_t)p->o.k)
+		return 0;
+	for (size_t i = 0; i < pg->nmembers; i++) {
+		const mti_pmember *mb = &pg->members[i];
+		if (mb->shard >= p->man->nshards ||
+		    strcmp(mb->sha256, p->man->shards[mb->shard].sha256) ||
+		    mb->bytes != p->man->shards[mb->shard].bytes)
+			return 0;
+	}
+	mt_error e;
+	for (int r = 0; r < p->o.m; r++) {
+		char *key = mti_key_parity(p->dataset, pg->parity[r].sha256);
+		uint64_t have = 0;
+		int ok = key && mti_dlock_pin_keys(p->lock, (const char *const *)&key, 1, &e) == 0 &&
+			 mti_dlock_wait_gc(p->lock, &e) == 0 &&
+			 mti_store_head(p->s, key, &have, NULL, &e) == 0 && have == pg->parity[r].bytes;
+		free(key);
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* The parent's full groups the child starts with, when the parent is
+ * protected with the same k+m; *from gets the first shard left to code. */
+static int pv_reuse_parent(pv *p, size_t *from, mt_error *err)
+{
+	*from = 0;
+	mti_prec *pr = NULL;
+	mt_error e;
+	if (!p->man->parent[0] || mti_prec_load(p->s, p->dataset, p->man->parent, &pr, &e) ||
+	    pr->k != p->o.k || pr->m != p->o.m) {
+		mti_prec_free(pr);
+		return 0;
+	}
+	int rc = 0;
+	for (size_t g = 0; !rc && g < pr->ngroups && pv_reusable(p, &pr->groups[g]); g++) {
+		mti_pgroup *dst = &p->rec->groups[p->rec->ngroups];
+		if (pv_group_alloc(p, dst, *from, (size_t)p->o.k)) {
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+			break;
+		}
+		p->rec->ngroups++;
+		memcpy(dst->parity, pr->groups[g].parity, (size_t)p->o.m * sizeof *dst->parity);
+		*from += (size_t)p->o.k;
+		p->st.groups_reused++;
+	}
+	mti_prec_free(pr);
+	return rc;
+}
+
+static int pv_plan(pv *p, mt_error *err)
+{
+	mti_prec *r = p->rec = calloc(1, sizeof *r);
+	size_t k = (size_t)p->o.k, most = p->man->nshards / k + 1;
+	if (!r || !(r->dataset = mti_strdup(p->dataset)) || !(r->version = mti_strdup(p->version)) ||
+	    !(r->matrix = malloc(k * (size_t)p->o.m)) || !(r->manifest = mti_strdup(p->json)) ||
+	    !(r->groups = calloc(most, sizeof *r->groups)))
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	r->k = p->o.k;
+	r->m = p->o.m;
+	r->manifest_len = strlen(p->json);
+	mti_parity_matrix(r->k, r->m, r->matrix);
+	size_t from;
+	int rc = pv_reuse_parent(p, &from, err);
+	for (; !rc && from < p->man->nshards; from += k) {
+		size_t n = p->man->nshards - from < k ? p->man->nshards - from : k;
+		if (pv_group_alloc(p, &r->groups[r->ngroups++], from, n))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			p->total += p->man->shards[from + i].bytes;
+	}
+	p->st.groups = r->ngroups;
+	return rc;
+}
+
+/* ---- the whole job ----------------------------------------------------------- */
+
+/* The version's manifest, read once its name is pinned: gc keeps its
+ * shards from then on. */
+static int pv_load(pv *p, const char *version, mt_error *err)
+{
+	mt_manifest *m = NULL;
+	int latest = !version || !*version || strcmp(version, "latest") == 0;
+	int rc = latest ? mti_dataset_load(p->s, p->dataset, NULL, &m, NULL, err) : 0;
+	if (!rc && !(p->version = mti_strdup(latest ? m->version : version)))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	mti_manifest_free(m);
+	if (!rc)
+		rc = mti_dlock_open(p->s, p->dataset, MT_LOCK_WRITE, &p->lock, err);
+	if (!rc)
+		rc = mti_dlock_pin_version(p->lock, p->version, err);
+	if (!rc)
+		rc = mti_dlock_wait_gc(p->lock, err);
+	if (!rc)
+		rc = mti_dataset_load(p->s, p->dataset, p->version, &p->man, &p->json, err);
+	return rc;
+}
+
+/* 1 when the version has a record with this k+m, 0 when it has none. */
+static int pv_existing(pv *p, mt_error *err)
+{
+	mti_prec *r = NULL;
+	mt_error e = {0};
+	int rc = mti_prec_load(p->s, p->dataset, p->version, &r, &e);
+	if (rc == MT_ENOTFOUND)
+		return 0;
+	if (rc)
+		return mti_err_copy(err, &e);
+	int same = r->k == p->o.k && r->m == p->o.m;
+	if (!same)
+		rc = mti_err(err, MT_EEXIST, "%s@%s is already protected with %d+%d parity, not "
+			    "%d+%d (a protection record is never replaced)", p->dataset,
+			    p->version, r->k, r->m, p->o.k, p->o.m);
+	mti_prec_free(r);
+	return rc ? rc : 1;
+}
+
+/* The commit point: parity durable, lock still ours, record created. */
+static int pv_commit(pv *p, mt_error *err)
+{
+	int rc = p->nwritten ? p->s->ops->sync(p->s, (const char *const *)p->written, p->nwritten,
+					       err)
+			     : 0;
+	if (!rc)
+		rc = mti_dlock_check(p->lock, err);
+	char *key = mti_key_protect(p->dataset, p->version), *json = NULL;
+	if (!rc && (!key || !(p->rec->created = mti_now_rfc3339())))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = mti_prec_encode(p->rec, &json, err);
+	if (!rc)
+		rc = mti_store_put(p->s, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
+	/* Another protect of the same version got there first. */
+	if (rc == MT_EEXIST) {
+		rc = pv_existing(p, err);
+		p->st.already = rc == 1;
+		rc = rc == 1 ? 0 : rc ? rc : MT_EEXIST;
+	}
+	free(json);
+	free(key);
+	return rc;
+}
+
+static int pv_run(pv *p, const char *version, mt_error *err)
+{
+	int rc = pv_load(p, version, err);
+	int have = rc ? rc : pv_existing(p, err);
+	if (have)
+		p->st.already = have == 1;
+	if (have)
+		return have == 1 ? 0 : have;
+	rc = pv_plan(p, err);
+	for (size_t g = p->st.groups_reused; !rc && g < p->rec->ngroups; g++)
+		rc = pv_code_group(p, &p->rec->groups[g], err);
+	if (!rc)
+		rc = pv_commit(p, err);
+	return rc;
+}
+
+static int pv_args(pv *p, const char *dataset, const char *version, const mt_protect_opts *o,
+		   mt_error *err)
+{
+	mt_protect_opts_init(&p->o);
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc && version && *version && strcmp(version, "latest"))
+		rc = mt_name_check(version, "version", err);
+	if (!rc && o)
+		rc = mti_opts_take(&p->o, sizeof p->o, o, PROTECT_OPTS_FIRST, "mt_protect_opts", err);
+	if (rc)
+		return rc;
+	if (p->o.k < 1 || p->o.k > MTI_PARITY_MAX_K || p->o.m < 1 || p->o.m > MTI_PARITY_MAX_M)
+		return mti_err(err, MT_EINVAL, "parity %d+%d: K must be 1 to %d and M 1 to %d",
+			      p->o.k, p->o.m, MTI_PARITY_MAX_K, MTI_PARITY_MAX_M);
+	if (p->o.threads <= 0)
+		p->o.threads = mti_ncpus();
+	return 0;
+}
+
+int mt_protect(mt_store *s, const char *dataset, const char *version, const mt_protect_opts *o,
+	       mt_error *err)
+{
+	pv p = {.s = s, .dataset = dataset};
+	int rc = pv_args(&p, dataset, version, o, err);
+	if (!rc)
+		rc = pv_run(&p, version, err);
+	if (rc && rc != MT_ENOMEM && p.version && !strstr(err ? err->message : "", p.version))
+		mti_err_prefix(err, "protecting %s@%s: ", dataset, p.version);
+	if (p.o.stats)
+		*p.o.stats = p.st;
+	mti_dlock_close(p.lock);
+	mti_manifest_free(p.man);
+	mti_prec_free(p.rec);
+	mt_strv_free(p.written, p.nwritten);
+	free(p.json);
+	free(p.version);
+	return rc;
+}
+
+int mt_protect_info(mt_store *s, const char *dataset, const char *version, mt_protection *out,
+		    mt_error *err)
+{
+	memset(out, 0, sizeof *out);
+	mt_manifest *m = NULL;
+	int latest = !version || !*version || strcmp(version, "latest") == 0;
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc)
+		rc = latest ? mti_dataset_load(s, dataset, NULL, &m, NULL, err)
+			    : mt_name_check(version, "version", err);
+	mti_prec *p = NULL;
+	if (!rc)
+		rc = mti_prec_load(s, dataset, latest ? m->version : version, &p, err);
+	char *key = rc ? NULL : mti_key_protect(dataset, p->version);
+	if (!rc)
+		rc = key ? mti_store_head(s, key, &out->record_bytes, NULL, err)
+			 : mti_err(err, MT_ENOMEM, "out of memory");
+	for (size_t g = 0; !rc && g < p->ngroups; g++) {
+		for (size_t i = 0; i < p->groups[g].nmembers; i++)
+			out->data_bytes += p->groups[g].members[i].bytes;
+		out->parity_bytes += p->groups[g].stripe * (uint64_t)p->m;
+	}
+	if (!rc) {
+		out->k = p->k;
+		out->m = p->m;
+		out->groups = p->ngroups;
+		out->parity_objects = p->ngroups * (uint64_t)p->m;
+	}
+	free(key);
+	mti_prec_free(p);
+	mti_manifest_free(m);
+	return rc;
+}

@@ -94,7 +94,7 @@ static void verify_state_line(struct cli_ctx *ctx, const struct cli_ref *ref, co
 		printf("%s@%s: damaged, repairable from %s (matorage repair)\n", ref->dataset,
 		       version, v.sources[0] ? v.sources : "?");
 	else
-		printf("%s@%s: damaged, unrepairable: %s is lost%s%s\n", ref->dataset, version,
+		printf("%s@%s: damaged, unrepairable: lost %s%s%s\n", ref->dataset, version,
 		       v.lost, v.sources[0] ? "; the rest is repairable from " : "", v.sources);
 }
 

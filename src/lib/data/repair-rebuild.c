@@ -349,13 +349,16 @@ typedef struct gbuf {
 	unsigned char have[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
 	size_t want[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
 	size_t nwant;
+	uint64_t read; /* bytes of the survivors read */
 } gbuf;
 
 static void gbuf_free(gbuf *b, int n)
 {
 	for (int i = 0; i < n; i++)
 		free(b->rows[i]);
+	uint64_t read = b->read; /* what was read stays read */
 	memset(b, 0, sizeof *b);
+	b->read = read;
 }
 
 /* Read the group's sound rows whole, each checked against its sha256 and
@@ -383,7 +386,7 @@ static int group_read(rp_ctx *c, const mti_pgroup *g, const int *row, gbuf *b, m
 		uint64_t nr = 0;
 		char *why = NULL;
 		int rc = mti_rp_fetch(c->s, o->key, o->sha256, o->bytes, &data, &nr, &why, err);
-		mti_rp_add_read(c, o, nr);
+		b->read += nr;
 		if (rc == MT_ECORRUPT) {
 			o->state = RP_DAMAGED;
 			free(o->problem);
@@ -410,6 +413,8 @@ static int group_write(rp_ctx *c, const int *row, gbuf *b, mt_error *err)
 		o->data = b->rows[b->want[w]];
 		b->rows[b->want[w]] = NULL;
 		o->source = "parity";
+		/* What rebuilding it took: the rest of its group, read whole. */
+		mti_rp_add_read(c, o, b->read);
 		int rc = mti_rp_write_back(c, o, err);
 		if (rc == MT_ECORRUPT) {
 			/* The group's other rows decoded into other bytes: not rebuildable. */
@@ -439,6 +444,9 @@ static int group_job(void *ud, size_t gi)
 	/* A survivor that fails its check joins the damaged: read again. */
 	while ((rc = group_read(c, g, row, &b, &e)) == 1)
 		gbuf_free(&b, n);
+	pthread_mutex_lock(&c->lock);
+	c->st->bytes_read += b.read;
+	pthread_mutex_unlock(&c->lock);
 	size_t had = 0;
 	for (int i = 0; i < n; i++)
 		had += b.have[i];

@@ -54,11 +54,14 @@ int mti_rp_fail(rp_ctx *c, int rc, const mt_error *e)
 	return rc;
 }
 
+/* Bytes read for o; those of a group's survivors are counted once in the
+ * stats (by the caller) and added to each object they rebuilt. */
 void mti_rp_add_read(rp_ctx *c, rp_obj *o, uint64_t n)
 {
 	pthread_mutex_lock(&c->lock);
 	o->read += n;
-	c->st->bytes_read += n;
+	if (!o->data)
+		c->st->bytes_read += n;
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -53,6 +53,9 @@ struct mt_writer {
 	char recipe_sha[65];
 	char **recipe_args;
 	size_t nrecipe_args;
+	char *salvage_from;          /* a salvage's damaged version, or NULL */
+	uint64_t (*salvage_lost)[2]; /* and the rows of it that are lost */
+	size_t nsalvage_lost;
 
 	/* Held for a whole append (and commit), so one call's rows stay
 	 * together even while it waits for the upload queue. */
@@ -814,6 +817,8 @@ static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
 		.level = w->level, .chunk_bytes = w->chunk_bytes, .attrs = w->attrs,
 		.nattrs = w->nattrs, .shards = w->shards, .nshards = w->nshards,
 		.recipe_args = w->recipe_args, .nrecipe_args = w->nrecipe_args,
+		.salvage_from = w->salvage_from, .salvage_lost = w->salvage_lost,
+		.nsalvage_lost = w->nsalvage_lost,
 	};
 	memcpy(m.recipe, w->recipe ? w->recipe_sha : "", w->recipe ? sizeof m.recipe : 1);
 	m.created = w->parent_created ? mti_created_after(w->parent_created) : mti_now_rfc3339();
@@ -939,6 +944,25 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	return rc;
 }
 
+int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64_t (*lost)[2], size_t n,
+			   mt_error *err)
+{
+	char *f = mti_strdup(from);
+	uint64_t (*l)[2] = malloc((n ? n : 1) * sizeof *l);
+	if (!f || !l) {
+		free(f);
+		free(l);
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	memcpy(l, lost, n * sizeof *l);
+	free(w->salvage_from);
+	free(w->salvage_lost);
+	w->salvage_from = f;
+	w->salvage_lost = l;
+	w->nsalvage_lost = n;
+	return 0;
+}
+
 void mt_writer_abort(mt_writer *w)
 {
 	if (!w)
@@ -971,6 +995,8 @@ void mt_writer_close(mt_writer *w)
 	mt_strv_free(w->tags, w->ntags);
 	mt_strv_free(w->recipe_args, w->nrecipe_args);
 	free(w->recipe);
+	free(w->salvage_from);
+	free(w->salvage_lost);
 	free(w->shards);
 	free(w->dataset);
 	free(w->version);

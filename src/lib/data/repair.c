@@ -39,7 +39,7 @@ static void rp_objs_free(rp_ctx *c)
 		mti_rp_obj_clear(&c->objs[i]);
 	free(c->objs);
 	c->objs = NULL;
-	c->nobjs = 0;
+	c->nobjs = c->capobjs = 0;
 }
 
 /* Keep the first error a worker hit. */

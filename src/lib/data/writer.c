@@ -954,7 +954,8 @@ int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64_t (*lost
 		free(l);
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
-	memcpy(l, lost, n * sizeof *l);
+	if (n)
+		memcpy(l, lost, n * sizeof *l);
 	free(w->salvage_from);
 	free(w->salvage_lost);
 	w->salvage_from = f;

@@ -194,9 +194,11 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
  * (NULL, a URL or a remote's name); *k and *m are 0 when neither asks. */
 int cli_parity_opt(const struct cli_args *a, const char *store, int *k, int *m);
 /* Protect dataset@version (NULL: the newest) of s with k+m parity, with a progress
- * bar; prints one line saying what was done.  threads 0: one per CPU. */
+ * bar; prints one line saying what was done.  threads 0: one per CPU.  With `keep`,
+ * a version protected with another K+M (one a copy brought) keeps it and that is
+ * no error. */
 int cli_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, const char *version,
-		int k, int m, int threads);
+		int k, int m, int threads, int keep);
 
 /* ---- progress.c ---- */
 

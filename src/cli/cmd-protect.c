@@ -40,7 +40,7 @@ int cli_parity_opt(const struct cli_args *a, const char *store, int *k, int *m)
 }
 
 static int protect_one(struct cli_ctx *ctx, mt_store *s, const char *dataset,
-			   const char *version, mt_protect_opts *o, mt_protect_stats *stp)
+		       const char *version, mt_protect_opts *o, mt_protect_stats *stp, int keep)
 {
 	cli_catch_interrupt();
 	char label[160];
@@ -53,11 +53,17 @@ static int protect_one(struct cli_ctx *ctx, mt_store *s, const char *dataset,
 	cli_progress_end(p);
 	if (rc == MT_ECANCELED && cli_interrupted)
 		return cli_error("protect %s: interrupted; the version is not protected", dataset);
+	mt_protection pi;
+	mt_error ierr = { 0 };
+	int info = rc == MT_EEXIST || !rc ? mt_protect_info(s, dataset, version, &pi, &ierr) : rc;
+	if (rc == MT_EEXIST && keep && !info) {
+		printf("%s@%s: keeps its %d+%d protection\n", dataset, version, pi.k, pi.m);
+		return CLI_OK;
+	}
 	if (rc)
 		return cli_fail(&err);
-	mt_protection pi;
-	if (mt_protect_info(s, dataset, version, &pi, &err))
-		return cli_fail(&err);
+	if (info)
+		return cli_fail(&ierr);
 	const mt_protect_stats st = *stp;
 	int k = o->k, m = o->m;
 	const char *name = version;
@@ -78,7 +84,7 @@ static int protect_one(struct cli_ctx *ctx, mt_store *s, const char *dataset,
 }
 
 int cli_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, const char *version,
-		int k, int m, int threads)
+		int k, int m, int threads, int keep)
 {
 	mt_protect_opts o;
 	mt_protect_opts_init(&o);
@@ -96,7 +102,7 @@ int cli_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, const cha
 			return cli_fail(&err);
 		version = vers[nvers - 1];
 	}
-	int rc = protect_one(ctx, s, dataset, version, &o, &st);
+	int rc = protect_one(ctx, s, dataset, version, &o, &st, keep);
 	mt_strv_free(vers, nvers);
 	return rc;
 }
@@ -115,7 +121,7 @@ static int protect_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if (rc)
 		return rc;
 	mt_store *s = cli_store(ctx);
-	rc = s ? cli_protect(ctx, s, ref.dataset, ref.version, k, m, threads) : CLI_FAIL;
+	rc = s ? cli_protect(ctx, s, ref.dataset, ref.version, k, m, threads, 0) : CLI_FAIL;
 	cli_ref_free(&ref);
 	return rc;
 }

@@ -235,7 +235,7 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	cli_catalog_note(app_store_name(&ctx->app), s, ref.dataset);
 	/* Committed either way: a failed protection is reported, the version stays. */
 	if (k)
-		rc = cli_protect(ctx, s, ref.dataset, version, k, m, o.threads);
+		rc = cli_protect(ctx, s, ref.dataset, version, k, m, o.threads, 0);
 out:
 	cli_progress_end(p);
 	mt_writer_close(w);

@@ -139,9 +139,10 @@ static int remote_ls(const struct cli_args *a)
 			json_t *o = json_pack("{s:s, s:s, s:b, s:s}", "name", r[i].name, "url", r[i].url,
 					      "insecure", r[i].insecure, "addressing",
 					      addressing_names[r[i].addressing]);
-			const char *keys[] = { "endpoint", "region", "profile", "ca_bundle", "parity" };
-			const char *vals[] = { r[i].endpoint, r[i].region, r[i].profile, r[i].ca_bundle,
-					       r[i].parity };
+			const char *keys[] = { "endpoint", "region", "profile", "ca_bundle",
+					       "parity" };
+			const char *vals[] = { r[i].endpoint, r[i].region, r[i].profile,
+					       r[i].ca_bundle, r[i].parity };
 			for (size_t k = 0; o && k < sizeof keys / sizeof *keys; k++)
 				if (vals[k])
 					json_object_set_new(o, keys[k], json_string(vals[k]));

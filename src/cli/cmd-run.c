@@ -49,7 +49,7 @@ static int run_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, co
 		return CLI_OK;
 	}
 	mt_reader_close(r);
-	return cli_protect(ctx, s, dataset, version, k, m, 0);
+	return cli_protect(ctx, s, dataset, version, k, m, 0, 0);
 }
 
 int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *name,

@@ -28,7 +28,7 @@ static int copy_protect_all(struct cli_ctx *ctx, mt_store *dst, const char *data
 		return cli_fail(&err);
 	int rc = CLI_OK;
 	for (size_t i = 0; i < n && rc == CLI_OK; i++)
-		rc = cli_protect(ctx, dst, dataset, vs[i], k, m, 0);
+		rc = cli_protect(ctx, dst, dataset, vs[i], k, m, 0, 1);
 	mt_strv_free(vs, n);
 	return rc;
 }
@@ -42,7 +42,7 @@ static int copy_protect(struct cli_ctx *ctx, mt_store *dst, const struct cli_ref
 	size_t nds = 0;
 	mt_error err = { 0 };
 	if (ref->dataset)
-		return ref->version ? cli_protect(ctx, dst, ref->dataset, ref->version, k, m, 0)
+		return ref->version ? cli_protect(ctx, dst, ref->dataset, ref->version, k, m, 0, 1)
 				    : copy_protect_all(ctx, dst, ref->dataset, k, m);
 	if (mt_store_datasets(dst, &ds, &nds, &err))
 		return cli_fail(&err);

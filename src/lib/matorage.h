@@ -271,7 +271,8 @@ typedef struct mt_object_info {
 MT_API int mt_store_list(mt_store *s, const char *prefix,
 			 int (*fn)(void *ud, const mt_object_info *o), void *ud, mt_error *err);
 
-/* Delete one version's manifest.  Its shards stay until mt_store_gc. */
+/* Delete one version's manifest (then its metadata and protection record).
+ * Its shards and parity objects stay until mt_store_gc. */
 MT_API int mt_store_delete_version(mt_store *s, const char *dataset, const char *version,
 				   mt_error *err);
 
@@ -290,8 +291,11 @@ typedef void (*mt_gc_fn)(void *ud, const char *key, uint64_t bytes);
 
 /* Find (and unless dry_run, delete) shard objects of `dataset` (NULL: of
  * every dataset) that no manifest references and that are older than
- * `grace_seconds` (objects of a put still running are young).  Totals go
- * to *nobjects and *nbytes when not NULL. */
+ * `grace_seconds` (objects of a put still running are young).  Parity
+ * objects no protection record names go too, and records of removed
+ * versions; a version whose manifest is gone without having been removed
+ * keeps its shards and parity while its record lasts, for repair.  Totals
+ * go to *nobjects and *nbytes when not NULL. */
 MT_API int mt_store_gc(mt_store *s, const char *dataset, int dry_run, uint64_t grace_seconds,
 		       mt_gc_fn fn, void *ud, uint64_t *nobjects, uint64_t *nbytes,
 		       mt_error *err);
@@ -300,7 +304,7 @@ MT_API int mt_store_gc(mt_store *s, const char *dataset, int dry_run, uint64_t g
 
 typedef struct mt_copy_stats {
 	uint64_t versions, versions_present; /* manifests written; already there */
-	uint64_t shards, shards_present;     /* shard objects sent; already there */
+	uint64_t shards, shards_present;     /* shard (and parity) objects sent; already there */
 	uint64_t bytes, bytes_present;       /* their bytes */
 } mt_copy_stats;
 
@@ -309,7 +313,10 @@ typedef struct mt_copy_stats {
  * sent (they are content-addressed), several at once, and each version's
  * manifest is written last, so an interrupted copy commits nothing and a
  * re-run sends only what is missing.  A version dst holds with different
- * content is MT_EEXIST.  progress counts bytes to send; stats may be NULL. */
+ * content is MT_EEXIST.  A protected version's parity objects and protection
+ * record go with it (the record after the manifest), also to a dst that
+ * has the version but not its protection.  progress counts bytes to send;
+ * stats may be NULL. */
 MT_API int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *version,
 		   int threads, mt_progress_fn progress, void *ud, mt_copy_stats *stats,
 		   mt_error *err);

@@ -8,6 +8,7 @@
 #include "dataset.h"
 #include "lock.h"
 #include "pool.h"
+#include "protect.h"
 
 /* Shards are streamed through in pieces this big: memory stays at
  * threads x PIECE whatever the shard size, and S3 gets multipart uploads. */
@@ -232,6 +233,87 @@ static int copy_plan(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_
 	return 0;
 }
 
+/* A version's protection record in src, to carry along when dst has none. */
+typedef struct copy_rec {
+	char *key;
+	void *json;
+	size_t len;
+	mti_prec *p; /* NULL: nothing to carry */
+} copy_rec;
+
+static void copy_rec_free(copy_rec *r)
+{
+	free(r->key);
+	free(r->json);
+	mti_prec_free(r->p);
+}
+
+/* The source's record of the version whose manifest text is `manifest`,
+ * when it has one and dst does not. */
+static int copy_rec_source(copy_ctx *c, const char *dataset, const char *version,
+			   const void *manifest, size_t mlen, copy_rec *r, mt_error *err)
+{
+	mt_error e = {0};
+	if (!(r->key = mti_key_protect(dataset, version)))
+		return mti_err(err, MT_ENOMEM, "copy: out of memory");
+	int rc = c->src->ops->get(c->src, r->key, 0, UINT64_MAX, &r->json, &r->len, &e);
+	if (rc == MT_ENOTFOUND)
+		return 0;
+	if (rc)
+		return mti_err_copy(err, &e);
+	if ((rc = mti_prec_decode(r->json, r->len, r->key, &r->p, err)))
+		return mti_err_prefix(err, "in %s: ", mt_store_url(c->src));
+	if (r->p->manifest_len != mlen || memcmp(r->p->manifest, manifest, mlen) != 0)
+		return mti_err(err, MT_ECORRUPT, "%s in %s protects another manifest than "
+			      "%s@%s's", r->key, mt_store_url(c->src), dataset, version);
+	rc = c->dst->ops->head(c->dst, r->key, NULL, NULL, &e);
+	if (rc == 0 || rc == MT_ENOTFOUND) {
+		if (rc == 0) {
+			mti_prec_free(r->p);
+			r->p = NULL;
+		}
+		return 0;
+	}
+	return mti_err_copy(err, &e);
+}
+
+/* The record's parity objects join the objects to send: content-addressed
+ * like shards, they are checked and skipped the same way. */
+static int copy_plan_parity(copy_ctx *c, const char *dataset, const mti_prec *p, mt_error *err)
+{
+	size_t n = p->ngroups * (size_t)p->m;
+	copy_shard *sh = realloc(c->shards, (c->nshards + n + 1) * sizeof *sh);
+	if (!sh)
+		return mti_err(err, MT_ENOMEM, "copy: out of memory");
+	c->shards = sh;
+	for (size_t g = 0; g < p->ngroups; g++)
+		for (int r = 0; r < p->m; r++) {
+			const mti_pparity *pp = &p->groups[g].parity[r];
+			copy_shard *to = &c->shards[c->nshards];
+			memset(to, 0, sizeof *to);
+			if (!(to->key = mti_key_parity(dataset, pp->sha256)))
+				return mti_err(err, MT_ENOMEM, "copy: out of memory");
+			to->sha256 = pp->sha256;
+			to->bytes = pp->bytes;
+			c->nshards++;
+		}
+	return 0;
+}
+
+/* After the manifest: a version is protected in dst once its record is. */
+static int copy_rec_commit(copy_ctx *c, const copy_rec *r, mt_error *err)
+{
+	int rc = mti_dlock_pin_keys(c->dlock, (const char *const *)&r->key, 1, err);
+	if (!rc)
+		rc = mti_dlock_wait_gc(c->dlock, err);
+	if (!rc)
+		rc = mti_dlock_check(c->dlock, err);
+	if (!rc)
+		rc = c->dst->ops->put(c->dst, r->key, r->json, r->len, MT_PUT_EXCLUSIVE, err);
+	/* Another copy or protect got there first. */
+	return rc == MT_EEXIST ? 0 : rc;
+}
+
 /* Send the shards dst lacks, and make them durable there. */
 static int copy_send(copy_ctx *c, int threads, mt_error *err)
 {
@@ -311,20 +393,28 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 	rc = same < 0 ? same : 0;
 	if (same == 1)
 		c->st->versions_present++;
+	copy_rec rec = {0};
+	if (!rc && same >= 0)
+		rc = copy_rec_source(c, dataset, version, json, len, &rec, err);
 	/* A manifest already in dst does not mean its shards are: one may have
 	 * been lost or cut short there since.  Each is looked for (a HEAD) and
 	 * the missing ones are sent, so a copy from a good store mends dst. */
-	if (same == 0 || same == 1) {
+	if (!rc)
 		rc = copy_plan(c, dataset, m, err);
-		if (!rc)
-			rc = copy_pin(c, dataset, m, err);
+	if (!rc && rec.p)
+		rc = copy_plan_parity(c, dataset, rec.p, err);
+	if (!rc) {
+		rc = copy_pin(c, dataset, m, err);
 		if (!rc)
 			rc = copy_send(c, threads, err);
 		if (!rc)
 			rc = copy_recipe(c, m, err);
-		if (!rc && same == 0)
-			rc = copy_commit(c, key, what, json, len, err);
 	}
+	if (!rc && same == 0)
+		rc = copy_commit(c, key, what, json, len, err);
+	if (!rc && rec.p)
+		rc = copy_rec_commit(c, &rec, err);
+	copy_rec_free(&rec);
 	if (!rc)
 		rc = copy_meta(c, dataset, version, err);
 	if (rc && rc != MT_EEXIST && rc != MT_ENOTFOUND && what)

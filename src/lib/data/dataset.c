@@ -8,6 +8,7 @@
 
 #include "dataset.h"
 #include "lock.h"
+#include "protect.h"
 
 #define VERSIONS_DIR "/versions/"
 #define MANIFEST_EXT ".json"
@@ -535,10 +536,13 @@ int mt_store_delete_version(mt_store *s, const char *dataset, const char *versio
 	free(key);
 	if (rc)
 		return rc;
-	if (!(key = mti_key_meta(dataset, version)))
-		return mti_err(err, MT_ENOMEM, "out of memory");
-	rc = mti_store_del(s, (const char *const *)&key, 1, err);
-	free(key);
+	/* The protection record goes last: while it is there without its
+	 * manifest, the tombstone already says the version is gone. */
+	char *keys[2] = {mti_key_meta(dataset, version), mti_key_protect(dataset, version)};
+	rc = keys[0] && keys[1] ? mti_store_del(s, (const char *const *)keys, 2, err)
+				: mti_err(err, MT_ENOMEM, "out of memory");
+	free(keys[0]);
+	free(keys[1]);
 	return rc;
 }
 
@@ -550,6 +554,7 @@ struct gc_state {
 	struct strv referenced; /* sorted keys versions use */
 	struct strv doomed;
 	const mt_pins *pins;
+	int keep_parity; /* a record could not be read: every parity object stays */
 	int64_t cutoff; /* objects at least this old may go (the store's clock) */
 	uint64_t nobjects, nbytes;
 	mt_gc_fn fn;
@@ -614,6 +619,85 @@ static int gc_reference_stray(struct gc_state *g, const char *dataset, const cha
 	return rc == MT_ENOTFOUND ? 0 : rc;
 }
 
+static int gc_push(struct gc_state *g, char *key, mt_error *err)
+{
+	int rc = key ? strv_push(&g->referenced, key, strlen(key)) : MT_ENOMEM;
+	free(key);
+	return rc ? mti_err(err, MT_ENOMEM, "out of memory") : 0;
+}
+
+/* A version's protection record and the parity objects it names; for a
+ * version whose manifest is gone without a tombstone (`orphan`), what its
+ * embedded manifest names too, so repair can bring the version back.  A
+ * record that cannot be read keeps every parity object; an orphan's keeps
+ * gc from running, as an unreadable manifest does. */
+static int gc_reference_protection(struct gc_state *g, const char *dataset, const char *version,
+				   int orphan, mt_error *err)
+{
+	mti_prec *p = NULL;
+	mt_error e = {0};
+	int rc = mti_prec_load(g->s, dataset, version, &p, &e);
+	if (rc == MT_ENOTFOUND)
+		return 0;
+	if (rc && (orphan || rc == MT_ENOMEM))
+		return mti_err_copy(err, &e);
+	rc = gc_push(g, mti_key_protect(dataset, version), err);
+	if (!p) {
+		g->keep_parity = 1;
+		return rc;
+	}
+	for (size_t i = 0; !rc && i < p->ngroups; i++)
+		for (int r = 0; !rc && r < p->m; r++)
+			rc = gc_push(g, mti_key_parity(dataset, p->groups[i].parity[r].sha256), err);
+	mt_manifest *m = NULL;
+	if (!rc && orphan && !(rc = mti_manifest_decode(p->manifest, p->manifest_len, version, &m,
+							err)))
+		rc = gc_reference(g, m, version, err);
+	mti_manifest_free(m);
+	mti_prec_free(p);
+	return rc;
+}
+
+static int gc_has(const struct strv *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], name))
+			return 1;
+	return 0;
+}
+
+static int gc_collect_record(void *ud, const mt_obj *o)
+{
+	struct strv *l = ud;
+	const char *name = strrchr(o->key, '/') + 1;
+	size_t len = strlen(name);
+	return ends_with(name, len, MANIFEST_EXT)
+		       ? strv_push(l, name, len - strlen(MANIFEST_EXT)) : 0;
+}
+
+/* The protection of every version that has a manifest, and of every version
+ * whose manifest went without a tombstone saying it was removed. */
+static int gc_mark_protection(struct gc_state *g, const char *dataset,
+			      const struct version_list *vl, mt_error *err)
+{
+	struct strv recs = {0};
+	char *prefix = mti_asprintf("datasets/%s/protect/", dataset);
+	int rc = prefix ? mti_store_list_all(g->s, prefix, gc_collect_record, &recs, err)
+			: MT_ENOMEM;
+	if (rc == MT_ENOMEM)
+		rc = mti_err(err, rc, "out of memory");
+	for (size_t i = 0; !rc && i < recs.n; i++) {
+		const char *v = recs.v[i];
+		if (gc_has(&vl->l, v))
+			rc = gc_reference_protection(g, dataset, v, 0, err);
+		else if (!gc_has(&vl->removed, v) && !mt_name_check(v, "version", NULL))
+			rc = gc_reference_protection(g, dataset, v, 1, err);
+	}
+	mt_strv_free(recs.v, recs.n);
+	free(prefix);
+	return rc;
+}
+
 /* Everything a version of the dataset or a live writer uses.  Every manifest
  * must load: a shard of an unreadable manifest may still be needed, so gc
  * refuses rather than guesses. */
@@ -638,6 +722,8 @@ static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 	}
 	for (size_t i = 0; !rc && i < vl.stray.n; i++)
 		rc = gc_reference_stray(g, dataset, vl.stray.v[i], err);
+	if (!rc)
+		rc = gc_mark_protection(g, dataset, &vl, err);
 	version_list_free(&vl);
 	if (rc)
 		return mti_err_prefix(err, "gc refused: ");
@@ -676,8 +762,9 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	g->cutoff = pins.now - (int64_t)(g->grace > INT32_MAX ? INT32_MAX : g->grace);
 	if (!rc)
 		rc = gc_mark(g, dataset, err);
-	static const char *const kinds[] = {"shards", "recipes", "meta"};
-	for (size_t i = 0; !rc && i < sizeof kinds / sizeof kinds[0]; i++) {
+	static const char *const kinds[] = {"shards", "recipes", "meta", "protect", "parity"};
+	size_t nkinds = sizeof kinds / sizeof kinds[0] - (g->keep_parity ? 1 : 0);
+	for (size_t i = 0; !rc && i < nkinds; i++) {
 		char *prefix = mti_asprintf("datasets/%s/%s/", dataset, kinds[i]);
 		if (!prefix)
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
@@ -702,6 +789,7 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	mt_strv_free(g->doomed.v, g->doomed.n);
 	g->referenced = (struct strv){0};
 	g->doomed = (struct strv){0};
+	g->keep_parity = 0;
 	return rc;
 }
 

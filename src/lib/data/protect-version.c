@@ -362,6 +362,12 @@ static int pv_commit(pv *p, mt_error *err)
 	char *key = mti_key_protect(p->dataset, p->version), *json = NULL;
 	if (!rc && (!key || !(p->rec->created = mti_now_rfc3339())))
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	/* Pinned like every object a writer adds: a gc that listed the records
+	 * before this one exists must not take it for a removed version's. */
+	if (!rc)
+		rc = mti_dlock_pin_keys(p->lock, (const char *const *)&key, 1, err);
+	if (!rc)
+		rc = mti_dlock_wait_gc(p->lock, err);
 	if (!rc)
 		rc = mti_prec_encode(p->rec, &json, err);
 	if (!rc)

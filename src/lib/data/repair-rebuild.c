@@ -361,27 +361,52 @@ static void gbuf_free(gbuf *b, int n)
 	b->read = read;
 }
 
-/* Read the group's sound rows whole, each checked against its sha256 and
- * padded to the stripe; a row that fails is damaged after all (1: look
- * again).  Damaged rows get output buffers. */
-static int group_read(rp_ctx *c, const mti_pgroup *g, const int *row, gbuf *b, mt_error *err)
+/* Read the group's sound rows whole, padded to the stripe; damaged rows get
+ * output buffers.  With `trust`, only the first k sound rows are read and
+ * not hashed again: the check that found them sound has just hashed them,
+ * and what they decode to is checked against its name before it is
+ * written.  Without it every sound row is read and checked; a row that
+ * fails is damaged after all (1: look again). */
+static int group_read(rp_ctx *c, const mti_pgroup *g, const int *row, gbuf *b, int trust,
+		      mt_error *err)
 {
 	int n = c->p->k + c->p->m;
+	size_t had = 0;
 	for (int i = 0; i < n; i++) {
+		rp_obj *o = row[i] < 0 ? NULL : &c->objs[row[i]];
+		int use = !o || o->state == RP_DAMAGED ||
+			  ((o->state == RP_SOUND || o->state == RP_REBUILT) &&
+			   !(trust && had >= (size_t)c->p->k));
+		if (!use)
+			continue; /* not needed: neither read nor given a buffer */
 		b->rows[i] = calloc(1, g->stripe ? g->stripe : 1);
 		if (!b->rows[i])
 			return mti_err(err, MT_ENOMEM, "out of memory");
-		if (row[i] < 0) { /* a zero member past the group's end */
+		if (!o) { /* a zero member past the group's end */
 			b->have[i] = 1;
+			had++;
 			continue;
 		}
-		rp_obj *o = &c->objs[row[i]];
 		if (o->state == RP_DAMAGED) {
 			b->want[b->nwant++] = (size_t)i;
 			continue;
 		}
-		if (o->state != RP_SOUND && o->state != RP_REBUILT)
+		if (trust) { /* straight into its row: its size was checked with its hash */
+			mt_error e = {0};
+			int rc = mti_store_read(c->s, o->key, 0, b->rows[i], (size_t)o->bytes, &e);
+			if (rc && rc != MT_ENOTFOUND && rc != MT_ERANGE)
+				return mti_err_copy(err, &e);
+			if (rc) { /* gone or cut short since the check */
+				o->state = RP_DAMAGED;
+				free(o->problem);
+				o->problem = mti_strdup(rc == MT_ENOTFOUND ? "missing" : "cut short");
+				return 1;
+			}
+			b->read += o->bytes;
+			b->have[i] = 1;
+			had++;
 			continue;
+		}
 		void *data = NULL;
 		uint64_t nr = 0;
 		char *why = NULL;
@@ -399,12 +424,15 @@ static int group_read(rp_ctx *c, const mti_pgroup *g, const int *row, gbuf *b, m
 		memcpy(b->rows[i], data, (size_t)o->bytes);
 		free(data);
 		b->have[i] = 1;
+		had++;
 	}
 	return 0;
 }
 
-/* Hand each rebuilt row to its object and write it back. */
-static int group_write(rp_ctx *c, const int *row, gbuf *b, mt_error *err)
+/* Hand each rebuilt row to its object and write it back.  A row that does
+ * not decode to its name's bytes: with `trust`, 1 (read the group again,
+ * checking every row); without, the object stays damaged. */
+static int group_write(rp_ctx *c, const int *row, gbuf *b, int trust, mt_error *err)
 {
 	for (size_t w = 0; w < b->nwant; w++) {
 		rp_obj *o = &c->objs[row[b->want[w]]];
@@ -416,6 +444,12 @@ static int group_write(rp_ctx *c, const int *row, gbuf *b, mt_error *err)
 		/* What rebuilding it took: the rest of its group, read whole. */
 		mti_rp_add_read(c, o, b->read);
 		int rc = mti_rp_write_back(c, o, err);
+		if (rc == MT_ECORRUPT && trust && o->data) {
+			free(o->data);
+			o->data = NULL;
+			o->source = NULL;
+			return 1;
+		}
 		if (rc == MT_ECORRUPT) {
 			/* The group's other rows decoded into other bytes: not rebuildable. */
 			free(o->data);
@@ -440,22 +474,30 @@ static int group_job(void *ud, size_t gi)
 	mt_error e = {0};
 	gbuf b;
 	memset(&b, 0, sizeof b);
-	int rc;
-	/* A survivor that fails its check joins the damaged: read again. */
-	while ((rc = group_read(c, g, row, &b, &e)) == 1)
+	int rc = 0;
+	/* First trusting the check that just ran; when that decodes to wrong
+	 * bytes (a row changed since), again checking every row. */
+	for (int trust = 1; trust >= 0; trust--) {
+		/* A survivor that fails its check joins the damaged: read again. */
+		while ((rc = group_read(c, g, row, &b, trust, &e)) == 1)
+			gbuf_free(&b, n);
+		size_t had = 0;
+		for (int i = 0; i < n; i++)
+			had += b.have[i];
+		if (!rc && b.nwant && had >= (size_t)c->p->k)
+			rc = mti_parity_decode(c->p->k, c->p->m, c->p->matrix, g->nmembers, b.have,
+					       b.rows, g->stripe, b.want, b.nwant, &e);
+		if (!rc && b.nwant && had >= (size_t)c->p->k)
+			rc = group_write(c, row, &b, trust, &e);
 		gbuf_free(&b, n);
+		if (rc != 1)
+			break;
+		memset(&e, 0, sizeof e);
+		rc = 0;
+	}
 	pthread_mutex_lock(&c->lock);
 	c->st->bytes_read += b.read;
 	pthread_mutex_unlock(&c->lock);
-	size_t had = 0;
-	for (int i = 0; i < n; i++)
-		had += b.have[i];
-	if (!rc && b.nwant && had >= (size_t)c->p->k)
-		rc = mti_parity_decode(c->p->k, c->p->m, c->p->matrix, g->nmembers, b.have, b.rows,
-				       g->stripe, b.want, b.nwant, &e);
-	if (!rc && b.nwant && had >= (size_t)c->p->k)
-		rc = group_write(c, row, &b, &e);
-	gbuf_free(&b, n);
 	return rc ? mti_rp_fail(c, rc, &e) : 0;
 }
 

@@ -88,7 +88,8 @@ int mti_rp_fetch(mt_store *s, const char *key, const char *sha256, uint64_t byte
 		if (why)
 			*why = mti_asprintf("%zu bytes, not %llu", len, (unsigned long long)bytes);
 		rc = MT_ECORRUPT;
-	} else if ((rc = mti_sha256_hex(buf, len, got, err)) == 0 && strcmp(got, sha256)) {
+	} else if (sha256 && (rc = mti_sha256_hex(buf, len, got, err)) == 0 &&
+		   strcmp(got, sha256)) {
 		if (why)
 			*why = mti_asprintf("sha256 is %s", got);
 		rc = MT_ECORRUPT;
@@ -168,6 +169,54 @@ static void rp_tick(rp_ctx *c, uint64_t n)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Pieces an object is checked in: whole objects would cost fresh pages
+ * (and their faults) for every byte of the version. */
+#define CHECK_PIECE ((size_t)8 << 20)
+
+/* The sha256 of key's `bytes` bytes, read in pieces into buf; MT_ECORRUPT
+ * (and *why) when the object is missing, of another size, or hashes to
+ * another name. */
+static int check_stream(rp_ctx *c, const rp_obj *o, uint8_t *buf, uint64_t *nread, char **why,
+			mt_error *err)
+{
+	uint64_t size = 0;
+	mt_error e = {0};
+	int rc = mti_store_head(c->s, o->key, &size, NULL, &e);
+	if (rc == MT_ENOTFOUND) {
+		*why = mti_strdup("missing");
+		return MT_ECORRUPT;
+	}
+	if (rc)
+		return mti_err_copy(err, &e);
+	if (size != o->bytes) {
+		*why = mti_asprintf("%llu bytes, not %llu", (unsigned long long)size,
+				    (unsigned long long)o->bytes);
+		return MT_ECORRUPT;
+	}
+	mt_sha256 *h = NULL;
+	rc = mti_sha256_new(&h, err);
+	for (uint64_t off = 0; !rc && off < size; off += CHECK_PIECE) {
+		size_t n = size - off < CHECK_PIECE ? (size_t)(size - off) : CHECK_PIECE;
+		rc = mti_store_read(c->s, o->key, off, buf, n, &e);
+		if (rc == MT_ENOTFOUND || rc == MT_ERANGE) { /* gone or cut short meanwhile */
+			*why = mti_strdup(rc == MT_ENOTFOUND ? "missing" : "cut short");
+			rc = MT_ECORRUPT;
+		} else if (rc) {
+			rc = mti_err_copy(err, &e);
+		} else {
+			*nread += n;
+			rc = mti_sha256_update(h, buf, n, err);
+		}
+	}
+	char got[MT_SHA256_HEX];
+	if (!rc && !(rc = mti_sha256_final(h, got, err)) && strcmp(got, o->sha256)) {
+		*why = mti_asprintf("sha256 is %s", got);
+		rc = MT_ECORRUPT;
+	}
+	mti_sha256_free(h);
+	return rc;
+}
+
 /* Check one object whole against its name. */
 static int check_job(void *ud, size_t i)
 {
@@ -175,13 +224,15 @@ static int check_job(void *ud, size_t i)
 	rp_obj *o = &c->objs[i];
 	if (c->canceled)
 		return MT_ECANCELED;
-	void *data = NULL;
 	uint64_t n = 0;
 	mt_error e = {0};
 	char *why = NULL;
-	int rc = mti_rp_fetch(c->s, o->key, o->sha256, o->bytes, &data, &n, &why, &e);
+	size_t piece = o->bytes < CHECK_PIECE ? (size_t)o->bytes : CHECK_PIECE;
+	uint8_t *buf = malloc(piece ? piece : 1);
+	int rc = buf ? check_stream(c, o, buf, &n, &why, &e)
+		     : mti_err(&e, MT_ENOMEM, "out of memory");
+	free(buf);
 	mti_rp_add_read(c, o, n);
-	free(data);
 	rp_tick(c, o->bytes);
 	if (rc == MT_ECORRUPT) {
 		o->state = RP_DAMAGED;

@@ -61,6 +61,8 @@ typedef struct rp_ctx {
 MT_LOCAL void mti_rp_obj_clear(rp_obj *o);
 MT_LOCAL int mti_rp_fail(rp_ctx *c, int rc, const mt_error *e);
 MT_LOCAL void mti_rp_add_read(rp_ctx *c, rp_obj *o, uint64_t n);
+/* Read key whole: MT_ECORRUPT (and *why) when it is missing, not `bytes`
+ * long, or (sha256 not NULL) does not hash to sha256. */
 MT_LOCAL int mti_rp_fetch(mt_store *s, const char *key, const char *sha256, uint64_t bytes,
 			  void **data, uint64_t *nread, char **why, mt_error *err);
 /* Take the dataset's writer lock once, naming the version. */

@@ -32,6 +32,7 @@ void tui_free(struct tui *t)
 	free(t->stack);
 	if (t->prompt.free_arg)
 		t->prompt.free_arg(t->prompt.arg);
+	tui_history_free(t);
 	mt_catalog_close(t->cat);
 }
 
@@ -50,6 +51,11 @@ void tui_pop(struct tui *t)
 	if (!t->depth)
 		return;
 	struct view *v = t->stack[--t->depth];
+	if (t->status_view && t->status_view == v->serial) {
+		t->status[0] = '\0';
+		t->status_error = 0;
+		t->status_view = 0;
+	}
 	v->ops->free(v);
 	t->dirty = 1;
 }
@@ -86,19 +92,7 @@ void tui_status(struct tui *t, int error, const char *fmt, ...)
 		if (*p == '\n' || *p == '\r' || *p == '\t')
 			*p = ' ';
 	t->status_error = error;
-	t->dirty = 1;
-}
-
-void tui_ask(struct tui *t, const char *label, const char *initial,
-	     void (*submit)(struct tui *t, const char *text, void *arg), void *arg,
-	     void (*free_arg)(void *arg))
-{
-	if (t->prompt.free_arg)
-		t->prompt.free_arg(t->prompt.arg);
-	t->prompt = (struct tui_prompt){ .active = 1, .submit = submit, .arg = arg,
-					 .free_arg = free_arg };
-	snprintf(t->prompt.label, sizeof t->prompt.label, "%s", label);
-	snprintf(t->prompt.text, sizeof t->prompt.text, "%s", initial ? initial : "");
+	t->status_view = 0;
 	t->dirty = 1;
 }
 
@@ -110,61 +104,6 @@ int tui_text_cut(int y, int x, int w, int role, const char *s)
 		return disp_text(y, x, w, role, s);
 	int used = disp_text(y, x, w - 1, role, s);
 	return used + disp_text(y, x + used, 1, role, "…");
-}
-
-/* ---- the prompt ---- */
-
-static void prompt_end(struct tui *t, int submit)
-{
-	struct tui_prompt p = t->prompt;
-	t->prompt = (struct tui_prompt){ 0 };
-	t->dirty = 1;
-	/* A submit callback owns arg from then on (a job may keep it). */
-	if (submit && p.submit)
-		p.submit(t, p.text, p.arg);
-	else if (p.free_arg)
-		p.free_arg(p.arg);
-}
-
-static void prompt_key(struct tui *t, int k)
-{
-	struct tui_prompt *p = &t->prompt;
-	size_t len = strlen(p->text);
-	if (k == 27) {
-		prompt_end(t, 0);
-	} else if (k == '\n' || k == '\r' || k == (DISP_FN | KEY_ENTER)) {
-		prompt_end(t, 1);
-	} else if (k == 127 || k == 8 || k == (DISP_FN | KEY_BACKSPACE)) {
-		/* Drop one whole UTF-8 character. */
-		while (len > 0 && ((unsigned char)p->text[len - 1] & 0xc0) == 0x80)
-			len--;
-		if (len > 0)
-			len--;
-		p->text[len] = '\0';
-	} else if (k == DISP_CTRL('u')) {
-		p->text[0] = '\0';
-	} else if (k >= 0x20 && !(k & DISP_FN) && k != 0x7f && k < 0x110000) {
-		char mb[5] = { 0 };
-		unsigned u = (unsigned)k;
-		if (u < 0x80) {
-			mb[0] = (char)u;
-		} else if (u < 0x800) {
-			mb[0] = (char)(0xc0 | u >> 6);
-			mb[1] = (char)(0x80 | (u & 0x3f));
-		} else if (u < 0x10000) {
-			mb[0] = (char)(0xe0 | u >> 12);
-			mb[1] = (char)(0x80 | (u >> 6 & 0x3f));
-			mb[2] = (char)(0x80 | (u & 0x3f));
-		} else {
-			mb[0] = (char)(0xf0 | u >> 18);
-			mb[1] = (char)(0x80 | (u >> 12 & 0x3f));
-			mb[2] = (char)(0x80 | (u >> 6 & 0x3f));
-			mb[3] = (char)(0x80 | (u & 0x3f));
-		}
-		if (len + strlen(mb) < sizeof p->text)
-			strcat(p->text, mb);
-	}
-	t->dirty = 1;
 }
 
 /* ---- ':' commands ---- */
@@ -188,7 +127,7 @@ void tui_command(struct tui *t, const char *line)
 	if (!*word) {
 		return;
 	} else if (!strcmp(word, "q") || !strcmp(word, "quit")) {
-		t->quit = 1;
+		tui_quit(t);
 	} else if (!strcmp(word, "sync")) {
 		tui_sync_all(t);
 	} else if (!strcmp(word, "jobs")) {
@@ -215,6 +154,28 @@ void tui_command(struct tui *t, const char *line)
 
 /* ---- keys ---- */
 
+void tui_quit(struct tui *t)
+{
+	const struct tui_job *newest = NULL;
+	int running = 0;
+	for (size_t i = 0; i < t->njobs; i++)
+		if (!t->jobs[i]->quiet && atomic_load(&t->jobs[i]->state) == JOB_RUNNING) {
+			running++;
+			newest = t->jobs[i];
+		}
+	if (!running) {
+		t->quit = 1;
+		return;
+	}
+	/* Quitting cancels them: a copy half done is work lost, so ask. */
+	t->confirm_quit = 1;
+	snprintf(t->question, sizeof t->question,
+		 "%d job%s running (%s%s): y or q quits and cancels %s, any other key stays",
+		 running, running == 1 ? "" : "s", newest->title, running > 1 ? ", ..." : "",
+		 running == 1 ? "it" : "them");
+	t->dirty = 1;
+}
+
 static void find_submit(struct tui *t, const char *text, void *arg)
 {
 	if (*text)
@@ -234,7 +195,7 @@ void tui_key(struct tui *t, int k)
 		return;
 	}
 	if (t->prompt.active) {
-		prompt_key(t, k);
+		tui_prompt_key(t, k);
 		return;
 	}
 	struct view *v = tui_top(t);
@@ -253,6 +214,15 @@ void tui_key(struct tui *t, int k)
 		t->dirty = 1;
 		return;
 	}
+	if (t->confirm_quit) {
+		/* The question on the status line takes this key, whatever it is. */
+		t->confirm_quit = 0;
+		if (k == 'y' || k == 'q' || k == DISP_CTRL('c'))
+			t->quit = 1;
+		else
+			tui_status(t, 0, "not quitting; the jobs go on (J lists them)");
+		return;
+	}
 	enum tui_action a = tui_key_action(t, k, view_scope(v));
 	int r = v && a != ACT_NONE ? v->ops->key(t, v, a, k) : V_IGNORED;
 	if (r == V_CLOSE) {
@@ -266,7 +236,7 @@ void tui_key(struct tui *t, int k)
 	}
 	switch (a) {
 	case ACT_QUIT:
-		t->quit = 1;
+		tui_quit(t);
 		break;
 	case ACT_BACK:
 	case ACT_ESC:
@@ -282,6 +252,8 @@ void tui_key(struct tui *t, int k)
 		break;
 	case ACT_COMMAND:
 		tui_ask(t, ":", "", command_submit, NULL, NULL);
+		t->prompt.hist = TUI_HIST_COMMAND;
+		t->prompt.complete = tui_complete_command;
 		break;
 	case ACT_SYNC:
 		tui_sync_all(t);
@@ -301,6 +273,8 @@ void tui_key(struct tui *t, int k)
 		break;
 	case ACT_FIND:
 		tui_ask(t, "search the catalog: ", "", find_submit, NULL, NULL);
+		t->prompt.hist = TUI_HIST_SEARCH;
+		t->prompt.complete = tui_complete_datasets;
 		break;
 	case ACT_NONE:
 		break;
@@ -350,14 +324,13 @@ static void draw_status(struct tui *t, int y)
 {
 	int w = disp_width();
 	if (t->prompt.active) {
-		disp_fill(y, 0, w, R_NORMAL);
-		int x = disp_text(y, 0, w, R_STATUS, t->prompt.label);
-		/* Show the end of long input: that is where typing happens. */
-		const char *s = t->prompt.text;
-		while (disp_columns(s) > w - x - 2 && *s)
-			s++;
-		x += disp_text(y, x, w - x, R_NORMAL, s);
-		disp_text(y, x, 1, R_SELECTED, " ");
+		tui_prompt_draw(t, y);
+		return;
+	}
+	if (t->confirm_quit) {
+		/* Jobs ending meanwhile must not hide the question. */
+		disp_fill(y, 0, w, R_ERROR);
+		tui_text_cut(y, 0, w, R_ERROR, t->question);
 		return;
 	}
 	disp_fill(y, 0, w, t->status_error ? R_ERROR : R_STATUS);
@@ -387,7 +360,10 @@ void tui_draw(struct tui *t)
 	if (v && h > 3)
 		v->ops->draw(t, v, 1, h - 2);
 	draw_status(t, h - 2);
-	tui_footer(t, h - 1, view_scope(v));
+	if (t->prompt.active)
+		tui_prompt_footer(t, h - 1);
+	else
+		tui_footer(t, h - 1, view_scope(v));
 }
 
 /* Returns 0 after q, 1 when the terminal closed under it. */

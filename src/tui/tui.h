@@ -145,21 +145,49 @@ void tui_jobs_stop(struct tui *t);
 /* Cancel every job; 1 once all have ended, 0 if some still run after ms. */
 int tui_jobs_wait(struct tui *t, int ms);
 struct view *tui_jobs_view(struct tui *t);
-/* Open the store the catalog calls `remote` (on a worker thread only:
- * this may wait on the network). */
+/* Open the store the catalog calls `remote` (stores.c; on a worker thread
+ * only: this may wait on the network). */
 mt_store *tui_open_store(struct tui_job *j, const char *remote, mt_error *err);
+/* Open the bucket a catalog row lives in, even when its remote points
+ * elsewhere now (*stale set then): actions act on the bucket shown. */
+mt_store *tui_open_bucket(struct tui_job *j, const mt_catalog_ref *ref, int *stale,
+			  mt_error *err);
 
 /* ---- the application (tui.c) ---- */
 
+/* Words offered by Tab (completion candidates) or remembered (history). */
+struct tui_words {
+	char **v;
+	size_t n, cap;
+};
+void tui_words_add(struct tui_words *w, const char *s);
+void tui_words_free(struct tui_words *w);
+
+/* Each kind of prompt keeps its own history. */
+enum { TUI_HIST_OTHER, TUI_HIST_COMMAND, TUI_HIST_SEARCH, TUI_HIST_FILTER, TUI_HIST_COPY,
+       TUI_HIST_N };
+
 struct tui_prompt {
 	int active;
-	char label[200];
+	char label[700];
 	char text[512];
+	size_t cur;        /* the cursor, a byte offset into text */
+	int hist;          /* TUI_HIST_* */
+	int hpos;          /* the history entry shown, -1: the line being typed */
+	char saved[512];   /* the line being typed while browsing the history */
+	char hint[512];    /* completion candidates, shown on the footer line */
 	/* Called with what was typed (Enter), on the UI thread; it owns arg
 	 * from then on.  Esc frees arg with free_arg instead. */
 	void (*submit)(struct tui *t, const char *text, void *arg);
 	void *arg;
 	void (*free_arg)(void *arg);
+	/* Optional: called after every edit with the text, and with NULL when
+	 * the prompt is canceled (a filter applies as one types, and Esc puts
+	 * the old one back). */
+	void (*change)(struct tui *t, const char *text, void *arg);
+	/* Optional: Tab's candidates for the last word of `before` (the text
+	 * up to the cursor); the editor keeps those that start with it. */
+	void (*complete)(struct tui *t, const char *before, struct tui_words *out, void *arg);
 };
 
 struct tui {
@@ -167,13 +195,17 @@ struct tui {
 	mt_catalog *cat;
 	int read_only;
 	int quit;
+	int confirm_quit; /* q was pressed with jobs running: the next key answers */
+	char question[300];
 	int dirty, full_redraw;
 	struct view **stack;
 	size_t depth, cap;
 	unsigned next_serial;
 	struct tui_prompt prompt;
+	struct tui_words history[TUI_HIST_N];
 	char status[512];
 	int status_error;
+	unsigned status_view; /* the view the status speaks of (0: none): cleared with it */
 	struct tui_job **jobs;
 	size_t njobs;
 	unsigned next_job;
@@ -205,6 +237,20 @@ void tui_status(struct tui *t, int error, const char *fmt, ...) APP_PRINTF(3, 4)
 void tui_ask(struct tui *t, const char *label, const char *initial,
 	     void (*submit)(struct tui *t, const char *text, void *arg), void *arg,
 	     void (*free_arg)(void *arg));
+/* The line editor (prompt.c): a key while the prompt is open, and its lines. */
+void tui_prompt_key(struct tui *t, int k);
+void tui_prompt_draw(struct tui *t, int y);
+void tui_prompt_footer(struct tui *t, int y);
+void tui_history_free(struct tui *t);
+/* Tab's candidates (complete.c), as tui_prompt.complete functions: the ':'
+ * command line, remote names, the catalog's dataset names; and the
+ * commands themselves (a NULL-ended list). */
+void tui_complete_command(struct tui *t, const char *before, struct tui_words *out, void *arg);
+void tui_complete_remotes(struct tui *t, const char *before, struct tui_words *out, void *arg);
+void tui_complete_datasets(struct tui *t, const char *before, struct tui_words *out, void *arg);
+const char *const *tui_command_names(void);
+/* Quit, or with jobs running ask first (the next key answers). */
+void tui_quit(struct tui *t);
 /* Run a ':' command line. */
 void tui_command(struct tui *t, const char *line);
 

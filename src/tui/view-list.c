@@ -260,13 +260,40 @@ static void list_filter(struct tui *t, struct view *v, const char *text)
 		tui_status(t, 0, "filter: %s (%zu rows)", l->filter, l->n);
 	else
 		tui_status(t, 0, "no filter (%zu rows)", l->n);
+	/* It speaks of this view: leaving it clears it. */
+	t->status_view = v->serial;
+}
+
+/* A filter being typed: it applies at each key; Esc puts the old one back. */
+struct filter_edit {
+	unsigned serial;
+	char old[256];
+};
+
+static void filter_change(struct tui *t, const char *text, void *arg)
+{
+	struct filter_edit *f = arg;
+	struct view *v = tui_find_view(t, f->serial);
+	if (v)
+		list_filter(t, v, text ? text : f->old);
 }
 
 static void filter_submit(struct tui *t, const char *text, void *arg)
 {
-	struct view *v = tui_find_view(t, (unsigned)(uintptr_t)arg);
-	if (v)
-		list_filter(t, v, text);
+	filter_change(t, text, arg);
+	free(arg);
+}
+
+static void filter_ask(struct tui *t, struct list *l)
+{
+	struct filter_edit *f = app_xcalloc(1, sizeof *f);
+	f->serial = l->base.serial;
+	snprintf(f->old, sizeof f->old, "%s", l->filter);
+	tui_ask(t, "filter: ", l->filter, filter_submit, f, free);
+	t->prompt.hist = TUI_HIST_FILTER;
+	t->prompt.change = filter_change;
+	if (l->src == SRC_CATALOG)
+		t->prompt.complete = tui_complete_datasets;
 }
 
 static void list_open(struct tui *t, struct list *l)
@@ -381,6 +408,7 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		return V_HANDLED;
 	case ACT_SEARCH:
 		tui_ask(t, "/", "", search_submit, (void *)(uintptr_t)v->serial, NULL);
+		t->prompt.hist = TUI_HIST_SEARCH;
 		return V_HANDLED;
 	case ACT_NEXT:
 		list_find(t, l, 1, 1);
@@ -391,7 +419,7 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_FILTER:
 		if (l->src == SRC_TEXT)
 			return V_IGNORED;
-		tui_ask(t, "filter: ", l->filter, filter_submit, (void *)(uintptr_t)v->serial, NULL);
+		filter_ask(t, l);
 		return V_HANDLED;
 	case ACT_CANCEL:
 		if (l->src == SRC_JOBS && l->cur < l->n) {

@@ -297,7 +297,12 @@ int main(void)
 	keys(&t, "p");
 	keys(&t, dst);
 	keys(&t, "\n");
+	tap_ok(shows(&t, "is no remote: copy there"), "p to a URL asks first");
+	keys(&t, "yes\n");
+	/* Wide enough for the whole result line, URLs and all. */
+	disp_resize(240, 24);
 	tap_ok(shows(&t, "1 shards sent"), "p copies the version to another store");
+	disp_resize(80, 24);
 	tap_ok(access(copied, F_OK) == 0, "with its metadata object");
 
 	/* gc: an old orphan shard is previewed, then deleted once confirmed. */

@@ -14,6 +14,7 @@ struct target {
 	uint64_t found, bytes; /* gc: objects found and their bytes */
 	uint64_t shards_ok, shards_bad;
 	int stale; /* the bucket is no longer where its remote points */
+	unsigned view; /* gc: the preview to update once the deletion ends */
 };
 
 static void target_free(void *arg)
@@ -438,24 +439,66 @@ static void gc_found(void *ud, const char *key, uint64_t bytes)
 	tui_job_log(j, "%10s  %s", app_human_bytes(bytes, human, sizeof human), key);
 }
 
+#define GC_GRACE 3600
+
+/* What gc leaves for the grace period: unreferenced objects younger than it
+ * (a put may still be writing them), counted by a dry run without grace. */
+static void gc_kept(char *buf, size_t cap, uint64_t n, uint64_t bytes)
+{
+	char human[32];
+	if (!n) {
+		buf[0] = '\0';
+		return;
+	}
+	snprintf(buf, cap, "; %llu object%s (%s) kept for the %d h grace period",
+		 (unsigned long long)n, n == 1 ? "" : "s",
+		 app_human_bytes(bytes, human, sizeof human), GC_GRACE / 3600);
+}
+
 static int gc_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
 	int dry = !strcmp(j->kind, "gc-preview");
 	mt_error err = { 0 };
 	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
-	uint64_t n = 0, bytes = 0;
-	int rc = s ? mt_store_gc(s, tg->ref.dataset, dry, 3600, gc_found, j, &n, &bytes, &err)
+	uint64_t n = 0, bytes = 0, all = 0, all_bytes = 0;
+	int rc = s ? mt_store_gc(s, tg->ref.dataset, dry, GC_GRACE, gc_found, j, &n, &bytes, &err)
 		   : err.code;
+	if (!rc)
+		rc = mt_store_gc(s, tg->ref.dataset, 1, 0, NULL, NULL, &all, &all_bytes, &err);
 	mt_store_close(s);
 	if (rc)
 		return tui_job_fail(j, &err);
-	char human[32];
+	/* After a deletion everything still unreferenced is young. */
+	uint64_t kept = dry ? all - n : all, kept_bytes = dry ? all_bytes - bytes : all_bytes;
+	char human[32], keep[200];
 	tg->found = n;
 	tg->bytes = bytes;
-	snprintf(j->result, sizeof j->result, "%llu objects, %s %s", (unsigned long long)n,
-		 app_human_bytes(bytes, human, sizeof human), dry ? "would be deleted" : "deleted");
+	gc_kept(keep, sizeof keep, kept, kept_bytes);
+	if (!n)
+		snprintf(j->result, sizeof j->result, "nothing to delete%s", keep);
+	else
+		snprintf(j->result, sizeof j->result, "%llu objects, %s %s%s", (unsigned long long)n,
+			 app_human_bytes(bytes, human, sizeof human),
+			 dry ? "would be deleted" : "deleted", keep);
 	return 0;
+}
+
+/* The deletion ended: the preview still on screen now says what happened. */
+static void gc_done(struct tui *t, struct tui_job *j)
+{
+	struct target *tg = j->arg;
+	struct view *v = tui_find_view(t, tg->view);
+	if (!v)
+		return;
+	pthread_mutex_lock(&j->lock);
+	char **lines = app_xcalloc(j->nlog + 2, sizeof *lines);
+	size_t n = 0;
+	lines[n++] = app_xasprintf("gc: %s", j->result);
+	for (size_t i = 0; i < j->nlog; i++)
+		lines[n++] = app_xstrdup(j->log[i]);
+	pthread_mutex_unlock(&j->lock);
+	tui_text_view_set(v, "gc result", lines, n);
 }
 
 static void gc_confirm(struct tui *t, const char *text, void *arg)
@@ -469,7 +512,7 @@ static void gc_confirm(struct tui *t, const char *text, void *arg)
 	char title[160];
 	snprintf(title, sizeof title, "gc %s%s%s", tg->ref.remote, tg->ref.dataset ? ":" : "",
 		 tg->ref.dataset ? tg->ref.dataset : "");
-	tui_job_start(t, "gc", title, NULL, gc_run, NULL, tg, target_free);
+	tui_job_start(t, "gc", title, NULL, gc_run, gc_done, tg, target_free);
 }
 
 /* The preview ended: show what it found, and ask. */
@@ -479,7 +522,7 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	if (atomic_load(&j->state) != JOB_OK)
 		return;
 	if (!tg->found) {
-		tui_status(t, 0, "gc: nothing to delete");
+		tui_status(t, 0, "gc: %s", j->result);
 		return;
 	}
 	pthread_mutex_lock(&j->lock);
@@ -489,13 +532,15 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	for (size_t i = 0; i < j->nlog; i++)
 		lines[n++] = app_xstrdup(j->log[i]);
 	pthread_mutex_unlock(&j->lock);
-	tui_push(t, tui_text_view("gc preview", lines, n));
+	struct view *preview = tui_text_view("gc preview", lines, n);
+	tui_push(t, preview);
 	/* A second target for the deleting job: the preview's stays with it. */
 	struct target *del = app_xcalloc(1, sizeof *del);
 	del->ref.remote = app_xstrdup(tg->ref.remote);
 	del->ref.url = app_xstrdup(tg->ref.url);
 	del->ref.dataset = tg->ref.dataset ? app_xstrdup(tg->ref.dataset) : NULL;
 	del->ref.shard = -1;
+	del->view = preview->serial;
 	char label[700];
 	snprintf(label, sizeof label, "%s: type 'delete' to delete them, Esc to keep them: ",
 		 j->result);

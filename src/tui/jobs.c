@@ -120,6 +120,8 @@ int tui_jobs_poll(struct tui *t)
 		changed = 1;
 		if (!j->quiet || st == JOB_FAILED)
 			tui_status(t, st == JOB_FAILED, "%s: %s", j->title, j->result);
+		if (st == JOB_FAILED)
+			t->last_error_job = i + 1;
 		if (j->finish)
 			j->finish(t, j);
 		tui_reload_all(t);

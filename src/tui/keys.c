@@ -40,6 +40,7 @@ const struct tui_key tui_keys[] = {
 	{ 'e', 0, "e", "describe", "edit the version's description (written to its bucket)", ACT_DESCRIBE, K_LIST | K_VERSION | K_WRITE, 0 },
 	{ 'D', 0, "D", "delete", "delete the version (type its name to confirm)", ACT_DELETE, K_LIST | K_VERSION | K_WRITE, 0 },
 	{ 'X', 0, "X", "gc", "garbage-collect the dataset or bucket: preview, then confirm", ACT_GC, K_LIST | K_WRITE, 0 },
+	{ 'E', 0, "E", "error", "the last error in full, with the log of the job it came from", ACT_ERROR, K_ALL, 0 },
 	{ 'r', 0, "r", "sync", "refresh the catalog from every store (in the background)", ACT_SYNC, K_ALL, 0 },
 	{ 'J', 0, "J", "jobs", "running and finished jobs with progress", ACT_JOBS, K_ALL, 1 },
 	{ 'c', 0, "c", "cancel", "cancel the job under the cursor (elsewhere: the newest running job)", ACT_CANCEL, K_ALL, 0 },
@@ -47,7 +48,7 @@ const struct tui_key tui_keys[] = {
 	{ '[', 0, "[", "row-", "previous row of the attribute", ACT_ROW_PREV, K_MATRIX, 1 },
 	{ '#', 0, "#", "goto", "go to a row by number", ACT_ROW_GOTO, K_MATRIX, 1 },
 	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX, 1 },
-	{ ':', 0, ":", "cmd", "command line: sync, search TEXT, filter TEXT, jobs, history (past jobs), help, quit", ACT_COMMAND, K_ALL, 1 },
+	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
 	{ 0, 0, NULL, NULL, NULL, ACT_NONE, 0, 0 },
 };

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "tui.h"
 
@@ -87,6 +89,12 @@ void tui_status(struct tui *t, int error, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(t->status, sizeof t->status, fmt, ap);
 	va_end(ap);
+	if (error) {
+		va_start(ap, fmt);
+		vsnprintf(t->last_error, sizeof t->last_error, fmt, ap);
+		va_end(ap);
+		t->last_error_job = 0;
+	}
 	/* One line: a multi-line message would garble the screen. */
 	for (char *p = t->status; *p; p++)
 		if (*p == '\n' || *p == '\r' || *p == '\t')
@@ -107,6 +115,19 @@ int tui_text_cut(int y, int x, int w, int role, const char *s)
 }
 
 /* ---- ':' commands ---- */
+
+static void find_submit(struct tui *t, const char *text, void *arg)
+{
+	if (*text)
+		tui_push(t, tui_list_view(t, MT_CAT_SEARCH, 0, text));
+}
+
+static void find_ask(struct tui *t)
+{
+	tui_ask(t, "search the catalog: ", "", find_submit, NULL, NULL);
+	t->prompt.hist = TUI_HIST_SEARCH;
+	t->prompt.complete = tui_complete_datasets;
+}
 
 static void command_submit(struct tui *t, const char *text, void *arg)
 {
@@ -134,10 +155,14 @@ void tui_command(struct tui *t, const char *line)
 		tui_push(t, tui_jobs_view(t));
 	} else if (!strcmp(word, "history")) {
 		tui_push(t, tui_list_view(t, MT_CAT_JOBS, 0, "job history"));
+	} else if (!strcmp(word, "error")) {
+		tui_show_error(t);
 	} else if (!strcmp(word, "help")) {
 		tui_push(t, tui_help_view(t));
 	} else if (!strcmp(word, "search") && *rest) {
 		tui_push(t, tui_list_view(t, MT_CAT_SEARCH, 0, rest));
+	} else if (!strcmp(word, "search")) {
+		find_ask(t);
 	} else if (!strcmp(word, "filter") && top && top->ops->filter) {
 		top->ops->filter(t, top, rest);
 	} else if (!strcmp(word, "run") && t->recipe) {
@@ -147,12 +172,35 @@ void tui_command(struct tui *t, const char *line)
 			t->recipe(t, rest);
 	} else {
 		tui_status(t, 1, "unknown command '%s' (try: sync, search TEXT, filter TEXT, %sjobs, "
-				 "history, help, quit)", line,
+				 "history, error, help, quit)", line,
 			   t->recipe ? "run [--allow DIR] SCRIPT.lua [KEY=VALUE ...], " : "");
 	}
 }
 
 /* ---- keys ---- */
+
+void tui_show_error(struct tui *t)
+{
+	if (t->last_error_job && t->last_error_job <= t->njobs) {
+		tui_push(t, tui_job_log_view(t, t->last_error_job - 1));
+		return;
+	}
+	if (!t->last_error[0]) {
+		tui_status(t, 0, "no error so far");
+		return;
+	}
+	size_t n = 0;
+	for (const char *p = t->last_error; *p; p++)
+		n += *p == '\n';
+	char **lines = app_xcalloc(n + 2, sizeof *lines);
+	n = 0;
+	for (const char *p = t->last_error; *p;) {
+		size_t k = strcspn(p, "\n");
+		lines[n++] = app_xasprintf("%.*s", (int)k, p);
+		p += k + (p[k] == '\n');
+	}
+	tui_push(t, tui_text_view("last error", lines, n));
+}
 
 void tui_quit(struct tui *t)
 {
@@ -174,12 +222,6 @@ void tui_quit(struct tui *t)
 		 running, running == 1 ? "" : "s", newest->title, running > 1 ? ", ..." : "",
 		 running == 1 ? "it" : "them");
 	t->dirty = 1;
-}
-
-static void find_submit(struct tui *t, const char *text, void *arg)
-{
-	if (*text)
-		tui_push(t, tui_list_view(t, MT_CAT_SEARCH, 0, text));
 }
 
 static int view_scope(const struct view *v)
@@ -271,10 +313,11 @@ void tui_key(struct tui *t, int k)
 			}
 		tui_status(t, 0, "no job is running");
 		break;
+	case ACT_ERROR:
+		tui_show_error(t);
+		break;
 	case ACT_FIND:
-		tui_ask(t, "search the catalog: ", "", find_submit, NULL, NULL);
-		t->prompt.hist = TUI_HIST_SEARCH;
-		t->prompt.complete = tui_complete_datasets;
+		find_ask(t);
 		break;
 	case ACT_NONE:
 		break;
@@ -346,7 +389,12 @@ static void draw_status(struct tui *t, int y)
 		break;
 	}
 	int pw = disp_columns(prog) < w / 2 ? disp_columns(prog) : 0;
-	tui_text_cut(y, 0, w - pw, t->status_error ? R_ERROR : R_STATUS, t->status);
+	/* An error cut at the edge says where the rest of it is. */
+	const char *more = " E: all of it";
+	int mw = t->status_error && disp_columns(t->status) > w - pw ? disp_columns(more) : 0;
+	tui_text_cut(y, 0, w - pw - mw, t->status_error ? R_ERROR : R_STATUS, t->status);
+	if (mw)
+		disp_text(y, w - pw - mw, mw, R_KEY, more);
 	if (pw)
 		disp_text(y, w - pw, pw, R_KEY, prog);
 }
@@ -366,6 +414,30 @@ void tui_draw(struct tui *t)
 		tui_footer(t, h - 1, view_scope(v));
 }
 
+/* Other processes (the command line, another browser) write the catalog: when
+ * its files change, the lists read it again.  A stat a second costs nothing and
+ * never waits on a store. */
+static void watch_catalog(struct tui *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec == t->watched_at)
+		return;
+	t->watched_at = now.tv_sec;
+	const char *path = mt_catalog_path(t->cat);
+	char wal[4096];
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	struct stat a = { 0 }, b = { 0 };
+	stat(path, &a);
+	stat(wal, &b);
+	uint64_t sig = (uint64_t)a.st_mtim.tv_sec * 1000000000u + (uint64_t)a.st_mtim.tv_nsec;
+	sig = sig * 31 + (uint64_t)b.st_mtim.tv_sec * 1000000000u + (uint64_t)b.st_mtim.tv_nsec;
+	sig = sig * 31 + (uint64_t)a.st_size + (uint64_t)b.st_size;
+	if (t->catalog_sig && sig != t->catalog_sig)
+		tui_reload_all(t);
+	t->catalog_sig = sig;
+}
+
 /* Returns 0 after q, 1 when the terminal closed under it. */
 static int tui_loop(struct tui *t)
 {
@@ -373,6 +445,7 @@ static int tui_loop(struct tui *t)
 	while (!t->quit) {
 		if (tui_jobs_poll(t))
 			t->dirty = 1;
+		watch_catalog(t);
 		if (t->dirty) {
 			tui_draw(t);
 			disp_flush(t->full_redraw);

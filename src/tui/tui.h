@@ -23,7 +23,7 @@ enum tui_action {
 	ACT_SEARCH, ACT_NEXT, ACT_PREV, ACT_FILTER, ACT_COMMAND, ACT_HELP, ACT_QUIT, ACT_REDRAW,
 	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
 	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
-	ACT_ROW_GOTO,
+	ACT_ROW_GOTO, ACT_ERROR,
 };
 
 /* Where a binding applies (a view says which it is). */
@@ -206,10 +206,14 @@ struct tui {
 	char status[512];
 	int status_error;
 	unsigned status_view; /* the view the status speaks of (0: none): cleared with it */
+	char last_error[1024]; /* the last error in full, lines and all (E shows it) */
+	size_t last_error_job; /* 1 + the index of the job it came from, 0: none */
 	struct tui_job **jobs;
 	size_t njobs;
 	unsigned next_job;
 	tui_recipe_fn recipe; /* `:run`; NULL where no Lua runner is linked */
+	long watched_at;       /* when the catalog's files were last looked at (s) */
+	uint64_t catalog_sig;  /* their times and sizes then */
 };
 
 /* Open and close the application (catalog at cat_path, NULL: default); 0 or an MT_E code. */
@@ -249,6 +253,8 @@ void tui_complete_command(struct tui *t, const char *before, struct tui_words *o
 void tui_complete_remotes(struct tui *t, const char *before, struct tui_words *out, void *arg);
 void tui_complete_datasets(struct tui *t, const char *before, struct tui_words *out, void *arg);
 const char *const *tui_command_names(void);
+/* The last error in full: its job's log, or the message (E, :error). */
+void tui_show_error(struct tui *t);
 /* Quit, or with jobs running ask first (the next key answers). */
 void tui_quit(struct tui *t);
 /* Run a ':' command line. */
@@ -267,8 +273,12 @@ struct tui_col {
 };
 /* The columns of a catalog level's rows (static); NULL for an unknown level. */
 const struct tui_col *tui_columns(int level, size_t *n);
-/* Lines of text (help, a job's log). */
+/* Lines of text (help, an error), wrapped to the screen. */
 struct view *tui_text_view(const char *title, char **lines, size_t n);
+/* Replace a text view's title and lines (takes lines, as tui_text_view does). */
+void tui_text_view_set(struct view *v, const char *title, char **lines, size_t n);
+/* Job t->jobs[job]'s state and log, live while it runs. */
+struct view *tui_job_log_view(struct tui *t, size_t job);
 /* The values of attribute `attr` of a version, a row at a time. */
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr);
 
@@ -280,6 +290,15 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
 void tui_chunks_action(struct tui *t, int64_t shard_id);
 /* Dataset/bucket-level gc with a preview. */
 void tui_gc_action(struct tui *t, int level, int64_t id);
+
+/* Text laid out (text.c): tabs expanded to 8-column stops (malloc'ed); the
+ * next piece of s that fits in w columns (*len bytes; returns where the
+ * following piece starts); the lines s takes in w columns; s drawn wrapped
+ * from (y, x) on at most maxlines lines (returns the lines used). */
+char *tui_expand_tabs(const char *s);
+const char *tui_wrap_next(const char *s, int w, size_t *len);
+int tui_wrap_lines(const char *s, int w);
+int tui_text_wrap(int y, int x, int w, int maxlines, int role, const char *s);
 
 /* Draw text with "…" when cut; returns the columns used. */
 int tui_text_cut(int y, int x, int w, int role, const char *s);

@@ -226,8 +226,26 @@ void tui_quit(struct tui *t)
 
 static int view_scope(const struct view *v)
 {
-	return v ? v->ops->scope : K_LIST;
+	return !v ? K_LIST : v->scope ? v->scope : v->ops->scope;
 }
+
+static void mouse_key(struct tui *t, struct view *v)
+{
+	int my, mx, what;
+	if (!v || disp_mouse(&my, &mx, &what))
+		return;
+	if (what == MOUSE_WHEEL_UP || what == MOUSE_WHEEL_DOWN) {
+		for (int i = 0; i < 3; i++)
+			v->ops->key(t, v, what == MOUSE_WHEEL_UP ? ACT_UP : ACT_DOWN, 0);
+	} else if (v->ops->click) {
+		v->ops->click(t, v, my);
+		if (what == MOUSE_DOUBLE)
+			v->ops->key(t, v, ACT_OPEN, 0);
+	}
+	t->dirty = 1;
+}
+
+static void global_action(struct tui *t, enum tui_action a);
 
 void tui_key(struct tui *t, int k)
 {
@@ -241,19 +259,8 @@ void tui_key(struct tui *t, int k)
 		return;
 	}
 	struct view *v = tui_top(t);
-	int my, mx, what;
 	if (k == (DISP_FN | KEY_MOUSE)) {
-		if (!v || disp_mouse(&my, &mx, &what))
-			return;
-		if (what == MOUSE_WHEEL_UP || what == MOUSE_WHEEL_DOWN) {
-			for (int i = 0; i < 3; i++)
-				v->ops->key(t, v, what == MOUSE_WHEEL_UP ? ACT_UP : ACT_DOWN, 0);
-		} else if (v->ops->click) {
-			v->ops->click(t, v, my);
-			if (what == MOUSE_DOUBLE)
-				v->ops->key(t, v, ACT_OPEN, 0);
-		}
-		t->dirty = 1;
+		mouse_key(t, v);
 		return;
 	}
 	if (t->confirm_quit) {
@@ -266,6 +273,12 @@ void tui_key(struct tui *t, int k)
 		return;
 	}
 	enum tui_action a = tui_key_action(t, k, view_scope(v));
+	const struct tui_key *refused = a == ACT_NONE ? tui_key_refused(t, k, view_scope(v)) : NULL;
+	if (refused) {
+		tui_status(t, 1, "read-only: %s (%s) would change a store (started with --read-only)",
+			   refused->label, refused->name);
+		return;
+	}
 	int r = v && a != ACT_NONE ? v->ops->key(t, v, a, k) : V_IGNORED;
 	if (r == V_CLOSE) {
 		if (t->depth > 1)
@@ -276,6 +289,12 @@ void tui_key(struct tui *t, int k)
 		t->dirty = 1;
 		return;
 	}
+	global_action(t, a);
+}
+
+/* What a key does where the view on top did not take it. */
+static void global_action(struct tui *t, enum tui_action a)
+{
 	switch (a) {
 	case ACT_QUIT:
 		tui_quit(t);
@@ -339,26 +358,33 @@ static void draw_title(struct tui *t)
 		len += (size_t)snprintf(crumb + len, sizeof crumb - len, " › %s", t->stack[i]->title);
 	int running = 0;
 	for (size_t i = 0; i < t->njobs; i++)
-		running += atomic_load(&t->jobs[i]->state) == JOB_RUNNING;
+		running += !t->jobs[i]->quiet && atomic_load(&t->jobs[i]->state) == JOB_RUNNING;
 	char right[64] = "";
 	if (running)
 		snprintf(right, sizeof right, "%s%d job%s running ",
 			 t->read_only ? "read-only  " : "", running, running == 1 ? "" : "s");
 	else if (t->read_only)
-		snprintf(right, sizeof right, "read-only  ");
+		snprintf(right, sizeof right, "read-only ");
 	int rw = disp_columns(right);
+	/* Two blanks keep the breadcrumb off the flags, whatever the width. */
+	int room = w - rw - (rw ? 2 : 0);
 	/* Where one is matters more than where one started: cut the front. */
 	const char *shown = crumb;
-	while (disp_columns(shown) > w - rw - 1 && *shown) {
+	while (disp_columns(shown) > room && *shown) {
 		shown++;
 		while (((unsigned char)*shown & 0xc0) == 0x80)
 			shown++;
 	}
 	if (shown != crumb) {
+		/* The ellipsis takes the first column of what is shown. */
 		int x = disp_text(0, 0, 1, R_TITLE, "…");
-		disp_text(0, x, w - rw - x, R_TITLE, shown);
+		const char *rest = shown;
+		rest++;
+		while (((unsigned char)*rest & 0xc0) == 0x80)
+			rest++;
+		disp_text(0, x, room - x, R_TITLE, rest);
 	} else {
-		disp_text(0, 0, w - rw, R_TITLE, crumb);
+		disp_text(0, 0, room, R_TITLE, crumb);
 	}
 	disp_text(0, w - rw, rw, R_TITLE, right);
 }

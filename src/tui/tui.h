@@ -28,13 +28,15 @@ enum tui_action {
 
 /* Where a binding applies (a view says which it is). */
 enum {
-	K_ALL = 0x3f,
 	K_LIST = 0x01,    /* catalog lists */
 	K_VERSION = 0x02, /* a version's details */
 	K_MATRIX = 0x04,
 	K_JOBS = 0x08,
 	K_TEXT = 0x10,    /* help, logs */
-	K_WRITE = 0x40,   /* changes a store: not in --read-only */
+	K_ACT = 0x20,     /* lists of versions, or of a version's shards or attributes */
+	K_GC = 0x40,      /* lists whose rows (or parent) gc can sweep: buckets, datasets, versions */
+	K_ALL = 0x7f,
+	K_WRITE = 0x80,   /* changes a store: not in --read-only */
 };
 
 struct tui_key {
@@ -44,12 +46,15 @@ struct tui_key {
 	const char *help;  /* a line for the help screen */
 	enum tui_action action;
 	int scope;         /* K_* bits */
-	int footer;        /* shown in the footer of the views in scope */
+	int footer;        /* in the footer of the views in scope: 1 always, 2 when there is room */
 };
 extern const struct tui_key tui_keys[];
 
 /* The action of key k in a view of kind `scope` (ACT_NONE: none). */
 enum tui_action tui_key_action(const struct tui *t, int k, int scope);
+/* The binding of key k that --read-only turns off in a view of kind `scope`
+ * (NULL: none), to say why nothing happens. */
+const struct tui_key *tui_key_refused(const struct tui *t, int k, int scope);
 /* Draw the footer line for a view of kind `scope`. */
 void tui_footer(const struct tui *t, int y, int scope);
 /* The help text, a line per binding, generated from the table. */
@@ -78,6 +83,7 @@ struct view_ops {
 
 struct view {
 	const struct view_ops *ops;
+	int scope;         /* K_* bits of its keys when they depend on its rows (0: ops->scope) */
 	char title[256];   /* breadcrumb part */
 	unsigned serial;   /* identifies the view to a prompt answered later */
 };

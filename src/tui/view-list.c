@@ -488,8 +488,10 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		filter_ask(t, l);
 		return V_HANDLED;
 	case ACT_CANCEL:
-		if (l->src == SRC_JOBS && l->cur < l->n) {
-			struct tui_job *j = t->jobs[l->rows[l->cur].id];
+		if ((l->src == SRC_JOBS && l->cur < l->n) || l->src == SRC_JOBLOG) {
+			/* The job under the cursor, or the one whose log this is. */
+			struct tui_job *j = t->jobs[l->src == SRC_JOBLOG ? l->job
+						    : (size_t)l->rows[l->cur].id];
 			if (atomic_load(&j->state) == JOB_RUNNING) {
 				tui_job_cancel(j);
 				tui_status(t, 0, "canceling job %u: %s", j->id, j->title);
@@ -588,6 +590,15 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	l->level = level;
 	l->parent = parent;
 	l->cols = tui_columns(level, &l->ncols);
+	/* Version keys where rows are versions (or a version's parts), gc where
+	 * there is something to sweep: the footer lists only what works here. */
+	static const int scopes[MT_CAT_NLEVELS] = {
+		[MT_CAT_BUCKETS] = K_GC, [MT_CAT_DATASETS] = K_GC,
+		[MT_CAT_VERSIONS] = K_ACT | K_GC, [MT_CAT_SEARCH] = K_ACT,
+		[MT_CAT_SHARDS] = K_ACT, [MT_CAT_ATTRS] = K_ACT,
+	};
+	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
+		l->base.scope = K_LIST | scopes[level];
 	/* A field's value (an error, a description) is read whole. */
 	l->wrap = level == MT_CAT_VERSION || level == MT_CAT_SHARD || level == MT_CAT_JOB;
 	if (level == MT_CAT_SEARCH)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "matorage.h"
+#include "matorage-catalog.h"
 
 #define APP_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -16,6 +17,7 @@
 struct app_ctx {
 	const char *store_url;
 	mt_store_opts store_opts;
+	char store_name[256]; /* app_store_name_resolve's answer ("": not resolved) */
 };
 
 /* ---- app-alloc.c ---- */
@@ -36,6 +38,12 @@ char *app_read_file(const char *path, size_t *len);
 #define APP_LOCAL "local"
 /* The catalog's name for the store of --store: the remote or URL given, else APP_LOCAL. */
 const char *app_store_name(const struct app_ctx *app);
+/* A --store URL that is a remote's (or $MATORAGE_STORE's) store takes that
+ * remote's name, so one store is one entry in the catalog. */
+void app_store_name_resolve(struct app_ctx *app);
+/* Forget the catalog's entries for remotes no longer configured and for URLs
+ * that a named remote already lists (the stores themselves are untouched). */
+int app_catalog_prune(mt_catalog *c, mt_error *err);
 
 /* ---- app-format.c ---- */
 

@@ -44,6 +44,7 @@ struct cli_args {
 struct cli_ctx {
 	struct app_ctx app; /* --store, --endpoint, --profile, ...: what the browser gets too */
 	int quiet;
+	int read_only; /* --read-only: the browser changes no store */
 	mt_store *store;
 };
 

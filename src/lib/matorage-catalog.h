@@ -58,7 +58,8 @@ typedef struct mt_catalog_sync_stats {
 
 /* Bring what the catalog knows of store s, listed as remote `remote`, up to
  * date: of `dataset` only, or (NULL) of every dataset, dropping those the
- * store no longer has.  Only manifests and metadata objects that are new or
+ * store no longer has, and the remote's buckets at other URLs (where it
+ * pointed before).  Only manifests and metadata objects that are new or
  * whose listed size or time changed are read.  progress counts datasets.
  * A failure marks the remote offline with its message; a success marks it
  * online.  st may be NULL. */
@@ -68,6 +69,11 @@ MT_CATALOG_API int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *
 /* Record that remote (at url) could not be reached. */
 MT_CATALOG_API int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url,
 					  const char *why, mt_error *err);
+
+/* Drop remote `remote` and all the catalog knows of its buckets (a remote
+ * no longer configured, or a URL that is another remote's store); nothing
+ * in any store changes.  No such remote is not an error. */
+MT_CATALOG_API int mt_catalog_forget(mt_catalog *c, const char *remote, mt_error *err);
 
 /* What mt_catalog_list lists.  Each level's rows have an id that is the
  * parent of the level below: remotes > buckets > datasets > versions >

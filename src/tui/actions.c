@@ -13,6 +13,8 @@ struct target {
 	char *text;  /* typed input: tags, description, destination remote */
 	uint64_t found, bytes; /* gc: objects found and their bytes */
 	uint64_t shards_ok, shards_bad;
+	int stale; /* the bucket is no longer where its remote points */
+	unsigned view; /* gc: the preview to update once the deletion ends */
 };
 
 static void target_free(void *arg)
@@ -44,7 +46,7 @@ typedef int target_fn(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *er
 static int target_with_reader(struct tui_job *j, target_fn *fn, mt_error *err)
 {
 	struct target *tg = j->arg;
-	mt_store *s = tui_open_store(j, tg->ref.remote, err);
+	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, err);
 	mt_reader *r = NULL;
 	int rc = s ? mt_reader_open(s, tg->ref.dataset, tg->ref.version, &r, err) : err->code;
 	if (!rc)
@@ -99,11 +101,14 @@ static void sync_one(struct tui *t, const char *remote, const char *url, const c
 
 void tui_sync_all(struct tui *t)
 {
-	/* One job per store: an unreachable remote keeps no other one stale. */
-	sync_one(t, app_store_name(t->app), NULL, NULL);
 	mt_remote *r = NULL;
 	size_t n = 0;
 	mt_error err = { 0 };
+	/* Removed remotes, and URLs a remote already lists, leave the catalog. */
+	if (app_catalog_prune(t->cat, &err))
+		tui_status(t, 1, "%s", err.message);
+	/* One job per store: an unreachable remote keeps no other one stale. */
+	sync_one(t, app_store_name(t->app), NULL, NULL);
 	if (mt_remotes_list(&r, &n, &err))
 		tui_status(t, 1, "%s", err.message);
 	for (size_t i = 0; i < n; i++)
@@ -153,11 +158,13 @@ static int verify_run(struct tui_job *j)
 
 /* ---- copy ---- */
 
+/* The destination as typed: a remote's name (or "local"), else a URL the
+ * user confirmed; only then may a store be made there. */
 static int copy_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
 	mt_error err = { 0 };
-	mt_store *src = tui_open_store(j, tg->ref.remote, &err);
+	mt_store *src = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
 	mt_store *dst = src ? tui_open_store(j, tg->text, &err) : NULL;
 	mt_copy_stats st;
 	int rc = dst ? mt_copy(src, dst, tg->ref.dataset, tg->ref.version, 0, tui_job_progress, j,
@@ -165,9 +172,10 @@ static int copy_run(struct tui_job *j)
 		     : err.code;
 	if (!rc) {
 		char sent[32];
-		snprintf(j->result, sizeof j->result, "%llu shards sent (%s), %llu already there",
+		snprintf(j->result, sizeof j->result,
+			 "%llu shards sent (%s) to %s, %llu already there",
 			 (unsigned long long)st.shards, app_human_bytes(st.bytes, sent, sizeof sent),
-			 (unsigned long long)st.shards_present);
+			 mt_store_url(dst), (unsigned long long)st.shards_present);
 		/* The destination's catalog entry is part of the job. */
 		mt_catalog_sync(j->t->cat, tg->text, dst, tg->ref.dataset, 0, NULL, NULL, NULL,
 				&err);
@@ -175,6 +183,21 @@ static int copy_run(struct tui_job *j)
 	mt_store_close(dst);
 	mt_store_close(src);
 	return rc ? tui_job_fail(j, &err) : 0;
+}
+
+/* What a job that changed an old bucket adds to its result. */
+#define OLD_BUCKET "; its remote points elsewhere now, so r drops the bucket from the catalog"
+
+/* The catalog learns what a job changed in the bucket it acted on.  An old
+ * bucket is not synced under its remote's name: that would point the remote
+ * back at it. */
+static void catalog_note(struct tui_job *j, mt_store *s)
+{
+	struct target *tg = j->arg;
+	mt_error err = { 0 };
+	if (!tg->stale)
+		mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0, NULL, NULL, NULL,
+				&err);
 }
 
 /* ---- metadata ---- */
@@ -204,8 +227,7 @@ static int meta_write(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *er
 				       n < 256 ? n : 256, err);
 	free(copy);
 	if (!rc)
-		mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0, NULL, NULL, NULL,
-				err);
+		catalog_note(j, s);
 	return rc;
 }
 
@@ -217,8 +239,8 @@ static int meta_run(struct tui_job *j)
 	int rc = target_with_reader(j, meta_write, &err);
 	if (rc)
 		return tui_job_fail(j, &err);
-	snprintf(j->result, sizeof j->result, "%s written to %s", tags_edit ? "tags" : "description",
-		 tg->ref.url);
+	snprintf(j->result, sizeof j->result, "%s written to %s%s", tags_edit ? "tags" : "description",
+		 tg->ref.url, tg->stale ? OLD_BUCKET : "");
 	return 0;
 }
 
@@ -228,15 +250,15 @@ static int delete_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
 	mt_error err = { 0 };
-	mt_store *s = tui_open_store(j, tg->ref.remote, &err);
+	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
 	int rc = s ? mt_store_delete_version(s, tg->ref.dataset, tg->ref.version, &err) : err.code;
 	if (!rc)
-		mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0, NULL, NULL, NULL,
-				&err);
+		catalog_note(j, s);
 	mt_store_close(s);
 	if (rc)
 		return tui_job_fail(j, &err);
-	snprintf(j->result, sizeof j->result, "deleted (its shards stay until gc)");
+	snprintf(j->result, sizeof j->result, "deleted from %s (its shards stay until gc)%s",
+		 tg->ref.url, tg->stale ? OLD_BUCKET : "");
 	return 0;
 }
 
@@ -267,15 +289,65 @@ static void describe_submit(struct tui *t, const char *text, void *arg)
 	text_submit(t, text, arg, "describe", meta_run, NULL);
 }
 
-static void copy_submit(struct tui *t, const char *text, void *arg)
+static void copy_start(struct tui *t, struct target *tg, const char *dst)
+{
+	char title[160];
+	char *d = app_xstrdup(dst);
+	free(tg->text);
+	tg->text = d;
+	snprintf(title, sizeof title, "copy %s:%s@%s to %s", tg->ref.remote, tg->ref.dataset,
+		 tg->ref.version, d);
+	tui_job_start(t, "copy", title, "bytes", copy_run, NULL, tg, target_free);
+}
+
+static void copy_confirm(struct tui *t, const char *text, void *arg)
 {
 	struct target *tg = arg;
-	if (!*text || !strcmp(text, tg->ref.remote)) {
-		tui_status(t, 1, "copy: name another remote (or a URL)");
+	if (strcmp(text, "yes")) {
+		tui_status(t, 0, "copy: nothing copied");
 		target_free(tg);
 		return;
 	}
-	text_submit(t, text, arg, "copy", copy_run, "bytes");
+	copy_start(t, tg, tg->text);
+}
+
+static int is_remote(const char *name)
+{
+	struct tui_words w = { 0 };
+	tui_complete_remotes(NULL, "", &w, NULL);
+	int found = 0;
+	for (size_t i = 0; i < w.n; i++)
+		found |= !strcmp(w.v[i], name);
+	tui_words_free(&w);
+	return found;
+}
+
+/* A remote goes ahead; a URL (or a path) asks first, since a new store may be
+ * made there; anything else is a typo and copies nothing. */
+static void copy_submit(struct tui *t, const char *text, void *arg)
+{
+	struct target *tg = arg;
+	char dst[512];
+	snprintf(dst, sizeof dst, "%s", text);
+	for (size_t n = strlen(dst); n && dst[n - 1] == ' ';)
+		dst[--n] = '\0';
+	if (!*dst || !strcmp(dst, tg->ref.remote)) {
+		tui_status(t, 1, "copy: name another remote (Tab lists them)");
+		target_free(tg);
+	} else if (is_remote(dst)) {
+		copy_start(t, tg, dst);
+	} else if (strstr(dst, "://") || dst[0] == '/' || dst[0] == '.') {
+		char label[700];
+		free(tg->text);
+		tg->text = app_xstrdup(dst);
+		snprintf(label, sizeof label, "%s is no remote: copy there, making a new store if "
+			 "there is none? type 'yes': ", dst);
+		tui_ask(t, label, "", copy_confirm, tg, target_free);
+	} else {
+		tui_status(t, 1, "copy: no remote '%s' (Tab lists them; a new store needs a URL: "
+			   "file:///DIR or s3://BUCKET)", dst);
+		target_free(tg);
+	}
 }
 
 static void delete_submit(struct tui *t, const char *text, void *arg)
@@ -333,9 +405,11 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 		tui_job_start(t, "verify", title, "bytes", verify_run, NULL, tg, target_free);
 		return;
 	case ACT_COPY:
-		snprintf(label, sizeof label, "copy %s@%s from %s to remote or URL: ", tg->ref.dataset,
-			 tg->ref.version, tg->ref.remote);
+		snprintf(label, sizeof label, "copy %s@%s from %s to (Tab: remotes): ",
+			 tg->ref.dataset, tg->ref.version, tg->ref.remote);
 		tui_ask(t, label, "", copy_submit, tg, target_free);
+		t->prompt.hist = TUI_HIST_COPY;
+		t->prompt.complete = tui_complete_remotes;
 		return;
 	case ACT_TAGS:
 		current_field(t, version_id, "tags", cur, sizeof cur);
@@ -383,24 +457,66 @@ static void gc_found(void *ud, const char *key, uint64_t bytes)
 	tui_job_log(j, "%10s  %s", app_human_bytes(bytes, human, sizeof human), key);
 }
 
+#define GC_GRACE 3600
+
+/* What gc leaves for the grace period: unreferenced objects younger than it
+ * (a put may still be writing them), counted by a dry run without grace. */
+static void gc_kept(char *buf, size_t cap, uint64_t n, uint64_t bytes)
+{
+	char human[32];
+	if (!n) {
+		buf[0] = '\0';
+		return;
+	}
+	snprintf(buf, cap, "; %llu object%s (%s) kept for the %d h grace period",
+		 (unsigned long long)n, n == 1 ? "" : "s",
+		 app_human_bytes(bytes, human, sizeof human), GC_GRACE / 3600);
+}
+
 static int gc_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
 	int dry = !strcmp(j->kind, "gc-preview");
 	mt_error err = { 0 };
-	mt_store *s = tui_open_store(j, tg->ref.remote, &err);
-	uint64_t n = 0, bytes = 0;
-	int rc = s ? mt_store_gc(s, tg->ref.dataset, dry, 3600, gc_found, j, &n, &bytes, &err)
+	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
+	uint64_t n = 0, bytes = 0, all = 0, all_bytes = 0;
+	int rc = s ? mt_store_gc(s, tg->ref.dataset, dry, GC_GRACE, gc_found, j, &n, &bytes, &err)
 		   : err.code;
+	if (!rc)
+		rc = mt_store_gc(s, tg->ref.dataset, 1, 0, NULL, NULL, &all, &all_bytes, &err);
 	mt_store_close(s);
 	if (rc)
 		return tui_job_fail(j, &err);
-	char human[32];
+	/* After a deletion everything still unreferenced is young. */
+	uint64_t kept = dry ? all - n : all, kept_bytes = dry ? all_bytes - bytes : all_bytes;
+	char human[32], keep[200];
 	tg->found = n;
 	tg->bytes = bytes;
-	snprintf(j->result, sizeof j->result, "%llu objects, %s %s", (unsigned long long)n,
-		 app_human_bytes(bytes, human, sizeof human), dry ? "would be deleted" : "deleted");
+	gc_kept(keep, sizeof keep, kept, kept_bytes);
+	if (!n)
+		snprintf(j->result, sizeof j->result, "nothing to delete%s", keep);
+	else
+		snprintf(j->result, sizeof j->result, "%llu objects, %s %s%s", (unsigned long long)n,
+			 app_human_bytes(bytes, human, sizeof human),
+			 dry ? "would be deleted" : "deleted", keep);
 	return 0;
+}
+
+/* The deletion ended: the preview still on screen now says what happened. */
+static void gc_done(struct tui *t, struct tui_job *j)
+{
+	struct target *tg = j->arg;
+	struct view *v = tui_find_view(t, tg->view);
+	if (!v)
+		return;
+	pthread_mutex_lock(&j->lock);
+	char **lines = app_xcalloc(j->nlog + 2, sizeof *lines);
+	size_t n = 0;
+	lines[n++] = app_xasprintf("gc: %s", j->result);
+	for (size_t i = 0; i < j->nlog; i++)
+		lines[n++] = app_xstrdup(j->log[i]);
+	pthread_mutex_unlock(&j->lock);
+	tui_text_view_set(v, "gc result", lines, n);
 }
 
 static void gc_confirm(struct tui *t, const char *text, void *arg)
@@ -414,7 +530,7 @@ static void gc_confirm(struct tui *t, const char *text, void *arg)
 	char title[160];
 	snprintf(title, sizeof title, "gc %s%s%s", tg->ref.remote, tg->ref.dataset ? ":" : "",
 		 tg->ref.dataset ? tg->ref.dataset : "");
-	tui_job_start(t, "gc", title, NULL, gc_run, NULL, tg, target_free);
+	tui_job_start(t, "gc", title, NULL, gc_run, gc_done, tg, target_free);
 }
 
 /* The preview ended: show what it found, and ask. */
@@ -424,7 +540,7 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	if (atomic_load(&j->state) != JOB_OK)
 		return;
 	if (!tg->found) {
-		tui_status(t, 0, "gc: nothing to delete");
+		tui_status(t, 0, "gc: %s", j->result);
 		return;
 	}
 	pthread_mutex_lock(&j->lock);
@@ -434,13 +550,15 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	for (size_t i = 0; i < j->nlog; i++)
 		lines[n++] = app_xstrdup(j->log[i]);
 	pthread_mutex_unlock(&j->lock);
-	tui_push(t, tui_text_view("gc preview", lines, n));
+	struct view *preview = tui_text_view("gc preview", lines, n);
+	tui_push(t, preview);
 	/* A second target for the deleting job: the preview's stays with it. */
 	struct target *del = app_xcalloc(1, sizeof *del);
 	del->ref.remote = app_xstrdup(tg->ref.remote);
 	del->ref.url = app_xstrdup(tg->ref.url);
 	del->ref.dataset = tg->ref.dataset ? app_xstrdup(tg->ref.dataset) : NULL;
 	del->ref.shard = -1;
+	del->view = preview->serial;
 	char label[700];
 	snprintf(label, sizeof label, "%s: type 'delete' to delete them, Esc to keep them: ",
 		 j->result);

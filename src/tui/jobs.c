@@ -106,6 +106,8 @@ int tui_jobs_poll(struct tui *t)
 		changed = 1;
 		if (!j->quiet || st == JOB_FAILED)
 			tui_status(t, st == JOB_FAILED, "%s: %s", j->title, j->result);
+		if (st == JOB_FAILED)
+			t->last_error_job = i + 1;
 		if (j->finish)
 			j->finish(t, j);
 		tui_reload_all(t);
@@ -186,25 +188,4 @@ void tui_jobs_stop(struct tui *t)
 	free(t->jobs);
 	t->jobs = NULL;
 	t->njobs = 0;
-}
-
-mt_store *tui_open_store(struct tui_job *j, const char *remote, mt_error *err)
-{
-	const struct app_ctx *app = j->t->app;
-	/* "local" is whatever the command line chose as the store. */
-	const char *url = strcmp(remote, APP_LOCAL) ? remote : app ? app->store_url : NULL;
-	mt_store_opts o;
-	if (app)
-		o = app->store_opts;
-	else
-		mt_store_opts_init(&o);
-	/* --debug lines on stderr would land in the middle of the screen. */
-	o.log = NULL;
-	/* Unless read-only the browser writes (copies, recipes), so the stores it
-	 * opens are made when missing; read-only it creates nothing. */
-	o.create = !j->t->read_only;
-	mt_store *s = NULL;
-	if (mt_store_open_opts(url, &o, &s, err))
-		return NULL;
-	return s;
 }

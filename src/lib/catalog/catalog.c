@@ -439,6 +439,20 @@ static int cat_bucket(mt_catalog *c, const char *remote, const char *url, int st
 	return rc;
 }
 
+int mt_catalog_forget(mt_catalog *c, const char *remote, mt_error *err)
+{
+	sqlite3_stmt *st;
+	pthread_mutex_lock(&c->lock);
+	int rc = cat_prepare(c, "DELETE FROM remotes WHERE name = ?1", &st, err);
+	if (!rc) {
+		sqlite3_bind_text(st, 1, remote, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "forgetting a remote", err);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url, const char *why,
 			   mt_error *err)
 {
@@ -1003,6 +1017,12 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	pthread_mutex_lock(&c->lock);
 	if (!rc && !dataset)
 		rc = cat_drop_missing(c, bucket, names, n, st, err);
+	/* A remote is at one place: buckets listed under it from where it used to
+	 * point would be browsed, and acted on, as if they were still its. */
+	if (!rc && !dataset)
+		rc = cat_exec_id(c, "DELETE FROM buckets WHERE id <> ?1 AND remote_id ="
+				 " (SELECT remote_id FROM buckets WHERE id = ?1)", bucket,
+				 "dropping the remote's old buckets", err);
 	if (!rc && progress)
 		progress(ud, n, n);
 	/* An interrupted sync says nothing about the remote's health. */

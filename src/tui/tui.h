@@ -274,8 +274,10 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 /* A list's column header and how its text reads (columns.c). */
 /* How a column reads: text, a count or byte size (right-aligned, bytes in
  * units), a flag (1|0) as online|offline or yes|no, a shard's check ('-'
- * where it was never verified). */
-enum { COL_TEXT, COL_COUNT, COL_BYTES, COL_ONLINE, COL_YES, COL_CHECK };
+ * where it was never verified), a protection (K+M, "none"), a share as a
+ * percentage, a health state ("lost" for unrepairable, "never checked"). */
+enum { COL_TEXT, COL_COUNT, COL_BYTES, COL_ONLINE, COL_YES, COL_CHECK, COL_PROTECT, COL_SHARE,
+       COL_HEALTH };
 struct tui_col {
 	const char *name; /* upper case */
 	int kind;
@@ -286,6 +288,12 @@ const struct tui_col *tui_columns(int level, size_t *n);
  * where there is no value, a flag in words, a ratio with two decimals (byte
  * sizes are put in units by the list).  The text is static, the row's or buf's. */
 const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap);
+/* How many columns the catalog gives for a row of `level` (the headers may
+ * show them in another order, or two in one cell). */
+size_t tui_catalog_ncols(int level);
+/* The colour role of a catalog row of `level`: offline remotes, the health
+ * of versions and shards. */
+int tui_row_role(int level, const char *const *cols);
 /* Lines of text (help, an error), wrapped to the screen. */
 struct view *tui_text_view(const char *title, char **lines, size_t n);
 /* Replace a text view's title and lines (takes lines, as tui_text_view does). */

@@ -76,20 +76,15 @@ static void list_add(struct list *l, int64_t id, const char *const *cols, int ro
 static int list_catalog_row(void *ud, const mt_catalog_row *row)
 {
 	struct list *l = ud;
-	int role = R_NORMAL;
 	/* The headers are the browser's (columns.c): rows that do not match
 	 * them are not shown half. */
-	if (row->ncols != l->ncols) {
+	if (row->ncols != tui_catalog_ncols(l->level)) {
 		snprintf(l->error, sizeof l->error,
-			 "catalog list %d: rows of %zu columns, %zu headers", l->level,
-			 row->ncols, l->ncols);
+			 "catalog list %d: rows of %zu columns, %zu expected", l->level,
+			 row->ncols, tui_catalog_ncols(l->level));
 		return MT_EFORMAT;
 	}
-	/* Trouble stands out: offline remotes, damaged shards, failed jobs. */
-	if (l->level == MT_CAT_REMOTES && row->cols[2] && !strcmp(row->cols[2], "0"))
-		role = R_OFFLINE;
-	if (l->level == MT_CAT_SHARDS && row->cols[5])
-		role = strcmp(row->cols[5], "ok") ? R_OFFLINE : R_GOOD;
+	int role = tui_row_role(l->level, row->cols);
 	const char *text[16];
 	char bufs[16][32];
 	for (size_t c = 0; c < l->ncols && c < 16; c++)

@@ -387,6 +387,82 @@ typedef struct mt_protection {
  * checks.  Overhead is (parity_bytes + record_bytes) / data_bytes. */
 MT_API int mt_protect_info(mt_store *s, const char *dataset, const char *version,
 			   mt_protection *out, mt_error *err);
+/* ---- repairing a version ------------------------------------------------ */
+
+/* What an object of a version is, for mt_repair's reports. */
+enum { MT_REPAIR_SHARD, MT_REPAIR_PARITY, MT_REPAIR_MANIFEST, MT_REPAIR_RECORD };
+/* What became of it: sound as found; rebuilt and written back; (dry run)
+ * damaged and rebuildable from `source`; damaged and not rebuildable. */
+enum { MT_REPAIR_SOUND, MT_REPAIR_REBUILT, MT_REPAIR_REPAIRABLE, MT_REPAIR_UNREPAIRABLE };
+
+/* One object mt_repair looked at.  Every string is borrowed for the call. */
+typedef struct mt_repair_report {
+	const char *dataset, *version;
+	const char *key;       /* the object's key in the store */
+	int kind;              /* MT_REPAIR_SHARD ... */
+	int state;             /* MT_REPAIR_SOUND ... */
+	const char *source;    /* what rebuilt it: a store's URL, "parity" or
+				* "protection record"; NULL when nothing did */
+	uint64_t bytes_read;   /* read to check and rebuild it (its own read included) */
+	size_t number;         /* shards: the shard's number; parity: its group's */
+	uint64_t first_row, rows; /* shards: the rows of the version it holds */
+	const char *problem;   /* what was wrong with it; NULL when sound */
+} mt_repair_report;
+typedef void (*mt_repair_fn)(void *ud, const mt_repair_report *r);
+
+/* A salvage: `version` was written as a child of `from`, holding every row
+ * of every intact chunk; lost[i] = {first row, count} in `from`'s rows. */
+typedef struct mt_salvage_report {
+	const char *dataset, *from, *version;
+	uint64_t rows_kept, rows_lost;
+	const uint64_t (*lost)[2];
+	size_t nlost;
+} mt_salvage_report;
+typedef void (*mt_salvage_fn)(void *ud, const mt_salvage_report *r);
+
+typedef struct mt_repair_opts {
+	size_t size;                 /* set by mt_repair_opts_init */
+	/* Other stores that may hold the same objects (the caller's). */
+	mt_store *const *sources;
+	size_t nsources;
+	int use_remotes;             /* also every configured remote (mt_remotes_list) */
+	/* A loader's shard cache directory (mt_loader_opts.cache_dir): its
+	 * files are shards named <sha256>.h5.  NULL: none. */
+	const char *cache_dir;
+	int dry_run;                 /* find and classify, write nothing */
+	/* When objects cannot be rebuilt: write a new version of what is
+	 * left (rows of intact chunks), a child of the damaged one. */
+	int salvage;
+	int threads;                 /* objects checked at once; 0: 4 */
+	mt_progress_fn progress;     /* bytes checked of the total */
+	void *progress_ud;
+	mt_repair_fn report;         /* once per object; may be NULL */
+	mt_salvage_fn salvaged;      /* once per salvage; may be NULL */
+	void *report_ud;             /* for both */
+} mt_repair_opts;
+MT_API void mt_repair_opts_init_size(mt_repair_opts *o, size_t size);
+#define mt_repair_opts_init(o) mt_repair_opts_init_size((o), sizeof(mt_repair_opts))
+
+typedef struct mt_repair_stats {
+	uint64_t objects, damaged, rebuilt, unrepairable;
+	uint64_t bytes_read;
+} mt_repair_stats;
+
+/* Check every object of dataset@version (version NULL: every version of
+ * the dataset, those whose manifest is lost but whose protection record
+ * holds a copy of it included) against its sha256, and bring back each
+ * damaged or missing one: from another store holding an object of the
+ * same sha256 (o->sources, the remotes, the cache directory), else from
+ * the parity of its group; a manifest from the protection record; parity
+ * objects are computed again.  Each rebuilt object is written under its
+ * own name (atomically: an interrupted repair leaves each object either
+ * as it was or whole) and read back against its sha256.  Returns 0 when
+ * every object is sound at the end (dry run: sound or repairable),
+ * MT_ECORRUPT when some could not be rebuilt (err names the first), or
+ * the error that stopped the repair.  stats may be NULL.  The
+ * callbacks may be called from several threads, one at a time. */
+MT_API int mt_repair(mt_store *s, const char *dataset, const char *version,
+		     const mt_repair_opts *o, mt_repair_stats *stats, mt_error *err);
 
 /* ---- writing a version ------------------------------------------------ */
 

@@ -391,30 +391,27 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 	int rc = key && what ? 0 : mti_err(err, MT_ENOMEM, "copy: out of memory");
 	int same = rc ? rc : copy_source(c, dataset, version, key, what, &json, &len, &m, err);
 	rc = same < 0 ? same : 0;
-	if (same == 1) {
+	if (same == 1)
 		c->st->versions_present++;
-		for (size_t i = 0; i < m->nshards; i++) {
-			c->st->shards_present++;
-			c->st->bytes_present += m->shards[i].bytes;
-		}
-	}
 	copy_rec rec = {0};
 	if (!rc && same >= 0)
 		rc = copy_rec_source(c, dataset, version, json, len, &rec, err);
-	if (!rc && same == 0)
+	/* A manifest already in dst does not mean its shards are: one may have
+	 * been lost or cut short there since.  Each is looked for (a HEAD) and
+	 * the missing ones are sent, so a copy from a good store mends dst. */
+	if (!rc)
 		rc = copy_plan(c, dataset, m, err);
 	if (!rc && rec.p)
 		rc = copy_plan_parity(c, dataset, rec.p, err);
-	if (!rc && (same == 0 || rec.p)) {
+	if (!rc) {
 		rc = copy_pin(c, dataset, m, err);
 		if (!rc)
 			rc = copy_send(c, threads, err);
-	}
-	if (!rc && same == 0) {
-		rc = copy_recipe(c, m, err);
 		if (!rc)
-			rc = copy_commit(c, key, what, json, len, err);
+			rc = copy_recipe(c, m, err);
 	}
+	if (!rc && same == 0)
+		rc = copy_commit(c, key, what, json, len, err);
 	if (!rc && rec.p)
 		rc = copy_rec_commit(c, &rec, err);
 	copy_rec_free(&rec);

@@ -19,6 +19,11 @@ MT_LOCAL int mti_dataset_load_meta(mt_store *s, mt_manifest *m, mt_error *err);
 MT_LOCAL int mti_dataset_next_version(mt_store *s, const char *dataset, char **out,
 				     mt_error *err);
 
+/* Mark the version w writes as a salvage of `from` that lost these rows
+ * of it ({first, count} each), recorded in its manifest. */
+MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64_t (*lost)[2],
+				   size_t n, mt_error *err);
+
 /* Threads each read of r fetches and decodes chunks on (default: CPUs). */
 MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);
 

@@ -53,6 +53,9 @@ struct mt_writer {
 	char recipe_sha[65];
 	char **recipe_args;
 	size_t nrecipe_args;
+	char *salvage_from;          /* a salvage's damaged version, or NULL */
+	uint64_t (*salvage_lost)[2]; /* and the rows of it that are lost */
+	size_t nsalvage_lost;
 
 	/* Held for a whole append (and commit), so one call's rows stay
 	 * together even while it waits for the upload queue. */
@@ -200,7 +203,12 @@ static int push_shard_locked(mt_writer *w, const mt_mshard *sh)
 /* Store an object under its content hash (a shard, a recipe): pinned
  * against gc, then written or, when an identical object is there, reused
  * rather than sent again.  Both only once no gc that may have missed the
- * pin is running (doc/FORMAT.md, "Writers and gc"). */
+ * pin is running (doc/FORMAT.md, "Writers and gc").  An object already
+ * there is reused only when it holds these very bytes: one damaged in
+ * place keeps its name, and putting the same data again is how it gets
+ * mended.  The size comes first (a HEAD); at the same size the bytes are
+ * compared, which on the file store is a local read and on S3 the ETag
+ * (see mti_store_holds). */
 static int writer_put_object(mt_writer *w, const char *key, const void *data, size_t len,
 			     int flags, mt_error *err)
 {
@@ -211,7 +219,8 @@ static int writer_put_object(mt_writer *w, const char *key, const void *data, si
 		return rc;
 	uint64_t have = 0;
 	mt_error ignored;
-	if (mti_store_head(w->store, key, &have, NULL, &ignored) == 0 && have == len)
+	if (mti_store_head(w->store, key, &have, NULL, &ignored) == 0 && have == len &&
+	    mti_store_holds(w->store, key, data, len, &ignored) == 1)
 		return 0;
 	return mti_store_put(w->store, key, data, len, flags, err);
 }
@@ -808,6 +817,8 @@ static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
 		.level = w->level, .chunk_bytes = w->chunk_bytes, .attrs = w->attrs,
 		.nattrs = w->nattrs, .shards = w->shards, .nshards = w->nshards,
 		.recipe_args = w->recipe_args, .nrecipe_args = w->nrecipe_args,
+		.salvage_from = w->salvage_from, .salvage_lost = w->salvage_lost,
+		.nsalvage_lost = w->nsalvage_lost,
 	};
 	memcpy(m.recipe, w->recipe ? w->recipe_sha : "", w->recipe ? sizeof m.recipe : 1);
 	m.created = w->parent_created ? mti_created_after(w->parent_created) : mti_now_rfc3339();
@@ -933,6 +944,26 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	return rc;
 }
 
+int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64_t (*lost)[2], size_t n,
+			   mt_error *err)
+{
+	char *f = mti_strdup(from);
+	uint64_t (*l)[2] = malloc((n ? n : 1) * sizeof *l);
+	if (!f || !l) {
+		free(f);
+		free(l);
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	if (n)
+		memcpy(l, lost, n * sizeof *l);
+	free(w->salvage_from);
+	free(w->salvage_lost);
+	w->salvage_from = f;
+	w->salvage_lost = l;
+	w->nsalvage_lost = n;
+	return 0;
+}
+
 void mt_writer_abort(mt_writer *w)
 {
 	if (!w)
@@ -965,6 +996,8 @@ void mt_writer_close(mt_writer *w)
 	mt_strv_free(w->tags, w->ntags);
 	mt_strv_free(w->recipe_args, w->nrecipe_args);
 	free(w->recipe);
+	free(w->salvage_from);
+	free(w->salvage_lost);
 	free(w->shards);
 	free(w->dataset);
 	free(w->version);

@@ -215,6 +215,19 @@ fail:
 	return NULL;
 }
 
+/* {"from": VERSION, "lost": [[FIRST, COUNT], ...]} */
+static json_t *fm_enc_salvage(const mt_manifest *m)
+{
+	json_t *lost = json_array();
+	for (size_t i = 0; lost && i < m->nsalvage_lost; i++)
+		if (json_array_append_new(lost, json_pack("[o, o]", fm_uint(m->salvage_lost[i][0]),
+							  fm_uint(m->salvage_lost[i][1])))) {
+			json_decref(lost);
+			return NULL;
+		}
+	return lost ? json_pack("{s:s, s:o}", "from", m->salvage_from, "lost", lost) : NULL;
+}
+
 int mti_json_seal(char **json)
 {
 	char hex[MT_SHA256_HEX];
@@ -259,6 +272,8 @@ int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 	fm_set(root, "shards", fm_enc_shards(m), &failed);
 	if (m->recipe[0])
 		fm_set(root, "recipe", fm_enc_recipe(m), &failed);
+	if (m->salvage_from)
+		fm_set(root, "salvage", fm_enc_salvage(m), &failed);
 	if (!failed && !(*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 		failed = "(text)";
 	json_decref(root);
@@ -622,6 +637,32 @@ static int fm_dec_root(struct fm_dec *d, json_t *root, mt_manifest *m)
 	return fm_dec_shards(d, json_object_get(root, "shards"), m);
 }
 
+/* Optional: only salvaged versions have it. */
+static int fm_dec_salvage(struct fm_dec *d, json_t *sv, mt_manifest *m)
+{
+	if (!sv)
+		return 0;
+	json_t *lost = json_object_get(sv, "lost");
+	int rc = json_is_object(sv) && json_is_array(lost)
+			 ? fm_dec_str(d, sv, "from", 1, &m->salvage_from)
+			 : fm_fail(d, "salvage: expected {\"from\": VERSION, \"lost\": [...]}");
+	if (!rc)
+		rc = fm_dec_name(d, m->salvage_from, "salvage.from");
+	size_t n = rc ? 0 : json_array_size(lost);
+	if (!rc && !(m->salvage_lost = calloc(n ? n : 1, sizeof *m->salvage_lost)))
+		rc = fm_nomem(d);
+	for (size_t i = 0; !rc && i < n; i++) {
+		json_t *r = json_array_get(lost, i), *a = json_array_get(r, 0), *b = json_array_get(r, 1);
+		if (json_array_size(r) != 2 || !json_is_integer(a) || !json_is_integer(b) ||
+		    json_integer_value(a) < 0 || json_integer_value(b) < 1)
+			return fm_fail(d, "salvage.lost[%zu]: expected [FIRST, COUNT]", i);
+		m->salvage_lost[i][0] = (uint64_t)json_integer_value(a);
+		m->salvage_lost[i][1] = (uint64_t)json_integer_value(b);
+		m->nsalvage_lost++;
+	}
+	return rc;
+}
+
 int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manifest **out,
 		       mt_error *err)
 {
@@ -635,6 +676,8 @@ int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manif
 			       je.text);
 	mt_manifest *m = calloc(1, sizeof *m);
 	int rc = m ? fm_dec_root(&d, root, m) : fm_nomem(&d);
+	if (!rc)
+		rc = fm_dec_salvage(&d, json_object_get(root, "salvage"), m);
 	json_decref(root);
 	if (rc) {
 		mti_manifest_free(m);
@@ -660,6 +703,8 @@ void mti_manifest_free(mt_manifest *m)
 	mti_attrs_free(m->attrs, m->nattrs);
 	free(m->shards);
 	mt_strv_free(m->recipe_args, m->nrecipe_args);
+	free(m->salvage_from);
+	free(m->salvage_lost);
 	free(m);
 }
 

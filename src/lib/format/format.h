@@ -84,6 +84,12 @@ typedef struct mt_manifest {
 	char recipe[65];     /* sha256 of the recipe script; "" when none */
 	char **recipe_args;  /* "KEY=VALUE" each */
 	size_t nrecipe_args;
+	/* A version written by `repair --salvage`: the damaged version it was
+	 * salvaged from (NULL when it is not a salvage) and the rows of that
+	 * version it lost, {first row, count} each. */
+	char *salvage_from;
+	uint64_t (*salvage_lost)[2];
+	size_t nsalvage_lost;
 } mt_manifest;
 
 /* The "checksum" member that ends a manifest (doc/FORMAT.md, "Manifest

@@ -672,6 +672,71 @@ static int s3_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime
 	return 0;
 }
 
+/* The ETag S3 gives an object matorage wrote with these bytes: the MD5 of
+ * a single PUT, or for a multipart upload (always in parts of PART_BYTES)
+ * the MD5 of the parts' MD5s, a dash and the number of parts. */
+static void expected_etag(const void *data, size_t len, char out[48])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[16];
+	size_t parts = len <= MULTIPART_THRESHOLD ? 0 : (len + PART_BYTES - 1) / PART_BYTES;
+	if (!parts) {
+		EVP_Digest(data, len, md, NULL, EVP_md5(), NULL);
+	} else {
+		EVP_MD_CTX *c = EVP_MD_CTX_new();
+		EVP_DigestInit_ex(c, EVP_md5(), NULL);
+		for (size_t i = 0; i < parts; i++) {
+			size_t off = i * PART_BYTES, k = len - off < PART_BYTES ? len - off : PART_BYTES;
+			unsigned char pm[16];
+			EVP_Digest((const uint8_t *)data + off, k, pm, NULL, EVP_md5(), NULL);
+			EVP_DigestUpdate(c, pm, sizeof pm);
+		}
+		EVP_DigestFinal_ex(c, md, NULL);
+		EVP_MD_CTX_free(c);
+	}
+	for (int i = 0; i < 16; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[32] = '\0';
+	if (parts)
+		snprintf(out + 32, 16, "-%zu", parts);
+}
+
+/* Whether key holds these bytes: a HEAD, and when the ETag is the one these
+ * bytes give (computed here, no download) that settles it.  Another ETag
+ * may still be the same bytes (uploaded in other parts, or encrypted with
+ * a key that makes ETags opaque): then the object is read and compared. */
+static int s3_holds(mt_store *st, const char *key, const void *data, size_t len, mt_error *err)
+{
+	s3_store *s = (s3_store *)st;
+	s3_req r = {.method = "HEAD", .key = key};
+	mt_error e = {0};
+	int rc = s3_do(s, &r, &e);
+	if (rc == MT_ENOTFOUND)
+		return 0;
+	if (rc)
+		return mti_err_copy(err, &e);
+	if (r.have_length && r.length != len)
+		return MT_EEXIST;
+	char want[48], got[sizeof r.etag];
+	expected_etag(data, len, want);
+	const char *t = r.etag + (r.etag[0] == '"');
+	snprintf(got, sizeof got, "%.*s", (int)strcspn(t, "\""), t);
+	if (!strcasecmp(got, want))
+		return 1;
+	void *buf = NULL;
+	size_t n = 0;
+	rc = st->ops->get(st, key, 0, UINT64_MAX, &buf, &n, err);
+	if (rc == MT_ENOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	int same = n == len && memcmp(buf, data, len) == 0;
+	free(buf);
+	return same ? 1 : MT_EEXIST;
+}
+
 /* ---- writing ------------------------------------------------------------ */
 
 /* Exclusive puts (manifests) ask the server to refuse an existing key
@@ -1286,6 +1351,7 @@ static const mt_store_ops s3_ops = {
 	.sync = s3_sync,
 	.sweep = s3_sweep,
 	.close = s3_close,
+	.holds = s3_holds,
 };
 
 /* Bucket names as S3 allows them (and older, looser ones: upper case,

@@ -223,6 +223,8 @@ int mti_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime,
 
 int mti_store_holds(mt_store *s, const char *key, const void *data, size_t len, mt_error *err)
 {
+	if (s->ops->holds)
+		return s->ops->holds(s, key, data, len, err);
 	void *got = NULL;
 	size_t n = 0;
 	int rc = s->ops->get(s, key, 0, UINT64_MAX, &got, &n, err);

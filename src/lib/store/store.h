@@ -72,6 +72,10 @@ typedef struct mt_store_ops {
 	int (*sweep)(mt_store *s, const char *prefix, int64_t before, int dry_run,
 		     uint64_t *n, uint64_t *bytes, mt_error *err);
 	void (*close)(mt_store *s);
+	/* Optional (NULL: read the object and compare): whether key holds
+	 * exactly these bytes, answered as mti_store_holds does but cheaper
+	 * where the server keeps a digest of each object (S3's ETag). */
+	int (*holds)(mt_store *s, const char *key, const void *data, size_t len, mt_error *err);
 } mt_store_ops;
 
 /* Every backend's handle starts with this. */
@@ -113,7 +117,8 @@ MT_LOCAL int mti_store_head(mt_store *s, const char *key, uint64_t *size, int64_
 			   mt_error *err);
 MT_LOCAL int mti_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err);
 /* Whether key holds exactly these bytes: 1 it does, 0 there is no such key,
- * MT_EEXIST it holds other bytes (err not filled); another failure fills err. */
+ * MT_EEXIST it holds other bytes (err not filled); another failure fills err.
+ * Uses the backend's holds when it has one. */
 MT_LOCAL int mti_store_holds(mt_store *s, const char *key, const void *data, size_t len,
 			     mt_error *err);
 /* Call fn for every object under prefix, page by page; stop early when fn

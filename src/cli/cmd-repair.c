@@ -1,0 +1,154 @@
+/* cmd-repair.c — `matorage repair`: bring back a version's damaged or lost shards, parity objects and manifest, from other stores or parity; salvage what is left. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+static const struct cli_option repair_options[] = {
+	{ "from", 0, "STORE", "another store or remote holding the same objects (repeatable)" },
+	{ "no-remotes", 0, NULL, "do not look in the configured remotes" },
+	{ "cache", 0, "DIR", "a loader's shard cache directory to look in as well" },
+	{ "dry-run", 'n', NULL, "say what is damaged and what would rebuild it; write nothing" },
+	{ "salvage", 0, NULL,
+	  "when objects cannot be rebuilt, write a new version of the rows still intact" },
+	{ "threads", 'j', "N", "objects checked at once (default 4)" },
+	{ NULL, 0, NULL, NULL },
+};
+
+static const char *const repair_kinds[] = { "shard", "parity", "manifest", "record" };
+
+struct repair_out {
+	pthread_mutex_t lock;
+	int dry_run;
+};
+
+static void repair_line(const mt_repair_report *r, int dry_run)
+{
+	char read[32];
+	app_human_bytes(r->bytes_read, read, sizeof read);
+	const char *kind = repair_kinds[r->kind];
+	char what[64] = "";
+	if (r->kind == MT_REPAIR_SHARD)
+		snprintf(what, sizeof what, " %zu (rows %" PRIu64 "..%" PRIu64 ")", r->number,
+			 r->first_row, r->first_row + r->rows - (r->rows > 0));
+	else if (r->kind == MT_REPAIR_PARITY)
+		snprintf(what, sizeof what, " of group %zu", r->number);
+	switch (r->state) {
+	case MT_REPAIR_REBUILT:
+	case MT_REPAIR_REPAIRABLE:
+		printf("%s %s@%s %s%s %s: %s; from %s, %s read\n",
+		       r->state == MT_REPAIR_REBUILT ? "rebuilt" : dry_run ? "repairable" : "rebuilt",
+		       r->dataset, r->version, kind, what, r->key, r->problem ? r->problem : "damaged",
+		       r->source ? r->source : "?", read);
+		break;
+	case MT_REPAIR_UNREPAIRABLE:
+		printf("UNREPAIRABLE %s@%s %s%s %s: %s\n", r->dataset, r->version, kind, what,
+		       r->key ? r->key : "", r->problem ? r->problem : "damaged");
+		break;
+	default:
+		break;
+	}
+}
+
+static void repair_report(void *ud, const mt_repair_report *r)
+{
+	struct repair_out *o = ud;
+	pthread_mutex_lock(&o->lock);
+	cli_progress_hide();
+	repair_line(r, o->dry_run);
+	fflush(stdout);
+	pthread_mutex_unlock(&o->lock);
+}
+
+static void repair_salvaged(void *ud, const mt_salvage_report *s)
+{
+	struct repair_out *o = ud;
+	pthread_mutex_lock(&o->lock);
+	cli_progress_hide();
+	printf("salvaged %s@%s as %s@%s: %" PRIu64 " rows kept, %" PRIu64 " lost", s->dataset,
+	       s->from, s->dataset, s->version, s->rows_kept, s->rows_lost);
+	for (size_t i = 0; i < s->nlost; i++)
+		printf("%s%" PRIu64 "..%" PRIu64, i ? ", " : ": rows ", s->lost[i][0],
+		       s->lost[i][0] + s->lost[i][1] - 1);
+	printf("\n");
+	fflush(stdout);
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* The --from stores, opened read-only; NULL after printing why. */
+static mt_store **repair_sources(struct cli_ctx *ctx, const struct cli_args *a, size_t *n)
+{
+	const char *const *from = cli_get_all(a, "from", n);
+	mt_store **s = calloc(*n ? *n : 1, sizeof *s);
+	if (!s) {
+		cli_error("out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		if (!(s[i] = cli_store_open(ctx, from[i], 0))) {
+			for (size_t j = 0; j < i; j++)
+				mt_store_close(s[j]);
+			free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	struct cli_ref ref = { 0 };
+	mt_repair_opts o;
+	mt_repair_opts_init(&o);
+	int rc = cli_opt_int(a, "threads", 1, 256, &o.threads);
+	if (!rc)
+		rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
+	if (rc)
+		return rc;
+	mt_store *s = cli_store(ctx);
+	size_t nsrc = 0;
+	mt_store **src = s ? repair_sources(ctx, a, &nsrc) : NULL;
+	if (!src) {
+		cli_ref_free(&ref);
+		return CLI_FAIL;
+	}
+	struct repair_out out = { .lock = PTHREAD_MUTEX_INITIALIZER, .dry_run = cli_has(a, "dry-run") };
+	o.sources = src;
+	o.nsources = nsrc;
+	o.use_remotes = !cli_has(a, "no-remotes");
+	o.cache_dir = cli_get(a, "cache");
+	o.dry_run = out.dry_run;
+	o.salvage = cli_has(a, "salvage");
+	o.report = repair_report;
+	o.salvaged = repair_salvaged;
+	o.report_ud = &out;
+	cli_catch_interrupt();
+	struct cli_progress *p = cli_progress_begin(ctx, ref.dataset, 0);
+	o.progress = cli_progress_fn;
+	o.progress_ud = p;
+	mt_repair_stats st = { 0 };
+	mt_error err = { 0 };
+	/* No version named: every version of the dataset. */
+	int rrc = mt_repair(s, ref.dataset, ref.version, &o, &st, &err);
+	cli_progress_end(p);
+	char read[32];
+	app_human_bytes(st.bytes_read, read, sizeof read);
+	if (!rrc || rrc == MT_ECORRUPT)
+		printf("%" PRIu64 " objects checked, %" PRIu64 " damaged, %" PRIu64 " %s, %" PRIu64
+		       " unrepairable; %s read\n", st.objects, st.damaged,
+		       out.dry_run ? st.damaged - st.unrepairable : st.rebuilt,
+		       out.dry_run ? "repairable" : "rebuilt", st.unrepairable, read);
+	rc = rrc ? cli_fail(&err) : CLI_OK;
+	for (size_t i = 0; i < nsrc; i++)
+		mt_store_close(src[i]);
+	free(src);
+	cli_ref_free(&ref);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_repair = {
+	"repair", "DATASET[@VERSION]", repair_options, repair_exec,
+	"Rebuild damaged or lost shards, parity and manifests from other stores or parity", 1, 1,
+};

@@ -1,0 +1,470 @@
+/* repair-rebuild.c — the sources of a repair: other stores and a loader's cache, the version's manifest and protection record, and rebuilding members of a parity group. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "codec.h"
+#include "dataset.h"
+#include "pool.h"
+#include "repair.h"
+
+/* ---- other stores ------------------------------------------------------- */
+
+static int source_add(rp_ctx *c, mt_store *st, int owned, int flat)
+{
+	/* The store being repaired is no source of itself. */
+	if (!strcmp(mt_store_url(st), mt_store_url(c->s))) {
+		if (owned)
+			mt_store_close(st);
+		return 0;
+	}
+	rp_source *n = realloc(c->src, (c->nsrc + 1) * sizeof *n);
+	char *name = mti_strdup(mt_store_url(st));
+	if (!n || !name) {
+		free(name);
+		if (n)
+			c->src = n;
+		if (owned)
+			mt_store_close(st);
+		return MT_ENOMEM;
+	}
+	c->src = n;
+	c->src[c->nsrc++] = (rp_source){.store = st, .name = name, .owned = owned, .flat = flat};
+	return 0;
+}
+
+/* The remotes, each opened as configured; one that cannot be opened is no
+ * source (a repair should not fail for an unreachable mirror). */
+static int sources_remotes(rp_ctx *c, mt_error *err)
+{
+	mt_remote *r = NULL;
+	size_t n = 0;
+	mt_error e = {0};
+	if (mt_remotes_list(&r, &n, &e))
+		return 0;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		mt_store_opts so;
+		mt_store_opts_init(&so);
+		so.create = 0;
+		mt_store *st = NULL;
+		if (mt_store_open_opts(r[i].name, &so, &st, &e) == 0 && source_add(c, st, 1, 0))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	mt_remotes_free(r, n);
+	return rc;
+}
+
+int mti_rp_sources_open(rp_ctx *c, mt_error *err)
+{
+	for (size_t i = 0; i < c->o.nsources; i++)
+		if (c->o.sources[i] && source_add(c, c->o.sources[i], 0, 0))
+			return mti_err(err, MT_ENOMEM, "out of memory");
+	int rc = c->o.use_remotes ? sources_remotes(c, err) : 0;
+	if (!rc && c->o.cache_dir) {
+		mt_store *st = NULL;
+		mt_error e = {0};
+		if (mti_store_fs_open(c->o.cache_dir, 0, &st, &e) == 0 && source_add(c, st, 1, 1))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	return rc;
+}
+
+void mti_rp_sources_close(rp_ctx *c)
+{
+	for (size_t i = 0; i < c->nsrc; i++) {
+		if (c->src[i].owned)
+			mt_store_close(c->src[i].store);
+		free(c->src[i].name);
+	}
+	free(c->src);
+	c->src = NULL;
+	c->nsrc = 0;
+}
+
+/* ---- which versions ----------------------------------------------------- */
+
+typedef struct vlist {
+	char **v;
+	size_t n;
+	const char *prefix;
+} vlist;
+
+static int vlist_has(const vlist *l, const char *v)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], v))
+			return 1;
+	return 0;
+}
+
+/* A protection record whose version is not listed: its manifest is gone. */
+static int vlist_record(void *ud, const mt_obj *o)
+{
+	vlist *l = ud;
+	const char *name = o->key + strlen(l->prefix);
+	size_t len = strlen(name);
+	if (len <= 5 || strcmp(name + len - 5, ".json") || strchr(name, '/'))
+		return 0;
+	char *v = mti_asprintf("%.*s", (int)(len - 5), name);
+	if (!v)
+		return MT_ENOMEM;
+	char **n = vlist_has(l, v) ? NULL : realloc(l->v, (l->n + 1) * sizeof *n);
+	if (!n) {
+		int had = vlist_has(l, v);
+		free(v);
+		return had ? 0 : MT_ENOMEM;
+	}
+	l->v = n;
+	l->v[l->n++] = v;
+	return 0;
+}
+
+int mti_rp_versions(rp_ctx *c, const char *version, char ***out, size_t *n, mt_error *err)
+{
+	vlist l = {0};
+	int latest = version && (!*version || !strcasecmp(version, "latest"));
+	int rc = 0;
+	if (version && !latest) {
+		l.v = calloc(1, sizeof *l.v);
+		if (!l.v || !(l.v[0] = mti_strdup(version)))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+		l.n = l.v ? 1 : 0;
+	} else {
+		rc = mt_store_versions(c->s, c->dataset, &l.v, &l.n, err);
+		if (rc == MT_ENOTFOUND && !latest)
+			rc = 0;
+	}
+	if (!rc && latest) {
+		for (size_t i = 0; i + 1 < l.n; i++)
+			free(l.v[i]);
+		l.v[0] = l.v[l.n - 1];
+		l.n = 1;
+	}
+	char *prefix = version ? NULL : mti_asprintf("datasets/%s/protect/", c->dataset);
+	if (!rc && !version && !(l.prefix = prefix))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && !version)
+		rc = mti_store_list_all(c->s, prefix, vlist_record, &l, err);
+	if (rc == MT_ENOMEM)
+		mti_err(err, rc, "out of memory");
+	free(prefix);
+	if (!rc && !l.n)
+		rc = mti_err(err, MT_ENOTFOUND, "dataset %s: no versions and no protection records",
+			    c->dataset);
+	if (rc) {
+		mt_strv_free(l.v, l.n);
+		return rc;
+	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
+}
+
+/* ---- the manifest and the record --------------------------------------- */
+
+/* Manifest text that may stand for c->version: it decodes (its checksum
+ * holds), names the version and, when there is a record, is its copy. */
+static int manifest_ok(rp_ctx *c, const void *json, size_t len, mt_manifest **m)
+{
+	mt_error e = {0};
+	if (c->p && (len != c->p->manifest_len || memcmp(json, c->p->manifest, len)))
+		return MT_ECORRUPT;
+	if (mti_manifest_decode(json, len, c->mobj.key, m, &e))
+		return MT_ECORRUPT;
+	if (strcmp((*m)->dataset, c->dataset) || strcmp((*m)->version, c->version)) {
+		mti_manifest_free(*m);
+		*m = NULL;
+		return MT_ECORRUPT;
+	}
+	return 0;
+}
+
+static int manifest_take(rp_ctx *c, void *json, size_t len, mt_manifest *m)
+{
+	char *text = malloc(len + 1);
+	if (!text) {
+		mti_manifest_free(m);
+		free(json);
+		return MT_ENOMEM;
+	}
+	memcpy(text, json, len);
+	text[len] = '\0';
+	free(json);
+	c->m = m;
+	c->mjson = text;
+	c->mlen = len;
+	return 0;
+}
+
+/* A good copy of the manifest from another store, else the record. */
+static int manifest_elsewhere(rp_ctx *c, uint64_t *nread)
+{
+	for (size_t k = 0; k < c->nsrc; k++) {
+		if (c->src[k].flat)
+			continue;
+		void *json = NULL;
+		size_t len = 0;
+		mt_manifest *m = NULL;
+		mt_error e = {0};
+		if (mti_store_get(c->src[k].store, c->mobj.key, 0, UINT64_MAX, &json, &len, &e))
+			continue;
+		*nread += len;
+		if (manifest_ok(c, json, len, &m) == 0) {
+			c->mobj.source = c->src[k].name;
+			return manifest_take(c, json, len, m);
+		}
+		free(json);
+	}
+	mt_manifest *m = NULL;
+	void *copy = c->p ? malloc(c->p->manifest_len ? c->p->manifest_len : 1) : NULL;
+	if (!c->p)
+		return 0;
+	if (!copy)
+		return MT_ENOMEM;
+	memcpy(copy, c->p->manifest, c->p->manifest_len);
+	if (manifest_ok(c, copy, c->p->manifest_len, &m)) {
+		free(copy);
+		return 0;
+	}
+	c->mobj.source = "protection record";
+	return manifest_take(c, copy, c->p->manifest_len, m);
+}
+
+/* The record, when there is one; a damaged one is no record (its parity
+ * cannot be trusted) and is reported.  Records are not rebuilt here: the
+ * version can be protected again once its shards are sound. */
+static int record_load(rp_ctx *c, mt_error *err)
+{
+	mt_error e = {0};
+	int rc = mti_prec_load(c->s, c->dataset, c->version, &c->p, &e);
+	if (rc == MT_ENOTFOUND || !rc)
+		return 0;
+	if (rc != MT_ECORRUPT && rc != MT_EFORMAT)
+		return mti_err_copy(err, &e);
+	c->p = NULL;
+	if (c->o.report) {
+		char *key = mti_key_protect(c->dataset, c->version);
+		mt_repair_report r = {.dataset = c->dataset, .version = c->version, .key = key,
+				      .kind = MT_REPAIR_RECORD, .state = MT_REPAIR_UNREPAIRABLE,
+				      .problem = e.message};
+		c->o.report(c->o.report_ud, &r);
+		free(key);
+	}
+	c->st->objects++;
+	c->st->damaged++;
+	c->st->unrepairable++;
+	return 0;
+}
+
+int mti_rp_manifest_find(rp_ctx *c, mt_error *err)
+{
+	mt_error e = {0};
+	int rc = mti_dataset_removed(c->s, c->dataset, c->version, &e);
+	if (rc == MT_EEXIST)
+		return 1;
+	if (rc)
+		return mti_err_copy(err, &e);
+	c->mobj.kind = MT_REPAIR_MANIFEST;
+	if (!(c->mobj.key = mti_key_manifest(c->dataset, c->version)))
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	if ((rc = record_load(c, err)))
+		return rc;
+	void *json = NULL;
+	size_t len = 0;
+	mt_manifest *m = NULL;
+	rc = mti_store_get(c->s, c->mobj.key, 0, UINT64_MAX, &json, &len, &e);
+	if (rc && rc != MT_ENOTFOUND)
+		return mti_err_copy(err, &e);
+	c->mobj.read = len;
+	c->st->bytes_read += len;
+	if (!rc && manifest_ok(c, json, len, &m) == 0)
+		return manifest_take(c, json, len, m) ? mti_err(err, MT_ENOMEM, "out of memory") : 0;
+	free(json);
+	c->mobj.state = RP_DAMAGED;
+	c->mobj.problem = rc ? mti_strdup("missing")
+			     : mti_strdup(c->p ? "not the copy its protection record holds"
+					       : "fails its checksum");
+	c->mmissing = rc == MT_ENOTFOUND; /* written back with an exclusive create */
+	uint64_t n = 0;
+	rc = manifest_elsewhere(c, &n);
+	c->mobj.read += n;
+	c->st->bytes_read += n;
+	return rc ? mti_err(err, rc, "out of memory") : 0;
+}
+
+/* Written last, once the objects it names are back: the commit point of
+ * the version, as for a writer.  A lost manifest is created exclusively
+ * (a writer or another repair may have put it back meanwhile). */
+int mti_rp_manifest_write(rp_ctx *c, mt_error *err)
+{
+	rp_obj *o = &c->mobj;
+	int missing = c->mmissing;
+	if (o->state != RP_DAMAGED || !c->mjson)
+		return 0;
+	if (c->o.dry_run) {
+		o->state = RP_REPAIRABLE;
+		return 0;
+	}
+	int rc = mti_rp_lock(c, err);
+	if (!rc)
+		rc = mti_dlock_check(c->dlock, err);
+	if (!rc)
+		rc = mti_store_put(c->s, o->key, c->mjson, c->mlen, missing ? MT_PUT_EXCLUSIVE : 0,
+				   err);
+	int same = rc && rc != MT_EEXIST ? rc : mti_store_holds(c->s, o->key, c->mjson, c->mlen, err);
+	if (same == 1)
+		o->state = RP_REBUILT;
+	else if (same == MT_EEXIST)
+		return mti_err(err, MT_EEXIST, "%s@%s: %s was written meanwhile with other "
+			      "content; left as it is", c->dataset, c->version, o->key);
+	return same == 1 ? 0 : same ? same : mti_err(err, MT_EIO, "%s: gone after its write",
+						   o->key);
+}
+
+/* ---- parity ------------------------------------------------------------- */
+
+/* The objects of group g, by row: members 0..nmembers-1, then parity
+ * k..k+m-1 (index into c->objs, -1 for rows past the members). */
+static void group_rows(rp_ctx *c, const mti_pgroup *g, int *row)
+{
+	int k = c->p->k;
+	for (int i = 0; i < k + c->p->m; i++)
+		row[i] = -1;
+	for (size_t j = 0; j < g->nmembers; j++)
+		for (size_t i = 0; i < c->nobjs; i++)
+			if (c->objs[i].kind == MT_REPAIR_SHARD &&
+			    !strcmp(c->objs[i].sha256, g->members[j].sha256))
+				row[j] = (int)i;
+	for (int r = 0; r < c->p->m; r++)
+		for (size_t i = 0; i < c->nobjs; i++)
+			if (c->objs[i].kind == MT_REPAIR_PARITY &&
+			    !strcmp(c->objs[i].sha256, g->parity[r].sha256))
+				row[k + r] = (int)i;
+}
+
+typedef struct gbuf {
+	uint8_t *rows[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
+	unsigned char have[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
+	size_t want[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
+	size_t nwant;
+	uint64_t read; /* bytes of the survivors read */
+} gbuf;
+
+static void gbuf_free(gbuf *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(b->rows[i]);
+	uint64_t read = b->read; /* what was read stays read */
+	memset(b, 0, sizeof *b);
+	b->read = read;
+}
+
+/* Read the group's sound rows whole, each checked against its sha256 and
+ * padded to the stripe; a row that fails is damaged after all (1: look
+ * again).  Damaged rows get output buffers. */
+static int group_read(rp_ctx *c, const mti_pgroup *g, const int *row, gbuf *b, mt_error *err)
+{
+	int n = c->p->k + c->p->m;
+	for (int i = 0; i < n; i++) {
+		b->rows[i] = calloc(1, g->stripe ? g->stripe : 1);
+		if (!b->rows[i])
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		if (row[i] < 0) { /* a zero member past the group's end */
+			b->have[i] = 1;
+			continue;
+		}
+		rp_obj *o = &c->objs[row[i]];
+		if (o->state == RP_DAMAGED) {
+			b->want[b->nwant++] = (size_t)i;
+			continue;
+		}
+		if (o->state != RP_SOUND && o->state != RP_REBUILT)
+			continue;
+		void *data = NULL;
+		uint64_t nr = 0;
+		char *why = NULL;
+		int rc = mti_rp_fetch(c->s, o->key, o->sha256, o->bytes, &data, &nr, &why, err);
+		b->read += nr;
+		if (rc == MT_ECORRUPT) {
+			o->state = RP_DAMAGED;
+			free(o->problem);
+			o->problem = why;
+			return 1;
+		}
+		free(why);
+		if (rc)
+			return rc;
+		memcpy(b->rows[i], data, (size_t)o->bytes);
+		free(data);
+		b->have[i] = 1;
+	}
+	return 0;
+}
+
+/* Hand each rebuilt row to its object and write it back. */
+static int group_write(rp_ctx *c, const int *row, gbuf *b, mt_error *err)
+{
+	for (size_t w = 0; w < b->nwant; w++) {
+		rp_obj *o = &c->objs[row[b->want[w]]];
+		if (o->state != RP_DAMAGED)
+			continue; /* a shard listed twice in the group */
+		o->data = b->rows[b->want[w]];
+		b->rows[b->want[w]] = NULL;
+		o->source = "parity";
+		/* What rebuilding it took: the rest of its group, read whole. */
+		mti_rp_add_read(c, o, b->read);
+		int rc = mti_rp_write_back(c, o, err);
+		if (rc == MT_ECORRUPT) {
+			/* The group's other rows decoded into other bytes: not rebuildable. */
+			free(o->data);
+			o->data = NULL;
+			o->source = NULL;
+			o->state = RP_DAMAGED;
+			continue;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int group_job(void *ud, size_t gi)
+{
+	rp_ctx *c = ud;
+	const mti_pgroup *g = &c->p->groups[gi];
+	int row[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
+	int n = c->p->k + c->p->m;
+	group_rows(c, g, row);
+	mt_error e = {0};
+	gbuf b;
+	memset(&b, 0, sizeof b);
+	int rc;
+	/* A survivor that fails its check joins the damaged: read again. */
+	while ((rc = group_read(c, g, row, &b, &e)) == 1)
+		gbuf_free(&b, n);
+	pthread_mutex_lock(&c->lock);
+	c->st->bytes_read += b.read;
+	pthread_mutex_unlock(&c->lock);
+	size_t had = 0;
+	for (int i = 0; i < n; i++)
+		had += b.have[i];
+	if (!rc && b.nwant && had >= (size_t)c->p->k)
+		rc = mti_parity_decode(c->p->k, c->p->m, c->p->matrix, g->nmembers, b.have, b.rows,
+				       g->stripe, b.want, b.nwant, &e);
+	if (!rc && b.nwant && had >= (size_t)c->p->k)
+		rc = group_write(c, row, &b, &e);
+	gbuf_free(&b, n);
+	return rc ? mti_rp_fail(c, rc, &e) : 0;
+}
+
+int mti_rp_parity(rp_ctx *c, mt_error *err)
+{
+	if (!c->p)
+		return 0;
+	int rc = mti_parallel_for(c->o.threads, c->p->ngroups, group_job, c);
+	if (rc)
+		return mti_err_copy(err, &c->failure);
+	return 0;
+}

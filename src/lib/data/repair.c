@@ -1,0 +1,430 @@
+/* repair.c — bring back a version's damaged or lost objects: from another store holding the same bytes, from the parity of their group, the manifest from the protection record. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "codec.h"
+#include "dataset.h"
+#include "lock.h"
+#include "opts.h"
+#include "pool.h"
+#include "protect.h"
+#include "repair.h"
+
+#define DEFAULT_THREADS 4
+#define REPAIR_OPTS_FIRST MT_OPTS_SIZE_UPTO(mt_repair_opts, report_ud)
+
+void mt_repair_opts_init_size(mt_repair_opts *o, size_t size)
+{
+	mt_repair_opts d;
+	memset(&d, 0, sizeof d);
+	d.use_remotes = 1;
+	mti_opts_init(o, size, &d, sizeof d);
+}
+
+void mti_rp_obj_clear(rp_obj *o)
+{
+	free(o->key);
+	free(o->problem);
+	free(o->data);
+	memset(o, 0, sizeof *o);
+}
+
+static void rp_objs_free(rp_ctx *c)
+{
+	for (size_t i = 0; i < c->nobjs; i++)
+		mti_rp_obj_clear(&c->objs[i]);
+	free(c->objs);
+	c->objs = NULL;
+	c->nobjs = c->capobjs = 0;
+}
+
+/* Keep the first error a worker hit. */
+int mti_rp_fail(rp_ctx *c, int rc, const mt_error *e)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!c->failed) {
+		c->failed = rc;
+		mti_err_copy(&c->failure, e);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* Bytes read for o; those of a group's survivors are counted once in the
+ * stats (by the caller) and added to each object they rebuilt. */
+void mti_rp_add_read(rp_ctx *c, rp_obj *o, uint64_t n)
+{
+	pthread_mutex_lock(&c->lock);
+	o->read += n;
+	if (!o->data)
+		c->st->bytes_read += n;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Read key whole and hold it against sha256 and size: 0 and the bytes
+ * when they are right, MT_ECORRUPT (why in *why when not NULL) when the
+ * object is missing or other bytes, another code when the store failed. */
+int mti_rp_fetch(mt_store *s, const char *key, const char *sha256, uint64_t bytes, void **data,
+		 uint64_t *nread, char **why, mt_error *err)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	mt_error e = {0};
+	int rc = mti_store_get(s, key, 0, UINT64_MAX, &buf, &len, &e);
+	if (rc == MT_ENOTFOUND) {
+		if (why)
+			*why = mti_strdup("missing");
+		return MT_ECORRUPT;
+	}
+	if (rc)
+		return mti_err_copy(err, &e);
+	*nread += len;
+	char got[MT_SHA256_HEX];
+	if (len != bytes) {
+		if (why)
+			*why = mti_asprintf("%zu bytes, not %llu", len, (unsigned long long)bytes);
+		rc = MT_ECORRUPT;
+	} else if ((rc = mti_sha256_hex(buf, len, got, err)) == 0 && strcmp(got, sha256)) {
+		if (why)
+			*why = mti_asprintf("sha256 is %s", got);
+		rc = MT_ECORRUPT;
+	}
+	if (rc)
+		free(buf);
+	else
+		*data = buf;
+	return rc;
+}
+
+/* ---- the objects of a version ----------------------------------------- */
+
+static int rp_find(const rp_ctx *c, const char *key)
+{
+	for (size_t i = 0; i < c->nobjs; i++)
+		if (!strcmp(c->objs[i].key, key))
+			return (int)i;
+	return -1;
+}
+
+/* Add an object once (a shard may repeat within a version). */
+static int rp_add(rp_ctx *c, char *key, const char *sha256, uint64_t bytes, int kind,
+		  size_t number, mt_error *err)
+{
+	if (!key)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	if (rp_find(c, key) >= 0) {
+		free(key);
+		return 0;
+	}
+	if (c->nobjs == c->capobjs) {
+		size_t cap = c->capobjs ? 2 * c->capobjs : 16;
+		rp_obj *n = realloc(c->objs, cap * sizeof *n);
+		if (!n) {
+			free(key);
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		}
+		c->objs = n;
+		c->capobjs = cap;
+	}
+	rp_obj *o = &c->objs[c->nobjs++];
+	memset(o, 0, sizeof *o);
+	o->key = key;
+	snprintf(o->sha256, sizeof o->sha256, "%s", sha256);
+	o->bytes = bytes;
+	o->kind = kind;
+	o->number = number;
+	if (kind == MT_REPAIR_SHARD && c->m) {
+		o->first_row = c->m->shards[number].first_row;
+		o->rows = c->m->shards[number].rows;
+	}
+	return 0;
+}
+
+static int rp_plan(rp_ctx *c, mt_error *err)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < c->m->nshards; i++)
+		rc = rp_add(c, mti_key_shard(c->dataset, c->m->shards[i].sha256),
+			    c->m->shards[i].sha256, c->m->shards[i].bytes, MT_REPAIR_SHARD, i, err);
+	for (size_t g = 0; !rc && c->p && g < c->p->ngroups; g++)
+		for (int r = 0; !rc && r < c->p->m; r++) {
+			const mti_pparity *q = &c->p->groups[g].parity[r];
+			rc = rp_add(c, mti_key_parity(c->dataset, q->sha256), q->sha256, q->bytes,
+				    MT_REPAIR_PARITY, g, err);
+		}
+	return rc;
+}
+
+static void rp_tick(rp_ctx *c, uint64_t n)
+{
+	pthread_mutex_lock(&c->lock);
+	c->done += n;
+	if (!c->canceled && c->o.progress && c->o.progress(c->o.progress_ud, c->done, c->total))
+		c->canceled = 1;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Check one object whole against its name. */
+static int check_job(void *ud, size_t i)
+{
+	rp_ctx *c = ud;
+	rp_obj *o = &c->objs[i];
+	if (c->canceled)
+		return MT_ECANCELED;
+	void *data = NULL;
+	uint64_t n = 0;
+	mt_error e = {0};
+	char *why = NULL;
+	int rc = mti_rp_fetch(c->s, o->key, o->sha256, o->bytes, &data, &n, &why, &e);
+	mti_rp_add_read(c, o, n);
+	free(data);
+	rp_tick(c, o->bytes);
+	if (rc == MT_ECORRUPT) {
+		o->state = RP_DAMAGED;
+		o->problem = why;
+		return 0;
+	}
+	free(why);
+	return rc ? mti_rp_fail(c, rc, &e) : 0;
+}
+
+static int rp_check(rp_ctx *c, mt_error *err)
+{
+	c->total = c->done = 0;
+	for (size_t i = 0; i < c->nobjs; i++)
+		c->total += c->objs[i].bytes;
+	int rc = mti_parallel_for(c->o.threads, c->nobjs, check_job, c);
+	if (rc == MT_ECANCELED || c->canceled)
+		return mti_err(err, MT_ECANCELED, "%s@%s: repair canceled", c->dataset,
+			      c->version);
+	if (rc)
+		return mti_err_copy(err, &c->failure);
+	return 0;
+}
+
+/* ---- writing back ------------------------------------------------------ */
+
+/* Pinned like a writer's objects (doc/FORMAT.md, "Writers and gc"): a gc
+ * must not collect an object the moment it is written back. */
+int mti_rp_lock(rp_ctx *c, mt_error *err)
+{
+	if (c->dlock)
+		return 0;
+	int rc = mti_dlock_open(c->s, c->dataset, MT_LOCK_WRITE, &c->dlock, err);
+	if (!rc)
+		rc = mti_dlock_pin_version(c->dlock, c->version, err);
+	return rc;
+}
+
+/* Write o's rebuilt bytes under its own name and read them back: a put
+ * replaces the object whole (a rename on the file store, one PUT on S3),
+ * so the name never holds anything but the damaged or the right bytes. */
+int mti_rp_write_back(rp_ctx *c, rp_obj *o, mt_error *err)
+{
+	/* Nothing is ever written under a name but the bytes it names. */
+	char got[MT_SHA256_HEX];
+	int rc = mti_sha256_hex(o->data, (size_t)o->bytes, got, err);
+	if (!rc && strcmp(got, o->sha256))
+		return mti_err(err, MT_ECORRUPT, "%s@%s: %s: the rebuilt bytes have sha256 %s",
+			      c->dataset, c->version, o->key, got);
+	if (rc || c->o.dry_run) {
+		free(o->data);
+		o->data = NULL;
+		o->state = rc ? o->state : RP_REPAIRABLE;
+		return rc;
+	}
+	pthread_mutex_lock(&c->wlock);
+	const char *key = o->key;
+	rc = mti_rp_lock(c, err);
+	if (!rc)
+		rc = mti_dlock_pin_keys(c->dlock, &key, 1, err);
+	if (!rc)
+		rc = mti_dlock_wait_gc(c->dlock, err);
+	pthread_mutex_unlock(&c->wlock);
+	if (!rc)
+		rc = mti_store_put(c->s, o->key, o->data, (size_t)o->bytes, 0, err);
+	free(o->data);
+	o->data = NULL;
+	void *back = NULL;
+	uint64_t n = 0;
+	char *why = NULL;
+	if (!rc)
+		rc = mti_rp_fetch(c->s, o->key, o->sha256, o->bytes, &back, &n, &why, err);
+	if (rc == MT_ECORRUPT)
+		rc = mti_err(err, rc, "%s@%s: %s: written back, it reads %s", c->dataset,
+			    c->version, o->key, why ? why : "wrong");
+	free(back);
+	free(why);
+	if (!rc)
+		o->state = RP_REBUILT;
+	return rc;
+}
+
+/* ---- source 1: another store holding the same bytes --------------------- */
+
+static int source_job(void *ud, size_t i)
+{
+	rp_ctx *c = ud;
+	rp_obj *o = &c->objs[i];
+	if (o->state != RP_DAMAGED)
+		return 0;
+	for (size_t k = 0; k < c->nsrc; k++) {
+		const rp_source *src = &c->src[k];
+		if (src->flat && o->kind != MT_REPAIR_SHARD)
+			continue;
+		char *key = src->flat ? mti_asprintf("%s.h5", o->sha256) : mti_strdup(o->key);
+		void *data = NULL;
+		uint64_t n = 0;
+		mt_error e = {0};
+		int rc = key ? mti_rp_fetch(src->store, key, o->sha256, o->bytes, &data, &n, NULL, &e)
+			     : MT_ENOMEM;
+		free(key);
+		mti_rp_add_read(c, o, n);
+		if (rc)
+			continue; /* not there, damaged there too, or unreachable: the next */
+		o->data = data;
+		o->source = src->name;
+		rc = mti_rp_write_back(c, o, &e);
+		return rc ? mti_rp_fail(c, rc, &e) : 0;
+	}
+	return 0;
+}
+
+/* ---- the version ------------------------------------------------------- */
+
+static void rp_report(rp_ctx *c, const rp_obj *o)
+{
+	static const int states[] = {
+		[RP_SOUND] = MT_REPAIR_SOUND, [RP_DAMAGED] = MT_REPAIR_UNREPAIRABLE,
+		[RP_REPAIRABLE] = MT_REPAIR_REPAIRABLE, [RP_REBUILT] = MT_REPAIR_REBUILT,
+	};
+	c->st->objects++;
+	c->st->damaged += o->state != RP_SOUND;
+	c->st->rebuilt += o->state == RP_REBUILT;
+	c->st->unrepairable += o->state == RP_DAMAGED;
+	if (!c->o.report)
+		return;
+	mt_repair_report r = {
+		.dataset = c->dataset, .version = c->version, .key = o->key, .kind = o->kind,
+		.state = states[o->state], .source = o->source, .bytes_read = o->read,
+		.number = o->number, .first_row = o->first_row, .rows = o->rows,
+		.problem = o->problem,
+	};
+	c->o.report(c->o.report_ud, &r);
+}
+
+/* The first object left damaged, for the error. */
+static int rp_result(rp_ctx *c, mt_error *err)
+{
+	for (size_t i = 0; i < c->nobjs; i++) {
+		const rp_obj *o = &c->objs[i];
+		if (o->state != RP_DAMAGED)
+			continue;
+		if (o->kind == MT_REPAIR_SHARD)
+			return mti_err(err, MT_ECORRUPT, "%s@%s: shard %zu (rows %llu..%llu): %s: %s; "
+				      "no store holds it and its parity cannot rebuild it",
+				      c->dataset, c->version, o->number,
+				      (unsigned long long)o->first_row,
+				      (unsigned long long)(o->first_row + o->rows - 1), o->key,
+				      o->problem ? o->problem : "damaged");
+		return mti_err(err, MT_ECORRUPT, "%s@%s: %s: %s; it cannot be rebuilt", c->dataset,
+			      c->version, o->key, o->problem ? o->problem : "damaged");
+	}
+	return 0;
+}
+
+/* Check every object of the version and rebuild the damaged ones. */
+static int rp_objects(rp_ctx *c, mt_error *err)
+{
+	int rc = rp_plan(c, err);
+	if (!rc)
+		rc = rp_check(c, err);
+	if (!rc)
+		rc = mti_parallel_for(c->o.threads, c->nobjs, source_job, c);
+	if (!rc)
+		rc = mti_rp_parity(c, err);
+	else if (c->failed)
+		mti_err_copy(err, &c->failure);
+	return rc;
+}
+
+static int rp_version(rp_ctx *c, const char *version, mt_error *err)
+{
+	c->version = version;
+	int rc = mti_rp_manifest_find(c, err);
+	int removed = rc == 1; /* a tombstone: nothing to repair */
+	if (removed)
+		rc = 0;
+	else if (!rc && c->m)
+		rc = rp_objects(c, err);
+	if (!rc && !removed)
+		rc = mti_rp_manifest_write(c, err);
+	for (size_t i = 0; !rc && i < c->nobjs; i++)
+		rp_report(c, &c->objs[i]);
+	if (!rc && !removed)
+		rp_report(c, &c->mobj);
+	int left = rc ? rc : rp_result(c, err);
+	if (!left && c->mobj.state == RP_DAMAGED)
+		left = mti_err(err, MT_ECORRUPT, "%s@%s: %s: %s; no store and no protection "
+			      "record holds it", c->dataset, version, c->mobj.key,
+			      c->mobj.problem ? c->mobj.problem : "damaged");
+	if (left == MT_ECORRUPT && c->o.salvage && !c->o.dry_run && c->m)
+		rc = mti_rp_salvage(c, err);
+	rp_objs_free(c);
+	mti_rp_obj_clear(&c->mobj);
+	c->mmissing = 0;
+	mti_manifest_free(c->m);
+	c->m = NULL;
+	free(c->mjson);
+	c->mjson = NULL;
+	mti_prec_free(c->p);
+	c->p = NULL;
+	mti_dlock_close(c->dlock);
+	c->dlock = NULL;
+	return rc ? rc : left;
+}
+
+int mt_repair(mt_store *s, const char *dataset, const char *version, const mt_repair_opts *o,
+	      mt_repair_stats *stats, mt_error *err)
+{
+	mt_repair_stats local;
+	rp_ctx c = {.s = s, .dataset = dataset, .st = stats ? stats : &local};
+	memset(c.st, 0, sizeof *c.st);
+	mt_repair_opts_init(&c.o);
+	int rc = o ? mti_opts_take(&c.o, sizeof c.o, o, REPAIR_OPTS_FIRST, "mt_repair_opts", err)
+		   : 0;
+	if (!rc)
+		rc = mt_name_check(dataset, "dataset", err);
+	if (!rc && version && *version && strcasecmp(version, "latest"))
+		rc = mti_version_name_check(version, err);
+	if (rc)
+		return rc;
+	if (c.o.threads <= 0)
+		c.o.threads = DEFAULT_THREADS;
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_mutex_init(&c.wlock, NULL);
+	char **vers = NULL;
+	size_t nvers = 0;
+	rc = mti_rp_sources_open(&c, err);
+	if (!rc)
+		rc = mti_rp_versions(&c, version, &vers, &nvers, err);
+	/* Every version is repaired; the first one left damaged is the error. */
+	int worst = 0;
+	for (size_t v = 0; !rc && v < nvers; v++) {
+		mt_error e = {0};
+		int vrc = rp_version(&c, vers[v], &e);
+		if (vrc && vrc != MT_ECORRUPT)
+			rc = mti_err_copy(err, &e);
+		else if (vrc && !worst)
+			worst = mti_err_copy(err, &e);
+	}
+	mt_strv_free(vers, nvers);
+	mti_rp_sources_close(&c);
+	pthread_mutex_destroy(&c.lock);
+	pthread_mutex_destroy(&c.wlock);
+	return rc ? rc : worst;
+}

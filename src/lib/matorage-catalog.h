@@ -183,7 +183,8 @@ MT_CATALOG_API int mt_catalog_version_checked(mt_catalog *c, const char *url,
 					      const mt_catalog_check *k, mt_error *err);
 /* Record the health of shard sha256 of dataset in bucket url (state
  * MT_HEALTH_*), with a note: what rebuilt it or would, or what is wrong
- * (NULL: none).  Every version listing the shard sees it. */
+ * (NULL: none).  Every version listing the shard sees it; a rebuilt one
+ * (read back against its sha256) reads as verified sound too. */
 MT_CATALOG_API int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
 					   const char *sha256, int state, const char *note,
 					   mt_error *err);

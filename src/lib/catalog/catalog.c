@@ -1600,8 +1600,11 @@ int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
 	cat_now(now, sizeof now);
 	pthread_mutex_lock(&c->lock);
 	sqlite3_stmt *st;
+	/* A rebuilt shard was read back against its sha256: verified too. */
 	int rc = cat_prepare(c, "UPDATE shards SET health = ?4, health_note = coalesce(?5, ''),"
-			     " health_at = ?6 WHERE sha256 = ?3 AND version_id IN ("
+			     " health_at = ?6, verified = CASE ?4 WHEN 'rebuilt' THEN 'ok' ELSE"
+			     " verified END, verified_at = CASE ?4 WHEN 'rebuilt' THEN ?6 ELSE"
+			     " verified_at END WHERE sha256 = ?3 AND version_id IN ("
 			     SHARDS_OF_DATASET ")", &st, err);
 	if (!rc) {
 		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);

@@ -13,6 +13,7 @@ struct target {
 	char *text;  /* typed input: tags, description, destination remote */
 	uint64_t found, bytes; /* gc: objects found and their bytes */
 	uint64_t shards_ok, shards_bad;
+	char health[400]; /* verify: sound, repairable from what, or what is lost */
 	int stale; /* the bucket is no longer where its remote points */
 	unsigned view; /* gc: the preview to update once the deletion ends */
 };
@@ -140,7 +141,12 @@ static void verify_shard(void *ud, size_t shard, const mt_shard_info *info, int 
 
 static int verify_reader(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *err)
 {
-	return mt_reader_verify(r, verify_shard, j, tui_job_progress, j, err);
+	struct target *tg = j->arg;
+	int rc = mt_reader_verify(r, verify_shard, j, tui_job_progress, j, err);
+	if (!rc || rc == MT_ECORRUPT)
+		tui_verify_health(j, s, &tg->ref, rc, tg->shards_ok + tg->shards_bad, tg->health,
+				  sizeof tg->health);
+	return rc;
 }
 
 static int verify_run(struct tui_job *j)
@@ -150,9 +156,9 @@ static int verify_run(struct tui_job *j)
 	int rc = target_with_reader(j, verify_reader, &err);
 	if (rc && rc != MT_ECORRUPT)
 		return tui_job_fail(j, &err);
-	snprintf(j->result, sizeof j->result, "%llu shards sound, %llu damaged%s%.400s",
+	snprintf(j->result, sizeof j->result, "%llu shards sound, %llu damaged%s%.300s%s%.150s",
 		 (unsigned long long)tg->shards_ok, (unsigned long long)tg->shards_bad,
-		 rc ? ": " : "", rc ? err.message : "");
+		 rc ? ": " : "", rc ? err.message : "", tg->health[0] ? "; " : "", tg->health);
 	return rc;
 }
 
@@ -400,6 +406,14 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 		return;
 	char label[400], title[160], cur[512];
 	switch (a) {
+	case ACT_REPAIR:
+	case ACT_PROTECT:
+		target_free(tg);
+		if (a == ACT_REPAIR)
+			tui_repair_start(t, version_id);
+		else
+			tui_protect_start(t, version_id, NULL);
+		return;
 	case ACT_VERIFY:
 		job_title(title, sizeof title, "verify", tg);
 		tui_job_start(t, "verify", title, "bytes", verify_run, NULL, tg, target_free);

@@ -11,7 +11,8 @@
 
 /* ':' commands, in the order the help lists them. */
 static const char *const commands[] = {
-	"sync", "search", "filter", "run", "jobs", "history", "error", "help", "quit", NULL,
+	"sync", "search", "filter", "run", "jobs", "history", "error", "help", "quit", "repair",
+	"protect", NULL,
 };
 
 const char *const *tui_command_names(void)

@@ -165,6 +165,8 @@ void tui_command(struct tui *t, const char *line)
 		find_ask(t);
 	} else if (!strcmp(word, "filter") && top && top->ops->filter) {
 		top->ops->filter(t, top, rest);
+	} else if (!strcmp(word, "repair") || !strcmp(word, "protect")) {
+		tui_heal_command(t, word, rest);
 	} else if (!strcmp(word, "run") && t->recipe) {
 		if (t->read_only)
 			tui_status(t, 1, "read-only: recipes write new versions");
@@ -172,6 +174,7 @@ void tui_command(struct tui *t, const char *line)
 			t->recipe(t, rest);
 	} else {
 		tui_status(t, 1, "unknown command '%s' (try: sync, search TEXT, filter TEXT, %sjobs, "
+				 "repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, "
 				 "history, error, help, quit)", line,
 			   t->recipe ? "run [--allow DIR] SCRIPT.lua [KEY=VALUE ...], " : "");
 	}
@@ -508,6 +511,13 @@ static int64_t find_row(struct tui *t, int level, int64_t parent, const char *na
 	mt_error err;
 	mt_catalog_list(t->cat, level, parent, NULL, find_row_fn, &f, &err);
 	return f.id;
+}
+
+int64_t tui_find_dataset(struct tui *t, const char *dataset)
+{
+	int64_t r = find_row(t, MT_CAT_REMOTES, 0, app_store_name(t->app));
+	int64_t b = r ? find_row(t, MT_CAT_BUCKETS, r, NULL) : 0;
+	return b ? find_row(t, MT_CAT_DATASETS, b, dataset) : 0;
 }
 
 int tui_goto_dataset(struct tui *t, const char *dataset)

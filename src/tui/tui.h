@@ -23,7 +23,7 @@ enum tui_action {
 	ACT_SEARCH, ACT_NEXT, ACT_PREV, ACT_FILTER, ACT_COMMAND, ACT_HELP, ACT_QUIT, ACT_REDRAW,
 	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
 	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
-	ACT_ROW_GOTO, ACT_ERROR,
+	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT,
 };
 
 /* Where a binding applies (a view says which it is). */
@@ -311,6 +311,22 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
 void tui_chunks_action(struct tui *t, int64_t shard_id);
 /* Dataset/bucket-level gc with a preview. */
 void tui_gc_action(struct tui *t, int level, int64_t id);
+
+/* Repair and protection (repair.c).  A repair of the version as a job with
+ * a log of each object rebuilt or lost; parity K+M added to it (parity
+ * NULL: asked for); both refused, saying why, when read-only. */
+void tui_repair_start(struct tui *t, int64_t version_id);
+void tui_protect_start(struct tui *t, int64_t version_id, const char *parity);
+/* ":repair DATASET[@VERSION]" and ":protect DATASET[@VERSION] K+M" (word is
+ * the command, rest its arguments), in the default store. */
+void tui_heal_command(struct tui *t, const char *word, const char *rest);
+/* After a verify job's check of ref (verify_rc: 0 or MT_ECORRUPT): whether
+ * damage is repairable and from what (a repair that writes nothing), into
+ * the log, the catalog and `state`. */
+void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int verify_rc,
+		       uint64_t shards, char *state, size_t cap);
+/* The catalog's row of dataset in the default store; 0 when none. */
+int64_t tui_find_dataset(struct tui *t, const char *dataset);
 
 /* Text laid out (text.c): tabs expanded to 8-column stops (malloc'ed); the
  * next piece of s that fits in w columns (*len bytes; returns where the

@@ -520,7 +520,9 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_COPY:
 	case ACT_TAGS:
 	case ACT_DESCRIBE:
-	case ACT_DELETE: {
+	case ACT_DELETE:
+	case ACT_REPAIR:
+	case ACT_PROTECT: {
 		int64_t id = list_version(l);
 		if (!id)
 			return V_IGNORED;

@@ -22,13 +22,14 @@ static const struct tui_col dataset_cols[] = {
 };
 static const struct tui_col version_cols[] = {
 	{ "VERSION", COL_TEXT },   { "CREATED", COL_TEXT },    { "ROWS", COL_COUNT },
-	{ "SHARDS", COL_COUNT },   { "STORED", COL_BYTES },    { "PROTECT", COL_PROTECT },
-	{ "OVERHEAD", COL_SHARE }, { "HEALTH", COL_HEALTH },   { "PARENT", COL_TEXT },
+	{ "SHARDS", COL_COUNT },   { "STORED", COL_BYTES },    { "HEALTH", COL_HEALTH },
+	{ "PROTECT", COL_PROTECT }, { "OVERHEAD", COL_SHARE }, { "PARENT", COL_TEXT },
 	{ "TAGS", COL_TEXT },      { "DESCRIPTION", COL_TEXT },
 };
-/* The catalog's column under each of the headers: protection and health
- * come before the free text, which takes the rest of the line. */
-static const unsigned char version_order[] = { 0, 1, 2, 3, 4, 8, 9, 10, 5, 6, 7 };
+/* The catalog's column under each of the headers: health (still on an 80
+ * column screen) and protection come before the free text, which takes the
+ * rest of the line. */
+static const unsigned char version_order[] = { 0, 1, 2, 3, 4, 10, 8, 9, 5, 6, 7 };
 static const struct tui_col shard_cols[] = {
 	{ "SHARD", COL_COUNT }, { "SHA256", COL_TEXT },	  { "FIRST_ROW", COL_COUNT },
 	{ "ROWS", COL_COUNT },  { "BYTES", COL_BYTES },	  { "HEALTH", COL_HEALTH },

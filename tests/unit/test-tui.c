@@ -274,6 +274,14 @@ int main(void)
 	tap_ok(shows(&t, "ok at "), "after a verify job the shard shows it verified");
 	keys(&t, "\x1b\x1b");
 	tap_ok(shows(&t, "1 of 1 shards sound, 0 damaged"), "and the version too");
+	keys(&t, "\x1b");
+	tap_ok(shows(&t, "HEALTH") && shows(&t, "sound") && !shows(&t, "never checked"),
+	       "the versions list shows the version's health after the verify, at 80 columns");
+	disp_resize(160, 24);
+	tap_ok(shows(&t, "PROTECT") && shows(&t, "none"),
+	       "and, where there is room, its protection (none)");
+	disp_resize(80, 24);
+	keys(&t, "\n");
 
 	/* Matrix viewer on row 1 of the 4x5 uint8 images: 80..156 step 4. */
 	keys(&t, "A\n");

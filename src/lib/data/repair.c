@@ -372,8 +372,12 @@ static int rp_version(rp_ctx *c, const char *version, mt_error *err)
 		left = mti_err(err, MT_ECORRUPT, "%s@%s: %s: %s; no store and no protection "
 			      "record holds it", c->dataset, version, c->mobj.key,
 			      c->mobj.problem ? c->mobj.problem : "damaged");
-	if (left == MT_ECORRUPT && c->o.salvage && !c->o.dry_run && c->m)
-		rc = mti_rp_salvage(c, err);
+	if (left == MT_ECORRUPT && c->o.salvage && !c->o.dry_run && c->m) {
+		/* err keeps what was lost: the salvage's reads clear the records they are given. */
+		mt_error se = {0};
+		if ((rc = mti_rp_salvage(c, &se)))
+			mti_err_copy(err, &se);
+	}
 	rp_objs_free(c);
 	mti_rp_obj_clear(&c->mobj);
 	c->mmissing = 0;
@@ -419,8 +423,10 @@ int mt_repair(mt_store *s, const char *dataset, const char *version, const mt_re
 		int vrc = rp_version(&c, vers[v], &e);
 		if (vrc && vrc != MT_ECORRUPT)
 			rc = mti_err_copy(err, &e);
-		else if (vrc && !worst)
-			worst = mti_err_copy(err, &e);
+		else if (vrc && !worst) {
+			mti_err_copy(err, &e);
+			worst = vrc;
+		}
 	}
 	mt_strv_free(vers, nvers);
 	mti_rp_sources_close(&c);

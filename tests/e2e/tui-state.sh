@@ -52,9 +52,14 @@ keys Enter Enter
 expect "the store's datasets" "tiny"
 check "a dataset added from the command line" $M put fresh x="$WORK/x.npy" --tag newcomer
 expect "shows without r, in a few seconds" "fresh"
+# Objects a program wrote without telling the catalog: the store is watched too.
+check "a dataset written elsewhere" $M --store "file://$WORK/elsewhere" put unnoted x="$WORK/x.npy"
+cp -r "$WORK/elsewhere/datasets/unnoted" "$WORK/store/datasets/"
+expect "a dataset copied into the store behind the catalog's back shows too" "unnoted"
 
 keys f fr
 expect_gone "the filter applies as it is typed" "tiny"
+ok $(! screen | grep -q unnoted; echo $?) "and leaves only what matches"
 keys Escape
 expect "Esc puts the old filter back" "tiny"
 keys f tiny Enter

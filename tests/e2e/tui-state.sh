@@ -83,6 +83,16 @@ keys -l delete
 keys Enter
 expect "after the deletion the preview says what was deleted" "gc: 1 objects"
 expect "under its new title" "gc result"
+# A damaged shard: its verification, however long, is read whole in the shards list.
+f=$(find "$WORK/store/datasets/tiny/shards" -type f | head -1)
+"$PY" -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
+for i in range(len(b) - 600, len(b) - 500): b[i] ^= 0xff
+open(p, 'wb').write(b)" "$f"
+keys Escape / tiny Enter Enter v
+expect "verify finds the damage" "0 shards sound, 1 damaged"
+want=$($M verify tiny 2>&1 | grep -o 'sha256 is [0-9a-f]*' | tail -c 7)
+keys Enter S
+expect "the shard's VERIFIED column wraps to its end ($want)" "$want"
 keys q
 ok $(tui_exited; echo $?) "q quits"
 done_testing

@@ -1,24 +1,14 @@
-/* actions.c — what the browser does to stores, each as a job: sync, verify, copy (push/pull), edit tags and description, delete with a typed name, gc with a preview. */
+/* actions.c — what the browser does to stores, each as a job: sync, verify, edit tags and description, delete with a typed name, a shard's chunk layout (copy.c and gc.c hold the other two). */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tui.h"
+#include "actions.h"
 
-/* What a job works on: a catalog row located when the key was pressed. */
-struct target {
-	mt_catalog_ref ref;
-	char *text;  /* typed input: tags, description, destination remote */
-	uint64_t found, bytes; /* gc: objects found and their bytes */
-	uint64_t shards_ok, shards_bad;
-	char health[400]; /* verify: sound, repairable from what, or what is lost */
-	int stale; /* the bucket is no longer where its remote points */
-	unsigned view; /* gc: the preview to update once the deletion ends */
-};
 
-static void target_free(void *arg)
+void tui_target_free(void *arg)
 {
 	struct target *tg = arg;
 	if (!tg)
@@ -28,7 +18,7 @@ static void target_free(void *arg)
 	free(tg);
 }
 
-static struct target *target_new(struct tui *t, int level, int64_t id)
+struct target *tui_target_new(struct tui *t, int level, int64_t id)
 {
 	struct target *tg = app_xcalloc(1, sizeof *tg);
 	mt_error err = { 0 };
@@ -97,7 +87,7 @@ static void sync_one(struct tui *t, const char *remote, const char *url, const c
 	tg->ref.shard = -1;
 	char title[160];
 	snprintf(title, sizeof title, "sync %s%s%s", remote, dataset ? ":" : "", dataset ? dataset : "");
-	tui_job_start(t, "sync", title, "datasets", sync_run, NULL, tg, target_free);
+	tui_job_start(t, "sync", title, "datasets", sync_run, NULL, tg, tui_target_free);
 }
 
 void tui_sync_all(struct tui *t)
@@ -162,36 +152,6 @@ static int verify_run(struct tui_job *j)
 	return rc;
 }
 
-/* ---- copy ---- */
-
-/* The destination as typed: a remote's name (or "local"), else a URL the
- * user confirmed; only then may a store be made there. */
-static int copy_run(struct tui_job *j)
-{
-	struct target *tg = j->arg;
-	mt_error err = { 0 };
-	mt_store *src = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
-	mt_store *dst = src ? tui_open_store(j, tg->text, &err) : NULL;
-	mt_copy_stats st;
-	int rc = dst ? mt_copy(src, dst, tg->ref.dataset, tg->ref.version, 0, tui_job_progress, j,
-			       &st, &err)
-		     : err.code;
-	if (!rc) {
-		char sent[32];
-		snprintf(j->result, sizeof j->result,
-			 "%llu shards sent (%s) to %s, %llu already there",
-			 (unsigned long long)st.shards, app_human_bytes(st.bytes, sent, sizeof sent),
-			 mt_store_url(dst), (unsigned long long)st.shards_present);
-		/* The destination's catalog entry is part of the job. */
-		mt_catalog_sync(j->t->cat, tg->text, dst, tg->ref.dataset, 0, NULL, NULL, NULL,
-				&err);
-	}
-	mt_store_close(dst);
-	mt_store_close(src);
-	return rc ? tui_job_fail(j, &err) : 0;
-}
-
-/* What a job that changed an old bucket adds to its result. */
 #define OLD_BUCKET "; its remote points elsewhere now, so r drops the bucket from the catalog"
 
 /* The catalog learns what a job changed in the bucket it acted on.  An old
@@ -282,7 +242,7 @@ static void text_submit(struct tui *t, const char *text, void *arg, const char *
 	char title[160];
 	tg->text = app_xstrdup(text);
 	job_title(title, sizeof title, kind, tg);
-	tui_job_start(t, kind, title, unit, run, NULL, tg, target_free);
+	tui_job_start(t, kind, title, unit, run, NULL, tg, tui_target_free);
 }
 
 static void tags_submit(struct tui *t, const char *text, void *arg)
@@ -295,67 +255,6 @@ static void describe_submit(struct tui *t, const char *text, void *arg)
 	text_submit(t, text, arg, "describe", meta_run, NULL);
 }
 
-static void copy_start(struct tui *t, struct target *tg, const char *dst)
-{
-	char title[160];
-	char *d = app_xstrdup(dst);
-	free(tg->text);
-	tg->text = d;
-	snprintf(title, sizeof title, "copy %s:%s@%s to %s", tg->ref.remote, tg->ref.dataset,
-		 tg->ref.version, d);
-	tui_job_start(t, "copy", title, "bytes", copy_run, NULL, tg, target_free);
-}
-
-static void copy_confirm(struct tui *t, const char *text, void *arg)
-{
-	struct target *tg = arg;
-	if (strcmp(text, "yes")) {
-		tui_status(t, 0, "copy: nothing copied");
-		target_free(tg);
-		return;
-	}
-	copy_start(t, tg, tg->text);
-}
-
-static int is_remote(const char *name)
-{
-	struct tui_words w = { 0 };
-	tui_complete_remotes(NULL, "", &w, NULL);
-	int found = 0;
-	for (size_t i = 0; i < w.n; i++)
-		found |= !strcmp(w.v[i], name);
-	tui_words_free(&w);
-	return found;
-}
-
-/* A remote goes ahead; a URL (or a path) asks first, since a new store may be
- * made there; anything else is a typo and copies nothing. */
-static void copy_submit(struct tui *t, const char *text, void *arg)
-{
-	struct target *tg = arg;
-	char dst[512];
-	snprintf(dst, sizeof dst, "%s", text);
-	for (size_t n = strlen(dst); n && dst[n - 1] == ' ';)
-		dst[--n] = '\0';
-	if (!*dst || !strcmp(dst, tg->ref.remote)) {
-		tui_status(t, 1, "copy: name another remote (Tab lists them)");
-		target_free(tg);
-	} else if (is_remote(dst)) {
-		copy_start(t, tg, dst);
-	} else if (strstr(dst, "://") || dst[0] == '/' || dst[0] == '.') {
-		char label[700];
-		free(tg->text);
-		tg->text = app_xstrdup(dst);
-		snprintf(label, sizeof label, "%s is no remote: copy there, making a new store if "
-			 "there is none? type 'yes': ", dst);
-		tui_ask(t, label, "", copy_confirm, tg, target_free);
-	} else {
-		tui_status(t, 1, "copy: no remote '%s' (Tab lists them; a new store needs a URL: "
-			   "file:///DIR or s3://BUCKET)", dst);
-		target_free(tg);
-	}
-}
-
 static void delete_submit(struct tui *t, const char *text, void *arg)
 {
 	struct target *tg = arg;
@@ -363,7 +262,7 @@ static void delete_submit(struct tui *t, const char *text, void *arg)
 	snprintf(name, sizeof name, "%s@%s", tg->ref.dataset, tg->ref.version);
 	if (strcmp(text, name)) {
 		tui_status(t, 1, "not deleted: '%s' is not '%s'", text, name);
-		target_free(tg);
+		tui_target_free(tg);
 		return;
 	}
 	text_submit(t, text, arg, "delete", delete_run, NULL);
@@ -401,14 +300,14 @@ static int first_attr(void *ud, const mt_catalog_row *row)
 
 void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 {
-	struct target *tg = target_new(t, MT_CAT_VERSIONS, version_id);
+	struct target *tg = tui_target_new(t, MT_CAT_VERSIONS, version_id);
 	if (!tg)
 		return;
 	char label[400], title[160], cur[512];
 	switch (a) {
 	case ACT_REPAIR:
 	case ACT_PROTECT:
-		target_free(tg);
+		tui_target_free(tg);
 		if (a == ACT_REPAIR)
 			tui_repair_start(t, version_id);
 		else
@@ -416,14 +315,10 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 		return;
 	case ACT_VERIFY:
 		job_title(title, sizeof title, "verify", tg);
-		tui_job_start(t, "verify", title, "bytes", verify_run, NULL, tg, target_free);
+		tui_job_start(t, "verify", title, "bytes", verify_run, NULL, tg, tui_target_free);
 		return;
 	case ACT_COPY:
-		snprintf(label, sizeof label, "copy %s@%s from %s to (Tab: remotes): ",
-			 tg->ref.dataset, tg->ref.version, tg->ref.remote);
-		tui_ask(t, label, "", copy_submit, tg, target_free);
-		t->prompt.hist = TUI_HIST_COPY;
-		t->prompt.complete = tui_complete_remotes;
+		tui_copy_ask(t, tg);
 		return;
 	case ACT_TAGS:
 		current_field(t, version_id, "tags", cur, sizeof cur);
@@ -432,18 +327,18 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 				*p = ' ';
 		snprintf(label, sizeof label, "tags of %s@%s (space-separated): ", tg->ref.dataset,
 			 tg->ref.version);
-		tui_ask(t, label, cur, tags_submit, tg, target_free);
+		tui_ask(t, label, cur, tags_submit, tg, tui_target_free);
 		return;
 	case ACT_DESCRIBE:
 		current_field(t, version_id, "description", cur, sizeof cur);
 		snprintf(label, sizeof label, "description of %s@%s: ", tg->ref.dataset,
 			 tg->ref.version);
-		tui_ask(t, label, cur, describe_submit, tg, target_free);
+		tui_ask(t, label, cur, describe_submit, tg, tui_target_free);
 		return;
 	case ACT_DELETE:
 		snprintf(label, sizeof label, "delete %s@%s from %s? type its name to confirm: ",
 			 tg->ref.dataset, tg->ref.version, tg->ref.remote);
-		tui_ask(t, label, "", delete_submit, tg, target_free);
+		tui_ask(t, label, "", delete_submit, tg, tui_target_free);
 		return;
 	case ACT_MATRIX: {
 		char attr[256] = "";
@@ -453,141 +348,13 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 			tui_push(t, tui_matrix_view(t, &tg->ref, attr));
 		else
 			tui_status(t, 1, "the version has no attributes");
-		target_free(tg);
+		tui_target_free(tg);
 		return;
 	}
 	default:
-		target_free(tg);
+		tui_target_free(tg);
 		break;
 	}
-}
-
-/* ---- gc: a dry run first, then the same with deletion once confirmed ---- */
-
-static void gc_found(void *ud, const char *key, uint64_t bytes)
-{
-	struct tui_job *j = ud;
-	char human[32];
-	tui_job_log(j, "%10s  %s", app_human_bytes(bytes, human, sizeof human), key);
-}
-
-#define GC_GRACE 3600
-
-/* What gc leaves for the grace period: unreferenced objects younger than it
- * (a put may still be writing them), counted by a dry run without grace. */
-static void gc_kept(char *buf, size_t cap, uint64_t n, uint64_t bytes)
-{
-	char human[32];
-	if (!n) {
-		buf[0] = '\0';
-		return;
-	}
-	snprintf(buf, cap, "; %llu object%s (%s) kept for the %d h grace period",
-		 (unsigned long long)n, n == 1 ? "" : "s",
-		 app_human_bytes(bytes, human, sizeof human), GC_GRACE / 3600);
-}
-
-static int gc_run(struct tui_job *j)
-{
-	struct target *tg = j->arg;
-	int dry = !strcmp(j->kind, "gc-preview");
-	mt_error err = { 0 };
-	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
-	uint64_t n = 0, bytes = 0, all = 0, all_bytes = 0;
-	int rc = s ? mt_store_gc(s, tg->ref.dataset, dry, GC_GRACE, gc_found, j, &n, &bytes, &err)
-		   : err.code;
-	if (!rc)
-		rc = mt_store_gc(s, tg->ref.dataset, 1, 0, NULL, NULL, &all, &all_bytes, &err);
-	mt_store_close(s);
-	if (rc)
-		return tui_job_fail(j, &err);
-	/* After a deletion everything still unreferenced is young. */
-	uint64_t kept = dry ? all - n : all, kept_bytes = dry ? all_bytes - bytes : all_bytes;
-	char human[32], keep[200];
-	tg->found = n;
-	tg->bytes = bytes;
-	gc_kept(keep, sizeof keep, kept, kept_bytes);
-	if (!n)
-		snprintf(j->result, sizeof j->result, "nothing to delete%s", keep);
-	else
-		snprintf(j->result, sizeof j->result, "%llu objects, %s %s%s", (unsigned long long)n,
-			 app_human_bytes(bytes, human, sizeof human),
-			 dry ? "would be deleted" : "deleted", keep);
-	return 0;
-}
-
-/* The deletion ended: the preview still on screen now says what happened. */
-static void gc_done(struct tui *t, struct tui_job *j)
-{
-	struct target *tg = j->arg;
-	struct view *v = tui_find_view(t, tg->view);
-	if (!v)
-		return;
-	pthread_mutex_lock(&j->lock);
-	char **lines = app_xcalloc(j->nlog + 2, sizeof *lines);
-	size_t n = 0;
-	lines[n++] = app_xasprintf("gc: %s", j->result);
-	for (size_t i = 0; i < j->nlog; i++)
-		lines[n++] = app_xstrdup(j->log[i]);
-	pthread_mutex_unlock(&j->lock);
-	tui_text_view_set(v, "gc result", lines, n);
-}
-
-static void gc_confirm(struct tui *t, const char *text, void *arg)
-{
-	struct target *tg = arg;
-	if (strcmp(text, "delete")) {
-		tui_status(t, 0, "gc: nothing deleted");
-		target_free(tg);
-		return;
-	}
-	char title[160];
-	snprintf(title, sizeof title, "gc %s%s%s", tg->ref.remote, tg->ref.dataset ? ":" : "",
-		 tg->ref.dataset ? tg->ref.dataset : "");
-	tui_job_start(t, "gc", title, NULL, gc_run, gc_done, tg, target_free);
-}
-
-/* The preview ended: show what it found, and ask. */
-static void gc_previewed(struct tui *t, struct tui_job *j)
-{
-	struct target *tg = j->arg;
-	if (atomic_load(&j->state) != JOB_OK)
-		return;
-	if (!tg->found) {
-		tui_status(t, 0, "gc: %s", j->result);
-		return;
-	}
-	pthread_mutex_lock(&j->lock);
-	char **lines = app_xcalloc(j->nlog + 2, sizeof *lines);
-	size_t n = 0;
-	lines[n++] = app_xasprintf("gc preview: %s", j->result);
-	for (size_t i = 0; i < j->nlog; i++)
-		lines[n++] = app_xstrdup(j->log[i]);
-	pthread_mutex_unlock(&j->lock);
-	struct view *preview = tui_text_view("gc preview", lines, n);
-	tui_push(t, preview);
-	/* A second target for the deleting job: the preview's stays with it. */
-	struct target *del = app_xcalloc(1, sizeof *del);
-	del->ref.remote = app_xstrdup(tg->ref.remote);
-	del->ref.url = app_xstrdup(tg->ref.url);
-	del->ref.dataset = tg->ref.dataset ? app_xstrdup(tg->ref.dataset) : NULL;
-	del->ref.shard = -1;
-	del->view = preview->serial;
-	char label[700];
-	snprintf(label, sizeof label, "%s: type 'delete' to delete them, Esc to keep them: ",
-		 j->result);
-	tui_ask(t, label, "", gc_confirm, del, target_free);
-}
-
-void tui_gc_action(struct tui *t, int level, int64_t id)
-{
-	struct target *tg = target_new(t, level, id);
-	if (!tg)
-		return;
-	char title[160];
-	snprintf(title, sizeof title, "gc preview %s%s%s", tg->ref.remote,
-		 tg->ref.dataset ? ":" : "", tg->ref.dataset ? tg->ref.dataset : "");
-	tui_job_start(t, "gc-preview", title, NULL, gc_run, gc_previewed, tg, target_free);
 }
 
 /* ---- a shard's chunk layout: read its chunk index, show it ---- */
@@ -638,11 +405,11 @@ static void chunks_read(struct tui *t, struct tui_job *j)
 
 void tui_chunks_action(struct tui *t, int64_t shard_id)
 {
-	struct target *tg = target_new(t, MT_CAT_SHARDS, shard_id);
+	struct target *tg = tui_target_new(t, MT_CAT_SHARDS, shard_id);
 	if (!tg)
 		return;
 	char title[200];
 	snprintf(title, sizeof title, "chunks %s:%s@%s shard %lld", tg->ref.remote, tg->ref.dataset,
 		 tg->ref.version, (long long)tg->ref.shard);
-	tui_job_start(t, "chunks", title, NULL, chunks_run, chunks_read, tg, target_free);
+	tui_job_start(t, "chunks", title, NULL, chunks_run, chunks_read, tg, tui_target_free);
 }

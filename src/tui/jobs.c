@@ -46,8 +46,10 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 	pthread_mutex_init(&j->lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &j->started);
 	mt_error err;
-	/* History is best effort: a job runs even when the catalog is busy. */
-	if (mt_catalog_job_begin(t->cat, kind, title, &j->catalog_id, &err))
+	/* History is best effort: a job runs even when the catalog is busy.  The
+	 * live refresh runs all session long and is no event worth keeping. */
+	if (!strcmp(kind, "watch") ||
+	    mt_catalog_job_begin(t->cat, kind, title, &j->catalog_id, &err))
 		j->catalog_id = 0;
 	if (pthread_create(&j->thread, NULL, job_thread, j)) {
 		tui_status(t, 1, "%s: cannot start a thread", title);
@@ -59,7 +61,7 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 	}
 	t->jobs = app_xreallocarray(t->jobs, t->njobs + 1, sizeof *t->jobs);
 	t->jobs[t->njobs++] = j;
-	if (strcmp(kind, "read"))
+	if (strcmp(kind, "read") && strcmp(kind, "watch"))
 		tui_status(t, 0, "started: %s (J: jobs, c: cancel)", title);
 	return j;
 }
@@ -98,7 +100,8 @@ int tui_jobs_poll(struct tui *t)
 	for (size_t i = 0; i < t->njobs; i++) {
 		struct tui_job *j = t->jobs[i];
 		int st = atomic_load(&j->state);
-		changed |= st == JOB_RUNNING;
+		/* A running job's progress moves on screen; a quiet one has none. */
+		changed |= st == JOB_RUNNING && !j->quiet;
 		if (st == JOB_RUNNING || j->joined)
 			continue;
 		pthread_join(j->thread, NULL);

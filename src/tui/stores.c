@@ -20,8 +20,9 @@ static void store_opts(const struct tui_job *j, mt_store_opts *o)
 static mt_store *open_named(struct tui_job *j, const char *remote, int create, mt_error *err)
 {
 	const struct app_ctx *app = j->t->app;
-	/* "local" is whatever the command line chose as the store. */
-	const char *url = strcmp(remote, APP_LOCAL) ? remote : app ? app->store_url : NULL;
+	/* The command line's store by the catalog's name for it; "local" otherwise
+	 * is the default store (NULL: $MATORAGE_STORE, else the built-in one). */
+	const char *url = strcmp(remote, APP_LOCAL) ? remote : NULL;
 	if (app && !strcmp(remote, app_store_name(app)))
 		url = app->store_url;
 	mt_store_opts o;

@@ -67,14 +67,29 @@ const char *tui_wrap_next(const char *s, int w, size_t *len)
 	return s + at;
 }
 
+/* Where continuation lines start: under the text after a two-blank gap in an
+ * indented line ("  E        the last error ..." in the help, a size and a key
+ * in a gc log), else at the margin.  ASCII offsets: such lines are ASCII. */
+static int hang(const char *s, int w)
+{
+	if (strncmp(s, "  ", 2))
+		return 0;
+	const char *p = s + strspn(s, " ");
+	const char *gap = strstr(p, "  ");
+	if (!gap)
+		return 0;
+	int at = (int)(gap - s) + (int)strspn(gap, " ");
+	return at < w / 2 ? at : 0;
+}
+
 int tui_wrap_lines(const char *s, int w)
 {
-	int n = 0;
+	int n = 0, h = hang(s, w);
 	size_t len;
 	if (w <= 0)
 		return 1;
 	do {
-		s = tui_wrap_next(s, w, &len);
+		s = tui_wrap_next(s, n ? w - h : w, &len);
 		n++;
 	} while (*s);
 	return n;
@@ -82,16 +97,17 @@ int tui_wrap_lines(const char *s, int w)
 
 int tui_text_wrap(int y, int x, int w, int maxlines, int role, const char *s)
 {
-	int n = 0;
+	int n = 0, h = hang(s, w);
 	size_t len;
 	if (w <= 0)
 		return 0;
 	do {
-		const char *next = tui_wrap_next(s, w, &len);
+		int in = n ? h : 0;
+		const char *next = tui_wrap_next(s, w - in, &len);
 		char *line = app_xmalloc(len + 1);
 		memcpy(line, s, len);
 		line[len] = '\0';
-		disp_text(y + n, x, w, role, line);
+		disp_text(y + n, x + in, w - in, role, line);
 		free(line);
 		s = next;
 		n++;

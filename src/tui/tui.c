@@ -7,9 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-
 #include "tui.h"
 
 int tui_init(struct tui *t, const struct app_ctx *app, const char *cat_path, int read_only,
@@ -327,8 +324,9 @@ static void global_action(struct tui *t, enum tui_action a)
 		t->dirty = 1;
 		break;
 	case ACT_CANCEL:
+		/* Quiet jobs (the live refresh, a viewer's reads) are the browser's own. */
 		for (size_t i = t->njobs; i-- > 0;)
-			if (atomic_load(&t->jobs[i]->state) == JOB_RUNNING) {
+			if (!t->jobs[i]->quiet && atomic_load(&t->jobs[i]->state) == JOB_RUNNING) {
 				tui_job_cancel(t->jobs[i]);
 				tui_status(t, 0, "canceling %s", t->jobs[i]->title);
 				return;
@@ -443,30 +441,6 @@ void tui_draw(struct tui *t)
 		tui_footer(t, h - 1, view_scope(v));
 }
 
-/* Other processes (the command line, another browser) write the catalog: when
- * its files change, the lists read it again.  A stat a second costs nothing and
- * never waits on a store. */
-static void watch_catalog(struct tui *t)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (now.tv_sec == t->watched_at)
-		return;
-	t->watched_at = now.tv_sec;
-	const char *path = mt_catalog_path(t->cat);
-	char wal[4096];
-	snprintf(wal, sizeof wal, "%s-wal", path);
-	struct stat a = { 0 }, b = { 0 };
-	stat(path, &a);
-	stat(wal, &b);
-	uint64_t sig = (uint64_t)a.st_mtim.tv_sec * 1000000000u + (uint64_t)a.st_mtim.tv_nsec;
-	sig = sig * 31 + (uint64_t)b.st_mtim.tv_sec * 1000000000u + (uint64_t)b.st_mtim.tv_nsec;
-	sig = sig * 31 + (uint64_t)a.st_size + (uint64_t)b.st_size;
-	if (t->catalog_sig && sig != t->catalog_sig)
-		tui_reload_all(t);
-	t->catalog_sig = sig;
-}
-
 /* Returns 0 after q, 1 when the terminal closed under it. */
 static int tui_loop(struct tui *t)
 {
@@ -474,7 +448,7 @@ static int tui_loop(struct tui *t)
 	while (!t->quit) {
 		if (tui_jobs_poll(t))
 			t->dirty = 1;
-		watch_catalog(t);
+		tui_watch_catalog(t);
 		if (t->dirty) {
 			tui_draw(t);
 			disp_flush(t->full_redraw);
@@ -564,6 +538,7 @@ int tui_main(const struct app_ctx *app, int read_only, const char *open, tui_rec
 		return mt_error_set(err, MT_EIO, "cannot open the terminal");
 	}
 	tui_sync_all(&t);
+	tui_watch_start(&t);
 	if (tui_loop(&t))
 		rc = mt_error_set(err, MT_EIO, "tui: the terminal closed (end of input); leaving");
 	disp_close();

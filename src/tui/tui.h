@@ -233,6 +233,11 @@ void tui_draw(struct tui *t);
 /* Open the views down to dataset's versions in the command line's store;
  * MT_ENOTFOUND (status set) when the catalog does not know it. */
 int tui_goto_dataset(struct tui *t, const char *dataset);
+/* The live refresh (watch.c): reload the lists when the catalog's files
+ * changed (called by the loop; it looks once a second), and a quiet job
+ * syncing the command line's store every few seconds. */
+void tui_watch_catalog(struct tui *t);
+void tui_watch_start(struct tui *t);
 /* Start the background refresh of every store (startup, `:sync`). */
 void tui_sync_all(struct tui *t);
 

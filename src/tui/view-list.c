@@ -186,13 +186,29 @@ static int list_last_x(const struct list *l)
 	return x;
 }
 
+/* A wrapped last column narrower than this goes under its row, full width. */
+#define WRAP_MIN 30
+#define WRAP_INDENT 4
+
+/* Whether row i's last column is laid out under the row: wrapping, too
+ * narrow to read beside the others, and longer than its cell. */
+static int wraps_below(const struct list *l, size_t i)
+{
+	int w = disp_width() - list_last_x(l);
+	return l->wrap && l->ncols > 1 && w < WRAP_MIN &&
+	       disp_columns(l->rows[i].cols[l->ncols - 1]) > w;
+}
+
 /* Screen lines row i takes: one, or as many as its wrapped last column. */
 static int row_height(const struct list *l, size_t i)
 {
 	if (!l->wrap)
 		return 1;
+	const char *last = l->rows[i].cols[l->ncols - 1];
+	if (wraps_below(l, i))
+		return 1 + tui_wrap_lines(last, disp_width() - WRAP_INDENT);
 	int w = disp_width() - list_last_x(l);
-	return w > 8 ? tui_wrap_lines(l->rows[i].cols[l->ncols - 1], w) : 1;
+	return w > 8 ? tui_wrap_lines(last, w) : 1;
 }
 
 /* Scroll so the cursor's row shows whole in `rows` lines. */
@@ -236,12 +252,15 @@ static int draw_row(const struct list *l, size_t i, int y, int bottom)
 			  c + 1 < l->ncols;
 		int tw = disp_columns(r->cols[c]);
 		int pad = num && tw < cw ? cw - tw : 0;
-		if (c + 1 == l->ncols && l->wrap)
+		if (c + 1 == l->ncols && l->wrap && !wraps_below(l, i))
 			tui_text_wrap(y, x, cw, bottom - y, role, r->cols[c]);
 		else
 			tui_text_cut(y, x + pad, cw - pad, role, r->cols[c]);
 		x += cw + 2;
 	}
+	if (wraps_below(l, i))
+		tui_text_wrap(y + 1, WRAP_INDENT, w - WRAP_INDENT, bottom - y - 1, role,
+			      r->cols[l->ncols - 1]);
 	return h;
 }
 
@@ -601,8 +620,10 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	};
 	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
 		l->base.scope = K_LIST | scopes[level];
-	/* A field's value (an error, a description) is read whole. */
-	l->wrap = level == MT_CAT_VERSION || level == MT_CAT_SHARD || level == MT_CAT_JOB;
+	/* A field's value, and the last column where errors land (a remote's, a
+	 * shard's verification, a job's result), are read whole. */
+	l->wrap = level == MT_CAT_VERSION || level == MT_CAT_SHARD || level == MT_CAT_JOB ||
+		  level == MT_CAT_SHARDS || level == MT_CAT_REMOTES || level == MT_CAT_JOBS;
 	if (level == MT_CAT_SEARCH)
 		snprintf(l->filter, sizeof l->filter, "%s", title);
 	snprintf(l->base.title, sizeof l->base.title, "%s%s", level == MT_CAT_SEARCH ? "search: " : "",

@@ -11,6 +11,7 @@ check "a remote with the same dataset" $M --store "file://$WORK/far" put tiny x=
 check "a second store with it too" $M --store "file://$WORK/other" put tiny x="$WORK/x.npy"
 check "remote far" $M remote add far "file://$WORK/far"
 check "remote other" $M remote add other "file://$WORK/other"
+check "a remote to remove later" $M remote add gone "file://$WORK/far"
 
 # One store, one entry: a store first used by URL, later named by a remote.
 check "a store used by its URL" $M --store "file://$WORK/dup" put dupdata x="$WORK/x.npy" --tag dupword
@@ -47,7 +48,7 @@ expect "p asks for a destination" "copy tiny@v1 from local to (Tab: remotes)"
 keys o Tab
 expect "Tab completes a remote's name" "to (Tab: remotes): other"
 keys C-u Tab
-expect "Tab with nothing typed lists the remotes" "local  dup  far  mute  other"
+expect "Tab with nothing typed lists the remotes" "local  dup  far  gone  mute  other"
 keys nosuch Enter
 expect "a name that is no remote copies nothing" "no remote 'nosuch'"
 ok $([ ! -e "$WORK/nosuch" ]; echo $?) "and creates no directory ./nosuch"
@@ -79,6 +80,12 @@ expect "back at the remotes" "REMOTE"
 keys / far Enter Enter r
 expect "after a sync, far lists the store it points to" "file://$WORK/other"
 expect_gone "and not the bucket it no longer points to" "file://$WORK/far"
+
+check "a remote removed from the command line" $M remote rm gone
+keys Escape Escape
+expect "back at the remotes, gone listed" "gone"
+keys r
+expect_gone "a sync drops the entry of a removed remote" "gone "
 
 keys q
 expect "q with a job running asks" "y or q quits and cancels"

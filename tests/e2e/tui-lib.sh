@@ -4,11 +4,14 @@ if ! command -v tmux > /dev/null; then
 	echo "1..0 # SKIP tmux not installed (scripts/install-deps.sh)"
 	exit 0
 fi
-SOCK="$WORK/tmux.sock"
+# A tmux server per browser started: a new session on a server still shutting down
+# after kill-server fails ("server exited unexpectedly").
+TUI_N=0
+SOCK="$WORK/tmux.0.sock"
 tmx() { tmux -S "$SOCK" -f /dev/null "$@"; }
 TUI_PIDS=()
 tui_cleanup() {
-	tmx kill-server 2> /dev/null
+	for s in "$WORK"/tmux.*.sock; do tmux -S "$s" kill-server 2> /dev/null; done
 	for p in "${TUI_PIDS[@]}"; do kill "$p" 2> /dev/null; done
 	mt_cleanup
 }
@@ -20,6 +23,8 @@ tui_start() {
 	local w=$1 h=$2
 	shift 2
 	rm -f "$WORK/exit"
+	TUI_N=$((TUI_N + 1))
+	SOCK="$WORK/tmux.$TUI_N.sock"
 	tmx new-session -d -s mt -x "$w" -y "$h" -c "$WORK" \
 		"env MATORAGE_STORE='$MATORAGE_STORE' XDG_DATA_HOME='$XDG_DATA_HOME' MATORAGE_CONFIG='$MATORAGE_CONFIG' TERM=tmux-256color $MATORAGE $* 2> '$WORK/stderr'; echo exited \$? > '$WORK/exit'; sleep 60"
 }

@@ -52,9 +52,14 @@ keys Enter Enter
 expect "the store's datasets" "tiny"
 check "a dataset added from the command line" $M put fresh x="$WORK/x.npy" --tag newcomer
 expect "shows without r, in a few seconds" "fresh"
+# Objects a program wrote without telling the catalog: the store is watched too.
+check "a dataset written elsewhere" $M --store "file://$WORK/elsewhere" put unnoted x="$WORK/x.npy"
+cp -r "$WORK/elsewhere/datasets/unnoted" "$WORK/store/datasets/"
+expect "a dataset copied into the store behind the catalog's back shows too" "unnoted"
 
 keys f fr
 expect_gone "the filter applies as it is typed" "tiny"
+ok $(! screen | grep -q unnoted; echo $?) "and leaves only what matches"
 keys Escape
 expect "Esc puts the old filter back" "tiny"
 keys f tiny Enter
@@ -78,6 +83,16 @@ keys -l delete
 keys Enter
 expect "after the deletion the preview says what was deleted" "gc: 1 objects"
 expect "under its new title" "gc result"
+# A damaged shard: its verification, however long, is read whole in the shards list.
+f=$(find "$WORK/store/datasets/tiny/shards" -type f | head -1)
+"$PY" -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
+for i in range(len(b) - 600, len(b) - 500): b[i] ^= 0xff
+open(p, 'wb').write(b)" "$f"
+keys Escape / tiny Enter Enter v
+expect "verify finds the damage" "0 shards sound, 1 damaged"
+want=$($M verify tiny 2>&1 | grep -o 'sha256 is [0-9a-f]*' | tail -c 7)
+keys Enter S
+expect "the shard's VERIFIED column wraps to its end ($want)" "$want"
 keys q
 ok $(tui_exited; echo $?) "q quits"
 done_testing

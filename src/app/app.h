@@ -2,11 +2,13 @@
 #ifndef MT_APP_H
 #define MT_APP_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "matorage.h"
+#include "matorage-catalog.h"
 
 #define APP_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -16,6 +18,7 @@
 struct app_ctx {
 	const char *store_url;
 	mt_store_opts store_opts;
+	char store_name[256]; /* app_store_name_resolve's answer ("": not resolved) */
 };
 
 /* ---- app-alloc.c ---- */
@@ -36,6 +39,55 @@ char *app_read_file(const char *path, size_t *len);
 #define APP_LOCAL "local"
 /* The catalog's name for the store of --store: the remote or URL given, else APP_LOCAL. */
 const char *app_store_name(const struct app_ctx *app);
+/* A --store URL that is a remote's (or $MATORAGE_STORE's) store takes that
+ * remote's name, so one store is one entry in the catalog. */
+void app_store_name_resolve(struct app_ctx *app);
+/* Forget the catalog's entries for remotes no longer configured and for URLs
+ * that a named remote already lists (the stores themselves are untouched). */
+int app_catalog_prune(mt_catalog *c, mt_error *err);
+
+/* ---- app-health.c ---- */
+
+/* What a check (verify, repair, protect) found, gathered for the catalog:
+ * per version the counts, the sources that rebuilt the damage (or would,
+ * in a dry run) and what is lost; per shard its health. */
+struct app_health_version {
+	char *version;
+	uint64_t objects, damaged, rebuilt, unrepairable, bytes_read;
+	char sources[256];
+	char lost[256];
+	char message[256]; /* what stopped the check, else "" */
+	int state, state_set; /* a state the caller found itself (verify: sound) */
+};
+struct app_health_shard {
+	char sha256[72];
+	int state;  /* MT_HEALTH_* */
+	char *note; /* the source, or what is wrong; NULL */
+	int verified, code; /* a verification's result (code 0: sound), not a state */
+};
+struct app_health {
+	pthread_mutex_t lock; /* reports come from several threads */
+	const char *kind;     /* "verify", "repair", "protect" (static) */
+	int dry_run;
+	struct app_health_version *v;
+	size_t nv;
+	struct app_health_shard *s;
+	size_t ns;
+};
+void app_health_init(struct app_health *h, const char *kind, int dry_run);
+void app_health_free(struct app_health *h);
+/* The entry of `version`, made when new. */
+struct app_health_version *app_health_version(struct app_health *h, const char *version);
+/* Gather one report of mt_repair (as an mt_repair_fn: ud is the app_health). */
+void app_health_report(struct app_health *h, const mt_repair_report *r);
+void app_health_report_fn(void *ud, const mt_repair_report *r);
+/* Gather a shard's verification: code 0 (sound) or the error and its message. */
+void app_health_verified(struct app_health *h, const char *sha256, int code, const char *message);
+/* Version v's state after the check (MT_HEALTH_*). */
+int app_health_state(const struct app_health *h, const struct app_health_version *v);
+/* Write every version's check and every shard's health to the catalog
+ * (bucket url); the catalog is a cache, so failures are not reported. */
+void app_health_record(struct app_health *h, mt_catalog *c, const char *url, const char *dataset);
 
 /* ---- app-format.c ---- */
 

@@ -20,10 +20,12 @@ const struct cli_option cli_global_options[] = {
 	{ "insecure", 0, NULL, "do not verify the S3 server's TLS certificate" },
 	{ "addressing", 0, "STYLE", "S3 URLs: auto, path (http://host/bucket) or virtual" },
 	{ "debug", 0, NULL, "log each S3 request and retry on stderr (secrets redacted)" },
+	{ "read-only", 0, NULL, "the browser: browse and verify only, no edits, deletes, copies "
+				"or gc" },
 	{ NULL, 0, NULL, NULL },
 };
 enum { G_STORE, G_QUIET, G_ENDPOINT, G_REGION, G_PROFILE, G_CA, G_INSECURE, G_ADDRESSING,
-       G_DEBUG };
+       G_DEBUG, G_READ_ONLY };
 
 int cli_global_find(const char *name, size_t len)
 {
@@ -71,6 +73,9 @@ int cli_global_set(struct cli_ctx *ctx, int g, const char *val)
 		break;
 	case G_DEBUG:
 		ctx->app.store_opts.log = cli_debug_line;
+		break;
+	case G_READ_ONLY:
+		ctx->read_only = 1;
 		break;
 	default:
 		break;

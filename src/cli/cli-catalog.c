@@ -1,4 +1,4 @@
-/* cli-catalog.c — keeping the catalog current from the commands that write. */
+/* cli-catalog.c — keeping the catalog current from the commands that write, and recording what checks found. */
 #include <stdio.h>
 
 #include "cli.h"
@@ -11,6 +11,27 @@ void cli_catalog_note(const char *name, mt_store *s, const char *dataset)
 	 * the next sync catches up. */
 	if (mt_catalog_open(NULL, &c, &err) ||
 	    mt_catalog_sync(c, name, s, dataset, 0, NULL, NULL, NULL, &err)) {
+		cli_progress_hide();
+		fprintf(stderr, "matorage: warning: catalog not updated (run 'matorage sync'): %s\n",
+			err.message);
+	}
+	mt_catalog_close(c);
+}
+
+void cli_catalog_health(const char *name, mt_store *s, const char *dataset,
+			struct app_health *h, int create)
+{
+	mt_catalog *c = NULL;
+	mt_error err = { 0 };
+	int rc = create ? mt_catalog_open(NULL, &c, &err) : mt_catalog_open_existing(NULL, &c, &err);
+	if (rc == MT_ENOTFOUND && !create)
+		return;
+	/* A damaged manifest fails the sync, but the catalog still learns the
+	 * rest, and what the check found. */
+	int src = rc ? rc : mt_catalog_sync(c, name, s, dataset, 0, NULL, NULL, NULL, &err);
+	if (!rc)
+		app_health_record(h, c, mt_store_url(s), dataset);
+	if (src && src != MT_ECORRUPT && src != MT_EFORMAT) {
 		cli_progress_hide();
 		fprintf(stderr, "matorage: warning: catalog not updated (run 'matorage sync'): %s\n",
 			err.message);

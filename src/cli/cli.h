@@ -44,6 +44,7 @@ struct cli_args {
 struct cli_ctx {
 	struct app_ctx app; /* --store, --endpoint, --profile, ...: what the browser gets too */
 	int quiet;
+	int read_only; /* --read-only: the browser changes no store */
 	mt_store *store;
 };
 
@@ -176,6 +177,12 @@ int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, m
 /* After a write: bring the catalog's view of `dataset` (NULL: every dataset) of store s,
  * called `name`, up to date; a failure is a warning on stderr, never an error. */
 void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
+/* After a check (verify, repair, protect): the catalog learns `dataset` of
+ * store s (as cli_catalog_note), then what h found of its versions and
+ * shards.  Quiet when there is no catalog yet and `create` is 0 (a verify
+ * makes none); other failures are warnings. */
+void cli_catalog_health(const char *name, mt_store *s, const char *dataset,
+			struct app_health *h, int create);
 
 /* ---- cmd-tui.c ---- */
 

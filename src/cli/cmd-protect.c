@@ -107,6 +107,29 @@ int cli_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, const cha
 	return rc;
 }
 
+/* The catalog learns the version's protection, and that every shard was
+ * read sound to be coded. */
+static void protect_note(struct cli_ctx *ctx, mt_store *s, const struct cli_ref *ref)
+{
+	char **vers = NULL;
+	size_t n = 0;
+	mt_error err = { 0 };
+	const char *version = ref->version;
+	if (!version || !*version || !strcmp(version, "latest"))
+		version = mt_store_versions(s, ref->dataset, &vers, &n, &err) || !n ? NULL
+										     : vers[n - 1];
+	struct app_health h;
+	app_health_init(&h, "protect", 0);
+	if (version) {
+		struct app_health_version *v = app_health_version(&h, version);
+		v->state = MT_HEALTH_SOUND;
+		v->state_set = 1;
+	}
+	cli_catalog_health(app_store_name(&ctx->app), s, ref->dataset, &h, 1);
+	app_health_free(&h);
+	mt_strv_free(vers, n);
+}
+
 static int protect_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	int k, m, threads = 0;
@@ -122,6 +145,8 @@ static int protect_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		return rc;
 	mt_store *s = cli_store(ctx);
 	rc = s ? cli_protect(ctx, s, ref.dataset, ref.version, k, m, threads, 0) : CLI_FAIL;
+	if (!rc)
+		protect_note(ctx, s, &ref);
 	cli_ref_free(&ref);
 	return rc;
 }

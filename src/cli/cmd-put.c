@@ -232,10 +232,11 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	p = NULL;
 	printf("%s@%s\n", ref.dataset, version);
 	fflush(stdout);
-	cli_catalog_note(app_store_name(&ctx->app), s, ref.dataset);
-	/* Committed either way: a failed protection is reported, the version stays. */
+	/* Committed either way: a failed protection is reported, the version stays.
+	 * The catalog learns the version with its protection. */
 	if (k)
 		rc = cli_protect(ctx, s, ref.dataset, version, k, m, o.threads, 0);
+	cli_catalog_note(app_store_name(&ctx->app), s, ref.dataset);
 out:
 	cli_progress_end(p);
 	mt_writer_close(w);

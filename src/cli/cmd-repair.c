@@ -22,6 +22,7 @@ static const char *const repair_kinds[] = { "shard", "parity", "manifest", "reco
 struct repair_out {
 	pthread_mutex_t lock;
 	int dry_run;
+	struct app_health health; /* for the catalog */
 };
 
 static void repair_line(const mt_repair_report *r, int dry_run)
@@ -60,6 +61,7 @@ static void repair_report(void *ud, const mt_repair_report *r)
 	repair_line(r, o->dry_run);
 	fflush(stdout);
 	pthread_mutex_unlock(&o->lock);
+	app_health_report(&o->health, r);
 }
 
 static void repair_salvaged(void *ud, const mt_salvage_report *s)
@@ -124,6 +126,7 @@ static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	o.report = repair_report;
 	o.salvaged = repair_salvaged;
 	o.report_ud = &out;
+	app_health_init(&out.health, "repair", out.dry_run);
 	cli_catch_interrupt();
 	struct cli_progress *p = cli_progress_begin(ctx, ref.dataset, 0);
 	o.progress = cli_progress_fn;
@@ -141,6 +144,10 @@ static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		       out.dry_run ? st.damaged - st.unrepairable : st.rebuilt,
 		       out.dry_run ? "repairable" : "rebuilt", st.unrepairable, read);
 	rc = rrc ? cli_fail(&err) : CLI_OK;
+	/* What was found and rebuilt goes to the catalog. */
+	if (out.health.nv)
+		cli_catalog_health(app_store_name(&ctx->app), s, ref.dataset, &out.health, 1);
+	app_health_free(&out.health);
 	for (size_t i = 0; i < nsrc; i++)
 		mt_store_close(src[i]);
 	free(src);

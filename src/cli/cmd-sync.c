@@ -142,12 +142,19 @@ static int sync_refresh(struct cli_ctx *ctx, const struct cli_args *a)
 	} else {
 		mt_remote *r = NULL;
 		size_t n = 0;
-		rc = sync_refresh_one(ctx, c, APP_LOCAL, ctx->app.store_url, flags);
+		/* Entries of remotes since removed, or of a URL a remote names, go first:
+		 * the catalog lists each store once. */
+		if (app_catalog_prune(c, &err))
+			rc = cli_fail(&err);
+		const char *name = app_store_name(&ctx->app);
+		if (sync_refresh_one(ctx, c, name, ctx->app.store_url, flags) != CLI_OK)
+			rc = CLI_FAIL;
 		if (mt_remotes_list(&r, &n, &err))
 			rc = cli_fail(&err);
 		/* One unreachable remote does not keep the others stale. */
 		for (size_t i = 0; i < n && !cli_interrupted; i++)
-			if (sync_refresh_one(ctx, c, r[i].name, r[i].name, flags) != CLI_OK)
+			if (strcmp(r[i].name, name) &&
+			    sync_refresh_one(ctx, c, r[i].name, r[i].name, flags) != CLI_OK)
 				rc = CLI_FAIL;
 		mt_remotes_free(r, n);
 	}

@@ -4,8 +4,8 @@
 #include "cli.h"
 #include "tui-main.h"
 
+/* --read-only is a global option (`matorage --read-only` opens the browser so). */
 static const struct cli_option tui_options[] = {
-	{ "read-only", 0, NULL, "browse and verify only: no edits, deletes, copies or gc" },
 	{ "open", 0, "DATASET", "start on DATASET's versions in the store (--store, else the default)" },
 	{ NULL, 0, NULL, NULL },
 };
@@ -25,7 +25,7 @@ static int tui_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
 		return cli_usage_error(a->cmd, "standard input and output must be a terminal "
 				       "(the browser is interactive)");
-	return cli_tui_open(ctx, cli_has(a, "read-only"), cli_get(a, "open"));
+	return cli_tui_open(ctx, ctx->read_only, cli_get(a, "open"));
 }
 
 const struct cli_cmd cli_cmd_tui = {

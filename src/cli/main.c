@@ -152,7 +152,8 @@ static int main_globals(int argc, char **argv, struct cli_ctx *ctx, int *rc)
 		/* On a terminal, no command means the browser; in a pipe or a script
 		 * it stays a usage error, so nothing waits for keys that never come. */
 		if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {
-			*rc = cli_tui_open(ctx, 0, NULL);
+			app_store_name_resolve(&ctx->app);
+			*rc = cli_tui_open(ctx, ctx->read_only, NULL);
 			return -1;
 		}
 		main_usage(stderr);
@@ -185,6 +186,7 @@ int main(int argc, char **argv)
 		main_cmd_help(cmd);
 		rc = CLI_OK;
 	} else if (rc == CLI_OK) {
+		app_store_name_resolve(&ctx.app);
 		rc = cmd->exec(&ctx, &args);
 	}
 	cli_args_free(&args);

@@ -22,8 +22,10 @@ extern "C" {
  * The catalog is a cache of the stores, never the source of truth:
  * deleting its file loses nothing, and mt_catalog_sync rebuilds it.  It
  * knows remotes (a name and a URL: "local" is the default store), their
- * buckets, datasets, versions with their lineage, attributes, tags and
- * shards, the last verification of each shard, and the jobs run on them.
+ * buckets, datasets, versions with their lineage, protection, attributes,
+ * tags and shards, the last verification and health of each shard, every
+ * check (verify, repair, protect) of each version, and the jobs run on
+ * them.
  *
  * Threading: one handle may be used from several threads; calls are
  * serialised inside, and a sync holds the handle only while it writes, not
@@ -33,7 +35,7 @@ typedef struct mt_catalog mt_catalog;
 
 /* The schema version this library writes; older catalogs are upgraded in
  * place when opened. */
-#define MT_CATALOG_SCHEMA 2
+#define MT_CATALOG_SCHEMA 3
 
 /* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/..., mt_user_path).  A catalog
@@ -58,7 +60,8 @@ typedef struct mt_catalog_sync_stats {
 
 /* Bring what the catalog knows of store s, listed as remote `remote`, up to
  * date: of `dataset` only, or (NULL) of every dataset, dropping those the
- * store no longer has.  Only manifests and metadata objects that are new or
+ * store no longer has, and the remote's buckets at other URLs (where it
+ * pointed before).  Only manifests and metadata objects that are new or
  * whose listed size or time changed are read.  progress counts datasets.
  * A failure marks the remote offline with its message; a success marks it
  * online.  st may be NULL. */
@@ -68,6 +71,11 @@ MT_CATALOG_API int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *
 /* Record that remote (at url) could not be reached. */
 MT_CATALOG_API int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url,
 					  const char *why, mt_error *err);
+
+/* Drop remote `remote` and all the catalog knows of its buckets (a remote
+ * no longer configured, or a URL that is another remote's store); nothing
+ * in any store changes.  No such remote is not an error. */
+MT_CATALOG_API int mt_catalog_forget(mt_catalog *c, const char *remote, mt_error *err);
 
 /* What mt_catalog_list lists.  Each level's rows have an id that is the
  * parent of the level below: remotes > buckets > datasets > versions >
@@ -83,8 +91,11 @@ enum mt_catalog_level {
 	MT_CAT_REMOTES,  /* name, url, online (1|0), datasets, synced, error */
 	MT_CAT_BUCKETS,  /* url, datasets, versions, stored bytes */
 	MT_CAT_DATASETS, /* name, versions, latest, rows, stored bytes, tags, description */
-	MT_CAT_VERSIONS, /* name, created, rows, shards, stored bytes, parent, tags, description */
-	MT_CAT_SHARDS,   /* index, sha256, first row, rows, bytes, verified */
+	MT_CAT_VERSIONS, /* name, created, rows, shards, stored bytes, parent, tags, description,
+			  * protection ("K+M"), parity overhead (ratio), health (the
+			  * state of its last check: mt_catalog_health_name) */
+	MT_CAT_SHARDS,   /* index, sha256, first row, rows, bytes, verified, health (a
+			  * state's name), what repaired it or would, or what is wrong */
 	MT_CAT_ATTRS,    /* name, dtype, shape, ragged (1|0) */
 	MT_CAT_VERSION,  /* field, value */
 	MT_CAT_SHARD,    /* field, value */
@@ -131,10 +142,52 @@ MT_CATALOG_API int mt_catalog_job_result(mt_catalog *c, int64_t job, const char 
 MT_CATALOG_API int mt_catalog_job_end(mt_catalog *c, int64_t job, int code, const char *message,
 				      mt_error *err);
 /* Record a verification of shard sha256 of dataset in bucket url: code 0
- * (sound) or the error and its message.  Every version listing it sees it. */
+ * (sound) or the error and its message.  Every version listing it sees it,
+ * and its health becomes sound or damaged. */
 MT_CATALOG_API int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
 					     const char *sha256, int code, const char *message,
 					     mt_error *err);
+
+/* What a check found of a version or an object. */
+enum mt_catalog_health {
+	MT_HEALTH_SOUND,        /* every object holds its bytes */
+	MT_HEALTH_REPAIRABLE,   /* damaged, and a repair can rebuild all of it */
+	MT_HEALTH_UNREPAIRABLE, /* damaged beyond repair: some of it is lost */
+	MT_HEALTH_DAMAGED,      /* damaged; whether it can be rebuilt is not known */
+	MT_HEALTH_REBUILT,      /* an object a repair rebuilt: sound again */
+	MT_HEALTH_NSTATES
+};
+/* The state's name as the listings give it: "sound", "repairable",
+ * "unrepairable", "damaged", "rebuilt"; NULL for no state. */
+MT_CATALOG_API const char *mt_catalog_health_name(int state);
+
+/* One check of a version: a verify, a repair or a protect. */
+typedef struct mt_catalog_check {
+	size_t size;         /* set by mt_catalog_check_init */
+	const char *kind;    /* "verify", "repair", "protect" */
+	int state;           /* MT_HEALTH_*: the version's state after the check */
+	const char *sources; /* what rebuilt the damage, or would (repairable); NULL: none */
+	const char *message; /* what is lost, or what stopped the check; NULL: none */
+	uint64_t objects;    /* objects checked */
+	uint64_t damaged, rebuilt, unrepairable;
+	uint64_t bytes_read;
+} mt_catalog_check;
+MT_CATALOG_API void mt_catalog_check_init_size(mt_catalog_check *k, size_t size);
+#define mt_catalog_check_init(k) mt_catalog_check_init_size((k), sizeof(mt_catalog_check))
+
+/* Record check k of dataset@version in bucket url, stamped with the time.
+ * Every check is kept; the listings show the last one.  MT_ENOTFOUND when
+ * the catalog does not list the version (a sync adds it). */
+MT_CATALOG_API int mt_catalog_version_checked(mt_catalog *c, const char *url,
+					      const char *dataset, const char *version,
+					      const mt_catalog_check *k, mt_error *err);
+/* Record the health of shard sha256 of dataset in bucket url (state
+ * MT_HEALTH_*), with a note: what rebuilt it or would, or what is wrong
+ * (NULL: none).  Every version listing the shard sees it; a rebuilt one
+ * (read back against its sha256) reads as verified sound too. */
+MT_CATALOG_API int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
+					   const char *sha256, int state, const char *note,
+					   mt_error *err);
 
 #ifdef __cplusplus
 }

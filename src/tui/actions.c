@@ -1,21 +1,14 @@
-/* actions.c — what the browser does to stores, each as a job: sync, verify, copy (push/pull), edit tags and description, delete with a typed name, gc with a preview. */
+/* actions.c — what the browser does to stores, each as a job: sync, verify, edit tags and description, delete with a typed name, a shard's chunk layout (copy.c and gc.c hold the other two). */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tui.h"
+#include "actions.h"
 
-/* What a job works on: a catalog row located when the key was pressed. */
-struct target {
-	mt_catalog_ref ref;
-	char *text;  /* typed input: tags, description, destination remote */
-	uint64_t found, bytes; /* gc: objects found and their bytes */
-	uint64_t shards_ok, shards_bad;
-};
 
-static void target_free(void *arg)
+void tui_target_free(void *arg)
 {
 	struct target *tg = arg;
 	if (!tg)
@@ -25,7 +18,7 @@ static void target_free(void *arg)
 	free(tg);
 }
 
-static struct target *target_new(struct tui *t, int level, int64_t id)
+struct target *tui_target_new(struct tui *t, int level, int64_t id)
 {
 	struct target *tg = app_xcalloc(1, sizeof *tg);
 	mt_error err = { 0 };
@@ -44,7 +37,7 @@ typedef int target_fn(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *er
 static int target_with_reader(struct tui_job *j, target_fn *fn, mt_error *err)
 {
 	struct target *tg = j->arg;
-	mt_store *s = tui_open_store(j, tg->ref.remote, err);
+	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, err);
 	mt_reader *r = NULL;
 	int rc = s ? mt_reader_open(s, tg->ref.dataset, tg->ref.version, &r, err) : err->code;
 	if (!rc)
@@ -94,16 +87,19 @@ static void sync_one(struct tui *t, const char *remote, const char *url, const c
 	tg->ref.shard = -1;
 	char title[160];
 	snprintf(title, sizeof title, "sync %s%s%s", remote, dataset ? ":" : "", dataset ? dataset : "");
-	tui_job_start(t, "sync", title, "datasets", sync_run, NULL, tg, target_free);
+	tui_job_start(t, "sync", title, "datasets", sync_run, NULL, tg, tui_target_free);
 }
 
 void tui_sync_all(struct tui *t)
 {
-	/* One job per store: an unreachable remote keeps no other one stale. */
-	sync_one(t, app_store_name(t->app), NULL, NULL);
 	mt_remote *r = NULL;
 	size_t n = 0;
 	mt_error err = { 0 };
+	/* Removed remotes, and URLs a remote already lists, leave the catalog. */
+	if (app_catalog_prune(t->cat, &err))
+		tui_status(t, 1, "%s", err.message);
+	/* One job per store: an unreachable remote keeps no other one stale. */
+	sync_one(t, app_store_name(t->app), NULL, NULL);
 	if (mt_remotes_list(&r, &n, &err))
 		tui_status(t, 1, "%s", err.message);
 	for (size_t i = 0; i < n; i++)
@@ -135,7 +131,12 @@ static void verify_shard(void *ud, size_t shard, const mt_shard_info *info, int 
 
 static int verify_reader(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *err)
 {
-	return mt_reader_verify(r, verify_shard, j, tui_job_progress, j, err);
+	struct target *tg = j->arg;
+	int rc = mt_reader_verify(r, verify_shard, j, tui_job_progress, j, err);
+	if (!rc || rc == MT_ECORRUPT)
+		tui_verify_health(j, s, &tg->ref, rc, tg->shards_ok + tg->shards_bad, tg->health,
+				  sizeof tg->health);
+	return rc;
 }
 
 static int verify_run(struct tui_job *j)
@@ -145,36 +146,24 @@ static int verify_run(struct tui_job *j)
 	int rc = target_with_reader(j, verify_reader, &err);
 	if (rc && rc != MT_ECORRUPT)
 		return tui_job_fail(j, &err);
-	snprintf(j->result, sizeof j->result, "%llu shards sound, %llu damaged%s%.400s",
+	snprintf(j->result, sizeof j->result, "%llu shards sound, %llu damaged%s%.300s%s%.150s",
 		 (unsigned long long)tg->shards_ok, (unsigned long long)tg->shards_bad,
-		 rc ? ": " : "", rc ? err.message : "");
+		 rc ? ": " : "", rc ? err.message : "", tg->health[0] ? "; " : "", tg->health);
 	return rc;
 }
 
-/* ---- copy ---- */
+#define OLD_BUCKET "; its remote points elsewhere now, so r drops the bucket from the catalog"
 
-static int copy_run(struct tui_job *j)
+/* The catalog learns what a job changed in the bucket it acted on.  An old
+ * bucket is not synced under its remote's name: that would point the remote
+ * back at it. */
+static void catalog_note(struct tui_job *j, mt_store *s)
 {
 	struct target *tg = j->arg;
 	mt_error err = { 0 };
-	mt_store *src = tui_open_store(j, tg->ref.remote, &err);
-	mt_store *dst = src ? tui_open_store(j, tg->text, &err) : NULL;
-	mt_copy_stats st;
-	int rc = dst ? mt_copy(src, dst, tg->ref.dataset, tg->ref.version, 0, tui_job_progress, j,
-			       &st, &err)
-		     : err.code;
-	if (!rc) {
-		char sent[32];
-		snprintf(j->result, sizeof j->result, "%llu shards sent (%s), %llu already there",
-			 (unsigned long long)st.shards, app_human_bytes(st.bytes, sent, sizeof sent),
-			 (unsigned long long)st.shards_present);
-		/* The destination's catalog entry is part of the job. */
-		mt_catalog_sync(j->t->cat, tg->text, dst, tg->ref.dataset, 0, NULL, NULL, NULL,
+	if (!tg->stale)
+		mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0, NULL, NULL, NULL,
 				&err);
-	}
-	mt_store_close(dst);
-	mt_store_close(src);
-	return rc ? tui_job_fail(j, &err) : 0;
 }
 
 /* ---- metadata ---- */
@@ -204,8 +193,7 @@ static int meta_write(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *er
 				       n < 256 ? n : 256, err);
 	free(copy);
 	if (!rc)
-		mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0, NULL, NULL, NULL,
-				err);
+		catalog_note(j, s);
 	return rc;
 }
 
@@ -217,8 +205,8 @@ static int meta_run(struct tui_job *j)
 	int rc = target_with_reader(j, meta_write, &err);
 	if (rc)
 		return tui_job_fail(j, &err);
-	snprintf(j->result, sizeof j->result, "%s written to %s", tags_edit ? "tags" : "description",
-		 tg->ref.url);
+	snprintf(j->result, sizeof j->result, "%s written to %s%s", tags_edit ? "tags" : "description",
+		 tg->ref.url, tg->stale ? OLD_BUCKET : "");
 	return 0;
 }
 
@@ -228,15 +216,15 @@ static int delete_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
 	mt_error err = { 0 };
-	mt_store *s = tui_open_store(j, tg->ref.remote, &err);
+	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
 	int rc = s ? mt_store_delete_version(s, tg->ref.dataset, tg->ref.version, &err) : err.code;
 	if (!rc)
-		mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0, NULL, NULL, NULL,
-				&err);
+		catalog_note(j, s);
 	mt_store_close(s);
 	if (rc)
 		return tui_job_fail(j, &err);
-	snprintf(j->result, sizeof j->result, "deleted (its shards stay until gc)");
+	snprintf(j->result, sizeof j->result, "deleted from %s (its shards stay until gc)%s",
+		 tg->ref.url, tg->stale ? OLD_BUCKET : "");
 	return 0;
 }
 
@@ -254,7 +242,7 @@ static void text_submit(struct tui *t, const char *text, void *arg, const char *
 	char title[160];
 	tg->text = app_xstrdup(text);
 	job_title(title, sizeof title, kind, tg);
-	tui_job_start(t, kind, title, unit, run, NULL, tg, target_free);
+	tui_job_start(t, kind, title, unit, run, NULL, tg, tui_target_free);
 }
 
 static void tags_submit(struct tui *t, const char *text, void *arg)
@@ -267,17 +255,6 @@ static void describe_submit(struct tui *t, const char *text, void *arg)
 	text_submit(t, text, arg, "describe", meta_run, NULL);
 }
 
-static void copy_submit(struct tui *t, const char *text, void *arg)
-{
-	struct target *tg = arg;
-	if (!*text || !strcmp(text, tg->ref.remote)) {
-		tui_status(t, 1, "copy: name another remote (or a URL)");
-		target_free(tg);
-		return;
-	}
-	text_submit(t, text, arg, "copy", copy_run, "bytes");
-}
-
 static void delete_submit(struct tui *t, const char *text, void *arg)
 {
 	struct target *tg = arg;
@@ -285,7 +262,7 @@ static void delete_submit(struct tui *t, const char *text, void *arg)
 	snprintf(name, sizeof name, "%s@%s", tg->ref.dataset, tg->ref.version);
 	if (strcmp(text, name)) {
 		tui_status(t, 1, "not deleted: '%s' is not '%s'", text, name);
-		target_free(tg);
+		tui_target_free(tg);
 		return;
 	}
 	text_submit(t, text, arg, "delete", delete_run, NULL);
@@ -323,19 +300,25 @@ static int first_attr(void *ud, const mt_catalog_row *row)
 
 void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 {
-	struct target *tg = target_new(t, MT_CAT_VERSIONS, version_id);
+	struct target *tg = tui_target_new(t, MT_CAT_VERSIONS, version_id);
 	if (!tg)
 		return;
 	char label[400], title[160], cur[512];
 	switch (a) {
+	case ACT_REPAIR:
+	case ACT_PROTECT:
+		tui_target_free(tg);
+		if (a == ACT_REPAIR)
+			tui_repair_start(t, version_id);
+		else
+			tui_protect_start(t, version_id, NULL);
+		return;
 	case ACT_VERIFY:
 		job_title(title, sizeof title, "verify", tg);
-		tui_job_start(t, "verify", title, "bytes", verify_run, NULL, tg, target_free);
+		tui_job_start(t, "verify", title, "bytes", verify_run, NULL, tg, tui_target_free);
 		return;
 	case ACT_COPY:
-		snprintf(label, sizeof label, "copy %s@%s from %s to remote or URL: ", tg->ref.dataset,
-			 tg->ref.version, tg->ref.remote);
-		tui_ask(t, label, "", copy_submit, tg, target_free);
+		tui_copy_ask(t, tg);
 		return;
 	case ACT_TAGS:
 		current_field(t, version_id, "tags", cur, sizeof cur);
@@ -344,18 +327,18 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 				*p = ' ';
 		snprintf(label, sizeof label, "tags of %s@%s (space-separated): ", tg->ref.dataset,
 			 tg->ref.version);
-		tui_ask(t, label, cur, tags_submit, tg, target_free);
+		tui_ask(t, label, cur, tags_submit, tg, tui_target_free);
 		return;
 	case ACT_DESCRIBE:
 		current_field(t, version_id, "description", cur, sizeof cur);
 		snprintf(label, sizeof label, "description of %s@%s: ", tg->ref.dataset,
 			 tg->ref.version);
-		tui_ask(t, label, cur, describe_submit, tg, target_free);
+		tui_ask(t, label, cur, describe_submit, tg, tui_target_free);
 		return;
 	case ACT_DELETE:
 		snprintf(label, sizeof label, "delete %s@%s from %s? type its name to confirm: ",
 			 tg->ref.dataset, tg->ref.version, tg->ref.remote);
-		tui_ask(t, label, "", delete_submit, tg, target_free);
+		tui_ask(t, label, "", delete_submit, tg, tui_target_free);
 		return;
 	case ACT_MATRIX: {
 		char attr[256] = "";
@@ -365,97 +348,13 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 			tui_push(t, tui_matrix_view(t, &tg->ref, attr));
 		else
 			tui_status(t, 1, "the version has no attributes");
-		target_free(tg);
+		tui_target_free(tg);
 		return;
 	}
 	default:
-		target_free(tg);
+		tui_target_free(tg);
 		break;
 	}
-}
-
-/* ---- gc: a dry run first, then the same with deletion once confirmed ---- */
-
-static void gc_found(void *ud, const char *key, uint64_t bytes)
-{
-	struct tui_job *j = ud;
-	char human[32];
-	tui_job_log(j, "%10s  %s", app_human_bytes(bytes, human, sizeof human), key);
-}
-
-static int gc_run(struct tui_job *j)
-{
-	struct target *tg = j->arg;
-	int dry = !strcmp(j->kind, "gc-preview");
-	mt_error err = { 0 };
-	mt_store *s = tui_open_store(j, tg->ref.remote, &err);
-	uint64_t n = 0, bytes = 0;
-	int rc = s ? mt_store_gc(s, tg->ref.dataset, dry, 3600, gc_found, j, &n, &bytes, &err)
-		   : err.code;
-	mt_store_close(s);
-	if (rc)
-		return tui_job_fail(j, &err);
-	char human[32];
-	tg->found = n;
-	tg->bytes = bytes;
-	snprintf(j->result, sizeof j->result, "%llu objects, %s %s", (unsigned long long)n,
-		 app_human_bytes(bytes, human, sizeof human), dry ? "would be deleted" : "deleted");
-	return 0;
-}
-
-static void gc_confirm(struct tui *t, const char *text, void *arg)
-{
-	struct target *tg = arg;
-	if (strcmp(text, "delete")) {
-		tui_status(t, 0, "gc: nothing deleted");
-		target_free(tg);
-		return;
-	}
-	char title[160];
-	snprintf(title, sizeof title, "gc %s%s%s", tg->ref.remote, tg->ref.dataset ? ":" : "",
-		 tg->ref.dataset ? tg->ref.dataset : "");
-	tui_job_start(t, "gc", title, NULL, gc_run, NULL, tg, target_free);
-}
-
-/* The preview ended: show what it found, and ask. */
-static void gc_previewed(struct tui *t, struct tui_job *j)
-{
-	struct target *tg = j->arg;
-	if (atomic_load(&j->state) != JOB_OK)
-		return;
-	if (!tg->found) {
-		tui_status(t, 0, "gc: nothing to delete");
-		return;
-	}
-	pthread_mutex_lock(&j->lock);
-	char **lines = app_xcalloc(j->nlog + 2, sizeof *lines);
-	size_t n = 0;
-	lines[n++] = app_xasprintf("gc preview: %s", j->result);
-	for (size_t i = 0; i < j->nlog; i++)
-		lines[n++] = app_xstrdup(j->log[i]);
-	pthread_mutex_unlock(&j->lock);
-	tui_push(t, tui_text_view("gc preview", lines, n));
-	/* A second target for the deleting job: the preview's stays with it. */
-	struct target *del = app_xcalloc(1, sizeof *del);
-	del->ref.remote = app_xstrdup(tg->ref.remote);
-	del->ref.url = app_xstrdup(tg->ref.url);
-	del->ref.dataset = tg->ref.dataset ? app_xstrdup(tg->ref.dataset) : NULL;
-	del->ref.shard = -1;
-	char label[700];
-	snprintf(label, sizeof label, "%s: type 'delete' to delete them, Esc to keep them: ",
-		 j->result);
-	tui_ask(t, label, "", gc_confirm, del, target_free);
-}
-
-void tui_gc_action(struct tui *t, int level, int64_t id)
-{
-	struct target *tg = target_new(t, level, id);
-	if (!tg)
-		return;
-	char title[160];
-	snprintf(title, sizeof title, "gc preview %s%s%s", tg->ref.remote,
-		 tg->ref.dataset ? ":" : "", tg->ref.dataset ? tg->ref.dataset : "");
-	tui_job_start(t, "gc-preview", title, NULL, gc_run, gc_previewed, tg, target_free);
 }
 
 /* ---- a shard's chunk layout: read its chunk index, show it ---- */
@@ -506,11 +405,11 @@ static void chunks_read(struct tui *t, struct tui_job *j)
 
 void tui_chunks_action(struct tui *t, int64_t shard_id)
 {
-	struct target *tg = target_new(t, MT_CAT_SHARDS, shard_id);
+	struct target *tg = tui_target_new(t, MT_CAT_SHARDS, shard_id);
 	if (!tg)
 		return;
 	char title[200];
 	snprintf(title, sizeof title, "chunks %s:%s@%s shard %lld", tg->ref.remote, tg->ref.dataset,
 		 tg->ref.version, (long long)tg->ref.shard);
-	tui_job_start(t, "chunks", title, NULL, chunks_run, chunks_read, tg, target_free);
+	tui_job_start(t, "chunks", title, NULL, chunks_run, chunks_read, tg, tui_target_free);
 }

@@ -1,4 +1,4 @@
-/* columns.c — the browser's headers for each catalog list: titles and how each column's text reads (text, a count, a byte size). */
+/* columns.c — the browser's headers for each catalog list: titles, their order, how each column's text reads (text, a count, a byte size, a state) and the colour role of a row. */
 #include "config.h"
 
 #include <stdio.h>
@@ -21,14 +21,22 @@ static const struct tui_col dataset_cols[] = {
 	{ "DESCRIPTION", COL_TEXT },
 };
 static const struct tui_col version_cols[] = {
-	{ "VERSION", COL_TEXT }, { "CREATED", COL_TEXT }, { "ROWS", COL_COUNT },
-	{ "SHARDS", COL_COUNT }, { "STORED", COL_BYTES }, { "PARENT", COL_TEXT },
-	{ "TAGS", COL_TEXT },    { "DESCRIPTION", COL_TEXT },
+	{ "VERSION", COL_TEXT },   { "CREATED", COL_TEXT },    { "ROWS", COL_COUNT },
+	{ "SHARDS", COL_COUNT },   { "STORED", COL_BYTES },    { "HEALTH", COL_HEALTH },
+	{ "PROTECT", COL_PROTECT }, { "OVERHEAD", COL_SHARE }, { "PARENT", COL_TEXT },
+	{ "TAGS", COL_TEXT },      { "DESCRIPTION", COL_TEXT },
 };
+/* The catalog's column under each of the headers: health (still on an 80
+ * column screen) and protection come before the free text, which takes the
+ * rest of the line. */
+static const unsigned char version_order[] = { 0, 1, 2, 3, 4, 10, 8, 9, 5, 6, 7 };
 static const struct tui_col shard_cols[] = {
-	{ "SHARD", COL_COUNT }, { "SHA256", COL_TEXT }, { "FIRST_ROW", COL_COUNT },
-	{ "ROWS", COL_COUNT },  { "BYTES", COL_BYTES }, { "VERIFIED", COL_CHECK },
+	{ "SHARD", COL_COUNT }, { "SHA256", COL_TEXT },	  { "FIRST_ROW", COL_COUNT },
+	{ "ROWS", COL_COUNT },  { "BYTES", COL_BYTES },	  { "HEALTH", COL_HEALTH },
+	{ "VERIFIED", COL_CHECK },
 };
+/* The health's note (column 7) is part of its cell. */
+static const unsigned char shard_order[] = { 0, 1, 2, 3, 4, 6, 5 };
 static const struct tui_col attr_cols[] = {
 	{ "ATTRIBUTE", COL_TEXT }, { "DTYPE", COL_TEXT }, { "SHAPE", COL_TEXT },
 	{ "RAGGED", COL_YES },
@@ -48,16 +56,21 @@ static const struct tui_col search_cols[] = {
 	{ "TAGS", COL_TEXT },   { "MATCH", COL_TEXT },
 };
 
-#define COLS(a) { a, sizeof a / sizeof a[0] }
+#define COLS(a) { a, sizeof a / sizeof a[0], NULL, sizeof a / sizeof a[0] }
+#define COLS_ORDER(a, o, ncat) { a, sizeof a / sizeof a[0], o, ncat }
 
-/* In the order of the catalog's columns for each level (matorage-catalog.h). */
+/* Each level's headers; in the order of the catalog's columns
+ * (matorage-catalog.h) unless `order` says which is under each. */
 static const struct {
 	const struct tui_col *cols;
 	size_t n;
+	const unsigned char *order;
+	size_t ncat; /* the catalog's columns */
 } levels[MT_CAT_NLEVELS] = {
 	[MT_CAT_REMOTES] = COLS(remote_cols),  [MT_CAT_BUCKETS] = COLS(bucket_cols),
-	[MT_CAT_DATASETS] = COLS(dataset_cols), [MT_CAT_VERSIONS] = COLS(version_cols),
-	[MT_CAT_SHARDS] = COLS(shard_cols),    [MT_CAT_ATTRS] = COLS(attr_cols),
+	[MT_CAT_DATASETS] = COLS(dataset_cols),
+	[MT_CAT_VERSIONS] = COLS_ORDER(version_cols, version_order, 11),
+	[MT_CAT_SHARDS] = COLS_ORDER(shard_cols, shard_order, 8), [MT_CAT_ATTRS] = COLS(attr_cols),
 	[MT_CAT_VERSION] = COLS(field_cols),   [MT_CAT_SHARD] = COLS(field_cols),
 	[MT_CAT_JOBS] = COLS(job_cols),        [MT_CAT_JOB] = COLS(result_cols),
 	[MT_CAT_SEARCH] = COLS(search_cols),
@@ -73,27 +86,112 @@ const struct tui_col *tui_columns(int level, size_t *n)
 	return levels[level].cols;
 }
 
-const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap)
+size_t tui_catalog_ncols(int level)
+{
+	return level < 0 || level >= MT_CAT_NLEVELS ? 0 : levels[level].ncat;
+}
+
+/* A check's state as the browser says it: what cannot be rebuilt is lost. */
+static const char *health_word(const char *state)
+{
+	return !strcmp(state, "unrepairable") ? "lost" : state;
+}
+
+/* A field's value with no value in the catalog. */
+static const char *field_none(const char *field)
+{
+	static const struct {
+		const char *field, *text;
+	} none[] = {
+		{ "verified", "never" }, { "health", "never checked" }, { "checked", "never" },
+		{ "repaired", "never" }, { "protection", "none" },
+	};
+	for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+		if (!strcmp(field, none[i].field))
+			return none[i].text;
+	return "-";
+}
+
+/* Field rows: the field's name says how its value reads. */
+static const char *field_cell(const char *const *cols, size_t c, char *buf, size_t cap)
 {
 	const char *v = cols[c];
-	if (level == MT_CAT_VERSION || level == MT_CAT_SHARD) {
-		/* Field rows: the field's name says how its value reads. */
-		if (c == 0 || !cols[0])
-			return v ? v : "";
-		if (!v)
-			return strcmp(cols[0], "verified") ? "-" : "never";
-		if (!strcmp(cols[0], "ratio")) {
-			snprintf(buf, cap, "%.2f", strtod(v, NULL));
-			return buf;
-		}
-		return v;
-	}
-	int kind = levels[level].cols[c].kind;
+	if (c == 0 || !cols[0])
+		return v ? v : "";
 	if (!v)
-		return kind == COL_CHECK ? "-" : "";
+		return field_none(cols[0]);
+	if (!strcmp(cols[0], "ratio")) {
+		snprintf(buf, cap, "%.2f", strtod(v, NULL));
+		return buf;
+	}
+	if (!strcmp(cols[0], "health") && !strncmp(v, "unrepairable", 12)) {
+		snprintf(buf, cap, "lost%s", v + 12);
+		return buf;
+	}
+	return v;
+}
+
+/* A shard's health with what rebuilt it or would: "repairable (parity)". */
+static const char *shard_health(const char *const *cols, char *buf, size_t cap)
+{
+	const char *state = cols[6], *note = cols[7];
+	if (!state)
+		return "-";
+	if (note && (!strcmp(state, "repairable") || !strcmp(state, "rebuilt"))) {
+		snprintf(buf, cap, "%s (%s)", state, note);
+		return buf;
+	}
+	return health_word(state);
+}
+
+const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap)
+{
+	if (level == MT_CAT_VERSION || level == MT_CAT_SHARD)
+		return field_cell(cols, c, buf, cap);
+	int kind = levels[level].cols[c].kind;
+	size_t src = levels[level].order ? levels[level].order[c] : c;
+	const char *v = cols[src];
+	if (level == MT_CAT_SHARDS && kind == COL_HEALTH)
+		return shard_health(cols, buf, cap);
+	if (!v)
+		return kind == COL_CHECK || kind == COL_SHARE ? "-"
+		       : kind == COL_PROTECT			? "none"
+		       : kind == COL_HEALTH			? "never checked"
+								: "";
 	if (kind == COL_ONLINE)
 		return strcmp(v, "0") ? "online" : "offline";
 	if (kind == COL_YES)
 		return strcmp(v, "0") ? "yes" : "no";
+	if (kind == COL_HEALTH)
+		return health_word(v);
+	if (kind == COL_SHARE) {
+		snprintf(buf, cap, "%.1f%%", 100 * strtod(v, NULL));
+		return buf;
+	}
 	return v;
+}
+
+/* The colour role of a state's name: sound is good, repairable a warning,
+ * damage nothing can rebuild (or not yet known to be rebuildable) trouble. */
+static int health_role(const char *state)
+{
+	if (!state)
+		return R_NORMAL;
+	if (!strcmp(state, "sound") || !strcmp(state, "rebuilt"))
+		return R_GOOD;
+	return !strcmp(state, "repairable") ? R_WARN : R_OFFLINE;
+}
+
+int tui_row_role(int level, const char *const *cols)
+{
+	/* Trouble stands out: offline remotes, damaged shards and versions. */
+	if (level == MT_CAT_REMOTES && cols[2] && !strcmp(cols[2], "0"))
+		return R_OFFLINE;
+	if (level == MT_CAT_VERSIONS)
+		return health_role(cols[10]);
+	if (level == MT_CAT_SHARDS && cols[6])
+		return health_role(cols[6]);
+	if (level == MT_CAT_SHARDS && cols[5])
+		return strcmp(cols[5], "ok") ? R_OFFLINE : R_GOOD;
+	return R_NORMAL;
 }

@@ -48,6 +48,7 @@ static const attr_t mono_attrs[R_NROLES] = {
 	[R_SELECTED] = A_REVERSE,      [R_STATUS] = A_REVERSE,
 	[R_ERROR] = A_BOLD | A_REVERSE, [R_KEY] = A_BOLD,
 	[R_OFFLINE] = A_BOLD,	       [R_DIM] = A_DIM,
+	[R_WARN] = A_UNDERLINE,
 };
 
 static void disp_colours(void)
@@ -58,7 +59,7 @@ static void disp_colours(void)
 		[R_STATUS] = {COLOR_BLACK, COLOR_WHITE}, [R_ERROR] = {COLOR_WHITE, COLOR_RED},
 		[R_KEY] = {COLOR_BLACK, COLOR_CYAN}, [R_FOOTER] = {-1, -1},
 		[R_OFFLINE] = {COLOR_RED, -1}, [R_GOOD] = {COLOR_GREEN, -1},
-		[R_DIM] = {-1, -1},
+		[R_DIM] = {-1, -1},	     [R_WARN] = {COLOR_YELLOW, -1},
 	};
 	start_color();
 	use_default_colors();

@@ -18,6 +18,7 @@ enum disp_role {
 	R_OFFLINE,  /* an unreachable remote, a damaged shard */
 	R_GOOD,     /* online, verified */
 	R_DIM,      /* secondary text */
+	R_WARN,     /* damaged but repairable */
 	R_NROLES
 };
 

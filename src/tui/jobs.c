@@ -46,8 +46,10 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 	pthread_mutex_init(&j->lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &j->started);
 	mt_error err;
-	/* History is best effort: a job runs even when the catalog is busy. */
-	if (mt_catalog_job_begin(t->cat, kind, title, &j->catalog_id, &err))
+	/* History is best effort: a job runs even when the catalog is busy.  The
+	 * live refresh runs all session long and is no event worth keeping. */
+	if (!strcmp(kind, "watch") ||
+	    mt_catalog_job_begin(t->cat, kind, title, &j->catalog_id, &err))
 		j->catalog_id = 0;
 	if (pthread_create(&j->thread, NULL, job_thread, j)) {
 		tui_status(t, 1, "%s: cannot start a thread", title);
@@ -59,7 +61,7 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 	}
 	t->jobs = app_xreallocarray(t->jobs, t->njobs + 1, sizeof *t->jobs);
 	t->jobs[t->njobs++] = j;
-	if (strcmp(kind, "read"))
+	if (strcmp(kind, "read") && strcmp(kind, "watch"))
 		tui_status(t, 0, "started: %s (J: jobs, c: cancel)", title);
 	return j;
 }
@@ -98,7 +100,8 @@ int tui_jobs_poll(struct tui *t)
 	for (size_t i = 0; i < t->njobs; i++) {
 		struct tui_job *j = t->jobs[i];
 		int st = atomic_load(&j->state);
-		changed |= st == JOB_RUNNING;
+		/* A running job's progress moves on screen; a quiet one has none. */
+		changed |= st == JOB_RUNNING && !j->quiet;
 		if (st == JOB_RUNNING || j->joined)
 			continue;
 		pthread_join(j->thread, NULL);
@@ -106,6 +109,8 @@ int tui_jobs_poll(struct tui *t)
 		changed = 1;
 		if (!j->quiet || st == JOB_FAILED)
 			tui_status(t, st == JOB_FAILED, "%s: %s", j->title, j->result);
+		if (st == JOB_FAILED)
+			t->last_error_job = i + 1;
 		if (j->finish)
 			j->finish(t, j);
 		tui_reload_all(t);
@@ -186,25 +191,4 @@ void tui_jobs_stop(struct tui *t)
 	free(t->jobs);
 	t->jobs = NULL;
 	t->njobs = 0;
-}
-
-mt_store *tui_open_store(struct tui_job *j, const char *remote, mt_error *err)
-{
-	const struct app_ctx *app = j->t->app;
-	/* "local" is whatever the command line chose as the store. */
-	const char *url = strcmp(remote, APP_LOCAL) ? remote : app ? app->store_url : NULL;
-	mt_store_opts o;
-	if (app)
-		o = app->store_opts;
-	else
-		mt_store_opts_init(&o);
-	/* --debug lines on stderr would land in the middle of the screen. */
-	o.log = NULL;
-	/* Unless read-only the browser writes (copies, recipes), so the stores it
-	 * opens are made when missing; read-only it creates nothing. */
-	o.create = !j->t->read_only;
-	mt_store *s = NULL;
-	if (mt_store_open_opts(url, &o, &s, err))
-		return NULL;
-	return s;
 }

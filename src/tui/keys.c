@@ -15,7 +15,7 @@
 const struct tui_key tui_keys[] = {
 	{ '?', FN(KEY_F(1)), "?", "help", "this help, generated from the key table", ACT_HELP, K_ALL, 1 },
 	{ 'q', DISP_CTRL('c'), "q", "quit", "quit, also Ctrl-C (running jobs are canceled)", ACT_QUIT, K_ALL, 1 },
-	{ FN(KEY_ENTER), '\n', "Enter", "open", "open the row: remote > bucket > dataset > version > shard > its chunk layout", ACT_OPEN, K_LIST | K_VERSION | K_JOBS, 1 },
+	{ FN(KEY_ENTER), '\n', "Enter", "open", "open the row: remote > bucket > dataset > version > shard > its chunk layout", ACT_OPEN, K_LIST | K_VERSION | K_JOBS, 2 },
 	{ FN(KEY_BACKSPACE), 127, "Bksp", "back", "back to the view this one was opened from", ACT_BACK, K_ALL, 0 },
 	{ ESC, 0, "Esc", "back", "close the prompt, else go back", ACT_ESC, K_ALL, 0 },
 	{ FN(KEY_UP), 'k', "Up/k", NULL, "cursor up", ACT_UP, K_ALL, 0 },
@@ -26,20 +26,23 @@ const struct tui_key tui_keys[] = {
 	{ FN(KEY_NPAGE), DISP_CTRL('f'), "PgDn", NULL, "a page down", ACT_PGDN, K_ALL, 0 },
 	{ FN(KEY_HOME), 'g', "Home/g", NULL, "first row", ACT_HOME, K_ALL, 0 },
 	{ FN(KEY_END), 'G', "End/G", NULL, "last row", ACT_END, K_ALL, 0 },
-	{ '/', 0, "/", "search", "search the rows on screen; n and N go to the next and previous match", ACT_SEARCH, K_LIST | K_VERSION | K_JOBS | K_TEXT, 1 },
+	{ '/', 0, "/", "search", "search the rows on screen; n and N go to the next and previous match", ACT_SEARCH, K_LIST | K_VERSION | K_JOBS | K_TEXT, 2 },
 	{ 'n', 0, "n", NULL, "next match", ACT_NEXT, K_LIST | K_VERSION | K_JOBS | K_TEXT, 0 },
 	{ 'N', 0, "N", NULL, "previous match", ACT_PREV, K_LIST | K_VERSION | K_JOBS | K_TEXT, 0 },
-	{ 'f', 0, "f", "filter", "keep only rows whose name, description or tags contain a text (empty: all)", ACT_FILTER, K_LIST | K_JOBS, 1 },
+	{ 'f', 0, "f", "filter", "keep only rows whose name, description or tags contain a text (empty: all)", ACT_FILTER, K_LIST | K_JOBS, 2 },
 	{ 'F', 0, "F", "find", "full-text search of the whole catalog (names, descriptions, tags, attributes)", ACT_FIND, K_LIST | K_VERSION, 0 },
 	{ 'S', 0, "S", "shards", "the version's shards", ACT_SHARDS, K_VERSION, 1 },
-	{ 'A', 0, "A", "attrs", "the version's attributes; Enter on one opens the matrix viewer", ACT_ATTRS, K_VERSION, 1 },
-	{ 'm', 0, "m", "matrix", "matrix viewer on the first attribute (or the one under the cursor)", ACT_MATRIX, K_VERSION | K_LIST, 0 },
-	{ 'v', 0, "v", "verify", "verify the version: every shard's size, sha256 and chunk checksums (a job)", ACT_VERIFY, K_LIST | K_VERSION, 1 },
-	{ 'p', 0, "p", "copy", "push/pull: copy the version to another remote (a job; only missing shards travel)", ACT_COPY, K_LIST | K_VERSION | K_WRITE, 1 },
-	{ 't', 0, "t", "tags", "edit the version's tags (written to its bucket)", ACT_TAGS, K_LIST | K_VERSION | K_WRITE, 1 },
-	{ 'e', 0, "e", "describe", "edit the version's description (written to its bucket)", ACT_DESCRIBE, K_LIST | K_VERSION | K_WRITE, 0 },
-	{ 'D', 0, "D", "delete", "delete the version (type its name to confirm)", ACT_DELETE, K_LIST | K_VERSION | K_WRITE, 0 },
-	{ 'X', 0, "X", "gc", "garbage-collect the dataset or bucket: preview, then confirm", ACT_GC, K_LIST | K_WRITE, 0 },
+	{ 'A', 0, "A", "attrs", "the version's attributes; Enter on one opens the matrix viewer", ACT_ATTRS, K_VERSION, 2 },
+	{ 'm', 0, "m", "matrix", "matrix viewer on the first attribute (or the one under the cursor)", ACT_MATRIX, K_VERSION | K_ACT, 0 },
+	{ 'v', 0, "v", "verify", "verify the version: every shard's size, sha256 and chunk checksums (a job)", ACT_VERIFY, K_ACT | K_VERSION, 1 },
+	{ 'p', 0, "p", "copy", "push/pull: copy the version to another remote (a job; only missing shards travel)", ACT_COPY, K_ACT | K_VERSION | K_WRITE, 1 },
+	{ 't', 0, "t", "tags", "edit the version's tags (written to its bucket)", ACT_TAGS, K_ACT | K_VERSION | K_WRITE, 1 },
+	{ 'e', 0, "e", "describe", "edit the version's description (written to its bucket)", ACT_DESCRIBE, K_ACT | K_VERSION | K_WRITE, 0 },
+	{ 'D', 0, "D", "delete", "delete the version (type its name to confirm)", ACT_DELETE, K_ACT | K_VERSION | K_WRITE, 1 },
+	{ 'R', 0, "R", "repair", "repair the version: rebuild damaged or lost shards, parity and manifest from other stores or parity (a job with a log)", ACT_REPAIR, K_ACT | K_VERSION | K_WRITE, 1 },
+	{ 'P', 0, "P", "protect", "protect the version with Reed–Solomon parity K+M (asked for; a job)", ACT_PROTECT, K_ACT | K_VERSION | K_WRITE, 2 },
+	{ 'X', 0, "X", "gc", "garbage-collect the dataset or bucket: preview, then confirm", ACT_GC, K_GC | K_WRITE, 1 },
+	{ 'E', 0, "E", "error", "the last error in full, with the log of the job it came from", ACT_ERROR, K_ALL, 0 },
 	{ 'r', 0, "r", "sync", "refresh the catalog from every store (in the background)", ACT_SYNC, K_ALL, 0 },
 	{ 'J', 0, "J", "jobs", "running and finished jobs with progress", ACT_JOBS, K_ALL, 1 },
 	{ 'c', 0, "c", "cancel", "cancel the job under the cursor (elsewhere: the newest running job)", ACT_CANCEL, K_ALL, 0 },
@@ -47,7 +50,7 @@ const struct tui_key tui_keys[] = {
 	{ '[', 0, "[", "row-", "previous row of the attribute", ACT_ROW_PREV, K_MATRIX, 1 },
 	{ '#', 0, "#", "goto", "go to a row by number", ACT_ROW_GOTO, K_MATRIX, 1 },
 	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX, 1 },
-	{ ':', 0, ":", "cmd", "command line: sync, search TEXT, filter TEXT, jobs, history (past jobs), help, quit", ACT_COMMAND, K_ALL, 1 },
+	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
 	{ 0, 0, NULL, NULL, NULL, ACT_NONE, 0, 0 },
 };
@@ -70,20 +73,48 @@ enum tui_action tui_key_action(const struct tui *t, int k, int scope)
 	return ACT_NONE;
 }
 
+const struct tui_key *tui_key_refused(const struct tui *t, int k, int scope)
+{
+	if (!t->read_only)
+		return NULL;
+	for (const struct tui_key *e = tui_keys; e->label; e++)
+		if ((e->key == k || (e->alt && e->alt == k)) && (e->scope & scope) &&
+		    (e->scope & K_WRITE))
+			return e;
+	return NULL;
+}
+
+/* The footer's width with keys of priority up to `most` and `sep` blanks between. */
+static int footer_width(const struct tui *t, int scope, int most, int sep)
+{
+	int w = 0;
+	for (const struct tui_key *e = tui_keys; e->label; e++)
+		if (e->footer && e->footer <= most && key_allowed(t, e, scope))
+			w += disp_columns(e->label) + 1 + disp_columns(e->name) + sep;
+	return w - sep;
+}
+
 void tui_footer(const struct tui *t, int y, int scope)
 {
 	int w = disp_width(), x = 0;
 	disp_fill(y, 0, w, R_FOOTER);
+	/* Every key of the view when they fit; else the view's own keys first
+	 * (Enter, / and f work as everywhere), closer together if need be. */
+	int most = 2, sep = 2;
+	if (footer_width(t, scope, 2, 2) > w) {
+		most = 1;
+		sep = footer_width(t, scope, 1, 2) > w ? 1 : 2;
+	}
 	for (const struct tui_key *e = tui_keys; e->label && x < w; e++) {
-		if (!e->footer || !key_allowed(t, e, scope))
+		if (!e->footer || e->footer > most || !key_allowed(t, e, scope))
 			continue;
-		int need = disp_columns(e->label) + disp_columns(e->name) + 3;
+		int need = disp_columns(e->label) + disp_columns(e->name) + 1;
 		if (x + need > w)
 			break;
 		x += disp_text(y, x, w - x, R_KEY, e->label);
 		x += disp_text(y, x, w - x, R_FOOTER, " ");
 		x += disp_text(y, x, w - x, R_FOOTER, e->name);
-		x += disp_text(y, x, w - x, R_FOOTER, "  ");
+		x += disp_text(y, x, w - x, R_FOOTER, sep == 2 ? "  " : " ");
 	}
 }
 
@@ -101,9 +132,12 @@ struct view *tui_help_view(struct tui *t)
 		if (n + 2 >= cap)
 			lines = app_xreallocarray(lines, cap *= 2, sizeof *lines);
 		char where[64] = "";
-		if (e->scope != K_ALL)
-			snprintf(where, sizeof where, " [%s%s%s%s%s]",
-				 e->scope & K_LIST ? "lists " : "", e->scope & K_VERSION ? "version " : "",
+		if ((e->scope & K_ALL) != K_ALL)
+			snprintf(where, sizeof where, " [%s%s%s%s%s%s%s]",
+				 e->scope & K_LIST ? "lists " : "",
+				 e->scope & K_ACT ? "versions " : "",
+				 e->scope & K_GC ? "datasets " : "",
+				 e->scope & K_VERSION ? "version " : "",
 				 e->scope & K_MATRIX ? "matrix " : "", e->scope & K_JOBS ? "jobs " : "",
 				 e->scope & K_TEXT ? "text " : "");
 		char *p = strstr(where, " ]");

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include "tui.h"
 
 int tui_init(struct tui *t, const struct app_ctx *app, const char *cat_path, int read_only,
@@ -32,6 +31,7 @@ void tui_free(struct tui *t)
 	free(t->stack);
 	if (t->prompt.free_arg)
 		t->prompt.free_arg(t->prompt.arg);
+	tui_history_free(t);
 	mt_catalog_close(t->cat);
 }
 
@@ -50,6 +50,11 @@ void tui_pop(struct tui *t)
 	if (!t->depth)
 		return;
 	struct view *v = t->stack[--t->depth];
+	if (t->status_view && t->status_view == v->serial) {
+		t->status[0] = '\0';
+		t->status_error = 0;
+		t->status_view = 0;
+	}
 	v->ops->free(v);
 	t->dirty = 1;
 }
@@ -81,24 +86,18 @@ void tui_status(struct tui *t, int error, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(t->status, sizeof t->status, fmt, ap);
 	va_end(ap);
+	if (error) {
+		va_start(ap, fmt);
+		vsnprintf(t->last_error, sizeof t->last_error, fmt, ap);
+		va_end(ap);
+		t->last_error_job = 0;
+	}
 	/* One line: a multi-line message would garble the screen. */
 	for (char *p = t->status; *p; p++)
 		if (*p == '\n' || *p == '\r' || *p == '\t')
 			*p = ' ';
 	t->status_error = error;
-	t->dirty = 1;
-}
-
-void tui_ask(struct tui *t, const char *label, const char *initial,
-	     void (*submit)(struct tui *t, const char *text, void *arg), void *arg,
-	     void (*free_arg)(void *arg))
-{
-	if (t->prompt.free_arg)
-		t->prompt.free_arg(t->prompt.arg);
-	t->prompt = (struct tui_prompt){ .active = 1, .submit = submit, .arg = arg,
-					 .free_arg = free_arg };
-	snprintf(t->prompt.label, sizeof t->prompt.label, "%s", label);
-	snprintf(t->prompt.text, sizeof t->prompt.text, "%s", initial ? initial : "");
+	t->status_view = 0;
 	t->dirty = 1;
 }
 
@@ -112,62 +111,20 @@ int tui_text_cut(int y, int x, int w, int role, const char *s)
 	return used + disp_text(y, x + used, 1, role, "…");
 }
 
-/* ---- the prompt ---- */
-
-static void prompt_end(struct tui *t, int submit)
-{
-	struct tui_prompt p = t->prompt;
-	t->prompt = (struct tui_prompt){ 0 };
-	t->dirty = 1;
-	/* A submit callback owns arg from then on (a job may keep it). */
-	if (submit && p.submit)
-		p.submit(t, p.text, p.arg);
-	else if (p.free_arg)
-		p.free_arg(p.arg);
-}
-
-static void prompt_key(struct tui *t, int k)
-{
-	struct tui_prompt *p = &t->prompt;
-	size_t len = strlen(p->text);
-	if (k == 27) {
-		prompt_end(t, 0);
-	} else if (k == '\n' || k == '\r' || k == (DISP_FN | KEY_ENTER)) {
-		prompt_end(t, 1);
-	} else if (k == 127 || k == 8 || k == (DISP_FN | KEY_BACKSPACE)) {
-		/* Drop one whole UTF-8 character. */
-		while (len > 0 && ((unsigned char)p->text[len - 1] & 0xc0) == 0x80)
-			len--;
-		if (len > 0)
-			len--;
-		p->text[len] = '\0';
-	} else if (k == DISP_CTRL('u')) {
-		p->text[0] = '\0';
-	} else if (k >= 0x20 && !(k & DISP_FN) && k != 0x7f && k < 0x110000) {
-		char mb[5] = { 0 };
-		unsigned u = (unsigned)k;
-		if (u < 0x80) {
-			mb[0] = (char)u;
-		} else if (u < 0x800) {
-			mb[0] = (char)(0xc0 | u >> 6);
-			mb[1] = (char)(0x80 | (u & 0x3f));
-		} else if (u < 0x10000) {
-			mb[0] = (char)(0xe0 | u >> 12);
-			mb[1] = (char)(0x80 | (u >> 6 & 0x3f));
-			mb[2] = (char)(0x80 | (u & 0x3f));
-		} else {
-			mb[0] = (char)(0xf0 | u >> 18);
-			mb[1] = (char)(0x80 | (u >> 12 & 0x3f));
-			mb[2] = (char)(0x80 | (u >> 6 & 0x3f));
-			mb[3] = (char)(0x80 | (u & 0x3f));
-		}
-		if (len + strlen(mb) < sizeof p->text)
-			strcat(p->text, mb);
-	}
-	t->dirty = 1;
-}
-
 /* ---- ':' commands ---- */
+
+static void find_submit(struct tui *t, const char *text, void *arg)
+{
+	if (*text)
+		tui_push(t, tui_list_view(t, MT_CAT_SEARCH, 0, text));
+}
+
+static void find_ask(struct tui *t)
+{
+	tui_ask(t, "search the catalog: ", "", find_submit, NULL, NULL);
+	t->prompt.hist = TUI_HIST_SEARCH;
+	t->prompt.complete = tui_complete_datasets;
+}
 
 static void command_submit(struct tui *t, const char *text, void *arg)
 {
@@ -188,19 +145,25 @@ void tui_command(struct tui *t, const char *line)
 	if (!*word) {
 		return;
 	} else if (!strcmp(word, "q") || !strcmp(word, "quit")) {
-		t->quit = 1;
+		tui_quit(t);
 	} else if (!strcmp(word, "sync")) {
 		tui_sync_all(t);
 	} else if (!strcmp(word, "jobs")) {
 		tui_push(t, tui_jobs_view(t));
 	} else if (!strcmp(word, "history")) {
 		tui_push(t, tui_list_view(t, MT_CAT_JOBS, 0, "job history"));
+	} else if (!strcmp(word, "error")) {
+		tui_show_error(t);
 	} else if (!strcmp(word, "help")) {
 		tui_push(t, tui_help_view(t));
 	} else if (!strcmp(word, "search") && *rest) {
 		tui_push(t, tui_list_view(t, MT_CAT_SEARCH, 0, rest));
+	} else if (!strcmp(word, "search")) {
+		find_ask(t);
 	} else if (!strcmp(word, "filter") && top && top->ops->filter) {
 		top->ops->filter(t, top, rest);
+	} else if (!strcmp(word, "repair") || !strcmp(word, "protect")) {
+		tui_heal_command(t, word, rest);
 	} else if (!strcmp(word, "run") && t->recipe) {
 		if (t->read_only)
 			tui_status(t, 1, "read-only: recipes write new versions");
@@ -208,23 +171,81 @@ void tui_command(struct tui *t, const char *line)
 			t->recipe(t, rest);
 	} else {
 		tui_status(t, 1, "unknown command '%s' (try: sync, search TEXT, filter TEXT, %sjobs, "
-				 "history, help, quit)", line,
+				 "repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, "
+				 "history, error, help, quit)", line,
 			   t->recipe ? "run [--allow DIR] SCRIPT.lua [KEY=VALUE ...], " : "");
 	}
 }
 
 /* ---- keys ---- */
 
-static void find_submit(struct tui *t, const char *text, void *arg)
+void tui_show_error(struct tui *t)
 {
-	if (*text)
-		tui_push(t, tui_list_view(t, MT_CAT_SEARCH, 0, text));
+	if (t->last_error_job && t->last_error_job <= t->njobs) {
+		tui_push(t, tui_job_log_view(t, t->last_error_job - 1));
+		return;
+	}
+	if (!t->last_error[0]) {
+		tui_status(t, 0, "no error so far");
+		return;
+	}
+	size_t n = 0;
+	for (const char *p = t->last_error; *p; p++)
+		n += *p == '\n';
+	char **lines = app_xcalloc(n + 2, sizeof *lines);
+	n = 0;
+	for (const char *p = t->last_error; *p;) {
+		size_t k = strcspn(p, "\n");
+		lines[n++] = app_xasprintf("%.*s", (int)k, p);
+		p += k + (p[k] == '\n');
+	}
+	tui_push(t, tui_text_view("last error", lines, n));
+}
+
+void tui_quit(struct tui *t)
+{
+	const struct tui_job *newest = NULL;
+	int running = 0;
+	for (size_t i = 0; i < t->njobs; i++)
+		if (!t->jobs[i]->quiet && atomic_load(&t->jobs[i]->state) == JOB_RUNNING) {
+			running++;
+			newest = t->jobs[i];
+		}
+	if (!running) {
+		t->quit = 1;
+		return;
+	}
+	/* Quitting cancels them: a copy half done is work lost, so ask. */
+	t->confirm_quit = 1;
+	snprintf(t->question, sizeof t->question,
+		 "%d job%s running (%s%s): y or q quits and cancels %s, any other key stays",
+		 running, running == 1 ? "" : "s", newest->title, running > 1 ? ", ..." : "",
+		 running == 1 ? "it" : "them");
+	t->dirty = 1;
 }
 
 static int view_scope(const struct view *v)
 {
-	return v ? v->ops->scope : K_LIST;
+	return !v ? K_LIST : v->scope ? v->scope : v->ops->scope;
 }
+
+static void mouse_key(struct tui *t, struct view *v)
+{
+	int my, mx, what;
+	if (!v || disp_mouse(&my, &mx, &what))
+		return;
+	if (what == MOUSE_WHEEL_UP || what == MOUSE_WHEEL_DOWN) {
+		for (int i = 0; i < 3; i++)
+			v->ops->key(t, v, what == MOUSE_WHEEL_UP ? ACT_UP : ACT_DOWN, 0);
+	} else if (v->ops->click) {
+		v->ops->click(t, v, my);
+		if (what == MOUSE_DOUBLE)
+			v->ops->key(t, v, ACT_OPEN, 0);
+	}
+	t->dirty = 1;
+}
+
+static void global_action(struct tui *t, enum tui_action a);
 
 void tui_key(struct tui *t, int k)
 {
@@ -234,26 +255,30 @@ void tui_key(struct tui *t, int k)
 		return;
 	}
 	if (t->prompt.active) {
-		prompt_key(t, k);
+		tui_prompt_key(t, k);
 		return;
 	}
 	struct view *v = tui_top(t);
-	int my, mx, what;
 	if (k == (DISP_FN | KEY_MOUSE)) {
-		if (!v || disp_mouse(&my, &mx, &what))
-			return;
-		if (what == MOUSE_WHEEL_UP || what == MOUSE_WHEEL_DOWN) {
-			for (int i = 0; i < 3; i++)
-				v->ops->key(t, v, what == MOUSE_WHEEL_UP ? ACT_UP : ACT_DOWN, 0);
-		} else if (v->ops->click) {
-			v->ops->click(t, v, my);
-			if (what == MOUSE_DOUBLE)
-				v->ops->key(t, v, ACT_OPEN, 0);
-		}
-		t->dirty = 1;
+		mouse_key(t, v);
+		return;
+	}
+	if (t->confirm_quit) {
+		/* The question on the status line takes this key, whatever it is. */
+		t->confirm_quit = 0;
+		if (k == 'y' || k == 'q' || k == DISP_CTRL('c'))
+			t->quit = 1;
+		else
+			tui_status(t, 0, "not quitting; the jobs go on (J lists them)");
 		return;
 	}
 	enum tui_action a = tui_key_action(t, k, view_scope(v));
+	const struct tui_key *refused = a == ACT_NONE ? tui_key_refused(t, k, view_scope(v)) : NULL;
+	if (refused) {
+		tui_status(t, 1, "read-only: %s (%s) would change a store (started with --read-only)",
+			   refused->label, refused->name);
+		return;
+	}
 	int r = v && a != ACT_NONE ? v->ops->key(t, v, a, k) : V_IGNORED;
 	if (r == V_CLOSE) {
 		if (t->depth > 1)
@@ -264,9 +289,15 @@ void tui_key(struct tui *t, int k)
 		t->dirty = 1;
 		return;
 	}
+	global_action(t, a);
+}
+
+/* What a key does where the view on top did not take it. */
+static void global_action(struct tui *t, enum tui_action a)
+{
 	switch (a) {
 	case ACT_QUIT:
-		t->quit = 1;
+		tui_quit(t);
 		break;
 	case ACT_BACK:
 	case ACT_ESC:
@@ -282,6 +313,8 @@ void tui_key(struct tui *t, int k)
 		break;
 	case ACT_COMMAND:
 		tui_ask(t, ":", "", command_submit, NULL, NULL);
+		t->prompt.hist = TUI_HIST_COMMAND;
+		t->prompt.complete = tui_complete_command;
 		break;
 	case ACT_SYNC:
 		tui_sync_all(t);
@@ -291,16 +324,20 @@ void tui_key(struct tui *t, int k)
 		t->dirty = 1;
 		break;
 	case ACT_CANCEL:
+		/* Quiet jobs (the live refresh, a viewer's reads) are the browser's own. */
 		for (size_t i = t->njobs; i-- > 0;)
-			if (atomic_load(&t->jobs[i]->state) == JOB_RUNNING) {
+			if (!t->jobs[i]->quiet && atomic_load(&t->jobs[i]->state) == JOB_RUNNING) {
 				tui_job_cancel(t->jobs[i]);
 				tui_status(t, 0, "canceling %s", t->jobs[i]->title);
 				return;
 			}
 		tui_status(t, 0, "no job is running");
 		break;
+	case ACT_ERROR:
+		tui_show_error(t);
+		break;
 	case ACT_FIND:
-		tui_ask(t, "search the catalog: ", "", find_submit, NULL, NULL);
+		find_ask(t);
 		break;
 	case ACT_NONE:
 		break;
@@ -322,26 +359,33 @@ static void draw_title(struct tui *t)
 		len += (size_t)snprintf(crumb + len, sizeof crumb - len, " › %s", t->stack[i]->title);
 	int running = 0;
 	for (size_t i = 0; i < t->njobs; i++)
-		running += atomic_load(&t->jobs[i]->state) == JOB_RUNNING;
+		running += !t->jobs[i]->quiet && atomic_load(&t->jobs[i]->state) == JOB_RUNNING;
 	char right[64] = "";
 	if (running)
 		snprintf(right, sizeof right, "%s%d job%s running ",
 			 t->read_only ? "read-only  " : "", running, running == 1 ? "" : "s");
 	else if (t->read_only)
-		snprintf(right, sizeof right, "read-only  ");
+		snprintf(right, sizeof right, "read-only ");
 	int rw = disp_columns(right);
+	/* Two blanks keep the breadcrumb off the flags, whatever the width. */
+	int room = w - rw - (rw ? 2 : 0);
 	/* Where one is matters more than where one started: cut the front. */
 	const char *shown = crumb;
-	while (disp_columns(shown) > w - rw - 1 && *shown) {
+	while (disp_columns(shown) > room && *shown) {
 		shown++;
 		while (((unsigned char)*shown & 0xc0) == 0x80)
 			shown++;
 	}
 	if (shown != crumb) {
+		/* The ellipsis takes the first column of what is shown. */
 		int x = disp_text(0, 0, 1, R_TITLE, "…");
-		disp_text(0, x, w - rw - x, R_TITLE, shown);
+		const char *rest = shown;
+		rest++;
+		while (((unsigned char)*rest & 0xc0) == 0x80)
+			rest++;
+		disp_text(0, x, room - x, R_TITLE, rest);
 	} else {
-		disp_text(0, 0, w - rw, R_TITLE, crumb);
+		disp_text(0, 0, room, R_TITLE, crumb);
 	}
 	disp_text(0, w - rw, rw, R_TITLE, right);
 }
@@ -350,14 +394,13 @@ static void draw_status(struct tui *t, int y)
 {
 	int w = disp_width();
 	if (t->prompt.active) {
-		disp_fill(y, 0, w, R_NORMAL);
-		int x = disp_text(y, 0, w, R_STATUS, t->prompt.label);
-		/* Show the end of long input: that is where typing happens. */
-		const char *s = t->prompt.text;
-		while (disp_columns(s) > w - x - 2 && *s)
-			s++;
-		x += disp_text(y, x, w - x, R_NORMAL, s);
-		disp_text(y, x, 1, R_SELECTED, " ");
+		tui_prompt_draw(t, y);
+		return;
+	}
+	if (t->confirm_quit) {
+		/* Jobs ending meanwhile must not hide the question. */
+		disp_fill(y, 0, w, R_ERROR);
+		tui_text_cut(y, 0, w, R_ERROR, t->question);
 		return;
 	}
 	disp_fill(y, 0, w, t->status_error ? R_ERROR : R_STATUS);
@@ -373,7 +416,12 @@ static void draw_status(struct tui *t, int y)
 		break;
 	}
 	int pw = disp_columns(prog) < w / 2 ? disp_columns(prog) : 0;
-	tui_text_cut(y, 0, w - pw, t->status_error ? R_ERROR : R_STATUS, t->status);
+	/* An error cut at the edge says where the rest of it is. */
+	const char *more = " E: all of it";
+	int mw = t->status_error && disp_columns(t->status) > w - pw ? disp_columns(more) : 0;
+	tui_text_cut(y, 0, w - pw - mw, t->status_error ? R_ERROR : R_STATUS, t->status);
+	if (mw)
+		disp_text(y, w - pw - mw, mw, R_KEY, more);
 	if (pw)
 		disp_text(y, w - pw, pw, R_KEY, prog);
 }
@@ -387,7 +435,10 @@ void tui_draw(struct tui *t)
 	if (v && h > 3)
 		v->ops->draw(t, v, 1, h - 2);
 	draw_status(t, h - 2);
-	tui_footer(t, h - 1, view_scope(v));
+	if (t->prompt.active)
+		tui_prompt_footer(t, h - 1);
+	else
+		tui_footer(t, h - 1, view_scope(v));
 }
 
 /* Returns 0 after q, 1 when the terminal closed under it. */
@@ -397,6 +448,7 @@ static int tui_loop(struct tui *t)
 	while (!t->quit) {
 		if (tui_jobs_poll(t))
 			t->dirty = 1;
+		tui_watch_catalog(t);
 		if (t->dirty) {
 			tui_draw(t);
 			disp_flush(t->full_redraw);
@@ -433,6 +485,13 @@ static int64_t find_row(struct tui *t, int level, int64_t parent, const char *na
 	mt_error err;
 	mt_catalog_list(t->cat, level, parent, NULL, find_row_fn, &f, &err);
 	return f.id;
+}
+
+int64_t tui_find_dataset(struct tui *t, const char *dataset)
+{
+	int64_t r = find_row(t, MT_CAT_REMOTES, 0, app_store_name(t->app));
+	int64_t b = r ? find_row(t, MT_CAT_BUCKETS, r, NULL) : 0;
+	return b ? find_row(t, MT_CAT_DATASETS, b, dataset) : 0;
 }
 
 int tui_goto_dataset(struct tui *t, const char *dataset)
@@ -479,6 +538,7 @@ int tui_main(const struct app_ctx *app, int read_only, const char *open, tui_rec
 		return mt_error_set(err, MT_EIO, "cannot open the terminal");
 	}
 	tui_sync_all(&t);
+	tui_watch_start(&t);
 	if (tui_loop(&t))
 		rc = mt_error_set(err, MT_EIO, "tui: the terminal closed (end of input); leaving");
 	disp_close();

@@ -23,18 +23,20 @@ enum tui_action {
 	ACT_SEARCH, ACT_NEXT, ACT_PREV, ACT_FILTER, ACT_COMMAND, ACT_HELP, ACT_QUIT, ACT_REDRAW,
 	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
 	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
-	ACT_ROW_GOTO,
+	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT,
 };
 
 /* Where a binding applies (a view says which it is). */
 enum {
-	K_ALL = 0x3f,
 	K_LIST = 0x01,    /* catalog lists */
 	K_VERSION = 0x02, /* a version's details */
 	K_MATRIX = 0x04,
 	K_JOBS = 0x08,
 	K_TEXT = 0x10,    /* help, logs */
-	K_WRITE = 0x40,   /* changes a store: not in --read-only */
+	K_ACT = 0x20,     /* lists of versions, or of a version's shards or attributes */
+	K_GC = 0x40,      /* lists whose rows (or parent) gc can sweep: buckets, datasets, versions */
+	K_ALL = 0x7f,
+	K_WRITE = 0x80,   /* changes a store: not in --read-only */
 };
 
 struct tui_key {
@@ -44,12 +46,15 @@ struct tui_key {
 	const char *help;  /* a line for the help screen */
 	enum tui_action action;
 	int scope;         /* K_* bits */
-	int footer;        /* shown in the footer of the views in scope */
+	int footer;        /* in the footer of the views in scope: 1 always, 2 when there is room */
 };
 extern const struct tui_key tui_keys[];
 
 /* The action of key k in a view of kind `scope` (ACT_NONE: none). */
 enum tui_action tui_key_action(const struct tui *t, int k, int scope);
+/* The binding of key k that --read-only turns off in a view of kind `scope`
+ * (NULL: none), to say why nothing happens. */
+const struct tui_key *tui_key_refused(const struct tui *t, int k, int scope);
 /* Draw the footer line for a view of kind `scope`. */
 void tui_footer(const struct tui *t, int y, int scope);
 /* The help text, a line per binding, generated from the table. */
@@ -78,6 +83,7 @@ struct view_ops {
 
 struct view {
 	const struct view_ops *ops;
+	int scope;         /* K_* bits of its keys when they depend on its rows (0: ops->scope) */
 	char title[256];   /* breadcrumb part */
 	unsigned serial;   /* identifies the view to a prompt answered later */
 };
@@ -145,21 +151,49 @@ void tui_jobs_stop(struct tui *t);
 /* Cancel every job; 1 once all have ended, 0 if some still run after ms. */
 int tui_jobs_wait(struct tui *t, int ms);
 struct view *tui_jobs_view(struct tui *t);
-/* Open the store the catalog calls `remote` (on a worker thread only:
- * this may wait on the network). */
+/* Open the store the catalog calls `remote` (stores.c; on a worker thread
+ * only: this may wait on the network). */
 mt_store *tui_open_store(struct tui_job *j, const char *remote, mt_error *err);
+/* Open the bucket a catalog row lives in, even when its remote points
+ * elsewhere now (*stale set then): actions act on the bucket shown. */
+mt_store *tui_open_bucket(struct tui_job *j, const mt_catalog_ref *ref, int *stale,
+			  mt_error *err);
 
 /* ---- the application (tui.c) ---- */
 
+/* Words offered by Tab (completion candidates) or remembered (history). */
+struct tui_words {
+	char **v;
+	size_t n, cap;
+};
+void tui_words_add(struct tui_words *w, const char *s);
+void tui_words_free(struct tui_words *w);
+
+/* Each kind of prompt keeps its own history. */
+enum { TUI_HIST_OTHER, TUI_HIST_COMMAND, TUI_HIST_SEARCH, TUI_HIST_FILTER, TUI_HIST_COPY,
+       TUI_HIST_N };
+
 struct tui_prompt {
 	int active;
-	char label[200];
+	char label[700];
 	char text[512];
+	size_t cur;        /* the cursor, a byte offset into text */
+	int hist;          /* TUI_HIST_* */
+	int hpos;          /* the history entry shown, -1: the line being typed */
+	char saved[512];   /* the line being typed while browsing the history */
+	char hint[512];    /* completion candidates, shown on the footer line */
 	/* Called with what was typed (Enter), on the UI thread; it owns arg
 	 * from then on.  Esc frees arg with free_arg instead. */
 	void (*submit)(struct tui *t, const char *text, void *arg);
 	void *arg;
 	void (*free_arg)(void *arg);
+	/* Optional: called after every edit with the text, and with NULL when
+	 * the prompt is canceled (a filter applies as one types, and Esc puts
+	 * the old one back). */
+	void (*change)(struct tui *t, const char *text, void *arg);
+	/* Optional: Tab's candidates for the last word of `before` (the text
+	 * up to the cursor); the editor keeps those that start with it. */
+	void (*complete)(struct tui *t, const char *before, struct tui_words *out, void *arg);
 };
 
 struct tui {
@@ -167,17 +201,25 @@ struct tui {
 	mt_catalog *cat;
 	int read_only;
 	int quit;
+	int confirm_quit; /* q was pressed with jobs running: the next key answers */
+	char question[300];
 	int dirty, full_redraw;
 	struct view **stack;
 	size_t depth, cap;
 	unsigned next_serial;
 	struct tui_prompt prompt;
+	struct tui_words history[TUI_HIST_N];
 	char status[512];
 	int status_error;
+	unsigned status_view; /* the view the status speaks of (0: none): cleared with it */
+	char last_error[1024]; /* the last error in full, lines and all (E shows it) */
+	size_t last_error_job; /* 1 + the index of the job it came from, 0: none */
 	struct tui_job **jobs;
 	size_t njobs;
 	unsigned next_job;
 	tui_recipe_fn recipe; /* `:run`; NULL where no Lua runner is linked */
+	long watched_at;       /* when the catalog's files were last looked at (s) */
+	uint64_t catalog_sig;  /* their times and sizes then */
 };
 
 /* Open and close the application (catalog at cat_path, NULL: default); 0 or an MT_E code. */
@@ -191,6 +233,11 @@ void tui_draw(struct tui *t);
 /* Open the views down to dataset's versions in the command line's store;
  * MT_ENOTFOUND (status set) when the catalog does not know it. */
 int tui_goto_dataset(struct tui *t, const char *dataset);
+/* The live refresh (watch.c): reload the lists when the catalog's files
+ * changed (called by the loop; it looks once a second), and a quiet job
+ * syncing the command line's store every few seconds. */
+void tui_watch_catalog(struct tui *t);
+void tui_watch_start(struct tui *t);
 /* Start the background refresh of every store (startup, `:sync`). */
 void tui_sync_all(struct tui *t);
 
@@ -205,6 +252,22 @@ void tui_status(struct tui *t, int error, const char *fmt, ...) APP_PRINTF(3, 4)
 void tui_ask(struct tui *t, const char *label, const char *initial,
 	     void (*submit)(struct tui *t, const char *text, void *arg), void *arg,
 	     void (*free_arg)(void *arg));
+/* The line editor (prompt.c): a key while the prompt is open, and its lines. */
+void tui_prompt_key(struct tui *t, int k);
+void tui_prompt_draw(struct tui *t, int y);
+void tui_prompt_footer(struct tui *t, int y);
+void tui_history_free(struct tui *t);
+/* Tab's candidates (complete.c), as tui_prompt.complete functions: the ':'
+ * command line, remote names, the catalog's dataset names; and the
+ * commands themselves (a NULL-ended list). */
+void tui_complete_command(struct tui *t, const char *before, struct tui_words *out, void *arg);
+void tui_complete_remotes(struct tui *t, const char *before, struct tui_words *out, void *arg);
+void tui_complete_datasets(struct tui *t, const char *before, struct tui_words *out, void *arg);
+const char *const *tui_command_names(void);
+/* The last error in full: its job's log, or the message (E, :error). */
+void tui_show_error(struct tui *t);
+/* Quit, or with jobs running ask first (the next key answers). */
+void tui_quit(struct tui *t);
 /* Run a ':' command line. */
 void tui_command(struct tui *t, const char *line);
 
@@ -216,8 +279,10 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 /* A list's column header and how its text reads (columns.c). */
 /* How a column reads: text, a count or byte size (right-aligned, bytes in
  * units), a flag (1|0) as online|offline or yes|no, a shard's check ('-'
- * where it was never verified). */
-enum { COL_TEXT, COL_COUNT, COL_BYTES, COL_ONLINE, COL_YES, COL_CHECK };
+ * where it was never verified), a protection (K+M, "none"), a share as a
+ * percentage, a health state ("lost" for unrepairable, "never checked"). */
+enum { COL_TEXT, COL_COUNT, COL_BYTES, COL_ONLINE, COL_YES, COL_CHECK, COL_PROTECT, COL_SHARE,
+       COL_HEALTH };
 struct tui_col {
 	const char *name; /* upper case */
 	int kind;
@@ -228,8 +293,18 @@ const struct tui_col *tui_columns(int level, size_t *n);
  * where there is no value, a flag in words, a ratio with two decimals (byte
  * sizes are put in units by the list).  The text is static, the row's or buf's. */
 const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap);
-/* Lines of text (help, a job's log). */
+/* How many columns the catalog gives for a row of `level` (the headers may
+ * show them in another order, or two in one cell). */
+size_t tui_catalog_ncols(int level);
+/* The colour role of a catalog row of `level`: offline remotes, the health
+ * of versions and shards. */
+int tui_row_role(int level, const char *const *cols);
+/* Lines of text (help, an error), wrapped to the screen. */
 struct view *tui_text_view(const char *title, char **lines, size_t n);
+/* Replace a text view's title and lines (takes lines, as tui_text_view does). */
+void tui_text_view_set(struct view *v, const char *title, char **lines, size_t n);
+/* Job t->jobs[job]'s state and log, live while it runs. */
+struct view *tui_job_log_view(struct tui *t, size_t job);
 /* The values of attribute `attr` of a version, a row at a time. */
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr);
 
@@ -241,6 +316,31 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
 void tui_chunks_action(struct tui *t, int64_t shard_id);
 /* Dataset/bucket-level gc with a preview. */
 void tui_gc_action(struct tui *t, int level, int64_t id);
+
+/* Repair and protection (repair.c).  A repair of the version as a job with
+ * a log of each object rebuilt or lost; parity K+M added to it (parity
+ * NULL: asked for); both refused, saying why, when read-only. */
+void tui_repair_start(struct tui *t, int64_t version_id);
+void tui_protect_start(struct tui *t, int64_t version_id, const char *parity);
+/* ":repair DATASET[@VERSION]" and ":protect DATASET[@VERSION] K+M" (word is
+ * the command, rest its arguments), in the default store. */
+void tui_heal_command(struct tui *t, const char *word, const char *rest);
+/* After a verify job's check of ref (verify_rc: 0 or MT_ECORRUPT): whether
+ * damage is repairable and from what (a repair that writes nothing), into
+ * the log, the catalog and `state`. */
+void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int verify_rc,
+		       uint64_t shards, char *state, size_t cap);
+/* The catalog's row of dataset in the default store; 0 when none. */
+int64_t tui_find_dataset(struct tui *t, const char *dataset);
+
+/* Text laid out (text.c): tabs expanded to 8-column stops (malloc'ed); the
+ * next piece of s that fits in w columns (*len bytes; returns where the
+ * following piece starts); the lines s takes in w columns; s drawn wrapped
+ * from (y, x) on at most maxlines lines (returns the lines used). */
+char *tui_expand_tabs(const char *s);
+const char *tui_wrap_next(const char *s, int w, size_t *len);
+int tui_wrap_lines(const char *s, int w);
+int tui_text_wrap(int y, int x, int w, int maxlines, int role, const char *s);
 
 /* Draw text with "…" when cut; returns the columns used. */
 int tui_text_cut(int y, int x, int w, int role, const char *s);

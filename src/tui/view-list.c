@@ -8,7 +8,7 @@
 
 #include "tui.h"
 
-enum { SRC_CATALOG, SRC_TEXT, SRC_JOBS };
+enum { SRC_CATALOG, SRC_TEXT, SRC_JOBS, SRC_JOBLOG };
 
 struct row {
 	int64_t id;
@@ -31,6 +31,8 @@ struct list {
 	char filter[256];
 	char search[256];
 	char error[512];
+	int wrap;      /* the last column wraps (text, logs, a version's or shard's fields) */
+	size_t job;    /* SRC_JOBLOG: the job's index in t->jobs */
 };
 
 static const struct tui_col job_cols[] = {
@@ -64,7 +66,9 @@ static void list_add(struct list *l, int64_t id, const char *const *cols, int ro
 			r->cols[c] = app_xstrdup(app_human_bytes(strtoull(cols[c], NULL, 10), buf,
 								 sizeof buf));
 		} else {
-			r->cols[c] = app_xstrdup(cols[c]);
+			/* Tracebacks indent with tabs, which the screen cannot show. */
+			r->cols[c] = strchr(cols[c], '\t') ? tui_expand_tabs(cols[c])
+							   : app_xstrdup(cols[c]);
 		}
 	}
 }
@@ -72,20 +76,15 @@ static void list_add(struct list *l, int64_t id, const char *const *cols, int ro
 static int list_catalog_row(void *ud, const mt_catalog_row *row)
 {
 	struct list *l = ud;
-	int role = R_NORMAL;
 	/* The headers are the browser's (columns.c): rows that do not match
 	 * them are not shown half. */
-	if (row->ncols != l->ncols) {
+	if (row->ncols != tui_catalog_ncols(l->level)) {
 		snprintf(l->error, sizeof l->error,
-			 "catalog list %d: rows of %zu columns, %zu headers", l->level,
-			 row->ncols, l->ncols);
+			 "catalog list %d: rows of %zu columns, %zu expected", l->level,
+			 row->ncols, tui_catalog_ncols(l->level));
 		return MT_EFORMAT;
 	}
-	/* Trouble stands out: offline remotes, damaged shards, failed jobs. */
-	if (l->level == MT_CAT_REMOTES && row->cols[2] && !strcmp(row->cols[2], "0"))
-		role = R_OFFLINE;
-	if (l->level == MT_CAT_SHARDS && row->cols[5])
-		role = strcmp(row->cols[5], "ok") ? R_OFFLINE : R_GOOD;
+	int role = tui_row_role(l->level, row->cols);
 	const char *text[16];
 	char bufs[16][32];
 	for (size_t c = 0; c < l->ncols && c < 16; c++)
@@ -125,6 +124,26 @@ static void jobs_fill(struct tui *t, struct list *l)
 	}
 }
 
+/* A job's log as it is now: it grows while the job runs. */
+static void joblog_fill(struct tui *t, struct list *l)
+{
+	struct tui_job *j = t->jobs[l->job];
+	static const char *const states[] = { "running", "done", "failed", "canceled" };
+	int st = atomic_load(&j->state);
+	char head[700];
+	snprintf(head, sizeof head, "%s%s%s", states[st], st == JOB_RUNNING ? "" : ": ",
+		 st == JOB_RUNNING ? "" : j->result);
+	const char *title[] = { j->title }, *state[] = { head };
+	list_add(l, -1, title, R_HEADER);
+	list_add(l, -1, state, st == JOB_FAILED ? R_ERROR : R_NORMAL);
+	pthread_mutex_lock(&j->lock);
+	for (size_t i = 0; i < j->nlog; i++) {
+		const char *line[] = { j->log[i] };
+		list_add(l, (int64_t)i, line, R_NORMAL);
+	}
+	pthread_mutex_unlock(&j->lock);
+}
+
 static void list_load(struct tui *t, struct list *l)
 {
 	size_t keep = l->cur;
@@ -138,6 +157,8 @@ static void list_load(struct tui *t, struct list *l)
 			snprintf(l->error, sizeof l->error, "%s", err.message);
 	} else if (l->src == SRC_JOBS) {
 		jobs_fill(t, l);
+	} else if (l->src == SRC_JOBLOG) {
+		joblog_fill(t, l);
 	}
 	/* The cursor stays on its row when the rows around it change. */
 	l->cur = keep < l->n ? keep : l->n ? l->n - 1 : 0;
@@ -153,60 +174,130 @@ static void list_load(struct tui *t, struct list *l)
 
 static int list_has_header(const struct list *l)
 {
-	return l->src != SRC_TEXT;
+	return l->src != SRC_TEXT && l->src != SRC_JOBLOG;
+}
+
+/* Where the last column starts, and its width (the rest of the line). */
+static int list_last_x(const struct list *l)
+{
+	int x = 0;
+	for (size_t c = 0; c + 1 < l->ncols; c++)
+		x += l->widths[c] + 2;
+	return x;
+}
+
+/* A wrapped last column narrower than this goes under its row, full width. */
+#define WRAP_MIN 30
+#define WRAP_INDENT 4
+
+/* Whether row i's last column is laid out under the row: wrapping, too
+ * narrow to read beside the others, and longer than its cell. */
+static int wraps_below(const struct list *l, size_t i)
+{
+	int w = disp_width() - list_last_x(l);
+	return l->wrap && l->ncols > 1 && w < WRAP_MIN &&
+	       disp_columns(l->rows[i].cols[l->ncols - 1]) > w;
+}
+
+/* Screen lines row i takes: one, or as many as its wrapped last column. */
+static int row_height(const struct list *l, size_t i)
+{
+	if (!l->wrap)
+		return 1;
+	const char *last = l->rows[i].cols[l->ncols - 1];
+	if (wraps_below(l, i))
+		return 1 + tui_wrap_lines(last, disp_width() - WRAP_INDENT);
+	int w = disp_width() - list_last_x(l);
+	return w > 8 ? tui_wrap_lines(last, w) : 1;
+}
+
+/* Scroll so the cursor's row shows whole in `rows` lines. */
+static void list_scroll(struct list *l, int rows)
+{
+	if (l->cur < l->top)
+		l->top = l->cur;
+	for (;;) {
+		int used = 0;
+		for (size_t i = l->top; i <= l->cur; i++)
+			used += row_height(l, i);
+		if (used <= rows || l->top == l->cur)
+			break;
+		l->top++;
+	}
+}
+
+static void draw_header(const struct list *l, int y)
+{
+	int w = disp_width(), x = 0;
+	disp_fill(y, 0, w, R_HEADER);
+	for (size_t c = 0; c < l->ncols && x < w; c++) {
+		int cw = c + 1 == l->ncols ? w - x : l->widths[c];
+		tui_text_cut(y, x, cw, R_HEADER, l->cols[c].name);
+		x += cw + 2;
+	}
+}
+
+/* Row i from line y; returns the lines it took. */
+static int draw_row(const struct list *l, size_t i, int y, int bottom)
+{
+	const struct row *r = &l->rows[i];
+	int w = disp_width(), h = row_height(l, i);
+	int role = i == l->cur ? R_SELECTED : r->role;
+	for (int k = 0; k < h && y + k < bottom; k++)
+		disp_fill(y + k, 0, w, role);
+	int x = 0;
+	for (size_t c = 0; c < l->ncols && x < w; c++) {
+		int cw = c + 1 == l->ncols ? w - x : l->widths[c];
+		int num = (l->cols[c].kind == COL_COUNT || l->cols[c].kind == COL_BYTES) &&
+			  c + 1 < l->ncols;
+		int tw = disp_columns(r->cols[c]);
+		int pad = num && tw < cw ? cw - tw : 0;
+		if (c + 1 == l->ncols && l->wrap && !wraps_below(l, i))
+			tui_text_wrap(y, x, cw, bottom - y, role, r->cols[c]);
+		else
+			tui_text_cut(y, x + pad, cw - pad, role, r->cols[c]);
+		x += cw + 2;
+	}
+	if (wraps_below(l, i))
+		tui_text_wrap(y + 1, WRAP_INDENT, w - WRAP_INDENT, bottom - y - 1, role,
+			      r->cols[l->ncols - 1]);
+	return h;
+}
+
+static const char *empty_text(const struct list *l)
+{
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_SEARCH)
+		return "(nothing in the catalog matches; F to search again, r to sync)";
+	if (l->filter[0])
+		return "(nothing matches the filter; f to change it)";
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_REMOTES)
+		return "(empty catalog: r syncs it from the stores)";
+	return "(empty)";
 }
 
 static void list_draw(struct tui *t, struct view *v, int top, int bottom)
 {
 	struct list *l = (struct list *)v;
-	if (l->src == SRC_JOBS)
+	if (l->src == SRC_JOBS || l->src == SRC_JOBLOG)
 		list_load(t, l);
 	int w = disp_width(), y = top;
-	if (list_has_header(l)) {
-		int x = 0;
-		disp_fill(y, 0, w, R_HEADER);
-		for (size_t c = 0; c < l->ncols && x < w; c++) {
-			int cw = c + 1 == l->ncols ? w - x : l->widths[c];
-			tui_text_cut(y, x, cw, R_HEADER, l->cols[c].name);
-			x += cw + 2;
-		}
-		y++;
-	}
+	if (list_has_header(l))
+		draw_header(l, y++);
 	int rows = bottom - y;
 	if (rows <= 0)
 		return;
 	if (l->error[0]) {
-		tui_text_cut(y, 0, w, R_ERROR, l->error);
+		tui_text_wrap(y, 0, w, rows, R_ERROR, l->error);
 		return;
 	}
 	if (!l->n) {
-		disp_text(y, 1, w - 1, R_DIM,
-			  l->filter[0] ? "(nothing matches the filter; f to change it)"
-			  : l->src == SRC_CATALOG && l->level == MT_CAT_REMOTES
-				  ? "(empty catalog: r syncs it from the stores)"
-				  : "(empty)");
+		disp_text(y, 1, w - 1, R_DIM, empty_text(l));
 		return;
 	}
-	if (l->cur < l->top)
-		l->top = l->cur;
-	if (l->cur >= l->top + (size_t)rows)
-		l->top = l->cur - (size_t)rows + 1;
+	list_scroll(l, rows);
 	l->first_y = y;
-	for (size_t i = l->top; i < l->n && y < bottom; i++, y++) {
-		const struct row *r = &l->rows[i];
-		int role = i == l->cur ? R_SELECTED : r->role;
-		disp_fill(y, 0, w, role);
-		int x = 0;
-		for (size_t c = 0; c < l->ncols && x < w; c++) {
-			int cw = c + 1 == l->ncols ? w - x : l->widths[c];
-			int num = (l->cols[c].kind == COL_COUNT || l->cols[c].kind == COL_BYTES) &&
-				  c + 1 < l->ncols;
-			int tw = disp_columns(r->cols[c]);
-			int pad = num && tw < cw ? cw - tw : 0;
-			tui_text_cut(y, x + pad, cw - pad, role, r->cols[c]);
-			x += cw + 2;
-		}
-	}
+	for (size_t i = l->top; i < l->n && y < bottom; i++)
+		y += draw_row(l, i, y, bottom);
 	/* Where the cursor is in a long list. */
 	if (l->n > (size_t)rows) {
 		char pos[48];
@@ -265,13 +356,40 @@ static void list_filter(struct tui *t, struct view *v, const char *text)
 		tui_status(t, 0, "filter: %s (%zu rows)", l->filter, l->n);
 	else
 		tui_status(t, 0, "no filter (%zu rows)", l->n);
+	/* It speaks of this view: leaving it clears it. */
+	t->status_view = v->serial;
+}
+
+/* A filter being typed: it applies at each key; Esc puts the old one back. */
+struct filter_edit {
+	unsigned serial;
+	char old[256];
+};
+
+static void filter_change(struct tui *t, const char *text, void *arg)
+{
+	struct filter_edit *f = arg;
+	struct view *v = tui_find_view(t, f->serial);
+	if (v)
+		list_filter(t, v, text ? text : f->old);
 }
 
 static void filter_submit(struct tui *t, const char *text, void *arg)
 {
-	struct view *v = tui_find_view(t, (unsigned)(uintptr_t)arg);
-	if (v)
-		list_filter(t, v, text);
+	filter_change(t, text, arg);
+	free(arg);
+}
+
+static void filter_ask(struct tui *t, struct list *l)
+{
+	struct filter_edit *f = app_xcalloc(1, sizeof *f);
+	f->serial = l->base.serial;
+	snprintf(f->old, sizeof f->old, "%s", l->filter);
+	tui_ask(t, "filter: ", l->filter, filter_submit, f, free);
+	t->prompt.hist = TUI_HIST_FILTER;
+	t->prompt.change = filter_change;
+	if (l->src == SRC_CATALOG)
+		t->prompt.complete = tui_complete_datasets;
 }
 
 static void list_open(struct tui *t, struct list *l)
@@ -326,19 +444,8 @@ static void list_open(struct tui *t, struct list *l)
 			tui_push(t, tui_list_view(t, MT_CAT_SHARDS, l->parent, "shards"));
 		break;
 	default:
-		if (l->src == SRC_JOBS && r->id < (int64_t)t->njobs) {
-			struct tui_job *j = t->jobs[r->id];
-			pthread_mutex_lock(&j->lock);
-			char **lines = app_xcalloc(j->nlog + 3, sizeof *lines);
-			size_t n = 0;
-			lines[n++] = app_xstrdup(j->title);
-			lines[n++] = app_xstrdup(j->result[0] ? j->result : "(running)");
-			for (size_t i = 0; i < j->nlog; i++)
-				lines[n++] = app_xstrdup(j->log[i]);
-			pthread_mutex_unlock(&j->lock);
-			snprintf(title, sizeof title, "job %u", j->id);
-			tui_push(t, tui_text_view(title, lines, n));
-		}
+		if (l->src == SRC_JOBS && r->id < (int64_t)t->njobs)
+			tui_push(t, tui_job_log_view(t, (size_t)r->id));
 		break;
 	}
 }
@@ -386,6 +493,7 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		return V_HANDLED;
 	case ACT_SEARCH:
 		tui_ask(t, "/", "", search_submit, (void *)(uintptr_t)v->serial, NULL);
+		t->prompt.hist = TUI_HIST_SEARCH;
 		return V_HANDLED;
 	case ACT_NEXT:
 		list_find(t, l, 1, 1);
@@ -396,11 +504,13 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_FILTER:
 		if (l->src == SRC_TEXT)
 			return V_IGNORED;
-		tui_ask(t, "filter: ", l->filter, filter_submit, (void *)(uintptr_t)v->serial, NULL);
+		filter_ask(t, l);
 		return V_HANDLED;
 	case ACT_CANCEL:
-		if (l->src == SRC_JOBS && l->cur < l->n) {
-			struct tui_job *j = t->jobs[l->rows[l->cur].id];
+		if ((l->src == SRC_JOBS && l->cur < l->n) || l->src == SRC_JOBLOG) {
+			/* The job under the cursor, or the one whose log this is. */
+			struct tui_job *j = t->jobs[l->src == SRC_JOBLOG ? l->job
+						    : (size_t)l->rows[l->cur].id];
 			if (atomic_load(&j->state) == JOB_RUNNING) {
 				tui_job_cancel(j);
 				tui_status(t, 0, "canceling job %u: %s", j->id, j->title);
@@ -429,7 +539,9 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_COPY:
 	case ACT_TAGS:
 	case ACT_DESCRIBE:
-	case ACT_DELETE: {
+	case ACT_DELETE:
+	case ACT_REPAIR:
+	case ACT_PROTECT: {
 		int64_t id = list_version(l);
 		if (!id)
 			return V_IGNORED;
@@ -451,8 +563,15 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 static void list_click(struct tui *t, struct view *v, int y)
 {
 	struct list *l = (struct list *)v;
-	if (y >= l->first_y && l->top + (size_t)(y - l->first_y) < l->n)
-		l->cur = l->top + (size_t)(y - l->first_y);
+	int at = l->first_y;
+	for (size_t i = l->top; i < l->n && at <= y; i++) {
+		int h = row_height(l, i);
+		if (y < at + h) {
+			l->cur = i;
+			return;
+		}
+		at += h;
+	}
 }
 
 static void list_reload(struct tui *t, struct view *v)
@@ -492,6 +611,19 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	l->level = level;
 	l->parent = parent;
 	l->cols = tui_columns(level, &l->ncols);
+	/* Version keys where rows are versions (or a version's parts), gc where
+	 * there is something to sweep: the footer lists only what works here. */
+	static const int scopes[MT_CAT_NLEVELS] = {
+		[MT_CAT_BUCKETS] = K_GC, [MT_CAT_DATASETS] = K_GC,
+		[MT_CAT_VERSIONS] = K_ACT | K_GC, [MT_CAT_SEARCH] = K_ACT,
+		[MT_CAT_SHARDS] = K_ACT, [MT_CAT_ATTRS] = K_ACT,
+	};
+	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
+		l->base.scope = K_LIST | scopes[level];
+	/* A field's value, and the last column where errors land (a remote's, a
+	 * shard's verification, a job's result), are read whole. */
+	l->wrap = level == MT_CAT_VERSION || level == MT_CAT_SHARD || level == MT_CAT_JOB ||
+		  level == MT_CAT_SHARDS || level == MT_CAT_REMOTES || level == MT_CAT_JOBS;
 	if (level == MT_CAT_SEARCH)
 		snprintf(l->filter, sizeof l->filter, "%s", title);
 	snprintf(l->base.title, sizeof l->base.title, "%s%s", level == MT_CAT_SEARCH ? "search: " : "",
@@ -512,14 +644,22 @@ struct view *tui_jobs_view(struct tui *t)
 	return &l->base;
 }
 
-struct view *tui_text_view(const char *title, char **lines, size_t n)
+struct view *tui_job_log_view(struct tui *t, size_t job)
 {
 	struct list *l = app_xcalloc(1, sizeof *l);
 	l->base.ops = &text_ops;
-	l->src = SRC_TEXT;
+	l->src = SRC_JOBLOG;
+	l->job = job;
 	l->cols = text_cols;
 	l->ncols = 1;
-	snprintf(l->base.title, sizeof l->base.title, "%s", title);
+	l->wrap = 1;
+	snprintf(l->base.title, sizeof l->base.title, "job %u", t->jobs[job]->id);
+	list_load(t, l);
+	return &l->base;
+}
+
+static void text_fill(struct list *l, char **lines, size_t n)
+{
 	for (size_t i = 0; i < n; i++) {
 		const char *cols[] = { lines[i] };
 		list_add(l, (int64_t)i, cols, R_NORMAL);
@@ -527,5 +667,26 @@ struct view *tui_text_view(const char *title, char **lines, size_t n)
 	}
 	free(lines);
 	list_widths(l);
+}
+
+void tui_text_view_set(struct view *v, const char *title, char **lines, size_t n)
+{
+	struct list *l = (struct list *)v;
+	list_clear(l);
+	l->cur = l->top = 0;
+	snprintf(l->base.title, sizeof l->base.title, "%s", title);
+	text_fill(l, lines, n);
+}
+
+struct view *tui_text_view(const char *title, char **lines, size_t n)
+{
+	struct list *l = app_xcalloc(1, sizeof *l);
+	l->base.ops = &text_ops;
+	l->src = SRC_TEXT;
+	l->cols = text_cols;
+	l->ncols = 1;
+	l->wrap = 1;
+	snprintf(l->base.title, sizeof l->base.title, "%s", title);
+	text_fill(l, lines, n);
 	return &l->base;
 }

@@ -71,7 +71,8 @@ static int mx_read(struct tui_job *j)
 	mt_error err = { 0 };
 	int rc = 0;
 	if (!d->r) {
-		d->s = tui_open_store(j, d->ref.remote, &err);
+		int stale;
+		d->s = tui_open_bucket(j, &d->ref, &stale, &err);
 		rc = d->s ? mt_reader_open(d->s, d->ref.dataset, d->ref.version, &d->r, &err)
 			  : err.code;
 		if (!rc && (d->ai = mt_reader_attr_index(d->r, d->attr)) < 0)

@@ -122,6 +122,8 @@ fi
 keys J
 expect "the sync of the silent remote is still running" "sync mute"
 keys q
+expect "q asks while the job runs" "y or q quits and cancels"
+keys y
 for _ in $(seq 100); do [ -s "$WORK/exit" ] && break; sleep 0.1; done
 ok $(grep -q 'exited 0' "$WORK/exit" 2> /dev/null; echo $?) \
 	"q quits with status 0 within 10 s, a job stuck on the network or not"

@@ -393,6 +393,102 @@ static void test_default_path(void)
 	free(home);
 }
 
+
+/* A version's protection comes from its record when a sync sees the record
+ * appear; checks are kept, the last one is the version's health; a shard's
+ * health lasts through a sync that rewrites its version's rows. */
+static void test_health(void)
+{
+	mt_error err = {0};
+	mt_catalog *c;
+	mt_catalog_sync_stats st;
+	char *path = mti_asprintf("%s/../cat-health/catalog.db", root);
+	TAP_CALL(put("health", "checked", NULL, 0, &err), &err, "health@v1 written");
+	TAP_CALL(mt_catalog_open(path, &c, &err), &err, "a catalog for the checks");
+	mt_catalog_sync(c, "local", store, "health", 0, NULL, NULL, &st, &err);
+	int64_t remote = only_id(c, MT_CAT_REMOTES, 0, NULL);
+	int64_t bucket = only_id(c, MT_CAT_BUCKETS, remote, NULL);
+	int64_t ds = only_id(c, MT_CAT_DATASETS, bucket, "health");
+	struct collect v = list(c, MT_CAT_VERSIONS, ds, NULL, 11, &err);
+	tap_ok(strstr(v.text, "|NULL|NULL|NULL\n") != NULL,
+	       "unprotected and never checked: no protection, overhead or health: %s", v.text);
+	mt_protect_opts po;
+	mt_protect_opts_init(&po);
+	po.k = 2;
+	po.m = 1;
+	TAP_CALL(mt_protect(store, "health", "v1", &po, &err), &err, "health@v1 protected 2+1");
+	mt_catalog_sync(c, "local", store, "health", 0, NULL, NULL, &st, &err);
+	tap_ok(st.versions_read == 1, "a sync reads the version again when its record appears");
+	v = list(c, MT_CAT_VERSIONS, ds, NULL, 11, &err);
+	double overhead = 0;
+	char *bar = strstr(v.text, "|2+1|");
+	tap_ok(bar && sscanf(bar + 5, "%lf", &overhead) == 1 && overhead > 0.1,
+	       "the versions list shows 2+1 and its overhead: %s", v.text);
+	int64_t vid = v.last_id;
+
+	mt_catalog_check k;
+	mt_catalog_check_init(&k);
+	k.kind = "verify";
+	k.state = MT_HEALTH_REPAIRABLE;
+	k.sources = "parity";
+	k.objects = 5;
+	k.damaged = 1;
+	TAP_CALL(mt_catalog_version_checked(c, mt_store_url(store), "health", "v1", &k, &err), &err,
+		 "a verify's result is recorded");
+	v = list(c, MT_CAT_VERSIONS, ds, NULL, 11, &err);
+	tap_ok(strstr(v.text, "|repairable\n") != NULL, "the version reads repairable: %s", v.text);
+	struct collect f = list(c, MT_CAT_VERSION, vid, "", 2, &err);
+	tap_ok(strstr(f.text, "health|repairable from parity\n") &&
+		       strstr(f.text, "checked|verify at ") && strstr(f.text, "protection|2+1, "),
+	       "its details say from what, which check, and the protection");
+	struct collect sh = list(c, MT_CAT_SHARDS, vid, NULL, 2, &err);
+	char sha[72];
+	snprintf(sha, sizeof sha, "%s", strchr(sh.text, '|') + 1);
+	sha[64] = '\0';
+	TAP_CALL(mt_catalog_shard_health(c, mt_store_url(store), "health", sha,
+					 MT_HEALTH_REPAIRABLE, "parity", &err),
+		 &err, "a shard's health is recorded");
+	mt_catalog_sync(c, "local", store, "health", MT_CATALOG_FULL, NULL, NULL, &st, &err);
+	sh = list(c, MT_CAT_SHARDS, vid, NULL, 8, &err);
+	tap_ok(strstr(sh.text, "|NULL|repairable|parity\n") != NULL,
+	       "it lasts through a sync that rewrites the version's rows: %s", sh.text);
+	mt_catalog_shard_health(c, mt_store_url(store), "health", sha, MT_HEALTH_REBUILT, "parity",
+				&err);
+	sh = list(c, MT_CAT_SHARDS, vid, NULL, 8, &err);
+	tap_ok(strstr(sh.text, "|ok|rebuilt|parity\n") != NULL,
+	       "a rebuilt shard reads verified sound too");
+	k.kind = "repair";
+	k.state = MT_HEALTH_SOUND;
+	k.rebuilt = 1;
+	TAP_CALL(mt_catalog_version_checked(c, mt_store_url(store), "health", "v1", &k, &err), &err,
+		 "a repair's result is recorded");
+	v = list(c, MT_CAT_VERSIONS, ds, NULL, 11, &err);
+	f = list(c, MT_CAT_VERSION, vid, "", 2, &err);
+	tap_ok(strstr(v.text, "|sound\n") && strstr(f.text, "repaired|") &&
+		       strstr(f.text, ": 1 rebuilt from parity, 0 unrepairable"),
+	       "the version is sound, and its last repair is shown");
+	sqlite3 *db;
+	sqlite3_open(path, &db);
+	sqlite3_stmt *q;
+	sqlite3_prepare_v2(db, "SELECT group_concat(kind || ':' || state, ' ') FROM checks", -1,
+			   &q, NULL);
+	sqlite3_step(q);
+	const char *all = (const char *)sqlite3_column_text(q, 0);
+	tap_ok(all && !strcmp(all, "verify:repairable repair:sound"), "every check is kept: %s",
+	       all ? all : "none");
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	tap_ok(mt_catalog_version_checked(c, mt_store_url(store), "health", "v7", &k, &err) ==
+		       MT_ENOTFOUND,
+	       "a check of a version the catalog lacks is MT_ENOTFOUND");
+	k.state = 42;
+	tap_ok(mt_catalog_version_checked(c, mt_store_url(store), "health", "v1", &k, &err) ==
+		       MT_EINVAL,
+	       "an unknown state is MT_EINVAL");
+	mt_catalog_close(c);
+	free(path);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "/tmp/mt-catalog-XXXXXX");
@@ -411,6 +507,7 @@ int main(void)
 	test_sync_and_lists();
 	test_concurrent_writers();
 	test_migration();
+	test_health();
 	test_default_path();
 	mt_store_close(store);
 	root[strlen(root) - strlen("/store")] = '\0';

@@ -144,6 +144,54 @@ static int max_line_width(struct tui *t)
 	return max;
 }
 
+/* The prompt's line editor, driven key by key: cursor keys, kill keys, history, Tab. */
+static void test_editor(struct tui *t)
+{
+	tui_key(t, ':');
+	keys(t, "hlp");
+	tui_key(t, DISP_FN | KEY_LEFT);
+	tui_key(t, DISP_FN | KEY_LEFT);
+	keys(t, "e");
+	tap_ok(!strcmp(t->prompt.text, "help") && t->prompt.cur == 2,
+	       "Left moves the cursor; typing inserts there");
+	tui_key(t, DISP_CTRL('e'));
+	keys(t, " me now");
+	tui_key(t, DISP_CTRL('w'));
+	tap_ok(!strcmp(t->prompt.text, "help me "), "^W deletes the word before the cursor");
+	tui_key(t, DISP_CTRL('a'));
+	tui_key(t, DISP_FN | KEY_DC);
+	tap_ok(!strcmp(t->prompt.text, "elp me ") && t->prompt.cur == 0,
+	       "^A goes to the start, Delete takes the character under the cursor");
+	tui_key(t, DISP_FN | KEY_END);
+	tui_key(t, DISP_CTRL('u'));
+	tap_ok(!t->prompt.text[0], "End and ^U empty the line");
+	keys(t, "he\t");
+	tap_ok(!strcmp(t->prompt.text, "help "), "Tab completes a command");
+	keys(t, "\n\x1b");
+	tui_key(t, ':');
+	tui_key(t, DISP_FN | KEY_UP);
+	tap_ok(!strcmp(t->prompt.text, "help "), "Up brings back the last command");
+	tui_key(t, DISP_FN | KEY_DOWN);
+	tap_ok(!t->prompt.text[0], "Down returns to the line being typed");
+	keys(t, "\x1b");
+	tap_ok(!t->prompt.active, "Esc closes the prompt");
+}
+
+/* Text views: tabs as blanks, long lines wrapped whole. */
+static void test_text(struct tui *t)
+{
+	char *x = tui_expand_tabs("a\tb\t\tc");
+	tap_ok(!strcmp(x, "a       b               c"), "tabs expand to 8-column stops: '%s'", x);
+	free(x);
+	char **lines = app_xcalloc(2, sizeof *lines);
+	lines[0] = app_xstrdup("\tstack traceback: the first half of a long message that a status "
+			       "line cuts, and the useful end: row 6346 fails its checksum");
+	tui_push(t, tui_text_view("wrapped", lines, 1));
+	tap_ok(shows(t, "fails its checksum") && !has(t, "?stack"),
+	       "a long line wraps, its tab a blank");
+	keys(t, "\x1b");
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "/tmp/mt-tui-XXXXXX");
@@ -173,6 +221,9 @@ int main(void)
 	tap_ok(shows(&t, "online") && shows(&t, url), "after the sync the store is listed, online");
 	tap_ok(shows(&t, "? help") && shows(&t, "Enter open") && shows(&t, "q quit"),
 	       "the footer comes from the key table");
+	tap_ok(!has(&t, "v verify") && !has(&t, "p copy"), "no version keys on the remotes");
+	test_editor(&t);
+	test_text(&t);
 
 	keys(&t, "\n\n");
 	tap_ok(shows(&t, "tiny") && shows(&t, "digits") && shows(&t, "four by five"),
@@ -223,6 +274,14 @@ int main(void)
 	tap_ok(shows(&t, "ok at "), "after a verify job the shard shows it verified");
 	keys(&t, "\x1b\x1b");
 	tap_ok(shows(&t, "1 of 1 shards sound, 0 damaged"), "and the version too");
+	keys(&t, "\x1b");
+	tap_ok(shows(&t, "HEALTH") && shows(&t, "sound") && !shows(&t, "never checked"),
+	       "the versions list shows the version's health after the verify, at 80 columns");
+	disp_resize(160, 24);
+	tap_ok(shows(&t, "PROTECT") && shows(&t, "none"),
+	       "and, where there is room, its protection (none)");
+	disp_resize(80, 24);
+	keys(&t, "\n");
 
 	/* Matrix viewer on row 1 of the 4x5 uint8 images: 80..156 step 4. */
 	keys(&t, "A\n");
@@ -308,7 +367,12 @@ int main(void)
 	keys(&t, "p");
 	keys(&t, dst);
 	keys(&t, "\n");
+	tap_ok(shows(&t, "is no remote: copy there"), "p to a URL asks first");
+	keys(&t, "yes\n");
+	/* Wide enough for the whole result line, URLs and all. */
+	disp_resize(240, 24);
 	tap_ok(shows(&t, "1 shards sent"), "p copies the version to another store");
+	disp_resize(80, 24);
 	tap_ok(access(copied, F_OK) == 0, "with its metadata object");
 
 	/* gc: an old orphan shard is previewed, then deleted once confirmed. */
@@ -372,7 +436,8 @@ int main(void)
 	keys(&t, "\n\n\n\n");
 	tap_ok(shows(&t, "read-only") && !has(&t, "t tags"), "no write keys in read-only mode");
 	keys(&t, "D");
-	tap_ok(!t.prompt.active, "D does nothing in read-only mode");
+	tap_ok(!t.prompt.active && shows(&t, "read-only: D (delete) would change a store"),
+	       "D in read-only mode says why it does nothing");
 	tui_free(&t);
 	disp_close();
 

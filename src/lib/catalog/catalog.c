@@ -129,6 +129,27 @@ static const char *const migrations[] = {
 	SEARCH_INSERT ";"
 	"CREATE TRIGGER versions_unsearch AFTER DELETE ON versions BEGIN"
 	" DELETE FROM search WHERE rowid = old.id; END;",
+
+	/* 2 -> 3: protection of versions (with the listed size and time of the
+	 * record, which changes apart from the manifest), the health of shards,
+	 * every check of a version. */
+	"ALTER TABLE versions ADD COLUMN protect_k INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE versions ADD COLUMN protect_m INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE versions ADD COLUMN protect_overhead REAL;"
+	"ALTER TABLE versions ADD COLUMN protect_size INTEGER NOT NULL DEFAULT -1;"
+	"ALTER TABLE versions ADD COLUMN protect_mtime INTEGER NOT NULL DEFAULT -1;"
+	"ALTER TABLE shards ADD COLUMN health TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE shards ADD COLUMN health_note TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE shards ADD COLUMN health_at TEXT NOT NULL DEFAULT '';"
+	"UPDATE shards SET health = CASE verified WHEN 'ok' THEN 'sound' ELSE 'damaged' END,"
+	" health_at = verified_at WHERE verified_at <> '';"
+	"CREATE TABLE checks(id INTEGER PRIMARY KEY,"
+	" version_id INTEGER NOT NULL REFERENCES versions(id) ON DELETE CASCADE,"
+	" kind TEXT NOT NULL, at TEXT NOT NULL, state TEXT NOT NULL, sources TEXT NOT NULL,"
+	" message TEXT NOT NULL, objects INTEGER NOT NULL, damaged INTEGER NOT NULL,"
+	" rebuilt INTEGER NOT NULL, unrepairable INTEGER NOT NULL,"
+	" bytes_read INTEGER NOT NULL);"
+	"CREATE INDEX checks_version ON checks(version_id, id);",
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -439,6 +460,20 @@ static int cat_bucket(mt_catalog *c, const char *remote, const char *url, int st
 	return rc;
 }
 
+int mt_catalog_forget(mt_catalog *c, const char *remote, mt_error *err)
+{
+	sqlite3_stmt *st;
+	pthread_mutex_lock(&c->lock);
+	int rc = cat_prepare(c, "DELETE FROM remotes WHERE name = ?1", &st, err);
+	if (!rc) {
+		sqlite3_bind_text(st, 1, remote, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "forgetting a remote", err);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url, const char *why,
 			   mt_error *err)
 {
@@ -562,18 +597,20 @@ static int cat_exec_id(mt_catalog *c, const char *sql, int64_t id, const char *w
 	return rc;
 }
 
-/* Verifications belong to shard objects, which outlive a version's rows:
- * keep those of version `name` in temp.kept while its rows are rewritten. */
+/* Verifications and health belong to shard objects, which outlive a
+ * version's rows: keep those of version `name` in temp.kept while its rows
+ * are rewritten. */
 static int cat_keep_verified(mt_catalog *c, int64_t ds, const char *name, mt_error *err)
 {
 	sqlite3_stmt *st;
-	int rc = cat_exec(c, "CREATE TEMP TABLE IF NOT EXISTS kept(sha256 TEXT PRIMARY KEY,"
-			  " verified TEXT, verified_at TEXT); DELETE FROM temp.kept",
-			  "replacing a version", err);
-	if (rc || (rc = cat_prepare(c, "INSERT OR REPLACE INTO temp.kept SELECT s.sha256,"
-				    " s.verified, s.verified_at FROM shards s JOIN versions v ON"
-				    " v.id = s.version_id WHERE v.dataset_id = ?1 AND v.name = ?2"
-				    " AND s.verified_at <> ''", &st, err)))
+	int rc = cat_exec(c, "CREATE TEMP TABLE IF NOT EXISTS kept3(sha256 TEXT PRIMARY KEY,"
+			  " verified TEXT, verified_at TEXT, health TEXT, health_note TEXT,"
+			  " health_at TEXT); DELETE FROM temp.kept3", "replacing a version", err);
+	if (rc || (rc = cat_prepare(c, "INSERT OR REPLACE INTO temp.kept3 SELECT s.sha256,"
+				    " s.verified, s.verified_at, s.health, s.health_note, s.health_at"
+				    " FROM shards s JOIN versions v ON v.id = s.version_id WHERE"
+				    " v.dataset_id = ?1 AND v.name = ?2 AND (s.verified_at <> '' OR"
+				    " s.health_at <> '')", &st, err)))
 		return rc;
 	sqlite3_bind_int64(st, 1, ds);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
@@ -624,6 +661,36 @@ static int cat_put_row(mt_catalog *c, int64_t ds, const mt_version_info *v,
 	if (!rc)
 		rc = cat_lookup(c, "SELECT id FROM versions WHERE dataset_id = ?1 AND name = ?2", ds,
 				v->version, vid, err);
+	return rc;
+}
+
+/* What a sync found of a version's protection: its record as listed (NULL:
+ * none), and k = -1 when the record is there but cannot be read. */
+struct prot {
+	const struct listed *rec;
+	int k, m;
+	double overhead;
+};
+
+static int cat_put_protection(mt_catalog *c, int64_t vid, const struct prot *p, mt_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "UPDATE versions SET protect_k = ?2, protect_m = ?3,"
+			     " protect_overhead = ?4, protect_size = ?5, protect_mtime = ?6"
+			     " WHERE id = ?1", &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, vid);
+	sqlite3_bind_int(st, 2, p->rec ? p->k : 0);
+	sqlite3_bind_int(st, 3, p->rec ? p->m : 0);
+	if (p->rec && p->k > 0)
+		sqlite3_bind_double(st, 4, p->overhead);
+	else
+		sqlite3_bind_null(st, 4);
+	sqlite3_bind_int64(st, 5, p->rec ? (int64_t)p->rec->size : -1);
+	sqlite3_bind_int64(st, 6, p->rec ? p->rec->mtime : -1);
+	rc = cat_step_done(c, st, "recording a protection", err);
+	sqlite3_finalize(st);
 	return rc;
 }
 
@@ -703,15 +770,20 @@ static int cat_put_tags(mt_catalog *c, int64_t vid, const mt_version_info *v, mt
 
 static int cat_put_shards(mt_catalog *c, int64_t vid, const mt_reader *r, mt_error *err)
 {
-	/* A shard verified before (under this version or another) keeps its
-	 * latest result: SQLite takes a bare column from max()'s row. */
+	/* A shard checked before (under this version or another) keeps its
+	 * latest results: SQLite takes bare columns from max()'s row. */
 	sqlite3_stmt *st;
 	int rc = cat_prepare(c, "INSERT INTO shards(version_id, idx, sha256, bytes, rows, "
-			     "first_row, verified, verified_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6,"
-			     " coalesce(verified, ''), coalesce(max(verified_at), '')"
-			     " FROM (SELECT verified, verified_at FROM shards WHERE"
-			     " sha256 = ?3 AND verified_at <> '' UNION ALL SELECT verified,"
-			     " verified_at FROM temp.kept WHERE sha256 = ?3)", &st, err);
+			     "first_row, verified, verified_at, health, health_note, health_at)"
+			     " SELECT ?1, ?2, ?3, ?4, ?5, ?6, coalesce(verified, ''),"
+			     " coalesce(verified_at, ''), coalesce(health, ''),"
+			     " coalesce(health_note, ''), coalesce(health_at, '') FROM (SELECT"
+			     " verified, verified_at, health, health_note, health_at,"
+			     " max(max(verified_at, health_at)) FROM (SELECT verified, verified_at,"
+			     " health, health_note, health_at FROM shards WHERE sha256 = ?3 AND"
+			     " (verified_at <> '' OR health_at <> '') UNION ALL SELECT verified,"
+			     " verified_at, health, health_note, health_at FROM temp.kept3 WHERE"
+			     " sha256 = ?3))", &st, err);
 	uint64_t n = mt_reader_info(r)->nshards;
 	for (size_t i = 0; !rc && i < n; i++) {
 		mt_shard_info sh;
@@ -735,7 +807,8 @@ static int cat_put_shards(mt_catalog *c, int64_t vid, const mt_reader *r, mt_err
 /* Replace a version of dataset ds with what reader r read of it; one
  * transaction. */
 static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
-			   const struct listed *man, const struct listed *meta, mt_error *err)
+			   const struct listed *man, const struct listed *meta,
+			   const struct prot *prot, mt_error *err)
 {
 	const mt_version_info *v = mt_reader_info(r);
 	int top;
@@ -745,6 +818,7 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
 	int64_t vid = 0;
 	if (!(rc = cat_keep_verified(c, ds, v->version, err)) &&
 	    !(rc = cat_put_row(c, ds, v, man, meta, &vid, err)) &&
+	    !(rc = cat_put_protection(c, vid, prot, err)) &&
 	    !(rc = cat_clear_parts(c, vid, err)) && !(rc = cat_put_attrs(c, vid, r, err)) &&
 	    !(rc = cat_put_recipe(c, vid, v, err)) && !(rc = cat_put_tags(c, vid, v, err)) &&
 	    !(rc = cat_put_shards(c, vid, r, err)))
@@ -756,7 +830,7 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
 /* What the catalog has of a dataset's versions, to compare with a listing. */
 struct known {
 	char *name;
-	int64_t man_size, man_mtime, meta_size, meta_mtime;
+	int64_t man_size, man_mtime, meta_size, meta_mtime, prot_size, prot_mtime;
 };
 
 static void known_free(struct known *k, size_t n)
@@ -771,8 +845,9 @@ static int cat_known(mt_catalog *c, int64_t ds, struct known **out, size_t *n, m
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *st;
-	int rc = cat_prepare(c, "SELECT name, manifest_size, manifest_mtime, meta_size, meta_mtime "
-			     "FROM versions WHERE dataset_id = ?1", &st, err);
+	int rc = cat_prepare(c, "SELECT name, manifest_size, manifest_mtime, meta_size, meta_mtime,"
+			     " protect_size, protect_mtime FROM versions WHERE dataset_id = ?1",
+			     &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, ds);
@@ -797,6 +872,8 @@ static int cat_known(mt_catalog *c, int64_t ds, struct known **out, size_t *n, m
 		k->man_mtime = sqlite3_column_int64(st, 2);
 		k->meta_size = sqlite3_column_int64(st, 3);
 		k->meta_mtime = sqlite3_column_int64(st, 4);
+		k->prot_size = sqlite3_column_int64(st, 5);
+		k->prot_mtime = sqlite3_column_int64(st, 6);
 		(*n)++;
 	}
 	if (!rc && r != SQLITE_DONE)
@@ -811,14 +888,16 @@ static int cat_known(mt_catalog *c, int64_t ds, struct known **out, size_t *n, m
 }
 
 static int cat_unchanged(const struct known *k, size_t nk, const struct listed *man,
-			 const struct listed *meta)
+			 const struct listed *meta, const struct listed *prot)
 {
 	for (size_t i = 0; i < nk; i++)
 		if (!strcmp(k[i].name, man->name))
 			return k[i].man_size == (int64_t)man->size &&
 			       k[i].man_mtime == man->mtime &&
 			       k[i].meta_size == (meta ? (int64_t)meta->size : -1) &&
-			       k[i].meta_mtime == (meta ? meta->mtime : -1);
+			       k[i].meta_mtime == (meta ? meta->mtime : -1) &&
+			       k[i].prot_size == (prot ? (int64_t)prot->size : -1) &&
+			       k[i].prot_mtime == (prot ? prot->mtime : -1);
 	return 0;
 }
 
@@ -829,7 +908,7 @@ struct ds_sync {
 	const char *dataset;
 	int flags;
 	mt_catalog_sync_stats *stats;
-	struct listing man, meta; /* manifests and metadata objects listed */
+	struct listing man, meta, prot; /* manifests, metadata objects, protection records */
 	struct known *known;      /* the versions the catalog had */
 	size_t nknown;
 	int64_t ds;               /* its row; 0 when the catalog has none */
@@ -843,6 +922,8 @@ static int ds_sync_start(struct ds_sync *d, int64_t bucket, mt_error *err)
 	int rc = cat_list_objects(d->s, d->dataset, "versions", &d->man, err);
 	if (!rc)
 		rc = cat_list_objects(d->s, d->dataset, "meta", &d->meta, err);
+	if (!rc)
+		rc = cat_list_objects(d->s, d->dataset, "protect", &d->prot, err);
 	pthread_mutex_lock(&d->c->lock);
 	if (!rc)
 		rc = cat_dataset_id(d->c, bucket, d->dataset, d->man.n > 0, &d->ds, err);
@@ -852,20 +933,41 @@ static int ds_sync_start(struct ds_sync *d, int64_t bucket, mt_error *err)
 	return rc;
 }
 
+/* How version `name` is protected: a record that cannot be read is k = -1
+ * (the version is still listed; repair restores the record). */
+static void ds_sync_protection(struct ds_sync *d, const char *name, struct prot *p)
+{
+	mt_protection info;
+	mt_error e = { 0 };
+	if (mt_protect_info(d->s, d->dataset, name, &info, &e)) {
+		p->k = -1;
+		return;
+	}
+	p->k = info.k;
+	p->m = info.m;
+	p->overhead = info.data_bytes ? (double)(info.parity_bytes + info.record_bytes) /
+						 (double)info.data_bytes
+				      : 0;
+}
+
 /* Read one listed version when it is new or changed, and write it in its own
  * short transaction.  One deleted since the listing is left for the next
  * sync; a damaged one is noted in d->bad and the others are still read. */
 static int ds_sync_version(struct ds_sync *d, const struct listed *lm, mt_error *err)
 {
 	const struct listed *lmeta = listing_find(&d->meta, lm->name);
+	struct prot prot = { listing_find(&d->prot, lm->name), 0, 0, 0 };
 	d->stats->versions++;
-	if (!(d->flags & MT_CATALOG_FULL) && cat_unchanged(d->known, d->nknown, lm, lmeta))
+	if (!(d->flags & MT_CATALOG_FULL) &&
+	    cat_unchanged(d->known, d->nknown, lm, lmeta, prot.rec))
 		return 0;
 	mt_reader *r = NULL;
 	int rc = mt_reader_open(d->s, d->dataset, lm->name, &r, err);
+	if (!rc && prot.rec)
+		ds_sync_protection(d, lm->name, &prot);
 	if (!rc) {
 		pthread_mutex_lock(&d->c->lock);
-		rc = cat_put_version(d->c, d->ds, r, lm, lmeta, err);
+		rc = cat_put_version(d->c, d->ds, r, lm, lmeta, &prot, err);
 		pthread_mutex_unlock(&d->c->lock);
 		d->stats->versions_read++;
 	} else if (rc == MT_ENOTFOUND) {
@@ -933,6 +1035,7 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 	known_free(d.known, d.nknown);
 	listing_free(&d.man);
 	listing_free(&d.meta);
+	listing_free(&d.prot);
 	if (!rc && d.bad.code && err)
 		*err = d.bad;
 	return rc ? rc : d.bad.code;
@@ -1003,6 +1106,12 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	pthread_mutex_lock(&c->lock);
 	if (!rc && !dataset)
 		rc = cat_drop_missing(c, bucket, names, n, st, err);
+	/* A remote is at one place: buckets listed under it from where it used to
+	 * point would be browsed, and acted on, as if they were still its. */
+	if (!rc && !dataset)
+		rc = cat_exec_id(c, "DELETE FROM buckets WHERE id <> ?1 AND remote_id ="
+				 " (SELECT remote_id FROM buckets WHERE id = ?1)", bucket,
+				 "dropping the remote's old buckets", err);
 	if (!rc && progress)
 		progress(ud, n, n);
 	/* An interrupted sync says nothing about the remote's health. */
@@ -1029,6 +1138,26 @@ struct level {
 
 #define LIKE_FILTER(cols) " AND (?2 IS NULL OR " cols ")"
 
+/* A version's protection as "K+M" (p: the table's prefix); '?' when its
+ * record could not be read, NULL when it has none. */
+#define PROTECTION(p) \
+	"CASE WHEN " p "protect_k > 0 THEN " p "protect_k || '+' || " p "protect_m" \
+	" WHEN " p "protect_k < 0 THEN '?' END"
+
+/* A version's last check (its state, and from what or what is lost), what
+ * that check was, and its last repair, as text. */
+#define CHECK_FIELDS                                                                        \
+	"(SELECT state || CASE WHEN sources <> '' THEN ' from ' || sources ELSE '' END ||" \
+	" CASE WHEN message <> '' THEN ': ' || message ELSE '' END FROM checks WHERE"      \
+	" version_id = v.id ORDER BY id DESC LIMIT 1) AS health,"                          \
+	" (SELECT kind || ' at ' || at || ': ' || objects || ' objects, ' || damaged ||"   \
+	" ' damaged, ' || rebuilt || ' rebuilt, ' || bytes_read || ' bytes read' FROM"     \
+	" checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1) AS lastcheck,"          \
+	" (SELECT at || ': ' || rebuilt || ' rebuilt' || CASE WHEN sources <> '' THEN"     \
+	" ' from ' || sources ELSE '' END || ', ' || unrepairable || ' unrepairable' FROM" \
+	" checks WHERE version_id = v.id AND kind = 'repair' ORDER BY id DESC LIMIT 1)"    \
+	" AS lastrepair"
+
 /* Field rows of one version: (name, value) pairs in display order. */
 #define FIELD(name, expr) "SELECT 0, " name ", " expr " FROM v UNION ALL "
 
@@ -1049,16 +1178,18 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" FROM datasets WHERE bucket_id = ?1"
 		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
 			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
-	[MT_CAT_VERSIONS] = {8,
+	[MT_CAT_VERSIONS] = {11,
 		"SELECT v.id, v.name, v.created, v.rows, v.nshards, v.stored_bytes, v.parent,"
 		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
-		" v.description FROM versions v WHERE v.dataset_id = ?1"
+		" v.description, " PROTECTION("v.") ", v.protect_overhead,"
+		" (SELECT state FROM checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1)"
+		" FROM versions v WHERE v.dataset_id = ?1"
 		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"
 			    " EXISTS (SELECT 1 FROM tags t WHERE t.version_id = v.id AND"
 			    " t.tag LIKE ?2 ESCAPE '\\')") " ORDER BY v.created, v.id"},
-	[MT_CAT_SHARDS] = {6,
+	[MT_CAT_SHARDS] = {8,
 		"SELECT id, idx, sha256, first_row, rows, bytes,"
-		" nullif(verified, '') FROM shards"
+		" nullif(verified, ''), nullif(health, ''), nullif(health_note, '') FROM shards"
 		" WHERE version_id = ?1" LIKE_FILTER("sha256 LIKE ?2 ESCAPE '\\'") " ORDER BY idx"},
 	[MT_CAT_ATTRS] = {4,
 		"SELECT idx, name, dtype, shape, ragged"
@@ -1076,7 +1207,7 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified = 'ok')"
 		"  AS nok,"
 		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified NOT IN"
-		"  ('', 'ok')) AS nbad"
+		"  ('', 'ok')) AS nbad, " CHECK_FIELDS
 		" FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"
 		" ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id WHERE v.id = ?1)"
 		FIELD("'dataset'", "dataset") FIELD("'version'", "name")
@@ -1094,7 +1225,12 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		FIELD("'recipe'", "recipe")
 		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN NULL ELSE"
 		      " nok || ' of ' || nshards || ' shards sound, ' || nbad || ' damaged' END")
-		"SELECT 0, 'attributes', (SELECT count(*) FROM attrs WHERE version_id = ?1) FROM v"},
+
+		"SELECT 0, 'attributes', (SELECT count(*) FROM attrs WHERE version_id = ?1) FROM v"
+		" UNION ALL " FIELD("'protection'", PROTECTION("") " || printf(', overhead %.1f%%',"
+				    " 100 * protect_overhead)")
+		FIELD("'health'", "health") FIELD("'checked'", "lastcheck")
+		"SELECT 0, 'repaired', lastrepair FROM v"},
 	[MT_CAT_SHARD] = {2,
 		"WITH s AS (SELECT s.*, d.name AS dataset, v.name AS version FROM shards s"
 		" JOIN versions v ON v.id = s.version_id JOIN datasets d ON d.id = v.dataset_id"
@@ -1105,7 +1241,9 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" SELECT 0, 'rows', rows FROM s UNION ALL SELECT 0, 'first row', first_row FROM s"
 		" UNION ALL SELECT 0, 'bytes', bytes FROM s UNION ALL SELECT 0, 'verified',"
 		" CASE verified WHEN '' THEN NULL ELSE verified || ' at ' || verified_at END"
-		" FROM s"},
+		" FROM s UNION ALL SELECT 0, 'health', CASE health WHEN '' THEN NULL ELSE health ||"
+		" CASE health_note WHEN '' THEN '' ELSE ': ' || health_note END || ' at ' ||"
+		" health_at END FROM s"},
 	[MT_CAT_JOBS] = {6,
 		"SELECT id, id, kind, target, started, finished, CASE WHEN code IS NULL THEN"
 		" 'running' WHEN code = 0 THEN 'ok' ELSE message END FROM jobs WHERE 1"
@@ -1198,7 +1336,7 @@ int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter
 			sqlite3_bind_text(st, 2, pattern, -1, SQLITE_STATIC);
 		else
 			sqlite3_bind_null(st, 2);
-		const char *cols[8];
+		const char *cols[16];
 		mt_catalog_row row = {0, lv->ncols, cols};
 		int r;
 		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1355,6 +1493,12 @@ int mt_catalog_job_end(mt_catalog *c, int64_t job, int code, const char *message
 		       "recording a job's end", err);
 }
 
+/* The versions of dataset ?2 in bucket ?1: a shard's results hold for
+ * every version listing it. */
+#define SHARDS_OF_DATASET                                                                  \
+	"SELECT v.id FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b" \
+	" ON b.id = d.bucket_id WHERE b.url = ?1 AND d.name = ?2"
+
 int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
 			      const char *sha256, int code, const char *message, mt_error *err)
 {
@@ -1362,10 +1506,9 @@ int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *datase
 	cat_now(now, sizeof now);
 	pthread_mutex_lock(&c->lock);
 	sqlite3_stmt *st;
-	int rc = cat_prepare(c, "UPDATE shards SET verified = ?4, verified_at = ?5 WHERE sha256 = ?3 "
-			     "AND version_id IN (SELECT v.id FROM versions v JOIN datasets d ON "
-			     "d.id = v.dataset_id JOIN buckets b ON b.id = d.bucket_id WHERE "
-			     "b.url = ?1 AND d.name = ?2)", &st, err);
+	int rc = cat_prepare(c, "UPDATE shards SET verified = ?4, verified_at = ?5, health = ?6, "
+			     "health_note = '', health_at = ?5 WHERE sha256 = ?3 AND version_id IN "
+			     "(" SHARDS_OF_DATASET ")", &st, err);
 	if (!rc) {
 		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
@@ -1373,7 +1516,104 @@ int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *datase
 		sqlite3_bind_text(st, 4, code ? (message && *message ? message : mt_strerror(code))
 					      : "ok", -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, mt_catalog_health_name(code ? MT_HEALTH_DAMAGED
+								     : MT_HEALTH_SOUND), -1,
+				  SQLITE_STATIC);
 		rc = cat_step_done(c, st, "recording a verification", err);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* ---- health ------------------------------------------------------------------------ */
+
+const char *mt_catalog_health_name(int state)
+{
+	static const char *const names[MT_HEALTH_NSTATES] = {
+		[MT_HEALTH_SOUND] = "sound",		   [MT_HEALTH_REPAIRABLE] = "repairable",
+		[MT_HEALTH_UNREPAIRABLE] = "unrepairable", [MT_HEALTH_DAMAGED] = "damaged",
+		[MT_HEALTH_REBUILT] = "rebuilt",
+	};
+	return state >= 0 && state < MT_HEALTH_NSTATES ? names[state] : NULL;
+}
+
+void mt_catalog_check_init_size(mt_catalog_check *k, size_t size)
+{
+	memset(k, 0, size);
+	k->size = size;
+}
+
+static void cat_bind_u64(sqlite3_stmt *st, int i, uint64_t v)
+{
+	sqlite3_bind_int64(st, i, v > INT64_MAX ? INT64_MAX : (int64_t)v);
+}
+
+int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *dataset,
+			       const char *version, const mt_catalog_check *k, mt_error *err)
+{
+	const char *state = mt_catalog_health_name(k->state);
+	if (!state || !k->kind)
+		return mt_error_set(err, MT_EINVAL, "catalog: a check of %s@%s without %s", dataset,
+			      version, state ? "a kind" : "a known state");
+	char now[32];
+	cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT INTO checks(version_id, kind, at, state, sources, message,"
+			     " objects, damaged, rebuilt, unrepairable, bytes_read) SELECT v.id,"
+			     " ?4, ?5, ?6, coalesce(?7, ''), coalesce(?8, ''), ?9, ?10, ?11, ?12, ?13"
+			     " FROM versions v WHERE v.name = ?3 AND v.id IN (" SHARDS_OF_DATASET ")",
+			     &st, err);
+	if (!rc) {
+		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, version, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, k->kind, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, state, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 7, k->sources, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 8, k->message, -1, SQLITE_STATIC);
+		cat_bind_u64(st, 9, k->objects);
+		cat_bind_u64(st, 10, k->damaged);
+		cat_bind_u64(st, 11, k->rebuilt);
+		cat_bind_u64(st, 12, k->unrepairable);
+		cat_bind_u64(st, 13, k->bytes_read);
+		rc = cat_step_done(c, st, "recording a check", err);
+		sqlite3_finalize(st);
+	}
+	if (!rc && sqlite3_changes(c->db) == 0)
+		rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no version %s@%s in %s (sync?)",
+				  dataset, version, url);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
+			    const char *sha256, int state, const char *note, mt_error *err)
+{
+	const char *name = mt_catalog_health_name(state);
+	if (!name)
+		return mt_error_set(err, MT_EINVAL, "catalog: shard %s of %s: no state %d", sha256,
+			      dataset, state);
+	char now[32];
+	cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	/* A rebuilt shard was read back against its sha256: verified too. */
+	int rc = cat_prepare(c, "UPDATE shards SET health = ?4, health_note = coalesce(?5, ''),"
+			     " health_at = ?6, verified = CASE ?4 WHEN 'rebuilt' THEN 'ok' ELSE"
+			     " verified END, verified_at = CASE ?4 WHEN 'rebuilt' THEN ?6 ELSE"
+			     " verified_at END WHERE sha256 = ?3 AND version_id IN ("
+			     SHARDS_OF_DATASET ")", &st, err);
+	if (!rc) {
+		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, sha256, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, note, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a shard's health", err);
 		sqlite3_finalize(st);
 	}
 	pthread_mutex_unlock(&c->lock);

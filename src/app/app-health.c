@@ -1,0 +1,170 @@
+/* app-health.c — what a verify, repair or protect found of each version and shard, gathered from the library's reports and written to the catalog. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+
+void app_health_init(struct app_health *h, const char *kind, int dry_run)
+{
+	memset(h, 0, sizeof *h);
+	pthread_mutex_init(&h->lock, NULL);
+	h->kind = kind;
+	h->dry_run = dry_run;
+}
+
+void app_health_free(struct app_health *h)
+{
+	for (size_t i = 0; i < h->nv; i++)
+		free(h->v[i].version);
+	for (size_t i = 0; i < h->ns; i++)
+		free(h->s[i].note);
+	free(h->v);
+	free(h->s);
+	pthread_mutex_destroy(&h->lock);
+}
+
+struct app_health_version *app_health_version(struct app_health *h, const char *version)
+{
+	for (size_t i = 0; i < h->nv; i++)
+		if (!strcmp(h->v[i].version, version))
+			return &h->v[i];
+	h->v = app_xreallocarray(h->v, h->nv + 1, sizeof *h->v);
+	struct app_health_version *v = &h->v[h->nv++];
+	memset(v, 0, sizeof *v);
+	v->version = app_xstrdup(version);
+	return v;
+}
+
+/* Add item to a ", "-separated list once, while it fits. */
+static void health_append(char *buf, size_t cap, const char *item)
+{
+	size_t len = strlen(buf);
+	if (strstr(buf, item) || len + strlen(item) + 3 >= cap)
+		return;
+	snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", item);
+}
+
+/* The sha256 in a shard's key (datasets/<d>/shards/<sha256>.h5); NULL when
+ * the key is no shard's. */
+static const char *health_shard_sha(const char *key, char *buf, size_t cap)
+{
+	const char *slash = key ? strrchr(key, '/') : NULL;
+	const char *dot = slash ? strstr(slash, ".h5") : NULL;
+	if (!dot || (size_t)(dot - slash - 1) >= cap)
+		return NULL;
+	snprintf(buf, cap, "%.*s", (int)(dot - slash - 1), slash + 1);
+	return buf;
+}
+
+static void health_shard(struct app_health *h, const mt_repair_report *r, int state)
+{
+	char sha[72];
+	if (r->kind != MT_REPAIR_SHARD || !health_shard_sha(r->key, sha, sizeof sha))
+		return;
+	h->s = app_xreallocarray(h->s, h->ns + 1, sizeof *h->s);
+	struct app_health_shard *s = &h->s[h->ns++];
+	memset(s, 0, sizeof *s);
+	snprintf(s->sha256, sizeof s->sha256, "%s", sha);
+	s->state = state;
+	s->note = state == MT_HEALTH_UNREPAIRABLE ? app_xstrdup(r->problem ? r->problem : "damaged")
+		  : r->source			  ? app_xstrdup(r->source)
+						  : NULL;
+}
+
+/* What is lost, as a line names it: "shard 3 (rows 30..39)", "manifest". */
+static void health_lost(struct app_health_version *v, const mt_repair_report *r)
+{
+	static const char *const kinds[] = { "shard", "parity object", "manifest",
+					     "protection record" };
+	char item[96];
+	if (r->kind == MT_REPAIR_SHARD)
+		snprintf(item, sizeof item, "shard %zu (rows %llu..%llu)", r->number,
+			 (unsigned long long)r->first_row,
+			 (unsigned long long)(r->first_row + r->rows - (r->rows > 0)));
+	else
+		snprintf(item, sizeof item, "%s", kinds[r->kind & 3]);
+	health_append(v->lost, sizeof v->lost, item);
+}
+
+void app_health_report(struct app_health *h, const mt_repair_report *r)
+{
+	pthread_mutex_lock(&h->lock);
+	struct app_health_version *v = app_health_version(h, r->version);
+	v->objects++;
+	v->bytes_read += r->bytes_read;
+	if (r->state != MT_REPAIR_SOUND)
+		v->damaged++;
+	if (r->state == MT_REPAIR_REBUILT || r->state == MT_REPAIR_REPAIRABLE) {
+		if (r->source)
+			health_append(v->sources, sizeof v->sources, r->source);
+		if (r->state == MT_REPAIR_REBUILT)
+			v->rebuilt++;
+		health_shard(h, r, r->state == MT_REPAIR_REBUILT ? MT_HEALTH_REBUILT
+								 : MT_HEALTH_REPAIRABLE);
+	} else if (r->state == MT_REPAIR_UNREPAIRABLE) {
+		v->unrepairable++;
+		health_lost(v, r);
+		health_shard(h, r, MT_HEALTH_UNREPAIRABLE);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+void app_health_verified(struct app_health *h, const char *sha256, int code, const char *message)
+{
+	pthread_mutex_lock(&h->lock);
+	h->s = app_xreallocarray(h->s, h->ns + 1, sizeof *h->s);
+	struct app_health_shard *s = &h->s[h->ns++];
+	memset(s, 0, sizeof *s);
+	snprintf(s->sha256, sizeof s->sha256, "%s", sha256);
+	s->verified = 1;
+	s->code = code;
+	s->note = code && message ? app_xstrdup(message) : NULL;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void app_health_report_fn(void *ud, const mt_repair_report *r)
+{
+	app_health_report(ud, r);
+}
+
+int app_health_state(const struct app_health *h, const struct app_health_version *v)
+{
+	if (v->state_set)
+		return v->state;
+	if (v->unrepairable)
+		return MT_HEALTH_UNREPAIRABLE;
+	/* A dry run rebuilds nothing: what it found damaged is still so. */
+	if (v->damaged > v->rebuilt)
+		return h->dry_run ? MT_HEALTH_REPAIRABLE : MT_HEALTH_DAMAGED;
+	return MT_HEALTH_SOUND;
+}
+
+void app_health_record(struct app_health *h, mt_catalog *c, const char *url, const char *dataset)
+{
+	mt_error err = { 0 };
+	/* In the order found: a verification, then what a dry run said of it. */
+	for (size_t i = 0; i < h->ns; i++) {
+		const struct app_health_shard *s = &h->s[i];
+		if (s->verified)
+			mt_catalog_shard_verified(c, url, dataset, s->sha256, s->code, s->note, &err);
+		else
+			mt_catalog_shard_health(c, url, dataset, s->sha256, s->state, s->note, &err);
+	}
+	for (size_t i = 0; i < h->nv; i++) {
+		struct app_health_version *v = &h->v[i];
+		mt_catalog_check k;
+		mt_catalog_check_init(&k);
+		k.kind = h->kind;
+		k.state = app_health_state(h, v);
+		k.sources = v->sources[0] ? v->sources : NULL;
+		k.message = v->message[0] ? v->message : v->lost[0] ? v->lost : NULL;
+		k.objects = v->objects;
+		k.damaged = v->damaged;
+		k.rebuilt = v->rebuilt;
+		k.unrepairable = v->unrepairable;
+		k.bytes_read = v->bytes_read;
+		mt_catalog_version_checked(c, url, dataset, v->version, &k, &err);
+	}
+}

@@ -1,0 +1,319 @@
+/* repair.c — repair and protection in the browser: R and :repair rebuild a version's damaged objects as a job with a log, P and :protect add parity, verify says whether damage is repairable; each records what it found in the catalog. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui.h"
+
+/* What a repair or protect job works on. */
+struct heal_job {
+	mt_catalog_ref ref;
+	int k, m; /* protect: the parity */
+	int stale;
+	struct app_health health;
+};
+
+static void heal_free(void *arg)
+{
+	struct heal_job *h = arg;
+	if (!h)
+		return;
+	mt_catalog_ref_free(&h->ref);
+	app_health_free(&h->health);
+	free(h);
+}
+
+static struct heal_job *heal_new(struct tui *t, int64_t version_id, const char *kind)
+{
+	struct heal_job *h = app_xcalloc(1, sizeof *h);
+	mt_error err = { 0 };
+	if (mt_catalog_locate(t->cat, MT_CAT_VERSIONS, version_id, &h->ref, &err)) {
+		tui_status(t, 1, "%s", err.message);
+		free(h);
+		return NULL;
+	}
+	app_health_init(&h->health, kind, 0);
+	return h;
+}
+
+/* The catalog learns the version again (its protection), then what was
+ * found.  An old bucket is not synced under its remote's name. */
+static void heal_record(struct tui_job *j, mt_store *s)
+{
+	struct heal_job *h = j->arg;
+	mt_error err = { 0 };
+	if (!h->stale)
+		mt_catalog_sync(j->t->cat, h->ref.remote, s, h->ref.dataset, 0, NULL, NULL, NULL,
+				&err);
+	app_health_record(&h->health, j->t->cat, h->ref.url, h->ref.dataset);
+}
+
+/* ---- repair ---- */
+
+static void repair_log(void *ud, const mt_repair_report *r)
+{
+	static const char *const kinds[] = { "shard", "parity object", "manifest",
+					     "protection record" };
+	struct tui_job *j = ud;
+	struct heal_job *h = j->arg;
+	app_health_report(&h->health, r);
+	if (r->state == MT_REPAIR_SOUND)
+		return;
+	char what[64] = "", read[32];
+	if (r->kind == MT_REPAIR_SHARD)
+		snprintf(what, sizeof what, " %zu (rows %llu..%llu)", r->number,
+			 (unsigned long long)r->first_row,
+			 (unsigned long long)(r->first_row + r->rows - (r->rows > 0)));
+	app_human_bytes(r->bytes_read, read, sizeof read);
+	if (r->state == MT_REPAIR_UNREPAIRABLE)
+		tui_job_log(j, "LOST %s%s: %s", kinds[r->kind & 3], what,
+			    r->problem ? r->problem : "damaged");
+	else
+		tui_job_log(j, "%s %s%s from %s, %s read: %s",
+			    r->state == MT_REPAIR_REBUILT ? "rebuilt" : "repairable",
+			    kinds[r->kind & 3], what, r->source ? r->source : "?", read,
+			    r->problem ? r->problem : "damaged");
+}
+
+static int repair_run(struct tui_job *j)
+{
+	struct heal_job *h = j->arg;
+	mt_error err = { 0 };
+	mt_store *s = tui_open_bucket(j, &h->ref, &h->stale, &err);
+	if (!s)
+		return tui_job_fail(j, &err);
+	mt_repair_opts o;
+	mt_repair_opts_init(&o);
+	o.use_remotes = 1;
+	o.progress = tui_job_progress;
+	o.progress_ud = j;
+	o.report = repair_log;
+	o.report_ud = j;
+	mt_repair_stats st = { 0 };
+	int rc = mt_repair(s, h->ref.dataset, h->ref.version, &o, &st, &err);
+	if (!rc || rc == MT_ECORRUPT)
+		heal_record(j, s);
+	mt_store_close(s);
+	if (rc && rc != MT_ECORRUPT)
+		return tui_job_fail(j, &err);
+	char read[32];
+	struct app_health_version *v = app_health_version(&h->health, h->ref.version);
+	snprintf(j->result, sizeof j->result,
+		 "%s: %llu objects checked, %llu damaged, %llu rebuilt, %llu lost; %s read%s%.200s",
+		 rc ? "lost" : "sound", (unsigned long long)st.objects,
+		 (unsigned long long)st.damaged, (unsigned long long)st.rebuilt,
+		 (unsigned long long)st.unrepairable,
+		 app_human_bytes(st.bytes_read, read, sizeof read), v->lost[0] ? "; lost " : "",
+		 v->lost);
+	return rc;
+}
+
+/* ---- protect ---- */
+
+static int protect_run(struct tui_job *j)
+{
+	struct heal_job *h = j->arg;
+	mt_error err = { 0 };
+	mt_store *s = tui_open_bucket(j, &h->ref, &h->stale, &err);
+	if (!s)
+		return tui_job_fail(j, &err);
+	mt_protect_stats st = { 0 };
+	mt_protect_opts o;
+	mt_protect_opts_init(&o);
+	o.k = h->k;
+	o.m = h->m;
+	o.progress = tui_job_progress;
+	o.progress_ud = j;
+	o.stats = &st;
+	int rc = mt_protect(s, h->ref.dataset, h->ref.version, &o, &err);
+	mt_protection pi = { 0 };
+	if (!rc) {
+		/* Every shard was read against its sha256 to be coded. */
+		struct app_health_version *v = app_health_version(&h->health, h->ref.version);
+		v->state = MT_HEALTH_SOUND;
+		v->state_set = 1;
+		heal_record(j, s);
+		mt_protect_info(s, h->ref.dataset, h->ref.version, &pi, &err);
+	}
+	mt_store_close(s);
+	if (rc)
+		return tui_job_fail(j, &err);
+	char sent[32];
+	double overhead = pi.data_bytes ? 100.0 * (double)(pi.parity_bytes + pi.record_bytes) /
+						  (double)pi.data_bytes
+					: 0.0;
+	snprintf(j->result, sizeof j->result,
+		 "%s %d+%d: %llu groups, %llu parity objects sent (%s); overhead %.1f%%",
+		 st.already ? "already protected with" : "protected with", h->k, h->m,
+		 (unsigned long long)st.groups, (unsigned long long)st.parity_written,
+		 app_human_bytes(st.bytes_written, sent, sizeof sent), overhead);
+	return 0;
+}
+
+/* ---- starting them ---- */
+
+static void heal_title(char *buf, size_t cap, const char *verb, const struct heal_job *h)
+{
+	snprintf(buf, cap, "%s %s:%s@%s", verb, h->ref.remote, h->ref.dataset, h->ref.version);
+}
+
+void tui_repair_start(struct tui *t, int64_t version_id)
+{
+	if (t->read_only) {
+		tui_status(t, 1, "read-only: repair writes rebuilt objects to the store");
+		return;
+	}
+	struct heal_job *h = heal_new(t, version_id, "repair");
+	if (!h)
+		return;
+	char title[160];
+	heal_title(title, sizeof title, "repair", h);
+	tui_job_start(t, "repair", title, "bytes", repair_run, NULL, h, heal_free);
+}
+
+static void protect_begin(struct tui *t, struct heal_job *h, const char *parity)
+{
+	mt_error err = { 0 };
+	if (mt_parity_parse(parity, &h->k, &h->m, &err)) {
+		tui_status(t, 1, "%s", err.message);
+		heal_free(h);
+		return;
+	}
+	char title[160];
+	heal_title(title, sizeof title, "protect", h);
+	tui_job_start(t, "protect", title, "bytes", protect_run, NULL, h, heal_free);
+}
+
+static void protect_submit(struct tui *t, const char *text, void *arg)
+{
+	protect_begin(t, arg, text);
+}
+
+void tui_protect_start(struct tui *t, int64_t version_id, const char *parity)
+{
+	if (t->read_only) {
+		tui_status(t, 1, "read-only: protect writes parity objects to the store");
+		return;
+	}
+	struct heal_job *h = heal_new(t, version_id, "protect");
+	if (!h)
+		return;
+	if (parity) {
+		protect_begin(t, h, parity);
+		return;
+	}
+	char label[400];
+	snprintf(label, sizeof label, "protect %s@%s with parity K+M (e.g. 8+2): ",
+		 h->ref.dataset, h->ref.version);
+	tui_ask(t, label, "", protect_submit, h, heal_free);
+}
+
+/* ---- the command line ---- */
+
+struct version_find {
+	const char *name; /* NULL: the newest */
+	int64_t id;
+};
+
+static int version_find_fn(void *ud, const mt_catalog_row *row)
+{
+	struct version_find *f = ud;
+	if (!f->name || (row->cols[0] && !strcmp(row->cols[0], f->name)))
+		f->id = row->id;
+	return f->name && f->id ? 1 : 0;
+}
+
+/* DATASET[@VERSION] of the default store, as the catalog lists it; 0 after
+ * saying why on the status line. */
+static int64_t command_version(struct tui *t, const char *spec)
+{
+	char ds[256];
+	const char *at = strchr(spec, '@');
+	size_t n = at ? (size_t)(at - spec) : strcspn(spec, " ");
+	snprintf(ds, sizeof ds, "%.*s", (int)(n < sizeof ds ? n : sizeof ds - 1), spec);
+	char ver[256] = "";
+	if (at)
+		snprintf(ver, sizeof ver, "%.*s", (int)strcspn(at + 1, " "), at + 1);
+	int64_t d = tui_find_dataset(t, ds);
+	struct version_find f = { ver[0] && strcmp(ver, "latest") ? ver : NULL, 0 };
+	mt_error err = { 0 };
+	if (d)
+		mt_catalog_list(t->cat, MT_CAT_VERSIONS, d, NULL, version_find_fn, &f, &err);
+	if (!f.id)
+		tui_status(t, 1, "%s: no %s%s%s in the catalog of %s (r to sync)", spec, ds,
+			   ver[0] ? "@" : "", ver, app_store_name(t->app));
+	return f.id;
+}
+
+void tui_heal_command(struct tui *t, const char *word, const char *rest)
+{
+	int protect = !strcmp(word, "protect");
+	if (t->read_only) {
+		tui_status(t, 1, "read-only: %s writes to the store", word);
+		return;
+	}
+	char spec[512], parity[32] = "";
+	size_t n = strcspn(rest, " ");
+	snprintf(spec, sizeof spec, "%.*s", (int)(n < sizeof spec ? n : sizeof spec - 1), rest);
+	const char *p = rest + n;
+	while (*p == ' ')
+		p++;
+	snprintf(parity, sizeof parity, "%.*s", (int)strcspn(p, " "), p);
+	if (!spec[0] || (protect && !parity[0])) {
+		tui_status(t, 1, "usage: :%s DATASET[@VERSION]%s", word, protect ? " K+M" : "");
+		return;
+	}
+	int64_t id = command_version(t, spec);
+	if (!id)
+		return;
+	if (protect)
+		tui_protect_start(t, id, parity);
+	else
+		tui_repair_start(t, id);
+}
+
+/* ---- verify's health ---- */
+
+void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int verify_rc,
+		       uint64_t shards, char *state, size_t cap)
+{
+	struct app_health h;
+	app_health_init(&h, "verify", 1);
+	struct app_health_version *v = app_health_version(&h, ref->version);
+	state[0] = '\0';
+	if (!verify_rc) {
+		v->objects = shards;
+		v->state = MT_HEALTH_SOUND;
+		v->state_set = 1;
+		snprintf(state, cap, "sound");
+	} else {
+		/* A repair that writes nothing says whether the damage can be
+		 * rebuilt, and from what. */
+		mt_repair_opts o;
+		mt_repair_opts_init(&o);
+		o.dry_run = 1;
+		o.use_remotes = 1;
+		o.report = app_health_report_fn;
+		o.report_ud = &h;
+		mt_error err = { 0 };
+		int rc = mt_repair(s, ref->dataset, ref->version, &o, NULL, &err);
+		v = app_health_version(&h, ref->version);
+		if (rc && rc != MT_ECORRUPT) {
+			v->state = MT_HEALTH_DAMAGED;
+			v->state_set = 1;
+			snprintf(v->message, sizeof v->message, "%.255s", err.message);
+		}
+		int st = app_health_state(&h, v);
+		snprintf(state, cap, "%s%s%s%s%s",
+			 st == MT_HEALTH_UNREPAIRABLE ? "lost " : mt_catalog_health_name(st),
+			 st == MT_HEALTH_UNREPAIRABLE ? v->lost : "",
+			 st == MT_HEALTH_REPAIRABLE ? " from " : "",
+			 st == MT_HEALTH_REPAIRABLE ? v->sources : "",
+			 st == MT_HEALTH_REPAIRABLE ? " (R repairs)" : "");
+		tui_job_log(j, "%s@%s: %s", ref->dataset, ref->version, state);
+	}
+	app_health_record(&h, j->t->cat, ref->url, ref->dataset);
+	app_health_free(&h);
+}

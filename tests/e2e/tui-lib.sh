@@ -1,0 +1,71 @@
+# tui-lib.sh — helpers for the browser's tmux tests: start it in a private tmux server, read the screen, send keys.
+# Sourced after lib.sh; skips the whole test when tmux is missing.
+if ! command -v tmux > /dev/null; then
+	echo "1..0 # SKIP tmux not installed (scripts/install-deps.sh)"
+	exit 0
+fi
+# A tmux server per browser started: a new session on a server still shutting down
+# after kill-server fails ("server exited unexpectedly").
+TUI_N=0
+SOCK="$WORK/tmux.0.sock"
+tmx() { tmux -S "$SOCK" -f /dev/null "$@"; }
+TUI_PIDS=()
+tui_cleanup() {
+	for s in "$WORK"/tmux.*.sock; do tmux -S "$s" kill-server 2> /dev/null; done
+	for p in "${TUI_PIDS[@]}"; do kill "$p" 2> /dev/null; done
+	mt_cleanup
+}
+trap tui_cleanup EXIT
+
+# tui_start W H [ARGS...]: the browser in session mt, W x H, in $WORK, with the test's
+# environment; its exit status lands in $WORK/exit.
+tui_start() {
+	local w=$1 h=$2
+	shift 2
+	rm -f "$WORK/exit"
+	TUI_N=$((TUI_N + 1))
+	SOCK="$WORK/tmux.$TUI_N.sock"
+	tmx new-session -d -s mt -x "$w" -y "$h" -c "$WORK" \
+		"env MATORAGE_STORE='$MATORAGE_STORE' XDG_DATA_HOME='$XDG_DATA_HOME' MATORAGE_CONFIG='$MATORAGE_CONFIG' TERM=tmux-256color $MATORAGE $* 2> '$WORK/stderr'; echo exited \$? > '$WORK/exit'; sleep 60"
+}
+# screen: what the terminal shows now.
+screen() { tmx capture-pane -p -t mt; }
+# wait_for TEXT [SECONDS]: until the screen shows TEXT (at most 20 s by default).
+wait_for() {
+	local i
+	for i in $(seq $((${2:-20} * 10))); do
+		screen | grep -qF -- "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# expect NAME TEXT: a case that passes when the screen shows TEXT in time.
+expect() {
+	wait_for "$2"
+	local rc=$?
+	ok $rc "$1"
+	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
+}
+# expect_not NAME TEXT: a case that passes when the screen does not show TEXT.
+expect_not() {
+	! screen | grep -qF -- "$2"
+	local rc=$?
+	ok $rc "$1"
+	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
+}
+# expect_gone NAME TEXT: a case that passes when the screen stops showing TEXT in time.
+expect_gone() {
+	local i rc=1
+	for i in $(seq 200); do
+		screen | grep -qF -- "$2" || { rc=0; break; }
+		sleep 0.1
+	done
+	ok $rc "$1"
+	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
+}
+keys() { tmx send-keys -t mt "$@"; }
+# tui_exited: until the browser has exited (at most 10 s); 0 when it exited with 0.
+tui_exited() {
+	for _ in $(seq 100); do [ -s "$WORK/exit" ] && break; sleep 0.1; done
+	grep -q 'exited 0' "$WORK/exit" 2> /dev/null
+}

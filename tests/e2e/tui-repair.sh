@@ -1,0 +1,83 @@
+#!/bin/bash
+# tui-repair.sh — repair and protection in the browser: :protect shows K+M and health, a damaged shard verifies as repairable, R repairs it with a log and health becomes sound, damage nothing can rebuild shows lost, read-only refuses saying why.
+. "$(dirname "$0")/lib.sh"
+M=$MATORAGE
+export MATORAGE_STORE="$WORK/store" MATORAGE_CONFIG="$WORK/config.json"
+. "$(dirname "$0")/tui-lib.sh"
+cd "$WORK" || exit 1
+"$PY" -c "import numpy as np; np.save('$WORK/x.npy', np.arange(800 * 16, dtype=np.float32).reshape(800, 16))"
+check "a dataset of 8 shards" $M put p x="$WORK/x.npy" --shard-rows 100
+check "another, never protected" $M put u x="$WORK/x.npy" --shard-rows 400
+# flip SHARD_FILE: one byte in the middle changed, same size.
+flip() {
+	chmod u+w "$1"
+	"$PY" - "$1" <<'PYEOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) // 2] ^= 0x10
+open(sys.argv[1], "wb").write(b)
+PYEOF
+}
+# shard_file DATASET I: the file of shard I of DATASET@v1.
+shard_file() {
+	echo "$WORK/store/datasets/$1/shards/$($M info "$1@v1" --json |
+		$PY -c "import json,sys; print(json.load(sys.stdin)['shards'][$2]['sha256'])").h5"
+}
+
+tui_start 200 40 tui --open p
+expect "the browser opens on p's versions" "never checked"
+expect "an unprotected version reads none" "none"
+keys ":protect p@v1 4+2" Enter
+expect "the protect job ends" "protected with 4+2"
+expect "the version shows its protection" "4+2"
+expect "and its health: every shard was read to be coded" "sound"
+
+flip "$(shard_file p 2)"
+keys v
+expect "verify finds the damaged shard repairable" "repairable"
+keys Enter
+expect "the version's health says from what" "repairable from parity"
+keys S
+expect "the shard view marks the damaged shard" "repairable (parity)"
+keys j j R
+expect "R on the shard starts a repair" "repair local:p@v1"
+keys J
+wait_for "repair" 10
+keys Enter
+expect "the repair's log names the shard it rebuilt" "rebuilt shard 2 (rows 200..299) from parity"
+expect "and its result" "sound: "
+# One Escape at a time: two in a row may read as an Alt key.
+keys Escape
+expect "back at the jobs" "JOB"
+keys Escape
+expect "the shard is rebuilt" "rebuilt (parity)"
+keys Escape
+expect "back at the version" "attributes"
+keys Escape
+expect "back at the versions" "PROTECT"
+expect "the version is sound again" "sound"
+expect_not "and no longer repairable" "repairable"
+ok $(cmp -s <($M verify p >/dev/null 2>&1; echo $?) <(echo 0); echo $?) "matorage verify agrees"
+
+# Nothing can rebuild a shard of a version without parity or another copy.
+flip "$(shard_file u 1)"
+keys ":repair u@v1" Enter
+expect "a repair that cannot rebuild says what is lost" "lost shard 1 (rows 400..799)"
+keys ":q" Enter
+tui_exited
+ok $? "q quits"
+tui_start 200 40 tui --open u
+expect "u's version shows lost" "lost"
+keys q
+tui_exited
+
+tui_start 200 40 --read-only tui --open p
+expect "read-only browser" "v1"
+keys ":repair p@v1" Enter
+expect "read-only refuses :repair saying why" "read-only: repair writes"
+keys R
+expect "and R, saying why" "read-only"
+keys q
+tui_exited
+ok $? "q quits"
+done_testing

@@ -34,7 +34,9 @@ static void verify_shard(void *ud, size_t shard, const mt_shard_info *info, int 
 
 /* The version's state, from a repair that writes nothing: sound, damaged
  * but repairable (from what), or unrepairable (what is lost); h gathers it
- * for the catalog. */
+ * for the catalog.  It runs after the check saw damage; the repair reads
+ * everything again, so when it finds none the damage was in what was read
+ * (a fault in transit), not in what is stored. */
 static void verify_state_line(mt_store *s, const char *dataset, const char *version,
 			      struct app_health *h)
 {
@@ -51,10 +53,13 @@ static void verify_state_line(mt_store *s, const char *dataset, const char *vers
 		v->state = MT_HEALTH_DAMAGED;
 		v->state_set = 1;
 		snprintf(v->message, sizeof v->message, "%.255s", err.message);
+		printf("%s@%s: damaged; whether it is repairable is unknown: %s\n", dataset,
+		       version, err.message);
 		return;
 	}
 	if (!v->damaged)
-		printf("%s@%s: sound\n", dataset, version);
+		printf("%s@%s: sound when read again: what was read was damaged, not what is "
+		       "stored\n", dataset, version);
 	else if (!v->unrepairable)
 		printf("%s@%s: damaged, repairable from %s (matorage repair)\n", dataset, version,
 		       v->sources[0] ? v->sources : "?");

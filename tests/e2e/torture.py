@@ -447,9 +447,15 @@ def clear_failure(c):
     lines = [ln for ln in c.err().splitlines() if ln.strip()]
     if len(lines) == 1 and lines[0].startswith("matorage: "):
         return True
+    # verify's count line is followed by the version's state (repairable or not, and from
+    # what) unless finding that out failed too.
     out = c.out().strip().splitlines()
-    return c.args[0] == "verify" and not lines and bool(out) and \
-        re.fullmatch(r"\d+ shards? verified, \d+ damaged", out[-1]) is not None
+    if c.args[0] != "verify" or lines or not out:
+        return False
+    state = r"\S+@v\d+: (damaged, (repairable from|unrepairable: lost) |sound when read again|damaged; whether).*"
+    if re.fullmatch(state, out[-1]):
+        out = out[:-1]
+    return bool(out) and re.fullmatch(r"\d+ shards? verified, \d+ damaged", out[-1]) is not None
 
 
 def check_processes(ctx):
@@ -478,7 +484,8 @@ def check_processes(ctx):
                 out.strip().splitlines() or [""]
             errors.append("%s: %s" % (c.label, said[0]))
             if not clear_failure(c):
-                unclear.append("%s: exit 1 with stderr:\n%s" % (c.line(), err[-2000:]))
+                unclear.append("%s: exit 1 with stderr:\n%s\nand stdout ending:\n%s" % (
+                    c.line(), err[-2000:], out[-1000:]))
         elif 1 < c.rc < 128:
             unclear.append("%s: exit %d with stderr:\n%s" % (c.line(), c.rc, err[-2000:]))
         elif c.rc == 0 and lines:

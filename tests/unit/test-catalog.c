@@ -379,9 +379,11 @@ static void test_default_path(void)
 	char want[600];
 	snprintf(want, sizeof want, "%s/.local/share/matorage/catalog.db",
 		 pw && pw->pw_dir ? pw->pw_dir : "?");
+	/* Whatever the real home holds (nothing, a catalog, one from another
+	 * matorage), the path is what this checks: an error must name it. */
 	rc = mt_catalog_open_existing(NULL, &c, &err);
 	tap_ok((rc == 0 && !strcmp(mt_catalog_path(c), want)) ||
-		       (rc == MT_ENOTFOUND && strstr(err.message, want)),
+		       (rc != 0 && strstr(err.message, want)),
 	       "HOME unset: the catalog is looked for in the password database's home: %s",
 	       rc ? err.message : mt_catalog_path(c));
 	mt_catalog_close(c);

@@ -12,6 +12,8 @@ PACKAGES=(
 	libcurl4-openssl-dev libsqlite3-dev liblua5.4-dev libncurses-dev libisal-dev
 	# tests, interop checks and benchmarks
 	hdf5-tools zstd xxhash python3 python3-numpy python3-h5py python3-hdf5plugin bc
+	# the function-size check
+	pmccabe
 	# libFuzzer targets (configure CC=clang --enable-fuzzers)
 	clang libclang-rt-14-dev
 	# TUI screen tests and the man page

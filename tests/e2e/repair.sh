@@ -176,6 +176,47 @@ check "a damaged manifest comes back too" $M repair p@v1
 obj_get datasets/p/versions/v1.json "$WORK/pv1b.json"
 ok $(cmp -s "$WORK/pv1.json" "$WORK/pv1b.json"; echo $?) "byte for byte"
 
+# ---- the record, from another store's copy ----
+C="$D/c"
+check "push p@v1 to a third store, protected there with the same 3+2" $M push p@v1 "$C" --parity 3+2
+obj_get datasets/p/protect/v1.json "$WORK/prec.json"
+damage datasets/p/protect/v1.json flip
+out=$($M repair p@v1 --no-remotes 2>&1)
+ok $([ $? -eq 0 ] && echo "$out" | grep -q '^UNREPAIRABLE p@v1 record datasets/p/protect/v1.json: '; echo $?) \
+	"a damaged record nothing else holds is reported unrepairable (the data is sound): $(echo "$out" | tail -1)"
+out=$($M verify p@v1 2>&1)
+ok $([ $? -eq 1 ] && echo "$out" | grep -q "^BAD protection record: datasets/p/protect/v1.json: " &&
+	echo "$out" | grep -q "^p@v1: damaged, unrepairable: lost protection record"; echo $?) \
+	"verify: sound shards with a damaged record exit 1, naming it: $(echo "$out" | tr '\n' '|')"
+check "add the third store as a remote" $M remote add third "$C"
+out=$($M verify p@v1 2>&1)
+ok $(echo "$out" | grep -Eq "^p@v1: damaged, repairable from (file://)?$C"; echo $?) \
+	"verify: repairable from the remote with a copy: $(echo "$out" | tail -1)"
+check "remove that remote" $M remote rm third
+out=$($M repair p@v1 --from "$C" 2>&1)
+ok $([ $? -eq 0 ] && echo "$out" | grep -Eq "^rebuilt p@v1 record datasets/p/protect/v1.json: .*; from (file://)?$C, .* read"; echo $?) \
+	"repair --from a store with a sound copy of the record writes it back"
+echo "$out" | sed 's/^/# /'
+obj_get datasets/p/protect/v1.json "$WORK/prec2.json"
+check "the record back is the other store's copy and names the same parity objects" "$PY" - "$WORK/prec.json" "$WORK/prec2.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["manifest"] == b["manifest"] and a["k"] == b["k"] and a["m"] == b["m"]
+assert [[p["sha256"] for p in g["parity"]] for g in a["groups"]] == \
+       [[p["sha256"] for p in g["parity"]] for g in b["groups"]]
+PY
+out=$($M protect p@v1 --parity 3+2 2>&1)
+ok $(echo "$out" | grep -q "already protected with 3+2"; echo $?) "and the version counts as protected again: $out"
+damage datasets/p/protect/v1.json flip
+damage "$(key 0 3)" rm
+out=$($M repair p@v1 --from "$C" 2>&1)
+ok $([ $? -eq 0 ] && echo "$out" | grep -q "^rebuilt p@v1 record" &&
+	echo "$out" | grep -q '^rebuilt p@v1 parity of group 0 .*: missing; from'; echo $?) \
+	"a lost parity object the record's copy names is rebuilt before the record is written"
+echo "$out" | sed 's/^/# /'
+ok $(sound p@v1 && named_right datasets/p/parity/; echo $?) "p@v1 verifies with it"
+mapfile -t rec < <(record p v1)
+
 # ---- beyond parity: exit 1 naming every lost shard, then --salvage ----
 damage "$(key 1 0)" rm
 damage "$(key 1 1)" rm

@@ -232,9 +232,9 @@ static int manifest_elsewhere(rp_ctx *c, uint64_t *nread)
 	return manifest_take(c, copy, c->p->manifest_len, m);
 }
 
-/* The record, when there is one; a damaged one is no record (its parity
- * cannot be trusted) and is reported.  Records are not rebuilt here: the
- * version can be protected again once its shards are sound. */
+/* The record, when there is one.  A damaged one is no record (its parity
+ * cannot be trusted): it is noted in c->robj, and a sound copy may still
+ * come from another store once the manifest is known. */
 static int record_load(rp_ctx *c, mt_error *err)
 {
 	mt_error e = {0};
@@ -244,18 +244,86 @@ static int record_load(rp_ctx *c, mt_error *err)
 	if (rc != MT_ECORRUPT && rc != MT_EFORMAT)
 		return mti_err_copy(err, &e);
 	c->p = NULL;
-	if (c->o.report) {
-		char *key = mti_key_protect(c->dataset, c->version);
-		mt_repair_report r = {.dataset = c->dataset, .version = c->version, .key = key,
-				      .kind = MT_REPAIR_RECORD, .state = MT_REPAIR_UNREPAIRABLE,
-				      .problem = e.message};
-		c->o.report(c->o.report_ud, &r);
-		free(key);
+	c->robj.kind = MT_REPAIR_RECORD;
+	c->robj.state = RP_DAMAGED;
+	c->robj.key = mti_key_protect(c->dataset, c->version);
+	/* The report names the key already. */
+	size_t kl = c->robj.key ? strlen(c->robj.key) : 0;
+	const char *why = e.message;
+	if (kl && !strncmp(why, c->robj.key, kl) && !strncmp(why + kl, ": ", 2))
+		why += kl + 2;
+	c->robj.problem = mti_strdup(why);
+	return c->robj.key && c->robj.problem ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+}
+
+/* A sound copy of the damaged record from another store: it decodes (its
+ * checksum, matrix, and members against its copy of the manifest), names
+ * the version, and holds this version's manifest byte for byte when the
+ * manifest is here.  Parity is a function of the members and the matrix
+ * alone, so such a record describes this store's parity objects as well;
+ * any it names that are not here are rebuilt from the members. */
+static void record_elsewhere(rp_ctx *c, uint64_t *nread)
+{
+	for (size_t k = 0; k < c->nsrc; k++) {
+		if (c->src[k].flat)
+			continue;
+		void *json = NULL;
+		size_t len = 0;
+		mti_prec *p = NULL;
+		mt_error e = {0};
+		if (mti_store_get(c->src[k].store, c->robj.key, 0, UINT64_MAX, &json, &len, &e))
+			continue;
+		*nread += len;
+		int ok = mti_prec_decode(json, len, c->robj.key, &p, &e) == 0 &&
+			 !strcmp(p->dataset, c->dataset) && !strcmp(p->version, c->version) &&
+			 (!c->mjson || (p->manifest_len == c->mlen &&
+					!memcmp(p->manifest, c->mjson, c->mlen)));
+		if (ok) {
+			c->p = p;
+			c->rjson = json;
+			c->rlen = len;
+			c->robj.source = c->src[k].name;
+			return;
+		}
+		mti_prec_free(p);
+		free(json);
 	}
-	c->st->objects++;
-	c->st->damaged++;
-	c->st->unrepairable++;
-	return 0;
+}
+
+/* Look for the damaged record's copy elsewhere, counting what was read. */
+static void record_find(rp_ctx *c)
+{
+	if (c->robj.state != RP_DAMAGED)
+		return;
+	uint64_t n = 0;
+	record_elsewhere(c, &n);
+	c->robj.read += n;
+	c->st->bytes_read += n;
+}
+
+int mti_rp_record_write(rp_ctx *c, mt_error *err)
+{
+	rp_obj *o = &c->robj;
+	if (o->state != RP_DAMAGED || !c->rjson)
+		return 0;
+	/* A record must never name parity that is not there. */
+	for (size_t i = 0; i < c->nobjs; i++)
+		if (c->objs[i].kind == MT_REPAIR_PARITY && c->objs[i].state == RP_DAMAGED)
+			return 0;
+	if (c->o.dry_run) {
+		o->state = RP_REPAIRABLE;
+		return 0;
+	}
+	int rc = mti_rp_lock(c, err);
+	if (!rc)
+		rc = mti_dlock_check(c->dlock, err);
+	if (!rc)
+		rc = mti_store_put(c->s, o->key, c->rjson, c->rlen, 0, err);
+	int same = rc ? rc : mti_store_holds(c->s, o->key, c->rjson, c->rlen, err);
+	if (same == 1)
+		o->state = RP_REBUILT;
+	return same == 1 ? 0 : same ? same : mti_err(err, MT_EIO, "%s: not what was written",
+						   o->key);
 }
 
 int mti_rp_manifest_find(rp_ctx *c, mt_error *err)
@@ -279,9 +347,14 @@ int mti_rp_manifest_find(rp_ctx *c, mt_error *err)
 		return mti_err_copy(err, &e);
 	c->mobj.read = len;
 	c->st->bytes_read += len;
-	if (!rc && manifest_ok(c, json, len, &m) == 0)
-		return manifest_take(c, json, len, m) ? mti_err(err, MT_ENOMEM, "out of memory") : 0;
+	if (!rc && manifest_ok(c, json, len, &m) == 0) {
+		if (manifest_take(c, json, len, m))
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		record_find(c);
+		return 0;
+	}
 	free(json);
+	record_find(c); /* before the manifest's copies, which must match it */
 	c->mobj.state = RP_DAMAGED;
 	c->mobj.problem = rc ? mti_strdup("missing")
 			     : mti_strdup(c->p ? "not the copy its protection record holds"

@@ -413,9 +413,13 @@ static int rp_version(rp_ctx *c, const char *version, mt_error *err)
 	else if (!rc && c->m)
 		rc = rp_objects(c, err);
 	if (!rc && !removed)
+		rc = mti_rp_record_write(c, err);
+	if (!rc && !removed)
 		rc = mti_rp_manifest_write(c, err);
 	for (size_t i = 0; !rc && i < c->nobjs; i++)
 		rp_report(c, &c->objs[i]);
+	if (!rc && c->robj.key)
+		rp_report(c, &c->robj);
 	if (!rc && !removed)
 		rp_report(c, &c->mobj);
 	int left = rc ? rc : rp_result(c, err);
@@ -431,6 +435,9 @@ static int rp_version(rp_ctx *c, const char *version, mt_error *err)
 	}
 	rp_objs_free(c);
 	mti_rp_obj_clear(&c->mobj);
+	mti_rp_obj_clear(&c->robj);
+	free(c->rjson);
+	c->rjson = NULL;
 	c->mmissing = 0;
 	mti_manifest_free(c->m);
 	c->m = NULL;

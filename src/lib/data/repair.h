@@ -45,6 +45,9 @@ typedef struct rp_ctx {
 	rp_obj mobj;          /* the manifest as an object */
 	int mmissing;         /* it was not there at all (not damaged) */
 	mti_prec *p;          /* its protection record; NULL when unprotected */
+	rp_obj robj;          /* the record as an object, once found damaged */
+	char *rjson;          /* a sound copy of it from another store, to write back */
+	size_t rlen;
 	rp_obj *objs;
 	size_t nobjs, capobjs;
 	rp_source *src;
@@ -82,6 +85,9 @@ MT_LOCAL int mti_rp_versions(rp_ctx *c, const char *version, char ***out, size_t
  * removed (a tombstone: nothing to repair). */
 MT_LOCAL int mti_rp_manifest_find(rp_ctx *c, mt_error *err);
 MT_LOCAL int mti_rp_manifest_write(rp_ctx *c, mt_error *err);
+/* A damaged record back from another store's copy, once its parity objects
+ * are all sound: before the manifest, which stays the last write. */
+MT_LOCAL int mti_rp_record_write(rp_ctx *c, mt_error *err);
 MT_LOCAL int mti_rp_parity(rp_ctx *c, mt_error *err);
 
 /* repair-salvage.c */

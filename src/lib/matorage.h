@@ -368,6 +368,7 @@ MT_API int mt_parity_parse(const char *text, int *k, int *m, mt_error *err);
  * objects go first, the protection record last: an interrupted call
  * protects nothing and a re-run sends only what is missing.  A version
  * already protected with the same k+m is left as it is (stats->already);
+ * a record that fails its checks protects nothing and is replaced;
  * with another k+m it is MT_EEXIST.  Runs under the dataset's writer lock,
  * so gc never takes what it writes. */
 MT_API int mt_protect(mt_store *s, const char *dataset, const char *version,

@@ -215,6 +215,12 @@ ok $([ $? -eq 0 ] && echo "$out" | grep -q "^rebuilt p@v1 record" &&
 	"a lost parity object the record's copy names is rebuilt before the record is written"
 echo "$out" | sed 's/^/# /'
 ok $(sound p@v1 && named_right datasets/p/parity/; echo $?) "p@v1 verifies with it"
+damage datasets/p/protect/v1.json truncate
+out=$($M protect p@v1 --parity 3+2 2>&1)
+ok $? "protect replaces a record that fails its checks: $out"
+obj_get datasets/p/protect/v1.json "$WORK/prec3.json"
+ok $(sound p@v1 && "$PY" -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(a['groups'] != b['groups'])" \
+	"$WORK/prec.json" "$WORK/prec3.json"; echo $?) "p@v1 verifies and the new record names the same groups"
 mapfile -t rec < <(record p v1)
 
 # ---- beyond parity: exit 1 naming every lost shard, then --salvage ----

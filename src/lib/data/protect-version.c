@@ -39,6 +39,7 @@ typedef struct pv {
 	uint64_t done, total; /* shard bytes read / to read */
 	char **written;       /* parity keys sent, to make durable */
 	size_t nwritten;
+	int replace;          /* the record there fails its checks: written over */
 } pv;
 
 /* ---- one group's coding --------------------------------------------------- */
@@ -332,13 +333,16 @@ static int pv_load(pv *p, const char *version, mt_error *err)
 	return rc;
 }
 
-/* 1 when the version has a record with this k+m, 0 when it has none. */
+/* 1 when the version has a record with this k+m, 0 when it has none.  A
+ * record that fails its checks protects nothing: it is replaced, as a
+ * repair with no sound copy of it elsewhere advises. */
 static int pv_existing(pv *p, mt_error *err)
 {
 	mti_prec *r = NULL;
 	mt_error e = {0};
 	int rc = mti_prec_load(p->s, p->dataset, p->version, &r, &e);
-	if (rc == MT_ENOTFOUND)
+	p->replace = rc == MT_ECORRUPT || rc == MT_EFORMAT;
+	if (rc == MT_ENOTFOUND || p->replace)
 		return 0;
 	if (rc)
 		return mti_err_copy(err, &e);
@@ -371,7 +375,8 @@ static int pv_commit(pv *p, mt_error *err)
 	if (!rc)
 		rc = mti_prec_encode(p->rec, &json, err);
 	if (!rc)
-		rc = mti_store_put(p->s, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
+		rc = mti_store_put(p->s, key, json, strlen(json), p->replace ? 0 : MT_PUT_EXCLUSIVE,
+				   err);
 	/* Another protect of the same version got there first. */
 	if (rc == MT_EEXIST) {
 		rc = pv_existing(p, err);

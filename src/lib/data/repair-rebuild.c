@@ -198,20 +198,27 @@ static int manifest_take(rp_ctx *c, void *json, size_t len, mt_manifest *m)
 	return 0;
 }
 
+/* Source k's object `key` whole (NULL when it is a cache directory, which
+ * holds shards only, or has no such object); nread counts what came. */
+static void *source_get(rp_ctx *c, size_t k, const char *key, size_t *len, uint64_t *nread)
+{
+	void *data = NULL;
+	mt_error e = {0};
+	*len = 0;
+	if (c->src[k].flat || mti_store_get(c->src[k].store, key, 0, UINT64_MAX, &data, len, &e))
+		return NULL;
+	*nread += *len;
+	return data;
+}
+
 /* A good copy of the manifest from another store, else the record. */
 static int manifest_elsewhere(rp_ctx *c, uint64_t *nread)
 {
 	for (size_t k = 0; k < c->nsrc; k++) {
-		if (c->src[k].flat)
-			continue;
-		void *json = NULL;
-		size_t len = 0;
+		size_t len;
 		mt_manifest *m = NULL;
-		mt_error e = {0};
-		if (mti_store_get(c->src[k].store, c->mobj.key, 0, UINT64_MAX, &json, &len, &e))
-			continue;
-		*nread += len;
-		if (manifest_ok(c, json, len, &m) == 0) {
+		void *json = source_get(c, k, c->mobj.key, &len, nread);
+		if (json && manifest_ok(c, json, len, &m) == 0) {
 			c->mobj.source = c->src[k].name;
 			return manifest_take(c, json, len, m);
 		}
@@ -265,16 +272,11 @@ static int record_load(rp_ctx *c, mt_error *err)
 static void record_elsewhere(rp_ctx *c, uint64_t *nread)
 {
 	for (size_t k = 0; k < c->nsrc; k++) {
-		if (c->src[k].flat)
-			continue;
-		void *json = NULL;
-		size_t len = 0;
+		size_t len;
 		mti_prec *p = NULL;
 		mt_error e = {0};
-		if (mti_store_get(c->src[k].store, c->robj.key, 0, UINT64_MAX, &json, &len, &e))
-			continue;
-		*nread += len;
-		int ok = mti_prec_decode(json, len, c->robj.key, &p, &e) == 0 &&
+		void *json = source_get(c, k, c->robj.key, &len, nread);
+		int ok = json && mti_prec_decode(json, len, c->robj.key, &p, &e) == 0 &&
 			 !strcmp(p->dataset, c->dataset) && !strcmp(p->version, c->version) &&
 			 (!c->mjson || (p->manifest_len == c->mlen &&
 					!memcmp(p->manifest, c->mjson, c->mlen)));

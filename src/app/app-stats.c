@@ -56,7 +56,8 @@ static void stats_hist(const mt_stats *s, int width, char ***v, size_t *n)
 	lines_add(v, n, app_xasprintf("  histogram, %d bins over [%s, %s]:", s->bins,
 				      stats_num(s->edges[0], lo, sizeof lo),
 				      stats_num(s->edges[s->bins], hi, sizeof hi)));
-	int bar = width > 60 ? width - 40 : 20;
+	/* What the numbers take: "  %12s .. %-12s %12llu ", and a margin. */
+	int bar = width > 60 ? width - 48 : 12;
 	char *hashes = app_xmalloc((size_t)bar + 1);
 	for (int i = 0; i < s->bins; i++) {
 		int len = most ? (int)((double)s->hist[i] / (double)most * bar + 0.5) : 0;
@@ -80,6 +81,7 @@ static void stats_classes(const mt_stats *s, int width, char ***v, size_t *n)
 	for (int i = 0; i < s->nclasses; i++)
 		most = s->classes[i].count > most ? s->classes[i].count : most;
 	lines_add(v, n, app_xasprintf("  classes: %d distinct values", s->nclasses));
+	/* What the numbers take: "  %12lld %12llu %6.2f%% ", and a margin. */
 	int bar = width > 60 ? width - 40 : 20;
 	char *hashes = app_xmalloc((size_t)bar + 1);
 	for (int i = 0; i < s->nclasses; i++) {

@@ -24,8 +24,8 @@ extern "C" {
  * knows remotes (a name and a URL: "local" is the default store), their
  * buckets, datasets, versions with their lineage, protection, attributes,
  * tags and shards, the last verification and health of each shard, every
- * check (verify, repair, protect) of each version, and the jobs run on
- * them.
+ * check (verify, repair, protect) of each version, the statistics of
+ * attributes (mt_stats), and the jobs run on them.
  *
  * Threading: one handle may be used from several threads; calls are
  * serialised inside, and a sync holds the handle only while it writes, not

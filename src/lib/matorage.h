@@ -704,7 +704,8 @@ typedef struct mt_stats {
  * success only.  Canceled by opts->progress: MT_ECANCELED, nothing out. */
 MT_API int mt_stats_compute(mt_reader *r, size_t attr, const mt_stats_opts *opts,
 			    mt_stats **out, mt_error *err);
-/* As JSON text (one object, doc/FORMAT.md "Statistics"); malloc'ed: free() it.
+/* As JSON text (one object: the fields `matorage stats --json` prints,
+ * doc/matorage.1); malloc'ed: free() it.
  * Floats are written with 17 significant digits, so they read back exactly. */
 MT_API int mt_stats_to_json(const mt_stats *s, char **json, mt_error *err);
 /* Back from mt_stats_to_json's text; MT_EFORMAT naming what is wrong. */

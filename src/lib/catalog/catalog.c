@@ -1,4 +1,4 @@
-/* catalog.c — libmatorage-catalog: the local SQLite index of remotes, buckets, datasets, versions, shards, tags and jobs: schema, migrations, sync, listings, search. */
+/* catalog.c — libmatorage-catalog: the local SQLite index of remotes, buckets, datasets, versions, shards, tags, jobs and statistics of attributes: schema, migrations, sync, listings, search. */
 #define _GNU_SOURCE /* vasprintf */
 #include <errno.h>
 #include <pthread.h>

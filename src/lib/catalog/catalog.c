@@ -1561,6 +1561,25 @@ static void cat_bind_u64(sqlite3_stmt *st, int i, uint64_t v)
 	sqlite3_bind_int64(st, i, v > INT64_MAX ? INT64_MAX : (int64_t)v);
 }
 
+/* Parameters 1..3 of a statement about dataset@version in bucket url. */
+static void cat_bind_version(sqlite3_stmt *st, const char *url, const char *dataset,
+			     const char *version)
+{
+	sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, version, -1, SQLITE_STATIC);
+}
+
+/* A write about a version that changed no row found no version. */
+static int cat_version_written(mt_catalog *c, int rc, const char *url, const char *dataset,
+			       const char *version, mt_error *err)
+{
+	if (!rc && sqlite3_changes(c->db) == 0)
+		rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no version %s@%s in %s (sync?)",
+				  dataset, version, url);
+	return rc;
+}
+
 int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *dataset,
 			       const char *version, const mt_catalog_check *k, mt_error *err)
 {
@@ -1578,9 +1597,7 @@ int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *datas
 			     " FROM versions v WHERE v.name = ?3 AND v.id IN (" SHARDS_OF_DATASET ")",
 			     &st, err);
 	if (!rc) {
-		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, version, -1, SQLITE_STATIC);
+		cat_bind_version(st, url, dataset, version);
 		sqlite3_bind_text(st, 4, k->kind, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, state, -1, SQLITE_STATIC);
@@ -1594,9 +1611,7 @@ int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *datas
 		rc = cat_step_done(c, st, "recording a check", err);
 		sqlite3_finalize(st);
 	}
-	if (!rc && sqlite3_changes(c->db) == 0)
-		rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no version %s@%s in %s (sync?)",
-				  dataset, version, url);
+	rc = cat_version_written(c, rc, url, dataset, version, err);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -1648,18 +1663,14 @@ int mt_catalog_stats_put(mt_catalog *c, const char *url, const char *dataset,
 	int rc = cat_prepare(c, "INSERT OR REPLACE INTO attr_stats(version_id, attr, json, computed)"
 			     " SELECT id, ?4, ?5, ?6 FROM (" VERSION_IN_BUCKET ")", &st, err);
 	if (!rc) {
-		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, version, -1, SQLITE_STATIC);
+		cat_bind_version(st, url, dataset, version);
 		sqlite3_bind_text(st, 4, attr, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, json, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
 		rc = cat_step_done(c, st, "recording statistics", err);
 		sqlite3_finalize(st);
 	}
-	if (!rc && sqlite3_changes(c->db) == 0)
-		rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no version %s@%s in %s (sync?)",
-				  dataset, version, url);
+	rc = cat_version_written(c, rc, url, dataset, version, err);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -1676,9 +1687,7 @@ int mt_catalog_stats_get(mt_catalog *c, const char *url, const char *dataset,
 	int rc = cat_prepare(c, "SELECT json, computed FROM attr_stats WHERE attr = ?4 AND"
 			     " version_id IN (" VERSION_IN_BUCKET ")", &st, err);
 	if (!rc) {
-		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, version, -1, SQLITE_STATIC);
+		cat_bind_version(st, url, dataset, version);
 		sqlite3_bind_text(st, 4, attr, -1, SQLITE_STATIC);
 		int r = sqlite3_step(st);
 		if (r == SQLITE_ROW) {

@@ -107,11 +107,18 @@ void tui_stats_start(struct tui *t, const mt_catalog_ref *ref, const char *attr)
 		free(computed);
 		return;
 	}
+	char title[160];
+	snprintf(title, sizeof title, "stats %s@%s %s", ref->dataset, ref->version, attr);
+	/* A second s while the first job reads would read it all again. */
+	for (size_t i = 0; i < t->njobs; i++)
+		if (atomic_load(&t->jobs[i]->state) == JOB_RUNNING &&
+		    !strcmp(t->jobs[i]->title, title)) {
+			tui_status(t, 0, "%s: already running (J: jobs, c: cancel)", title);
+			return;
+		}
 	struct st_arg *a = app_xcalloc(1, sizeof *a);
 	st_ref_copy(&a->ref, ref);
 	snprintf(a->attr, sizeof a->attr, "%s", attr);
-	char title[160];
-	snprintf(title, sizeof title, "stats %s@%s %s", ref->dataset, ref->version, attr);
 	tui_job_start(t, "stats", title, "bytes", st_run, st_finish, a, st_free);
 }
 

@@ -89,6 +89,21 @@ int app_health_state(const struct app_health *h, const struct app_health_version
  * (bucket url); the catalog is a cache, so failures are not reported. */
 void app_health_record(struct app_health *h, mt_catalog *c, const char *url, const char *dataset);
 
+/* ---- app-stats.c ---- */
+
+/* An attribute's statistics as lines to show (malloc'ed, as the array):
+ * the numbers, a histogram and the class balance with bars fitting in
+ * `width` columns. */
+char **app_stats_lines(const mt_stats *s, int width, size_t *n);
+/* The statistics the catalog (NULL: none) holds of dataset@version attr in
+ * bucket url: 0 with *out (and *computed, when not NULL: when they were
+ * computed, malloc'ed), else MT_ENOTFOUND or another code. */
+int app_stats_cached(mt_catalog *c, const char *url, const char *dataset, const char *version,
+		     const char *attr, mt_stats **out, char **computed);
+/* Keep s in the catalog for bucket url; MT_ENOTFOUND when the catalog does
+ * not list the version yet. */
+int app_stats_record(mt_catalog *c, const char *url, const mt_stats *s, mt_error *err);
+
 /* ---- app-format.c ---- */
 
 /* "1.5 MiB" into buf. */

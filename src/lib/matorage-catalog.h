@@ -24,8 +24,8 @@ extern "C" {
  * knows remotes (a name and a URL: "local" is the default store), their
  * buckets, datasets, versions with their lineage, protection, attributes,
  * tags and shards, the last verification and health of each shard, every
- * check (verify, repair, protect) of each version, and the jobs run on
- * them.
+ * check (verify, repair, protect) of each version, the statistics of
+ * attributes (mt_stats), and the jobs run on them.
  *
  * Threading: one handle may be used from several threads; calls are
  * serialised inside, and a sync holds the handle only while it writes, not
@@ -35,7 +35,7 @@ typedef struct mt_catalog mt_catalog;
 
 /* The schema version this library writes; older catalogs are upgraded in
  * place when opened. */
-#define MT_CATALOG_SCHEMA 3
+#define MT_CATALOG_SCHEMA 4
 
 /* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/..., mt_user_path).  A catalog
@@ -188,6 +188,20 @@ MT_CATALOG_API int mt_catalog_version_checked(mt_catalog *c, const char *url,
 MT_CATALOG_API int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
 					   const char *sha256, int state, const char *note,
 					   mt_error *err);
+
+/* The statistics of attribute attr of dataset@version in bucket url, as
+ * mt_stats_to_json wrote them.  Versions never change, so a result stays
+ * until its version leaves the catalog.  MT_ENOTFOUND when the catalog does
+ * not list the version (a sync adds it). */
+MT_CATALOG_API int mt_catalog_stats_put(mt_catalog *c, const char *url, const char *dataset,
+					const char *version, const char *attr, const char *json,
+					mt_error *err);
+/* What mt_catalog_stats_put recorded (*json malloc'ed, free() it) and when
+ * (*computed, RFC 3339 UTC, malloc'ed; computed may be NULL); MT_ENOTFOUND
+ * when nothing was. */
+MT_CATALOG_API int mt_catalog_stats_get(mt_catalog *c, const char *url, const char *dataset,
+					const char *version, const char *attr, char **json,
+					char **computed, mt_error *err);
 
 #ifdef __cplusplus
 }

@@ -634,6 +634,85 @@ typedef struct mt_read_stats {
 /* Counts since the reader opened (all threads). */
 MT_API void mt_reader_stats(const mt_reader *r, mt_read_stats *out);
 
+/* ---- statistics of an attribute ---------------------------------------- */
+
+/*
+ * What an attribute holds over every row of a version: counts, range,
+ * mean and standard deviation, a histogram, and for labels the class
+ * balance.  Values are taken as doubles (integers beyond 2^53 round).
+ * NaN and +/-Inf are counted apart and left out of everything else.  A
+ * ragged attribute's statistics are over all its items' elements.
+ *
+ * Two passes read the attribute (one when it fits in window_bytes): the
+ * first for counts, range, mean and the spread (summed in double, by
+ * blocks of a fixed size merged in order, so the result does not depend
+ * on the thread count), the second for the histogram.  Chunks are
+ * fetched and decoded on the reader's threads, as mt_reader_read does.
+ */
+#define MT_STATS_BINS 32          /* default histogram bins */
+#define MT_STATS_MAX_BINS 4096
+#define MT_STATS_CLASSES 256      /* default limit of the class balance */
+
+typedef struct mt_stats_opts {
+	size_t size;         /* set by mt_stats_opts_init */
+	int bins;            /* histogram bins, 1..MT_STATS_MAX_BINS; 0: MT_STATS_BINS */
+	/* Keep the class balance of a scalar integer (or bool) attribute while
+	 * it has at most this many distinct values; 0: MT_STATS_CLASSES, -1: never. */
+	int max_classes;
+	uint64_t window_bytes; /* decoded bytes read at once; 0: 64 MiB */
+	/* Counts bytes to decode (both passes).  Nonzero cancels: MT_ECANCELED. */
+	mt_progress_fn progress;
+	void *progress_ud;
+} mt_stats_opts;
+/* Defaults for every field; size: sizeof the caller's mt_stats_opts. */
+MT_API void mt_stats_opts_init_size(mt_stats_opts *o, size_t size);
+#define mt_stats_opts_init(o) mt_stats_opts_init_size((o), sizeof(mt_stats_opts))
+
+/* One value of a class balance and the rows holding it. */
+typedef struct mt_stats_class {
+	int64_t value;
+	uint64_t count;
+} mt_stats_class;
+
+/* The result; allocated by the library (fields may be appended, never
+ * moved), freed with mt_stats_free. */
+typedef struct mt_stats {
+	char *dataset, *version, *attr;
+	mt_dtype dtype;
+	int ragged;
+	uint64_t rows;      /* rows of the version */
+	uint64_t items;     /* ragged: items over all rows; else rows */
+	uint64_t count;     /* elements, NaN and Inf included */
+	uint64_t finite;    /* elements the numbers below are over */
+	uint64_t nan, posinf, neginf;
+	double min, max;    /* of finite elements (0 when there are none) */
+	double mean;
+	double std;         /* population standard deviation (NumPy's ddof=0) */
+	/* bins counts; edges[0..bins]: NumPy's np.histogram(x, bins, (min, max))
+	 * edges, min - 0.5 .. max + 0.5 when min == max; the last bin holds
+	 * its right edge. */
+	int bins;
+	double *edges;
+	uint64_t *hist;
+	/* Sorted by value; nclasses -1 when not kept (not a scalar integer
+	 * attribute, or more distinct values than max_classes). */
+	int nclasses;
+	mt_stats_class *classes;
+	uint64_t bytes_read; /* decoded bytes, both passes */
+} mt_stats;
+
+/* Statistics of attribute `attr` of the version r reads.  *out is set on
+ * success only.  Canceled by opts->progress: MT_ECANCELED, nothing out. */
+MT_API int mt_stats_compute(mt_reader *r, size_t attr, const mt_stats_opts *opts,
+			    mt_stats **out, mt_error *err);
+/* As JSON text (one object: the fields `matorage stats --json` prints,
+ * doc/matorage.1); malloc'ed: free() it.
+ * Floats are written with 17 significant digits, so they read back exactly. */
+MT_API int mt_stats_to_json(const mt_stats *s, char **json, mt_error *err);
+/* Back from mt_stats_to_json's text; MT_EFORMAT naming what is wrong. */
+MT_API int mt_stats_from_json(const char *json, mt_stats **out, mt_error *err);
+MT_API void mt_stats_free(mt_stats *s);
+
 /* ---- loading batches for training ------------------------------------- */
 
 /*

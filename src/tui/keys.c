@@ -46,6 +46,7 @@ const struct tui_key tui_keys[] = {
 	{ 'r', 0, "r", "sync", "refresh the catalog from every store (in the background)", ACT_SYNC, K_ALL, 0 },
 	{ 'J', 0, "J", "jobs", "running and finished jobs with progress", ACT_JOBS, K_ALL, 1 },
 	{ 'c', 0, "c", "cancel", "cancel the job under the cursor (elsewhere: the newest running job)", ACT_CANCEL, K_ALL, 0 },
+	{ 's', 0, "s", "stats", "statistics of the whole attribute (the one under the cursor, or the matrix viewer's): range, mean, std, NaN/Inf, histogram, class balance; a job with progress, then kept in the catalog", ACT_STATS, K_ATTRS | K_MATRIX, 1 },
 	{ ']', 0, "]", "row+", "next row of the attribute", ACT_ROW_NEXT, K_MATRIX, 1 },
 	{ '[', 0, "[", "row-", "previous row of the attribute", ACT_ROW_PREV, K_MATRIX, 1 },
 	{ '#', 0, "#", "goto", "go to a row by number", ACT_ROW_GOTO, K_MATRIX, 1 },
@@ -133,9 +134,10 @@ struct view *tui_help_view(struct tui *t)
 			lines = app_xreallocarray(lines, cap *= 2, sizeof *lines);
 		char where[64] = "";
 		if ((e->scope & K_ALL) != K_ALL)
-			snprintf(where, sizeof where, " [%s%s%s%s%s%s%s]",
+			snprintf(where, sizeof where, " [%s%s%s%s%s%s%s%s]",
 				 e->scope & K_LIST ? "lists " : "",
 				 e->scope & K_ACT ? "versions " : "",
+				 e->scope & K_ATTRS ? "attributes " : "",
 				 e->scope & K_GC ? "datasets " : "",
 				 e->scope & K_VERSION ? "version " : "",
 				 e->scope & K_MATRIX ? "matrix " : "", e->scope & K_JOBS ? "jobs " : "",

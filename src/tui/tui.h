@@ -23,7 +23,7 @@ enum tui_action {
 	ACT_SEARCH, ACT_NEXT, ACT_PREV, ACT_FILTER, ACT_COMMAND, ACT_HELP, ACT_QUIT, ACT_REDRAW,
 	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
 	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
-	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT,
+	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT, ACT_STATS,
 };
 
 /* Where a binding applies (a view says which it is). */
@@ -37,6 +37,7 @@ enum {
 	K_GC = 0x40,      /* lists whose rows (or parent) gc can sweep: buckets, datasets, versions */
 	K_ALL = 0x7f,
 	K_WRITE = 0x80,   /* changes a store: not in --read-only */
+	K_ATTRS = 0x100,  /* a version's attributes */
 };
 
 struct tui_key {
@@ -307,6 +308,14 @@ void tui_text_view_set(struct view *v, const char *title, char **lines, size_t n
 struct view *tui_job_log_view(struct tui *t, size_t job);
 /* The values of attribute `attr` of a version, a row at a time. */
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr);
+
+/* Statistics of attribute attr of the version ref names (stats.c): from the
+ * catalog when kept there, else a job with progress that keeps them there;
+ * either way a view of them opens.  The text of what the catalog holds, for
+ * the matrix viewer's line ("" when nothing). */
+void tui_stats_start(struct tui *t, const mt_catalog_ref *ref, const char *attr);
+void tui_stats_line(struct tui *t, const mt_catalog_ref *ref, const char *attr, char *buf,
+		    size_t cap);
 
 /* Version actions shared by lists and details (actions.c).  Each starts a job,
  * a prompt or a view; what goes wrong shows on the status line, so they return

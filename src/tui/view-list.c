@@ -392,6 +392,19 @@ static void filter_ask(struct tui *t, struct list *l)
 		t->prompt.complete = tui_complete_datasets;
 }
 
+/* Statistics of the attribute under the cursor. */
+static void list_stats(struct tui *t, struct list *l)
+{
+	mt_catalog_ref ref;
+	mt_error err = { 0 };
+	if (mt_catalog_locate(t->cat, MT_CAT_VERSIONS, l->parent, &ref, &err)) {
+		tui_status(t, 1, "%s", err.message);
+		return;
+	}
+	tui_stats_start(t, &ref, l->rows[l->cur].cols[0]);
+	mt_catalog_ref_free(&ref);
+}
+
 static void list_open(struct tui *t, struct list *l)
 {
 	if (l->cur >= l->n)
@@ -528,6 +541,12 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 			return V_HANDLED;
 		}
 		return V_IGNORED;
+	case ACT_STATS:
+		if (l->src == SRC_CATALOG && l->level == MT_CAT_ATTRS && l->cur < l->n) {
+			list_stats(t, l);
+			return V_HANDLED;
+		}
+		return V_IGNORED;
 	case ACT_MATRIX:
 		if (l->src == SRC_CATALOG && l->level == MT_CAT_ATTRS) {
 			list_open(t, l);
@@ -616,7 +635,7 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	static const int scopes[MT_CAT_NLEVELS] = {
 		[MT_CAT_BUCKETS] = K_GC, [MT_CAT_DATASETS] = K_GC,
 		[MT_CAT_VERSIONS] = K_ACT | K_GC, [MT_CAT_SEARCH] = K_ACT,
-		[MT_CAT_SHARDS] = K_ACT, [MT_CAT_ATTRS] = K_ACT,
+		[MT_CAT_SHARDS] = K_ACT, [MT_CAT_ATTRS] = K_ACT | K_ATTRS,
 	};
 	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
 		l->base.scope = K_LIST | scopes[level];

@@ -40,6 +40,7 @@ struct matrix {
 	uint64_t top, left;
 	int image;
 	int pending; /* want changed while a read ran: read again after it */
+	char whole[300]; /* the whole attribute's statistics the catalog holds ("": none) */
 };
 
 static void mx_unref(struct mx_data *d)
@@ -329,6 +330,23 @@ static void mx_draw_column(const struct matrix *m, uint64_t c, int x, int cw,
 			  st[k]);
 }
 
+/* Above the columns' statistics: what they cover (the row shown, or the page of
+ * rows of a scalar attribute), and the whole attribute's when the catalog has them. */
+static void mx_draw_cover(const struct matrix *m, int y, int w)
+{
+	const struct mx_data *d = m->d;
+	char line[400];
+	tui_text_cut(y, 0, w, m->whole[0] ? R_NORMAL : R_DIM,
+		     m->whole[0] ? m->whole : "whole attribute: not computed yet (s computes it)");
+	if (d->nrows > 1)
+		snprintf(line, sizeof line, "below: each column over rows %llu..%llu (this page)",
+			 (unsigned long long)d->row, (unsigned long long)(d->row + d->nrows - 1));
+	else
+		snprintf(line, sizeof line, "below: each column over this row (row %llu)",
+			 (unsigned long long)d->row);
+	tui_text_cut(y + 1, 0, w, R_DIM, line);
+}
+
 /* The values as a table: a column per value of the last dimension, from m->left,
  * a line per row of the grid, from m->top, with row numbers on the left and the
  * statistics at the bottom. */
@@ -336,7 +354,7 @@ static void mx_draw_grid(struct matrix *m, int top, int bottom, int w)
 {
 	struct mx_data *d = m->d;
 	/* Column widths from the values on screen; the row number column first. */
-	struct mx_area ar = { top, bottom, bottom - top - 4 };
+	struct mx_area ar = { top, bottom, bottom - top - 6 };
 	if (ar.rows < 1)
 		ar.rows = 1;
 	if (m->top + (uint64_t)ar.rows > d->h)
@@ -367,6 +385,7 @@ static void mx_draw_grid(struct matrix *m, int top, int bottom, int w)
 	}
 	for (int k = 0; k < MX_NSTATS; k++)
 		disp_text(bottom - MX_NSTATS + k, 0, iw, R_HEADER, mx_stat_names[k]);
+	mx_draw_cover(m, bottom - MX_NSTATS - 2, w);
 }
 
 static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
@@ -471,6 +490,9 @@ static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_ROW_GOTO:
 		tui_ask(t, "row: ", "", goto_submit, (void *)(uintptr_t)v->serial, NULL);
 		return V_HANDLED;
+	case ACT_STATS:
+		tui_stats_start(t, &d->ref, d->attr);
+		return V_HANDLED;
 	case ACT_IMAGE:
 		m->image = !m->image;
 		if (m->image && !(d->h > 1 && d->w > 1))
@@ -488,8 +510,15 @@ static void mx_free(struct view *v)
 	free(m);
 }
 
+/* A statistics job may have finished: the whole attribute's line from the catalog. */
+static void mx_reload(struct tui *t, struct view *v)
+{
+	struct matrix *m = (struct matrix *)v;
+	tui_stats_line(t, &m->d->ref, m->d->attr, m->whole, sizeof m->whole);
+}
+
 static const struct view_ops matrix_ops = {
-	"matrix", K_MATRIX, mx_draw, mx_key, NULL, NULL, NULL, mx_free,
+	"matrix", K_MATRIX, mx_draw, mx_key, mx_reload, NULL, NULL, mx_free,
 };
 
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr)
@@ -507,6 +536,7 @@ struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const cha
 	m->d = d;
 	m->base.ops = &matrix_ops;
 	snprintf(m->base.title, sizeof m->base.title, "%s", attr);
+	mx_reload(t, &m->base);
 	mx_fetch(t, m);
 	return &m->base;
 }

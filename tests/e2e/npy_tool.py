@@ -56,5 +56,16 @@ def h5(shard, name, npy, plugin):
         sys.exit(f"h5py read {got.dtype}{got.shape}, wanted {want.dtype}{want.shape}")
 
 
+def idx(src, dst, dtype="uint8"):
+    """A gzip'ed IDX file (MNIST's format) as a .npy file of dtype."""
+    import gzip
+    with gzip.open(src, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    a = np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
+    np.save(dst, a.astype(dtype))
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]](*sys.argv[2:])

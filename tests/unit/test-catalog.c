@@ -181,6 +181,26 @@ static void test_sync_and_lists(void)
 	tap_ok(mt_catalog_list(c, 99, 0, NULL, collect_row, &s, &err) == MT_EINVAL,
 	       "an unknown list is MT_EINVAL");
 
+	/* Statistics are kept per version and attribute, survive a metadata
+	 * edit (the version is the same) and go with the version. */
+	const char *url = mt_store_url(store);
+	char *json = NULL, *when = NULL;
+	tap_ok(mt_catalog_stats_get(c, url, "speech", "v1", "x", &json, &when, &err) ==
+		       MT_ENOTFOUND && !json,
+	       "no statistics are kept before any are recorded");
+	TAP_CALL(mt_catalog_stats_put(c, url, "speech", "v1", "x", "{\"n\":1}", &err), &err,
+		 "statistics of speech@v1 x are recorded");
+	TAP_CALL(mt_catalog_stats_put(c, url, "speech", "v1", "x", "{\"n\":2}", &err), &err,
+		 "and recorded again");
+	TAP_CALL(mt_catalog_stats_get(c, url, "speech", "v1", "x", &json, &when, &err), &err,
+		 "they are read back");
+	tap_ok(json && !strcmp(json, "{\"n\":2}") && when && strlen(when) == 20,
+	       "the last ones, with when they were computed (%s)", when ? when : "");
+	free(json);
+	free(when);
+	tap_ok(mt_catalog_stats_put(c, url, "speech", "v9", "x", "{}", &err) == MT_ENOTFOUND,
+	       "a version the catalog does not list is MT_ENOTFOUND: %s", err.message);
+
 	/* Edits, deletions and damage reach the catalog through sync. */
 	const char *tags[] = {"golden", "mnist"};
 	TAP_CALL(mt_store_set_metadata(store, "digits", "v1", "curated", tags, 2, &err), &err,
@@ -198,6 +218,10 @@ static void test_sync_and_lists(void)
 	       "the deleted dataset is gone from the catalog");
 	s = list(c, MT_CAT_SEARCH, 0, "spoken", 3, &err);
 	tap_ok(s.n == 0, "and from the search index");
+	json = NULL;
+	tap_ok(mt_catalog_stats_get(c, url, "speech", "v1", "x", &json, NULL, &err) ==
+		       MT_ENOTFOUND && !json,
+	       "and its statistics with it");
 	char *bad = mti_asprintf("%s/datasets/digits/versions/v9.json", root);
 	FILE *fp = fopen(bad, "w");
 	fputs("{not json", fp);

@@ -1,4 +1,4 @@
-/* catalog.c — libmatorage-catalog: the local SQLite index of remotes, buckets, datasets, versions, shards, tags and jobs: schema, migrations, sync, listings, search. */
+/* catalog.c — libmatorage-catalog: the local SQLite index of remotes, buckets, datasets, versions, shards, tags, jobs and statistics of attributes: schema, migrations, sync, listings, search. */
 #define _GNU_SOURCE /* vasprintf */
 #include <errno.h>
 #include <pthread.h>
@@ -73,6 +73,15 @@ struct mt_catalog {
 	" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''), " \
 	" coalesce((SELECT group_concat(name, ' ') FROM attrs WHERE version_id = v.id), '') " \
 	"FROM versions v JOIN datasets d ON d.id = v.dataset_id"
+
+/* A step of its own (so steps can be renumbered when two land together):
+ * the statistics of an attribute of a version, as mt_stats_to_json wrote
+ * them.  Versions are immutable, so a result stays valid while its version
+ * lasts, and goes with it. */
+#define MIGRATE_ATTR_STATS                                                                 \
+	"CREATE TABLE attr_stats(version_id INTEGER NOT NULL REFERENCES versions(id)"      \
+	" ON DELETE CASCADE, attr TEXT NOT NULL, json TEXT NOT NULL, computed TEXT NOT NULL," \
+	" PRIMARY KEY(version_id, attr));"
 
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */
@@ -150,6 +159,9 @@ static const char *const migrations[] = {
 	" rebuilt INTEGER NOT NULL, unrepairable INTEGER NOT NULL,"
 	" bytes_read INTEGER NOT NULL);"
 	"CREATE INDEX checks_version ON checks(version_id, id);",
+
+	/* 3 -> 4: cached statistics of attributes. */
+	MIGRATE_ATTR_STATS,
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -1549,6 +1561,25 @@ static void cat_bind_u64(sqlite3_stmt *st, int i, uint64_t v)
 	sqlite3_bind_int64(st, i, v > INT64_MAX ? INT64_MAX : (int64_t)v);
 }
 
+/* Parameters 1..3 of a statement about dataset@version in bucket url. */
+static void cat_bind_version(sqlite3_stmt *st, const char *url, const char *dataset,
+			     const char *version)
+{
+	sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, version, -1, SQLITE_STATIC);
+}
+
+/* A write about a version that changed no row found no version. */
+static int cat_version_written(mt_catalog *c, int rc, const char *url, const char *dataset,
+			       const char *version, mt_error *err)
+{
+	if (!rc && sqlite3_changes(c->db) == 0)
+		rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no version %s@%s in %s (sync?)",
+				  dataset, version, url);
+	return rc;
+}
+
 int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *dataset,
 			       const char *version, const mt_catalog_check *k, mt_error *err)
 {
@@ -1566,9 +1597,7 @@ int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *datas
 			     " FROM versions v WHERE v.name = ?3 AND v.id IN (" SHARDS_OF_DATASET ")",
 			     &st, err);
 	if (!rc) {
-		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, version, -1, SQLITE_STATIC);
+		cat_bind_version(st, url, dataset, version);
 		sqlite3_bind_text(st, 4, k->kind, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, state, -1, SQLITE_STATIC);
@@ -1582,9 +1611,7 @@ int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *datas
 		rc = cat_step_done(c, st, "recording a check", err);
 		sqlite3_finalize(st);
 	}
-	if (!rc && sqlite3_changes(c->db) == 0)
-		rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no version %s@%s in %s (sync?)",
-				  dataset, version, url);
+	rc = cat_version_written(c, rc, url, dataset, version, err);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -1617,5 +1644,74 @@ int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
 		sqlite3_finalize(st);
 	}
 	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* ---- statistics of attributes ------------------------------------------------- */
+
+#define VERSION_IN_BUCKET                                                                  \
+	"SELECT v.id FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"  \
+	" ON b.id = d.bucket_id WHERE b.url = ?1 AND d.name = ?2 AND v.name = ?3"
+
+int mt_catalog_stats_put(mt_catalog *c, const char *url, const char *dataset,
+			 const char *version, const char *attr, const char *json, mt_error *err)
+{
+	char now[32];
+	cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT OR REPLACE INTO attr_stats(version_id, attr, json, computed)"
+			     " SELECT id, ?4, ?5, ?6 FROM (" VERSION_IN_BUCKET ")", &st, err);
+	if (!rc) {
+		cat_bind_version(st, url, dataset, version);
+		sqlite3_bind_text(st, 4, attr, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, json, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording statistics", err);
+		sqlite3_finalize(st);
+	}
+	rc = cat_version_written(c, rc, url, dataset, version, err);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_stats_get(mt_catalog *c, const char *url, const char *dataset,
+			 const char *version, const char *attr, char **json, char **computed,
+			 mt_error *err)
+{
+	*json = NULL;
+	if (computed)
+		*computed = NULL;
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "SELECT json, computed FROM attr_stats WHERE attr = ?4 AND"
+			     " version_id IN (" VERSION_IN_BUCKET ")", &st, err);
+	if (!rc) {
+		cat_bind_version(st, url, dataset, version);
+		sqlite3_bind_text(st, 4, attr, -1, SQLITE_STATIC);
+		int r = sqlite3_step(st);
+		if (r == SQLITE_ROW) {
+			*json = strdup((const char *)sqlite3_column_text(st, 0));
+			if (computed)
+				*computed = strdup((const char *)sqlite3_column_text(st, 1));
+			if (!*json || (computed && !*computed))
+				rc = mt_error_set(err, MT_ENOMEM, "out of memory");
+		} else if (r == SQLITE_DONE) {
+			rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no statistics of %s@%s %s",
+					  dataset, version, attr);
+		} else {
+			rc = cat_sqlerr(c, err, "reading statistics");
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc) {
+		free(*json);
+		*json = NULL;
+		if (computed) {
+			free(*computed);
+			*computed = NULL;
+		}
+	}
 	return rc;
 }

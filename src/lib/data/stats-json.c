@@ -1,0 +1,174 @@
+/* stats-json.c — an attribute's statistics as JSON and back, for the catalog's cache and `matorage stats --json`. */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset.h"
+
+/* Bumped when a field changes meaning; readers refuse other numbers, and
+ * the catalog then computes the statistics again. */
+#define STATS_JSON_FORMAT 1
+
+/* A finite double, or null (a mean past the range of a double). */
+static json_t *sj_real(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *sj_arrays(const mt_stats *s, json_t **hist)
+{
+	json_t *edges = json_array();
+	*hist = json_array();
+	for (int i = 0; edges && *hist && i <= s->bins; i++) {
+		json_array_append_new(edges, sj_real(s->edges[i]));
+		if (i < s->bins)
+			json_array_append_new(*hist, json_integer((json_int_t)s->hist[i]));
+	}
+	return edges;
+}
+
+static json_t *sj_classes(const mt_stats *s)
+{
+	if (s->nclasses < 0)
+		return json_null();
+	json_t *a = json_array();
+	for (int i = 0; a && i < s->nclasses; i++)
+		json_array_append_new(a, json_pack("[I,I]", (json_int_t)s->classes[i].value,
+						   (json_int_t)s->classes[i].count));
+	return a;
+}
+
+int mt_stats_to_json(const mt_stats *s, char **json, mt_error *err)
+{
+	*json = NULL;
+	json_t *hist = NULL, *edges = sj_arrays(s, &hist);
+	json_t *root = json_pack(
+		"{s:i, s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o,"
+		" s:o, s:i, s:o, s:o, s:o, s:I}",
+		"format", STATS_JSON_FORMAT, "dataset", s->dataset, "version", s->version, "attr",
+		s->attr, "dtype", mt_dtype_name(s->dtype), "ragged", s->ragged, "rows",
+		(json_int_t)s->rows, "items", (json_int_t)s->items, "count", (json_int_t)s->count,
+		"finite", (json_int_t)s->finite, "nan", (json_int_t)s->nan, "posinf",
+		(json_int_t)s->posinf, "neginf", (json_int_t)s->neginf, "min", sj_real(s->min),
+		"max", sj_real(s->max), "mean", sj_real(s->mean), "std", sj_real(s->std), "bins",
+		s->bins, "edges", edges, "hist", hist, "classes", sj_classes(s), "bytes_read",
+		(json_int_t)s->bytes_read);
+	if (root)
+		*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	json_decref(root);
+	return *json ? 0 : mti_err(err, MT_ENOMEM, "statistics of %s: out of memory", s->attr);
+}
+
+/* ---- reading back ---------------------------------------------------------------- */
+
+static double sj_get_real(const json_t *v)
+{
+	return json_is_number(v) ? json_number_value(v) : (double)NAN;
+}
+
+static int sj_counts(mt_stats *s, const json_t *root, mt_error *err)
+{
+	static const char *const names[] = { "rows", "items", "count", "finite", "nan", "posinf",
+					     "neginf", "bytes_read" };
+	uint64_t *dst[] = { &s->rows, &s->items, &s->count, &s->finite, &s->nan, &s->posinf,
+			    &s->neginf, &s->bytes_read };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		const json_t *v = json_object_get(root, names[i]);
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			return mti_err(err, MT_EFORMAT, "statistics: '%s' is not a count", names[i]);
+		*dst[i] = (uint64_t)json_integer_value(v);
+	}
+	s->min = sj_get_real(json_object_get(root, "min"));
+	s->max = sj_get_real(json_object_get(root, "max"));
+	s->mean = sj_get_real(json_object_get(root, "mean"));
+	s->std = sj_get_real(json_object_get(root, "std"));
+	return 0;
+}
+
+static int sj_hist(mt_stats *s, const json_t *root, mt_error *err)
+{
+	const json_t *edges = json_object_get(root, "edges"), *hist = json_object_get(root, "hist");
+	json_int_t bins = json_integer_value(json_object_get(root, "bins"));
+	if (bins < 1 || bins > MT_STATS_MAX_BINS || json_array_size(edges) != (size_t)bins + 1 ||
+	    json_array_size(hist) != (size_t)bins)
+		return mti_err(err, MT_EFORMAT, "statistics: 'bins', 'edges' and 'hist' disagree");
+	s->bins = (int)bins;
+	s->edges = calloc((size_t)bins + 1, sizeof *s->edges);
+	s->hist = calloc((size_t)bins, sizeof *s->hist);
+	if (!s->edges || !s->hist)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; i <= (size_t)bins; i++) {
+		s->edges[i] = sj_get_real(json_array_get(edges, i));
+		if (i < (size_t)bins)
+			s->hist[i] = (uint64_t)json_integer_value(json_array_get(hist, i));
+	}
+	return 0;
+}
+
+static int sj_classes_read(mt_stats *s, const json_t *root, mt_error *err)
+{
+	const json_t *c = json_object_get(root, "classes");
+	s->nclasses = -1;
+	if (!c || json_is_null(c))
+		return 0;
+	if (!json_is_array(c) || json_array_size(c) > MT_STATS_CLASSES * 256)
+		return mti_err(err, MT_EFORMAT, "statistics: 'classes' is not a list");
+	size_t n = json_array_size(c);
+	s->classes = calloc(n ? n : 1, sizeof *s->classes);
+	if (!s->classes)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const json_t *p = json_array_get(c, i);
+		if (!json_is_integer(json_array_get(p, 0)) || !json_is_integer(json_array_get(p, 1)))
+			return mti_err(err, MT_EFORMAT, "statistics: class %zu is not [value, count]",
+				      i);
+		s->classes[i].value = json_integer_value(json_array_get(p, 0));
+		s->classes[i].count = (uint64_t)json_integer_value(json_array_get(p, 1));
+	}
+	s->nclasses = (int)n;
+	return 0;
+}
+
+static int sj_read(mt_stats *s, const json_t *root, mt_error *err)
+{
+	if (json_integer_value(json_object_get(root, "format")) != STATS_JSON_FORMAT)
+		return mti_err(err, MT_EFORMAT, "statistics: format is not %d", STATS_JSON_FORMAT);
+	const char *ds = json_string_value(json_object_get(root, "dataset"));
+	const char *ver = json_string_value(json_object_get(root, "version"));
+	const char *attr = json_string_value(json_object_get(root, "attr"));
+	const char *dt = json_string_value(json_object_get(root, "dtype"));
+	if (!ds || !ver || !attr || !dt || !(s->dtype = mt_dtype_parse(dt)))
+		return mti_err(err, MT_EFORMAT, "statistics: no dataset, version, attr or dtype");
+	s->ragged = json_is_true(json_object_get(root, "ragged"));
+	if (!(s->dataset = mti_strdup(ds)) || !(s->version = mti_strdup(ver)) ||
+	    !(s->attr = mti_strdup(attr)))
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	int rc = sj_counts(s, root, err);
+	if (!rc)
+		rc = sj_hist(s, root, err);
+	if (!rc)
+		rc = sj_classes_read(s, root, err);
+	return rc;
+}
+
+int mt_stats_from_json(const char *json, mt_stats **out, mt_error *err)
+{
+	*out = NULL;
+	json_error_t je;
+	json_t *root = json_loads(json, 0, &je);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return mti_err(err, MT_EFORMAT, "statistics: not a JSON object (%s, line %d)",
+			      je.text, je.line);
+	}
+	mt_stats *s = calloc(1, sizeof *s);
+	int rc = s ? sj_read(s, root, err) : mti_err(err, MT_ENOMEM, "out of memory");
+	json_decref(root);
+	if (rc) {
+		mt_stats_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}

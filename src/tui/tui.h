@@ -23,7 +23,7 @@ enum tui_action {
 	ACT_SEARCH, ACT_NEXT, ACT_PREV, ACT_FILTER, ACT_COMMAND, ACT_HELP, ACT_QUIT, ACT_REDRAW,
 	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
 	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
-	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT,
+	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT, ACT_DIFF, ACT_SORT, ACT_SOURCE, ACT_EXPORT,
 };
 
 /* Where a binding applies (a view says which it is). */
@@ -312,6 +312,9 @@ struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const cha
  * a prompt or a view; what goes wrong shows on the status line, so they return
  * nothing. */
 void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
+/* The version against another of its dataset (asked for; its parent by
+ * default): shards shared, new and removed, read by a job (diff.c). */
+void tui_diff_action(struct tui *t, int64_t version_id);
 /* A shard's chunk layout, read by a job and shown when it is in. */
 void tui_chunks_action(struct tui *t, int64_t shard_id);
 /* Dataset/bucket-level gc with a preview. */

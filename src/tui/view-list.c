@@ -548,6 +548,13 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		tui_version_action(t, a, id);
 		return V_HANDLED;
 	}
+	case ACT_DIFF: {
+		int64_t id = list_version(l);
+		if (!id)
+			return V_IGNORED;
+		tui_diff_action(t, id);
+		return V_HANDLED;
+	}
 	case ACT_GC:
 		if (l->src == SRC_CATALOG && (l->level == MT_CAT_DATASETS ||
 					      l->level == MT_CAT_BUCKETS) && l->cur < l->n)

@@ -14,6 +14,26 @@ np.save(f"{w}/label.npy", np.array([7, 8, 9], dtype=np.int64))
 np.save(f"{w}/score.npy", np.array([[0.5, 1.5], [2.5, 3.5], [4.5, 5.5]], dtype=np.float32))
 EOF2
 check "a dataset of pictures with labels" $M put tiny image="$WORK/image.npy" label="$WORK/label.npy" score="$WORK/score.npy"
+"$PY" -c "import numpy as np
+np.save('$WORK/x.npy', np.arange(40).reshape(20, 2))
+np.save('$WORK/y.npy', np.arange(100, 110).reshape(5, 2))"
+check "a dataset of 4 shards" $M put grow x="$WORK/x.npy" --shard-rows 5
+check "appended: 1 shard more" $M put grow x="$WORK/y.npy" --append --shard-rows 5
+check "the same data again" $M put grow x="$WORK/x.npy" --shard-rows 5
+
+# diff on the command line: against the parent by default, or a version named.
+out=$($M diff grow@v2)
+ok $(grep -q "^grow@v2 against grow@v1" <<< "$out" && grep -q "^shared *4 shards .* 20 rows" <<< "$out" &&
+	grep -q "^new *1 shard .* 5 rows" <<< "$out" && grep -q "^removed *0 shards" <<< "$out"; echo $?) \
+	"diff against the parent: 4 shards shared, 1 new: $out"
+out=$($M diff grow@v1 grow@v2 --shards)
+ok $(grep -q "^removed *1 shard .* 5 rows" <<< "$out" && [ "$(grep -c '^  shared ' <<< "$out")" = 4 ]; echo $?) \
+	"diff against a later version: 1 removed, and --shards lists the 4 shared: $out"
+out=$($M diff grow@v3 grow@v1)
+ok $(grep -q "^shared *4 shards" <<< "$out" && grep -q "^new *0 shards" <<< "$out" && grep -q "^removed *0 shards" <<< "$out"; echo $?) \
+	"the same data put again shares every shard: $out"
+fails "a version without a parent needs another named" 1 "tiny@v1 has no parent version" $M diff tiny@v1
+fails "a missing version is an error naming it" 1 "v9" $M diff grow@v2 grow@v9
 
 tui_start 120 30
 expect "the browser opens" "sync local:"
@@ -26,6 +46,20 @@ expect "the label stays beside the preview" "label: 7"
 keys ']'
 expect "the next row's label" "label: 8"
 expect "and vector" "score: [2.5 3.5]"
+keys BSpace BSpace BSpace BSpace / grow Enter Enter
+expect "grow's versions" "VERSION  CREATED"
+keys / v2 Enter Enter
+expect "the version's details say what it shares with its parent" "4 of 5 shards with v1"
+keys d
+expect "d asks for the version to compare with, the parent by default" "against version (its parent): v1"
+keys Enter
+expect "the diff: shards shared" "shared        4 shards"
+expect "and new" "new           1 shard"
+expect "a line per shard" "new      "
+keys BSpace BSpace / v3 Enter d C-u v1 Enter
+expect "the same data again: every shard shared" "every shard is shared"
+keys BSpace d C-u v9 Enter
+expect "a missing version fails with a reason" "v9"
 keys q
 ok $(tui_exited; echo $?) "q quits"
 done_testing

@@ -1206,6 +1206,9 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		"   AND up.n < 64) SELECT name FROM up WHERE name <> '' ORDER BY n) p) AS lineage,"
 		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified = 'ok')"
 		"  AS nok,"
+		" (SELECT count(*) FROM shards s WHERE s.version_id = v.id AND s.sha256 IN"
+		"  (SELECT ps.sha256 FROM shards ps JOIN versions pv ON pv.id = ps.version_id"
+		"   WHERE pv.dataset_id = v.dataset_id AND pv.name = v.parent)) AS nshared,"
 		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified NOT IN"
 		"  ('', 'ok')) AS nbad, " CHECK_FIELDS
 		" FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"
@@ -1214,6 +1217,9 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		FIELD("'remote'", "remote || '  ' || url")
 		FIELD("'parent'", "nullif(parent, '')")
 		FIELD("'lineage'", "coalesce(name || ' < ' || lineage, name)")
+		FIELD("'shared'", "CASE WHEN parent = '' THEN NULL ELSE nshared || ' of ' ||"
+		      " nshards || ' shards with ' || parent || CASE nshared WHEN nshards THEN"
+		      " ' (all)' ELSE '' END END")
 		FIELD("'created'", "created")
 		FIELD("'author'", "nullif(author, '')")
 		FIELD("'description'", "nullif(description, '')")

@@ -30,6 +30,7 @@ const struct tui_key tui_keys[] = {
 	{ 'n', 0, "n", NULL, "next match", ACT_NEXT, K_LIST | K_VERSION | K_JOBS | K_TEXT, 0 },
 	{ 'N', 0, "N", NULL, "previous match", ACT_PREV, K_LIST | K_VERSION | K_JOBS | K_TEXT, 0 },
 	{ 'f', 0, "f", "filter", "keep only rows whose name, description or tags contain a text (empty: all)", ACT_FILTER, K_LIST | K_JOBS, 2 },
+	{ 'o', 0, "o", "sort", "sort the list: by name, size, date or health in turn, then as the catalog lists it (the title says which)", ACT_SORT, K_SORT, 2 },
 	{ 'F', 0, "F", "find", "full-text search of the whole catalog (names, descriptions, tags, attributes)", ACT_FIND, K_LIST | K_VERSION, 0 },
 	{ 'S', 0, "S", "shards", "the version's shards", ACT_SHARDS, K_VERSION, 1 },
 	{ 'A', 0, "A", "attrs", "the version's attributes; Enter on one opens the matrix viewer", ACT_ATTRS, K_VERSION, 2 },
@@ -132,10 +133,11 @@ struct view *tui_help_view(struct tui *t)
 			continue;
 		if (n + 2 >= cap)
 			lines = app_xreallocarray(lines, cap *= 2, sizeof *lines);
-		char where[64] = "";
+		char where[96] = "";
 		if ((e->scope & K_ALL) != K_ALL)
-			snprintf(where, sizeof where, " [%s%s%s%s%s%s%s]",
+			snprintf(where, sizeof where, " [%s%s%s%s%s%s%s%s]",
 				 e->scope & K_LIST ? "lists " : "",
+				 e->scope & K_SORT ? "buckets datasets versions shards " : "",
 				 e->scope & K_ACT ? "versions " : "",
 				 e->scope & K_GC ? "datasets " : "",
 				 e->scope & K_VERSION ? "version " : "",

@@ -37,6 +37,7 @@ enum {
 	K_GC = 0x40,      /* lists whose rows (or parent) gc can sweep: buckets, datasets, versions */
 	K_ALL = 0x7f,
 	K_WRITE = 0x80,   /* changes a store: not in --read-only */
+	K_SORT = 0x100,   /* lists that sort (buckets, datasets, versions, shards) */
 };
 
 struct tui_key {
@@ -299,6 +300,17 @@ size_t tui_catalog_ncols(int level);
 /* The colour role of a catalog row of `level`: offline remotes, the health
  * of versions and shards. */
 int tui_row_role(int level, const char *const *cols);
+/* The orders a catalog list sorts in (sort.c): o cycles through those its
+ * level has, back to the catalog's order. */
+enum { TUI_SORT_NONE, TUI_SORT_NAME, TUI_SORT_SIZE, TUI_SORT_DATE, TUI_SORT_HEALTH, TUI_SORT_N };
+/* The catalog column a level's rows sort on in that order; -1: none. */
+int tui_sort_column(int level, int sort);
+/* The order after `sort` that the level has (TUI_SORT_NONE after the last). */
+int tui_sort_next(int level, int sort);
+const char *tui_sort_name(int sort);
+/* How two rows' catalog values of the sort column compare: names in version
+ * order (v2 < v10), sizes and dates largest and newest first, health worst first. */
+int tui_sort_cmp(int sort, const char *a, const char *b);
 /* Lines of text (help, an error), wrapped to the screen. */
 struct view *tui_text_view(const char *title, char **lines, size_t n);
 /* Replace a text view's title and lines (takes lines, as tui_text_view does). */

@@ -14,6 +14,8 @@ struct row {
 	int64_t id;
 	char **cols;
 	int role;
+	char *key;  /* the catalog's value of the sort column (NULL: not sorted) */
+	size_t seq; /* its place in the catalog's order, to keep ties in it */
 };
 
 struct list {
@@ -32,6 +34,8 @@ struct list {
 	char search[256];
 	char error[512];
 	int wrap;      /* the last column wraps (text, logs, a version's or shard's fields) */
+	int sort;      /* TUI_SORT_* */
+	char name[256]; /* the title without the order */
 	size_t job;    /* SRC_JOBLOG: the job's index in t->jobs */
 };
 
@@ -47,6 +51,7 @@ static void list_clear(struct list *l)
 		for (size_t c = 0; c < l->ncols; c++)
 			free(l->rows[i].cols[c]);
 		free(l->rows[i].cols);
+		free(l->rows[i].key);
 	}
 	l->n = 0;
 }
@@ -59,6 +64,8 @@ static void list_add(struct list *l, int64_t id, const char *const *cols, int ro
 	struct row *r = &l->rows[l->n++];
 	r->id = id;
 	r->role = role;
+	r->key = NULL;
+	r->seq = l->n - 1;
 	r->cols = app_xcalloc(l->ncols, sizeof *r->cols);
 	for (size_t c = 0; c < l->ncols; c++) {
 		if (l->cols[c].kind == COL_BYTES && cols[c][0]) {
@@ -90,7 +97,31 @@ static int list_catalog_row(void *ud, const mt_catalog_row *row)
 	for (size_t c = 0; c < l->ncols && c < 16; c++)
 		text[c] = tui_cell(l->level, row->cols, c, bufs[c], sizeof bufs[c]);
 	list_add(l, row->id, text, role);
+	int sc = tui_sort_column(l->level, l->sort);
+	if (sc >= 0 && (size_t)sc < row->ncols)
+		l->rows[l->n - 1].key = app_xstrdup(row->cols[sc] ? row->cols[sc] : "");
 	return 0;
+}
+
+static int row_cmp(const void *x, const void *y, void *ud)
+{
+	const struct row *a = x, *b = y;
+	int c = tui_sort_cmp(*(const int *)ud, a->key, b->key);
+	return c ? c : a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The rows in the list's order, and the title saying which it is. */
+static void list_sort(struct list *l)
+{
+	if (l->sort)
+		qsort_r(l->rows, l->n, sizeof *l->rows, row_cmp, &l->sort);
+	if (!l->name[0])
+		snprintf(l->name, sizeof l->name, "%s", l->base.title);
+	if (l->sort)
+		snprintf(l->base.title, sizeof l->base.title, "%.200s (by %s)", l->name,
+			 tui_sort_name(l->sort));
+	else
+		snprintf(l->base.title, sizeof l->base.title, "%s", l->name);
 }
 
 static void list_widths(struct list *l)
@@ -155,6 +186,7 @@ static void list_load(struct tui *t, struct list *l)
 		if (mt_catalog_list(t->cat, l->level, l->parent, l->filter[0] ? l->filter : NULL,
 				    list_catalog_row, l, &err) && !l->error[0])
 			snprintf(l->error, sizeof l->error, "%s", err.message);
+		list_sort(l);
 	} else if (l->src == SRC_JOBS) {
 		jobs_fill(t, l);
 	} else if (l->src == SRC_JOBLOG) {
@@ -548,6 +580,13 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		tui_version_action(t, a, id);
 		return V_HANDLED;
 	}
+	case ACT_SORT:
+		if (l->src != SRC_CATALOG || tui_sort_next(l->level, TUI_SORT_NONE) == TUI_SORT_NONE)
+			return V_IGNORED;
+		l->sort = tui_sort_next(l->level, l->sort);
+		list_load(t, l);
+		tui_status(t, 0, "sorted by %s (o: next order)", tui_sort_name(l->sort));
+		return V_HANDLED;
 	case ACT_DIFF: {
 		int64_t id = list_version(l);
 		if (!id)
@@ -621,9 +660,9 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	/* Version keys where rows are versions (or a version's parts), gc where
 	 * there is something to sweep: the footer lists only what works here. */
 	static const int scopes[MT_CAT_NLEVELS] = {
-		[MT_CAT_BUCKETS] = K_GC, [MT_CAT_DATASETS] = K_GC,
-		[MT_CAT_VERSIONS] = K_ACT | K_GC, [MT_CAT_SEARCH] = K_ACT,
-		[MT_CAT_SHARDS] = K_ACT, [MT_CAT_ATTRS] = K_ACT,
+		[MT_CAT_BUCKETS] = K_GC | K_SORT, [MT_CAT_DATASETS] = K_GC | K_SORT,
+		[MT_CAT_VERSIONS] = K_ACT | K_GC | K_SORT, [MT_CAT_SEARCH] = K_ACT,
+		[MT_CAT_SHARDS] = K_ACT | K_SORT, [MT_CAT_ATTRS] = K_ACT,
 	};
 	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
 		l->base.scope = K_LIST | scopes[level];

@@ -32,6 +32,7 @@ ok $(grep -q "^removed *1 shard .* 5 rows" <<< "$out" && [ "$(grep -c '^  shared
 out=$($M diff grow@v3 grow@v1)
 ok $(grep -q "^shared *4 shards" <<< "$out" && grep -q "^new *0 shards" <<< "$out" && grep -q "^removed *0 shards" <<< "$out"; echo $?) \
 	"the same data put again shares every shard: $out"
+check "v2 checked" $M verify grow@v2
 fails "a version without a parent needs another named" 1 "tiny@v1 has no parent version" $M diff tiny@v1
 fails "a missing version is an error naming it" 1 "v9" $M diff grow@v2 grow@v9
 
@@ -60,6 +61,24 @@ keys BSpace BSpace / v3 Enter d C-u v1 Enter
 expect "the same data again: every shard shared" "every shard is shared"
 keys BSpace d C-u v9 Enter
 expect "a missing version fails with a reason" "v9"
+
+# o cycles the order; the title says which; the versions list has a health column.
+expect "still on the versions" "VERSION  CREATED"
+expect "the versions list has a health column" "HEALTH"
+first() { screen | grep -m1 -oE '^v[0-9]+ '; }
+keys o
+expect "o sorts by name" "(by name)"
+keys o
+expect "then by size" "(by size)"
+ok $([ "$(first)" = "v2 " ]; echo $?) "the largest version first: $(first)"
+keys o
+expect "then by date" "(by date)"
+ok $([ "$(first)" = "v3 " ]; echo $?) "the newest first: $(first)"
+keys o
+expect "then by health" "(by health)"
+ok $([ "$(first)" = "v2 " ]; echo $?) "the one checked sound first: $(first)"
+keys o
+expect_gone "then as the catalog lists them" "(by "
 keys q
 ok $(tui_exited; echo $?) "q quits"
 done_testing

@@ -192,6 +192,39 @@ static void test_text(struct tui *t)
 	keys(t, "\x1b");
 }
 
+/* The orders a list sorts in: which levels have which, how values compare,
+ * and o cycling through them on the datasets' list (t shows it). */
+static void test_sort(struct tui *t)
+{
+	tap_ok(tui_sort_next(MT_CAT_VERSIONS, TUI_SORT_NONE) == TUI_SORT_NAME &&
+	       tui_sort_next(MT_CAT_VERSIONS, TUI_SORT_DATE) == TUI_SORT_HEALTH &&
+	       tui_sort_next(MT_CAT_VERSIONS, TUI_SORT_HEALTH) == TUI_SORT_NONE,
+	       "versions sort by name, size, date and health, then back");
+	tap_ok(tui_sort_next(MT_CAT_DATASETS, TUI_SORT_SIZE) == TUI_SORT_NONE &&
+	       tui_sort_next(MT_CAT_REMOTES, TUI_SORT_NONE) == TUI_SORT_NONE,
+	       "datasets have no date or health order; remotes none at all");
+	tap_ok(tui_sort_cmp(TUI_SORT_NAME, "v2", "v10") < 0, "names in version order: v2 < v10");
+	tap_ok(tui_sort_cmp(TUI_SORT_SIZE, "900", "1000") > 0, "the largest first");
+	tap_ok(tui_sort_cmp(TUI_SORT_DATE, "2026-01-02T00:00:00Z", "2026-01-01T00:00:00Z") < 0,
+	       "the newest first");
+	tap_ok(tui_sort_cmp(TUI_SORT_HEALTH, "unrepairable", "sound") < 0 &&
+	       tui_sort_cmp(TUI_SORT_HEALTH, "sound", NULL) < 0,
+	       "the worst health first, never checked last");
+	tap_ok(!has(t, "o sort"), "no sort key on the remotes");
+	keys(t, "\n\n");
+	keys(t, "o");
+	char *s = screen(t);
+	char *seq = strstr(s, "seq "), *tiny = strstr(s, "tiny ");
+	tap_ok(strstr(s, "(by name)") && seq && tiny && seq < tiny,
+	       "o sorts the datasets by name and the title says so");
+	free(s);
+	keys(t, "o");
+	tap_ok(shows(t, "(by size)") && shows(t, "sorted by size"), "then by size");
+	keys(t, "o");
+	tap_ok(!has(t, "(by ") && shows(t, "sorted by catalog order"), "then as the catalog lists them");
+	keys(t, "\x1b\x1b");
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "/tmp/mt-tui-XXXXXX");
@@ -224,6 +257,7 @@ int main(void)
 	tap_ok(!has(&t, "v verify") && !has(&t, "p copy"), "no version keys on the remotes");
 	test_editor(&t);
 	test_text(&t);
+	test_sort(&t);
 
 	keys(&t, "\n\n");
 	tap_ok(shows(&t, "tiny") && shows(&t, "digits") && shows(&t, "four by five"),

@@ -245,6 +245,10 @@ MT_API const char *mt_store_url(const mt_store *s);
 
 /* Names of the datasets in a store, sorted.  Free with mt_strv_free. */
 MT_API int mt_store_datasets(mt_store *s, char ***names, size_t *n, mt_error *err);
+/* Names of every dataset directory in a store, sorted: also those with no
+ * version (all removed, or every put crashed), whose shards stay until
+ * mt_store_gc.  Free with mt_strv_free. */
+MT_API int mt_store_dataset_dirs(mt_store *s, char ***names, size_t *n, mt_error *err);
 /* Versions of a dataset, oldest first (by creation time).  Free with
  * mt_strv_free.  MT_ENOTFOUND when the dataset has none. */
 MT_API int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t *n,

@@ -153,6 +153,9 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	const char *v = cols[src];
 	if (level == MT_CAT_SHARDS && kind == COL_HEALTH)
 		return shard_health(cols, buf, cap);
+	/* Every version removed, its shards not yet collected. */
+	if (level == MT_CAT_DATASETS && c == 2 && cols[1] && !strcmp(cols[1], "0"))
+		return "(removed)";
 	if (!v)
 		return kind == COL_CHECK || kind == COL_SHARE ? "-"
 		       : kind == COL_PROTECT			? "none"
@@ -187,6 +190,8 @@ int tui_row_role(int level, const char *const *cols)
 	/* Trouble stands out: offline remotes, damaged shards and versions. */
 	if (level == MT_CAT_REMOTES && cols[2] && !strcmp(cols[2], "0"))
 		return R_OFFLINE;
+	if (level == MT_CAT_DATASETS && cols[1] && !strcmp(cols[1], "0"))
+		return R_DIM;
 	if (level == MT_CAT_VERSIONS)
 		return health_role(cols[10]);
 	if (level == MT_CAT_SHARDS && cols[6])

@@ -81,4 +81,22 @@ keys o
 expect_gone "then as the catalog lists them" "(by "
 keys q
 ok $(tui_exited; echo $?) "q quits"
+
+# A dataset whose versions are all removed stays listed while its shards remain.
+check "a dataset to remove" $M put gone x="$WORK/x.npy" --shard-rows 5
+check "its only version removed" $M rm gone@v1
+out=$($M ls)
+ok $(! grep -q "^gone" <<< "$out"; echo $?) "matorage ls lists only datasets with versions: $out"
+tui_start 120 30
+expect "the browser opens" "sync local:"
+keys Enter Enter
+expect "the dataset with no versions is still listed" "(removed)"
+expect "saying what is left and that gc collects it" "no versions left: 4 leftover shards (gc collects them)"
+keys / gone Enter X
+expect "gc's preview on it finds the young shards kept for the grace period" "kept for the 1 h grace period"
+keys Escape Escape
+check "gc deletes the leftovers" $M gc gone --grace 0 --delete
+expect_gone "and the dataset leaves the list" "(removed)"
+keys q
+ok $(tui_exited; echo $?) "q quits"
 done_testing

@@ -913,7 +913,28 @@ struct ds_sync {
 	size_t nknown;
 	int64_t ds;               /* its row; 0 when the catalog has none */
 	mt_error bad;             /* the first damaged manifest, reported at the end */
+	uint64_t left, left_bytes; /* no version: the shard objects left for gc */
 };
+
+static int count_object(void *ud, const mt_object_info *o)
+{
+	struct ds_sync *d = ud;
+	d->left++;
+	d->left_bytes += o->size;
+	return 0;
+}
+
+/* A dataset with no version left is still shown while shards of it remain
+ * (gc collects them); count them. */
+static int ds_count_leftovers(struct ds_sync *d, mt_error *err)
+{
+	char *prefix = cat_printf("datasets/%s/shards/", d->dataset);
+	if (!prefix)
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	int rc = mt_store_list(d->s, prefix, count_object, d, err);
+	free(prefix);
+	return rc;
+}
 
 /* List the dataset's objects (the store is read without the lock), then
  * find its row and known versions (a row is made only when it has some). */
@@ -924,9 +945,12 @@ static int ds_sync_start(struct ds_sync *d, int64_t bucket, mt_error *err)
 		rc = cat_list_objects(d->s, d->dataset, "meta", &d->meta, err);
 	if (!rc)
 		rc = cat_list_objects(d->s, d->dataset, "protect", &d->prot, err);
+	if (!rc && !d->man.n)
+		rc = ds_count_leftovers(d, err);
 	pthread_mutex_lock(&d->c->lock);
 	if (!rc)
-		rc = cat_dataset_id(d->c, bucket, d->dataset, d->man.n > 0, &d->ds, err);
+		rc = cat_dataset_id(d->c, bucket, d->dataset, d->man.n > 0 || d->left > 0, &d->ds,
+				    err);
 	if (!rc && d->ds)
 		rc = cat_known(d->c, d->ds, &d->known, &d->nknown, err);
 	pthread_mutex_unlock(&d->c->lock);
@@ -987,6 +1011,28 @@ static int ds_sync_version(struct ds_sync *d, const struct listed *lm, mt_error 
 	return rc;
 }
 
+/* A dataset with no version but shards left: no latest version, the
+ * leftovers' size as its stored bytes, and a description saying so. */
+static int ds_sync_leftovers(struct ds_sync *d, mt_error *err)
+{
+	sqlite3_stmt *st;
+	char *what = cat_printf("no versions left: %llu leftover shard%s (gc collects them)",
+				(unsigned long long)d->left, d->left == 1 ? "" : "s");
+	int rc = what ? cat_prepare(d->c, "UPDATE datasets SET nversions = 0, latest = '',"
+				   " latest_id = 0, rows = 0, stored_bytes = ?2, tags = '',"
+				   " description = ?3 WHERE id = ?1", &st, err)
+		      : mt_error_set(err, MT_ENOMEM, "out of memory");
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, d->ds);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)d->left_bytes);
+		sqlite3_bind_text(st, 3, what, -1, SQLITE_STATIC);
+		rc = cat_step_done(d->c, st, "summarising a dataset", err);
+		sqlite3_finalize(st);
+	}
+	free(what);
+	return rc;
+}
+
 /* Drop the versions the store no longer lists, then refresh the dataset's
  * summary, or drop the dataset when no version is left; one transaction. */
 static int ds_sync_finish(struct ds_sync *d, mt_error *err)
@@ -1012,6 +1058,8 @@ static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 	if (!rc && d->man.n)
 		rc = cat_exec_id(c, SUMMARY_UPDATE " WHERE id = ?1", d->ds,
 				 "summarising a dataset", err);
+	else if (!rc && d->left)
+		rc = ds_sync_leftovers(d, err);
 	else if (!rc)
 		rc = cat_exec_id(c, "DELETE FROM datasets WHERE id = ?1", d->ds,
 				 "dropping a dataset", err);
@@ -1093,7 +1141,8 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 		if (!rc && !(names[n++] = strdup(dataset)))
 			rc = mt_error_set(err, MT_ENOMEM, "out of memory");
 	} else {
-		rc = mt_store_datasets(s, &names, &n, err);
+		/* Also those whose versions are all gone while their shards remain. */
+		rc = mt_store_dataset_dirs(s, &names, &n, err);
 	}
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (progress && progress(ud, i, n)) {

@@ -472,6 +472,14 @@ MT_API int mt_repair(mt_store *s, const char *dataset, const char *version,
 
 typedef struct mt_writer mt_writer;
 
+/* A version another was built from (read by the recipe that wrote it). */
+typedef struct mt_source {
+	const char *dataset;
+	const char *version;
+	const char *store; /* the URL of the store it was read from; "" (or NULL
+			    * when writing): the written version's own store */
+} mt_source;
+
 typedef struct mt_writer_opts {
 	size_t size;             /* set by mt_writer_opts_init */
 	const char *version;     /* NULL: the next free "vN" */
@@ -496,6 +504,12 @@ typedef struct mt_writer_opts {
 	size_t recipe_len;
 	const char *const *recipe_args;
 	size_t nrecipe_args;
+	/* The versions the data came from (matorage run records those the
+	 * recipe opened), kept in the manifest as lineage; a source's store
+	 * equal to the written store is recorded as "" (the same store), and
+	 * any user:password@ in a URL is left out.  NULL: none. */
+	const mt_source *sources;
+	size_t nsources;
 } mt_writer_opts;
 
 /* Defaults for every field; size: sizeof the caller's mt_writer_opts. */
@@ -566,6 +580,10 @@ MT_API void mt_reader_close(mt_reader *r);
 
 /* Borrowed views of the manifest. */
 MT_API const mt_version_info *mt_reader_info(const mt_reader *r);
+/* The versions this one was built from (mt_writer_opts.sources), in the
+ * order recorded; 0 for versions that name none.  Borrowed from r. */
+MT_API size_t mt_reader_nsources(const mt_reader *r);
+MT_API const mt_source *mt_reader_source(const mt_reader *r, size_t i);
 MT_API size_t mt_reader_nattrs(const mt_reader *r);
 MT_API const mt_attr *mt_reader_attr(const mt_reader *r, size_t i);
 /* Index of the attribute called `name`, or MT_ENOTFOUND. */

@@ -36,6 +36,7 @@ const struct tui_key tui_keys[] = {
 	{ 'A', 0, "A", "attrs", "the version's attributes; Enter on one opens the matrix viewer", ACT_ATTRS, K_VERSION, 2 },
 	{ 'm', 0, "m", "matrix", "matrix viewer on the first attribute (or the one under the cursor)", ACT_MATRIX, K_VERSION | K_ACT, 0 },
 	{ 'd', 0, "d", "diff", "compare the version with another of its dataset (its parent unless told): shards shared, new and removed, bytes and rows (a job)", ACT_DIFF, K_ACT | K_VERSION, 2 },
+	{ 'u', 0, "u", "source", "go to a version this one was built from (the source under the cursor, else the first; Enter on a source row too)", ACT_SOURCE, K_VERSION, 2 },
 	{ 'v', 0, "v", "verify", "verify the version: every shard's size, sha256 and chunk checksums (a job)", ACT_VERIFY, K_ACT | K_VERSION, 1 },
 	{ 'p', 0, "p", "copy", "push/pull: copy the version to another remote (a job; only missing shards travel)", ACT_COPY, K_ACT | K_VERSION | K_WRITE, 1 },
 	{ 't', 0, "t", "tags", "edit the version's tags (written to its bucket)", ACT_TAGS, K_ACT | K_VERSION | K_WRITE, 1 },

@@ -424,6 +424,38 @@ static void filter_ask(struct tui *t, struct list *l)
 		t->prompt.complete = tui_complete_datasets;
 }
 
+/* Go to the version a "source" row of a version's details names, when the
+ * catalog knows it (its row id). */
+static void source_open(struct tui *t, const struct row *r)
+{
+	if (r->id > 0) {
+		char title[300];
+		snprintf(title, sizeof title, "%.*s", (int)strcspn(r->cols[1], " "), r->cols[1]);
+		tui_push(t, tui_list_view(t, MT_CAT_VERSION, r->id, title));
+	} else {
+		tui_status(t, 1, "source %s is not in the catalog (sync its store, or add it as a "
+			   "remote)", r->cols[1]);
+	}
+}
+
+/* u: the source under the cursor, else the first one. */
+static int list_source(struct tui *t, struct list *l)
+{
+	if (l->src != SRC_CATALOG || l->level != MT_CAT_VERSION)
+		return V_IGNORED;
+	const struct row *first = NULL;
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->rows[i].cols[0], "source")) {
+			if (!first || i == l->cur)
+				first = &l->rows[i];
+		}
+	if (first)
+		source_open(t, first);
+	else
+		tui_status(t, 0, "the version names no source: it was not built from other versions");
+	return V_HANDLED;
+}
+
 static void list_open(struct tui *t, struct list *l)
 {
 	if (l->cur >= l->n)
@@ -470,7 +502,9 @@ static void list_open(struct tui *t, struct list *l)
 		tui_push(t, tui_list_view(t, MT_CAT_JOB, r->id, title));
 		break;
 	case MT_CAT_VERSION:
-		if (!strcmp(r->cols[0], "attributes"))
+		if (!strcmp(r->cols[0], "source"))
+			source_open(t, r);
+		else if (!strcmp(r->cols[0], "attributes"))
 			tui_push(t, tui_list_view(t, MT_CAT_ATTRS, l->parent, "attributes"));
 		else if (!strcmp(r->cols[0], "shards"))
 			tui_push(t, tui_list_view(t, MT_CAT_SHARDS, l->parent, "shards"));
@@ -580,6 +614,8 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		tui_version_action(t, a, id);
 		return V_HANDLED;
 	}
+	case ACT_SOURCE:
+		return list_source(t, l);
 	case ACT_SORT:
 		if (l->src != SRC_CATALOG || tui_sort_next(l->level, TUI_SORT_NONE) == TUI_SORT_NONE)
 			return V_IGNORED;

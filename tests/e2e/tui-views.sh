@@ -82,6 +82,43 @@ expect_gone "then as the catalog lists them" "(by "
 keys q
 ok $(tui_exited; echo $?) "q quits"
 
+# Lineage: a recipe's version names the versions it read, in its manifest, the
+# catalog, matorage info and the browser, which goes to them.
+mkdir -p "$WORK/other"
+check "a dataset in another store" $M --store "file://$WORK/other" put far x="$WORK/x.npy"
+cat > mix.lua << 'EOF2'
+local m = require("matorage")
+local far = m.store(arg.far):open("far")
+m.derive({ from = "tiny", to = "mixed" })
+EOF2
+check "a recipe reading two datasets" $M run mix.lua far="file://$WORK/other"
+"$PY" - "$WORK/store/datasets/mixed/versions/v1.json" "file://$WORK/other" << 'EOF2'
+import json, sys
+m = json.load(open(sys.argv[1]))
+want = [{"dataset": "far", "version": "v1", "store": sys.argv[2]}, {"dataset": "tiny", "version": "v1"}]
+assert m["sources"] == want, m.get("sources")
+EOF2
+ok $? "the manifest records both sources, the store only for the other one"
+out=$($M info mixed)
+ok $(grep -q "^sources:$" <<< "$out" && grep -q "^  tiny@v1$" <<< "$out" &&
+	grep -q "^  far@v1  file://$WORK/other$" <<< "$out"; echo $?) "matorage info lists them"
+out=$($M info tiny)
+ok $(grep -q "^sources: *-$" <<< "$out"; echo $?) "a version built by put has none"
+
+tui_start 120 30
+expect "the browser opens" "sync local:"
+keys Enter Enter / mixed Enter Enter Enter
+expect "the version's details list its sources" "tiny@v1"
+expect "the other store's source with its URL" "far@v1  file://"
+keys u
+expect "u goes to the first source, in the other store (the catalog knows it from the put)" "› v1 › far@v1"
+expect "its details name that store" "remote        file://$WORK/other"
+keys BSpace / tiny@ Enter n Enter
+expect "Enter on the source goes to its version" "› tiny@v1"
+expect_gone "its details, which name no source" "far@v1"
+keys q
+ok $(tui_exited; echo $?) "q quits"
+
 # A dataset whose versions are all removed stays listed while its shards remain.
 check "a dataset to remove" $M put gone x="$WORK/x.npy" --shard-rows 5
 check "its only version removed" $M rm gone@v1

@@ -76,6 +76,15 @@ struct mt_catalog {
 
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */
+/* A step of its own (renumbered freely among others): the versions a
+ * version was built from (manifest "sources"; store "" for its own store).
+ * Versions indexed before it get theirs when next read. */
+#define MIGRATE_SOURCES                                                                    \
+	"CREATE TABLE sources(version_id INTEGER NOT NULL REFERENCES versions(id)"         \
+	" ON DELETE CASCADE, idx INTEGER NOT NULL, dataset TEXT NOT NULL,"                  \
+	" version TEXT NOT NULL, store TEXT NOT NULL, PRIMARY KEY(version_id, idx));"      \
+	"UPDATE versions SET manifest_size = -1;"
+
 static const char *const migrations[] = {
 	/* 0 -> 1: what the stores hold. */
 	"CREATE TABLE remotes(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
@@ -150,6 +159,9 @@ static const char *const migrations[] = {
 	" rebuilt INTEGER NOT NULL, unrepairable INTEGER NOT NULL,"
 	" bytes_read INTEGER NOT NULL);"
 	"CREATE INDEX checks_version ON checks(version_id, id);",
+
+	/* 3 -> 4 */
+	MIGRATE_SOURCES,
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -702,6 +714,7 @@ static int cat_clear_parts(mt_catalog *c, int64_t vid, mt_error *err)
 		"DELETE FROM attrs WHERE version_id = ?1", "DELETE FROM tags WHERE version_id = ?1",
 		"DELETE FROM shards WHERE version_id = ?1", "DELETE FROM search WHERE rowid = ?1",
 		"DELETE FROM recipes WHERE version_id = ?1",
+		"DELETE FROM sources WHERE version_id = ?1",
 	};
 	int rc = 0;
 	for (size_t i = 0; !rc && i < sizeof clear / sizeof clear[0]; i++)
@@ -752,6 +765,26 @@ static int cat_put_recipe(mt_catalog *c, int64_t vid, const mt_version_info *v, 
 		sqlite3_finalize(st);
 	}
 	free(args);
+	return rc;
+}
+
+static int cat_put_sources(mt_catalog *c, int64_t vid, const mt_reader *r, mt_error *err)
+{
+	size_t n = mt_reader_nsources(r);
+	if (!n)
+		return 0;
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT INTO sources VALUES(?1, ?2, ?3, ?4, ?5)", &st, err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		const mt_source *src = mt_reader_source(r, i);
+		sqlite3_bind_int64(st, 1, vid);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		sqlite3_bind_text(st, 3, src->dataset, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, src->version, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, src->store ? src->store : "", -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a source", err);
+	}
+	sqlite3_finalize(st);
 	return rc;
 }
 
@@ -821,7 +854,7 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
 	    !(rc = cat_put_protection(c, vid, prot, err)) &&
 	    !(rc = cat_clear_parts(c, vid, err)) && !(rc = cat_put_attrs(c, vid, r, err)) &&
 	    !(rc = cat_put_recipe(c, vid, v, err)) && !(rc = cat_put_tags(c, vid, v, err)) &&
-	    !(rc = cat_put_shards(c, vid, r, err)))
+	    !(rc = cat_put_shards(c, vid, r, err)) && !(rc = cat_put_sources(c, vid, r, err)))
 		rc = cat_exec_id(c, SEARCH_INSERT " WHERE v.id = ?1", vid, "indexing a version",
 				 err);
 	return cat_end(c, "put_version", top, rc, err);
@@ -1278,6 +1311,14 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		FIELD("'ratio'", "1.0 * raw_bytes / nullif(stored_bytes, 0)")
 		FIELD("'zstd level'", "level")
 		FIELD("'recipe'", "recipe")
+		/* A row per source, its id the source's version where the catalog
+		 * knows it (0: not indexed), so the browser can go there. */
+		"SELECT * FROM (SELECT coalesce((SELECT sv.id FROM versions sv JOIN datasets sd"
+		" ON sd.id = sv.dataset_id JOIN buckets sb ON sb.id = sd.bucket_id WHERE"
+		" sd.name = s.dataset AND sv.name = s.version AND sb.url = CASE s.store WHEN ''"
+		" THEN v.url ELSE s.store END), 0), 'source', s.dataset || '@' || s.version ||"
+		" CASE s.store WHEN '' THEN '' ELSE '  ' || s.store END FROM sources s, v"
+		" WHERE s.version_id = v.id ORDER BY s.idx) UNION ALL "
 		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN NULL ELSE"
 		      " nok || ' of ' || nshards || ' shards sound, ' || nbad || ' damaged' END")
 

@@ -264,6 +264,8 @@ void tui_history_free(struct tui *t);
 void tui_complete_command(struct tui *t, const char *before, struct tui_words *out, void *arg);
 void tui_complete_remotes(struct tui *t, const char *before, struct tui_words *out, void *arg);
 void tui_complete_datasets(struct tui *t, const char *before, struct tui_words *out, void *arg);
+/* Local paths (the last word of before). */
+void tui_complete_path(struct tui *t, const char *before, struct tui_words *out, void *arg);
 const char *const *tui_command_names(void);
 /* The last error in full: its job's log, or the message (E, :error). */
 void tui_show_error(struct tui *t);
@@ -317,6 +319,14 @@ struct view *tui_text_view(const char *title, char **lines, size_t n);
 void tui_text_view_set(struct view *v, const char *title, char **lines, size_t n);
 /* Job t->jobs[job]'s state and log, live while it runs. */
 struct view *tui_job_log_view(struct tui *t, size_t job);
+/* Rows of attribute attr of ref's version to a local .npy file (export.c):
+ * the range (row: the one on screen) and the path asked for, an existing
+ * file replaced only when 'overwrite' is typed, the writing a job.  A local
+ * file changes no store, so --read-only allows it. */
+void tui_export_action(struct tui *t, const mt_catalog_ref *ref, const char *attr, uint64_t row);
+/* A typed row range: "" (*all), "A" (one row), "A:B", "A:" (to the last:
+ * *end UINT64_MAX), ":B"; 0, or -1 when it is none of those. */
+int tui_export_range(const char *text, int *all, uint64_t *first, uint64_t *end);
 /* The values of attribute `attr` of a version, a row at a time. */
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr);
 

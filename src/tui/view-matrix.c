@@ -550,6 +550,9 @@ static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_ROW_GOTO:
 		tui_ask(t, "row: ", "", goto_submit, (void *)(uintptr_t)v->serial, NULL);
 		return V_HANDLED;
+	case ACT_EXPORT:
+		tui_export_action(t, &d->ref, d->attr, m->want);
+		return V_HANDLED;
 	case ACT_IMAGE:
 		m->image = !m->image;
 		if (m->image && !(d->h > 1 && d->w > 1))

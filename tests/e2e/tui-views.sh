@@ -119,6 +119,43 @@ expect_gone "its details, which name no source" "far@v1"
 keys q
 ok $(tui_exited; echo $?) "q quits"
 
+# Export: rows of an attribute to a local .npy from the matrix viewer, even
+# read-only (a local file changes no store); a file there is replaced only
+# when confirmed.
+mkdir -p out
+tui_start 120 30 --read-only
+expect "the browser opens read-only" "read-only"
+keys Enter Enter End Enter Enter A Enter
+expect "the matrix viewer" "row 0 of 3"
+expect "its footer offers export" "x export"
+keys x
+expect "x asks for the rows, the one on screen by default" "rows (FIRST:END, empty: all): 0:1"
+keys C-u 0:3 Enter
+expect "then for the file" "export to .npy file (Tab completes): tiny-image.npy"
+keys C-u ou Tab
+expect "Tab completes the path" "(Tab completes): out/"
+keys img.npy Enter
+expect "the export runs as a job and says what it wrote" "exported rows 0:3 of image to out/img.npy"
+"$PY" -c "import numpy as np
+a = np.load('out/img.npy'); b = np.load('$WORK/image.npy')
+assert a.dtype == b.dtype and a.shape == b.shape and (a == b).all(), (a.dtype, a.shape)"
+ok $? "numpy reads the exported rows: dtype, shape and values of the source"
+keys x C-u 1: Enter C-u out/img.npy Enter
+expect "an existing file needs a typed confirmation" "out/img.npy exists: type 'overwrite' to replace it"
+keys no Enter
+expect "anything else leaves it" "not exported: out/img.npy is left as it was"
+keys x C-u 1: Enter C-u out/img.npy Enter overwrite Enter
+expect "overwrite replaces it" "exported rows 1:3 of image to out/img.npy"
+"$PY" -c "import numpy as np
+a = np.load('out/img.npy'); b = np.load('$WORK/image.npy')[1:]
+assert a.shape == b.shape and (a == b).all(), a.shape"
+ok $? "with rows 1 to the end"
+keys x C-u 5:9 Enter C-u out/bad.npy Enter
+expect "a range past the end fails naming the rows" "rows 5:9: tiny@v1 has 3 rows"
+ok $([ ! -e out/bad.npy ]; echo $?) "and writes nothing"
+keys q
+ok $(tui_exited; echo $?) "q quits"
+
 # A dataset whose versions are all removed stays listed while its shards remain.
 check "a dataset to remove" $M put gone x="$WORK/x.npy" --shard-rows 5
 check "its only version removed" $M rm gone@v1

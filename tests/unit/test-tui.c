@@ -225,6 +225,21 @@ static void test_sort(struct tui *t)
 	keys(t, "\x1b\x1b");
 }
 
+/* The export's row ranges as typed. */
+static void test_export_range(void)
+{
+	int all;
+	uint64_t a, b;
+	tap_ok(!tui_export_range("", &all, &a, &b) && all, "an empty range is every row");
+	tap_ok(!tui_export_range("7", &all, &a, &b) && !all && a == 7 && b == 8, "a row number is that row");
+	tap_ok(!tui_export_range("2:5", &all, &a, &b) && a == 2 && b == 5, "FIRST:END");
+	tap_ok(!tui_export_range("2:", &all, &a, &b) && a == 2 && b == UINT64_MAX, "FIRST: to the last row");
+	tap_ok(!tui_export_range(":4", &all, &a, &b) && a == 0 && b == 4, ":END from the first");
+	tap_ok(tui_export_range("5:2", &all, &a, &b) && tui_export_range("x", &all, &a, &b) &&
+	       tui_export_range("-1:3", &all, &a, &b) && tui_export_range("1:2:3", &all, &a, &b),
+	       "empty, reversed, negative and malformed ranges are refused");
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "/tmp/mt-tui-XXXXXX");
@@ -258,6 +273,7 @@ int main(void)
 	test_editor(&t);
 	test_text(&t);
 	test_sort(&t);
+	test_export_range();
 
 	keys(&t, "\n\n");
 	tap_ok(shows(&t, "tiny") && shows(&t, "digits") && shows(&t, "four by five"),

@@ -93,7 +93,7 @@ static int list_catalog_row(void *ud, const mt_catalog_row *row)
 	}
 	int role = tui_row_role(l->level, row->cols);
 	const char *text[16];
-	char bufs[16][32];
+	char bufs[16][96];
 	for (size_t c = 0; c < l->ncols && c < 16; c++)
 		text[c] = tui_cell(l->level, row->cols, c, bufs[c], sizeof bufs[c]);
 	list_add(l, row->id, text, role);

@@ -20,6 +20,8 @@ np.save('$WORK/y.npy', np.arange(100, 110).reshape(5, 2))"
 check "a dataset of 4 shards" $M put grow x="$WORK/x.npy" --shard-rows 5
 check "appended: 1 shard more" $M put grow x="$WORK/y.npy" --append --shard-rows 5
 check "the same data again" $M put grow x="$WORK/x.npy" --shard-rows 5
+"$PY" -c "import numpy as np; np.save('$WORK/none.npy', np.zeros((0, 2), dtype=np.int64))"
+check "an append of no rows: every shard its parent's" $M put grow x="$WORK/none.npy" --append
 
 # diff on the command line: against the parent by default, or a version named.
 out=$($M diff grow@v2)
@@ -49,6 +51,8 @@ expect "the next row's label" "label: 8"
 expect "and vector" "score: [2.5 3.5]"
 keys BSpace BSpace BSpace BSpace / grow Enter Enter
 expect "grow's versions" "VERSION  CREATED"
+expect "the list says how much of its parent each version shares" "v1 (4/5 shared)"
+expect "or that it shares all" "v3 (all shared)"
 keys / v2 Enter Enter
 expect "the version's details say what it shares with its parent" "4 of 5 shards with v1"
 keys d
@@ -73,12 +77,21 @@ expect "then by size" "(by size)"
 ok $([ "$(first)" = "v2 " ]; echo $?) "the largest version first: $(first)"
 keys o
 expect "then by date" "(by date)"
-ok $([ "$(first)" = "v3 " ]; echo $?) "the newest first: $(first)"
+ok $([ "$(first)" = "v4 " ]; echo $?) "the newest first: $(first)"
 keys o
 expect "then by health" "(by health)"
 ok $([ "$(first)" = "v2 " ]; echo $?) "the one checked sound first: $(first)"
 keys o
 expect_gone "then as the catalog lists them" "(by "
+keys '?' / 'sort the list' Enter
+expect "the help lists the sort key" "sort the list: by name, size, date or health"
+keys / 'compare the version' Enter
+expect "the diff key" "compare the version with another of its dataset"
+keys / 'go to a version' Enter
+expect "the source key" "go to a version this one was built from"
+keys / 'export a row' Enter
+expect "and the export key" "export a row range of the attribute"
+keys Escape
 keys q
 ok $(tui_exited; echo $?) "q quits"
 

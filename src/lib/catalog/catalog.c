@@ -1260,11 +1260,15 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" FROM datasets WHERE bucket_id = ?1"
 		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
 			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
-	[MT_CAT_VERSIONS] = {11,
+	[MT_CAT_VERSIONS] = {12,
 		"SELECT v.id, v.name, v.created, v.rows, v.nshards, v.stored_bytes, v.parent,"
 		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
 		" v.description, " PROTECTION("v.") ", v.protect_overhead,"
-		" (SELECT state FROM checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1)"
+		" (SELECT state FROM checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1),"
+		" CASE v.parent WHEN '' THEN NULL ELSE (SELECT count(*) FROM shards s WHERE"
+		"  s.version_id = v.id AND s.sha256 IN (SELECT ps.sha256 FROM shards ps JOIN"
+		"  versions pv ON pv.id = ps.version_id WHERE pv.dataset_id = v.dataset_id AND"
+		"  pv.name = v.parent)) END"
 		" FROM versions v WHERE v.dataset_id = ?1"
 		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"
 			    " EXISTS (SELECT 1 FROM tags t WHERE t.version_id = v.id AND"

@@ -528,6 +528,28 @@ static int64_t list_version(const struct list *l)
 	return 0;
 }
 
+/* X: gc of the dataset or bucket under the cursor, or of the versions' dataset. */
+static int list_gc_key(struct tui *t, struct list *l)
+{
+	if (l->src == SRC_CATALOG && (l->level == MT_CAT_DATASETS ||
+				      l->level == MT_CAT_BUCKETS) && l->cur < l->n)
+		return tui_gc_action(t, l->level, l->rows[l->cur].id), V_HANDLED;
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSIONS)
+		return tui_gc_action(t, MT_CAT_DATASETS, l->parent), V_HANDLED;
+	return V_IGNORED;
+}
+
+/* o: the next order the list's level has, then the catalog's again. */
+static int list_sort_key(struct tui *t, struct list *l)
+{
+	if (l->src != SRC_CATALOG || tui_sort_next(l->level, TUI_SORT_NONE) == TUI_SORT_NONE)
+		return V_IGNORED;
+	l->sort = tui_sort_next(l->level, l->sort);
+	list_load(t, l);
+	tui_status(t, 0, "sorted by %s (o: next order)", tui_sort_name(l->sort));
+	return V_HANDLED;
+}
+
 static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 {
 	struct list *l = (struct list *)v;
@@ -607,7 +629,8 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_DESCRIBE:
 	case ACT_DELETE:
 	case ACT_REPAIR:
-	case ACT_PROTECT: {
+	case ACT_PROTECT:
+	case ACT_DIFF: {
 		int64_t id = list_version(l);
 		if (!id)
 			return V_IGNORED;
@@ -617,26 +640,9 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_SOURCE:
 		return list_source(t, l);
 	case ACT_SORT:
-		if (l->src != SRC_CATALOG || tui_sort_next(l->level, TUI_SORT_NONE) == TUI_SORT_NONE)
-			return V_IGNORED;
-		l->sort = tui_sort_next(l->level, l->sort);
-		list_load(t, l);
-		tui_status(t, 0, "sorted by %s (o: next order)", tui_sort_name(l->sort));
-		return V_HANDLED;
-	case ACT_DIFF: {
-		int64_t id = list_version(l);
-		if (!id)
-			return V_IGNORED;
-		tui_diff_action(t, id);
-		return V_HANDLED;
-	}
+		return list_sort_key(t, l);
 	case ACT_GC:
-		if (l->src == SRC_CATALOG && (l->level == MT_CAT_DATASETS ||
-					      l->level == MT_CAT_BUCKETS) && l->cur < l->n)
-			return tui_gc_action(t, l->level, l->rows[l->cur].id), V_HANDLED;
-		if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSIONS)
-			return tui_gc_action(t, MT_CAT_DATASETS, l->parent), V_HANDLED;
-		return V_IGNORED;
+		return list_gc_key(t, l);
 	default:
 		return V_IGNORED;
 	}

@@ -339,6 +339,11 @@ int main(void)
 	tap_ok(shows(&t, "row 1 of 3") && shows(&t, " 80") && shows(&t, "156"),
 	       "the matrix viewer shows row 1's values");
 	tap_ok(shows(&t, "mean"), "with per-column statistics");
+	tap_ok(shows(&t, "label: 8") && shows(&t, "│ row 1"),
+	       "and the row's label in a panel beside the grid");
+	disp_resize(50, 24);
+	tap_ok(!has(&t, "label: 8") && shows(&t, "156"), "a narrow screen leaves the panel out");
+	disp_resize(80, 24);
 	keys(&t, "i");
 	/* 80..156 of 255: the middle shades, two columns a pixel. */
 	tap_ok(!has(&t, "156") && shows(&t, "++") && shows(&t, "--"),

@@ -187,11 +187,7 @@ static void range_submit(struct tui *t, const char *text, void *arg)
 void tui_export_action(struct tui *t, const mt_catalog_ref *ref, const char *attr, uint64_t row)
 {
 	struct export_arg *x = app_xcalloc(1, sizeof *x);
-	x->ref.remote = app_xstrdup(ref->remote);
-	x->ref.url = app_xstrdup(ref->url);
-	x->ref.dataset = app_xstrdup(ref->dataset);
-	x->ref.version = app_xstrdup(ref->version);
-	x->ref.shard = -1;
+	tui_ref_copy(&x->ref, ref);
 	snprintf(x->attr, sizeof x->attr, "%s", attr);
 	char label[400], initial[48];
 	snprintf(label, sizeof label, "export %s of %s@%s, rows (FIRST:END, empty: all): ", attr,

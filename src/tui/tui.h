@@ -155,6 +155,9 @@ struct view *tui_jobs_view(struct tui *t);
 /* Open the store the catalog calls `remote` (stores.c; on a worker thread
  * only: this may wait on the network). */
 mt_store *tui_open_store(struct tui_job *j, const char *remote, mt_error *err);
+/* A version's place copied (to keep past the row it came from): remote,
+ * URL, dataset and version; no shard. */
+void tui_ref_copy(mt_catalog_ref *dst, const mt_catalog_ref *src);
 /* Open the bucket a catalog row lives in, even when its remote points
  * elsewhere now (*stale set then): actions act on the bucket shown. */
 mt_store *tui_open_bucket(struct tui_job *j, const mt_catalog_ref *ref, int *stale,

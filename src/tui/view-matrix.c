@@ -580,11 +580,7 @@ struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const cha
 	struct mx_data *d = app_xcalloc(1, sizeof *d);
 	pthread_mutex_init(&d->lock, NULL);
 	atomic_init(&d->refs, 1);
-	d->ref.remote = app_xstrdup(ref->remote);
-	d->ref.url = app_xstrdup(ref->url);
-	d->ref.dataset = app_xstrdup(ref->dataset);
-	d->ref.version = app_xstrdup(ref->version);
-	d->ref.shard = -1;
+	tui_ref_copy(&d->ref, ref);
 	snprintf(d->attr, sizeof d->attr, "%s", attr);
 	m->d = d;
 	m->base.ops = &matrix_ops;

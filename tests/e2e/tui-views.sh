@@ -37,6 +37,7 @@ ok $(grep -q "^shared *4 shards" <<< "$out" && grep -q "^new *0 shards" <<< "$ou
 check "v2 checked" $M verify grow@v2
 fails "a version without a parent needs another named" 1 "tiny@v1 has no parent version" $M diff tiny@v1
 fails "a missing version is an error naming it" 1 "v9" $M diff grow@v2 grow@v9
+fails "three versions are a usage error" 2 "usage" $M diff grow@v1 grow@v2 grow@v3
 
 tui_start 120 30
 expect "the browser opens" "sync local:"

@@ -103,6 +103,29 @@ int app_stats_cached(mt_catalog *c, const char *url, const char *dataset, const 
 /* Keep s in the catalog for bucket url; MT_ENOTFOUND when the catalog does
  * not list the version yet. */
 int app_stats_record(mt_catalog *c, const char *url, const mt_stats *s, mt_error *err);
+/* ---- app-diff.c ---- */
+
+/* What two versions A and B have in common, shard by shard (by sha256): the
+ * shards of A that B holds too, those only A holds (new against B), those
+ * only B holds (removed going from B to A). */
+enum { APP_DIFF_SHARED, APP_DIFF_ADDED, APP_DIFF_REMOVED, APP_DIFF_N };
+struct app_diff_shard {
+	char sha256[72];
+	uint64_t bytes, rows, first_row;
+	int change; /* APP_DIFF_* */
+};
+struct app_diff {
+	uint64_t shards[APP_DIFF_N], bytes[APP_DIFF_N], rows[APP_DIFF_N];
+	struct app_diff_shard *s; /* A's shards in order, then the removed ones in B's */
+	size_t ns;
+};
+/* Compare version a with b (both open); app_diff_free frees what d holds. */
+void app_diff_readers(const mt_reader *a, const mt_reader *b, struct app_diff *d);
+void app_diff_free(struct app_diff *d);
+/* "shared", "new", "removed". */
+const char *app_diff_change_name(int change);
+/* One change's totals as a line: "new  1 shard  1.2 MiB  100 rows". */
+const char *app_diff_line(const struct app_diff *d, int change, char *buf, size_t cap);
 
 /* ---- app-format.c ---- */
 

@@ -30,6 +30,9 @@ static int gc_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if (mt_store_gc(s, a->argc ? a->argv[0] : NULL, !del, grace, gc_found, NULL, &nobjects,
 			&nbytes, &err))
 		return cli_fail(&err);
+	/* A dataset with no version left leaves the catalog with its last shards. */
+	if (del && nobjects)
+		cli_catalog_note(app_store_name(&ctx->app), s, a->argc ? a->argv[0] : NULL);
 	char human[32];
 	app_human_bytes(nbytes, human, sizeof human);
 	if (del)

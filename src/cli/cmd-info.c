@@ -78,6 +78,13 @@ static void info_text(mt_reader *r, int shards)
 	printf("recipe:      %s\n", info_or_dash(vi->recipe));
 	for (size_t i = 0; i < vi->nrecipe_args; i++)
 		printf("  %s\n", vi->recipe_args[i]);
+	size_t ns = mt_reader_nsources(r);
+	printf("sources:%s\n", ns ? "" : "     -");
+	for (size_t i = 0; i < ns; i++) {
+		const mt_source *src = mt_reader_source(r, i);
+		printf("  %s@%s%s%s\n", src->dataset, src->version, src->store[0] ? "  " : "",
+		       src->store);
+	}
 	info_attrs(r);
 	if (shards) {
 		putchar('\n');

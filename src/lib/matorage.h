@@ -245,6 +245,10 @@ MT_API const char *mt_store_url(const mt_store *s);
 
 /* Names of the datasets in a store, sorted.  Free with mt_strv_free. */
 MT_API int mt_store_datasets(mt_store *s, char ***names, size_t *n, mt_error *err);
+/* Names of every dataset directory in a store, sorted: also those with no
+ * version (all removed, or every put crashed), whose shards stay until
+ * mt_store_gc.  Free with mt_strv_free. */
+MT_API int mt_store_dataset_dirs(mt_store *s, char ***names, size_t *n, mt_error *err);
 /* Versions of a dataset, oldest first (by creation time).  Free with
  * mt_strv_free.  MT_ENOTFOUND when the dataset has none. */
 MT_API int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t *n,
@@ -469,6 +473,14 @@ MT_API int mt_repair(mt_store *s, const char *dataset, const char *version,
 
 typedef struct mt_writer mt_writer;
 
+/* A version another was built from (read by the recipe that wrote it). */
+typedef struct mt_source {
+	const char *dataset;
+	const char *version;
+	const char *store; /* the URL of the store it was read from; "" (or NULL
+			    * when writing): the written version's own store */
+} mt_source;
+
 typedef struct mt_writer_opts {
 	size_t size;             /* set by mt_writer_opts_init */
 	const char *version;     /* NULL: the next free "vN" */
@@ -493,6 +505,12 @@ typedef struct mt_writer_opts {
 	size_t recipe_len;
 	const char *const *recipe_args;
 	size_t nrecipe_args;
+	/* The versions the data came from (matorage run records those the
+	 * recipe opened), kept in the manifest as lineage; a source's store
+	 * equal to the written store is recorded as "" (the same store), and
+	 * any user:password@ in a URL is left out.  NULL: none. */
+	const mt_source *sources;
+	size_t nsources;
 } mt_writer_opts;
 
 /* Defaults for every field; size: sizeof the caller's mt_writer_opts. */
@@ -563,6 +581,10 @@ MT_API void mt_reader_close(mt_reader *r);
 
 /* Borrowed views of the manifest. */
 MT_API const mt_version_info *mt_reader_info(const mt_reader *r);
+/* The versions this one was built from (mt_writer_opts.sources), in the
+ * order recorded; 0 for versions that name none.  Borrowed from r. */
+MT_API size_t mt_reader_nsources(const mt_reader *r);
+MT_API const mt_source *mt_reader_source(const mt_reader *r, size_t i);
 MT_API size_t mt_reader_nattrs(const mt_reader *r);
 MT_API const mt_attr *mt_reader_attr(const mt_reader *r, size_t i);
 /* Index of the attribute called `name`, or MT_ENOTFOUND. */

@@ -140,6 +140,7 @@ static int l_open(lua_State *L)
 	mt_error err = {0};
 	if (mt_reader_open(check_store(L, 1)->s, ds, ver, &r->r, &err))
 		return lt_fail(L, &err);
+	lt_source_note(L, check_store(L, 1)->s, ds, mt_reader_info(r->r)->version);
 	return 1;
 }
 
@@ -472,6 +473,7 @@ static int l_create(lua_State *L)
 		o.ntags = (size_t)n;
 	}
 	lt_recipe(L, &o.recipe, &o.recipe_len, &o.recipe_args, &o.nrecipe_args);
+	lt_sources(L, &o.sources, &o.nsources);
 	lt_cancel_callback(L, &o.progress, &o.progress_ud);
 	mt_error err = {0};
 	if (mt_writer_open(s->s, name, w->attrs, w->nattrs, &o, &w->w, &err))

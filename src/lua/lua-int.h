@@ -132,6 +132,10 @@ const mt_store_opts *lt_store_opts(lua_State *L);
 /* The running recipe: script bytes and arguments, for the writers it opens. */
 void lt_recipe(lua_State *L, const void **code, size_t *len, const char *const **args,
 	       size_t *nargs);
+/* The versions the recipe opened (each once), recorded as the sources of
+ * the versions it writes (borrowed; valid until the next note). */
+void lt_source_note(lua_State *L, mt_store *store, const char *dataset, const char *version);
+void lt_sources(lua_State *L, const mt_source **out, size_t *n);
 /* Report progress (rows); raises "canceled" when the host cancels. */
 void lt_progress(lua_State *L, uint64_t done, uint64_t total);
 /* Raise "canceled" when the host has asked. */

@@ -43,6 +43,11 @@ struct mt_script {
 	int ran;
 	char **versions;
 	size_t nversions;
+	/* The versions the recipe opened, as lineage for those it writes:
+	 * src_strs holds 3 a source (dataset, version, store URL). */
+	mt_source *srcs;
+	char **src_strs;
+	size_t nsrcs;
 	char *errtext;
 	struct lt_ctx ctx;
 };
@@ -231,6 +236,42 @@ void lt_recipe(lua_State *L, const void **code, size_t *len, const char *const *
 	*len = s->code_len;
 	*args = s->args;
 	*nargs = s->nargs;
+}
+
+void lt_source_note(lua_State *L, mt_store *store, const char *dataset, const char *version)
+{
+	mt_script *s = script_of(L);
+	const char *url = mt_store_url(store);
+	for (size_t i = 0; i < s->nsrcs; i++)
+		if (!strcmp(s->srcs[i].dataset, dataset) && !strcmp(s->srcs[i].version, version) &&
+		    !strcmp(s->srcs[i].store, url))
+			return;
+	mt_source *v = realloc(s->srcs, (s->nsrcs + 1) * sizeof *v);
+	if (v)
+		s->srcs = v;
+	char **f = v ? realloc(s->src_strs, 3 * (s->nsrcs + 1) * sizeof *f) : NULL;
+	if (f)
+		s->src_strs = f;
+	if (!v || !f)
+		lt_error(L, "out of memory");
+	f += 3 * s->nsrcs;
+	f[0] = strdup(dataset);
+	f[1] = strdup(version);
+	f[2] = strdup(url);
+	if (!f[0] || !f[1] || !f[2]) {
+		free(f[0]);
+		free(f[1]);
+		free(f[2]);
+		lt_error(L, "out of memory");
+	}
+	s->srcs[s->nsrcs++] = (mt_source){ f[0], f[1], f[2] };
+}
+
+void lt_sources(lua_State *L, const mt_source **out, size_t *n)
+{
+	mt_script *s = script_of(L);
+	*out = s->srcs;
+	*n = s->nsrcs;
 }
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -643,6 +684,10 @@ void mt_script_close(mt_script *s)
 	for (size_t i = 0; i < s->nversions; i++)
 		free(s->versions[i]);
 	free(s->versions);
+	for (size_t i = 0; i < 3 * s->nsrcs; i++)
+		free(s->src_strs[i]);
+	free(s->src_strs);
+	free(s->srcs);
 	free(s->errtext);
 	free(s);
 }

@@ -313,6 +313,10 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id)
 		else
 			tui_protect_start(t, version_id, NULL);
 		return;
+	case ACT_DIFF:
+		tui_target_free(tg);
+		tui_diff_action(t, version_id);
+		return;
 	case ACT_VERIFY:
 		job_title(title, sizeof title, "verify", tg);
 		tui_job_start(t, "verify", title, "bytes", verify_run, NULL, tg, tui_target_free);

@@ -69,7 +69,7 @@ static const struct {
 } levels[MT_CAT_NLEVELS] = {
 	[MT_CAT_REMOTES] = COLS(remote_cols),  [MT_CAT_BUCKETS] = COLS(bucket_cols),
 	[MT_CAT_DATASETS] = COLS(dataset_cols),
-	[MT_CAT_VERSIONS] = COLS_ORDER(version_cols, version_order, 11),
+	[MT_CAT_VERSIONS] = COLS_ORDER(version_cols, version_order, 12),
 	[MT_CAT_SHARDS] = COLS_ORDER(shard_cols, shard_order, 8), [MT_CAT_ATTRS] = COLS(attr_cols),
 	[MT_CAT_VERSION] = COLS(field_cols),   [MT_CAT_SHARD] = COLS(field_cols),
 	[MT_CAT_JOBS] = COLS(job_cols),        [MT_CAT_JOB] = COLS(result_cols),
@@ -153,6 +153,17 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	const char *v = cols[src];
 	if (level == MT_CAT_SHARDS && kind == COL_HEALTH)
 		return shard_health(cols, buf, cap);
+	/* The parent with how much of it the version shares: "v1 (all shared)". */
+	if (level == MT_CAT_VERSIONS && src == 5 && v && v[0] && cols[11] && cols[3]) {
+		if (!strcmp(cols[11], cols[3]))
+			snprintf(buf, cap, "%s (all shared)", v);
+		else
+			snprintf(buf, cap, "%s (%s/%s shared)", v, cols[11], cols[3]);
+		return buf;
+	}
+	/* Every version removed, its shards not yet collected. */
+	if (level == MT_CAT_DATASETS && c == 2 && cols[1] && !strcmp(cols[1], "0"))
+		return "(removed)";
 	if (!v)
 		return kind == COL_CHECK || kind == COL_SHARE ? "-"
 		       : kind == COL_PROTECT			? "none"
@@ -187,6 +198,8 @@ int tui_row_role(int level, const char *const *cols)
 	/* Trouble stands out: offline remotes, damaged shards and versions. */
 	if (level == MT_CAT_REMOTES && cols[2] && !strcmp(cols[2], "0"))
 		return R_OFFLINE;
+	if (level == MT_CAT_DATASETS && cols[1] && !strcmp(cols[1], "0"))
+		return R_DIM;
 	if (level == MT_CAT_VERSIONS)
 		return health_role(cols[10]);
 	if (level == MT_CAT_SHARDS && cols[6])

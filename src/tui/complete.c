@@ -47,6 +47,12 @@ static void complete_path(const char *word, struct tui_words *out)
 	closedir(d);
 }
 
+void tui_complete_path(struct tui *t, const char *before, struct tui_words *out, void *arg)
+{
+	const char *sp = strrchr(before, ' ');
+	complete_path(sp ? sp + 1 : before, out);
+}
+
 void tui_complete_remotes(struct tui *t, const char *before, struct tui_words *out, void *arg)
 {
 	tui_words_add(out, APP_LOCAL);

@@ -41,6 +41,12 @@ static int gc_run(struct tui_job *j)
 		   : err.code;
 	if (!rc)
 		rc = mt_store_gc(s, tg->ref.dataset, 1, 0, NULL, NULL, &all, &all_bytes, &err);
+	/* A dataset with no version left goes from the lists with its last shards. */
+	if (!rc && !dry && n && !tg->stale) {
+		mt_error e2 = { 0 };
+		mt_catalog_sync(j->t->cat, tg->ref.remote, s, tg->ref.dataset, 0, NULL, NULL, NULL,
+				&e2);
+	}
 	mt_store_close(s);
 	if (rc)
 		return tui_job_fail(j, &err);

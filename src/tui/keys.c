@@ -30,10 +30,13 @@ const struct tui_key tui_keys[] = {
 	{ 'n', 0, "n", NULL, "next match", ACT_NEXT, K_LIST | K_VERSION | K_JOBS | K_TEXT, 0 },
 	{ 'N', 0, "N", NULL, "previous match", ACT_PREV, K_LIST | K_VERSION | K_JOBS | K_TEXT, 0 },
 	{ 'f', 0, "f", "filter", "keep only rows whose name, description or tags contain a text (empty: all)", ACT_FILTER, K_LIST | K_JOBS, 2 },
+	{ 'o', 0, "o", "sort", "sort the list: by name, size, date or health in turn, then as the catalog lists it (the title says which)", ACT_SORT, K_SORT, 2 },
 	{ 'F', 0, "F", "find", "full-text search of the whole catalog (names, descriptions, tags, attributes)", ACT_FIND, K_LIST | K_VERSION, 0 },
 	{ 'S', 0, "S", "shards", "the version's shards", ACT_SHARDS, K_VERSION, 1 },
 	{ 'A', 0, "A", "attrs", "the version's attributes; Enter on one opens the matrix viewer", ACT_ATTRS, K_VERSION, 2 },
 	{ 'm', 0, "m", "matrix", "matrix viewer on the first attribute (or the one under the cursor)", ACT_MATRIX, K_VERSION | K_ACT, 0 },
+	{ 'd', 0, "d", "diff", "compare the version with another of its dataset (its parent unless told): shards shared, new and removed, bytes and rows (a job)", ACT_DIFF, K_ACT | K_VERSION, 2 },
+	{ 'u', 0, "u", "source", "go to a version this one was built from (the source under the cursor, else the first; Enter on a source row too)", ACT_SOURCE, K_VERSION, 2 },
 	{ 'v', 0, "v", "verify", "verify the version: every shard's size, sha256 and chunk checksums (a job)", ACT_VERIFY, K_ACT | K_VERSION, 1 },
 	{ 'p', 0, "p", "copy", "push/pull: copy the version to another remote (a job; only missing shards travel)", ACT_COPY, K_ACT | K_VERSION | K_WRITE, 1 },
 	{ 't', 0, "t", "tags", "edit the version's tags (written to its bucket)", ACT_TAGS, K_ACT | K_VERSION | K_WRITE, 1 },
@@ -50,6 +53,7 @@ const struct tui_key tui_keys[] = {
 	{ ']', 0, "]", "row+", "next row of the attribute", ACT_ROW_NEXT, K_MATRIX, 1 },
 	{ '[', 0, "[", "row-", "previous row of the attribute", ACT_ROW_PREV, K_MATRIX, 1 },
 	{ '#', 0, "#", "goto", "go to a row by number", ACT_ROW_GOTO, K_MATRIX, 1 },
+	{ 'x', 0, "x", "export", "export a row range of the attribute to a local .npy file (a job; asks before replacing a file; allowed read-only)", ACT_EXPORT, K_MATRIX, 1 },
 	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX, 1 },
 	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
@@ -132,10 +136,11 @@ struct view *tui_help_view(struct tui *t)
 			continue;
 		if (n + 2 >= cap)
 			lines = app_xreallocarray(lines, cap *= 2, sizeof *lines);
-		char where[64] = "";
+		char where[160] = "";
 		if ((e->scope & K_ALL) != K_ALL)
-			snprintf(where, sizeof where, " [%s%s%s%s%s%s%s%s]",
+			snprintf(where, sizeof where, " [%s%s%s%s%s%s%s%s%s]",
 				 e->scope & K_LIST ? "lists " : "",
+				 e->scope & K_SORT ? "buckets datasets versions shards " : "",
 				 e->scope & K_ACT ? "versions " : "",
 				 e->scope & K_ATTRS ? "attributes " : "",
 				 e->scope & K_GC ? "datasets " : "",

@@ -81,3 +81,13 @@ mt_store *tui_open_bucket(struct tui_job *j, const mt_catalog_ref *ref, int *sta
 	*stale = 1;
 	return open_old_bucket(j, ref, err);
 }
+
+void tui_ref_copy(mt_catalog_ref *dst, const mt_catalog_ref *src)
+{
+	dst->remote = app_xstrdup(src->remote);
+	dst->url = app_xstrdup(src->url);
+	dst->dataset = app_xstrdup(src->dataset);
+	dst->version = app_xstrdup(src->version);
+	dst->sha256 = NULL;
+	dst->shard = -1;
+}

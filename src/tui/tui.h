@@ -23,7 +23,8 @@ enum tui_action {
 	ACT_SEARCH, ACT_NEXT, ACT_PREV, ACT_FILTER, ACT_COMMAND, ACT_HELP, ACT_QUIT, ACT_REDRAW,
 	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
 	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
-	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT, ACT_STATS,
+	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT, ACT_STATS, ACT_DIFF, ACT_SORT, ACT_SOURCE,
+	ACT_EXPORT,
 };
 
 /* Where a binding applies (a view says which it is). */
@@ -38,6 +39,7 @@ enum {
 	K_ALL = 0x7f,
 	K_WRITE = 0x80,   /* changes a store: not in --read-only */
 	K_ATTRS = 0x100,  /* a version's attributes */
+	K_SORT = 0x200,   /* lists that sort (buckets, datasets, versions, shards) */
 };
 
 struct tui_key {
@@ -155,6 +157,9 @@ struct view *tui_jobs_view(struct tui *t);
 /* Open the store the catalog calls `remote` (stores.c; on a worker thread
  * only: this may wait on the network). */
 mt_store *tui_open_store(struct tui_job *j, const char *remote, mt_error *err);
+/* A version's place copied (to keep past the row it came from): remote,
+ * URL, dataset and version; no shard. */
+void tui_ref_copy(mt_catalog_ref *dst, const mt_catalog_ref *src);
 /* Open the bucket a catalog row lives in, even when its remote points
  * elsewhere now (*stale set then): actions act on the bucket shown. */
 mt_store *tui_open_bucket(struct tui_job *j, const mt_catalog_ref *ref, int *stale,
@@ -264,6 +269,8 @@ void tui_history_free(struct tui *t);
 void tui_complete_command(struct tui *t, const char *before, struct tui_words *out, void *arg);
 void tui_complete_remotes(struct tui *t, const char *before, struct tui_words *out, void *arg);
 void tui_complete_datasets(struct tui *t, const char *before, struct tui_words *out, void *arg);
+/* Local paths (the last word of before). */
+void tui_complete_path(struct tui *t, const char *before, struct tui_words *out, void *arg);
 const char *const *tui_command_names(void);
 /* The last error in full: its job's log, or the message (E, :error). */
 void tui_show_error(struct tui *t);
@@ -300,12 +307,31 @@ size_t tui_catalog_ncols(int level);
 /* The colour role of a catalog row of `level`: offline remotes, the health
  * of versions and shards. */
 int tui_row_role(int level, const char *const *cols);
+/* The orders a catalog list sorts in (sort.c): o cycles through those its
+ * level has, back to the catalog's order. */
+enum { TUI_SORT_NONE, TUI_SORT_NAME, TUI_SORT_SIZE, TUI_SORT_DATE, TUI_SORT_HEALTH, TUI_SORT_N };
+/* The catalog column a level's rows sort on in that order; -1: none. */
+int tui_sort_column(int level, int sort);
+/* The order after `sort` that the level has (TUI_SORT_NONE after the last). */
+int tui_sort_next(int level, int sort);
+const char *tui_sort_name(int sort);
+/* How two rows' catalog values of the sort column compare: names in version
+ * order (v2 < v10), sizes and dates largest and newest first, health worst first. */
+int tui_sort_cmp(int sort, const char *a, const char *b);
 /* Lines of text (help, an error), wrapped to the screen. */
 struct view *tui_text_view(const char *title, char **lines, size_t n);
 /* Replace a text view's title and lines (takes lines, as tui_text_view does). */
 void tui_text_view_set(struct view *v, const char *title, char **lines, size_t n);
 /* Job t->jobs[job]'s state and log, live while it runs. */
 struct view *tui_job_log_view(struct tui *t, size_t job);
+/* Rows of attribute attr of ref's version to a local .npy file (export.c):
+ * the range (row: the one on screen) and the path asked for, an existing
+ * file replaced only when 'overwrite' is typed, the writing a job.  A local
+ * file changes no store, so --read-only allows it. */
+void tui_export_action(struct tui *t, const mt_catalog_ref *ref, const char *attr, uint64_t row);
+/* A typed row range: "" (*all), "A" (one row), "A:B", "A:" (to the last:
+ * *end UINT64_MAX), ":B"; 0, or -1 when it is none of those. */
+int tui_export_range(const char *text, int *all, uint64_t *first, uint64_t *end);
 /* The values of attribute `attr` of a version, a row at a time. */
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr);
 
@@ -321,6 +347,9 @@ void tui_stats_line(struct tui *t, const mt_catalog_ref *ref, const char *attr, 
  * a prompt or a view; what goes wrong shows on the status line, so they return
  * nothing. */
 void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
+/* The version against another of its dataset (asked for; its parent by
+ * default): shards shared, new and removed, read by a job (diff.c). */
+void tui_diff_action(struct tui *t, int64_t version_id);
 /* A shard's chunk layout, read by a job and shown when it is in. */
 void tui_chunks_action(struct tui *t, int64_t shard_id);
 /* Dataset/bucket-level gc with a preview. */

@@ -14,6 +14,8 @@ struct row {
 	int64_t id;
 	char **cols;
 	int role;
+	char *key;  /* the catalog's value of the sort column (NULL: not sorted) */
+	size_t seq; /* its place in the catalog's order, to keep ties in it */
 };
 
 struct list {
@@ -32,6 +34,8 @@ struct list {
 	char search[256];
 	char error[512];
 	int wrap;      /* the last column wraps (text, logs, a version's or shard's fields) */
+	int sort;      /* TUI_SORT_* */
+	char name[256]; /* the title without the order */
 	size_t job;    /* SRC_JOBLOG: the job's index in t->jobs */
 };
 
@@ -47,6 +51,7 @@ static void list_clear(struct list *l)
 		for (size_t c = 0; c < l->ncols; c++)
 			free(l->rows[i].cols[c]);
 		free(l->rows[i].cols);
+		free(l->rows[i].key);
 	}
 	l->n = 0;
 }
@@ -59,6 +64,8 @@ static void list_add(struct list *l, int64_t id, const char *const *cols, int ro
 	struct row *r = &l->rows[l->n++];
 	r->id = id;
 	r->role = role;
+	r->key = NULL;
+	r->seq = l->n - 1;
 	r->cols = app_xcalloc(l->ncols, sizeof *r->cols);
 	for (size_t c = 0; c < l->ncols; c++) {
 		if (l->cols[c].kind == COL_BYTES && cols[c][0]) {
@@ -86,11 +93,35 @@ static int list_catalog_row(void *ud, const mt_catalog_row *row)
 	}
 	int role = tui_row_role(l->level, row->cols);
 	const char *text[16];
-	char bufs[16][32];
+	char bufs[16][96];
 	for (size_t c = 0; c < l->ncols && c < 16; c++)
 		text[c] = tui_cell(l->level, row->cols, c, bufs[c], sizeof bufs[c]);
 	list_add(l, row->id, text, role);
+	int sc = tui_sort_column(l->level, l->sort);
+	if (sc >= 0 && (size_t)sc < row->ncols)
+		l->rows[l->n - 1].key = app_xstrdup(row->cols[sc] ? row->cols[sc] : "");
 	return 0;
+}
+
+static int row_cmp(const void *x, const void *y, void *ud)
+{
+	const struct row *a = x, *b = y;
+	int c = tui_sort_cmp(*(const int *)ud, a->key, b->key);
+	return c ? c : a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The rows in the list's order, and the title saying which it is. */
+static void list_sort(struct list *l)
+{
+	if (l->sort)
+		qsort_r(l->rows, l->n, sizeof *l->rows, row_cmp, &l->sort);
+	if (!l->name[0])
+		snprintf(l->name, sizeof l->name, "%s", l->base.title);
+	if (l->sort)
+		snprintf(l->base.title, sizeof l->base.title, "%.200s (by %s)", l->name,
+			 tui_sort_name(l->sort));
+	else
+		snprintf(l->base.title, sizeof l->base.title, "%s", l->name);
 }
 
 static void list_widths(struct list *l)
@@ -155,6 +186,7 @@ static void list_load(struct tui *t, struct list *l)
 		if (mt_catalog_list(t->cat, l->level, l->parent, l->filter[0] ? l->filter : NULL,
 				    list_catalog_row, l, &err) && !l->error[0])
 			snprintf(l->error, sizeof l->error, "%s", err.message);
+		list_sort(l);
 	} else if (l->src == SRC_JOBS) {
 		jobs_fill(t, l);
 	} else if (l->src == SRC_JOBLOG) {
@@ -405,6 +437,38 @@ static void list_stats(struct tui *t, struct list *l)
 	mt_catalog_ref_free(&ref);
 }
 
+/* Go to the version a "source" row of a version's details names, when the
+ * catalog knows it (its row id). */
+static void source_open(struct tui *t, const struct row *r)
+{
+	if (r->id > 0) {
+		char title[300];
+		snprintf(title, sizeof title, "%.*s", (int)strcspn(r->cols[1], " "), r->cols[1]);
+		tui_push(t, tui_list_view(t, MT_CAT_VERSION, r->id, title));
+	} else {
+		tui_status(t, 1, "source %s is not in the catalog (sync its store, or add it as a "
+			   "remote)", r->cols[1]);
+	}
+}
+
+/* u: the source under the cursor, else the first one. */
+static int list_source(struct tui *t, struct list *l)
+{
+	if (l->src != SRC_CATALOG || l->level != MT_CAT_VERSION)
+		return V_IGNORED;
+	const struct row *first = NULL;
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->rows[i].cols[0], "source")) {
+			if (!first || i == l->cur)
+				first = &l->rows[i];
+		}
+	if (first)
+		source_open(t, first);
+	else
+		tui_status(t, 0, "the version names no source: it was not built from other versions");
+	return V_HANDLED;
+}
+
 static void list_open(struct tui *t, struct list *l)
 {
 	if (l->cur >= l->n)
@@ -451,7 +515,9 @@ static void list_open(struct tui *t, struct list *l)
 		tui_push(t, tui_list_view(t, MT_CAT_JOB, r->id, title));
 		break;
 	case MT_CAT_VERSION:
-		if (!strcmp(r->cols[0], "attributes"))
+		if (!strcmp(r->cols[0], "source"))
+			source_open(t, r);
+		else if (!strcmp(r->cols[0], "attributes"))
 			tui_push(t, tui_list_view(t, MT_CAT_ATTRS, l->parent, "attributes"));
 		else if (!strcmp(r->cols[0], "shards"))
 			tui_push(t, tui_list_view(t, MT_CAT_SHARDS, l->parent, "shards"));
@@ -473,6 +539,44 @@ static int64_t list_version(const struct list *l)
 	if ((l->level == MT_CAT_VERSIONS || l->level == MT_CAT_SEARCH) && l->cur < l->n)
 		return l->rows[l->cur].id;
 	return 0;
+}
+
+/* X: gc of the dataset or bucket under the cursor, or of the versions' dataset. */
+static int list_gc_key(struct tui *t, struct list *l)
+{
+	if (l->src == SRC_CATALOG && (l->level == MT_CAT_DATASETS ||
+				      l->level == MT_CAT_BUCKETS) && l->cur < l->n)
+		return tui_gc_action(t, l->level, l->rows[l->cur].id), V_HANDLED;
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSIONS)
+		return tui_gc_action(t, MT_CAT_DATASETS, l->parent), V_HANDLED;
+	return V_IGNORED;
+}
+
+/* o: the next order the list's level has, then the catalog's again. */
+static int list_sort_key(struct tui *t, struct list *l)
+{
+	if (l->src != SRC_CATALOG || tui_sort_next(l->level, TUI_SORT_NONE) == TUI_SORT_NONE)
+		return V_IGNORED;
+	l->sort = tui_sort_next(l->level, l->sort);
+	list_load(t, l);
+	tui_status(t, 0, "sorted by %s (o: next order)", tui_sort_name(l->sort));
+	return V_HANDLED;
+}
+
+/* c in the jobs list or a job's log: the job under the cursor, or the one
+ * whose log this is. */
+static int list_cancel_key(struct tui *t, struct list *l)
+{
+	if (!((l->src == SRC_JOBS && l->cur < l->n) || l->src == SRC_JOBLOG))
+		return V_IGNORED;
+	struct tui_job *j = t->jobs[l->src == SRC_JOBLOG ? l->job : (size_t)l->rows[l->cur].id];
+	if (atomic_load(&j->state) == JOB_RUNNING) {
+		tui_job_cancel(j);
+		tui_status(t, 0, "canceling job %u: %s", j->id, j->title);
+	} else {
+		tui_status(t, 0, "job %u is not running", j->id);
+	}
+	return V_HANDLED;
 }
 
 static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
@@ -520,19 +624,7 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		filter_ask(t, l);
 		return V_HANDLED;
 	case ACT_CANCEL:
-		if ((l->src == SRC_JOBS && l->cur < l->n) || l->src == SRC_JOBLOG) {
-			/* The job under the cursor, or the one whose log this is. */
-			struct tui_job *j = t->jobs[l->src == SRC_JOBLOG ? l->job
-						    : (size_t)l->rows[l->cur].id];
-			if (atomic_load(&j->state) == JOB_RUNNING) {
-				tui_job_cancel(j);
-				tui_status(t, 0, "canceling job %u: %s", j->id, j->title);
-			} else {
-				tui_status(t, 0, "job %u is not running", j->id);
-			}
-			return V_HANDLED;
-		}
-		return V_IGNORED;
+		return list_cancel_key(t, l);
 	case ACT_SHARDS:
 	case ACT_ATTRS:
 		if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSION) {
@@ -560,20 +652,20 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_DESCRIBE:
 	case ACT_DELETE:
 	case ACT_REPAIR:
-	case ACT_PROTECT: {
+	case ACT_PROTECT:
+	case ACT_DIFF: {
 		int64_t id = list_version(l);
 		if (!id)
 			return V_IGNORED;
 		tui_version_action(t, a, id);
 		return V_HANDLED;
 	}
+	case ACT_SOURCE:
+		return list_source(t, l);
+	case ACT_SORT:
+		return list_sort_key(t, l);
 	case ACT_GC:
-		if (l->src == SRC_CATALOG && (l->level == MT_CAT_DATASETS ||
-					      l->level == MT_CAT_BUCKETS) && l->cur < l->n)
-			return tui_gc_action(t, l->level, l->rows[l->cur].id), V_HANDLED;
-		if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSIONS)
-			return tui_gc_action(t, MT_CAT_DATASETS, l->parent), V_HANDLED;
-		return V_IGNORED;
+		return list_gc_key(t, l);
 	default:
 		return V_IGNORED;
 	}
@@ -633,9 +725,9 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	/* Version keys where rows are versions (or a version's parts), gc where
 	 * there is something to sweep: the footer lists only what works here. */
 	static const int scopes[MT_CAT_NLEVELS] = {
-		[MT_CAT_BUCKETS] = K_GC, [MT_CAT_DATASETS] = K_GC,
-		[MT_CAT_VERSIONS] = K_ACT | K_GC, [MT_CAT_SEARCH] = K_ACT,
-		[MT_CAT_SHARDS] = K_ACT, [MT_CAT_ATTRS] = K_ACT | K_ATTRS,
+		[MT_CAT_BUCKETS] = K_GC | K_SORT, [MT_CAT_DATASETS] = K_GC | K_SORT,
+		[MT_CAT_VERSIONS] = K_ACT | K_GC | K_SORT, [MT_CAT_SEARCH] = K_ACT,
+		[MT_CAT_SHARDS] = K_ACT | K_SORT, [MT_CAT_ATTRS] = K_ACT | K_ATTRS,
 	};
 	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
 		l->base.scope = K_LIST | scopes[level];

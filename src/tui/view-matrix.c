@@ -11,6 +11,10 @@
 
 /* Scalar attributes show this many rows at once, as one column. */
 #define SCALAR_PAGE 512
+/* The row's other attributes shown beside it: at most this many, each of at
+ * most MX_SIDE_ITEMS values (a label, a few scalars; not another picture). */
+#define MX_SIDE 16
+#define MX_SIDE_ITEMS 8
 
 /* What the view and its reading jobs share; freed by whoever lets go last. */
 struct mx_data {
@@ -29,6 +33,9 @@ struct mx_data {
 	uint64_t nvals, h, w; /* the grid: h x w values */
 	int ready;
 	char error[512];
+	/* The same row's short attributes, as "name: value" lines (under lock). */
+	char side[MX_SIDE][96];
+	int nside;
 	atomic_int busy; /* a job is reading */
 	uint64_t want;   /* the row the job is to read (set before it starts) */
 };
@@ -64,6 +71,8 @@ static uint64_t mx_items(const mt_attr *a)
 {
 	return mt_attr_items(a);
 }
+
+static int mx_read_side(struct mx_data *d, uint64_t row, char side[MX_SIDE][96]);
 
 /* Read row `want` (a page of them for scalars) on the worker. */
 static int mx_read(struct tui_job *j)
@@ -120,11 +129,15 @@ static int mx_read(struct tui_job *j)
 			h = w ? items / w : 0;
 		}
 	}
+	char side[MX_SIDE][96];
+	int nside = !rc && n == 1 ? mx_read_side(d, want, side) : 0;
 	pthread_mutex_lock(&d->lock);
 	if (rc) {
 		snprintf(d->error, sizeof d->error, "%s", err.message);
 		free(buf);
 	} else {
+		memcpy(d->side, side, sizeof side);
+		d->nside = nside;
 		free(d->buf);
 		d->buf = buf;
 		d->row = want;
@@ -171,10 +184,10 @@ static double half_to_double(uint16_t h)
 	return h & 0x8000 ? -v : v;
 }
 
-static double mx_value(const struct mx_data *d, uint64_t i)
+/* The value of dtype t at p as a double. */
+static double mx_value_at(mt_dtype t, const unsigned char *p)
 {
-	const unsigned char *p = (const unsigned char *)d->buf + i * mt_dtype_size(d->a.dtype);
-	switch (d->a.dtype) {
+	switch (t) {
 	case MT_BOOL: case MT_UINT8: return *p;
 	case MT_INT8: return *(const int8_t *)p;
 	case MT_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
@@ -190,28 +203,72 @@ static double mx_value(const struct mx_data *d, uint64_t i)
 	}
 }
 
+static double mx_value(const struct mx_data *d, uint64_t i)
+{
+	return mx_value_at(d->a.dtype,
+			   (const unsigned char *)d->buf + i * mt_dtype_size(d->a.dtype));
+}
+
 static int mx_is_float(mt_dtype t)
 {
 	return t == MT_FLOAT16 || t == MT_FLOAT32 || t == MT_FLOAT64;
 }
 
-/* Integers exactly (64-bit ones from their bytes), floats in %.6g. */
-static void mx_format(const struct mx_data *d, uint64_t i, char *buf, size_t cap)
+/* The value of dtype t at p as text: integers exactly (64-bit ones from
+ * their bytes), floats in %.6g. */
+static void mx_format_at(mt_dtype t, const unsigned char *p, char *buf, size_t cap)
 {
-	const unsigned char *p = (const unsigned char *)d->buf + i * mt_dtype_size(d->a.dtype);
-	if (d->a.dtype == MT_INT64) {
+	if (t == MT_INT64) {
 		int64_t v;
 		memcpy(&v, p, 8);
 		snprintf(buf, cap, "%lld", (long long)v);
-	} else if (d->a.dtype == MT_UINT64) {
+	} else if (t == MT_UINT64) {
 		uint64_t v;
 		memcpy(&v, p, 8);
 		snprintf(buf, cap, "%llu", (unsigned long long)v);
-	} else if (mx_is_float(d->a.dtype)) {
-		snprintf(buf, cap, "%.6g", mx_value(d, i));
+	} else if (mx_is_float(t)) {
+		snprintf(buf, cap, "%.6g", mx_value_at(t, p));
 	} else {
-		snprintf(buf, cap, "%.0f", mx_value(d, i));
+		snprintf(buf, cap, "%.0f", mx_value_at(t, p));
 	}
+}
+
+static void mx_format(const struct mx_data *d, uint64_t i, char *buf, size_t cap)
+{
+	mx_format_at(d->a.dtype, (const unsigned char *)d->buf + i * mt_dtype_size(d->a.dtype),
+		     buf, cap);
+}
+
+/* One short attribute of row `row` as "name: value" (a vector in brackets);
+ * 0, or -1 when it is not short or could not be read. */
+static int mx_side_line(struct mx_data *d, size_t i, uint64_t row, char *line, size_t cap)
+{
+	const mt_attr *a = mt_reader_attr(d->r, i);
+	uint64_t items = mt_attr_items(a);
+	unsigned char vals[MX_SIDE_ITEMS * 8];
+	mt_error err = { 0 };
+	if (a->ragged || items > MX_SIDE_ITEMS ||
+	    mt_reader_read(d->r, i, row, row + 1, vals, sizeof vals, &err))
+		return -1;
+	size_t used = (size_t)snprintf(line, cap, "%s: %s", a->name, a->rank ? "[" : "");
+	for (uint64_t k = 0; k < items && used < cap; k++) {
+		char v[48];
+		mx_format_at(a->dtype, vals + k * mt_dtype_size(a->dtype), v, sizeof v);
+		used += (size_t)snprintf(line + used, cap - used, "%s%s", k ? " " : "", v);
+	}
+	if (a->rank && used < cap)
+		snprintf(line + used, cap - used, "]");
+	return 0;
+}
+
+/* The row's other short attributes (a label beside a picture) as lines; how many. */
+static int mx_read_side(struct mx_data *d, uint64_t row, char side[MX_SIDE][96])
+{
+	int n = 0;
+	for (size_t i = 0; i < mt_reader_nattrs(d->r) && n < MX_SIDE; i++)
+		if ((int)i != d->ai && !mx_side_line(d, i, row, side[n], sizeof side[n]))
+			n++;
+	return n;
 }
 
 static void mx_stat_text(double v, int is_float, char *buf, size_t cap)
@@ -388,6 +445,27 @@ static void mx_draw_grid(struct matrix *m, int top, int bottom, int w)
 	mx_draw_cover(m, bottom - MX_NSTATS - 2, w);
 }
 
+/* The row's other attributes in a panel on the right of rows [top, bottom),
+ * when there are any and the screen is wide enough; the columns left for the
+ * grid or picture. */
+static int mx_draw_side(const struct mx_data *d, int top, int bottom, int w)
+{
+	if (!d->nside || w < 60)
+		return w;
+	int pw = w / 3 > 40 ? 40 : w / 3, x = w - pw;
+	char head[64];
+	snprintf(head, sizeof head, "row %llu", (unsigned long long)d->row);
+	disp_text(top, x, pw, R_HEADER, "│");
+	tui_text_cut(top, x + 2, pw - 2, R_HEADER, head);
+	for (int i = 0; i < d->nside && top + 1 + i < bottom; i++) {
+		disp_text(top + 1 + i, x, pw, R_DIM, "│");
+		tui_text_cut(top + 1 + i, x + 2, pw - 2, R_NORMAL, d->side[i]);
+	}
+	for (int y = top + 1 + d->nside; y < bottom; y++)
+		disp_text(y, x, pw, R_DIM, "│");
+	return x - 1;
+}
+
 static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
 {
 	struct matrix *m = (struct matrix *)v;
@@ -407,10 +485,11 @@ static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
 			tui_text_cut(top++, 0, w, R_ERROR, d->error);
 		if (d->ready) {
 			mx_draw_head(d, top++, w);
+			int gw = mx_draw_side(d, top, bottom, w);
 			if (m->image && d->h > 1 && d->w > 1)
-				mx_draw_image(d, top, bottom, w);
+				mx_draw_image(d, top, bottom, gw);
 			else
-				mx_draw_grid(m, top, bottom, w);
+				mx_draw_grid(m, top, bottom, gw);
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -493,6 +572,9 @@ static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_STATS:
 		tui_stats_start(t, &d->ref, d->attr);
 		return V_HANDLED;
+	case ACT_EXPORT:
+		tui_export_action(t, &d->ref, d->attr, m->want);
+		return V_HANDLED;
 	case ACT_IMAGE:
 		m->image = !m->image;
 		if (m->image && !(d->h > 1 && d->w > 1))
@@ -527,11 +609,7 @@ struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const cha
 	struct mx_data *d = app_xcalloc(1, sizeof *d);
 	pthread_mutex_init(&d->lock, NULL);
 	atomic_init(&d->refs, 1);
-	d->ref.remote = app_xstrdup(ref->remote);
-	d->ref.url = app_xstrdup(ref->url);
-	d->ref.dataset = app_xstrdup(ref->dataset);
-	d->ref.version = app_xstrdup(ref->version);
-	d->ref.shard = -1;
+	tui_ref_copy(&d->ref, ref);
 	snprintf(d->attr, sizeof d->attr, "%s", attr);
 	m->d = d;
 	m->base.ops = &matrix_ops;

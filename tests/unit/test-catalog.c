@@ -213,9 +213,18 @@ static void test_sync_and_lists(void)
 	TAP_CALL(mt_store_delete_version(store, "speech", "v1", &err), &err, "speech@v1 deleted");
 	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
 		 "sync after the deletion");
+	d = list(c, MT_CAT_DATASETS, bucket, NULL, 3, &err);
+	tap_ok(!strcmp(d.text, "digits|2|v2\nspeech|0|\n") && st.versions_removed == 1,
+	       "a dataset with no version left stays listed, with no versions, while its shards remain: %s",
+	       d.text);
+	d = list(c, MT_CAT_DATASETS, bucket, "leftover", 1, &err);
+	tap_ok(!strcmp(d.text, "speech\n"), "its description says shards are left for gc");
+	TAP_CALL(mt_store_gc(store, "speech", 0, 0, NULL, NULL, NULL, NULL, &err), &err,
+		 "gc collects its shards");
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
+		 "sync after gc");
 	d = list(c, MT_CAT_DATASETS, bucket, NULL, 1, &err);
-	tap_ok(!strcmp(d.text, "digits\n") && st.versions_removed == 1,
-	       "the deleted dataset is gone from the catalog");
+	tap_ok(!strcmp(d.text, "digits\n"), "the deleted dataset is gone from the catalog");
 	s = list(c, MT_CAT_SEARCH, 0, "spoken", 3, &err);
 	tap_ok(s.n == 0, "and from the search index");
 	json = NULL;

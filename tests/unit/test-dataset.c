@@ -157,6 +157,38 @@ static void test_basic(void)
 	mt_strv_free(v, n);
 }
 
+/* Sources as lineage: this store's recorded as "", another's URL without
+ * any user:password@; a source that is no version refused. */
+static void test_sources(void)
+{
+	mt_error err = {0};
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	mt_source src[] = {
+		{ "basic", "v1", mt_store_url(store) },
+		{ "far", "v2", "http://user:secret@127.0.0.1:9/bucket" },
+		{ "near", "v3", NULL },
+	};
+	o.sources = src;
+	o.nsources = 3;
+	char ver[64];
+	mt_reader *r = NULL;
+	if (!TAP_CALL(write_version("derived", 0, 5, &o, ver, &err), &err, "write with 3 sources") ||
+	    !TAP_CALL(mt_reader_open(store, "derived", ver, &r, &err), &err, "open it"))
+		return;
+	const mt_source *a = mt_reader_source(r, 0), *b = mt_reader_source(r, 1);
+	tap_ok(mt_reader_nsources(r) == 3 && !strcmp(a->dataset, "basic") && !strcmp(a->store, "") &&
+	       !strcmp(mt_reader_source(r, 2)->store, "") && !mt_reader_source(r, 3),
+	       "this store's sources are recorded as \"\"");
+	tap_ok(!strcmp(b->store, "http://127.0.0.1:9/bucket") && !strstr(mt_reader_manifest(r), "secret"),
+	       "another store's URL is kept without its credentials (%s)", b->store);
+	mt_reader_close(r);
+	src[1].version = "../x";
+	tap_ok(write_version("derived", 0, 5, &o, ver, &err) == MT_EINVAL &&
+	       strstr(err.message, "source 1"), "a source that is no version is refused: %s",
+	       err.message);
+}
+
 static void test_append_and_zero(void)
 {
 	mt_error err = {0};
@@ -527,6 +559,7 @@ int main(void)
 	counting_ops.read = counting_read;
 	store->ops = &counting_ops;
 	test_basic();
+	test_sources();
 	test_append_and_zero();
 	test_damage();
 	test_gc_abort_cancel();

@@ -203,6 +203,44 @@ static void test_recipe(void)
 	       "an argument that is not KEY=VALUE cannot be encoded (%s)", err.message);
 }
 
+/* The optional sources: the store only when another, decoded in order, and
+ * a bad entry refused naming it. */
+static void test_sources(void)
+{
+	mt_manifest m = sample();
+	mt_source src[] = { { "raw", "v3", "" }, { "far", "v1", "s3://b/p" } };
+	m.sources = src;
+	m.nsources = 2;
+	char *json = NULL;
+	mt_error err;
+	if (!TAP_CALL(mti_manifest_encode(&m, &json, &err), &err, "encode a manifest with sources"))
+		return;
+	tap_ok(strstr(json, ",\"sources\":[{\"dataset\":\"raw\",\"version\":\"v3\"},"
+			    "{\"dataset\":\"far\",\"version\":\"v1\",\"store\":\"s3://b/p\"}],"
+			    "\"checksum\"") != NULL,
+	       "sources are [{dataset, version[, store]}], the store only when another");
+	mt_manifest *d = NULL;
+	if (TAP_CALL(mti_manifest_decode(json, strlen(json), "with-sources", &d, &err), &err,
+		     "decode it")) {
+		tap_ok(d->nsources == 2 && !strcmp(d->sources[0].dataset, "raw") &&
+			       !strcmp(d->sources[0].store, "") &&
+			       !strcmp(d->sources[1].version, "v1") &&
+			       !strcmp(d->sources[1].store, "s3://b/p"),
+		       "sources survive, in order, a missing store as \"\"");
+		mti_manifest_free(d);
+	}
+	free(json);
+	const char *bad =
+		"{\"format\":1,\"dataset\":\"d\",\"version\":\"v1\",\"created\":\"x\","
+		"\"rows\":0,\"raw_bytes\":0,\"compression\":{\"codec\":\"zstd\",\"level\":1,"
+		"\"chunk_bytes\":1},\"attributes\":[{\"name\":\"a\",\"dtype\":\"bool\","
+		"\"shape\":[]}],\"shards\":[],\"sources\":[{\"dataset\":\"x\"}]}";
+	d = NULL;
+	tap_ok(mti_manifest_decode(bad, strlen(bad), "bad", &d, &err) == MT_EFORMAT && !d &&
+	       strstr(err.message, "version"),
+	       "a source without a version is refused (%s)", err.message);
+}
+
 static void test_encode_errors(void)
 {
 	mt_manifest m = sample();
@@ -878,6 +916,7 @@ int main(void)
 {
 	test_roundtrip();
 	test_recipe();
+	test_sources();
 	test_encode_errors();
 	test_big();
 	test_decode_errors();

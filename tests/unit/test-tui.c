@@ -192,6 +192,54 @@ static void test_text(struct tui *t)
 	keys(t, "\x1b");
 }
 
+/* The orders a list sorts in: which levels have which, how values compare,
+ * and o cycling through them on the datasets' list (t shows it). */
+static void test_sort(struct tui *t)
+{
+	tap_ok(tui_sort_next(MT_CAT_VERSIONS, TUI_SORT_NONE) == TUI_SORT_NAME &&
+	       tui_sort_next(MT_CAT_VERSIONS, TUI_SORT_DATE) == TUI_SORT_HEALTH &&
+	       tui_sort_next(MT_CAT_VERSIONS, TUI_SORT_HEALTH) == TUI_SORT_NONE,
+	       "versions sort by name, size, date and health, then back");
+	tap_ok(tui_sort_next(MT_CAT_DATASETS, TUI_SORT_SIZE) == TUI_SORT_NONE &&
+	       tui_sort_next(MT_CAT_REMOTES, TUI_SORT_NONE) == TUI_SORT_NONE,
+	       "datasets have no date or health order; remotes none at all");
+	tap_ok(tui_sort_cmp(TUI_SORT_NAME, "v2", "v10") < 0, "names in version order: v2 < v10");
+	tap_ok(tui_sort_cmp(TUI_SORT_SIZE, "900", "1000") > 0, "the largest first");
+	tap_ok(tui_sort_cmp(TUI_SORT_DATE, "2026-01-02T00:00:00Z", "2026-01-01T00:00:00Z") < 0,
+	       "the newest first");
+	tap_ok(tui_sort_cmp(TUI_SORT_HEALTH, "unrepairable", "sound") < 0 &&
+	       tui_sort_cmp(TUI_SORT_HEALTH, "sound", NULL) < 0,
+	       "the worst health first, never checked last");
+	tap_ok(!has(t, "o sort"), "no sort key on the remotes");
+	keys(t, "\n\n");
+	keys(t, "o");
+	char *s = screen(t);
+	char *seq = strstr(s, "seq "), *tiny = strstr(s, "tiny ");
+	tap_ok(strstr(s, "(by name)") && seq && tiny && seq < tiny,
+	       "o sorts the datasets by name and the title says so");
+	free(s);
+	keys(t, "o");
+	tap_ok(shows(t, "(by size)") && shows(t, "sorted by size"), "then by size");
+	keys(t, "o");
+	tap_ok(!has(t, "(by ") && shows(t, "sorted by catalog order"), "then as the catalog lists them");
+	keys(t, "\x1b\x1b");
+}
+
+/* The export's row ranges as typed. */
+static void test_export_range(void)
+{
+	int all;
+	uint64_t a, b;
+	tap_ok(!tui_export_range("", &all, &a, &b) && all, "an empty range is every row");
+	tap_ok(!tui_export_range("7", &all, &a, &b) && !all && a == 7 && b == 8, "a row number is that row");
+	tap_ok(!tui_export_range("2:5", &all, &a, &b) && a == 2 && b == 5, "FIRST:END");
+	tap_ok(!tui_export_range("2:", &all, &a, &b) && a == 2 && b == UINT64_MAX, "FIRST: to the last row");
+	tap_ok(!tui_export_range(":4", &all, &a, &b) && a == 0 && b == 4, ":END from the first");
+	tap_ok(tui_export_range("5:2", &all, &a, &b) && tui_export_range("x", &all, &a, &b) &&
+	       tui_export_range("-1:3", &all, &a, &b) && tui_export_range("1:2:3", &all, &a, &b),
+	       "empty, reversed, negative and malformed ranges are refused");
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "/tmp/mt-tui-XXXXXX");
@@ -224,6 +272,8 @@ int main(void)
 	tap_ok(!has(&t, "v verify") && !has(&t, "p copy"), "no version keys on the remotes");
 	test_editor(&t);
 	test_text(&t);
+	test_sort(&t);
+	test_export_range();
 
 	keys(&t, "\n\n");
 	tap_ok(shows(&t, "tiny") && shows(&t, "digits") && shows(&t, "four by five"),
@@ -289,6 +339,11 @@ int main(void)
 	tap_ok(shows(&t, "row 1 of 3") && shows(&t, " 80") && shows(&t, "156"),
 	       "the matrix viewer shows row 1's values");
 	tap_ok(shows(&t, "mean"), "with per-column statistics");
+	tap_ok(shows(&t, "label: 8") && shows(&t, "│ row 1"),
+	       "and the row's label in a panel beside the grid");
+	disp_resize(50, 24);
+	tap_ok(!has(&t, "label: 8") && shows(&t, "156"), "a narrow screen leaves the panel out");
+	disp_resize(80, 24);
 	keys(&t, "i");
 	/* 80..156 of 255: the middle shades, two columns a pixel. */
 	tap_ok(!has(&t, "156") && shows(&t, "++") && shows(&t, "--"),

@@ -83,6 +83,15 @@ struct mt_catalog {
 	" ON DELETE CASCADE, attr TEXT NOT NULL, json TEXT NOT NULL, computed TEXT NOT NULL," \
 	" PRIMARY KEY(version_id, attr));"
 
+/* A step of its own (renumbered freely among others): the versions a
+ * version was built from (manifest "sources"; store "" for its own store).
+ * Versions indexed before it get theirs when next read. */
+#define MIGRATE_SOURCES                                                                    \
+	"CREATE TABLE sources(version_id INTEGER NOT NULL REFERENCES versions(id)"         \
+	" ON DELETE CASCADE, idx INTEGER NOT NULL, dataset TEXT NOT NULL,"                  \
+	" version TEXT NOT NULL, store TEXT NOT NULL, PRIMARY KEY(version_id, idx));"      \
+	"UPDATE versions SET manifest_size = -1;"
+
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */
 static const char *const migrations[] = {
@@ -162,6 +171,9 @@ static const char *const migrations[] = {
 
 	/* 3 -> 4: cached statistics of attributes. */
 	MIGRATE_ATTR_STATS,
+
+	/* 4 -> 5: the versions a version was built from. */
+	MIGRATE_SOURCES,
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -714,6 +726,7 @@ static int cat_clear_parts(mt_catalog *c, int64_t vid, mt_error *err)
 		"DELETE FROM attrs WHERE version_id = ?1", "DELETE FROM tags WHERE version_id = ?1",
 		"DELETE FROM shards WHERE version_id = ?1", "DELETE FROM search WHERE rowid = ?1",
 		"DELETE FROM recipes WHERE version_id = ?1",
+		"DELETE FROM sources WHERE version_id = ?1",
 	};
 	int rc = 0;
 	for (size_t i = 0; !rc && i < sizeof clear / sizeof clear[0]; i++)
@@ -764,6 +777,26 @@ static int cat_put_recipe(mt_catalog *c, int64_t vid, const mt_version_info *v, 
 		sqlite3_finalize(st);
 	}
 	free(args);
+	return rc;
+}
+
+static int cat_put_sources(mt_catalog *c, int64_t vid, const mt_reader *r, mt_error *err)
+{
+	size_t n = mt_reader_nsources(r);
+	if (!n)
+		return 0;
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "INSERT INTO sources VALUES(?1, ?2, ?3, ?4, ?5)", &st, err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		const mt_source *src = mt_reader_source(r, i);
+		sqlite3_bind_int64(st, 1, vid);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		sqlite3_bind_text(st, 3, src->dataset, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, src->version, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, src->store ? src->store : "", -1, SQLITE_STATIC);
+		rc = cat_step_done(c, st, "recording a source", err);
+	}
+	sqlite3_finalize(st);
 	return rc;
 }
 
@@ -833,7 +866,7 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
 	    !(rc = cat_put_protection(c, vid, prot, err)) &&
 	    !(rc = cat_clear_parts(c, vid, err)) && !(rc = cat_put_attrs(c, vid, r, err)) &&
 	    !(rc = cat_put_recipe(c, vid, v, err)) && !(rc = cat_put_tags(c, vid, v, err)) &&
-	    !(rc = cat_put_shards(c, vid, r, err)))
+	    !(rc = cat_put_shards(c, vid, r, err)) && !(rc = cat_put_sources(c, vid, r, err)))
 		rc = cat_exec_id(c, SEARCH_INSERT " WHERE v.id = ?1", vid, "indexing a version",
 				 err);
 	return cat_end(c, "put_version", top, rc, err);
@@ -925,7 +958,28 @@ struct ds_sync {
 	size_t nknown;
 	int64_t ds;               /* its row; 0 when the catalog has none */
 	mt_error bad;             /* the first damaged manifest, reported at the end */
+	uint64_t left, left_bytes; /* no version: the shard objects left for gc */
 };
+
+static int count_object(void *ud, const mt_object_info *o)
+{
+	struct ds_sync *d = ud;
+	d->left++;
+	d->left_bytes += o->size;
+	return 0;
+}
+
+/* A dataset with no version left is still shown while shards of it remain
+ * (gc collects them); count them. */
+static int ds_count_leftovers(struct ds_sync *d, mt_error *err)
+{
+	char *prefix = cat_printf("datasets/%s/shards/", d->dataset);
+	if (!prefix)
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	int rc = mt_store_list(d->s, prefix, count_object, d, err);
+	free(prefix);
+	return rc;
+}
 
 /* List the dataset's objects (the store is read without the lock), then
  * find its row and known versions (a row is made only when it has some). */
@@ -936,9 +990,12 @@ static int ds_sync_start(struct ds_sync *d, int64_t bucket, mt_error *err)
 		rc = cat_list_objects(d->s, d->dataset, "meta", &d->meta, err);
 	if (!rc)
 		rc = cat_list_objects(d->s, d->dataset, "protect", &d->prot, err);
+	if (!rc && !d->man.n)
+		rc = ds_count_leftovers(d, err);
 	pthread_mutex_lock(&d->c->lock);
 	if (!rc)
-		rc = cat_dataset_id(d->c, bucket, d->dataset, d->man.n > 0, &d->ds, err);
+		rc = cat_dataset_id(d->c, bucket, d->dataset, d->man.n > 0 || d->left > 0, &d->ds,
+				    err);
 	if (!rc && d->ds)
 		rc = cat_known(d->c, d->ds, &d->known, &d->nknown, err);
 	pthread_mutex_unlock(&d->c->lock);
@@ -999,6 +1056,28 @@ static int ds_sync_version(struct ds_sync *d, const struct listed *lm, mt_error 
 	return rc;
 }
 
+/* A dataset with no version but shards left: no latest version, the
+ * leftovers' size as its stored bytes, and a description saying so. */
+static int ds_sync_leftovers(struct ds_sync *d, mt_error *err)
+{
+	sqlite3_stmt *st;
+	char *what = cat_printf("no versions left: %llu leftover shard%s (gc collects them)",
+				(unsigned long long)d->left, d->left == 1 ? "" : "s");
+	int rc = what ? cat_prepare(d->c, "UPDATE datasets SET nversions = 0, latest = '',"
+				   " latest_id = 0, rows = 0, stored_bytes = ?2, tags = '',"
+				   " description = ?3 WHERE id = ?1", &st, err)
+		      : mt_error_set(err, MT_ENOMEM, "out of memory");
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, d->ds);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)d->left_bytes);
+		sqlite3_bind_text(st, 3, what, -1, SQLITE_STATIC);
+		rc = cat_step_done(d->c, st, "summarising a dataset", err);
+		sqlite3_finalize(st);
+	}
+	free(what);
+	return rc;
+}
+
 /* Drop the versions the store no longer lists, then refresh the dataset's
  * summary, or drop the dataset when no version is left; one transaction. */
 static int ds_sync_finish(struct ds_sync *d, mt_error *err)
@@ -1024,6 +1103,8 @@ static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 	if (!rc && d->man.n)
 		rc = cat_exec_id(c, SUMMARY_UPDATE " WHERE id = ?1", d->ds,
 				 "summarising a dataset", err);
+	else if (!rc && d->left)
+		rc = ds_sync_leftovers(d, err);
 	else if (!rc)
 		rc = cat_exec_id(c, "DELETE FROM datasets WHERE id = ?1", d->ds,
 				 "dropping a dataset", err);
@@ -1105,7 +1186,8 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 		if (!rc && !(names[n++] = strdup(dataset)))
 			rc = mt_error_set(err, MT_ENOMEM, "out of memory");
 	} else {
-		rc = mt_store_datasets(s, &names, &n, err);
+		/* Also those whose versions are all gone while their shards remain. */
+		rc = mt_store_dataset_dirs(s, &names, &n, err);
 	}
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (progress && progress(ud, i, n)) {
@@ -1190,11 +1272,15 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" FROM datasets WHERE bucket_id = ?1"
 		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
 			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
-	[MT_CAT_VERSIONS] = {11,
+	[MT_CAT_VERSIONS] = {12,
 		"SELECT v.id, v.name, v.created, v.rows, v.nshards, v.stored_bytes, v.parent,"
 		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
 		" v.description, " PROTECTION("v.") ", v.protect_overhead,"
-		" (SELECT state FROM checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1)"
+		" (SELECT state FROM checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1),"
+		" CASE v.parent WHEN '' THEN NULL ELSE (SELECT count(*) FROM shards s WHERE"
+		"  s.version_id = v.id AND s.sha256 IN (SELECT ps.sha256 FROM shards ps JOIN"
+		"  versions pv ON pv.id = ps.version_id WHERE pv.dataset_id = v.dataset_id AND"
+		"  pv.name = v.parent)) END"
 		" FROM versions v WHERE v.dataset_id = ?1"
 		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"
 			    " EXISTS (SELECT 1 FROM tags t WHERE t.version_id = v.id AND"
@@ -1218,6 +1304,9 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		"   AND up.n < 64) SELECT name FROM up WHERE name <> '' ORDER BY n) p) AS lineage,"
 		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified = 'ok')"
 		"  AS nok,"
+		" (SELECT count(*) FROM shards s WHERE s.version_id = v.id AND s.sha256 IN"
+		"  (SELECT ps.sha256 FROM shards ps JOIN versions pv ON pv.id = ps.version_id"
+		"   WHERE pv.dataset_id = v.dataset_id AND pv.name = v.parent)) AS nshared,"
 		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified NOT IN"
 		"  ('', 'ok')) AS nbad, " CHECK_FIELDS
 		" FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"
@@ -1226,6 +1315,9 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		FIELD("'remote'", "remote || '  ' || url")
 		FIELD("'parent'", "nullif(parent, '')")
 		FIELD("'lineage'", "coalesce(name || ' < ' || lineage, name)")
+		FIELD("'shared'", "CASE WHEN parent = '' THEN NULL ELSE nshared || ' of ' ||"
+		      " nshards || ' shards with ' || parent || CASE nshared WHEN nshards THEN"
+		      " ' (all)' ELSE '' END END")
 		FIELD("'created'", "created")
 		FIELD("'author'", "nullif(author, '')")
 		FIELD("'description'", "nullif(description, '')")
@@ -1235,6 +1327,14 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		FIELD("'ratio'", "1.0 * raw_bytes / nullif(stored_bytes, 0)")
 		FIELD("'zstd level'", "level")
 		FIELD("'recipe'", "recipe")
+		/* A row per source, its id the source's version where the catalog
+		 * knows it (0: not indexed), so the browser can go there. */
+		"SELECT * FROM (SELECT coalesce((SELECT sv.id FROM versions sv JOIN datasets sd"
+		" ON sd.id = sv.dataset_id JOIN buckets sb ON sb.id = sd.bucket_id WHERE"
+		" sd.name = s.dataset AND sv.name = s.version AND sb.url = CASE s.store WHEN ''"
+		" THEN v.url ELSE s.store END), 0), 'source', s.dataset || '@' || s.version ||"
+		" CASE s.store WHEN '' THEN '' ELSE '  ' || s.store END FROM sources s, v"
+		" WHERE s.version_id = v.id ORDER BY s.idx) UNION ALL "
 		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN NULL ELSE"
 		      " nok || ' of ' || nshards || ' shards sound, ' || nbad || ' damaged' END")
 

@@ -117,15 +117,26 @@ static int list_datasets(mt_store *s, int with_manifest, struct strv *out, mt_er
 	return 0;
 }
 
-int mt_store_datasets(mt_store *s, char ***names, size_t *n, mt_error *err)
+static int store_datasets(mt_store *s, int with_manifest, char ***names, size_t *n,
+			  mt_error *err)
 {
 	struct strv l = {0};
-	int rc = list_datasets(s, 1, &l, err);
+	int rc = list_datasets(s, with_manifest, &l, err);
 	if (rc)
 		return rc;
 	*names = l.v;
 	*n = l.n;
 	return 0;
+}
+
+int mt_store_datasets(mt_store *s, char ***names, size_t *n, mt_error *err)
+{
+	return store_datasets(s, 1, names, n, err);
+}
+
+int mt_store_dataset_dirs(mt_store *s, char ***names, size_t *n, mt_error *err)
+{
+	return store_datasets(s, 0, names, n, err);
 }
 
 struct version_list {

@@ -101,6 +101,16 @@ const mt_version_info *mt_reader_info(const mt_reader *r)
 	return &r->info;
 }
 
+size_t mt_reader_nsources(const mt_reader *r)
+{
+	return r->m->nsources;
+}
+
+const mt_source *mt_reader_source(const mt_reader *r, size_t i)
+{
+	return i < r->m->nsources ? &r->m->sources[i] : NULL;
+}
+
 size_t mt_reader_nattrs(const mt_reader *r)
 {
 	return r->m->nattrs;

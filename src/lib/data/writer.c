@@ -56,6 +56,9 @@ struct mt_writer {
 	char *salvage_from;          /* a salvage's damaged version, or NULL */
 	uint64_t (*salvage_lost)[2]; /* and the rows of it that are lost */
 	size_t nsalvage_lost;
+	mt_source *sources;   /* what it was built from; strings in source_strs */
+	char **source_strs;   /* 3 a source: dataset, version, store ("" for this one) */
+	size_t nsources;
 
 	/* Held for a whole append (and commit), so one call's rows stay
 	 * together even while it waits for the upload queue. */
@@ -383,6 +386,46 @@ static int writer_take_recipe(mt_writer *w, const mt_writer_opts *o, mt_error *e
 	return mti_sha256_hex(w->recipe, w->recipe_len, w->recipe_sha, err);
 }
 
+/* A store URL as lineage keeps it: without any user:password@ (the
+ * credentials of a store never go in a manifest). */
+static char *source_url(const char *url)
+{
+	const char *scheme = strstr(url, "://"), *at = NULL;
+	if (scheme) {
+		size_t host = strcspn(scheme + 3, "/");
+		const char *a = memchr(scheme + 3, '@', host);
+		at = a;
+	}
+	if (!at)
+		return mti_strdup(url);
+	return mti_asprintf("%.*s%s", (int)(scheme + 3 - url), url, at + 1);
+}
+
+/* Keep the sources, the written store's own recorded as "". */
+static int writer_take_sources(mt_writer *w, const mt_writer_opts *o, mt_error *err)
+{
+	size_t n = o->nsources;
+	if (!(w->sources = calloc(n ? n : 1, sizeof *w->sources)) ||
+	    !(w->source_strs = calloc(3 * n + 1, sizeof *w->source_strs)))
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	const char *own = mt_store_url(w->store);
+	for (size_t i = 0; i < n; i++) {
+		const mt_source *src = &o->sources[i];
+		if (!src->dataset || !src->version || mt_name_check(src->dataset, "dataset", err) ||
+		    mt_name_check(src->version, "version", err))
+			return mti_err(err, MT_EINVAL, "source %zu: needs a dataset and a version "
+				      "(%s)", i, err && err->message[0] ? err->message : "none");
+		const char *url = src->store && strcmp(src->store, own) ? src->store : "";
+		char **f = &w->source_strs[3 * i];
+		if (!(f[0] = mti_strdup(src->dataset)) || !(f[1] = mti_strdup(src->version)) ||
+		    !(f[2] = source_url(url)))
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		w->sources[i] = (mt_source){ f[0], f[1], f[2] };
+		w->nsources++;
+	}
+	return 0;
+}
+
 /* Read the parent's manifest (name NULL: the latest), pinned against gc
  * first: the new version reuses its shards, and a gc must not collect them
  * should the parent be removed before the new manifest names them. */
@@ -538,6 +581,8 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 	rc = writer_take_opts(w, dataset, o, err);
 	if (!rc && o->recipe)
 		rc = writer_take_recipe(w, o, err);
+	if (!rc && o->nsources)
+		rc = writer_take_sources(w, o, err);
 	/* Fail before uploading gigabytes, not at commit. */
 	if (!rc && w->version)
 		rc = writer_check_name(w, err);
@@ -819,6 +864,7 @@ static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
 		.recipe_args = w->recipe_args, .nrecipe_args = w->nrecipe_args,
 		.salvage_from = w->salvage_from, .salvage_lost = w->salvage_lost,
 		.nsalvage_lost = w->nsalvage_lost,
+		.sources = w->sources, .nsources = w->nsources,
 	};
 	memcpy(m.recipe, w->recipe ? w->recipe_sha : "", w->recipe ? sizeof m.recipe : 1);
 	m.created = w->parent_created ? mti_created_after(w->parent_created) : mti_now_rfc3339();
@@ -998,6 +1044,10 @@ void mt_writer_close(mt_writer *w)
 	free(w->recipe);
 	free(w->salvage_from);
 	free(w->salvage_lost);
+	for (size_t i = 0; w->source_strs && w->source_strs[i]; i++)
+		free(w->source_strs[i]);
+	free(w->source_strs);
+	free(w->sources);
 	free(w->shards);
 	free(w->dataset);
 	free(w->version);

@@ -245,6 +245,27 @@ int mti_json_seal(char **json)
 	return 0;
 }
 
+/* [{"dataset": D, "version": V, "store": URL}, ...], store only when another. */
+static json_t *fm_enc_sources(const mt_manifest *m)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < m->nsources; i++) {
+		const mt_source *src = &m->sources[i];
+		json_t *o = json_pack("{s:s, s:s}", "dataset", src->dataset, "version",
+				      src->version);
+		if (o && src->store && src->store[0] &&
+		    json_object_set_new(o, "store", json_string(src->store))) {
+			json_decref(o);
+			o = NULL;
+		}
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 {
 	*json = NULL;
@@ -274,6 +295,8 @@ int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 		fm_set(root, "recipe", fm_enc_recipe(m), &failed);
 	if (m->salvage_from)
 		fm_set(root, "salvage", fm_enc_salvage(m), &failed);
+	if (m->nsources)
+		fm_set(root, "sources", fm_enc_sources(m), &failed);
 	if (!failed && !(*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 		failed = "(text)";
 	json_decref(root);
@@ -637,6 +660,40 @@ static int fm_dec_root(struct fm_dec *d, json_t *root, mt_manifest *m)
 	return fm_dec_shards(d, json_object_get(root, "shards"), m);
 }
 
+/* Optional: only versions built by a recipe that read other versions. */
+static int fm_dec_sources(struct fm_dec *d, json_t *a, mt_manifest *m)
+{
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
+		return fm_fail(d, "sources: expected an array");
+	size_t n = json_array_size(a);
+	if (!(m->sources = calloc(n ? n : 1, sizeof *m->sources)) ||
+	    !(m->source_strs = calloc(3 * n + 1, sizeof *m->source_strs)))
+		return fm_nomem(d);
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_array_get(a, i), *st = json_object_get(o, "store");
+		char **f = &m->source_strs[3 * i];
+		int rc = !json_is_object(o) ? fm_fail(d, "sources[%zu]: expected an object", i)
+		       : st && !json_is_string(st)
+			       ? fm_fail(d, "sources[%zu].store: expected a string", i)
+			       : 0;
+		if (!rc)
+			rc = fm_dec_str(d, o, "dataset", 1, &f[0]);
+		if (!rc)
+			rc = fm_dec_str(d, o, "version", 1, &f[1]);
+		if (!rc && !(f[2] = mti_strdup(st ? json_string_value(st) : "")))
+			rc = fm_nomem(d);
+		if (!rc)
+			rc = fm_dec_name(d, f[0], "sources.dataset");
+		if (rc)
+			return rc;
+		m->sources[i] = (mt_source){ f[0], f[1], f[2] };
+		m->nsources++;
+	}
+	return 0;
+}
+
 /* Optional: only salvaged versions have it. */
 static int fm_dec_salvage(struct fm_dec *d, json_t *sv, mt_manifest *m)
 {
@@ -678,6 +735,8 @@ int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manif
 	int rc = m ? fm_dec_root(&d, root, m) : fm_nomem(&d);
 	if (!rc)
 		rc = fm_dec_salvage(&d, json_object_get(root, "salvage"), m);
+	if (!rc)
+		rc = fm_dec_sources(&d, json_object_get(root, "sources"), m);
 	json_decref(root);
 	if (rc) {
 		mti_manifest_free(m);
@@ -705,6 +764,10 @@ void mti_manifest_free(mt_manifest *m)
 	mt_strv_free(m->recipe_args, m->nrecipe_args);
 	free(m->salvage_from);
 	free(m->salvage_lost);
+	for (size_t i = 0; m->source_strs && i < 3 * m->nsources + 3 && m->source_strs[i]; i++)
+		free(m->source_strs[i]);
+	free(m->source_strs);
+	free(m->sources);
 	free(m);
 }
 

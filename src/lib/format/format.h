@@ -90,6 +90,12 @@ typedef struct mt_manifest {
 	char *salvage_from;
 	uint64_t (*salvage_lost)[2];
 	size_t nsalvage_lost;
+	/* The versions it was built from: sources[i]'s strings are
+	 * source_strs[3i..3i+2] (dataset, version, store; "" for the same
+	 * store), owned by the manifest when decoded. */
+	mt_source *sources;
+	char **source_strs;
+	size_t nsources;
 } mt_manifest;
 
 /* The "checksum" member that ends a manifest (doc/FORMAT.md, "Manifest

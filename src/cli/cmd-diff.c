@@ -1,0 +1,65 @@
+/* cmd-diff.c — `matorage diff`: the shards two versions share, and those new or removed, in shards, bytes and rows. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_option diff_options[] = {
+	{ "shards", 0, NULL, "also list every shard: change, sha256, first row, rows, bytes" },
+	{ NULL, 0, NULL, NULL },
+};
+
+static void diff_print(const struct cli_ref *ra, const struct cli_ref *rb, const mt_reader *a,
+		       const mt_reader *b, int shards)
+{
+	struct app_diff d;
+	char line[160];
+	app_diff_readers(a, b, &d);
+	printf("%s@%s against %s@%s\n", ra->dataset, mt_reader_info(a)->version, rb->dataset,
+	       mt_reader_info(b)->version);
+	for (int c = 0; c < APP_DIFF_N; c++)
+		printf("%s\n", app_diff_line(&d, c, line, sizeof line));
+	if (shards && d.ns) {
+		printf("\n  %-8s %-64s %12s %12s %12s\n", "CHANGE", "SHA256", "FIRST_ROW", "ROWS",
+		       "BYTES");
+		for (size_t i = 0; i < d.ns; i++)
+			printf("  %-8s %-64s %12llu %12llu %12llu\n",
+			       app_diff_change_name(d.s[i].change), d.s[i].sha256,
+			       (unsigned long long)d.s[i].first_row, (unsigned long long)d.s[i].rows,
+			       (unsigned long long)d.s[i].bytes);
+	}
+	app_diff_free(&d);
+}
+
+static int diff_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	struct cli_ref ra, rb = { 0 };
+	mt_reader *r, *other = NULL;
+	int rc = cli_ref_open(ctx, a, &ra, &r);
+	if (rc)
+		return rc;
+	const char *parent = mt_reader_info(r)->parent;
+	if (a->argc > 1) {
+		rc = cli_ref_parse(a->cmd, a->argv[1], &rb);
+	} else if (parent && parent[0]) {
+		rb.dataset = app_xstrdup(ra.dataset);
+		rb.version = app_xstrdup(parent);
+	} else {
+		rc = cli_error("%s@%s has no parent version: name the version to compare it with",
+			       ra.dataset, mt_reader_info(r)->version);
+	}
+	if (!rc && !(other = cli_reader(ctx, &rb)))
+		rc = CLI_FAIL;
+	if (!rc)
+		diff_print(&ra, &rb, r, other, cli_has(a, "shards"));
+	mt_reader_close(other);
+	cli_ref_free(&rb);
+	cli_ref_close(&ra, r);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_diff = {
+	"diff", "DATASET[@VERSION] [DATASET[@VERSION]]", diff_options, diff_exec,
+	"Compare two versions (the second defaults to the first's parent): shards shared, new and removed, with bytes and rows",
+	1, 2,
+};

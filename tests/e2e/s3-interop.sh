@@ -2,11 +2,7 @@
 # s3-interop.sh — what matorage writes to S3, awscli and s3cmd read; what awscli uploads, matorage reads; bad credentials, odd keys, paging, secrets.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/store.sh"
-if ! s3_available; then
-	echo "1..0 # SKIP s3rver or node not installed (scripts/install-deps.sh)"
-	exit 0
-fi
-s3_start || { echo "Bail out! cannot start s3rver and the signing proxy"; exit 1; }
+s3_require
 M=$MATORAGE
 T="$PY $top_srcdir/tests/e2e/npy_tool.py"
 $T make "$WORK/x.npy" float32 300x16 5

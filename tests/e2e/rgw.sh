@@ -18,7 +18,8 @@ rgw_free_port() {
 	"$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# rgw_conf DIR MON_PORT RGW_PORT FSID: the cluster's one configuration file.  Pools of one
+# rgw_conf DIR MON_PORT RGW_PORT FSID: the cluster's one configuration file (the OSD holds
+# RGW_MEMSTORE_BYTES, 3 GiB by default).  Pools of one
 # replica on one OSD with no CRUSH host level, in memory: nothing touches the disk but logs.
 rgw_conf() {
 	local d=$1
@@ -48,7 +49,7 @@ public_addr = 127.0.0.1
 [osd.0]
 osd_data = $d/osd
 osd_objectstore = memstore
-memstore_device_bytes = 3221225472
+memstore_device_bytes = ${RGW_MEMSTORE_BYTES:-3221225472}
 [client.rgw]
 rgw_frontends = beast endpoint=127.0.0.1:$3
 rgw_dns_name = s3.localhost

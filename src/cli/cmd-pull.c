@@ -9,12 +9,13 @@ static int pull_probe(const struct cli_args *a, mt_store *src)
 	int rc = cli_ref_parse(a->cmd, a->argv[1], &ref);
 	if (rc)
 		return rc;
-	char **v = NULL;
-	size_t n = 0;
+	/* Opening a reader reads the manifest alone (no listing when the version is named, which
+	 * a server answering plain GETs, such as nginx, allows). */
+	mt_reader *r = NULL;
 	mt_error err = { 0 };
-	if (mt_store_versions(src, ref.dataset, &v, &n, &err))
+	if (mt_reader_open(src, ref.dataset, ref.version, &r, &err))
 		rc = cli_fail(&err);
-	mt_strv_free(v, n);
+	mt_reader_close(r);
 	cli_ref_free(&ref);
 	return rc;
 }

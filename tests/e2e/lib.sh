@@ -191,7 +191,7 @@ s3_restart() {
 
 s3_stop() {
 	for p in "${S3_PIDS[@]}"; do kill "$p" 2> /dev/null; done
-	for p in "${S3_PIDS[@]}"; do wait "$p" 2> /dev/null; done
+	for p in "${S3_PIDS[@]}"; do rgw_reap "$p"; done
 	S3_PIDS=()
 	rgw_stop
 }

@@ -108,10 +108,21 @@ rgw_launch() {
 	return 1
 }
 
+# rgw_reap PID: wait for a process told to stop; one still there after 10 s (radosgw with
+# requests blocked on a full OSD ignores SIGTERM) is killed.
+rgw_reap() {
+	for _ in $(seq 100); do
+		kill -0 "$1" 2> /dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$1" 2> /dev/null
+	wait "$1" 2> /dev/null
+}
+
 # rgw_stop: the monitor and the OSD, last (the gateway is in S3_PIDS); the data goes with $WORK.
 rgw_stop() {
 	local p
 	for p in "${CEPH_PIDS[@]}"; do kill "$p" 2> /dev/null; done
-	for p in "${CEPH_PIDS[@]}"; do wait "$p" 2> /dev/null; done
+	for p in "${CEPH_PIDS[@]}"; do rgw_reap "$p"; done
 	CEPH_PIDS=()
 }

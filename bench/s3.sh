@@ -1,6 +1,7 @@
 #!/bin/bash
 # s3.sh — push and pull of a version through S3 (s3rver) vs `aws s3 cp --recursive` of the same objects,
-# and the GET path against nginx serving the store read-only vs parallel curl processes.
+# and the GET path against nginx serving the store read-only vs parallel curl processes; where Ceph
+# is installed, push and pull through a one-node RADOS Gateway too (median of 3 runs each).
 # Usage: bench/s3.sh [BUILD_DIR] [GIB]   (defaults: build/bench, 1)
 # Needs: s3rver (scripts/install-deps.sh puts it under tests/s3), /usr/bin/aws, nginx, curl.
 set -euo pipefail
@@ -24,6 +25,9 @@ mkdir -p "$DIR/s3data" "$DIR/nginx" "$OUT"
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+	for p in "${pids[@]}"; do
+		if declare -F rgw_reap > /dev/null; then rgw_reap "$p"; else wait "$p" 2> /dev/null || true; fi
+	done
 	rm -rf "$DIR" "$OUT"
 }
 trap cleanup EXIT
@@ -106,7 +110,39 @@ diff -r "$DIR/store/datasets" "$OUT/n/datasets" > /dev/null || { echo "s3.sh: ng
 mkdir -p "$OUT/c"
 curls=$(t bash -c "cd '$OUT/c' && xargs -P $THREADS -n 1 curl -s -f -O < '$DIR/urls'")
 
+# RADOS Gateway (tests/e2e/rgw.sh: one mon, one memstore OSD; RGW keeps more than the objects'
+# bytes in it, and a full OSD blocks every write, hence the room).
+rgw=()
+if [ -x /usr/bin/radosgw ]; then
+	WORK=$DIR S3_PIDS=() S3_PORT=$(free_port)
+	s3_wait() { wait_port "${1##*:}"; }
+	. "$here/../tests/e2e/rgw.sh"
+	export AWS_ACCESS_KEY_ID=bench-key AWS_SECRET_ACCESS_KEY=bench-test-secret
+	export AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PORT
+	RGW_MEMSTORE_BYTES=$((stored * 8 + 2147483648)) rgw_launch
+	pids+=("${S3_PIDS[@]}" "${CEPH_PIDS[@]}")
+	aws s3 mb s3://bench > /dev/null
+	med() { sort -n | sed -n 2p; }
+	rp=() ra=() rl=() rb=()
+	for i in 1 2 3; do
+		rp+=("$(t "$M" -q --store "$DIR/store" push bench s3://bench/m --threads $THREADS)")
+		ra+=("$(t aws s3 cp --recursive --quiet "$DIR/store" s3://bench/a)")
+		rl+=("$(t "$M" -q --store "$OUT/m" pull s3://bench/m bench@v1 --threads $THREADS)")
+		rb+=("$(t aws s3 cp --recursive --quiet s3://bench/a "$OUT/a")")
+		diff -r "$DIR/store/datasets" "$OUT/m/datasets" > /dev/null || { echo "s3.sh: RGW pull differs" >&2; exit 1; }
+		rm -rf "$OUT/m" "$OUT/a"
+		aws s3 rm --recursive --quiet s3://bench/m
+		aws s3 rm --recursive --quiet s3://bench/a
+	done
+	rgw=("$(printf '%s\n' "${rp[@]}" | med)" "$(printf '%s\n' "${ra[@]}" | med)"
+		"$(printf '%s\n' "${rl[@]}" | med)" "$(printf '%s\n' "${rb[@]}" | med)")
+fi
+
 printf '| step | matorage s | MB/s | baseline s | MB/s | ratio (baseline time / matorage time) |\n|---|---|---|---|---|---|\n'
 row "push to s3rver vs aws s3 cp --recursive" "$push" "$awspush"
 row "pull from s3rver vs aws s3 cp --recursive" "$pull" "$awspull"
 row "pull from nginx vs $THREADS parallel curl" "$ngpull" "$curls"
+if [ ${#rgw[@]} -eq 4 ]; then
+	row "push to RGW vs aws s3 cp --recursive (median of 3)" "${rgw[0]}" "${rgw[1]}"
+	row "pull from RGW vs aws s3 cp --recursive (median of 3)" "${rgw[2]}" "${rgw[3]}"
+fi

@@ -20,6 +20,8 @@ PACKAGES=(
 	tmux groff-base man-db
 	# S3 tests: the signature-checking proxy (botocore), other S3 clients, the GET benchmark's server
 	python3-botocore awscli s3cmd curl nginx-light
+	# S3 tests against a real server: a one-node Ceph (mon, memstore OSD, RADOS Gateway)
+	ceph-mon ceph-osd radosgw ceph-common
 	# the loader's training example and its data
 	dataset-fashion-mnist
 	# the Python loader's torch test

@@ -1,9 +1,32 @@
 /* cmd-pull.c — `matorage pull`: copy versions from another store into the current one. */
 #include "cli.h"
 
+/* The source answers for the dataset (its key, its endpoint, the dataset itself) before the
+ * destination is created: a pull that cannot read anything leaves no empty store behind. */
+static int pull_probe(const struct cli_args *a, mt_store *src)
+{
+	struct cli_ref ref = { 0 };
+	int rc = cli_ref_parse(a->cmd, a->argv[1], &ref);
+	if (rc)
+		return rc;
+	/* Opening a reader reads the manifest alone (no listing when the version is named, which
+	 * a server answering plain GETs, such as nginx, allows). */
+	mt_reader *r = NULL;
+	mt_error err = { 0 };
+	if (mt_reader_open(src, ref.dataset, ref.version, &r, &err))
+		rc = cli_fail(&err);
+	mt_reader_close(r);
+	cli_ref_free(&ref);
+	return rc;
+}
+
 static int pull_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	mt_store *src = cli_store_open(ctx, a->argv[0], 0);
+	if (src && pull_probe(a, src)) {
+		mt_store_close(src);
+		return CLI_FAIL;
+	}
 	ctx->app.store_opts.create = 1; /* the store receives the copy */
 	mt_store *dst = src ? cli_store(ctx) : NULL;
 	int rc = dst ? cli_copy_run(ctx, a, src, dst, app_store_name(&ctx->app), a->argv[1]) : CLI_FAIL;

@@ -114,4 +114,13 @@ fails "--threads must be a number" 2 "threads" $M --store "$A" push ds "$B" --th
 fails "an unknown dataset" 1 "nosuch" $M --store "$A" push nosuch "$B"
 fails "an unknown version" 1 "ds@v9: no such version" $M --store "$A" push ds@v9 "$B"
 
+# A pull that reads nothing from its source creates no destination store.
+fails "a pull of an unknown dataset" 1 "nosuch" $M --store "$WORK/pulled" pull "$B" nosuch
+ok $([ ! -e "$WORK/pulled" ]; echo $?) "and leaves no destination directory behind"
+if [ "$OBJ_MODE" = s3 ]; then
+	fails "a pull with a wrong secret key" 1 "SignatureDoesNotMatch|signature|403" \
+		env AWS_SECRET_ACCESS_KEY=wrong-test-secret $M --store "$WORK/pulled" pull "$B" ds
+	ok $([ ! -e "$WORK/pulled" ]; echo $?) "and leaves no destination directory behind"
+fi
+
 done_testing

@@ -37,9 +37,9 @@ ok() {
 	shift
 	T_N=$((T_N + 1))
 	if [ "$rc" -eq 0 ]; then
-		echo "ok $T_N - $*"
+		echo "ok $T_N - ${T_PREFIX:-}$*"
 	else
-		echo "not ok $T_N - $*"
+		echo "not ok $T_N - ${T_PREFIX:-}$*"
 		T_FAILED=$((T_FAILED + 1))
 	fi
 }
@@ -76,14 +76,43 @@ done_testing() {
 	[ "$T_FAILED" -eq 0 ]
 }
 
-# ---- S3: s3rver behind the signature-checking, fault-injecting proxy (s3proxy.py) ----
+# ---- S3: s3rver or Ceph RADOS Gateway behind the signature-checking, fault-injecting proxy (s3proxy.py) ----
 
 S3_PIDS=()
 S3RVER_JS="$top_srcdir/tests/s3/node_modules/s3rver/bin/s3rver.js"
+. "$top_srcdir/tests/e2e/rgw.sh"
+# S3_TARGET: the server behind the proxy, s3rver or rgw (the rgw-*.sh suites set it).
+: "${S3_TARGET:=s3rver}"
+[ "$S3_TARGET" = rgw ] && T_PREFIX="rgw: "
 
-# s3_available: node, s3rver (scripts/install-deps.sh) and Debian's botocore are there.
+# s3_available: the server S3_TARGET names (scripts/install-deps.sh) and Debian's botocore are there.
 s3_available() {
-	command -v node > /dev/null && [ -f "$S3RVER_JS" ] && "$PY" -c 'import botocore' 2> /dev/null
+	"$PY" -c 'import botocore' 2> /dev/null || return 1
+	if [ "$S3_TARGET" = rgw ]; then
+		rgw_available
+	else
+		command -v node > /dev/null && [ -f "$S3RVER_JS" ]
+	fi
+}
+
+# s3_require: skip the whole test unless MT_TEST_S3 (rgw, s3rver or both; by default both
+# where Ceph is installed, else s3rver) asks for S3_TARGET and its server is installed; then
+# start it and the proxy, once for the whole script.
+s3_require() {
+	local want=${MT_TEST_S3:-both}
+	if [ "$want" != both ] && [ "$want" != "$S3_TARGET" ]; then
+		echo "1..0 # SKIP MT_TEST_S3=$want leaves out $S3_TARGET"
+		exit 0
+	fi
+	if ! s3_available; then
+		if [ "$S3_TARGET" = rgw ]; then
+			echo "1..0 # SKIP ceph-mon, ceph-osd or radosgw not installed (scripts/install-deps.sh)"
+		else
+			echo "1..0 # SKIP s3rver or node not installed (scripts/install-deps.sh)"
+		fi
+		exit 0
+	fi
+	s3_start || { echo "Bail out! cannot start $S3_TARGET and the signing proxy"; exit 1; }
 }
 
 # s3_wait URL [CURL OPTIONS...]: until something answers there (at most 15 s).
@@ -100,12 +129,17 @@ s3_wait() {
 # s3_launch: start s3rver on $S3_PORT and the proxy on $S3_PROXY_PORT (0: any free port);
 # with S3_ANONYMOUS=1 the proxy forwards unsigned requests instead of refusing them.
 s3_launch() {
-	mkdir -p "$WORK/s3data"
-	node --openssl-legacy-provider "$S3RVER_JS" --address 127.0.0.1 --port "$S3_PORT" \
-		--directory "$WORK/s3data" --service-endpoint localhost --silent > "$WORK/s3rver.log" 2>&1 &
-	S3_PIDS+=($!)
+	if [ "$S3_TARGET" = rgw ]; then
+		rgw_launch || return 1
+	else
+		mkdir -p "$WORK/s3data"
+		node --openssl-legacy-provider "$S3RVER_JS" --address 127.0.0.1 --port "$S3_PORT" \
+			--directory "$WORK/s3data" --service-endpoint localhost --silent > "$WORK/s3rver.log" 2>&1 &
+		S3_PIDS+=($!)
+	fi
 	rm -f "$WORK/proxy.port"
-	S3PROXY_ACCESS_KEY=$AWS_ACCESS_KEY_ID S3PROXY_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
+	# In front of RGW the proxy only checks signatures and injects faults: RGW is S3 enough.
+	S3PROXY_PASSTHROUGH=$([ "$S3_TARGET" = rgw ] && echo 1) S3PROXY_ACCESS_KEY=$AWS_ACCESS_KEY_ID S3PROXY_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
 		S3PROXY_REGION=$AWS_REGION "$PY" "$top_srcdir/tests/e2e/s3proxy.py" "$S3_PROXY_PORT" \
 		"$S3_PORT" "$WORK/proxy.port" ${S3_ANONYMOUS:+--allow-anonymous} > "$WORK/s3proxy.log" 2>&1 &
 	S3_PIDS+=($!)
@@ -130,7 +164,8 @@ s3_start() {
 	S3_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	S3_PROXY_PORT=0
 	unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CA_BUNDLE AWS_DEFAULT_REGION AWS_ENDPOINT_URL_S3
-	# s3rver knows this one key id (and checks no V4 signature); the proxy checks them with the secret.
+	# s3rver knows this one key id (and checks no V4 signature); the proxy checks them with the
+	# secret, and so does RGW, whose user is made with this pair.
 	export AWS_ACCESS_KEY_ID=S3RVER
 	export AWS_SECRET_ACCESS_KEY=matorage-test-secret-4f1c9a
 	export AWS_REGION=us-east-1
@@ -156,8 +191,9 @@ s3_restart() {
 
 s3_stop() {
 	for p in "${S3_PIDS[@]}"; do kill "$p" 2> /dev/null; done
-	for p in "${S3_PIDS[@]}"; do wait "$p" 2> /dev/null; done
+	for p in "${S3_PIDS[@]}"; do rgw_reap "$p"; done
 	S3_PIDS=()
+	rgw_stop
 }
 
 # s3_faults JSON | s3_faults clear: add fault rules to the proxy (see s3proxy.py), or drop them all.

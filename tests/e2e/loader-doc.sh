@@ -18,4 +18,11 @@ echo "$out" | sed 's/^/# /'
 # 3000 rows / 2 ranks = 1500 each = 6 batches of 256 (the last of 220); resumed after 3 of epoch 1.
 ok $([ "$(echo "$out" | tr '\n' '|')" = "epoch 0: 6 batches|epoch 1: 6 batches|resumed: 3 batches left|" ]; echo $?) \
 	"two epochs of 6 batches, then 3 left after resuming halfway"
+$M put fm image="$WORK/img.npy" label="$WORK/lab.npy" --shard-rows 1000 --append > /dev/null
+out=$("$WORK/loader-example" "$MATORAGE_STORE" fm@v1 1 2 2>&1)
+ok $([ "$(echo "$out" | head -n 1)" = "epoch 0: 6 batches" ]; echo $?) \
+	"DATASET@VERSION as its usage says: fm@v1 is read, not refused ($(echo "$out" | head -n 1))"
+out=$("$WORK/loader-example" "$MATORAGE_STORE" fm 1 2 2>&1)
+ok $([ "$(echo "$out" | head -n 1)" = "epoch 0: 12 batches" ]; echo $?) \
+	"and no @ is the newest version, v2 ($(echo "$out" | head -n 1))"
 done_testing

@@ -2,11 +2,7 @@
 # s3-faults.sh — push, pull and get through injected faults (503 SlowDown, 500, dropped connections, truncated bodies, delays,
 # a server that dies mid-push): they complete, or past the retry budget fail with one clear line and commit nothing.
 . "$(dirname "$0")/lib.sh"
-if ! s3_available; then
-	echo "1..0 # SKIP s3rver or node not installed (scripts/install-deps.sh)"
-	exit 0
-fi
-s3_start || { echo "Bail out! cannot start s3rver and the signing proxy"; exit 1; }
+s3_require
 M=$MATORAGE
 T="$PY $top_srcdir/tests/e2e/npy_tool.py"
 L="$WORK/local"

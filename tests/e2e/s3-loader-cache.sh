@@ -1,11 +1,7 @@
 #!/bin/bash
 # s3-loader-cache.sh — the loader's shard cache over S3: one download per shard even for two processes, later epochs local, the cap kept.
 . "$(dirname "$0")/lib.sh"
-if ! s3_available; then
-	echo "1..0 # SKIP s3rver or node not installed (scripts/install-deps.sh)"
-	exit 0
-fi
-s3_start || { echo "Bail out! cannot start s3rver and the signing proxy"; exit 1; }
+s3_require
 M=$MATORAGE
 S=s3://cache/team
 "$PY" -c "import numpy as np; np.save('$WORK/x.npy', np.random.default_rng(0).standard_normal((6000, 64)).astype(np.float32))"

@@ -1,11 +1,7 @@
 #!/bin/bash
 # s3-proxy.sh — the signature oracle itself: awscli and botocore requests pass, any wrong, tampered or missing signature is refused.
 . "$(dirname "$0")/lib.sh"
-if ! s3_available; then
-	echo "1..0 # SKIP s3rver or node not installed (scripts/install-deps.sh)"
-	exit 0
-fi
-s3_start || { echo "Bail out! cannot start s3rver and the signing proxy"; exit 1; }
+s3_require
 head -c 100000 /dev/urandom > "$WORK/small"
 head -c 20000000 /dev/urandom > "$WORK/big"
 

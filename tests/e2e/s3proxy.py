@@ -30,6 +30,8 @@ Control endpoints (never signature-checked):
 s3rver (3.7) prunes directories beneath a common prefix when listing with a delimiter, so
 it misses prefixes that hold no object directly, and ignores encoding-type=url; the proxy
 answers ListObjects and ListObjectsV2 itself, from s3rver's full listing of the prefix.
+With S3PROXY_PASSTHROUGH=1 (a real S3 server such as Ceph RGW upstream) it only checks
+signatures and injects faults: listings, multipart and conditional requests go upstream.
 """
 import base64
 import calendar
@@ -266,6 +268,9 @@ def check(method, path, raw_query, headers, key, day, region, service, signed, s
             "Check your key and signing method.", \
             (("AWSAccessKeyId", key), ("StringToSign", sts), ("CanonicalRequest", canonical))
     return None
+
+
+PASSTHROUGH = os.environ.get("S3PROXY_PASSTHROUGH") == "1"
 
 
 def upstream(method, path, headers, body):
@@ -664,6 +669,12 @@ class Handler(BaseHTTPRequestHandler):
         query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
         parts = [urllib.parse.unquote(p) for p in parsed.path[1:].split("/", 1)]
         bucket, key = parts[0], parts[1] if len(parts) > 1 else ""
+        if PASSTHROUGH:
+            try:
+                status, rheaders, data = upstream(method, raw, fwd, body)
+            except OSError as e:
+                return self.reply(502, error_xml("BadGateway", str(e)), [], line)
+            return self.finish(status, rheaders, data, action, line, method)
         try:
             if method == "GET" and bucket and not key and set(query) <= LIST_PARAMS:
                 status, data = list_objects(bucket, query)
@@ -681,6 +692,10 @@ class Handler(BaseHTTPRequestHandler):
         except OSError as e:
             return self.reply(502, error_xml("BadGateway", str(e)), [], line)
         s3_record(method, query, bucket, key, status, rheaders, data, body)
+        return self.finish(status, rheaders, data, action, line, method)
+
+    def finish(self, status, rheaders, data, action, line, method):
+        """The upstream reply, corrupted or truncated when a fault says so."""
         if action == "corrupt" and data:
             # One byte flipped, the length kept: only a checksum can tell.
             data = data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0xFF]) + \

@@ -1,15 +1,11 @@
-# store.sh — run a dataset test against the file store or, with MT_TEST_STORE=s3, against s3rver behind the signing proxy.
+# store.sh — run a dataset test against the file store or, with MT_TEST_STORE=s3, against s3rver or Ceph RGW (S3_TARGET) behind the signing proxy.
 # Sourced after lib.sh.  use_store sets MATORAGE_STORE; obj_* read and damage raw objects in either.
 
 # use_store: pick the store the test runs against; skips the whole test when s3 is asked for and unavailable.
 use_store() {
 	OBJ_MODE=${MT_TEST_STORE:-file}
 	if [ "$OBJ_MODE" = s3 ]; then
-		if ! s3_available; then
-			echo "1..0 # SKIP s3rver or node not installed (scripts/install-deps.sh)"
-			exit 0
-		fi
-		s3_start || { echo "Bail out! cannot start s3rver and the signing proxy"; exit 1; }
+		s3_require
 		OBJ_BASE="s3://mt-test/$(basename "$0" .sh)"
 	else
 		OBJ_BASE="$WORK/store"

@@ -1,0 +1,3 @@
+#!/bin/bash
+# rgw-faults.sh — s3-faults.sh against Ceph RADOS Gateway (one mon, one memstore OSD) behind the same proxy.
+S3_TARGET=rgw exec bash "$(dirname "$0")/s3-faults.sh"

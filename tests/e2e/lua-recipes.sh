@@ -1,6 +1,8 @@
 #!/bin/bash
-# lua-recipes.sh — matorage run/rerun: bindings, readers, the sandbox, limits, errors that commit nothing, provenance, the CSV and derive examples.
+# lua-recipes.sh — (on the file store, or on S3 with MT_TEST_STORE=s3) matorage run/rerun: bindings, readers, the sandbox, limits, errors that commit nothing, provenance, the CSV and derive examples.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/store.sh"
+use_store
 M=$MATORAGE
 EX=$top_srcdir/lua/examples
 cd "$WORK" || exit 1
@@ -105,7 +107,7 @@ echo "$out" | head -1 | grep -q "^matorage: fail.lua:6: something broke (nothing
 ok $? "the error names file:line"
 echo "$out" | grep -q "fail.lua:8: in main chunk"
 ok $? "a traceback follows"
-[ ! -e "$WORK/store/datasets/half/versions" ] || [ -z "$(ls "$WORK/store/datasets/half/versions")" ]
+[ -z "$(obj_ls datasets/half/versions)" ]
 ok $? "nothing was committed, though the script had called commit()"
 
 cat > never.lua <<'LUA'
@@ -215,7 +217,7 @@ w:commit()
 EOF
 sed 's/0, 2/0, 3/' gc1.lua > gc2.lua
 $M run gc1.lua > /dev/null && $M run gc2.lua > /dev/null
-recipes() { ls "$WORK/store/datasets/gcd/recipes" 2> /dev/null | sort | tr '\n' ' '; }
+recipes() { obj_ls datasets/gcd/recipes | sed 's|.*/||' | tr '\n' ' '; }
 ok $([ "$(recipes | wc -w)" -eq 2 ]; echo $?) "two versions, two recipe objects"
 check "rm the first version" $M rm gcd@v1
 check "gc --delete" $M gc gcd --delete --grace 0

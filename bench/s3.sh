@@ -1,13 +1,14 @@
 #!/bin/bash
 # s3.sh — push and pull of a version through S3 (s3rver) vs `aws s3 cp --recursive` of the same objects,
 # and the GET path against nginx serving the store read-only vs parallel curl processes; where Ceph
-# is installed, push and pull through a one-node RADOS Gateway too (median of 3 runs each).
+# is installed, push, pull and a loader epoch through a one-node RADOS Gateway too (median of 3 runs each).
 # Usage: bench/s3.sh [BUILD_DIR] [GIB]   (defaults: build/bench, 1)
 # Needs: s3rver (scripts/install-deps.sh puts it under tests/s3), /usr/bin/aws, nginx, curl.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
 M=$BUILD/src/cli/matorage
+EPOCH=$BUILD/bench/loader-epoch
 GIB=${2:-1}
 PY=/usr/bin/python3
 DIR=${BENCH_DIR:-/tmp/mt-bench-s3}
@@ -26,7 +27,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
 	for p in "${pids[@]}"; do
-		if declare -F rgw_reap > /dev/null; then rgw_reap "$p"; else wait "$p" 2> /dev/null || true; fi
+		if declare -F rgw_reap > /dev/null; then rgw_reap "$p" || true; else wait "$p" 2> /dev/null || true; fi
 	done
 	rm -rf "$DIR" "$OUT"
 }
@@ -136,13 +137,24 @@ if [ -x /usr/bin/radosgw ]; then
 	done
 	rgw=("$(printf '%s\n' "${rp[@]}" | med)" "$(printf '%s\n' "${ra[@]}" | med)"
 		"$(printf '%s\n' "${rl[@]}" | med)" "$(printf '%s\n' "${rb[@]}" | med)")
+	# The loader's shuffled epoch straight from RGW (no local cache), against the same epoch
+	# from the local store with a warm page cache: what the network path costs a training run.
+	"$M" -q --store "$DIR/store" push bench s3://bench/m --threads $THREADS > /dev/null
+	ep() { "$EPOCH" "$1" bench x 256 1 $((256 << 20)) | awk '{ print $3 }'; }
+	re=() le=()
+	for i in 1 2 3; do
+		re+=("$(ep s3://bench/m)")
+		le+=("$(ep "$DIR/store")")
+	done
+	rgw+=("$(printf '%s\n' "${re[@]}" | med)" "$(printf '%s\n' "${le[@]}" | med)")
 fi
 
 printf '| step | matorage s | MB/s | baseline s | MB/s | ratio (baseline time / matorage time) |\n|---|---|---|---|---|---|\n'
 row "push to s3rver vs aws s3 cp --recursive" "$push" "$awspush"
 row "pull from s3rver vs aws s3 cp --recursive" "$pull" "$awspull"
 row "pull from nginx vs $THREADS parallel curl" "$ngpull" "$curls"
-if [ ${#rgw[@]} -eq 4 ]; then
+if [ ${#rgw[@]} -eq 6 ]; then
 	row "push to RGW vs aws s3 cp --recursive (median of 3)" "${rgw[0]}" "${rgw[1]}"
 	row "pull from RGW vs aws s3 cp --recursive (median of 3)" "${rgw[2]}" "${rgw[3]}"
+	row "loader epoch (shuffled, 256-row batches) from RGW vs from the local store (median of 3)" "${rgw[4]}" "${rgw[5]}"
 fi

@@ -1,4 +1,5 @@
 /* test-dataset.c — writer and reader of whole versions on a local store: layout, appends, damage, gc, threads. */
+#include <dirent.h>
 #include <hdf5.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,6 +26,15 @@ static int counting_read(mt_store *s, const char *key, uint64_t off, void *buf, 
 {
 	atomic_fetch_add(&reads, 1);
 	return real_ops->read(s, key, off, buf, len, err);
+}
+
+/* Count whole-object gets (manifests are read so). */
+static atomic_int gets;
+static int counting_get(mt_store *s, const char *key, uint64_t off, uint64_t len, void **data,
+			size_t *got, mt_error *err)
+{
+	atomic_fetch_add(&gets, 1);
+	return real_ops->get(s, key, off, len, data, got, err);
 }
 
 static const mt_attr attrs2[] = {
@@ -544,6 +554,106 @@ static void test_hdf5_view(void)
 	mt_reader_close(b);
 }
 
+/* The order markers under versions/ of dataset ds: how many, and the name
+ * of the one of version v (NULL: none). */
+static int count_marks(const char *ds, const char *v, char *found, size_t cap)
+{
+	char dir[400];
+	snprintf(dir, sizeof dir, "%s/datasets/%s/versions", root, ds);
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char *at = strstr(e->d_name, ".at.");
+		if (!at || strlen(at) != 4 + 19)
+			continue;
+		n++;
+		if (v && (size_t)(at - e->d_name) == strlen(v) && !strncmp(e->d_name, v, strlen(v)))
+			snprintf(found, cap, "%s/%s", dir, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int versions_are(const char *ds, const char *want)
+{
+	char **v, got[256] = "";
+	size_t n;
+	mt_error err = {0};
+	if (mt_store_versions(store, ds, &v, &n, &err))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "", v[i]);
+	mt_strv_free(v, n);
+	if (strcmp(got, want))
+		tap_diag("versions: %s, want %s", got, want);
+	return !strcmp(got, want);
+}
+
+/* Order markers: versions are ordered from one listing; the newest is
+ * checked against its manifest; a missing, stray or lying marker changes
+ * nothing that readers see (doc/FORMAT.md, "Order markers"). */
+static void test_markers(void)
+{
+	mt_error err = {0};
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	char ver[64], mark[600] = "", moved[700];
+	int rc = 0;
+	for (int i = 0; i < 5 && !rc; i++) {
+		o.append = i > 0;
+		rc = write_version("ord", (uint64_t)i * 3, 3, &o, ver, &err);
+	}
+	TAP_CALL(rc, &err, "five versions committed");
+	tap_ok(count_marks("ord", NULL, NULL, 0) == 5, "each has its order marker");
+	atomic_store(&gets, 0);
+	tap_ok(versions_are("ord", "v1 v2 v3 v4 v5"), "versions in order");
+	tap_ok(atomic_load(&gets) == 1, "from the listing and one read, the newest's (%d reads)",
+	       atomic_load(&gets));
+
+	count_marks("ord", "v3", mark, sizeof mark);
+	tap_ok(mark[0] && unlink(mark) == 0, "v3's marker removed");
+	atomic_store(&gets, 0);
+	tap_ok(versions_are("ord", "v1 v2 v3 v4 v5"), "a version without a marker still in order");
+	tap_ok(atomic_load(&gets) == 2, "its manifest was read for it (%d reads)", atomic_load(&gets));
+
+	/* A lie: v1's marker claims the future.  latest is still v5. */
+	count_marks("ord", "v1", mark, sizeof mark);
+	snprintf(moved, sizeof moved, "%.*s20991231T235959999Z", (int)(strlen(mark) - 19), mark);
+	tap_ok(rename(mark, moved) == 0, "v1's marker now says 2099");
+	mt_manifest *m = NULL;
+	rc = mti_dataset_load(store, "ord", NULL, &m, NULL, &err);
+	tap_ok(!rc && !strcmp(m->version, "v5"), "latest is still v5: the newest's marker is "
+	       "checked against its manifest (%s)", rc ? err.message : m->version);
+	mti_manifest_free(m);
+	tap_ok(versions_are("ord", "v1 v2 v3 v4 v5"), "and the order comes from the manifests");
+	tap_ok(rename(moved, mark) == 0, "v1's marker back");
+
+	/* A marker of no manifest: a writer killed between the two writes. */
+	snprintf(moved, sizeof moved, "%s/datasets/ord/versions/v6.at.20991231T235959999Z", root);
+	FILE *f = fopen(moved, "w");
+	tap_ok(f && fclose(f) == 0, "a marker of no version (v6, 2099)");
+	tap_ok(versions_are("ord", "v1 v2 v3 v4 v5"), "is ignored");
+	o.append = 1;
+	TAP_CALL(write_version("ord", 15, 3, &o, ver, &err), &err, "an append commits");
+	tap_ok(!strcmp(ver, "v6"), "as v6 (%s), the name no manifest had", ver);
+	tap_ok(count_marks("ord", "v6", NULL, 0) == 6, "v6 has two markers now (the stray one)");
+	tap_ok(versions_are("ord", "v1 v2 v3 v4 v5 v6"), "two markers: v6's manifest decides");
+	TAP_CALL(mt_store_delete_version(store, "ord", "v6", &err), &err, "rm v6");
+	tap_ok(count_marks("ord", "v6", NULL, 0) == 4, "rm took v6's markers (v3's is gone too)");
+
+	snprintf(moved, sizeof moved, "%s/datasets/ord/versions/v9.at.20261124T000000000Z", root);
+	f = fopen(moved, "w");
+	if (f)
+		fclose(f);
+	rc = mt_store_gc(store, "ord", 0, 0, NULL, NULL, NULL, NULL, &err);
+	TAP_CALL(rc, &err, "gc");
+	tap_ok(access(moved, F_OK) != 0, "gc deleted the marker of no version");
+	tap_ok(count_marks("ord", NULL, NULL, 0) == 4, "and kept the markers of v1, v2, v4, v5");
+	tap_ok(versions_are("ord", "v1 v2 v3 v4 v5"), "versions after rm and gc");
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "%s/mt-dataset-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -557,6 +667,7 @@ int main(void)
 	real_ops = store->ops;
 	counting_ops = *real_ops;
 	counting_ops.read = counting_read;
+	counting_ops.get = counting_get;
 	store->ops = &counting_ops;
 	test_basic();
 	test_sources();
@@ -566,6 +677,7 @@ int main(void)
 	test_cancel();
 	test_threads();
 	test_hdf5_view();
+	test_markers();
 	store->ops = real_ops;
 	mt_store_close(store);
 	char cmd[300];

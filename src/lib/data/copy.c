@@ -345,10 +345,12 @@ static int copy_send(copy_ctx *c, int threads, mt_error *err)
 }
 
 /* The commit point: only now does dst show the version. */
-static int copy_commit(copy_ctx *c, const char *key, const char *what, const char *json,
-		       size_t len, mt_error *err)
+static int copy_commit(copy_ctx *c, const mt_manifest *m, const char *key, const char *what,
+		       const char *json, size_t len, mt_error *err)
 {
 	int rc = mti_dlock_check(c->dlock, err);
+	/* The order marker first, as a writer's (doc/FORMAT.md, "Order markers"). */
+	int marked = !rc && !(rc = mti_dataset_mark(c->dst, m->dataset, m->version, m->created, err));
 	if (!rc)
 		rc = c->dst->ops->put(c->dst, key, json, len, MT_PUT_EXCLUSIVE, err);
 	if (rc == MT_EEXIST) {
@@ -356,6 +358,9 @@ static int copy_commit(copy_ctx *c, const char *key, const char *what, const cha
 		int same = dst_manifest_same(c, key, what, json, len, err);
 		rc = same == 1 ? 0 : same ? same : MT_EEXIST;
 	}
+	/* Another manifest took the name: its marker is the one that stays. */
+	if (rc && marked)
+		mti_dataset_unmark(c->dst, m->dataset, m->version, m->created);
 	if (!rc)
 		c->st->versions++;
 	return rc;
@@ -411,7 +416,7 @@ static int copy_version(copy_ctx *c, int threads, const char *dataset, const cha
 			rc = copy_recipe(c, m, err);
 	}
 	if (!rc && same == 0)
-		rc = copy_commit(c, key, what, json, len, err);
+		rc = copy_commit(c, m, key, what, json, len, err);
 	if (!rc && rec.p)
 		rc = copy_rec_commit(c, &rec, err);
 	copy_rec_free(&rec);

@@ -143,6 +143,7 @@ struct version_list {
 	struct strv l;       /* versions: manifests with a name readers resolve */
 	struct strv removed; /* tombstones: names of removed versions */
 	struct strv stray;   /* keys of manifests with a name no reader resolves */
+	struct strv marks;   /* order markers: "<version>.at.<stamp>" */
 	size_t prefix_len;
 };
 
@@ -159,6 +160,85 @@ static int ends_with(const char *s, size_t len, const char *ext)
 	return len > n && !strcmp(s + len - n, ext);
 }
 
+/* Order markers (doc/FORMAT.md, "Order markers"): an empty object
+ * versions/<version>.at.<YYYYMMDDTHHMMSSmmmZ> written before the manifest's
+ * create says when the version was created, so the order of versions (and
+ * so the latest) comes from one listing instead of a read of every
+ * manifest.  A marker is a hint: one whose version has no manifest is
+ * ignored, a version without exactly one marker has its manifest read, and
+ * the manifest of the latest is checked against its marker. */
+#define MARK_SEP ".at."
+#define STAMP_LEN 19 /* 20261122T180000123Z */
+
+/* created ("2026-11-22T18:00:00.123Z") as a stamp; 0, or -1 when created
+ * is not in that form (such a version gets no marker). */
+static int stamp_of(const char *created, char stamp[STAMP_LEN + 1])
+{
+	int v[7];
+	char z = 0;
+	if (strlen(created) != 24 ||
+	    sscanf(created, "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &v[0], &v[1], &v[2], &v[3], &v[4],
+		   &v[5], &v[6], &z) != 8 || z != 'Z')
+		return -1;
+	snprintf(stamp, STAMP_LEN + 1, "%04d%02d%02dT%02d%02d%02d%03dZ", v[0], v[1], v[2], v[3],
+		 v[4], v[5], v[6]);
+	return 0;
+}
+
+/* The created time a stamp stands for; -1 when it is not a stamp. */
+static int created_of(const char *stamp, char created[25])
+{
+	size_t n = strlen(stamp);
+	if (n != STAMP_LEN || stamp[8] != 'T' || stamp[18] != 'Z' ||
+	    strspn(stamp, "0123456789") != 8 || strspn(stamp + 9, "0123456789") != 9)
+		return -1;
+	snprintf(created, 25, "%.4s-%.2s-%.2sT%.2s:%.2s:%.2s.%.3sZ", stamp, stamp + 4, stamp + 6,
+		 stamp + 9, stamp + 11, stamp + 13, stamp + 15);
+	return 0;
+}
+
+static char *mark_key(const char *dataset, const char *version, const char *created)
+{
+	char stamp[STAMP_LEN + 1];
+	if (stamp_of(created, stamp))
+		return NULL;
+	return mti_asprintf("datasets/%s" VERSIONS_DIR "%s" MARK_SEP "%s", dataset, version,
+			    stamp);
+}
+
+int mti_dataset_mark(mt_store *s, const char *dataset, const char *version, const char *created,
+		     mt_error *err)
+{
+	char stamp[STAMP_LEN + 1];
+	if (stamp_of(created, stamp))
+		return 0; /* not a time a marker can say: readers read the manifest */
+	char *key = mark_key(dataset, version, created);
+	int rc = key ? mti_store_put(s, key, "", 0, 0, err) : mti_err(err, MT_ENOMEM, "out of memory");
+	free(key);
+	return rc;
+}
+
+void mti_dataset_unmark(mt_store *s, const char *dataset, const char *version, const char *created)
+{
+	char *key = mark_key(dataset, version, created);
+	mt_error e = {0};
+	if (key) {
+		const char *k = key;
+		mti_store_del(s, &k, 1, &e);
+	}
+	free(key);
+}
+
+/* Whether name (below versions/) is a marker: the version's name ends at
+ * the last MARK_SEP, and a stamp follows it. */
+static int is_mark(const char *name, size_t len)
+{
+	char created[25];
+	return len > STAMP_LEN + strlen(MARK_SEP) &&
+	       !strncmp(name + len - STAMP_LEN - strlen(MARK_SEP), MARK_SEP, strlen(MARK_SEP)) &&
+	       !created_of(name + len - STAMP_LEN, created);
+}
+
 static int collect_version(void *ud, const mt_obj *o)
 {
 	struct version_list *vl = ud;
@@ -168,6 +248,8 @@ static int collect_version(void *ud, const mt_obj *o)
 		return 0;
 	if (ends_with(name, len, TOMBSTONE_EXT))
 		return strv_push(&vl->removed, name, len - strlen(TOMBSTONE_EXT));
+	if (is_mark(name, len))
+		return strv_push(&vl->marks, name, len);
 	if (!ends_with(name, len, MANIFEST_EXT))
 		return 0;
 	char *n = strndup(name, len - strlen(MANIFEST_EXT));
@@ -184,6 +266,7 @@ static void version_list_free(struct version_list *vl)
 	mt_strv_free(vl->l.v, vl->l.n);
 	mt_strv_free(vl->removed.v, vl->removed.n);
 	mt_strv_free(vl->stray.v, vl->stray.n);
+	mt_strv_free(vl->marks.v, vl->marks.n);
 	*vl = (struct version_list){0};
 }
 
@@ -205,19 +288,6 @@ static int version_scan(mt_store *s, const char *dataset, struct version_list *o
 	if (rc)
 		version_list_free(out);
 	return rc;
-}
-
-/* Names of the manifests of a dataset, in key order. */
-static int version_names(mt_store *s, const char *dataset, struct strv *out, mt_error *err)
-{
-	struct version_list vl;
-	int rc = version_scan(s, dataset, &vl, err);
-	if (rc)
-		return rc;
-	*out = vl.l;
-	vl.l = (struct strv){0};
-	version_list_free(&vl);
-	return 0;
 }
 
 /* "v10" sorts after "v9": compare digit runs by value. */
@@ -250,6 +320,7 @@ static int natural_cmp(const char *a, const char *b)
 struct dated {
 	char *name;
 	char *created;
+	int marked; /* created comes from the version's marker */
 };
 
 static int dated_cmp(const void *x, const void *y)
@@ -259,59 +330,151 @@ static int dated_cmp(const void *x, const void *y)
 	return c ? c : natural_cmp(a->name, b->name);
 }
 
-/* Versions oldest first: the manifests' creation times decide, names
- * break ties. */
-static int versions_by_age(mt_store *s, const char *dataset, struct strv *out, mt_error *err)
+static void dated_free(struct dated *d, size_t n)
 {
-	struct strv names = {0};
-	int rc = version_names(s, dataset, &names, err);
-	if (rc)
-		return rc;
-	struct dated *d = calloc(names.n ? names.n : 1, sizeof *d);
-	if (!d) {
-		mt_strv_free(names.v, names.n);
-		return mti_err(err, MT_ENOMEM, "out of memory");
-	}
-	/* Each name moves to d (or is freed when its manifest went between
-	 * the listing and the read: it is not a version now). */
-	size_t kept = 0;
-	for (size_t i = 0; i < names.n && !rc; i++) {
-		mt_manifest *m = NULL;
-		mt_error e = {0};
-		rc = mti_dataset_load(s, dataset, names.v[i], &m, NULL, &e);
-		if (rc == MT_ENOTFOUND) {
-			free(names.v[i]);
-			names.v[i] = NULL;
-			rc = 0;
-			continue;
-		}
-		if (rc) {
-			mti_err_copy(err, &e);
-			break;
-		}
-		d[kept].name = names.v[i];
-		names.v[i] = NULL;
-		if (!(d[kept++].created = mti_strdup(m->created)))
-			rc = mti_err(err, MT_ENOMEM, "out of memory");
-		mti_manifest_free(m);
-	}
-	if (!rc) {
-		qsort(d, kept, sizeof *d, dated_cmp);
-		for (size_t i = 0; i < kept; i++)
-			names.v[i] = d[i].name;
-		names.n = kept;
-	}
-	for (size_t i = 0; i < kept; i++) {
+	for (size_t i = 0; d && i < n; i++) {
+		free(d[i].name);
 		free(d[i].created);
-		if (rc)
-			free(d[i].name);
 	}
 	free(d);
+}
+
+/* A version's marker as the listing gave it: the name is the key's start. */
+struct mark {
+	const char *key;
+	size_t vlen;
+};
+
+static int mark_cmp(const void *x, const void *y)
+{
+	const struct mark *a = x, *b = y;
+	size_t n = a->vlen < b->vlen ? a->vlen : b->vlen;
+	int c = strncmp(a->key, b->key, n);
+	return c ? c : a->vlen < b->vlen ? -1 : a->vlen > b->vlen;
+}
+
+/* The creation time the markers give `name`, into created: 0, or -1 unless
+ * exactly one marker names it (none: an older writer or another tool made
+ * it; two: a create that lost its race left its marker). */
+static int mark_find(const struct mark *m, size_t n, const char *name, char created[25])
+{
+	struct mark k = {name, strlen(name)};
+	const struct mark *hit = n ? bsearch(&k, m, n, sizeof *m, mark_cmp) : NULL;
+	if (!hit || (hit > m && !mark_cmp(hit - 1, hit)) || (hit + 1 < m + n && !mark_cmp(hit + 1, hit)))
+		return -1;
+	return created_of(hit->key + hit->vlen + strlen(MARK_SEP), created);
+}
+
+/* d[i] for version `name`: its created time from its marker when use_marks
+ * and it has one, else from its manifest.  1: the manifest went between
+ * the listing and the read (not a version now). */
+static int dated_fill(mt_store *s, const char *dataset, const char *name, const struct mark *m,
+		      size_t nm, struct dated *d, mt_error *err)
+{
+	char created[25];
+	if (m && !mark_find(m, nm, name, created)) {
+		d->marked = 1;
+		d->created = mti_strdup(created);
+	} else {
+		mt_manifest *man = NULL;
+		mt_error e = {0};
+		int rc = mti_dataset_load(s, dataset, name, &man, NULL, &e);
+		if (rc == MT_ENOTFOUND)
+			return 1;
+		if (rc)
+			return mti_err_copy(err, &e);
+		d->created = mti_strdup(man->created);
+		mti_manifest_free(man);
+	}
+	if (!d->created || !(d->name = mti_strdup(name)))
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Versions oldest first: the manifests' creation times decide, names
+ * break ties.  With use_marks, the order markers say them where they can,
+ * and only the manifests of unmarked versions are read. */
+static int versions_dated(mt_store *s, const char *dataset, int use_marks, struct dated **out,
+			  size_t *n, mt_error *err)
+{
+	struct version_list vl;
+	int rc = version_scan(s, dataset, &vl, err);
+	if (rc)
+		return rc;
+	struct dated *d = calloc(vl.l.n ? vl.l.n : 1, sizeof *d);
+	struct mark *m = use_marks ? calloc(vl.marks.n ? vl.marks.n : 1, sizeof *m) : NULL;
+	if (!d || (use_marks && !m))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && use_marks && i < vl.marks.n; i++)
+		m[i] = (struct mark){vl.marks.v[i],
+				     strlen(vl.marks.v[i]) - STAMP_LEN - strlen(MARK_SEP)};
+	if (m)
+		qsort(m, vl.marks.n, sizeof *m, mark_cmp);
+	size_t kept = 0;
+	for (size_t i = 0; !rc && i < vl.l.n; i++) {
+		rc = dated_fill(s, dataset, vl.l.v[i], m, vl.marks.n, &d[kept], err);
+		kept += rc == 0;
+		rc = rc == 1 ? 0 : rc;
+	}
+	free(m);
+	version_list_free(&vl);
 	if (rc) {
-		mt_strv_free(names.v, names.n);
+		dated_free(d, kept + 1);
 		return rc;
 	}
-	*out = names;
+	qsort(d, kept, sizeof *d, dated_cmp);
+	*out = d;
+	*n = kept;
+	return 0;
+}
+
+/* Whether the newest of d, placed there by its marker, was created when the
+ * marker says: 1 yes (or it has no marker), 0 no, or an error. */
+static int newest_confirmed(mt_store *s, const char *dataset, const struct dated *d, size_t n,
+			    mt_error *err)
+{
+	if (!n || !d[n - 1].marked)
+		return 1;
+	mt_manifest *m = NULL;
+	mt_error e = {0};
+	int rc = mti_dataset_load(s, dataset, d[n - 1].name, &m, NULL, &e);
+	if (rc == MT_ENOTFOUND)
+		return 0; /* gone since the listing: the next look finds the order */
+	if (rc)
+		return mti_err_copy(err, &e);
+	rc = !strcmp(m->created, d[n - 1].created);
+	mti_manifest_free(m);
+	return rc;
+}
+
+/* Version names oldest first (see versions_dated).  The newest is checked
+ * against its manifest: a marker that disagrees with it (edited, or a tool
+ * that wrote it wrong) sends the order back to every manifest, so "latest"
+ * never rests on a marker alone. */
+static int versions_by_age(mt_store *s, const char *dataset, int use_marks, struct strv *out,
+			   mt_error *err)
+{
+	struct dated *d;
+	size_t n;
+	int rc = versions_dated(s, dataset, use_marks, &d, &n, err);
+	if (rc)
+		return rc;
+	int ok = use_marks ? newest_confirmed(s, dataset, d, n, err) : 1;
+	if (ok != 1) {
+		dated_free(d, n);
+		return ok < 0 ? ok : versions_by_age(s, dataset, 0, out, err);
+	}
+	out->v = calloc(n ? n : 1, sizeof *out->v);
+	if (!out->v) {
+		dated_free(d, n);
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		out->v[i] = d[i].name;
+		d[i].name = NULL;
+	}
+	out->n = n;
+	dated_free(d, n);
 	return 0;
 }
 
@@ -319,7 +482,7 @@ int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t
 		      mt_error *err)
 {
 	struct strv l = {0};
-	int rc = versions_by_age(s, dataset, &l, err);
+	int rc = versions_by_age(s, dataset, 1, &l, err);
 	if (rc)
 		return rc;
 	if (l.n == 0) {
@@ -507,6 +670,37 @@ static int write_tombstone(mt_store *s, const char *dataset, const char *version
 	return rc;
 }
 
+struct unmark {
+	struct strv keys;
+	size_t prefix_len;
+};
+
+static int collect_unmark(void *ud, const mt_obj *o)
+{
+	struct unmark *u = ud;
+	const char *stamp = o->key + u->prefix_len;
+	char created[25];
+	return created_of(stamp, created) ? 0 : strv_push(&u->keys, o->key, strlen(o->key));
+}
+
+/* The order markers of a version whose manifest went: nothing orders it now. */
+static int unmark_all(mt_store *s, const char *dataset, const char *version, mt_error *err)
+{
+	struct unmark u = {0};
+	char *prefix = mti_asprintf("datasets/%s" VERSIONS_DIR "%s" MARK_SEP, dataset, version);
+	if (!prefix)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	u.prefix_len = strlen(prefix);
+	int rc = mti_store_list_all(s, prefix, collect_unmark, &u, err);
+	if (rc == MT_ENOMEM)
+		rc = mti_err(err, rc, "out of memory");
+	if (!rc && u.keys.n)
+		rc = mti_store_del(s, (const char *const *)u.keys.v, u.keys.n, err);
+	mt_strv_free(u.keys.v, u.keys.n);
+	free(prefix);
+	return rc;
+}
+
 int mt_store_delete_version(mt_store *s, const char *dataset, const char *version,
 			    mt_error *err)
 {
@@ -534,6 +728,8 @@ int mt_store_delete_version(mt_store *s, const char *dataset, const char *versio
 	if (!rc)
 		rc = mti_store_del(s, (const char *const *)&key, 1, err);
 	free(key);
+	if (!rc)
+		rc = unmark_all(s, dataset, version, err);
 	if (rc)
 		return rc;
 	/* The protection record goes last: while it is there without its
@@ -575,6 +771,14 @@ static int gc_consider(void *ud, const mt_obj *o)
 	if (g->fn)
 		g->fn(g->ud, o->key, o->size);
 	return strv_push(&g->doomed, k, strlen(k));
+}
+
+/* Under versions/, only order markers are ever candidates. */
+static int gc_consider_mark(void *ud, const mt_obj *o)
+{
+	const char *name = strrchr(o->key, '/');
+	name = name ? name + 1 : o->key;
+	return is_mark(name, strlen(name)) ? gc_consider(ud, o) : 0;
 }
 
 /* What one version uses: its shards, its recipe, its edited metadata. */
@@ -698,6 +902,26 @@ static int gc_mark_protection(struct gc_state *g, const char *dataset,
 	return rc;
 }
 
+/* The order markers of versions that have a manifest stay; one of no
+ * version (its create lost, or its writer died before it) is garbage. */
+static int gc_reference_marks(struct gc_state *g, const char *dataset, struct version_list *vl,
+			      mt_error *err)
+{
+	if (vl->l.n)
+		qsort(vl->l.v, vl->l.n, sizeof(char *), strv_cmp);
+	int rc = 0;
+	for (size_t i = 0; !rc && i < vl->marks.n; i++) {
+		const char *mk = vl->marks.v[i];
+		char *v = strndup(mk, strlen(mk) - STAMP_LEN - strlen(MARK_SEP));
+		if (!v)
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		if (vl->l.n && bsearch(&v, vl->l.v, vl->l.n, sizeof(char *), strv_cmp))
+			rc = gc_push(g, mti_asprintf("datasets/%s" VERSIONS_DIR "%s", dataset, mk), err);
+		free(v);
+	}
+	return rc;
+}
+
 /* Everything a version of the dataset or a live writer uses.  Every manifest
  * must load: a shard of an unreadable manifest may still be needed, so gc
  * refuses rather than guesses. */
@@ -724,6 +948,8 @@ static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 		rc = gc_reference_stray(g, dataset, vl.stray.v[i], err);
 	if (!rc)
 		rc = gc_mark_protection(g, dataset, &vl, err);
+	if (!rc)
+		rc = gc_reference_marks(g, dataset, &vl, err);
 	version_list_free(&vl);
 	if (rc)
 		return mti_err_prefix(err, "gc refused: ");
@@ -774,6 +1000,12 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 		if (rc == MT_ENOMEM)
 			rc = mti_err(err, rc, "out of memory");
 	}
+	char *vdir = rc ? NULL : mti_asprintf("datasets/%s" VERSIONS_DIR, dataset);
+	if (!rc && !vdir)
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = mti_store_list_all(g->s, vdir, gc_consider_mark, g, err);
+	free(vdir);
 	if (!rc && !dry_run && g->doomed.n)
 		rc = mti_store_del(g->s, (const char *const *)g->doomed.v, g->doomed.n, err);
 	/* Uploads a crashed writer never finished are garbage as well; while a

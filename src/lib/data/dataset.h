@@ -38,4 +38,12 @@ MT_LOCAL char *mti_created_after(const char *prev);
 MT_LOCAL int mti_dataset_removed(mt_store *s, const char *dataset, const char *version,
 				mt_error *err);
 
+/* The order marker of dataset@version created at `created` (doc/FORMAT.md,
+ * "Order markers"), written before the manifest's create; unmark removes
+ * it again, as far as it can, when the create did not land. */
+MT_LOCAL int mti_dataset_mark(mt_store *s, const char *dataset, const char *version,
+			     const char *created, mt_error *err);
+MT_LOCAL void mti_dataset_unmark(mt_store *s, const char *dataset, const char *version,
+				const char *created);
+
 #endif

@@ -385,6 +385,9 @@ int mti_rp_manifest_write(rp_ctx *c, mt_error *err)
 	int rc = mti_rp_lock(c, err);
 	if (!rc)
 		rc = mti_dlock_check(c->dlock, err);
+	/* A manifest put back gets its order marker first, as at its commit. */
+	if (!rc && missing && c->m)
+		rc = mti_dataset_mark(c->s, c->dataset, c->version, c->m->created, err);
 	if (!rc)
 		rc = mti_store_put(c->s, o->key, c->mjson, c->mlen, missing ? MT_PUT_EXCLUSIVE : 0,
 				   err);

@@ -846,7 +846,7 @@ static void commit_backoff(int attempt)
 }
 
 /* The manifest of this attempt, under the name it tries. */
-static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
+static int encode_manifest(mt_writer *w, char *name, char **json, char **created, mt_error *err)
 {
 	uint64_t row = 0;
 	for (size_t i = 0; i < w->nshards; i++) {
@@ -868,10 +868,9 @@ static int encode_manifest(mt_writer *w, char *name, char **json, mt_error *err)
 	};
 	memcpy(m.recipe, w->recipe ? w->recipe_sha : "", w->recipe ? sizeof m.recipe : 1);
 	m.created = w->parent_created ? mti_created_after(w->parent_created) : mti_now_rfc3339();
-	int rc = m.created ? mti_manifest_encode(&m, json, err)
-			   : mti_err(err, MT_ENOMEM, "out of memory");
-	free(m.created);
-	return rc;
+	*created = m.created;
+	return m.created ? mti_manifest_encode(&m, json, err)
+			 : mti_err(err, MT_ENOMEM, "out of memory");
 }
 
 /* A create refused as taken may be our own: on S3 a request whose answer
@@ -902,15 +901,20 @@ static int commit_once(mt_writer *w, char **name, mt_error *err)
 		rc = 1;
 	if (!rc)
 		rc = mti_dlock_check(w->dlock, err);
-	char *json = NULL, *key = rc ? NULL : mti_key_manifest(w->dataset, *name);
+	char *json = NULL, *created = NULL, *key = rc ? NULL : mti_key_manifest(w->dataset, *name);
 	if (!rc && !key)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
-		rc = encode_manifest(w, *name, &json, err);
+		rc = encode_manifest(w, *name, &json, &created, err);
+	/* The order marker before the create: every manifest this writes has one. */
+	int marked = !rc && !(rc = mti_dataset_mark(w->store, w->dataset, *name, created, err));
 	if (!rc)
 		rc = mti_store_put(w->store, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
 	if (rc == MT_EEXIST && is_our_manifest(w, key, json))
 		rc = 0;
+	if (rc && marked)
+		mti_dataset_unmark(w->store, w->dataset, *name, created);
+	free(created);
 	free(json);
 	free(key);
 	return rc;

@@ -1,5 +1,5 @@
 /* loader-epoch.c — one epoch through the loader, for bench/loader.sh: prints "rows bytes seconds peak_rss_kib" (and on stderr what it healed from parity).
- * usage: loader-epoch STORE DATASET ATTR[,ATTR...] BATCH SHUFFLE BUDGET_BYTES [THREADS] */
+ * usage: loader-epoch STORE DATASET[@VERSION] ATTR[,ATTR...] BATCH SHUFFLE BUDGET_BYTES [THREADS] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 int main(int argc, char **argv)
 {
 	if (argc < 7) {
-		fprintf(stderr, "usage: loader-epoch STORE DATASET ATTR[,ATTR...] BATCH SHUFFLE "
+		fprintf(stderr, "usage: loader-epoch STORE DATASET[@VERSION] ATTR[,ATTR...] BATCH SHUFFLE "
 				"BUDGET_BYTES [THREADS]\n");
 		return 2;
 	}
@@ -31,7 +31,11 @@ int main(int argc, char **argv)
 	mt_store *s;
 	mt_loader *l;
 	mt_error err = {0};
-	if (mt_store_open(argv[1], &s, &err) || mt_loader_open(s, argv[2], NULL, &o, &l, &err)) {
+	/* DATASET@VERSION names a version; the latest otherwise. */
+	char *version = strchr(argv[2], '@');
+	if (version)
+		*version++ = '\0';
+	if (mt_store_open(argv[1], &s, &err) || mt_loader_open(s, argv[2], version, &o, &l, &err)) {
 		fprintf(stderr, "loader-epoch: %s\n", err.message);
 		return 1;
 	}

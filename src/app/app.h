@@ -127,6 +127,34 @@ const char *app_diff_change_name(int change);
 /* One change's totals as a line: "new  1 shard  1.2 MiB  100 rows". */
 const char *app_diff_line(const struct app_diff *d, int change, char *buf, size_t cap);
 
+/* ---- app-records.c ---- */
+
+/* Records as text, checked against a dataset's attributes and packed into rows
+ * (what `matorage ingest` reads).  Every parser fills the caller's rows, one
+ * buffer per attribute of app_records_row_bytes bytes, or returns -1 with why
+ * (cap bytes) naming the field: "field x[1]: expected 3 values (shape (2, 3)),
+ * found 2"; the caller adds the line. */
+
+/* NAME=DTYPE[:SHAPE], SHAPE "3" or "28x28": *out with out->name = *name (malloc'ed,
+ * the caller's); -1 with why when malformed. */
+int app_attr_spec(const char *spec, mt_attr *out, char **name, char *why, size_t cap);
+/* A parser for these attributes (borrowed: they must outlive it). */
+struct app_records;
+struct app_records *app_records_new(const mt_attr *attrs, size_t n);
+void app_records_free(struct app_records *r);
+size_t app_records_row_bytes(const struct app_records *r, size_t i);
+/* One JSON object {"x": [[1, 2], [3, 4]], "y": 3}: every attribute a key, no other key;
+ * nested arrays of the attribute's shape; numbers (true/false for bool). */
+int app_records_json(struct app_records *r, const char *line, size_t len, void *const *row,
+		     char *why, size_t cap);
+/* CSV: the header names each column: NAME for a scalar attribute, NAME.I for element I
+ * (C order) of a shaped one, every element exactly once, in any order; then each line
+ * one record.  Fields may be double-quoted ("" is a quote). */
+int app_records_csv_header(struct app_records *r, const char *line, size_t len, char *why,
+			   size_t cap);
+int app_records_csv(struct app_records *r, const char *line, size_t len, void *const *row,
+		    char *why, size_t cap);
+
 /* ---- app-format.c ---- */
 
 /* "1.5 MiB" into buf. */

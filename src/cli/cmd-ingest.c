@@ -1,0 +1,560 @@
+/* cmd-ingest.c — `matorage ingest`: records from standard input appended to a dataset, committed by rows, time, end or signal. */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const struct cli_option ingest_options[] = {
+	{ "attr", 0, "NAME=DTYPE[:SHAPE]", "an attribute of each record, in order (SHAPE: 3 or "
+	  "28x28; none: a scalar); give one per attribute" },
+	{ "format", 0, "FORMAT", "jsonl (default), csv or npy" },
+	{ "commit-rows", 0, "N", "commit once N rows wait (default 100000)" },
+	{ "commit-secs", 0, "T", "commit once the oldest waiting row has waited T seconds "
+	  "(default 60; 0: never by time)" },
+	{ "skip-bad", 0, NULL, "skip records that do not fit the attributes, count them and say "
+	  "how many at the end (default: stop at the first)" },
+	{ "level", 0, "N", "zstd compression level, 1 to 22 (default 3)" },
+	{ "threads", 0, "N", "compression threads (default: one per CPU)" },
+	{ "author", 0, "NAME", "who made the versions (default: $USER)" },
+	{ "description", 0, "TEXT", "what the versions hold" },
+	{ "parity", 0, "K+M", "protect each committed version with K+M Reed–Solomon parity "
+	  "(default: the remote's, if it has one)" },
+	{ NULL, 0, NULL, NULL },
+};
+
+enum { FMT_JSONL, FMT_CSV, FMT_NPY };
+
+/* The bytes read from standard input and not yet consumed. */
+struct ingest_in {
+	char *buf;
+	size_t len, cap, pos;
+	int eof;
+};
+
+/* A growing buffer of one attribute's waiting rows. */
+struct ingest_col {
+	uint8_t *data;
+	size_t len, cap;
+	size_t row_bytes;
+	uint8_t *row; /* one record's row while it is parsed */
+};
+
+struct ingest {
+	struct cli_ctx *ctx;
+	mt_store *s;
+	const char *dataset;
+	mt_attr *attrs;
+	char **names;
+	size_t nattrs;
+	struct ingest_col *cols;
+	struct app_records *rec;
+	int format, skip_bad, header_done;
+	uint64_t commit_rows;
+	double commit_secs;
+	mt_writer_opts wopts;
+	int k, m;
+	int fresh; /* the dataset looked empty: the first commit creates v1 */
+	struct ingest_in in;
+	uint64_t line;       /* lines (text) or frames (npy) read */
+	uint64_t pending;    /* rows waiting for a commit */
+	double pending_since;
+	uint64_t committed, versions, bad;
+	size_t frame_attr;   /* npy: the attribute the next frame is for */
+	size_t skip_frames;  /* npy: frames left of a batch --skip-bad dropped */
+	uint64_t frame_rows; /* npy: rows of this batch's first frame */
+};
+
+/* The signal that asked to stop (SIGINT, SIGTERM), 0 while none did. */
+static volatile sig_atomic_t ingest_signal;
+
+static void ingest_on_signal(int sig)
+{
+	ingest_signal = sig;
+}
+
+/* No SA_RESTART: poll and read return EINTR and the loop commits what waits.
+ * SA_RESETHAND: a second signal, while a commit hangs, kills as usual. */
+static void ingest_catch_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = ingest_on_signal;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static double ingest_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void ingest_free(struct ingest *g)
+{
+	for (size_t i = 0; i < g->nattrs; i++) {
+		free(g->names[i]);
+		if (g->cols) {
+			free(g->cols[i].data);
+			free(g->cols[i].row);
+		}
+	}
+	free(g->names);
+	free(g->attrs);
+	free(g->cols);
+	free(g->in.buf);
+	app_records_free(g->rec);
+}
+
+static int ingest_parse_attrs(const struct cli_args *a, struct ingest *g)
+{
+	const char *const *specs = cli_get_all(a, "attr", &g->nattrs);
+	if (!g->nattrs)
+		return cli_usage_error(a->cmd, "give the attributes with --attr NAME=DTYPE[:SHAPE]");
+	g->attrs = app_xcalloc(g->nattrs, sizeof *g->attrs);
+	g->names = app_xcalloc(g->nattrs, sizeof *g->names);
+	for (size_t i = 0; i < g->nattrs; i++) {
+		char why[256];
+		if (app_attr_spec(specs[i], &g->attrs[i], &g->names[i], why, sizeof why))
+			return cli_usage_error(a->cmd, "--attr %s", why);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(g->names[j], g->names[i]))
+				return cli_usage_error(a->cmd, "--attr %s is given twice", g->names[i]);
+	}
+	g->rec = app_records_new(g->attrs, g->nattrs);
+	g->cols = app_xcalloc(g->nattrs, sizeof *g->cols);
+	for (size_t i = 0; i < g->nattrs; i++) {
+		g->cols[i].row_bytes = app_records_row_bytes(g->rec, i);
+		g->cols[i].row = app_xmalloc(g->cols[i].row_bytes ? g->cols[i].row_bytes : 1);
+	}
+	return 0;
+}
+
+static int ingest_parse_format(const struct cli_args *a, struct ingest *g)
+{
+	const char *f = cli_get(a, "format");
+	if (!f || !strcmp(f, "jsonl"))
+		g->format = FMT_JSONL;
+	else if (!strcmp(f, "csv"))
+		g->format = FMT_CSV;
+	else if (!strcmp(f, "npy"))
+		g->format = FMT_NPY;
+	else
+		return cli_usage_error(a->cmd, "--format %s: jsonl, csv or npy", f);
+	return 0;
+}
+
+static int ingest_parse(const struct cli_args *a, struct ingest *g)
+{
+	int rc, threads = 0, level = 0;
+	uint64_t secs = 60;
+	g->commit_rows = 100000;
+	if ((rc = ingest_parse_attrs(a, g)) || (rc = ingest_parse_format(a, g)) ||
+	    (rc = cli_opt_u64(a, "commit-rows", 1, &g->commit_rows)) ||
+	    (rc = cli_opt_u64(a, "commit-secs", 0, &secs)) ||
+	    (rc = cli_opt_int(a, "level", 1, 22, &level)) ||
+	    (rc = cli_opt_int(a, "threads", 1, 4096, &threads)))
+		return rc;
+	g->commit_secs = (double)secs;
+	g->skip_bad = cli_has(a, "skip-bad");
+	mt_writer_opts_init(&g->wopts);
+	g->wopts.level = level;
+	g->wopts.threads = threads;
+	g->wopts.author = cli_get(a, "author");
+	if (!g->wopts.author)
+		g->wopts.author = getenv("USER");
+	g->wopts.description = cli_get(a, "description");
+	return 0;
+}
+
+/* ---- commits ---- */
+
+/* One try: a writer appending to the latest version (or creating v1 of an empty
+ * dataset), the waiting rows, the commit. */
+static int ingest_commit_once(struct ingest *g, char *version, size_t cap, mt_error *err)
+{
+	mt_writer_opts o = g->wopts;
+	o.append = !g->fresh;
+	o.version = g->fresh ? "v1" : NULL;
+	const void **data = app_xcalloc(g->nattrs, sizeof *data);
+	for (size_t i = 0; i < g->nattrs; i++)
+		data[i] = g->cols[i].data;
+	mt_writer *w = NULL;
+	int rc = mt_writer_open(g->s, g->dataset, g->attrs, g->nattrs, &o, &w, err);
+	if (!rc)
+		rc = mt_writer_append(w, g->pending, data, NULL, err);
+	if (!rc)
+		rc = mt_writer_commit(w, version, cap, err);
+	mt_writer_close(w);
+	free(data);
+	return rc;
+}
+
+/* Commit the waiting rows as one version on top of the latest.  The first
+ * version of a dataset is created under the name v1, so two ingesters that both
+ * found the dataset empty cannot both make a first version: the one that loses
+ * appends to the winner's instead. */
+static int ingest_commit(struct ingest *g)
+{
+	if (!g->pending)
+		return 0;
+	mt_error err = { 0 };
+	char version[256];
+	int rc = 0;
+	for (int attempt = 0; attempt < 4; attempt++) {
+		rc = ingest_commit_once(g, version, sizeof version, &err);
+		if (rc == MT_ENOTFOUND && !g->fresh)
+			g->fresh = 1;
+		else if (rc == MT_EEXIST && g->fresh)
+			g->fresh = 0;
+		else
+			break;
+	}
+	if (rc)
+		return cli_error("ingest %s: %s; %" PRIu64 " row(s) not committed", g->dataset,
+				 err.message, g->pending);
+	g->fresh = 0;
+	printf("%s@%s\n", g->dataset, version);
+	fflush(stdout);
+	g->committed += g->pending;
+	g->versions++;
+	/* Frames of an npy batch still coming stay, after the committed rows. */
+	for (size_t i = 0; i < g->nattrs; i++) {
+		struct ingest_col *c = &g->cols[i];
+		size_t done = (size_t)g->pending * c->row_bytes;
+		memmove(c->data, c->data + done, c->len - done);
+		c->len -= done;
+	}
+	g->pending = 0;
+	if (g->k) {
+		/* Committed either way: a failed protection is reported, the rows stay. */
+		rc = cli_protect(g->ctx, g->s, g->dataset, version, g->k, g->m, g->wopts.threads, 0);
+		ingest_catch_signals(); /* the protection caught SIGINT for itself */
+	}
+	return rc;
+}
+
+/* ---- records ---- */
+
+static void ingest_col_add(struct ingest_col *c, const void *src, size_t bytes)
+{
+	if (c->len + bytes > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		while (cap < c->len + bytes)
+			cap *= 2;
+		c->data = app_xreallocarray(c->data, cap, 1);
+		c->cap = cap;
+	}
+	memcpy(c->data + c->len, src, bytes);
+	c->len += bytes;
+}
+
+static void ingest_rows_added(struct ingest *g, uint64_t n)
+{
+	if (!g->pending)
+		g->pending_since = ingest_now();
+	g->pending += n;
+}
+
+/* A record that does not fit: the end of the run (nothing waiting is committed),
+ * or with --skip-bad one more to count; the first few are shown either way. */
+static int ingest_bad(struct ingest *g, const char *what, uint64_t where, const char *why)
+{
+	if (!g->skip_bad)
+		return cli_error("ingest %s: %s %" PRIu64 ": %s; stopped, %" PRIu64 " waiting row(s) "
+				 "not committed", g->dataset, what, where, why, g->pending);
+	if (g->bad++ < 10 && !g->ctx->quiet) {
+		fprintf(stderr, "matorage: ingest %s: skipped %s %" PRIu64 ": %s\n", g->dataset, what,
+			where, why);
+		if (g->bad == 10)
+			fprintf(stderr, "matorage: ingest %s: not showing more bad records\n", g->dataset);
+	}
+	return 0;
+}
+
+/* One line of text: the CSV header, or a record. */
+static int ingest_line(struct ingest *g, const char *line, size_t len)
+{
+	char why[512];
+	void **rows = app_xcalloc(g->nattrs, sizeof *rows);
+	for (size_t i = 0; i < g->nattrs; i++)
+		rows[i] = g->cols[i].row;
+	g->line++;
+	if (len && line[len - 1] == '\r')
+		len--;
+	int rc = 0, bad = 0;
+	if (!len) {
+		/* Blank lines separate nothing; skip them. */
+	} else if (g->format == FMT_CSV && !g->header_done) {
+		if (app_records_csv_header(g->rec, line, len, why, sizeof why))
+			rc = cli_error("ingest %s: line %" PRIu64 " (the header): %s", g->dataset,
+				       g->line, why);
+		g->header_done = 1;
+	} else {
+		bad = g->format == FMT_CSV
+			      ? app_records_csv(g->rec, line, len, (void *const *)rows, why, sizeof why)
+			      : app_records_json(g->rec, line, len, (void *const *)rows, why, sizeof why);
+		if (bad) {
+			rc = ingest_bad(g, "line", g->line, why);
+		} else {
+			for (size_t i = 0; i < g->nattrs; i++)
+				ingest_col_add(&g->cols[i], rows[i], g->cols[i].row_bytes);
+			ingest_rows_added(g, 1);
+		}
+	}
+	free(rows);
+	return rc;
+}
+
+/* ---- npy frames ---- */
+
+/* Check a frame's header against the attribute it is for; -1 with why. */
+static int ingest_frame_check(struct ingest *g, const mt_npy_info *ni, char *why, size_t cap)
+{
+	const mt_attr *at = &g->attrs[g->frame_attr];
+	int ok = ni->rank == at->rank + 1;
+	for (int d = 0; ok && d < at->rank; d++)
+		ok = ni->shape[d + 1] == at->shape[d];
+	char shape[96];
+	if (ni->dtype != at->dtype)
+		return snprintf(why, cap, "field %s: dtype %s, the attribute's is %s", at->name,
+				mt_dtype_name(ni->dtype), mt_dtype_name(at->dtype)), -1;
+	if (!ok)
+		return snprintf(why, cap, "field %s: rows of the wrong shape (the attribute's "
+				"rows are %s, after a leading rows dimension)", at->name,
+				app_shape_str(at, shape, sizeof shape)), -1;
+	if (ni->big_endian && mt_dtype_size(ni->dtype) > 1)
+		return snprintf(why, cap, "field %s: big-endian data; send little-endian", at->name), -1;
+	if (ni->fortran_order && ni->rank > 2)
+		return snprintf(why, cap, "field %s: Fortran order; send C order", at->name), -1;
+	if (g->frame_attr && ni->shape[0] != g->frame_rows)
+		return snprintf(why, cap, "field %s: %" PRIu64 " rows, but the batch's first frame (%s) "
+				"has %" PRIu64, at->name, ni->shape[0], g->attrs[0].name,
+				g->frame_rows), -1;
+	return 0;
+}
+
+/* A whole frame's bytes are in the buffer at p: take its rows.  The rows of a
+ * batch count only once its last attribute's frame is in.  A bad frame spoils its
+ * whole batch: with --skip-bad the batch's other frames are read and dropped. */
+static int ingest_frame(struct ingest *g, const mt_npy_info *ni, const char *p)
+{
+	char why[512];
+	g->line++;
+	if (g->skip_frames) {
+		g->skip_frames--;
+		return 0;
+	}
+	if (ingest_frame_check(g, ni, why, sizeof why)) {
+		/* What waits is whole rows; frames of this batch come after them. */
+		for (size_t i = 0; i < g->nattrs; i++)
+			g->cols[i].len = (size_t)g->pending * g->cols[i].row_bytes;
+		g->skip_frames = g->nattrs - g->frame_attr - 1;
+		g->frame_attr = 0;
+		return ingest_bad(g, "frame", g->line, why) ? -1 : 0;
+	}
+	if (!g->frame_attr)
+		g->frame_rows = ni->shape[0];
+	ingest_col_add(&g->cols[g->frame_attr], p + ni->header_bytes, (size_t)ni->data_bytes);
+	if (++g->frame_attr == g->nattrs) {
+		g->frame_attr = 0;
+		ingest_rows_added(g, g->frame_rows);
+	}
+	return 0;
+}
+
+/* The size of the frame starting at p (len bytes there), 0 when more bytes must
+ * come first; -1 with why when it is no .npy frame. */
+static int ingest_frame_size(const char *p, size_t len, mt_npy_info *ni, size_t *size,
+			     char *why, size_t cap)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	*size = 0;
+	if (len < 12)
+		return 0;
+	if (memcmp(b, "\x93NUMPY", 6))
+		return snprintf(why, cap, "not a .npy frame (no \\x93NUMPY magic)"), -1;
+	size_t prefix = b[6] == 1 ? 10 : 12;
+	size_t hlen = b[6] == 1 ? (size_t)b[8] | (size_t)b[9] << 8
+				: (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 |
+					  (size_t)b[11] << 24;
+	if (len < prefix + hlen)
+		return 0;
+	mt_error err = { 0 };
+	if (mt_npy_parse_header(p, prefix + hlen, ni, &err))
+		return snprintf(why, cap, "%s", err.message), -1;
+	if (ni->rank == 0)
+		return snprintf(why, cap, "a 0-d array; a frame has a leading rows dimension"), -1;
+	if (len < ni->header_bytes + ni->data_bytes)
+		return 0;
+	*size = (size_t)(ni->header_bytes + ni->data_bytes);
+	return 0;
+}
+
+/* ---- the input loop ---- */
+
+/* Consume every whole record in the buffer (at the end of input, the rest too). */
+static int ingest_consume(struct ingest *g)
+{
+	struct ingest_in *in = &g->in;
+	int rc = 0;
+	while (!rc && in->pos < in->len && g->pending < g->commit_rows) {
+		char *p = in->buf + in->pos;
+		size_t left = in->len - in->pos;
+		if (g->format == FMT_NPY) {
+			mt_npy_info ni;
+			size_t size;
+			char why[512];
+			if (ingest_frame_size(p, left, &ni, &size, why, sizeof why))
+				return cli_error("ingest %s: frame %" PRIu64 ": %s; stopped, %" PRIu64
+						 " waiting row(s) not committed", g->dataset,
+						 g->line + 1, why, g->pending);
+			if (!size)
+				break;
+			in->pos += size;
+			rc = ingest_frame(g, &ni, p);
+			continue;
+		}
+		char *nl = memchr(p, '\n', left);
+		if (!nl && !in->eof)
+			break;
+		size_t len = nl ? (size_t)(nl - p) : left;
+		in->pos += nl ? len + 1 : len;
+		rc = ingest_line(g, p, len);
+	}
+	return rc;
+}
+
+/* Read what standard input has (it is readable, or at its end); 1 at the end. */
+static int ingest_read(struct ingest *g)
+{
+	struct ingest_in *in = &g->in;
+	if (in->pos) {
+		memmove(in->buf, in->buf + in->pos, in->len - in->pos);
+		in->len -= in->pos;
+		in->pos = 0;
+	}
+	if (in->cap - in->len < 65536) {
+		in->cap = in->cap ? 2 * in->cap : 1 << 20;
+		in->buf = app_xreallocarray(in->buf, in->cap, 1);
+	}
+	ssize_t n = read(STDIN_FILENO, in->buf + in->len, in->cap - in->len);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 0 : -1;
+	in->len += (size_t)n;
+	in->eof = n == 0;
+	return in->eof;
+}
+
+/* How long poll may wait: until the oldest waiting row is due (ms), else forever. */
+static int ingest_timeout(const struct ingest *g)
+{
+	if (!g->pending || g->commit_secs <= 0)
+		return -1;
+	double left = g->pending_since + g->commit_secs - ingest_now();
+	return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
+}
+
+static int ingest_due(const struct ingest *g)
+{
+	return g->pending && (g->pending >= g->commit_rows ||
+			      (g->commit_secs > 0 && ingest_now() >= g->pending_since + g->commit_secs));
+}
+
+static int ingest_loop(struct ingest *g)
+{
+	int rc = 0;
+	while (!rc && !ingest_signal) {
+		if (ingest_due(g)) {
+			rc = ingest_commit(g);
+			continue;
+		}
+		/* Whole records still in the buffer go first (a commit by rows stopped them). */
+		if (g->in.pos < g->in.len && (rc = ingest_consume(g)))
+			break;
+		if (ingest_due(g))
+			continue;
+		if (g->in.eof)
+			break;
+		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+		int pr = poll(&pfd, 1, ingest_timeout(g));
+		if (pr < 0 && errno != EINTR)
+			rc = cli_error("ingest %s: waiting for standard input: %s", g->dataset,
+				       strerror(errno));
+		if (pr <= 0)
+			continue;
+		int r = ingest_read(g);
+		if (r < 0)
+			rc = cli_error("ingest %s: reading standard input: %s", g->dataset,
+				       strerror(errno));
+		else
+			rc = ingest_consume(g);
+	}
+	return rc;
+}
+
+/* What is left at the end: a partial npy batch is an error, as is a frame cut short. */
+static int ingest_finish(struct ingest *g)
+{
+	if (g->format == FMT_NPY && g->in.eof && (g->frame_attr || g->in.pos < g->in.len))
+		return cli_error("ingest %s: frame %" PRIu64 ": the input ends inside a %s; "
+				 "stopped, %" PRIu64 " waiting row(s) not committed", g->dataset,
+				 g->line + 1, g->frame_attr ? "batch of frames" : "frame",
+				 g->pending);
+	return ingest_commit(g);
+}
+
+static int ingest_exec(struct cli_ctx *ctx, const struct cli_args *a)
+{
+	struct cli_ref ref;
+	struct ingest g = { .ctx = ctx };
+	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
+	if (rc)
+		return rc;
+	if (ref.version) {
+		rc = cli_usage_error(a->cmd, "ingest appends to the latest version: give DATASET "
+				     "without @VERSION");
+		goto out;
+	}
+	g.dataset = ref.dataset;
+	if ((rc = ingest_parse(a, &g)) || (rc = cli_parity_opt(a, ctx->app.store_url, &g.k, &g.m)))
+		goto out;
+	ctx->app.store_opts.create = 1; /* a first ingest makes the store */
+	if (!(g.s = cli_store(ctx))) {
+		rc = CLI_FAIL;
+		goto out;
+	}
+	ingest_catch_signals();
+	rc = ingest_loop(&g);
+	if (!rc)
+		rc = ingest_finish(&g);
+	if (g.versions)
+		cli_catalog_note(app_store_name(&ctx->app), g.s, g.dataset);
+	if (!rc && !ctx->quiet)
+		fprintf(stderr, "matorage: ingest %s: %" PRIu64 " row(s) committed in %" PRIu64
+			" version(s)%s; %" PRIu64 " bad record(s) skipped\n", g.dataset, g.committed,
+			g.versions, ingest_signal ? ", stopped by a signal" : "", g.bad);
+	/* SIGINT ends as an interrupted command does; SIGTERM is the orderly stop a
+	 * service manager asks for, so a clean commit is success. */
+	if (!rc && ingest_signal == SIGINT)
+		rc = 130;
+out:
+	ingest_free(&g);
+	cli_ref_free(&ref);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_ingest = {
+	"ingest", "DATASET --attr NAME=DTYPE[:SHAPE] ...", ingest_options, ingest_exec,
+	"Append records from standard input (JSON lines, CSV or .npy frames) to DATASET, "
+	"committing as they come", 1, 1,
+};

@@ -360,7 +360,7 @@ static int ingest_frame(struct ingest *g, const mt_npy_info *ni, const char *p)
 			g->cols[i].len = (size_t)g->pending * g->cols[i].row_bytes;
 		g->skip_frames = g->nattrs - g->frame_attr - 1;
 		g->frame_attr = 0;
-		return ingest_bad(g, "frame", g->line, why) ? -1 : 0;
+		return ingest_bad(g, "frame", g->line, why);
 	}
 	if (!g->frame_attr)
 		g->frame_rows = ni->shape[0];
@@ -508,7 +508,7 @@ static int ingest_finish(struct ingest *g)
 	if (g->format == FMT_NPY && g->in.eof && (g->frame_attr || g->in.pos < g->in.len))
 		return cli_error("ingest %s: frame %" PRIu64 ": the input ends inside a %s; "
 				 "stopped, %" PRIu64 " waiting row(s) not committed", g->dataset,
-				 g->line + 1, g->frame_attr ? "batch of frames" : "frame",
+				 g->line + 1, g->in.pos < g->in.len ? "frame" : "batch of frames",
 				 g->pending);
 	return ingest_commit(g);
 }

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""ingest_tool.py — records for the ingest tests, and checks of what was committed.
+
+gen FORMAT N FIRST SEED [DELAY]   N records on stdout (jsonl, csv or npy batches of 10 rows):
+                                  x float32 (3,), y int64 = FIRST + i, z float16 (2, 2);
+                                  DELAY seconds after each record (a slow producer)
+expect N FIRST SEED DIR           the arrays gen made, as DIR/{x,y,z}.npy
+same A.npy B.npy                  equal dtype, shape and values
+prefix Y.npy N FIRST              Y is FIRST, FIRST+1, ... (an exact prefix of N rows)
+interleaved Y.npy A:N B:N ...     Y holds each run FIRST..FIRST+N-1 exactly, each in order
+"""
+import io
+import sys
+import time
+
+import numpy as np
+
+
+def records(n, first, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-1000, 1000, size=(n, 3)).astype(np.float32) / 8
+    y = np.arange(first, first + n, dtype=np.int64)
+    z = (rng.integers(-64, 64, size=(n, 2, 2)) / 4).astype(np.float16)
+    return x, y, z
+
+
+def npy_bytes(a):
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+def gen(fmt, n, first, seed, delay=0.0):
+    x, y, z = records(n, first, seed)
+    out = sys.stdout.buffer
+    if fmt == "csv":
+        out.write(b"y,x.0,x.1,x.2,z.0,z.1,z.2,z.3\n")
+    step = 10 if fmt == "npy" else 1
+    for i in range(0, n, step):
+        if fmt == "jsonl":
+            line = '{"x": [%r, %r, %r], "y": %d, "z": [[%r, %r], [%r, %r]]}\n' % (
+                *map(float, x[i]), int(y[i]), *map(float, z[i].ravel()))
+            out.write(line.encode())
+        elif fmt == "csv":
+            vals = [str(int(y[i]))] + [repr(float(v)) for v in x[i]] + \
+                [repr(float(v)) for v in z[i].ravel()]
+            out.write((",".join(vals) + "\n").encode())
+        else:
+            for a in (x[i:i + step], y[i:i + step], z[i:i + step]):
+                out.write(npy_bytes(a))
+        out.flush()
+        if delay:
+            time.sleep(delay)
+
+
+def main():
+    cmd = sys.argv[1]
+    if cmd == "gen":
+        gen(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
+            float(sys.argv[6]) if len(sys.argv) > 6 else 0.0)
+    elif cmd == "expect":
+        x, y, z = records(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        for name, a in (("x", x), ("y", y), ("z", z)):
+            np.save("%s/%s.npy" % (sys.argv[5], name), a)
+    elif cmd == "same":
+        a, b = np.load(sys.argv[2]), np.load(sys.argv[3])
+        if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b):
+            sys.exit("differ: %s %s vs %s %s" % (a.dtype, a.shape, b.dtype, b.shape))
+    elif cmd == "prefix":
+        y, n, first = np.load(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+        if len(y) > n or not np.array_equal(y, np.arange(first, first + len(y))):
+            sys.exit("not a prefix: %s" % y[:20])
+        print(len(y))
+    elif cmd == "interleaved":
+        y = np.load(sys.argv[2])
+        total = 0
+        for run in sys.argv[3:]:
+            first, n = map(int, run.split(":"))
+            mine = y[(y >= first) & (y < first + n)]
+            if not np.array_equal(mine, np.arange(first, first + n)):
+                sys.exit("run %s: %d rows, not each once in order" % (run, len(mine)))
+            total += n
+        if len(y) != total:
+            sys.exit("%d rows, wanted %d" % (len(y), total))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

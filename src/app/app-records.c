@@ -369,6 +369,31 @@ static const char *rec_csv_text(struct app_records *r, const char *line, size_t 
 	return r->text;
 }
 
+/* The attribute (nattrs: none) and element a header's column names: NAME for a
+ * scalar attribute, NAME.I for element I of a shaped one. */
+static size_t rec_csv_column(const struct app_records *r, const char *name, uint64_t *item)
+{
+	const char *dot = strrchr(name, '.');
+	size_t a = 0;
+	for (; a < r->nattrs; a++) {
+		const mt_attr *at = &r->attrs[a];
+		size_t nl = strlen(at->name);
+		if (at->rank == 0 && !strcmp(name, at->name))
+			return a;
+		if (at->rank > 0 && dot && (size_t)(dot - name) == nl && !strncmp(name, at->name, nl))
+			break;
+	}
+	if (a == r->nattrs)
+		return a;
+	char *end = NULL;
+	errno = 0;
+	unsigned long long v = strtoull(dot + 1, &end, 10);
+	if (end == dot + 1 || *end || errno || dot[1] == '-' || v >= r->items[a])
+		return r->nattrs;
+	*item = v;
+	return a;
+}
+
 int app_records_csv_header(struct app_records *r, const char *line, size_t len, char *why,
 			   size_t cap)
 {
@@ -388,25 +413,8 @@ int app_records_csv_header(struct app_records *r, const char *line, size_t len, 
 	int rc = 0;
 	for (size_t k = 0; !rc && k < n; k++) {
 		const char *name = rec_csv_text(r, line, k);
-		const char *dot = strrchr(name, '.');
-		size_t a = 0;
-		for (; a < r->nattrs; a++) {
-			const mt_attr *at = &r->attrs[a];
-			size_t nl = strlen(at->name);
-			if (at->rank == 0 && !strcmp(name, at->name))
-				break;
-			if (at->rank > 0 && dot && (size_t)(dot - name) == nl &&
-			    !strncmp(name, at->name, nl))
-				break;
-		}
-		char *end = NULL;
-		unsigned long long item = 0;
-		if (a < r->nattrs && r->attrs[a].rank > 0) {
-			errno = 0;
-			item = strtoull(dot + 1, &end, 10);
-			if (end == dot + 1 || *end || errno || dot[1] == '-' || item >= r->items[a])
-				a = r->nattrs;
-		}
+		uint64_t item = 0;
+		size_t a = rec_csv_column(r, name, &item);
 		if (a == r->nattrs)
 			rc = rec_fail(why, cap, "column %zu '%s': not an attribute, nor NAME.I with I an "
 				      "element of a shaped one", k + 1, name);

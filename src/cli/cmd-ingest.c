@@ -20,6 +20,9 @@ static const struct cli_option ingest_options[] = {
 	  "(default 60; 0: never by time)" },
 	{ "skip-bad", 0, NULL, "skip records that do not fit the attributes, count them and say "
 	  "how many at the end (default: stop at the first)" },
+	{ "spool", 0, "DIR", "write each batch of records to a local spool in DIR (fsynced) before "
+	  "it counts as received; a later run commits what the spool holds and no version does; "
+	  "while the store is unreachable, keep spooling and retry" },
 	{ "level", 0, "N", "zstd compression level, 1 to 22 (default 3)" },
 	{ "threads", 0, "N", "compression threads (default: one per CPU)" },
 	{ "author", 0, "NAME", "who made the versions (default: $USER)" },
@@ -61,6 +64,12 @@ struct ingest {
 	mt_writer_opts wopts;
 	int k, m;
 	int fresh; /* the dataset looked empty: the first commit creates v1 */
+	struct cli_spool *spool;
+	const char *spool_dir;
+	uint64_t spooled;    /* waiting rows already in the spool */
+	int unsure;          /* spooled rows replayed: a version may hold some already */
+	double retry_at;     /* the store failed: no commit before this time */
+	double backoff;
 	struct ingest_in in;
 	uint64_t line;       /* lines (text) or frames (npy) read */
 	uint64_t pending;    /* rows waiting for a commit */
@@ -113,6 +122,7 @@ static void ingest_free(struct ingest *g)
 	free(g->cols);
 	free(g->in.buf);
 	app_records_free(g->rec);
+	cli_spool_close(g->spool);
 }
 
 static int ingest_parse_attrs(const struct cli_args *a, struct ingest *g)
@@ -185,6 +195,16 @@ static int ingest_commit_once(struct ingest *g, char *version, size_t cap, mt_er
 	mt_writer_opts o = g->wopts;
 	o.append = !g->fresh;
 	o.version = g->fresh ? "v1" : NULL;
+	/* The spool's rows this version ends with, so a run after a crash between the
+	 * commit and the spool's own note of it finds them committed. */
+	char tag[96];
+	const char *tags[1] = { tag };
+	if (g->spool) {
+		snprintf(tag, sizeof tag, "spool-%s-%" PRIu64, cli_spool_id(g->spool),
+			 cli_spool_committed(g->spool) + g->pending);
+		o.tags = tags;
+		o.ntags = 1;
+	}
 	const void **data = app_xcalloc(g->nattrs, sizeof *data);
 	for (size_t i = 0; i < g->nattrs; i++)
 		data[i] = g->cols[i].data;
@@ -199,6 +219,103 @@ static int ingest_commit_once(struct ingest *g, char *version, size_t cap, mt_er
 	return rc;
 }
 
+/* Spool the waiting rows not spooled yet, as one batch. */
+static int ingest_spool_flush(struct ingest *g)
+{
+	if (!g->spool || g->pending == g->spooled)
+		return 0;
+	const uint8_t **cols = app_xcalloc(g->nattrs, sizeof *cols);
+	for (size_t i = 0; i < g->nattrs; i++)
+		cols[i] = g->cols[i].data + (size_t)g->spooled * g->cols[i].row_bytes;
+	int rc = cli_spool_append(g->spool, g->pending - g->spooled, cols);
+	free(cols);
+	if (!rc)
+		g->spooled = g->pending;
+	return rc;
+}
+
+/* The rows of the spool a version holds: what its state says, or more when a
+ * commit made after the state's last note (a crash between the two) carries
+ * this spool's tag; only versions after the noted one can.  *end is left alone
+ * when none does. */
+static int ingest_spool_scan(struct ingest *g, uint64_t *end, char **version, mt_error *err)
+{
+	char **v;
+	size_t n, start = 0;
+	int rc = mt_store_versions(g->s, g->dataset, &v, &n, err);
+	if (rc)
+		return rc == MT_ENOTFOUND ? 0 : rc;
+	const char *noted = cli_spool_version(g->spool);
+	for (size_t i = 0; noted && i < n; i++)
+		if (!strcmp(v[i], noted))
+			start = i + 1;
+	char prefix[64];
+	snprintf(prefix, sizeof prefix, "spool-%s-", cli_spool_id(g->spool));
+	for (size_t i = n; !rc && i-- > start && !*version;) {
+		mt_reader *r;
+		rc = mt_reader_open(g->s, g->dataset, v[i], &r, err);
+		if (rc == MT_ENOTFOUND) {
+			rc = 0; /* removed since the listing */
+			continue;
+		}
+		const mt_version_info *vi = rc ? NULL : mt_reader_info(r);
+		for (size_t t = 0; vi && t < vi->ntags; t++)
+			if (!strncmp(vi->tags[t], prefix, strlen(prefix))) {
+				*end = strtoull(vi->tags[t] + strlen(prefix), NULL, 10);
+				*version = app_xstrdup(v[i]);
+			}
+		mt_reader_close(r);
+	}
+	mt_strv_free(v, n);
+	return rc;
+}
+
+/* Before the first commit after a replay: drop the replayed rows a version
+ * already holds, so each spooled row is committed exactly once. */
+static int ingest_spool_settle(struct ingest *g, mt_error *err)
+{
+	uint64_t noted = cli_spool_committed(g->spool), end = noted;
+	char *version = NULL;
+	int rc = ingest_spool_scan(g, &end, &version, err);
+	if (!rc && end > noted) {
+		uint64_t drop = end - noted < g->pending ? end - noted : g->pending;
+		for (size_t i = 0; i < g->nattrs; i++) {
+			struct ingest_col *c = &g->cols[i];
+			size_t bytes = (size_t)drop * c->row_bytes;
+			memmove(c->data, c->data + bytes, c->len - bytes);
+			c->len -= bytes;
+		}
+		g->pending -= drop;
+		g->spooled -= drop;
+		if (!g->ctx->quiet)
+			fprintf(stderr, "matorage: ingest %s: %" PRIu64 " spooled row(s) were already "
+				"committed in %s@%s\n", g->dataset, drop, g->dataset, version);
+		if (cli_spool_commit(g->spool, end, version))
+			rc = mt_error_set(err, MT_EIO, "spool %s: its state was not saved",
+					  g->spool_dir);
+	}
+	free(version);
+	if (!rc)
+		g->unsure = 0;
+	return rc;
+}
+
+/* Failures the store may get over (a network down, a server failing, writers
+ * racing): with a spool, the rows stay spooled and the commit is tried again
+ * later, backing off from 1 s to a minute; anything else ends the run. */
+static int ingest_commit_failed(struct ingest *g, const mt_error *err)
+{
+	int transient = err->code == MT_EIO || err->code == MT_ENET || err->code == MT_EEXIST;
+	if (!g->spool || !transient)
+		return cli_error("ingest %s: %s; %" PRIu64 " row(s) not committed", g->dataset,
+				 err->message, g->pending);
+	g->backoff = g->backoff ? (g->backoff * 2 < 60 ? g->backoff * 2 : 60) : 1;
+	g->retry_at = ingest_now() + g->backoff;
+	fprintf(stderr, "matorage: ingest %s: %s; %" PRIu64 " row(s) wait in the spool, next try "
+		"in %.0f s\n", g->dataset, err->message, g->pending, g->backoff);
+	return 0;
+}
+
 /* Commit the waiting rows as one version on top of the latest.  The first
  * version of a dataset is created under the name v1, so two ingesters that both
  * found the dataset empty cannot both make a first version: the one that loses
@@ -207,9 +324,15 @@ static int ingest_commit(struct ingest *g)
 {
 	if (!g->pending)
 		return 0;
+	if (ingest_spool_flush(g))
+		return CLI_FAIL;
 	mt_error err = { 0 };
 	char version[256];
-	int rc = 0;
+	int rc = g->unsure ? ingest_spool_settle(g, &err) : 0;
+	if (rc)
+		return ingest_commit_failed(g, &err);
+	if (!g->pending)
+		return 0;
 	for (int attempt = 0; attempt < 4; attempt++) {
 		rc = ingest_commit_once(g, version, sizeof version, &err);
 		if (rc == MT_ENOTFOUND && !g->fresh)
@@ -220,9 +343,12 @@ static int ingest_commit(struct ingest *g)
 			break;
 	}
 	if (rc)
-		return cli_error("ingest %s: %s; %" PRIu64 " row(s) not committed", g->dataset,
-				 err.message, g->pending);
+		return ingest_commit_failed(g, &err);
 	g->fresh = 0;
+	g->backoff = 0;
+	if (g->spool && cli_spool_commit(g->spool, cli_spool_committed(g->spool) + g->pending,
+					 version))
+		return CLI_FAIL;
 	printf("%s@%s\n", g->dataset, version);
 	fflush(stdout);
 	g->committed += g->pending;
@@ -235,6 +361,7 @@ static int ingest_commit(struct ingest *g)
 		c->len -= done;
 	}
 	g->pending = 0;
+	g->spooled = 0;
 	if (g->k) {
 		/* Committed either way: a failed protection is reported, the rows stay. */
 		rc = cli_protect(g->ctx, g->s, g->dataset, version, g->k, g->m, g->wopts.threads, 0);
@@ -402,12 +529,36 @@ static int ingest_frame_size(const char *p, size_t len, mt_npy_info *ni, size_t 
 
 /* ---- the input loop ---- */
 
+/* How long poll may wait: until the oldest waiting row is due (ms), else forever. */
+static int ingest_timeout(const struct ingest *g)
+{
+	if (!g->pending)
+		return -1;
+	double at = g->pending >= g->commit_rows ? 0 : g->commit_secs > 0 ?
+		g->pending_since + g->commit_secs : -1;
+	if (at < 0)
+		return -1;
+	if (at < g->retry_at)
+		at = g->retry_at;
+	double left = at - ingest_now();
+	return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
+}
+
+/* Rows wait, enough or long enough, and the store is not resting after a failure. */
+static int ingest_due(const struct ingest *g)
+{
+	double now = ingest_now();
+	return g->pending && now >= g->retry_at &&
+	       (g->pending >= g->commit_rows ||
+		(g->commit_secs > 0 && now >= g->pending_since + g->commit_secs));
+}
+
 /* Consume every whole record in the buffer (at the end of input, the rest too). */
 static int ingest_consume(struct ingest *g)
 {
 	struct ingest_in *in = &g->in;
 	int rc = 0;
-	while (!rc && in->pos < in->len && g->pending < g->commit_rows) {
+	while (!rc && in->pos < in->len && !ingest_due(g)) {
 		char *p = in->buf + in->pos;
 		size_t left = in->len - in->pos;
 		if (g->format == FMT_NPY) {
@@ -455,21 +606,6 @@ static int ingest_read(struct ingest *g)
 	return in->eof;
 }
 
-/* How long poll may wait: until the oldest waiting row is due (ms), else forever. */
-static int ingest_timeout(const struct ingest *g)
-{
-	if (!g->pending || g->commit_secs <= 0)
-		return -1;
-	double left = g->pending_since + g->commit_secs - ingest_now();
-	return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
-}
-
-static int ingest_due(const struct ingest *g)
-{
-	return g->pending && (g->pending >= g->commit_rows ||
-			      (g->commit_secs > 0 && ingest_now() >= g->pending_since + g->commit_secs));
-}
-
 static int ingest_loop(struct ingest *g)
 {
 	int rc = 0;
@@ -479,7 +615,7 @@ static int ingest_loop(struct ingest *g)
 			continue;
 		}
 		/* Whole records still in the buffer go first (a commit by rows stopped them). */
-		if (g->in.pos < g->in.len && (rc = ingest_consume(g)))
+		if (g->in.pos < g->in.len && ((rc = ingest_consume(g)) || (rc = ingest_spool_flush(g))))
 			break;
 		if (ingest_due(g))
 			continue;
@@ -498,6 +634,8 @@ static int ingest_loop(struct ingest *g)
 				       strerror(errno));
 		else
 			rc = ingest_consume(g);
+		if (!rc)
+			rc = ingest_spool_flush(g);
 	}
 	return rc;
 }
@@ -510,7 +648,56 @@ static int ingest_finish(struct ingest *g)
 				 "stopped, %" PRIu64 " waiting row(s) not committed", g->dataset,
 				 g->line + 1, g->in.pos < g->in.len ? "frame" : "batch of frames",
 				 g->pending);
-	return ingest_commit(g);
+	int rc = ingest_commit(g);
+	if (!rc && g->pending)
+		rc = cli_error("ingest %s: %" PRIu64 " row(s) stay in the spool; a run with --spool "
+			       "%s commits them", g->dataset, g->pending, g->spool_dir);
+	return rc;
+}
+
+static void ingest_replay_rows(void *ud, uint64_t rows, const uint8_t *const *cols)
+{
+	struct ingest *g = ud;
+	for (size_t i = 0; i < g->nattrs; i++)
+		ingest_col_add(&g->cols[i], cols[i], (size_t)rows * g->cols[i].row_bytes);
+	ingest_rows_added(g, rows);
+	g->spooled = g->pending;
+}
+
+/* Open the spool and take back what it holds that the state does not call
+ * committed; those rows are committed first (once it is sure no version holds
+ * them already: ingest_spool_settle). */
+static int ingest_spool_start(struct ingest *g)
+{
+	char *layout = NULL;
+	size_t *row_bytes = app_xcalloc(g->nattrs, sizeof *row_bytes);
+	for (size_t i = 0; i < g->nattrs; i++) {
+		char shape[96];
+		char *l = app_xasprintf("%s%s%s=%s%s", layout ? layout : "", layout ? "," : "",
+					g->attrs[i].name, mt_dtype_name(g->attrs[i].dtype),
+					app_shape_str(&g->attrs[i], shape, sizeof shape));
+		free(layout);
+		layout = l;
+		row_bytes[i] = g->cols[i].row_bytes;
+	}
+	int rc = cli_spool_open(g->spool_dir, g->dataset, layout, g->nattrs, row_bytes, &g->spool);
+	free(layout);
+	free(row_bytes);
+	if (rc)
+		return rc;
+	uint64_t from = cli_spool_committed(g->spool), end = cli_spool_end(g->spool);
+	if (end > from) {
+		if (!g->ctx->quiet)
+			fprintf(stderr, "matorage: ingest %s: replaying %" PRIu64 " spooled row(s) "
+				"(%" PRIu64 "..%" PRIu64 ")\n", g->dataset, end - from, from, end);
+		cli_spool_replay(g->spool, from, ingest_replay_rows, g);
+		g->unsure = 1;
+		/* Commit them now, whatever the thresholds say. */
+		g->pending_since = ingest_now() - g->commit_secs;
+		return ingest_commit(g);
+	}
+	cli_spool_replay(g->spool, from, ingest_replay_rows, g);
+	return 0;
 }
 
 static int ingest_exec(struct cli_ctx *ctx, const struct cli_args *a)
@@ -534,7 +721,10 @@ static int ingest_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		goto out;
 	}
 	ingest_catch_signals();
-	rc = ingest_loop(&g);
+	g.spool_dir = cli_get(a, "spool");
+	rc = g.spool_dir ? ingest_spool_start(&g) : 0;
+	if (!rc)
+		rc = ingest_loop(&g);
 	if (!rc)
 		rc = ingest_finish(&g);
 	if (g.versions)

@@ -1,0 +1,309 @@
+/* cli-spool.c — ingest's local write-ahead spool: rows made durable on disk before they count as received, replayed until committed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* Each batch in the log: this header, then the batch's rows attribute after
+ * attribute.  seq is the spool's number of the batch's first row. */
+#define SPOOL_MAGIC "MTSPOOL1"
+struct spool_head {
+	char magic[8];
+	uint64_t seq, rows, bytes, hash; /* hash: FNV-1a 64 of the rows' bytes */
+};
+
+struct cli_spool {
+	char *dir, *log_path, *state_path;
+	int log_fd, lock_fd;
+	char id[33];
+	char *dataset, *layout, *version;
+	uint64_t committed; /* rows of the spool that a version holds */
+	uint64_t end;       /* the number of the next row to spool */
+	size_t nattrs;
+	size_t *row_bytes;
+	uint8_t *loaded;    /* the log as read at open, until replayed */
+	size_t loaded_len;
+};
+
+static uint64_t spool_hash(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int spool_sys(const struct cli_spool *sp, const char *what, const char *path)
+{
+	return cli_error("spool %s: %s %s: %s", sp->dir, what, path, strerror(errno));
+}
+
+/* Write all of buf, or fail. */
+static int spool_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The state file, replaced whole (temporary file, fsync, rename, fsync of the
+ * directory), so a crash leaves the old state or the new one. */
+static int spool_save_state(struct cli_spool *sp)
+{
+	char *tmp = app_xasprintf("%s.tmp", sp->state_path);
+	char *text = app_xasprintf("id %s\ndataset %s\nlayout %s\ncommitted %" PRIu64 "\n"
+				   "version %s\n", sp->id, sp->dataset, sp->layout, sp->committed,
+				   sp->version ? sp->version : "-");
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int rc = fd < 0 || spool_write_all(fd, text, strlen(text)) || fsync(fd);
+	if (fd >= 0 && close(fd))
+		rc = 1;
+	if (!rc && rename(tmp, sp->state_path))
+		rc = 1;
+	int dfd = rc ? -1 : open(sp->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	if (rc)
+		rc = spool_sys(sp, "writing", tmp);
+	free(tmp);
+	free(text);
+	return rc;
+}
+
+/* A field "KEY VALUE" of the state file's text. */
+static char *spool_field(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (!strncmp(p, key, kl) && p[kl] == ' ') {
+			const char *e = strchr(p + kl + 1, '\n');
+			return app_xasprintf("%.*s", (int)(e ? e - (p + kl + 1) : (long)strlen(p + kl + 1)),
+					     p + kl + 1);
+		}
+	}
+	return NULL;
+}
+
+static void spool_new_id(char *id)
+{
+	uint8_t b[16] = { 0 };
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, b, sizeof b) != (ssize_t)sizeof b) {
+		/* No urandom: time and pid still tell spools apart on one machine. */
+		uint64_t t = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+		memcpy(b, &t, sizeof t);
+	}
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 16; i++)
+		snprintf(id + 2 * i, 3, "%02x", b[i]);
+}
+
+/* Read the state, or start one; it must be this dataset's, with these attributes. */
+static int spool_load_state(struct cli_spool *sp)
+{
+	size_t len;
+	char *text = app_read_file(sp->state_path, &len);
+	if (!text && errno != ENOENT)
+		return spool_sys(sp, "reading", sp->state_path);
+	if (!text) {
+		spool_new_id(sp->id);
+		return spool_save_state(sp);
+	}
+	char *id = spool_field(text, "id"), *ds = spool_field(text, "dataset"),
+	     *layout = spool_field(text, "layout"), *committed = spool_field(text, "committed"),
+	     *version = spool_field(text, "version");
+	int rc = 0;
+	if (!id || strlen(id) != 32 || !ds || !layout || !committed || !version)
+		rc = cli_error("spool %s: %s is not a spool's state", sp->dir, sp->state_path);
+	else if (strcmp(ds, sp->dataset))
+		rc = cli_error("spool %s belongs to dataset %s, not %s", sp->dir, ds, sp->dataset);
+	else if (strcmp(layout, sp->layout))
+		rc = cli_error("spool %s holds rows of other attributes (%s), not %s", sp->dir, layout,
+			       sp->layout);
+	if (!rc) {
+		memcpy(sp->id, id, 33);
+		sp->committed = strtoull(committed, NULL, 10);
+		if (strcmp(version, "-"))
+			sp->version = app_xstrdup(version);
+	}
+	free(id), free(ds), free(layout), free(committed), free(version), free(text);
+	return rc;
+}
+
+/* Read the log; a batch cut short or damaged by a crash while it was written was
+ * never received, so it is cut off. */
+static int spool_load_log(struct cli_spool *sp)
+{
+	struct stat st;
+	if (fstat(sp->log_fd, &st))
+		return spool_sys(sp, "reading", sp->log_path);
+	size_t len = (size_t)st.st_size, off = 0;
+	sp->loaded = app_xmalloc(len ? len : 1);
+	if (len && pread(sp->log_fd, sp->loaded, len, 0) != (ssize_t)len)
+		return spool_sys(sp, "reading", sp->log_path);
+	sp->end = sp->committed;
+	while (off + sizeof(struct spool_head) <= len) {
+		struct spool_head h;
+		memcpy(&h, sp->loaded + off, sizeof h);
+		uint64_t row = 0;
+		for (size_t i = 0; i < sp->nattrs; i++)
+			row += sp->row_bytes[i];
+		if (memcmp(h.magic, SPOOL_MAGIC, 8) || h.bytes != h.rows * row ||
+		    h.bytes > len - off - sizeof h ||
+		    spool_hash(0xcbf29ce484222325ull, sp->loaded + off + sizeof h, h.bytes) != h.hash)
+			break;
+		if (h.seq + h.rows > sp->end)
+			sp->end = h.seq + h.rows;
+		off += sizeof h + (size_t)h.bytes;
+	}
+	sp->loaded_len = off;
+	if (off < len && (ftruncate(sp->log_fd, (off_t)off) || fsync(sp->log_fd)))
+		return spool_sys(sp, "cutting a torn batch off", sp->log_path);
+	if (lseek(sp->log_fd, (off_t)off, SEEK_SET) < 0)
+		return spool_sys(sp, "seeking in", sp->log_path);
+	return 0;
+}
+
+int cli_spool_open(const char *dir, const char *dataset, const char *layout, size_t nattrs,
+		   const size_t *row_bytes, struct cli_spool **out)
+{
+	struct cli_spool *sp = app_xcalloc(1, sizeof *sp);
+	*out = NULL;
+	sp->dir = app_xstrdup(dir);
+	sp->dataset = app_xstrdup(dataset);
+	sp->layout = app_xstrdup(layout);
+	sp->nattrs = nattrs;
+	sp->row_bytes = app_xcalloc(nattrs, sizeof *sp->row_bytes);
+	memcpy(sp->row_bytes, row_bytes, nattrs * sizeof *row_bytes);
+	sp->log_path = app_xasprintf("%s/log", dir);
+	sp->state_path = app_xasprintf("%s/state", dir);
+	sp->log_fd = sp->lock_fd = -1;
+	char *lock = app_xasprintf("%s/lock", dir);
+	int rc = 0;
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		rc = spool_sys(sp, "creating", dir);
+	if (!rc && (sp->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		rc = spool_sys(sp, "opening", lock);
+	/* One ingest per spool: two would number their rows over each other. */
+	if (!rc && flock(sp->lock_fd, LOCK_EX | LOCK_NB))
+		rc = cli_error("spool %s is in use by another ingest", dir);
+	if (!rc)
+		rc = spool_load_state(sp);
+	if (!rc && (sp->log_fd = open(sp->log_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		rc = spool_sys(sp, "opening", sp->log_path);
+	if (!rc)
+		rc = spool_load_log(sp);
+	free(lock);
+	if (rc)
+		cli_spool_close(sp);
+	else
+		*out = sp;
+	return rc;
+}
+
+void cli_spool_close(struct cli_spool *sp)
+{
+	if (!sp)
+		return;
+	if (sp->log_fd >= 0)
+		close(sp->log_fd);
+	if (sp->lock_fd >= 0)
+		close(sp->lock_fd);
+	free(sp->dir), free(sp->log_path), free(sp->state_path), free(sp->dataset);
+	free(sp->layout), free(sp->version), free(sp->row_bytes), free(sp->loaded);
+	free(sp);
+}
+
+const char *cli_spool_id(const struct cli_spool *sp)
+{
+	return sp->id;
+}
+const char *cli_spool_version(const struct cli_spool *sp)
+{
+	return sp->version;
+}
+uint64_t cli_spool_committed(const struct cli_spool *sp)
+{
+	return sp->committed;
+}
+uint64_t cli_spool_end(const struct cli_spool *sp)
+{
+	return sp->end;
+}
+
+int cli_spool_replay(struct cli_spool *sp, uint64_t committed, cli_spool_fn fn, void *ud)
+{
+	const uint8_t **cols = app_xcalloc(sp->nattrs, sizeof *cols);
+	for (size_t off = 0; off < sp->loaded_len;) {
+		struct spool_head h;
+		memcpy(&h, sp->loaded + off, sizeof h);
+		const uint8_t *p = sp->loaded + off + sizeof h;
+		off += sizeof h + (size_t)h.bytes;
+		if (h.seq + h.rows <= committed)
+			continue;
+		uint64_t skip = committed > h.seq ? committed - h.seq : 0;
+		for (size_t i = 0; i < sp->nattrs; i++) {
+			cols[i] = p + skip * sp->row_bytes[i];
+			p += h.rows * sp->row_bytes[i];
+		}
+		fn(ud, h.rows - skip, cols);
+	}
+	free(cols);
+	free(sp->loaded);
+	sp->loaded = NULL;
+	sp->loaded_len = 0;
+	return 0;
+}
+
+int cli_spool_append(struct cli_spool *sp, uint64_t rows, const uint8_t *const *cols)
+{
+	struct spool_head h = { .seq = sp->end, .rows = rows, .hash = 0xcbf29ce484222325ull };
+	memcpy(h.magic, SPOOL_MAGIC, 8);
+	for (size_t i = 0; i < sp->nattrs; i++) {
+		size_t n = (size_t)rows * sp->row_bytes[i];
+		h.bytes += n;
+		h.hash = spool_hash(h.hash, cols[i], n);
+	}
+	if (spool_write_all(sp->log_fd, &h, sizeof h))
+		return spool_sys(sp, "writing", sp->log_path);
+	for (size_t i = 0; i < sp->nattrs; i++)
+		if (spool_write_all(sp->log_fd, cols[i], (size_t)rows * sp->row_bytes[i]))
+			return spool_sys(sp, "writing", sp->log_path);
+	if (fdatasync(sp->log_fd))
+		return spool_sys(sp, "syncing", sp->log_path);
+	sp->end += rows;
+	return 0;
+}
+
+int cli_spool_commit(struct cli_spool *sp, uint64_t committed, const char *version)
+{
+	sp->committed = committed;
+	free(sp->version);
+	sp->version = version ? app_xstrdup(version) : NULL;
+	int rc = spool_save_state(sp);
+	/* Everything is in the store: the log starts again empty.  A crash before the
+	 * cut leaves batches the state already calls committed, which replay skips. */
+	if (!rc && committed == sp->end &&
+	    (ftruncate(sp->log_fd, 0) || lseek(sp->log_fd, 0, SEEK_SET) < 0 || fsync(sp->log_fd)))
+		rc = spool_sys(sp, "emptying", sp->log_path);
+	return rc;
+}

@@ -2,6 +2,12 @@
 --
 --   matorage run lua/examples/fashion_mnist.lua --allow /usr/share/datasets [dir=...] [level=3]
 --
+-- In parts (each run takes its share of the rows, in order; any number at once):
+--
+--   matorage run lua/examples/fashion_mnist.lua --allow /usr/share/datasets --part 1/2 &
+--   matorage run lua/examples/fashion_mnist.lua --allow /usr/share/datasets --part 2/2
+--   matorage commit fashion-mnist-train --staged && matorage commit fashion-mnist-test --staged
+--
 -- image: float32 in [0, 1], 28x28; label: int64 0..9, the attributes that
 -- examples/train-softmax reads.
 local m = require("matorage")
@@ -14,6 +20,11 @@ local function build(split, files)
 	local images = m.read_idx(dir .. "/" .. files .. "-images-idx3-ubyte.gz")
 	local labels = m.read_idx(dir .. "/" .. files .. "-labels-idx1-ubyte.gz")
 	assert(#images == #labels, split .. ": images and labels differ in count")
+	-- Part k of n takes rows (k-1)*N/n+1 .. k*N/n: the parts together are every row,
+	-- each once, in order.
+	local k, n = m.part()
+	local first, last = (k - 1) * #images // n + 1, k * #images // n
+	images, labels = images:slice(1, first, last), labels:slice(1, first, last)
 	local w = m.create(prefix .. "-" .. split, {
 		attributes = {
 			{ name = "image", dtype = "float32", shape = { 28, 28 } },

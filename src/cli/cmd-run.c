@@ -14,6 +14,10 @@ const struct cli_option cli_script_options[] = {
 	{ "max-memory", 0, "BYTES", "stop the script when it holds more than BYTES (default: no limit)" },
 	{ "parity", 0, "K+M", "protect the versions it commits with K+M Reed–Solomon parity "
 	  "(default: the remote's, if it has one)" },
+	{ "part", 0, "K/N", "run part K of N: matorage.part() returns K, N and every writer stages "
+	  "its part instead of committing ('matorage commit DATASET --staged' merges them)" },
+	{ "stage-id", 0, "ID", "the staging the parts share (default: one derived from the script "
+	  "and its arguments, the same for every part)" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -52,12 +56,50 @@ static int run_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, co
 	return cli_protect(ctx, s, dataset, version, k, m, 0, 0);
 }
 
+/* --part K/N and --stage-id: the parts of one run share an id, by default a
+ * hash of the script and its arguments (FNV-1a), so N runs started the same
+ * way stage into the same place. */
+static int run_part(const struct cli_args *a, const void *code, size_t len,
+		    const char *const *args, size_t nargs, mt_script_opts *o, char *id, size_t cap)
+{
+	const char *part = cli_get(a, "part"), *given = cli_get(a, "stage-id");
+	if (given && !part)
+		return cli_usage_error(a->cmd, "--stage-id needs --part");
+	if (!part)
+		return 0;
+	unsigned long long k, n;
+	char end;
+	if (sscanf(part, "%llu/%llu%c", &k, &n, &end) != 2 || k < 1 || k > n)
+		return cli_usage_error(a->cmd, "--part %s: expected K/N with 1 <= K <= N", part);
+	mt_error err = { 0 };
+	if (given && mt_name_check(given, "staging id", &err))
+		return cli_usage_error(a->cmd, "--stage-id: %s", err.message);
+	uint64_t h = 0xcbf29ce484222325ull;
+	const unsigned char *p = code;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	for (size_t i = 0; i < nargs; i++) /* each with its NUL, so "ab","c" is not "a","bc" */
+		for (size_t j = 0; j <= strlen(args[i]); j++)
+			h = (h ^ (unsigned char)args[i][j]) * 0x100000001b3ull;
+	if (given)
+		snprintf(id, cap, "%s", given);
+	else
+		snprintf(id, cap, "run-%016llx", (unsigned long long)h);
+	o->stage_id = id;
+	o->part = k;
+	o->parts = n;
+	return 0;
+}
+
 int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *name,
 		   const void *code, size_t len, const char *const *args, size_t nargs)
 {
 	mt_script_opts o;
 	mt_script_opts_init(&o);
-	int rc;
+	char stage_id[160];
+	int rc = run_part(a, code, len, args, nargs, &o, stage_id, sizeof stage_id);
+	if (rc)
+		return rc;
 	/* 0 would mean "no limit": leaving the option out says that. */
 	if ((rc = cli_opt_u64(a, "max-instructions", 1, &o.max_instructions)) ||
 	    (rc = cli_opt_bytes(a, "max-memory", 1, &o.max_memory)))
@@ -109,7 +151,8 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 			 * catalog with the next sync. */
 			char *dataset = app_xasprintf("%.*s", (int)strcspn(v, "@"), v);
 			cli_catalog_note(app_store_name(&ctx->app), o.store, dataset);
-			if (k && run_protect(ctx, o.store, dataset, v + strlen(dataset) + 1, k, m))
+			/* A staged part is no version yet: its commit protects it. */
+			if (k && !o.parts && run_protect(ctx, o.store, dataset, v + strlen(dataset) + 1, k, m))
 				rc = CLI_FAIL;
 			free(dataset);
 		}

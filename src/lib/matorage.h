@@ -511,6 +511,13 @@ typedef struct mt_writer_opts {
 	 * any user:password@ in a URL is left out.  NULL: none. */
 	const mt_source *sources;
 	size_t nsources;
+	/* Stage instead of commit: mt_writer_commit uploads the shards and
+	 * writes the immutable part record datasets/<dataset>/staged/<id>/<k>.json
+	 * (part stage_part of stage_parts, 1 <= k <= n) instead of a version;
+	 * mt_staged_commit later merges the parts into one version.  Not with
+	 * version, parent or append.  NULL: commit as usual. */
+	const char *stage_id;
+	uint64_t stage_part, stage_parts;
 } mt_writer_opts;
 
 /* Defaults for every field; size: sizeof the caller's mt_writer_opts. */
@@ -537,6 +544,20 @@ MT_API int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *dat
  * On success the version's name is copied to `version` (cap bytes) when
  * not NULL.  Fails with MT_EEXIST if the version appeared meanwhile. */
 MT_API int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err);
+/* The ids of the stagings of `dataset` that have part records, sorted
+ * (none: 0 ids).  Free with mt_strv_free. */
+MT_API int mt_staged_list(mt_store *s, const char *dataset, char ***ids, size_t *n,
+			  mt_error *err);
+/* Merge the parts of staging `id` (NULL: the only one there is) into one
+ * version of `dataset`, their rows in part order, appended to the latest
+ * version (or the first version); one manifest is the commit point, as for
+ * mt_writer_commit (o: author, description, tags; the rest is ignored).
+ * Every one of the n parts the records declare must be there, else
+ * MT_ENOTFOUND naming the missing ones, and nothing is committed.  The part
+ * records are deleted once the version is committed.  The version's name
+ * goes to `version` (cap bytes). */
+MT_API int mt_staged_commit(mt_store *s, const char *dataset, const char *id,
+			    const mt_writer_opts *o, char *version, size_t cap, mt_error *err);
 /* Stop uploading and discard the version; shards already uploaded are
  * left for mt_store_gc.  After it, only mt_writer_close is valid. */
 MT_API void mt_writer_abort(mt_writer *w);

@@ -475,6 +475,9 @@ static int l_create(lua_State *L)
 	lt_recipe(L, &o.recipe, &o.recipe_len, &o.recipe_args, &o.nrecipe_args);
 	lt_sources(L, &o.sources, &o.nsources);
 	lt_cancel_callback(L, &o.progress, &o.progress_ud);
+	lt_part(L, &o.stage_id, &o.stage_part, &o.stage_parts);
+	if (!o.stage_parts)
+		o.stage_id = NULL;
 	mt_error err = {0};
 	if (mt_writer_open(s->s, name, w->attrs, w->nattrs, &o, &w->w, &err))
 		return lt_fail(L, &err);
@@ -636,6 +639,18 @@ static int with_default_store(lua_State *L, lua_CFunction f)
 static int l_m_open(lua_State *L) { return with_default_store(L, l_open); }
 static int l_m_create(lua_State *L) { return with_default_store(L, l_create); }
 
+/* matorage.part() -> k, n: this run is part k of n (1, 1 for a whole run), so a
+ * recipe can take its share of the rows. */
+static int l_part(lua_State *L)
+{
+	const char *id;
+	uint64_t k, n;
+	lt_part(L, &id, &k, &n);
+	lua_pushinteger(L, n ? (lua_Integer)k : 1);
+	lua_pushinteger(L, n ? (lua_Integer)n : 1);
+	return 2;
+}
+
 void lt_dataset_register(lua_State *L)
 {
 	static const luaL_Reg store_m[] = {
@@ -661,7 +676,8 @@ void lt_dataset_register(lua_State *L)
 		{"__gc", l_writer_gc}, {"__tostring", l_writer_tostring}, {NULL, NULL},
 	};
 	static const luaL_Reg funcs[] = {
-		{"store", l_store}, {"open", l_m_open}, {"create", l_m_create}, {NULL, NULL},
+		{"store", l_store}, {"open", l_m_open}, {"create", l_m_create}, {"part", l_part},
+		{NULL, NULL},
 	};
 	lt_new_class(L, LT_STORE, store_m, store_mt);
 	lt_new_class(L, LT_READER, reader_m, reader_mt);

@@ -143,6 +143,8 @@ void lt_check_cancel(lua_State *L);
 /* A progress callback for library calls on other threads (the writer's
  * uploads): it only reports whether the host has canceled. */
 void lt_cancel_callback(lua_State *L, mt_progress_fn *fn, void **ud);
+/* The run's part (mt_script_opts): *n 0 when it is a whole run. */
+void lt_part(lua_State *L, const char **stage_id, uint64_t *k, uint64_t *n);
 /* Memory through the state's allocator (counted against its limit);
  * lt_alloc raises a Lua error when the limit or the system says no. */
 void *lt_alloc(lua_State *L, size_t bytes);

@@ -238,6 +238,14 @@ void lt_recipe(lua_State *L, const void **code, size_t *len, const char *const *
 	*nargs = s->nargs;
 }
 
+void lt_part(lua_State *L, const char **stage_id, uint64_t *k, uint64_t *n)
+{
+	mt_script *s = script_of(L);
+	*stage_id = s->o.stage_id;
+	*k = s->o.part;
+	*n = s->o.parts;
+}
+
 void lt_source_note(lua_State *L, mt_store *store, const char *dataset, const char *version)
 {
 	mt_script *s = script_of(L);

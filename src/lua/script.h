@@ -41,6 +41,12 @@ typedef struct mt_script_opts {
 	 * newline.  NULL: dropped. */
 	void (*log)(void *ud, const char *line);
 	void *log_ud;
+	/* Part `part` of `parts` (1 <= part <= parts) of a run split in parts:
+	 * every writer stages its part under `stage_id` (mt_writer_opts) instead
+	 * of committing, and matorage.part() tells the script which part it is.
+	 * parts 0: a whole run. */
+	const char *stage_id;
+	uint64_t part, parts;
 } mt_script_opts;
 
 void mt_script_opts_init(mt_script_opts *o);

@@ -755,6 +755,8 @@ struct gc_state {
 	uint64_t nobjects, nbytes;
 	mt_gc_fn fn;
 	void *ud;
+	const char *staged_dataset; /* gc_mark_staged's, for its callback */
+	mt_error staged_err;
 };
 
 static int gc_consider(void *ud, const mt_obj *o)
@@ -922,6 +924,39 @@ static int gc_reference_marks(struct gc_state *g, const char *dataset, struct ve
 	return rc;
 }
 
+/* A staged part younger than the grace keeps itself and its shards; an
+ * older one is left a candidate (gc_dataset lists staged/ with the rest). */
+static int gc_staged_one(void *ud, const mt_obj *o)
+{
+	struct gc_state *g = ud;
+	if (o->mtime <= g->cutoff)
+		return 0;
+	mt_error e = {0};
+	int rc = strv_push(&g->referenced, o->key, strlen(o->key)) ? MT_ENOMEM
+		: gc_reference_stray(g, g->staged_dataset, o->key, &e);
+	/* An unreadable young record: keep everything (refuse) rather than guess. */
+	if (rc) {
+		g->staged_err = e;
+		if (!e.code)
+			g->staged_err.code = rc;
+	}
+	return rc;
+}
+
+static int gc_mark_staged(struct gc_state *g, const char *dataset, mt_error *err)
+{
+	char *prefix = mti_asprintf("datasets/%s/staged/", dataset);
+	if (!prefix)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	g->staged_dataset = dataset;
+	g->staged_err = (mt_error){0};
+	int rc = mti_store_list_all(g->s, prefix, gc_staged_one, g, err);
+	free(prefix);
+	if (rc && g->staged_err.code)
+		rc = mti_err_copy(err, &g->staged_err);
+	return rc;
+}
+
 /* Everything a version of the dataset or a live writer uses.  Every manifest
  * must load: a shard of an unreadable manifest may still be needed, so gc
  * refuses rather than guesses. */
@@ -950,6 +985,8 @@ static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 		rc = gc_mark_protection(g, dataset, &vl, err);
 	if (!rc)
 		rc = gc_reference_marks(g, dataset, &vl, err);
+	if (!rc)
+		rc = gc_mark_staged(g, dataset, err);
 	version_list_free(&vl);
 	if (rc)
 		return mti_err_prefix(err, "gc refused: ");
@@ -988,7 +1025,8 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	g->cutoff = pins.now - (int64_t)(g->grace > INT32_MAX ? INT32_MAX : g->grace);
 	if (!rc)
 		rc = gc_mark(g, dataset, err);
-	static const char *const kinds[] = {"shards", "recipes", "meta", "protect", "parity"};
+	static const char *const kinds[] = {"shards", "recipes", "meta", "staged", "protect",
+					    "parity"};
 	size_t nkinds = sizeof kinds / sizeof kinds[0] - (g->keep_parity ? 1 : 0);
 	for (size_t i = 0; !rc && i < nkinds; i++) {
 		char *prefix = mti_asprintf("datasets/%s/%s/", dataset, kinds[i]);

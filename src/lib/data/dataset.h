@@ -21,6 +21,10 @@ MT_LOCAL int mti_dataset_next_version(mt_store *s, const char *dataset, char **o
 
 /* Mark the version w writes as a salvage of `from` that lost these rows
  * of it ({first, count} each), recorded in its manifest. */
+/* Add a staged part's shards and rows after what the writer holds (it must
+ * have nothing of its own buffered): pinned against gc, each checked to be
+ * there at its recorded size. */
+MT_LOCAL int mti_writer_adopt(mt_writer *w, const mt_manifest *part, mt_error *err);
 MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64_t (*lost)[2],
 				   size_t n, mt_error *err);
 

@@ -56,6 +56,8 @@ struct mt_writer {
 	char *salvage_from;          /* a salvage's damaged version, or NULL */
 	uint64_t (*salvage_lost)[2]; /* and the rows of it that are lost */
 	size_t nsalvage_lost;
+	char *stage_id;       /* staging a part instead of committing; NULL: not */
+	uint64_t stage_part, stage_parts;
 	mt_source *sources;   /* what it was built from; strings in source_strs */
 	char **source_strs;   /* 3 a source: dataset, version, store ("" for this one) */
 	size_t nsources;
@@ -534,6 +536,15 @@ static int writer_check_args(const char *dataset, const mt_attr *attrs, size_t n
 		rc = mti_attrs_check(attrs, nattrs, err);
 	if (!rc && (attrs ? nattrs == 0 : !o->append))
 		rc = mti_err(err, MT_EINVAL, "dataset %s: a new version needs attributes", dataset);
+	if (!rc && o->stage_id)
+		rc = mt_name_check(o->stage_id, "staging id", err);
+	if (!rc && o->stage_id && (o->stage_part < 1 || o->stage_part > o->stage_parts))
+		rc = mti_err(err, MT_EINVAL, "dataset %s: part %llu of %llu: parts count from 1 to "
+			    "their number", dataset, (unsigned long long)o->stage_part,
+			    (unsigned long long)o->stage_parts);
+	if (!rc && o->stage_id && (o->version || o->parent || o->append))
+		rc = mti_err(err, MT_EINVAL, "dataset %s: a staged part is no version: it takes no "
+			    "version, parent or append", dataset);
 	if (!rc && (o->level < 0 || o->level > 22))
 		rc = mti_err(err, MT_EINVAL, "zstd level %d is outside 1..22", o->level);
 	return rc;
@@ -550,8 +561,11 @@ static int writer_take_opts(mt_writer *w, const char *dataset, const mt_writer_o
 	w->progress = o->progress;
 	w->progress_ud = o->progress_ud;
 	w->ntags = o->ntags;
+	w->stage_part = o->stage_part;
+	w->stage_parts = o->stage_parts;
 	if (!(w->dataset = mti_strdup(dataset)) || (o->version && !(w->version = mti_strdup(o->version))) ||
 	    !(w->author = mti_strdup(o->author ? o->author : "")) ||
+	    (o->stage_id && !(w->stage_id = mti_strdup(o->stage_id))) ||
 	    !(w->description = mti_strdup(o->description ? o->description : "")) ||
 	    dup_strings(&w->tags, o->tags, o->ntags))
 		return mti_err(err, MT_ENOMEM, "out of memory");
@@ -867,6 +881,9 @@ static int encode_manifest(mt_writer *w, char *name, char **json, char **created
 		.sources = w->sources, .nsources = w->nsources,
 	};
 	memcpy(m.recipe, w->recipe ? w->recipe_sha : "", w->recipe ? sizeof m.recipe : 1);
+	m.part_id = w->stage_id;
+	m.part_k = w->stage_part;
+	m.part_n = w->stage_parts;
 	m.created = w->parent_created ? mti_created_after(w->parent_created) : mti_now_rfc3339();
 	*created = m.created;
 	return m.created ? mti_manifest_encode(&m, json, err)
@@ -943,6 +960,68 @@ static int write_manifest(mt_writer *w, char *version, size_t cap, mt_error *err
 		      "next version name; nothing was committed", w->dataset, VERSION_RETRIES);
 }
 
+/* A staged part: its record instead of a manifest, created once (a part
+ * staged again under the same id and number is refused, unless it is this
+ * very record sent again). */
+static int write_part(mt_writer *w, char *version, size_t cap, mt_error *err)
+{
+	char name[64], *json = NULL, *created = NULL;
+	snprintf(name, sizeof name, "part-%llu", (unsigned long long)w->stage_part);
+	char *key = mti_key_staged(w->dataset, w->stage_id, w->stage_part);
+	int rc = key ? mti_dlock_check(w->dlock, err) : mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = encode_manifest(w, name, &json, &created, err);
+	if (!rc)
+		rc = mti_store_put(w->store, key, json, strlen(json), MT_PUT_EXCLUSIVE, err);
+	if (rc == MT_EEXIST && is_our_manifest(w, key, json))
+		rc = 0;
+	else if (rc == MT_EEXIST)
+		rc = mti_err(err, rc, "%s: part %llu of staging %s is staged already", w->dataset,
+			    (unsigned long long)w->stage_part, w->stage_id);
+	if (!rc && version && snprintf(version, cap, "staged/%s/%llu", w->stage_id,
+				       (unsigned long long)w->stage_part) >= (int)cap)
+		rc = mti_err(err, MT_ERANGE, "staged part name does not fit %zu bytes", cap);
+	free(created);
+	free(json);
+	free(key);
+	return rc;
+}
+
+int mti_writer_adopt(mt_writer *w, const mt_manifest *part, mt_error *err)
+{
+	size_t n = part->nshards;
+	char **keys = calloc(n ? n : 1, sizeof *keys);
+	int rc = keys ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++)
+		if (!(keys[i] = mti_key_shard(w->dataset, part->shards[i].sha256)))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	/* Pinned, then seen after any gc that may have missed the pin: the
+	 * shards are there and stay until the manifest names them. */
+	if (!rc && n)
+		rc = mti_dlock_pin_keys(w->dlock, (const char *const *)keys, n, err);
+	if (!rc)
+		rc = mti_dlock_wait_gc(w->dlock, err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		uint64_t size;
+		rc = mti_store_head(w->store, keys[i], &size, NULL, err);
+		if (!rc && size != part->shards[i].bytes)
+			rc = mti_err(err, MT_ECORRUPT, "%s: %llu bytes, the part record says %llu",
+				    keys[i], (unsigned long long)size,
+				    (unsigned long long)part->shards[i].bytes);
+	}
+	mt_strv_free(keys, n);
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; !rc && i < n; i++)
+		if (push_shard_locked(w, &part->shards[i]))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc) {
+		w->rows += part->rows;
+		w->raw_bytes += part->raw_bytes;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
 static void join_uploaders(mt_writer *w)
 {
 	for (int t = 0; t < w->nthreads; t++)
@@ -982,8 +1061,9 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	if (!rc)
 		rc = put_recipe(w, err);
 	if (!rc)
-		rc = write_manifest(w, version, cap, err);
-	/* Committed: the manifest protects what the pins did. */
+		rc = w->stage_id ? write_part(w, version, cap, err)
+				 : write_manifest(w, version, cap, err);
+	/* Committed: the manifest (or part record) protects what the pins did. */
 	if (!rc) {
 		mti_dlock_close(w->dlock);
 		w->dlock = NULL;
@@ -1048,6 +1128,7 @@ void mt_writer_close(mt_writer *w)
 	free(w->recipe);
 	free(w->salvage_from);
 	free(w->salvage_lost);
+	free(w->stage_id);
 	for (size_t i = 0; w->source_strs && w->source_strs[i]; i++)
 		free(w->source_strs[i]);
 	free(w->source_strs);

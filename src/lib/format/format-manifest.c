@@ -26,6 +26,11 @@ char *mti_key_manifest(const char *dataset, const char *version)
 	return mti_asprintf("datasets/%s/versions/%s.json", dataset, version);
 }
 
+char *mti_key_staged(const char *dataset, const char *id, uint64_t k)
+{
+	return mti_asprintf("datasets/%s/staged/%s/%llu.json", dataset, id, (unsigned long long)k);
+}
+
 char *mti_key_shard(const char *dataset, const char *sha256)
 {
 	return mti_asprintf("datasets/%s/shards/%s.h5", dataset, sha256);
@@ -297,6 +302,13 @@ int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 		fm_set(root, "salvage", fm_enc_salvage(m), &failed);
 	if (m->nsources)
 		fm_set(root, "sources", fm_enc_sources(m), &failed);
+	if (m->part_id) {
+		json_t *part = json_object();
+		fm_set(part, "id", json_string(m->part_id), &failed);
+		fm_set(part, "k", fm_uint(m->part_k), &failed);
+		fm_set(part, "n", fm_uint(m->part_n), &failed);
+		fm_set(root, "part", part, &failed);
+	}
 	if (!failed && !(*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER)))
 		failed = "(text)";
 	json_decref(root);
@@ -660,6 +672,23 @@ static int fm_dec_root(struct fm_dec *d, json_t *root, mt_manifest *m)
 	return fm_dec_shards(d, json_object_get(root, "shards"), m);
 }
 
+/* Optional: only in staged part records. */
+static int fm_dec_part(struct fm_dec *d, json_t *o, mt_manifest *m)
+{
+	if (!o)
+		return 0;
+	json_t *k = json_object_get(o, "k"), *n = json_object_get(o, "n");
+	if (!json_is_object(o) || !json_is_integer(k) || !json_is_integer(n) ||
+	    json_integer_value(k) < 1 || json_integer_value(n) < json_integer_value(k))
+		return fm_fail(d, "part: expected {id, k, n} with 1 <= k <= n");
+	int rc = fm_dec_str(d, o, "id", 1, &m->part_id);
+	if (!rc)
+		rc = fm_dec_name(d, m->part_id, "part.id");
+	m->part_k = (uint64_t)json_integer_value(k);
+	m->part_n = (uint64_t)json_integer_value(n);
+	return rc;
+}
+
 /* Optional: only versions built by a recipe that read other versions. */
 static int fm_dec_sources(struct fm_dec *d, json_t *a, mt_manifest *m)
 {
@@ -737,6 +766,8 @@ int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manif
 		rc = fm_dec_salvage(&d, json_object_get(root, "salvage"), m);
 	if (!rc)
 		rc = fm_dec_sources(&d, json_object_get(root, "sources"), m);
+	if (!rc)
+		rc = fm_dec_part(&d, json_object_get(root, "part"), m);
 	json_decref(root);
 	if (rc) {
 		mti_manifest_free(m);
@@ -751,6 +782,7 @@ void mti_manifest_free(mt_manifest *m)
 	if (!m)
 		return;
 	free(m->dataset);
+	free(m->part_id);
 	free(m->version);
 	free(m->parent);
 	free(m->created);

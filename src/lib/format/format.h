@@ -96,6 +96,10 @@ typedef struct mt_manifest {
 	mt_source *sources;
 	char **source_strs;
 	size_t nsources;
+	/* A staged part record (datasets/<d>/staged/<id>/<k>.json), not a
+	 * version: part k of n of the staging `part_id`; NULL otherwise. */
+	char *part_id;
+	uint64_t part_k, part_n;
 } mt_manifest;
 
 /* The "checksum" member that ends a manifest (doc/FORMAT.md, "Manifest
@@ -168,6 +172,8 @@ MT_LOCAL char *mti_key_manifest(const char *dataset, const char *version);
 MT_LOCAL char *mti_key_shard(const char *dataset, const char *sha256);
 MT_LOCAL char *mti_key_meta(const char *dataset, const char *version);
 MT_LOCAL char *mti_key_recipe(const char *dataset, const char *sha256);
+/* datasets/<dataset>/staged/<id>/<k>.json: part k of a staged version. */
+MT_LOCAL char *mti_key_staged(const char *dataset, const char *id, uint64_t k);
 
 /* ---- curated metadata (meta/<version>.json) ------------------------------ */
 

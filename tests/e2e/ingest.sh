@@ -33,6 +33,9 @@ ok $($I prefix "$WORK/y.npy" 1000 0 | grep -qx 255; echo $?) "the appended rows 
 fails "attributes that differ from the dataset's are refused" 1 "attributes differ" \
 	bash -c "echo '{\"y\": 1}' | $M ingest rt-jsonl --attr y=int64"
 
+check "--parity protects each committed version" bash -c \
+	"$I gen jsonl 20 0 7 | $M ingest par ${ATTRS[*]} --commit-rows 10 --parity 2+1 | grep -c 'protected with 2+1 parity' | grep -qx 2"
+
 # ---- commits by rows and by time ----
 check "commit every 30 rows" bash -c "$I gen jsonl 100 0 7 | $M ingest rows ${ATTRS[*]} --commit-rows 30"
 ok $([ "$(versions rows)" -eq 4 ]; echo $?) "100 rows by 30 make 4 versions (30, 60, 90, the rest at the end)"

@@ -36,6 +36,14 @@ fails "attributes that differ from the dataset's are refused" 1 "attributes diff
 check "--parity protects each committed version" bash -c \
 	"$I gen jsonl 20 0 7 | $M ingest par ${ATTRS[*]} --commit-rows 10 --parity 2+1 | grep -c 'protected with 2+1 parity' | grep -qx 2"
 
+# Every way JSON may spell a record reads as the values it means (seeded; the seed is printed).
+echo "# spell seed 42"
+mkdir -p "$WORK/spell"
+check "jsonl: records spelled every way JSON allows are ingested" bash -c \
+	"$I spell 2000 42 $WORK/spell | $M ingest spell --attr a=float64:3 --attr b=int32 --attr c=bool --attr d=float32 --attr h=float16 > /dev/null"
+ok $(for a in a b c d h; do $M get spell $a -o "$WORK/got-$a.npy" > /dev/null && $I same "$WORK/spell/$a.npy" "$WORK/got-$a.npy" || exit 1; done; echo $?) \
+	"jsonl: each spelling gives exactly the value it means (float32/float16 rounded to nearest)"
+
 # ---- commits by rows and by time ----
 check "commit every 30 rows" bash -c "$I gen jsonl 100 0 7 | $M ingest rows ${ATTRS[*]} --commit-rows 30"
 ok $([ "$(versions rows)" -eq 4 ]; echo $?) "100 rows by 30 make 4 versions (30, 60, 90, the rest at the end)"

@@ -8,8 +8,13 @@ expect N FIRST SEED DIR           the arrays gen made, as DIR/{x,y,z}.npy
 same A.npy B.npy                  equal dtype, shape and values
 prefix Y.npy N FIRST              Y is FIRST, FIRST+1, ... (an exact prefix of N rows)
 interleaved Y.npy A:N B:N ...     Y holds each run FIRST..FIRST+N-1 exactly, each in order
+spell N SEED DIR                  N records of a float64 (3,), b int32, c bool, d float32,
+                                  h float16 spelled every way JSON allows (key order, blanks,
+                                  exponents, -0, escaped keys, duplicate keys) on stdout; the
+                                  values they mean as DIR/{a,b,c,d,h}.npy
 """
 import io
+import random
 import sys
 import time
 
@@ -53,11 +58,62 @@ def gen(fmt, n, first, seed, delay=0.0):
             time.sleep(delay)
 
 
+def spell(n, seed, outdir):
+    rng = random.Random(seed)
+    print("# spell seed %d" % seed, file=sys.stderr)
+    cols = {"a": [], "b": [], "c": [], "d": [], "h": []}
+
+    def real(v, exact=False):
+        forms = [repr(v), "%.17g" % v, "%.6e" % v] + ([] if exact else ["%.3E" % v])
+        t = rng.choice(forms)
+        return t if any(ch in t for ch in ".eE") else t + ".0"
+
+    def blank():
+        return rng.choice(["", " ", "  ", "\t", "\r"])
+
+    def key(k):
+        return '"%s"' % k if rng.random() < 0.9 else '"\\u%04x"' % ord(k)
+
+    for _ in range(n):
+        a = [rng.choice([rng.uniform(-1e6, 1e6), rng.uniform(-1, 1) * 10 ** rng.randint(-300, 300),
+                         float(rng.randint(-5, 5)), -0.0]) for _ in range(3)]
+        b = rng.randint(-2 ** 31, 2 ** 31 - 1)
+        c = rng.random() < 0.5
+        d = rng.uniform(-1e30, 1e30) if rng.random() < 0.5 else float(rng.randint(-100, 100))
+        hv = rng.randint(-2048, 2048) / 16
+        ta = [real(x) for x in a]
+        td = real(d) if rng.random() < 0.7 or abs(d) >= 2 ** 53 or d != int(d) else str(int(d))
+        text = {
+            "a": "[" + ",".join(blank() + t + blank() for t in ta) + "]",
+            "b": str(b),
+            "c": rng.choice([("true" if c else "false"), ("1" if c else "0")]),
+            "d": td,
+            "h": real(hv, exact=True),
+        }
+        a = [float(t) for t in ta]  # what the text means
+        d = float(td)
+        keys = list(text)
+        rng.shuffle(keys)
+        parts = [key(k) + blank() + ":" + blank() + text[k] for k in keys]
+        if rng.random() < 0.05:  # a duplicate key: the last one counts
+            parts.insert(0, '"b": 7')
+        sys.stdout.write("{" + blank() + ("," + blank()).join(parts) + blank() + "}\n")
+        cols["a"].append(a); cols["b"].append(b); cols["c"].append(c)
+        cols["d"].append(d); cols["h"].append(hv)
+    np.save(outdir + "/a.npy", np.array(cols["a"], dtype=np.float64))
+    np.save(outdir + "/b.npy", np.array(cols["b"], dtype=np.int32))
+    np.save(outdir + "/c.npy", np.array(cols["c"], dtype=np.bool_))
+    np.save(outdir + "/d.npy", np.array(cols["d"], dtype=np.float64).astype(np.float32))
+    np.save(outdir + "/h.npy", np.array(cols["h"], dtype=np.float16))
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "gen":
         gen(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
             float(sys.argv[6]) if len(sys.argv) > 6 else 0.0)
+    elif cmd == "spell":
+        spell(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     elif cmd == "expect":
         x, y, z = records(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
         for name, a in (("x", x), ("y", y), ("z", z)):

@@ -51,7 +51,7 @@ src, dst, commit, level = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.ar
 # 1 MiB chunks, as matorage's default chunk size.
 with h5py.File(dst, "w") as f:
     dx = f.create_dataset("x", shape=(0, 16), maxshape=(None, 16), dtype=np.float32,
-                          chunks=(1 << 20) // 64, **hdf5plugin.Zstd(clevel=level))
+                          chunks=((1 << 20) // 64, 16), **hdf5plugin.Zstd(clevel=level))
     dy = f.create_dataset("y", shape=(0,), maxshape=(None,), dtype=np.int64,
                           chunks=((1 << 20) // 8,), **hdf5plugin.Zstd(clevel=level))
     xs, ys = [], []

@@ -439,11 +439,10 @@ static int rec_json_fast(struct app_records *r, const char *line, size_t len, vo
 	return s.p == s.end && seen == r->nattrs ? 0 : -1;
 }
 
-int app_records_json(struct app_records *r, const char *line, size_t len, void *const *row,
-		     char *why, size_t cap)
+/* The whole check, through jansson's tree: what decides, and names, every error. */
+static int rec_json_tree(struct app_records *r, const char *line, size_t len, void *const *row,
+			 char *why, size_t cap)
 {
-	if (rec_json_fast(r, line, len, row) == 0)
-		return 0;
 	json_error_t je;
 	json_t *o = json_loadb(line, len, 0, &je);
 	if (!o)
@@ -474,6 +473,12 @@ int app_records_json(struct app_records *r, const char *line, size_t len, void *
 	}
 	json_decref(o);
 	return rc;
+}
+
+int app_records_json(struct app_records *r, const char *line, size_t len, void *const *row,
+		     char *why, size_t cap)
+{
+	return rec_json_fast(r, line, len, row) == 0 ? 0 : rec_json_tree(r, line, len, row, why, cap);
 }
 
 /* ---- CSV ---- */

@@ -1,0 +1,69 @@
+/* fuzz-records.c — libFuzzer target: ingest's record parsers on any bytes, and the JSON fast path against jansson's tree. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The parsers' own file, so the fast path and the tree can be called apart. */
+#include "app-records.c"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const mt_attr attrs[] = {
+	{ .name = "x", .dtype = MT_FLOAT32, .rank = 2, .shape = { 2, 3 } },
+	{ .name = "y", .dtype = MT_INT64 },
+	{ .name = "c", .dtype = MT_BOOL },
+	{ .name = "h", .dtype = MT_FLOAT16, .rank = 1, .shape = { 2 } },
+	{ .name = "u", .dtype = MT_UINT8 },
+};
+#define NATTRS (sizeof attrs / sizeof attrs[0])
+
+/* Whatever the fast path accepts, the tree accepts too, with the same bytes. */
+static void json_line(struct app_records *r, const char *line, size_t len, uint8_t (*a)[64],
+		      uint8_t (*b)[64])
+{
+	void *ra[NATTRS], *rb[NATTRS];
+	char why[256];
+	for (size_t i = 0; i < NATTRS; i++) {
+		memset(a[i], 0, 64);
+		memset(b[i], 0xff, 64);
+		ra[i] = a[i];
+		rb[i] = b[i];
+	}
+	if (rec_json_fast(r, line, len, ra) != 0) {
+		app_records_json(r, line, len, rb, why, sizeof why);
+		return;
+	}
+	if (rec_json_tree(r, line, len, rb, why, sizeof why) != 0)
+		abort();
+	for (size_t i = 0; i < NATTRS; i++)
+		if (memcmp(a[i], b[i], app_records_row_bytes(r, i)))
+			abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!size)
+		return 0;
+	struct app_records *r = app_records_new(attrs, NATTRS);
+	uint8_t a[NATTRS][64], b[NATTRS][64];
+	int csv = data[0] & 1, header = 0;
+	const char *p = (const char *)data + 1, *end = (const char *)data + size;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char why[256];
+		void *rows[NATTRS];
+		for (size_t i = 0; i < NATTRS; i++)
+			rows[i] = a[i];
+		if (!csv)
+			json_line(r, p, len, a, b);
+		else if (!header)
+			header = app_records_csv_header(r, p, len, why, sizeof why) == 0;
+		else
+			app_records_csv(r, p, len, rows, why, sizeof why);
+		p += len + 1;
+	}
+	app_records_free(r);
+	return 0;
+}

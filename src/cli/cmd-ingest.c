@@ -57,6 +57,7 @@ struct ingest {
 	char **names;
 	size_t nattrs;
 	struct ingest_col *cols;
+	void **rows;         /* cols[i].row, as the parsers take them */
 	struct app_records *rec;
 	int format, skip_bad, header_done;
 	uint64_t commit_rows;
@@ -120,6 +121,7 @@ static void ingest_free(struct ingest *g)
 	free(g->names);
 	free(g->attrs);
 	free(g->cols);
+	free(g->rows);
 	free(g->in.buf);
 	app_records_free(g->rec);
 	cli_spool_close(g->spool);
@@ -142,9 +144,11 @@ static int ingest_parse_attrs(const struct cli_args *a, struct ingest *g)
 	}
 	g->rec = app_records_new(g->attrs, g->nattrs);
 	g->cols = app_xcalloc(g->nattrs, sizeof *g->cols);
+	g->rows = app_xcalloc(g->nattrs, sizeof *g->rows);
 	for (size_t i = 0; i < g->nattrs; i++) {
 		g->cols[i].row_bytes = app_records_row_bytes(g->rec, i);
 		g->cols[i].row = app_xmalloc(g->cols[i].row_bytes ? g->cols[i].row_bytes : 1);
+		g->rows[i] = g->cols[i].row;
 	}
 	return 0;
 }
@@ -412,9 +416,7 @@ static int ingest_bad(struct ingest *g, const char *what, uint64_t where, const 
 static int ingest_line(struct ingest *g, const char *line, size_t len)
 {
 	char why[512];
-	void **rows = app_xcalloc(g->nattrs, sizeof *rows);
-	for (size_t i = 0; i < g->nattrs; i++)
-		rows[i] = g->cols[i].row;
+	void *const *rows = g->rows;
 	g->line++;
 	if (len && line[len - 1] == '\r')
 		len--;
@@ -428,8 +430,8 @@ static int ingest_line(struct ingest *g, const char *line, size_t len)
 		g->header_done = 1;
 	} else {
 		bad = g->format == FMT_CSV
-			      ? app_records_csv(g->rec, line, len, (void *const *)rows, why, sizeof why)
-			      : app_records_json(g->rec, line, len, (void *const *)rows, why, sizeof why);
+			      ? app_records_csv(g->rec, line, len, rows, why, sizeof why)
+			      : app_records_json(g->rec, line, len, rows, why, sizeof why);
 		if (bad) {
 			rc = ingest_bad(g, "line", g->line, why);
 		} else {
@@ -438,7 +440,6 @@ static int ingest_line(struct ingest *g, const char *line, size_t len)
 			ingest_rows_added(g, 1);
 		}
 	}
-	free(rows);
 	return rc;
 }
 

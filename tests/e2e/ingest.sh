@@ -62,7 +62,7 @@ for sig in TERM INT; do
 	pid=$!
 	exec 3> "$WORK/fifo-$sig"
 	$I gen jsonl 7 0 7 >&3
-	sleep 1
+	sleep 2 # time to read them: a signal commits what was read, not what waits in the pipe
 	kill -$sig $pid
 	wait $pid
 	rc=$?

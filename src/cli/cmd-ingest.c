@@ -313,6 +313,9 @@ static int ingest_commit_failed(struct ingest *g, const mt_error *err)
 	if (!g->spool || !transient)
 		return cli_error("ingest %s: %s; %" PRIu64 " row(s) not committed", g->dataset,
 				 err->message, g->pending);
+	/* A commit can fail after its manifest landed (the answer lost on the way
+	 * back): the next try looks for this spool's tag first. */
+	g->unsure = 1;
 	g->backoff = g->backoff ? (g->backoff * 2 < 60 ? g->backoff * 2 : 60) : 1;
 	g->retry_at = ingest_now() + g->backoff;
 	fprintf(stderr, "matorage: ingest %s: %s; %" PRIu64 " row(s) wait in the spool, next try "

@@ -53,6 +53,13 @@ static char *export_header(const mt_ckpt *c, size_t *len)
 			       mt_ckpt_model(c), "matorage.version", mt_ckpt_version(c),
 			       "matorage.meta", mt_ckpt_meta(c));
 	json_object_set_new(md, "matorage.state", json_string(mt_ckpt_state(c)));
+	/* The metadata's string members also stand on their own, for other readers. */
+	json_t *meta = json_loads(mt_ckpt_meta(c), 0, NULL);
+	const char *mk;
+	json_t *mv;
+	json_object_foreach(meta, mk, mv) if (json_is_string(mv) && !json_object_get(md, mk))
+		json_object_set(md, mk, mv);
+	json_decref(meta);
 	json_object_set_new(h, "__metadata__", md);
 	uint64_t off = 0;
 	for (size_t i = 0; i < mt_ckpt_ntensors(c); i++) {

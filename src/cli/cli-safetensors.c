@@ -311,7 +311,12 @@ int cli_safetensors_import(mt_store *s, const char *name, const char *path, int 
 	char *version = NULL;
 	if (!rc && (mt_ckpt_writer_open(s, name, &o, &w, &err) || st_add_all(&f, w, &err) ||
 		    mt_ckpt_commit(w, &version, &err))) {
-		cli_error("%s: import into model %s failed, nothing committed", path, name);
+		/* A commit that landed hands out its name even when --keep then fails. */
+		if (version)
+			cli_error("%s: committed as %s@%s, but removing older checkpoints failed",
+				  path, name, version);
+		else
+			cli_error("%s: import into model %s failed, nothing committed", path, name);
 		rc = cli_fail(&err);
 	}
 	if (!rc)

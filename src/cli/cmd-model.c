@@ -207,6 +207,7 @@ int cli_model_rm(mt_store *s, const char *spec)
 static void verify_bad(void *ud, const char *version, const char *key, const char *object,
 		       const char *message)
 {
+	++*(uint64_t *)ud;
 	fprintf(stderr, "matorage: %s: tensor '%s' (%s): %s\n", version, key, object, message);
 }
 
@@ -225,8 +226,13 @@ int cli_model_verify(mt_store *s, const char *spec, int threads)
 		else
 			version = mt_ckpt_version(c);
 	}
-	uint64_t n = 0;
-	if (!rc && mt_ckpt_verify(s, name, version, threads, verify_bad, NULL, &n, &err))
+	uint64_t n = 0, bad = 0;
+	int vrc = rc ? 0 : mt_ckpt_verify(s, name, version, threads, verify_bad, &bad, &n, &err);
+	/* Each damaged object was named as it was found: a count ends the report. */
+	if (vrc == MT_ECORRUPT && bad)
+		rc = cli_error("model:%s: %" PRIu64 " of %" PRIu64 " tensor object(s) damaged or "
+			       "missing", spec, bad, n);
+	else if (vrc)
 		rc = cli_fail(&err);
 	else if (!rc)
 		printf("model:%s: %" PRIu64 " tensor object(s) verified, all intact\n", spec, n);

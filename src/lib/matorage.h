@@ -963,7 +963,8 @@ MT_API int mt_ckpt_set_state(mt_ckpt_writer *w, const char *json, mt_error *err)
 MT_API int mt_ckpt_set_meta(mt_ckpt_writer *w, const char *json, mt_error *err);
 /* Commit: make the new tensors durable, write the manifest under the next
  * free name (*version_out, when not NULL, gets it malloc'ed), then apply
- * `keep`.  A writer commits at most once. */
+ * `keep`.  A writer commits at most once.  When only `keep` fails, the
+ * checkpoint is committed: the error is returned and *version_out is set. */
 MT_API int mt_ckpt_commit(mt_ckpt_writer *w, char **version_out, mt_error *err);
 /* Close; without a commit nothing is committed (the tensors already
  * stored stay until mt_ckpt_gc).  Accepts NULL. */

@@ -63,7 +63,7 @@ struct cli_cmd {
 extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, cli_cmd_info,
 	cli_cmd_verify, cli_cmd_repair, cli_cmd_rm, cli_cmd_gc, cli_cmd_push, cli_cmd_pull, cli_cmd_sync,
 	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui, cli_cmd_run, cli_cmd_rerun,
-	cli_cmd_protect, cli_cmd_stats, cli_cmd_diff, cli_cmd_ingest, cli_cmd_commit;
+	cli_cmd_protect, cli_cmd_stats, cli_cmd_diff, cli_cmd_model, cli_cmd_ingest, cli_cmd_commit;
 
 /* ---- cli-error.c ---- */
 
@@ -198,6 +198,28 @@ int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn
 extern const struct cli_option cli_copy_options[];
 int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, mt_store *dst,
 		 const char *dst_name, const char *spec);
+
+/* ---- cmd-model.c ---- */
+
+/* NAME[@VERSION] when arg is "model:NAME[@VERSION]" (how rm, verify, gc and the
+ * copies name a model), else NULL. */
+const char *cli_model_spec(const char *arg);
+/* The model forms of rm (NAME@VERSION), verify (NAME[@VERSION]: every checkpoint
+ * when no version), gc (name NULL: every model; totals added to *nobjects and
+ * *nbytes) and the copies (spec NULL: every model); each prints its result. */
+int cli_model_rm(mt_store *s, const char *spec);
+int cli_model_verify(mt_store *s, const char *spec, int threads);
+int cli_model_gc(mt_store *s, const char *name, int dry_run, uint64_t grace, uint64_t *nobjects,
+		 uint64_t *nbytes);
+int cli_model_copy(struct cli_ctx *ctx, mt_store *src, mt_store *dst, const char *spec);
+
+/* ---- cli-safetensors.c ---- */
+
+/* Write checkpoint spec (NAME[@VERSION]) of s to path as .safetensors; read
+ * path as .safetensors into a new checkpoint of model `name` (keep: as
+ * mt_ckpt_opts.keep).  Both print their result, or the error naming the file. */
+int cli_safetensors_export(mt_store *s, const char *spec, const char *path);
+int cli_safetensors_import(mt_store *s, const char *name, const char *path, int keep);
 
 /* ---- cli-catalog.c ---- */
 

@@ -27,11 +27,19 @@ static int gc_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if (!s)
 		return CLI_FAIL;
 	mt_error err = { 0 };
-	if (mt_store_gc(s, a->argc ? a->argv[0] : NULL, !del, grace, gc_found, NULL, &nobjects,
-			&nbytes, &err))
+	const char *model = a->argc ? cli_model_spec(a->argv[0]) : NULL;
+	if (model)
+		rc = cli_model_gc(s, model, !del, grace, &nobjects, &nbytes);
+	else if (mt_store_gc(s, a->argc ? a->argv[0] : NULL, !del, grace, gc_found, NULL,
+			     &nobjects, &nbytes, &err))
 		return cli_fail(&err);
+	/* Without a name, the models' unreferenced tensors are collected too. */
+	else if (!a->argc)
+		rc = cli_model_gc(s, NULL, !del, grace, &nobjects, &nbytes);
+	if (rc)
+		return rc;
 	/* A dataset with no version left leaves the catalog with its last shards. */
-	if (del && nobjects)
+	if (del && nobjects && !model)
 		cli_catalog_note(app_store_name(&ctx->app), s, a->argc ? a->argv[0] : NULL);
 	char human[32];
 	app_human_bytes(nbytes, human, sizeof human);
@@ -45,6 +53,6 @@ static int gc_exec(struct cli_ctx *ctx, const struct cli_args *a)
 }
 
 const struct cli_cmd cli_cmd_gc = {
-	"gc", "[DATASET]", gc_options, gc_exec,
-	"List (or with --delete remove) stored objects no version references", 0, 1,
+	"gc", "[DATASET | model:NAME]", gc_options, gc_exec,
+	"List (or with --delete remove) stored objects no version or checkpoint references", 0, 1,
 };

@@ -1,4 +1,7 @@
 /* cmd-pull.c — `matorage pull`: copy versions from another store into the current one. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
 
 /* The source answers for the dataset (its key, its endpoint, the dataset itself) before the
@@ -6,6 +9,17 @@
 static int pull_probe(const struct cli_args *a, mt_store *src)
 {
 	struct cli_ref ref = { 0 };
+	if (cli_model_spec(a->argv[1])) {
+		char **v = NULL;
+		size_t n = 0;
+		mt_error e = { 0 };
+		const char *spec = cli_model_spec(a->argv[1]);
+		char *name = app_xasprintf("%.*s", (int)strcspn(spec, "@"), spec);
+		int mrc = mt_ckpt_list(src, name, &v, &n, &e) ? cli_fail(&e) : CLI_OK;
+		mt_strv_free(v, n);
+		free(name);
+		return mrc;
+	}
 	int rc = cli_ref_parse(a->cmd, a->argv[1], &ref);
 	if (rc)
 		return rc;
@@ -35,7 +49,7 @@ static int pull_exec(struct cli_ctx *ctx, const struct cli_args *a)
 }
 
 const struct cli_cmd cli_cmd_pull = {
-	"pull", "SRC DATASET[@VERSION]", cli_copy_options, pull_exec,
+	"pull", "SRC DATASET[@VERSION] | SRC model:NAME[@VERSION]", cli_copy_options, pull_exec,
 	"Copy a dataset's versions (or one) from SRC (a URL or remote) into the store, "
 	"fetching only missing shards, manifest last",
 	2, 2,

@@ -11,7 +11,7 @@ static int push_exec(struct cli_ctx *ctx, const struct cli_args *a)
 }
 
 const struct cli_cmd cli_cmd_push = {
-	"push", "DATASET[@VERSION] DST", cli_copy_options, push_exec,
+	"push", "DATASET[@VERSION] DST | model:NAME[@VERSION] DST", cli_copy_options, push_exec,
 	"Copy a dataset's versions (or one) from the store to DST (a URL or remote), "
 	"sending only missing shards, manifest last",
 	2, 2,

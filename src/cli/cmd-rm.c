@@ -10,6 +10,11 @@ static const struct cli_option rm_options[] = {
 
 static int rm_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
+	const char *model = cli_model_spec(a->argv[0]);
+	if (model) {
+		mt_store *ms = cli_store(ctx);
+		return ms ? cli_model_rm(ms, model) : CLI_FAIL;
+	}
 	struct cli_ref ref;
 	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
 	if (rc)
@@ -38,6 +43,7 @@ out:
 }
 
 const struct cli_cmd cli_cmd_rm = {
-	"rm", "DATASET@VERSION", rm_options, rm_exec,
-	"Remove a version (its shards stay until gc finds them unreferenced)", 1, 1,
+	"rm", "DATASET@VERSION | model:NAME@VERSION", rm_options, rm_exec,
+	"Remove a version or a model's checkpoint (its shards or tensors stay until gc finds "
+	"them unreferenced)", 1, 1,
 };

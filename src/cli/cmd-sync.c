@@ -59,6 +59,11 @@ int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, m
 	struct cli_ref ref = { 0 };
 	int threads = 0, k = 0, m = 0;
 	int rc = cli_opt_int(a, "threads", 1, 256, &threads);
+	if (!rc && spec && cli_model_spec(spec)) {
+		if (cli_has(a, "parity"))
+			return cli_usage_error(a->cmd, "--parity protects datasets, not models");
+		return cli_model_copy(ctx, src, dst, cli_model_spec(spec));
+	}
 	/* sync has no --parity: only push and pull protect what they copy. */
 	if (!rc && a->cmd != &cli_cmd_sync)
 		rc = cli_parity_opt(a, dst_name, &k, &m);
@@ -96,6 +101,9 @@ int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, m
 		cli_catalog_note(dst_name, dst, ref.dataset);
 	if (!rc && k)
 		rc = copy_protect(ctx, dst, &ref, k, m);
+	/* A copy of everything takes the models along. */
+	if (!rc && !spec)
+		rc = cli_model_copy(ctx, src, dst, NULL);
 	cli_ref_free(&ref);
 	return rc;
 }
@@ -182,7 +190,7 @@ static int sync_exec(struct cli_ctx *ctx, const struct cli_args *a)
 }
 
 const struct cli_cmd cli_cmd_sync = {
-	"sync", "[REMOTE] | SRC DST [DATASET[@VERSION]]", sync_options, sync_exec,
+	"sync", "[REMOTE] | SRC DST [DATASET[@VERSION] | model:NAME[@VERSION]]", sync_options, sync_exec,
 	"Refresh the catalog from every store (or REMOTE; 'local': the default one); with "
 	"SRC DST, copy versions between two stores",
 	0, 3,

@@ -112,6 +112,11 @@ static int verify_version(struct cli_ctx *ctx, mt_reader *r, struct app_health *
 
 static int verify_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
+	const char *model = cli_model_spec(a->argv[0]);
+	if (model) {
+		mt_store *ms = cli_store(ctx);
+		return ms ? cli_model_verify(ms, model, 0) : CLI_FAIL;
+	}
 	struct cli_ref ref;
 	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
 	if (rc)
@@ -141,6 +146,7 @@ static int verify_exec(struct cli_ctx *ctx, const struct cli_args *a)
 }
 
 const struct cli_cmd cli_cmd_verify = {
-	"verify", "DATASET[@VERSION]", verify_options, verify_exec,
-	"Check every shard of a version: presence, size, sha256, chunk checksums", 1, 1,
+	"verify", "DATASET[@VERSION] | model:NAME[@VERSION]", verify_options, verify_exec,
+	"Check every shard of a version: presence, size, sha256, chunk checksums (a model: "
+	"every tensor of its checkpoints, or of one)", 1, 1,
 };

@@ -254,6 +254,10 @@ MT_API int mt_store_dataset_dirs(mt_store *s, char ***names, size_t *n, mt_error
 MT_API int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t *n,
 			     mt_error *err);
 MT_API void mt_strv_free(char **v, size_t n);
+/* Free memory the library allocated for the caller (a version name from
+ * mt_ckpt_commit, say) where the caller's free() may not be the library's:
+ * bindings through a foreign-function interface.  Accepts NULL. */
+MT_API void mt_free(void *p);
 
 /* 0 when `name` may name a dataset or a version: [A-Za-z0-9._-], 1 to 128
  * characters, not starting with '.' or '-'; else MT_EINVAL, the message
@@ -931,6 +935,135 @@ MT_API int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_err
 /* MT_ESTATE when fewer or more bytes were written than the shape holds. */
 MT_API int mt_npy_finish(mt_npy_writer *w, mt_error *err);
 MT_API void mt_npy_writer_close(mt_npy_writer *w);
+
+/* ---- models: checkpoints of tensors and state --------------------------- */
+
+/*
+ * A model is a named series of checkpoints (versions v1, v2, ...) beside the
+ * datasets of a store: models/<name>/versions/<vN>.json manifests naming
+ * content-addressed tensor objects models/<name>/tensors/<sha256> (the
+ * sha256 of the tensor's raw bytes, the object a zstd frame of them), so a
+ * tensor unchanged since an earlier checkpoint is stored and sent once
+ * (doc/FORMAT.md, "Models").  A checkpoint holds tensors by key, a free-form
+ * JSON "state" (optimizer groups, scheduler, step, RNG state; tensors are
+ * referred to by their keys) and metadata.  Like a dataset version, a
+ * checkpoint exists once its manifest is written, last, by an exclusive
+ * create, and writers pin what they reuse so a concurrent gc keeps it.
+ *
+ * Threading: one writer is used by one thread at a time.  An open
+ * checkpoint (mt_ckpt) may be read from several threads at once.
+ */
+
+typedef struct mt_ckpt_writer mt_ckpt_writer;
+typedef struct mt_ckpt mt_ckpt;
+
+typedef struct mt_ckpt_opts {
+	size_t size;  /* set by mt_ckpt_opts_init */
+	int keep;     /* after the commit, keep the newest `keep` checkpoints (0: all) */
+	int level;    /* zstd level, 1..22; 0: 3 */
+	int threads;  /* compression threads per tensor; 0: number of CPUs */
+} mt_ckpt_opts;
+MT_API void mt_ckpt_opts_init_size(mt_ckpt_opts *o, size_t size);
+#define mt_ckpt_opts_init(o) mt_ckpt_opts_init_size((o), sizeof(mt_ckpt_opts))
+
+/* Start a checkpoint of model `name` (a name as mt_name_check allows); it
+ * takes the model's writer lock until commit or close.  opts may be NULL. */
+MT_API int mt_ckpt_writer_open(mt_store *s, const char *name, const mt_ckpt_opts *opts,
+			       mt_ckpt_writer **out, mt_error *err);
+/* Add tensor `key` (1..1024 bytes of UTF-8 without control characters,
+ * unique in the checkpoint): ndim (0..MT_MAX_RANK) dimensions shape[],
+ * C order, little-endian, nbytes = elements x mt_dtype_size(dtype).  The
+ * tensor is hashed, and compressed and stored unless the model already
+ * holds one with the same bytes; data stays the caller's and may be reused
+ * when the call returns.  An error leaves the writer usable, the tensor not
+ * added. */
+MT_API int mt_ckpt_add(mt_ckpt_writer *w, const char *key, mt_dtype dtype, int ndim,
+		       const uint64_t *shape, const void *data, size_t nbytes, mt_error *err);
+/* The checkpoint's state: JSON text of any value (an object, usually),
+ * replacing any set before.  Invalid JSON is MT_EINVAL. */
+MT_API int mt_ckpt_set_state(mt_ckpt_writer *w, const char *json, mt_error *err);
+/* Metadata: a JSON object whose members "step" (integer >= 0), "metrics"
+ * (object of numbers), "author", "description" (strings) and "tags" (array
+ * of strings) are checked; other members are kept as given. */
+MT_API int mt_ckpt_set_meta(mt_ckpt_writer *w, const char *json, mt_error *err);
+/* Commit: make the new tensors durable, write the manifest under the next
+ * free name (*version_out, when not NULL, gets it malloc'ed), then apply
+ * `keep`.  A writer commits at most once.  When only `keep` fails, the
+ * checkpoint is committed: the error is returned and *version_out is set. */
+MT_API int mt_ckpt_commit(mt_ckpt_writer *w, char **version_out, mt_error *err);
+/* Close; without a commit nothing is committed (the tensors already
+ * stored stay until mt_ckpt_gc).  Accepts NULL. */
+MT_API void mt_ckpt_writer_close(mt_ckpt_writer *w);
+
+/* Names of the models of a store that have a checkpoint, sorted. */
+MT_API int mt_models_list(mt_store *s, char ***names, size_t *n, mt_error *err);
+/* Checkpoints of model `name`, oldest first.  MT_ENOTFOUND when none.
+ * Free both with mt_strv_free. */
+MT_API int mt_ckpt_list(mt_store *s, const char *name, char ***versions, size_t *n,
+			mt_error *err);
+
+/* Open "NAME" (the newest checkpoint), "NAME@latest" or "NAME@vN". */
+MT_API int mt_ckpt_open(mt_store *s, const char *spec, mt_ckpt **out, mt_error *err);
+
+typedef struct mt_ckpt_tensor_info {
+	const char *key;      /* borrowed */
+	mt_dtype dtype;
+	int ndim;
+	uint64_t shape[MT_MAX_RANK];
+	uint64_t bytes;       /* raw bytes */
+	uint64_t stored;      /* bytes of its object in the store */
+	const char *sha256;   /* of the raw bytes; borrowed */
+} mt_ckpt_tensor_info;
+
+/* Borrowed strings: the model, the version, its parent ("" for none), its
+ * creation time, the manifest text (JSON), the state and meta as JSON text
+ * ("null" / "{}" when none were set). */
+MT_API const char *mt_ckpt_model(const mt_ckpt *c);
+MT_API const char *mt_ckpt_version(const mt_ckpt *c);
+MT_API const char *mt_ckpt_parent(const mt_ckpt *c);
+MT_API const char *mt_ckpt_created(const mt_ckpt *c);
+MT_API const char *mt_ckpt_manifest(const mt_ckpt *c);
+MT_API const char *mt_ckpt_state(const mt_ckpt *c);
+MT_API const char *mt_ckpt_meta(const mt_ckpt *c);
+/* Tensors in the order they were added. */
+MT_API size_t mt_ckpt_ntensors(const mt_ckpt *c);
+MT_API int mt_ckpt_tensor(const mt_ckpt *c, size_t i, mt_ckpt_tensor_info *out, mt_error *err);
+/* Index of tensor `key`, or -1. */
+MT_API long mt_ckpt_find(const mt_ckpt *c, const char *key);
+/* Read tensor `key` into buf (cap bytes, at least its bytes): one get,
+ * decompressed and checked against its sha256 (MT_ECORRUPT naming the
+ * object when it differs).  MT_ENOTFOUND for an unknown key. */
+MT_API int mt_ckpt_read(mt_ckpt *c, const char *key, void *buf, size_t cap, mt_error *err);
+MT_API void mt_ckpt_close(mt_ckpt *c);
+
+/* Remove checkpoint name@version: a tombstone keeps its name from reuse,
+ * then the manifest goes; its tensors stay until mt_ckpt_gc. */
+MT_API int mt_ckpt_delete(mt_store *s, const char *name, const char *version, mt_error *err);
+
+/* Called for each damaged object mt_ckpt_verify finds. */
+typedef void (*mt_ckpt_bad_fn)(void *ud, const char *version, const char *key,
+			       const char *object, const char *message);
+/* Read every tensor of name@version (version NULL: of every checkpoint,
+ * each object once) and check it against its sha256; fn (may be NULL)
+ * hears of each damaged or missing one.  *nchecked (may be NULL) counts
+ * objects checked.  MT_ECORRUPT when any was damaged or missing, err
+ * naming the first. */
+MT_API int mt_ckpt_verify(mt_store *s, const char *name, const char *version, int threads,
+			  mt_ckpt_bad_fn fn, void *ud, uint64_t *nchecked, mt_error *err);
+
+/* Find (and unless dry_run, delete) tensor objects of model `name` (NULL:
+ * of every model) that no checkpoint names, older than grace_seconds and
+ * not pinned by a live writer, as mt_store_gc does for shards. */
+MT_API int mt_ckpt_gc(mt_store *s, const char *name, int dry_run, uint64_t grace_seconds,
+		      mt_gc_fn fn, void *ud, uint64_t *nobjects, uint64_t *nbytes,
+		      mt_error *err);
+
+/* Copy name@version (NULL: every checkpoint, oldest first) from src to
+ * dst, sending only tensor objects dst lacks, each checkpoint's manifest
+ * last; counted in stats (versions, shards = tensor objects, bytes) as
+ * mt_copy does.  A checkpoint dst holds with other content is MT_EEXIST. */
+MT_API int mt_ckpt_copy(mt_store *src, mt_store *dst, const char *name, const char *version,
+			mt_progress_fn progress, void *ud, mt_copy_stats *stats, mt_error *err);
 
 #ifdef __cplusplus
 }

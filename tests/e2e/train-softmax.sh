@@ -38,4 +38,22 @@ ok $([ -n "$again" ] && [ "$again" = "$again2" ]; echo $?) "the same seed trains
 $M put labels-only label="$WORK/test-label.npy" > /dev/null
 fails "a dataset without images is named as such" 1 "labels-only@v1 has no attribute image" \
 	"$TRAIN" --store "$MATORAGE_STORE" --train labels-only --test fashion-mnist-test --epochs 1
+
+# Checkpoints: a run stopped mid-epoch and resumed ends exactly as an uninterrupted one
+# (the same accuracy, and bit for bit the same weights: equal sha256 of the tensors).
+$M put small image="$WORK/test-image.npy" label="$WORK/test-label.npy" --shard-rows 2000 > /dev/null
+run_small() { "$TRAIN" --store "$MATORAGE_STORE" --train small --test small --epochs 2 --batch 64 "$@" 2>&1; }
+full=$(run_small --seed 3 --checkpoint full)
+ok $? "an uninterrupted run saves a checkpoint per epoch"
+part=$(run_small --seed 3 --checkpoint part --stop-after 200)
+ok $(grep -q "stopped after 200 batches" <<< "$part"; echo $?) "a run stops after 200 batches (mid second epoch) with a checkpoint"
+rest=$(run_small --seed 77 --checkpoint part --resume)
+ok $(grep -q "resumed from part@v2 at epoch 2, batch 43" <<< "$rest"; echo $?) "it resumes mid-epoch from its checkpoint, with its own seed"
+echo "$rest" | sed 's/^/# /'
+acc_full=$(tail -1 <<< "$full") acc_rest=$(tail -1 <<< "$rest")
+ok $([ -n "$acc_full" ] && [ "$acc_full" = "$acc_rest" ] &&
+	[ "$(grep '^epoch 2' <<< "$full")" = "$(grep '^epoch 2' <<< "$rest")" ]; echo $?) \
+	"the resumed run reaches exactly the uninterrupted run's accuracy and loss ($acc_rest)"
+wsha() { $M model info "$1" --json | "$PY" -c 'import json,sys; t=json.load(sys.stdin)["tensors"]; print(t["w"]["sha256"], t["b"]["sha256"])'; }
+ok $([ "$(wsha full@v2)" = "$(wsha part@v3)" ]; echo $?) "and exactly the same weights"
 done_testing

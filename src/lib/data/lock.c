@@ -208,6 +208,14 @@ static void *refresher(void *arg)
 	return NULL;
 }
 
+/* Where the locks of `dataset` live: a dataset's name, or the root of
+ * another series of versions ("models/NAME"), which a name cannot be. */
+static char *locks_prefix(const char *dataset)
+{
+	return strchr(dataset, '/') ? mti_asprintf("%s/locks/", dataset)
+				    : mti_asprintf("datasets/%s/locks/", dataset);
+}
+
 int mti_dlock_open(mt_store *s, const char *dataset, int kind, mt_dlock **out, mt_error *err)
 {
 	*out = NULL;
@@ -222,7 +230,7 @@ int mti_dlock_open(mt_store *s, const char *dataset, int kind, mt_dlock **out, m
 	l->ttl = mti_lock_ttl();
 	l->dataset = mti_strdup(dataset);
 	l->id = mti_asprintf("%016llx", (unsigned long long)mti_random_u64());
-	l->prefix = mti_asprintf("datasets/%s/locks/", dataset);
+	l->prefix = locks_prefix(dataset);
 	l->started = mti_now_rfc3339();
 	if (l->id && l->prefix)
 		l->key = mti_asprintf("%s%s.%s", l->prefix, l->id, kind_names[kind]);
@@ -357,7 +365,7 @@ static void lock_list_free(struct lock_list *ll)
 
 static int list_locks(mt_store *s, const char *dataset, struct lock_list *ll, mt_error *err)
 {
-	char *prefix = mti_asprintf("datasets/%s/locks/", dataset);
+	char *prefix = locks_prefix(dataset);
 	if (!prefix)
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	*ll = (struct lock_list){.plen = strlen(prefix)};

@@ -16,6 +16,8 @@ enum { MT_LOCK_WRITE, MT_LOCK_GC };
 /* Seconds a lock lives without a refresh: $MATORAGE_LOCK_TTL, else 120. */
 MT_LOCAL double mti_lock_ttl(void);
 
+/* `dataset` is a dataset's name, or the key root of a model
+ * ("models/NAME"): its locks are then under models/NAME/locks/. */
 MT_LOCAL int mti_dlock_open(mt_store *s, const char *dataset, int kind, mt_dlock **out,
 			   mt_error *err);
 /* Pin a version (in place of the one pinned before: a writer builds on

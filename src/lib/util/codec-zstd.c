@@ -79,6 +79,36 @@ int mti_zstd_compress(const void *src, size_t len, int level, void **out, size_t
 	return 0;
 }
 
+int mti_zstd_compress_mt(const void *src, size_t len, int level, int threads, void **out,
+			 size_t *outlen, mt_error *err)
+{
+	/* A context of its own: worker threads belong to the context, and the
+	 * per-thread contexts above are kept single-threaded for chunks. */
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	size_t cap = ZSTD_compressBound(len);
+	void *dst = c ? malloc(cap ? cap : 1) : NULL;
+	if (!dst) {
+		ZSTD_freeCCtx(c);
+		return mti_err(err, MT_ENOMEM, "zstd: out of memory compressing %zu bytes", len);
+	}
+	ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
+	/* Small inputs gain nothing from workers; a library built without
+	 * threads refuses the parameter and compresses on this thread. */
+	if (threads > 1 && len >= (1u << 20))
+		ZSTD_CCtx_setParameter(c, ZSTD_c_nbWorkers, threads);
+	size_t n = ZSTD_compress2(c, dst, cap, src, len);
+	ZSTD_freeCCtx(c);
+	if (ZSTD_isError(n)) {
+		free(dst);
+		return mti_err(err, MT_ECODEC, "zstd: cannot compress %zu bytes at level %d: %s",
+			      len, level, ZSTD_getErrorName(n));
+	}
+	*out = dst;
+	*outlen = n;
+	return 0;
+}
+
 int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen, mt_error *err)
 {
 	/* One whole frame and nothing after it: anything else is damage. */

@@ -24,6 +24,10 @@ MT_LOCAL uint64_t mti_xxh3(const void *data, size_t len);
  * the HDF5 zstd filter expects).  *out is malloc'ed. */
 MT_LOCAL int mti_zstd_compress(const void *src, size_t len, int level, void **out, size_t *outlen,
 			      mt_error *err);
+/* The same on `threads` threads (one frame, content size recorded): for
+ * one large buffer, such as a model's tensor. */
+MT_LOCAL int mti_zstd_compress_mt(const void *src, size_t len, int level, int threads, void **out,
+				 size_t *outlen, mt_error *err);
 /* Decompress a frame that must expand to exactly `dstlen` bytes. */
 MT_LOCAL int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen,
 				mt_error *err);

@@ -1,0 +1,103 @@
+/* ckpt-bench.c — time saving and loading a model state through the checkpoint API.
+ *
+ * usage: ckpt-bench STORE DATA.bin NTENSORS REPS
+ * DATA.bin is read into memory (not timed) and cut into NTENSORS float32 tensors; each
+ * rep saves them as a new checkpoint of model "bench" into a fresh model name (so nothing
+ * is deduplicated), then opens it and reads every tensor back (decompressed and checked
+ * against its sha256).  Prints one line per rep: "save SECONDS load SECONDS".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <matorage.h>
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int fail(const mt_error *err)
+{
+	fprintf(stderr, "ckpt-bench: %s\n", err->message);
+	return 1;
+}
+
+static int save(mt_store *s, const char *name, const char *data, size_t per, int n,
+		mt_error *err)
+{
+	mt_ckpt_writer *w = NULL;
+	int rc = mt_ckpt_writer_open(s, name, NULL, &w, err);
+	for (int i = 0; !rc && i < n; i++) {
+		char key[32];
+		uint64_t shape[1] = {per / 4};
+		snprintf(key, sizeof key, "layer%d.weight", i);
+		rc = mt_ckpt_add(w, key, MT_FLOAT32, 1, shape, data + (size_t)i * per, per, err);
+	}
+	if (!rc)
+		rc = mt_ckpt_set_state(w, "{\"step\":1}", err);
+	if (!rc)
+		rc = mt_ckpt_commit(w, NULL, err);
+	mt_ckpt_writer_close(w);
+	return rc;
+}
+
+static int load(mt_store *s, const char *name, char *out, size_t per, mt_error *err)
+{
+	mt_ckpt *c = NULL;
+	int rc = mt_ckpt_open(s, name, &c, err);
+	for (size_t i = 0; !rc && i < mt_ckpt_ntensors(c); i++) {
+		mt_ckpt_tensor_info t;
+		mt_ckpt_tensor(c, i, &t, NULL);
+		rc = mt_ckpt_read(c, t.key, out + i * per, per, err);
+	}
+	mt_ckpt_close(c);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: ckpt-bench STORE DATA.bin NTENSORS REPS\n");
+		return 2;
+	}
+	int n = atoi(argv[3]), reps = atoi(argv[4]);
+	FILE *f = fopen(argv[2], "rb");
+	if (!f || n < 1 || reps < 1)
+		return 2;
+	fseek(f, 0, SEEK_END);
+	size_t len = (size_t)ftell(f), per = len / (size_t)n / 4 * 4;
+	fseek(f, 0, SEEK_SET);
+	char *data = malloc(len), *back = malloc(len);
+	if (!data || !back || fread(data, 1, len, f) != len)
+		return 1;
+	fclose(f);
+	mt_store *s;
+	mt_error err = {0};
+	if (mt_store_open(argv[1], &s, &err))
+		return fail(&err);
+	for (int r = 0; r < reps; r++) {
+		char name[32];
+		snprintf(name, sizeof name, "bench%d", r);
+		double t0 = now();
+		if (save(s, name, data, per, n, &err))
+			return fail(&err);
+		double t1 = now();
+		if (load(s, name, back, per, &err))
+			return fail(&err);
+		double t2 = now();
+		if (memcmp(data, back, per * (size_t)n)) {
+			fprintf(stderr, "ckpt-bench: loaded bytes differ\n");
+			return 1;
+		}
+		printf("save %.3f load %.3f\n", t1 - t0, t2 - t1);
+		fflush(stdout);
+	}
+	mt_store_close(s);
+	free(data);
+	free(back);
+	return 0;
+}

@@ -1,0 +1,51 @@
+#!/bin/bash
+# ckpt.sh — save and load of a ~1 GiB model state: matorage checkpoints (bench/ckpt-bench,
+# file store) against torch.save / torch.load, same bytes, same disk, both from and into
+# memory.  torch.save is followed by an fsync, since a matorage commit makes its objects
+# durable before the manifest; both load from the page cache (the files were just written).
+# The data: float32 weights drawn from a normal distribution (numpy seed 7), whose random
+# mantissas leave zstd little to take, as with real trained weights.
+# Usage: bench/ckpt.sh [BUILD_DIR] [MiB] [TENSORS] [REPS]   (defaults: build/bench, 1024, 64, 3;
+# build with CFLAGS="-O2 -g" and no sanitizers)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
+MIB=${2:-1024} NT=${3:-64} REPS=${4:-3}
+PY=/usr/bin/python3
+DIR=${BENCH_DIR:-/tmp/mt-bench-ckpt}
+rm -rf "$DIR"
+mkdir -p "$DIR"
+trap 'rm -rf "$DIR"' EXIT
+export HOME=$DIR
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1 /proc/loadavg); $MIB MiB in $NT float32 tensors, $REPS runs"
+$PY -c "import numpy as np; np.random.default_rng(7).standard_normal($MIB * 262144, dtype=np.float32).tofile('$DIR/data.bin')"
+"$BUILD/bench/ckpt-bench" "$DIR/store" "$DIR/data.bin" "$NT" "$REPS" > "$DIR/mt.txt"
+stored=$(du -sb "$DIR/store/models/bench0/tensors" | cut -f1)
+$PY - "$DIR" "$NT" "$REPS" > "$DIR/torch.txt" <<'PYEOF'
+import os, sys, time
+import numpy as np, torch
+d, nt, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+flat = torch.from_numpy(np.fromfile(f"{d}/data.bin", dtype=np.float32))
+per = flat.numel() // nt
+state = {f"layer{i}.weight": flat[i * per:(i + 1) * per].clone() for i in range(nt)}
+state["step"] = 1
+for r in range(reps):
+    path = f"{d}/torch{r}.pt"
+    t0 = time.monotonic()
+    with open(path, "wb") as f:
+        torch.save(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    t1 = time.monotonic()
+    back = torch.load(path)
+    t2 = time.monotonic()
+    assert all(torch.equal(back[k], state[k]) for k in state if k != "step")
+    print(f"save {t1 - t0:.3f} load {t2 - t1:.3f}")
+PYEOF
+pt=$(stat -c %s "$DIR/torch0.pt")
+stats() { sort -n | awk '{ a[NR] = $1 } END { printf "%.2f (%.2f-%.2f)", a[int((NR + 1) / 2)], a[1], a[NR] }'; }
+printf '| | save s, median (min-max) | load s, median (min-max) | bytes on disk |\n|---|---|---|---|\n'
+printf '| matorage checkpoint | %s | %s | %s |\n' "$(awk '{print $2}' "$DIR/mt.txt" | stats)" \
+	"$(awk '{print $4}' "$DIR/mt.txt" | stats)" "$stored"
+printf '| torch.save/torch.load | %s | %s | %s |\n' "$(awk '{print $2}' "$DIR/torch.txt" | stats)" \
+	"$(awk '{print $4}' "$DIR/torch.txt" | stats)" "$pt"

@@ -1,0 +1,351 @@
+/* ckpt.c — writing a model checkpoint: content-addressed tensors, then the manifest by exclusive create, then retention. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "codec.h"
+#include "dataset.h"
+#include "format.h"
+#include "lock.h"
+#include "opts.h"
+
+#define CKPT_OPTS_FIRST MT_OPTS_SIZE_UPTO(mt_ckpt_opts, threads)
+#define KEY_MAX 1024
+/* Automatic names lost to concurrent writers before giving up. */
+#define COMMIT_ATTEMPTS 64
+
+struct mt_ckpt_writer {
+	mt_store *s;
+	char *name, *root;
+	mt_ckpt_opts o;
+	mt_dlock *lock;
+	json_t *tensors; /* key -> entry, in the order added */
+	json_t *state, *meta;
+	char **written;  /* tensor objects this writer stored, synced at commit */
+	size_t nwritten;
+	int committed;
+};
+
+void mt_ckpt_opts_init_size(mt_ckpt_opts *o, size_t size)
+{
+	mt_ckpt_opts d;
+	memset(&d, 0, sizeof d);
+	d.level = 3;
+	mti_opts_init(o, size, &d, sizeof d);
+}
+
+int mt_ckpt_writer_open(mt_store *s, const char *name, const mt_ckpt_opts *opts,
+			mt_ckpt_writer **out, mt_error *err)
+{
+	*out = NULL;
+	mt_ckpt_opts o;
+	mt_ckpt_opts_init(&o);
+	int rc = opts ? mti_opts_take(&o, sizeof o, opts, CKPT_OPTS_FIRST, "mt_ckpt_opts", err) : 0;
+	if (!rc)
+		rc = mt_name_check(name, "model", err);
+	if (rc)
+		return rc;
+	if (o.keep < 0 || o.level < 0 || o.level > 22 || o.threads < 0)
+		return mti_err(err, MT_EINVAL, "model %s: keep, level (1..22) and threads must "
+			      "not be negative", name);
+	mt_ckpt_writer *w = calloc(1, sizeof *w);
+	if (!w)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	w->s = s;
+	w->o = o;
+	w->o.level = o.level ? o.level : 3;
+	w->o.threads = o.threads ? o.threads : mti_ncpus();
+	w->name = mti_strdup(name);
+	w->root = mti_ckpt_root(name);
+	w->tensors = json_object();
+	w->meta = json_object();
+	w->state = json_null();
+	if (!w->name || !w->root || !w->tensors || !w->meta)
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = mti_dlock_open(s, w->root, MT_LOCK_WRITE, &w->lock, err);
+	if (rc) {
+		mt_ckpt_writer_close(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+static int key_check(const mt_ckpt_writer *w, const char *key, mt_error *err)
+{
+	size_t len = key ? strlen(key) : 0;
+	if (!len)
+		return mti_err(err, MT_EINVAL, "model %s: a tensor key must not be empty", w->name);
+	if (len > KEY_MAX)
+		return mti_err(err, MT_EINVAL, "model %s: tensor key '%.40s...' is longer than %d "
+			      "bytes", w->name, key, KEY_MAX);
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)key[i] < 0x20 || key[i] == 0x7f)
+			return mti_err(err, MT_EINVAL, "model %s: tensor key '%s' holds a control "
+				      "character", w->name, key);
+	/* jansson refuses keys that are not UTF-8: check before anything else. */
+	json_t *probe = json_string(key);
+	if (!probe)
+		return mti_err(err, MT_EINVAL, "model %s: tensor key is not valid UTF-8", w->name);
+	json_decref(probe);
+	if (json_object_get(w->tensors, key))
+		return mti_err(err, MT_EEXIST, "model %s: tensor '%s' was already added to this "
+			      "checkpoint", w->name, key);
+	return 0;
+}
+
+static int shape_check(const mt_ckpt_writer *w, const char *key, mt_dtype dtype, int ndim,
+		       const uint64_t *shape, size_t nbytes, mt_error *err)
+{
+	size_t esize = mt_dtype_size(dtype);
+	if (!esize)
+		return mti_err(err, MT_EUNSUPPORTED, "model %s: tensor '%s': unsupported dtype %d",
+			      w->name, key, (int)dtype);
+	if (ndim < 0 || ndim > MT_MAX_RANK || (ndim && !shape))
+		return mti_err(err, MT_EINVAL, "model %s: tensor '%s': %d dimensions (0..%d allowed)",
+			      w->name, key, ndim, MT_MAX_RANK);
+	uint64_t n = esize;
+	for (int i = 0; i < ndim; i++)
+		if (!mti_mul_ok(n, shape[i], &n))
+			return mti_err(err, MT_ERANGE, "model %s: tensor '%s': shape too large",
+				      w->name, key);
+	if (n != nbytes)
+		return mti_err(err, MT_EINVAL, "model %s: tensor '%s': its shape holds %llu bytes "
+			      "of %s, given %zu", w->name, key, (unsigned long long)n,
+			      mt_dtype_name(dtype), nbytes);
+	return 0;
+}
+
+/* Store the tensor's object unless the model holds it already.  The pin
+ * comes before the look, and the wait for a gc between them: a gc that
+ * began earlier may be deleting the object we would reuse. */
+static int tensor_store(mt_ckpt_writer *w, const char *okey, const void *data, size_t nbytes,
+			uint64_t *stored, mt_error *err)
+{
+	int rc = mti_dlock_pin_keys(w->lock, &okey, 1, err);
+	if (!rc)
+		rc = mti_dlock_wait_gc(w->lock, err);
+	if (rc)
+		return rc;
+	rc = mti_store_head(w->s, okey, stored, NULL, err);
+	if (rc != MT_ENOTFOUND)
+		return rc;
+	void *z = NULL;
+	size_t zlen = 0;
+	rc = mti_zstd_compress_mt(data, nbytes, w->o.level, w->o.threads, &z, &zlen, err);
+	if (!rc)
+		rc = mti_store_put(w->s, okey, z, zlen, MT_PUT_NOSYNC, err);
+	free(z);
+	if (!rc)
+		rc = mti_strv_push(&w->written, &w->nwritten, okey, strlen(okey));
+	*stored = zlen;
+	return rc == MT_ENOMEM ? mti_err(err, rc, "out of memory") : rc;
+}
+
+static json_t *tensor_entry(mt_dtype dtype, int ndim, const uint64_t *shape, size_t nbytes,
+			    const char *sha, uint64_t stored)
+{
+	json_t *dims = json_array();
+	for (int i = 0; dims && i < ndim; i++)
+		json_array_append_new(dims, json_integer((json_int_t)shape[i]));
+	return json_pack("{s:s,s:o,s:I,s:s,s:I}", "dtype", mt_dtype_name(dtype), "shape", dims,
+			 "bytes", (json_int_t)nbytes, "sha256", sha, "stored", (json_int_t)stored);
+}
+
+int mt_ckpt_add(mt_ckpt_writer *w, const char *key, mt_dtype dtype, int ndim,
+		const uint64_t *shape, const void *data, size_t nbytes, mt_error *err)
+{
+	if (w->committed)
+		return mti_err(err, MT_ESTATE, "model %s: the checkpoint was committed", w->name);
+	int rc = key_check(w, key, err);
+	if (!rc)
+		rc = shape_check(w, key, dtype, ndim, shape, nbytes, err);
+	if (!rc && nbytes && !data)
+		rc = mti_err(err, MT_EINVAL, "model %s: tensor '%s': no data", w->name, key);
+	if (rc)
+		return rc;
+	char sha[MT_SHA256_HEX];
+	rc = mti_sha256_hex(data ? data : "", nbytes, sha, err);
+	if (rc)
+		return rc;
+	char *okey = mti_ckpt_key_tensor(w->name, sha);
+	uint64_t stored = 0;
+	rc = okey ? tensor_store(w, okey, data ? data : "", nbytes, &stored, err)
+		  : mti_err(err, MT_ENOMEM, "out of memory");
+	free(okey);
+	if (rc)
+		return mti_err_prefix(err, "model %s: tensor '%s': ", w->name, key);
+	json_t *e = tensor_entry(dtype, ndim, shape, nbytes, sha, stored);
+	if (!e || json_object_set_new(w->tensors, key, e))
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	return 0;
+}
+
+int mt_ckpt_set_state(mt_ckpt_writer *w, const char *json, mt_error *err)
+{
+	json_error_t je;
+	json_t *v = json ? json_loads(json, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je) : NULL;
+	if (!v)
+		return mti_err(err, MT_EINVAL, "model %s: the state is not valid JSON: %s", w->name,
+			      json ? je.text : "none given");
+	json_decref(w->state);
+	w->state = v;
+	return 0;
+}
+
+static int meta_check(const char *name, json_t *m, mt_error *err)
+{
+	if (!json_is_object(m))
+		return mti_err(err, MT_EINVAL, "model %s: the metadata must be a JSON object", name);
+	json_t *v = json_object_get(m, "step");
+	if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
+		return mti_err(err, MT_EINVAL, "model %s: meta \"step\" must be an integer >= 0", name);
+	const char *sk;
+	json_t *sv;
+	v = json_object_get(m, "metrics");
+	if (v && !json_is_object(v))
+		return mti_err(err, MT_EINVAL, "model %s: meta \"metrics\" must be an object", name);
+	json_object_foreach(v, sk, sv) if (!json_is_number(sv)) return mti_err(
+		err, MT_EINVAL, "model %s: metric \"%s\" is not a number", name, sk);
+	static const char *const strs[] = {"author", "description"};
+	for (size_t i = 0; i < 2; i++) {
+		v = json_object_get(m, strs[i]);
+		if (v && !json_is_string(v))
+			return mti_err(err, MT_EINVAL, "model %s: meta \"%s\" must be a string", name,
+				      strs[i]);
+	}
+	v = json_object_get(m, "tags");
+	if (v && !json_is_array(v))
+		return mti_err(err, MT_EINVAL, "model %s: meta \"tags\" must be an array", name);
+	size_t i;
+	json_array_foreach(v, i, sv) if (!json_is_string(sv)) return mti_err(
+		err, MT_EINVAL, "model %s: meta \"tags\" must hold strings", name);
+	return 0;
+}
+
+int mt_ckpt_set_meta(mt_ckpt_writer *w, const char *json, mt_error *err)
+{
+	json_error_t je;
+	json_t *v = json ? json_loads(json, JSON_REJECT_DUPLICATES, &je) : NULL;
+	if (!v)
+		return mti_err(err, MT_EINVAL, "model %s: the metadata is not a valid JSON object: "
+			      "%s", w->name, json ? je.text : "none given");
+	int rc = meta_check(w->name, v, err);
+	if (rc) {
+		json_decref(v);
+		return rc;
+	}
+	json_decref(w->meta);
+	w->meta = v;
+	return 0;
+}
+
+/* The sealed manifest text of w as `version`, child of `parent`. */
+static char *manifest_text(mt_ckpt_writer *w, const char *version, const char *parent,
+			   const char *created)
+{
+	json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:s,s:{s:s,s:i},s:O,s:O,s:O}", "format",
+			      MT_FORMAT_VERSION, "model", w->name, "version", version, "parent",
+			      parent, "created", created, "compression", "codec", "zstd", "level",
+			      w->o.level, "meta", w->meta, "tensors", w->tensors, "state", w->state);
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	if (text && mti_json_seal(&text))
+		text = NULL;
+	return text;
+}
+
+/* One try at the next free name: MT_EEXIST when another writer took it. */
+static int commit_once(mt_ckpt_writer *w, char **version_out, mt_error *err)
+{
+	char **v = NULL;
+	size_t n = 0;
+	uint64_t max = 0;
+	int rc = mti_ckpt_versions(w->s, w->name, &v, &n, &max, err);
+	if (rc)
+		return rc;
+	char *version = mti_asprintf("v%llu", (unsigned long long)max + 1);
+	char *created = mti_now_rfc3339();
+	char *text = version && created ? manifest_text(w, version, n ? v[n - 1] : "", created)
+					: NULL;
+	char *key = version ? mti_ckpt_key_manifest(w->name, version) : NULL;
+	rc = text && key ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+	/* The last check of the lock: a lapse means a gc may have ignored
+	 * our pins, so the tensors named may be gone. */
+	if (!rc)
+		rc = mti_dlock_check(w->lock, err);
+	if (!rc)
+		rc = mti_store_put(w->s, key, text, strlen(text), MT_PUT_EXCLUSIVE, err);
+	if (!rc) {
+		*version_out = version;
+		version = NULL;
+	}
+	mt_strv_free(v, n);
+	free(version);
+	free(created);
+	free(text);
+	free(key);
+	return rc;
+}
+
+/* Retention: tombstone every checkpoint older than the newest `keep`. */
+static int apply_keep(mt_ckpt_writer *w, mt_error *err)
+{
+	char **v = NULL;
+	size_t n = 0;
+	int rc = mti_ckpt_versions(w->s, w->name, &v, &n, NULL, err);
+	for (size_t i = 0; !rc && n > (size_t)w->o.keep && i < n - (size_t)w->o.keep; i++)
+		rc = mt_ckpt_delete(w->s, w->name, v[i], err);
+	mt_strv_free(v, n);
+	return rc;
+}
+
+int mt_ckpt_commit(mt_ckpt_writer *w, char **version_out, mt_error *err)
+{
+	if (version_out)
+		*version_out = NULL;
+	if (w->committed)
+		return mti_err(err, MT_ESTATE, "model %s: the checkpoint was already committed",
+			      w->name);
+	int rc = w->nwritten ? w->s->ops->sync(w->s, (const char *const *)w->written, w->nwritten,
+					       err)
+			     : 0;
+	char *version = NULL;
+	for (int i = 0; !rc && !version && i < COMMIT_ATTEMPTS; i++) {
+		mt_error e = {0};
+		rc = commit_once(w, &version, &e);
+		if (rc == MT_EEXIST)
+			rc = 0; /* another writer took the name: take the next */
+		else if (rc)
+			mti_err_copy(err, &e);
+	}
+	if (!rc && !version)
+		rc = mti_err(err, MT_EEXIST, "model %s: %d names were taken by other writers "
+			    "in turn", w->name, COMMIT_ATTEMPTS);
+	if (rc)
+		return mti_err_prefix(err, "model %s: commit: ", w->name);
+	w->committed = 1;
+	if (w->o.keep)
+		rc = apply_keep(w, err);
+	if (version_out)
+		*version_out = version;
+	else
+		free(version);
+	return rc;
+}
+
+void mt_ckpt_writer_close(mt_ckpt_writer *w)
+{
+	if (!w)
+		return;
+	mti_dlock_close(w->lock);
+	json_decref(w->tensors);
+	json_decref(w->state);
+	json_decref(w->meta);
+	mt_strv_free(w->written, w->nwritten);
+	free(w->name);
+	free(w->root);
+	free(w);
+}

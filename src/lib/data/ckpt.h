@@ -1,0 +1,24 @@
+/* ckpt.h — internal glue between the model checkpoint writer, reader and the copies, gc and verify of models. */
+#ifndef MT_CKPT_H
+#define MT_CKPT_H
+
+#include "store.h"
+
+/* Keys of a model's objects (doc/FORMAT.md, "Models"); malloc'ed. */
+MT_LOCAL char *mti_ckpt_root(const char *name);
+MT_LOCAL char *mti_ckpt_key_manifest(const char *name, const char *version);
+MT_LOCAL char *mti_ckpt_key_tombstone(const char *name, const char *version);
+MT_LOCAL char *mti_ckpt_key_tensor(const char *name, const char *sha256);
+
+/* The checkpoints of a model, oldest (smallest number) first, and in *max
+ * (when not NULL) the largest number among them and the tombstones: the
+ * next checkpoint is v<max+1>.  An empty list is not an error here. */
+MT_LOCAL int mti_ckpt_versions(mt_store *s, const char *name, char ***out, size_t *n,
+			      uint64_t *max, mt_error *err);
+
+/* Open name@version from a manifest's text (len bytes), which it checks
+ * (checksum, names, tensors); `what` (the key) is named in errors. */
+MT_LOCAL int mti_ckpt_decode(const char *json, size_t len, const char *name, const char *version,
+			    const char *what, mt_ckpt **out, mt_error *err);
+
+#endif

@@ -1,0 +1,373 @@
+/* test-ckpt.c — model checkpoints on a local store: round trip, dedup of unchanged tensors, bad inputs, keep, gc with pins, verify, copy. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "lock.h"
+#include "tap.h"
+
+static char root[256];
+static mt_store *store;
+
+/* Bytes of every file under dir (what the store holds). */
+static long long dir_bytes(const char *dir)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "du -sb --apparent-size '%s' | cut -f1", dir);
+	FILE *p = popen(cmd, "r");
+	long long n = -1;
+	if (p && fscanf(p, "%lld", &n) != 1)
+		n = -1;
+	if (p)
+		pclose(p);
+	return n;
+}
+
+static int count_files(const char *dir)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "ls '%s' 2>/dev/null | wc -l", dir);
+	FILE *p = popen(cmd, "r");
+	int n = -1;
+	if (p && fscanf(p, "%d", &n) != 1)
+		n = -1;
+	if (p)
+		pclose(p);
+	return n;
+}
+
+/* A deterministic float buffer; `salt` changes every value. */
+static float *make_floats(size_t n, unsigned salt)
+{
+	float *v = malloc(n * sizeof *v);
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ salt;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		v[i] = (float)(x % 100000) / 1000.0f;
+	}
+	return v;
+}
+
+static int save(const char *name, float *big, size_t nbig, int64_t step, const mt_ckpt_opts *o,
+		char **version)
+{
+	mt_error err = {0};
+	mt_ckpt_writer *w = NULL;
+	uint64_t shape[2] = {nbig / 100, 100}, bshape[1] = {4};
+	int64_t bias[4] = {1, 2, 3, step};
+	char meta[128], state[160];
+	snprintf(meta, sizeof meta, "{\"step\":%lld,\"metrics\":{\"loss\":0.5},\"tags\":[\"t\"]}",
+		 (long long)step);
+	snprintf(state, sizeof state, "{\"optimizer\":{\"groups\":[{\"lr\":0.1,\"params\":"
+		 "[\"w\",\"b\"]}]},\"rng\":\"%lld\"}", (long long)step * 7);
+	int rc = mt_ckpt_writer_open(store, name, o, &w, &err);
+	if (!rc)
+		rc = mt_ckpt_add(w, "w", MT_FLOAT32, 2, shape, big, nbig * sizeof *big, &err);
+	if (!rc)
+		rc = mt_ckpt_add(w, "b", MT_INT64, 1, bshape, bias, sizeof bias, &err);
+	if (!rc)
+		rc = mt_ckpt_set_meta(w, meta, &err);
+	if (!rc)
+		rc = mt_ckpt_set_state(w, state, &err);
+	if (!rc)
+		rc = mt_ckpt_commit(w, version, &err);
+	if (rc)
+		tap_diag("save: %s", err.message);
+	mt_ckpt_writer_close(w);
+	return rc;
+}
+
+static void test_roundtrip_and_dedup(void)
+{
+	size_t n = 100000;
+	float *big = make_floats(n, 1);
+	char *v1 = NULL, *v2 = NULL, dir[400];
+	tap_ok(save("net", big, n, 10, NULL, &v1) == 0 && v1 && !strcmp(v1, "v1"),
+	       "first checkpoint commits as v1");
+	snprintf(dir, sizeof dir, "%s/models/net/tensors", root);
+	long long before = dir_bytes(dir);
+	tap_ok(count_files(dir) == 2, "two tensor objects stored");
+	/* Only the small tensor changes (its step): the big one is not stored again. */
+	tap_ok(save("net", big, n, 20, NULL, &v2) == 0 && v2 && !strcmp(v2, "v2"),
+	       "second checkpoint commits as v2");
+	long long after = dir_bytes(dir);
+	tap_ok(count_files(dir) == 3 && after - before < 200,
+	       "second checkpoint added one small object (%lld bytes)", after - before);
+
+	mt_ckpt *c = NULL;
+	mt_error err = {0};
+	TAP_CALL(mt_ckpt_open(store, "net", &c, &err), &err, "open the newest");
+	tap_ok(c && !strcmp(mt_ckpt_version(c), "v2") && !strcmp(mt_ckpt_parent(c), "v1"),
+	       "newest is v2, child of v1");
+	mt_ckpt_tensor_info t;
+	tap_ok(c && mt_ckpt_ntensors(c) == 2 && !mt_ckpt_tensor(c, 0, &t, NULL) &&
+		       !strcmp(t.key, "w") && t.ndim == 2 && t.shape[0] == n / 100 &&
+		       t.dtype == MT_FLOAT32 && t.bytes == n * 4,
+	       "tensor info in the order added");
+	float *back = malloc(n * sizeof *back);
+	TAP_CALL(mt_ckpt_read(c, "w", back, n * sizeof *back, &err), &err, "read w");
+	tap_ok(!memcmp(back, big, n * sizeof *back), "w reads back exactly");
+	int64_t b[4] = {0};
+	TAP_CALL(mt_ckpt_read(c, "b", b, sizeof b, &err), &err, "read b");
+	tap_ok(b[3] == 20, "b holds the second step");
+	tap_ok(mt_ckpt_read(c, "b", b, 8, &err) == MT_ERANGE, "a short buffer is MT_ERANGE");
+	tap_ok(mt_ckpt_read(c, "nope", b, sizeof b, &err) == MT_ENOTFOUND, "unknown key");
+	tap_ok(strstr(mt_ckpt_state(c), "\"rng\":\"140\"") != NULL, "state round-trips");
+	tap_ok(strstr(mt_ckpt_meta(c), "\"step\":20") != NULL, "meta round-trips");
+	mt_ckpt_close(c);
+	c = NULL;
+	TAP_CALL(mt_ckpt_open(store, "net@v1", &c, &err), &err, "open net@v1");
+	tap_ok(c && strstr(mt_ckpt_meta(c), "\"step\":10"), "v1 keeps its own meta");
+	mt_ckpt_close(c);
+	char **names = NULL;
+	size_t nn = 0;
+	TAP_CALL(mt_models_list(store, &names, &nn, &err), &err, "list models");
+	tap_ok(nn == 1 && !strcmp(names[0], "net"), "one model listed");
+	mt_strv_free(names, nn);
+	free(back);
+	free(big);
+	free(v1);
+	free(v2);
+}
+
+static void test_bad_inputs(void)
+{
+	mt_error err = {0};
+	mt_ckpt_writer *w = NULL;
+	float x[6] = {0};
+	uint64_t shape[2] = {2, 3};
+	tap_ok(mt_ckpt_writer_open(store, "bad/name", NULL, &w, &err) == MT_EINVAL,
+	       "a bad model name is refused");
+	TAP_CALL(mt_ckpt_writer_open(store, "bad", NULL, &w, &err), &err, "open a writer");
+	tap_ok(mt_ckpt_add(w, "", MT_FLOAT32, 2, shape, x, sizeof x, &err) == MT_EINVAL &&
+		       strstr(err.message, "empty"),
+	       "empty key: %s", err.message);
+	tap_ok(mt_ckpt_add(w, "x", (mt_dtype)99, 2, shape, x, sizeof x, &err) == MT_EUNSUPPORTED,
+	       "unsupported dtype: %s", err.message);
+	tap_ok(mt_ckpt_add(w, "x", MT_FLOAT32, 2, shape, x, 20, &err) == MT_EINVAL,
+	       "bytes not matching the shape: %s", err.message);
+	TAP_CALL(mt_ckpt_add(w, "x", MT_FLOAT32, 2, shape, x, sizeof x, &err), &err, "add x");
+	tap_ok(mt_ckpt_add(w, "x", MT_FLOAT32, 2, shape, x, sizeof x, &err) == MT_EEXIST,
+	       "a key added twice: %s", err.message);
+	tap_ok(mt_ckpt_set_state(w, "{nope", &err) == MT_EINVAL, "invalid state JSON");
+	tap_ok(mt_ckpt_set_meta(w, "{\"step\":-1}", &err) == MT_EINVAL, "negative step");
+	tap_ok(mt_ckpt_set_meta(w, "[1]", &err) == MT_EINVAL, "meta not an object");
+	mt_ckpt_writer_close(w);
+	char **v = NULL;
+	size_t n = 0;
+	tap_ok(mt_ckpt_list(store, "bad", &v, &n, &err) == MT_ENOTFOUND && n == 0,
+	       "a writer closed without commit commits nothing");
+	mt_ckpt *c = NULL;
+	tap_ok(mt_ckpt_open(store, "net@v9", &c, &err) == MT_ENOTFOUND, "missing checkpoint: %s",
+	       err.message);
+	mt_ckpt_opts o;
+	mt_ckpt_opts_init(&o);
+	o.size = 3;
+	tap_ok(mt_ckpt_writer_open(store, "bad", &o, &w, &err) == MT_EINVAL, "bad opts size");
+}
+
+static void test_keep_and_gc(void)
+{
+	mt_ckpt_opts o;
+	mt_ckpt_opts_init(&o);
+	o.keep = 2;
+	size_t n = 1000;
+	for (unsigned i = 0; i < 4; i++) {
+		float *big = make_floats(n, 100 + i);
+		char *v = NULL;
+		save("kp", big, n, i, &o, &v);
+		free(v);
+		free(big);
+	}
+	char **v = NULL;
+	size_t nv = 0;
+	mt_error err = {0};
+	TAP_CALL(mt_ckpt_list(store, "kp", &v, &nv, &err), &err, "list kp");
+	tap_ok(nv == 2 && !strcmp(v[0], "v3") && !strcmp(v[1], "v4"), "keep 2 leaves v3, v4");
+	mt_strv_free(v, nv);
+	char path[600];
+	snprintf(path, sizeof path, "%s/models/kp/versions/v1.removed", root);
+	tap_ok(access(path, F_OK) == 0, "removed checkpoints leave tombstones");
+
+	/* A live writer pins an object it is about to name: gc keeps it. */
+	char dir[400];
+	snprintf(dir, sizeof dir, "%s/models/kp/tensors", root);
+	int files = count_files(dir);
+	uint64_t nobj = 0, nbytes = 0;
+	TAP_CALL(mt_ckpt_gc(store, "kp", 1, 0, NULL, NULL, &nobj, &nbytes, &err), &err, "gc dry run");
+	tap_ok(nobj == 4, "gc finds the 4 objects of v1 and v2 only (%llu)",
+	       (unsigned long long)nobj);
+	mt_dlock *lock = NULL;
+	char key[200];
+	snprintf(key, sizeof key, "models/kp/tensors/%064d", 0);
+	const char *k = key;
+	TAP_CALL(mti_dlock_open(store, "models/kp", MT_LOCK_WRITE, &lock, &err), &err, "a writer lock");
+	mti_dlock_pin_keys(lock, &k, 1, &err);
+	FILE *f = NULL;
+	snprintf(path, sizeof path, "%s/%s", root, key);
+	f = fopen(path, "w");
+	if (f)
+		fclose(f);
+	TAP_CALL(mt_ckpt_gc(store, "kp", 0, 0, NULL, NULL, &nobj, &nbytes, &err), &err, "gc");
+	tap_ok(access(path, F_OK) == 0, "gc keeps an object a live writer pinned");
+	tap_ok(count_files(dir) == files - 4 + 1, "gc deleted the unreferenced tensors");
+	mti_dlock_close(lock);
+	TAP_CALL(mt_ckpt_gc(store, "kp", 0, 0, NULL, NULL, &nobj, &nbytes, &err), &err, "gc again");
+	tap_ok(access(path, F_OK) != 0, "once the writer is gone, the object goes");
+	TAP_CALL(mt_ckpt_verify(store, "kp", NULL, 2, NULL, NULL, &nobj, &err), &err,
+		 "verify what is left");
+}
+
+static int nbad;
+static void on_bad(void *ud, const char *version, const char *key, const char *object,
+		   const char *message)
+{
+	nbad++;
+	tap_diag("damaged: %s %s %s: %s", version, key, object, message);
+}
+
+static void test_verify_and_copy(void)
+{
+	mt_error err = {0};
+	char dst_root[300];
+	snprintf(dst_root, sizeof dst_root, "%s-copy", root);
+	mt_store *dst = NULL;
+	mt_store_opts so;
+	mt_store_opts_init(&so);
+	so.create = 1;
+	TAP_CALL(mt_store_open_opts(dst_root, &so, &dst, &err), &err, "open a second store");
+	mt_copy_stats st;
+	TAP_CALL(mt_ckpt_copy(store, dst, "net", NULL, NULL, NULL, &st, &err), &err, "copy net");
+	tap_ok(st.versions == 2 && st.shards == 3, "two checkpoints, three tensors sent");
+	TAP_CALL(mt_ckpt_copy(store, dst, "net", NULL, NULL, NULL, &st, &err), &err, "copy again");
+	tap_ok(st.versions == 0 && st.versions_present == 2 && st.shards == 0,
+	       "a second copy sends nothing");
+	mt_ckpt *c = NULL;
+	TAP_CALL(mt_ckpt_open(dst, "net@v1", &c, &err), &err, "the copy opens");
+	mt_ckpt_close(c);
+
+	/* Damage one object: verify names it. */
+	TAP_CALL(mt_ckpt_open(store, "net@v1", &c, &err), &err, "open net@v1");
+	mt_ckpt_tensor_info t;
+	mt_ckpt_tensor(c, 1, &t, NULL);
+	char path[500];
+	snprintf(path, sizeof path, "%s/models/net/tensors/%s", root, t.sha256);
+	FILE *f = fopen(path, "r+b");
+	if (f) {
+		fseek(f, 9, SEEK_SET);
+		fputc(0x55, f);
+		fclose(f);
+	}
+	uint64_t checked = 0;
+	nbad = 0;
+	int rc = mt_ckpt_verify(store, "net", NULL, 2, on_bad, NULL, &checked, &err);
+	tap_ok(rc == MT_ECORRUPT && nbad == 1 && strstr(err.message, t.sha256),
+	       "verify names the damaged object: %s", err.message);
+	int64_t b[4];
+	tap_ok(mt_ckpt_read(c, "b", b, sizeof b, &err) != 0, "reading it fails: %s", err.message);
+	mt_ckpt_close(c);
+	mt_store_close(dst);
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dst_root);
+	if (system(cmd) != 0)
+		tap_diag("could not remove %s", dst_root);
+}
+
+/* Writers racing for names: each commit lands under its own, none is lost. */
+#define RACERS 4
+static void *racer(void *arg)
+{
+	long i = (long)arg;
+	mt_error err = {0};
+	mt_ckpt_writer *w = NULL;
+	float x[8];
+	for (int k = 0; k < 8; k++)
+		x[k] = (float)(i * 8 + k);
+	uint64_t shape[1] = {8};
+	char **out = calloc(1, sizeof *out);
+	if (mt_ckpt_writer_open(store, "race", NULL, &w, &err) ||
+	    mt_ckpt_add(w, "x", MT_FLOAT32, 1, shape, x, sizeof x, &err) ||
+	    mt_ckpt_commit(w, out, &err))
+		tap_diag("racer %ld: %s", i, err.message);
+	mt_ckpt_writer_close(w);
+	return out;
+}
+
+static void test_race_and_edges(void)
+{
+	pthread_t t[RACERS];
+	for (long i = 0; i < RACERS; i++)
+		pthread_create(&t[i], NULL, racer, (void *)i);
+	int distinct = 1, all = 1;
+	char *names[RACERS];
+	for (int i = 0; i < RACERS; i++) {
+		char **out;
+		pthread_join(t[i], (void **)&out);
+		names[i] = *out;
+		free(out);
+		all = all && names[i];
+		for (int j = 0; j < i && names[i]; j++)
+			distinct = distinct && names[j] && strcmp(names[i], names[j]);
+	}
+	tap_ok(all && distinct, "%d writers committing at once each get their own checkpoint",
+	       RACERS);
+	char **v = NULL;
+	size_t n = 0;
+	mt_error err = {0};
+	TAP_CALL(mt_ckpt_list(store, "race", &v, &n, &err), &err, "list race");
+	tap_ok(n == RACERS && !strcmp(v[n - 1], "v4"), "v1..v%d, none lost", RACERS);
+	mt_strv_free(v, n);
+	for (int i = 0; i < RACERS; i++)
+		free(names[i]);
+
+	/* A scalar and an empty tensor round-trip. */
+	mt_ckpt_writer *w = NULL;
+	double pi = 3.25;
+	uint64_t zero[1] = {0};
+	char *ver = NULL;
+	TAP_CALL(mt_ckpt_writer_open(store, "edge", NULL, &w, &err), &err, "open edge");
+	TAP_CALL(mt_ckpt_add(w, "pi", MT_FLOAT64, 0, NULL, &pi, sizeof pi, &err), &err, "add a scalar");
+	TAP_CALL(mt_ckpt_add(w, "none", MT_INT32, 1, zero, NULL, 0, &err), &err, "add an empty tensor");
+	TAP_CALL(mt_ckpt_commit(w, &ver, &err), &err, "commit edge");
+	tap_ok(mt_ckpt_add(w, "late", MT_FLOAT64, 0, NULL, &pi, sizeof pi, &err) == MT_ESTATE,
+	       "adding after the commit is refused");
+	mt_ckpt_writer_close(w);
+	free(ver);
+	mt_ckpt *c = NULL;
+	double back = 0;
+	char one;
+	TAP_CALL(mt_ckpt_open(store, "edge@latest", &c, &err), &err, "open edge@latest");
+	TAP_CALL(mt_ckpt_read(c, "pi", &back, sizeof back, &err), &err, "read the scalar");
+	tap_ok(back == 3.25, "the scalar reads back");
+	TAP_CALL(mt_ckpt_read(c, "none", &one, 0, &err), &err, "read the empty tensor");
+	tap_ok(!strcmp(mt_ckpt_state(c), "null") && !strcmp(mt_ckpt_meta(c), "{}"),
+	       "no state is null, no meta is {}");
+	mt_ckpt_close(c);
+}
+
+int main(void)
+{
+	snprintf(root, sizeof root, "%s/mt-ckpt-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(root))
+		return 1;
+	mt_error err;
+	if (mt_store_open(root, &store, &err)) {
+		printf("Bail out! %s\n", err.message);
+		return 1;
+	}
+	test_roundtrip_and_dedup();
+	test_bad_inputs();
+	test_keep_and_gc();
+	test_verify_and_copy();
+	test_race_and_edges();
+	mt_store_close(store);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	if (system(cmd) != 0)
+		tap_diag("could not remove %s", root);
+	return tap_done();
+}

@@ -568,6 +568,57 @@ MT_API void mt_writer_abort(mt_writer *w);
 /* Free the writer; aborts it when not committed. */
 MT_API void mt_writer_close(mt_writer *w);
 
+/* ---- streaming rows into a dataset ------------------------------------ */
+
+/* Rows appended a few at a time (readings, events) and committed in
+ * batches: each commit is one version appended to whatever is the latest at
+ * that moment (created as v1 when the dataset has none), so several streams
+ * may feed one dataset at once and each commit of each lands in order.
+ * Rows are held in memory until committed; a crash loses only those.  One
+ * stream is used from one thread at a time. */
+typedef struct mt_stream mt_stream;
+
+typedef struct mt_stream_opts {
+	size_t size;              /* set by mt_stream_opts_init */
+	uint64_t commit_rows;     /* commit once this many rows wait; 0: 100000 */
+	uint64_t commit_ms;       /* commit once the oldest waiting row has waited this
+				   * long (checked by append and poll); 0: never by time */
+	/* Each commit's writer options (level, threads, shard and chunk sizes,
+	 * author, description, tags); version, parent, append and stage_id are
+	 * the stream's to set.  NULL: the defaults.  Borrowed: it must outlive
+	 * the stream. */
+	const mt_writer_opts *writer;
+	/* Called after each commit with the version made and its new rows.
+	 * NULL: none. */
+	void (*committed)(void *ud, const char *version, uint64_t rows);
+	void *committed_ud;
+} mt_stream_opts;
+
+MT_API void mt_stream_opts_init_size(mt_stream_opts *o, size_t size);
+#define mt_stream_opts_init(o) mt_stream_opts_init_size((o), sizeof(mt_stream_opts))
+
+/* A stream of rows with these attributes (fixed-shape ones: a ragged
+ * attribute is MT_EUNSUPPORTED).  Nothing is written before the first
+ * commit; an existing dataset must have the same attributes then. */
+MT_API int mt_stream_open(mt_store *s, const char *dataset, const mt_attr *attrs,
+			  size_t nattrs, const mt_stream_opts *o, mt_stream **out, mt_error *err);
+/* Add nrows rows (data[i]: attribute i's values, C order, little-endian;
+ * copied), then commit if enough rows wait or the oldest waited long enough.
+ * A failed commit keeps the rows waiting and returns its error. */
+MT_API int mt_stream_append(mt_stream *st, uint64_t nrows, const void *const *data,
+			    mt_error *err);
+/* Commit if the oldest waiting row has waited commit_ms; *wait_ms (may be
+ * NULL) is then how long until the next commit by time is due (UINT64_MAX:
+ * none is).  For callers that wait for input with a timeout. */
+MT_API int mt_stream_poll(mt_stream *st, uint64_t *wait_ms, mt_error *err);
+/* Commit what waits now; version (cap bytes, may be NULL) gets the new
+ * version's name, "" when nothing waited. */
+MT_API int mt_stream_commit(mt_stream *st, char *version, size_t cap, mt_error *err);
+/* Rows waiting for a commit. */
+MT_API uint64_t mt_stream_pending(const mt_stream *st);
+/* Free the stream; rows not committed are dropped (commit first). */
+MT_API void mt_stream_close(mt_stream *st);
+
 /* ---- reading a version ------------------------------------------------ */
 
 typedef struct mt_reader mt_reader;

@@ -9,6 +9,10 @@
     ds = matorage.TorchDataset("s3://ml-data/team", "mnist", batch_rows=256, shuffle=True)
     for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2): ...
 
+    with matorage.Stream(store, "events", {"x": ("float32", (3,)), "y": ("int64", ())},
+                         commit_rows=10000, commit_secs=30) as s:
+        s.append(x=xs, y=ys)        # versions appended to the latest as rows come
+
 The library is found through $MATORAGE_LIB, else as "libmatorage.so.0" on the loader path.
 The ctypes declarations below mirror src/lib/matorage.h; python/check_abi.py (run by make
 check) compiles them against the header and fails on any difference.
@@ -72,7 +76,14 @@ class _ReadStats(ctypes.Structure):
                 ("healed_indexes", ctypes.c_uint64), ("heal_bytes", ctypes.c_uint64)]
 
 
-_STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _ReadStats)
+class _StreamOpts(ctypes.Structure):
+    _c_name = "mt_stream_opts"
+    _fields_ = [("size", ctypes.c_size_t), ("commit_rows", ctypes.c_uint64),
+                ("commit_ms", ctypes.c_uint64), ("writer", ctypes.c_void_p),
+                ("committed", ctypes.c_void_p), ("committed_ud", ctypes.c_void_p)]
+
+
+_STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _ReadStats, _StreamOpts)
 
 
 def _signatures():
@@ -98,6 +109,15 @@ def _signatures():
                                                ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
         "mt_loader_stats": (None, [vp, ctypes.POINTER(_ReadStats)]),
         "mt_loader_close": (None, [vp]),
+        "mt_stream_opts_init_size": (None, [ctypes.POINTER(_StreamOpts), ctypes.c_size_t]),
+        "mt_stream_open": (ctypes.c_int, [vp, ctypes.c_char_p, ctypes.POINTER(_Attr),
+                                          ctypes.c_size_t, ctypes.POINTER(_StreamOpts),
+                                          ctypes.POINTER(vp), err]),
+        "mt_stream_append": (ctypes.c_int, [vp, ctypes.c_uint64, ctypes.POINTER(vp), err]),
+        "mt_stream_poll": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.c_uint64), err]),
+        "mt_stream_commit": (ctypes.c_int, [vp, ctypes.c_char_p, ctypes.c_size_t, err]),
+        "mt_stream_pending": (ctypes.c_uint64, [vp]),
+        "mt_stream_close": (None, [vp]),
     }
 
 
@@ -308,3 +328,85 @@ try:
                 store.close()
 except ImportError:
     pass
+
+
+_DTYPE_IDS = {np.dtype(t): i for i, t in _DTYPES.items()}
+
+
+class Stream:
+    """Rows appended a few at a time to a dataset, committed as versions on top of the latest.
+
+        s = matorage.Stream(store, "events", {"x": ("float32", (3,)), "y": ("int64", ())},
+                            commit_rows=10000, commit_secs=30)
+        s.append(x=np.zeros((2, 3), np.float32), y=np.array([1, 2]))   # commits when due
+        s.poll()      # commits by time while no rows come; returns seconds until due (or None)
+        s.commit()    # now: the new version's name ("" when nothing waited)
+        s.close()     # rows not committed are dropped
+
+    Fixed-shape attributes only; values are converted to each attribute's dtype.
+    """
+
+    def __init__(self, store, dataset, attrs, commit_rows=100000, commit_secs=0):
+        lib = _lib_get()
+        self._store = store
+        self._spec = [(n, np.dtype(d), tuple(shape)) for n, (d, shape) in attrs.items()]
+        self._names = [_b(n) for n, _, _ in self._spec]
+        arr = (_Attr * len(self._spec))()
+        for i, (n, d, shape) in enumerate(self._spec):
+            if d not in _DTYPE_IDS or len(shape) > MAX_RANK:
+                raise MatorageError(_Error(-2, f"{n}: dtype {d} or shape {shape}".encode()))
+            arr[i].name, arr[i].dtype, arr[i].rank = self._names[i], _DTYPE_IDS[d], len(shape)
+            for k, v in enumerate(shape):
+                arr[i].shape[k] = v
+        o = _StreamOpts()
+        lib.mt_stream_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
+        o.commit_rows, o.commit_ms = commit_rows, int(commit_secs * 1000)
+        self._h, err = ctypes.c_void_p(), _Error()
+        _check(lib.mt_stream_open(store._h, _b(dataset), arr, len(self._spec), ctypes.byref(o),
+                                  ctypes.byref(self._h), ctypes.byref(err)), err)
+
+    def append(self, cols=None, **kw):
+        """Rows of every attribute (a dict, or keyword arguments), the same count in each."""
+        cols = dict(cols or {}, **kw)
+        arrays, n = [], None
+        for name, d, shape in self._spec:
+            a = np.ascontiguousarray(np.asarray(cols[name], dtype=d))
+            if a.shape[1:] != shape or (n is not None and a.shape[0] != n):
+                raise MatorageError(_Error(-2, f"{name}: shape {a.shape}, rows of {shape} "
+                                               f"wanted, {n} of them".encode()))
+            n = a.shape[0]
+            arrays.append(a)
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        err = _Error()
+        _check(_lib_get().mt_stream_append(self._h, n, ptrs, ctypes.byref(err)), err)
+
+    def poll(self):
+        wait, err = ctypes.c_uint64(), _Error()
+        _check(_lib_get().mt_stream_poll(self._h, ctypes.byref(wait), ctypes.byref(err)), err)
+        return None if wait.value == 2 ** 64 - 1 else wait.value / 1000
+
+    def commit(self):
+        buf, err = ctypes.create_string_buffer(256), _Error()
+        _check(_lib_get().mt_stream_commit(self._h, buf, 256, ctypes.byref(err)), err)
+        return buf.value.decode()
+
+    @property
+    def pending(self):
+        return int(_lib_get().mt_stream_pending(self._h))
+
+    def close(self):
+        if self._h:
+            _lib_get().mt_stream_close(self._h)
+            self._h = ctypes.c_void_p()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.commit()
+        self.close()
+
+    def __del__(self):
+        self.close()
+

@@ -59,7 +59,8 @@ typedef struct mt_catalog_sync_stats {
 } mt_catalog_sync_stats;
 
 /* mt_catalog_sync flags */
-#define MT_CATALOG_FULL 1 /* read every manifest, changed or not */
+#define MT_CATALOG_FULL 1   /* read every manifest, changed or not */
+#define MT_CATALOG_MODELS 2 /* with dataset NULL: the models only, no dataset listed or dropped */
 
 /* Bring what the catalog knows of store s, listed as remote `remote`, up to
  * date: of `dataset` only, or (NULL) of every dataset and every model,
@@ -112,7 +113,8 @@ enum mt_catalog_level {
 			  * the parent is not in the catalog), parent, metrics
 			  * ("loss=0.41 acc=0.9"), tags, description, author */
 	MT_CAT_TENSORS,  /* key, dtype, shape, bytes (raw), stored bytes, sha256, shared with
-			  * the parent (1|0; NULL: no parent in the catalog) */
+			  * the parent (1|0; 0 without a parent; NULL: the parent is
+			  * not in the catalog) */
 	MT_CAT_SEARCH_MODELS, /* remote, model, checkpoint, tags, match: checkpoints matching
 			  * the query in model name, version, description, tags, tensor keys */
 	MT_CAT_NLEVELS

@@ -304,6 +304,10 @@ static const char *empty_text(const struct list *l)
 		return "(nothing matches the filter; f to change it)";
 	if (l->src == SRC_CATALOG && l->level == MT_CAT_REMOTES)
 		return "(empty catalog: r syncs it from the stores)";
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_DATASETS)
+		return "(no datasets; M: the bucket's models)";
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_MODELS)
+		return "(no models; M: the bucket's datasets)";
 	return "(empty)";
 }
 
@@ -469,6 +473,43 @@ static int list_source(struct tui *t, struct list *l)
 	return V_HANDLED;
 }
 
+/* A tensor's values in the matrix viewer. */
+static void tensor_open(struct tui *t, const struct list *l, const struct row *r)
+{
+	mt_catalog_ref ref;
+	mt_error err = { 0 };
+	if (mt_catalog_locate(t->cat, MT_CAT_CHECKPOINTS, l->parent, &ref, &err)) {
+		tui_status(t, 1, "%s", err.message);
+		return;
+	}
+	tui_push(t, tui_tensor_view(t, &ref, r->cols[0]));
+	mt_catalog_ref_free(&ref);
+}
+
+/* M: a bucket's datasets and its models in turn, in the same place of the
+ * view stack (a switch, not one level deeper). */
+static int list_models_key(struct tui *t, struct list *l)
+{
+	if (l->src != SRC_CATALOG || (l->level != MT_CAT_DATASETS && l->level != MT_CAT_MODELS))
+		return V_IGNORED;
+	mt_catalog_ref ref;
+	mt_error err = { 0 };
+	if (mt_catalog_locate(t->cat, MT_CAT_BUCKETS, l->parent, &ref, &err)) {
+		tui_status(t, 1, "%s", err.message);
+		return V_HANDLED;
+	}
+	int to = l->level == MT_CAT_DATASETS ? MT_CAT_MODELS : MT_CAT_DATASETS;
+	char title[300];
+	snprintf(title, sizeof title, "%s%s", ref.url, to == MT_CAT_MODELS ? " models" : "");
+	int64_t bucket = l->parent;
+	mt_catalog_ref_free(&ref);
+	tui_pop(t); /* frees l */
+	tui_push(t, tui_list_view(t, to, bucket, title));
+	tui_status(t, 0, "the bucket's %s (M: its %s)", to == MT_CAT_MODELS ? "models" : "datasets",
+		   to == MT_CAT_MODELS ? "datasets" : "models");
+	return V_HANDLED;
+}
+
 static void list_open(struct tui *t, struct list *l)
 {
 	if (l->cur >= l->n)
@@ -509,6 +550,19 @@ static void list_open(struct tui *t, struct list *l)
 	}
 	case MT_CAT_SHARD:
 		tui_chunks_action(t, l->parent);
+		break;
+	case MT_CAT_MODELS:
+		tui_push(t, tui_list_view(t, MT_CAT_CHECKPOINTS, r->id, r->cols[0]));
+		break;
+	case MT_CAT_CHECKPOINTS:
+		tui_push(t, tui_list_view(t, MT_CAT_TENSORS, r->id, r->cols[0]));
+		break;
+	case MT_CAT_SEARCH_MODELS:
+		snprintf(title, sizeof title, "%s@%s", r->cols[1], r->cols[2]);
+		tui_push(t, tui_list_view(t, MT_CAT_TENSORS, r->id, title));
+		break;
+	case MT_CAT_TENSORS:
+		tensor_open(t, l, r);
 		break;
 	case MT_CAT_JOBS:
 		snprintf(title, sizeof title, "job %s", r->cols[0]);
@@ -647,10 +701,18 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		/* The version's first attribute. */
 		__attribute__((fallthrough));
 	case ACT_VERIFY:
+	case ACT_DELETE:
+		if (l->src == SRC_CATALOG && (l->level == MT_CAT_CHECKPOINTS ||
+					      l->level == MT_CAT_TENSORS)) {
+			if (l->level == MT_CAT_TENSORS || l->cur < l->n)
+				tui_ckpt_action(t, a, l->level == MT_CAT_TENSORS
+							      ? l->parent : l->rows[l->cur].id);
+			return V_HANDLED;
+		}
+		__attribute__((fallthrough));
 	case ACT_COPY:
 	case ACT_TAGS:
 	case ACT_DESCRIBE:
-	case ACT_DELETE:
 	case ACT_REPAIR:
 	case ACT_PROTECT:
 	case ACT_DIFF: {
@@ -664,6 +726,8 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		return list_source(t, l);
 	case ACT_SORT:
 		return list_sort_key(t, l);
+	case ACT_MODELS:
+		return list_models_key(t, l);
 	case ACT_GC:
 		return list_gc_key(t, l);
 	default:
@@ -725,7 +789,9 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	/* Version keys where rows are versions (or a version's parts), gc where
 	 * there is something to sweep: the footer lists only what works here. */
 	static const int scopes[MT_CAT_NLEVELS] = {
-		[MT_CAT_BUCKETS] = K_GC | K_SORT, [MT_CAT_DATASETS] = K_GC | K_SORT,
+		[MT_CAT_BUCKETS] = K_GC | K_SORT, [MT_CAT_DATASETS] = K_GC | K_SORT | K_BUCKET,
+		[MT_CAT_MODELS] = K_BUCKET | K_SORT, [MT_CAT_CHECKPOINTS] = K_CKPT | K_SORT,
+		[MT_CAT_TENSORS] = K_CKPT | K_SORT,
 		[MT_CAT_VERSIONS] = K_ACT | K_GC | K_SORT, [MT_CAT_SEARCH] = K_ACT,
 		[MT_CAT_SHARDS] = K_ACT | K_SORT, [MT_CAT_ATTRS] = K_ACT | K_ATTRS,
 	};

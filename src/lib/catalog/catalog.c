@@ -1424,7 +1424,10 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	pthread_mutex_unlock(&c->lock);
 	if (rc)
 		return rc;
-	if (dataset) {
+	int models_only = (flags & MT_CATALOG_MODELS) && !dataset;
+	if (models_only) {
+		/* No dataset listed, none dropped. */
+	} else if (dataset) {
 		rc = mt_name_check(dataset, "dataset", err);
 		if (!rc && !(r.names = calloc(1, sizeof *r.names)))
 			rc = mt_error_set(err, MT_ENOMEM, "out of memory");
@@ -1445,11 +1448,11 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	if (!rc && !dataset)
 		rc = mti_catalog_sync_models(c, r.bucket, s, flags, st, err);
 	pthread_mutex_lock(&c->lock);
-	if (!rc && !dataset)
+	if (!rc && !dataset && !models_only)
 		rc = cat_drop_missing(c, r.bucket, r.names, r.n, st, err);
 	/* A remote is at one place: buckets listed under it from where it used to
 	 * point would be browsed, and acted on, as if they were still its. */
-	if (!rc && !dataset)
+	if (!rc && !dataset && !models_only)
 		rc = cat_exec_id(c, "DELETE FROM buckets WHERE id <> ?1 AND remote_id ="
 				 " (SELECT remote_id FROM buckets WHERE id = ?1)", r.bucket,
 				 "dropping the remote's old buckets", err);
@@ -1695,7 +1698,7 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY num"},
 	[MT_CAT_TENSORS] = {7,
 		"SELECT t.idx, t.key, t.dtype, t.shape, t.bytes, t.stored, t.sha256,"
-		" CASE WHEN k.parent = '' OR p.id IS NULL THEN NULL ELSE EXISTS (SELECT 1 FROM"
+		" CASE WHEN k.parent = '' THEN 0 WHEN p.id IS NULL THEN NULL ELSE EXISTS (SELECT 1 FROM"
 		"  ckpt_tensors pt WHERE pt.checkpoint_id = p.id AND pt.sha256 = t.sha256) END"
 		" FROM ckpt_tensors t JOIN checkpoints k ON k.id = t.checkpoint_id LEFT JOIN"
 		" checkpoints p ON p.model_id = k.model_id AND p.name = k.parent"

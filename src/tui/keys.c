@@ -55,7 +55,7 @@ const struct tui_key tui_keys[] = {
 	{ '[', 0, "[", "row-", "previous row of the attribute", ACT_ROW_PREV, K_MATRIX, 1 },
 	{ '#', 0, "#", "goto", "go to a row by number", ACT_ROW_GOTO, K_MATRIX, 1 },
 	{ 'x', 0, "x", "export", "export a row range of the attribute to a local .npy file (a job; asks before replacing a file; allowed read-only)", ACT_EXPORT, K_MATRIX, 1 },
-	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX, 1 },
+	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX | K_TENSOR, 1 },
 	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
 	{ 0, 0, NULL, NULL, NULL, ACT_NONE, 0, 0 },
@@ -148,7 +148,7 @@ struct view *tui_help_view(struct tui *t)
 				 e->scope & K_BUCKET ? "datasets models " : "",
 				 e->scope & K_CKPT ? "checkpoints " : "",
 				 e->scope & K_VERSION ? "version " : "",
-				 e->scope & K_MATRIX ? "matrix " : "", e->scope & K_JOBS ? "jobs " : "",
+				 e->scope & (K_MATRIX | K_TENSOR) ? "matrix " : "", e->scope & K_JOBS ? "jobs " : "",
 				 e->scope & K_TEXT ? "text " : "");
 		char *p = strstr(where, " ]");
 		if (p)

@@ -36,12 +36,13 @@ enum {
 	K_TEXT = 0x10,    /* help, logs */
 	K_ACT = 0x20,     /* lists of versions, or of a version's shards or attributes */
 	K_GC = 0x40,      /* lists whose rows (or parent) gc can sweep: buckets, datasets, versions */
-	K_ALL = 0x7f,
+	K_ALL = 0x107f,   /* every kind of view (K_TENSOR too) */
 	K_WRITE = 0x80,   /* changes a store: not in --read-only */
 	K_ATTRS = 0x100,  /* a version's attributes */
 	K_SORT = 0x200,   /* lists that sort (buckets, datasets, versions, shards) */
 	K_BUCKET = 0x400, /* a bucket's datasets or models */
 	K_CKPT = 0x800,   /* a model's checkpoints */
+	K_TENSOR = 0x1000, /* the matrix viewer on a tensor: no rows, statistics or export */
 };
 
 struct tui_key {

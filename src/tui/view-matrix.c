@@ -700,6 +700,8 @@ static struct view *mx_view(struct tui *t, const mt_catalog_ref *ref, const char
 	d->tensor = tensor;
 	m->d = d;
 	m->base.ops = &matrix_ops;
+	if (tensor)
+		m->base.scope = K_TENSOR;
 	snprintf(m->base.title, sizeof m->base.title, "%s", attr);
 	mx_reload(t, &m->base);
 	mx_fetch(t, m);

@@ -424,7 +424,8 @@ int mti_catalog_sync_models(mt_catalog *c, int64_t bucket, mt_store *s, int flag
 		}
 	}
 	if (!rc) {
-		qsort(names, n, sizeof *names, name_cmp);
+		if (n)
+			qsort(names, n, sizeof *names, name_cmp);
 		pthread_mutex_lock(&c->lock);
 		rc = ms_drop_missing(c, bucket, names, n, err);
 		pthread_mutex_unlock(&c->lock);

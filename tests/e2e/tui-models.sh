@@ -31,6 +31,12 @@ EOF2
 check "a dataset beside the model" $M put table x="$WORK/x.npy"
 check "checkpoint v1" $M model import net "$WORK/a.safetensors"
 check "checkpoint v2: the weight unchanged" $M model import net "$WORK/b.safetensors"
+out=$($M sync)
+ok $(grep -q "^local: 1 model(s), 2 checkpoint(s): 2 read, 0 unchanged$" <<< "$out"; echo $?) "sync indexes the model's checkpoints: $out"
+out=$($M search net)
+ok $(grep -q "^local	model:net@v1	" <<< "$out" && grep -q "^local	model:net@v2	" <<< "$out"; echo $?) "search finds the model's checkpoints: $out"
+out=$($M search bias)
+ok $(grep -q "model:net@v2" <<< "$out"; echo $?) "and a tensor's key: $out"
 
 tui_start 130 30
 expect "the browser opens" "sync local:"

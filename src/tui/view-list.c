@@ -633,6 +633,19 @@ static int list_cancel_key(struct tui *t, struct list *l)
 	return V_HANDLED;
 }
 
+/* v and D on a checkpoint, or on the checkpoint whose tensors these are;
+ * 0 where the rows are not a model's. */
+static int list_ckpt_key(struct tui *t, struct list *l, enum tui_action a)
+{
+	if (l->src != SRC_CATALOG || (l->level != MT_CAT_CHECKPOINTS && l->level != MT_CAT_TENSORS))
+		return 0;
+	if (l->level == MT_CAT_TENSORS)
+		tui_ckpt_action(t, a, l->parent);
+	else if (l->cur < l->n)
+		tui_ckpt_action(t, a, l->rows[l->cur].id);
+	return 1;
+}
+
 static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 {
 	struct list *l = (struct list *)v;
@@ -702,13 +715,8 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		__attribute__((fallthrough));
 	case ACT_VERIFY:
 	case ACT_DELETE:
-		if (l->src == SRC_CATALOG && (l->level == MT_CAT_CHECKPOINTS ||
-					      l->level == MT_CAT_TENSORS)) {
-			if (l->level == MT_CAT_TENSORS || l->cur < l->n)
-				tui_ckpt_action(t, a, l->level == MT_CAT_TENSORS
-							      ? l->parent : l->rows[l->cur].id);
+		if (list_ckpt_key(t, l, a))
 			return V_HANDLED;
-		}
 		__attribute__((fallthrough));
 	case ACT_COPY:
 	case ACT_TAGS:

@@ -172,6 +172,23 @@ static const char *shard_health(const char *const *cols, char *buf, size_t cap)
 	return health_word(state);
 }
 
+/* A cell of kind `kind` with no value in the catalog. */
+static const char *none_text(int kind)
+{
+	switch (kind) {
+	case COL_CHECK:
+	case COL_SHARE:
+	case COL_SHARED:
+		return "-";
+	case COL_PROTECT:
+		return "none";
+	case COL_HEALTH:
+		return "never checked";
+	default:
+		return "";
+	}
+}
+
 const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap)
 {
 	if (level == MT_CAT_VERSION || level == MT_CAT_SHARD)
@@ -193,10 +210,7 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	if (level == MT_CAT_DATASETS && c == 2 && cols[1] && !strcmp(cols[1], "0"))
 		return "(removed)";
 	if (!v)
-		return kind == COL_CHECK || kind == COL_SHARE || kind == COL_SHARED ? "-"
-		       : kind == COL_PROTECT			? "none"
-		       : kind == COL_HEALTH			? "never checked"
-								: "";
+		return none_text(kind);
 	if (kind == COL_ONLINE)
 		return strcmp(v, "0") ? "online" : "offline";
 	if (kind == COL_YES)

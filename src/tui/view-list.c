@@ -175,6 +175,24 @@ static void joblog_fill(struct tui *t, struct list *l)
 	pthread_mutex_unlock(&j->lock);
 }
 
+static int count_row(void *ud, const mt_catalog_row *row)
+{
+	(*(size_t *)ud)++;
+	return 0;
+}
+
+/* A bucket's datasets say in the title when it has models too (M lists them). */
+static void list_models_hint(struct tui *t, struct list *l)
+{
+	size_t n = 0;
+	mt_error err = { 0 };
+	if (mt_catalog_list(t->cat, MT_CAT_MODELS, l->parent, NULL, count_row, &n, &err) || !n)
+		return;
+	size_t len = strlen(l->base.title);
+	snprintf(l->base.title + len, sizeof l->base.title - len, " (+%zu model%s: M)", n,
+		 n == 1 ? "" : "s");
+}
+
 static void list_load(struct tui *t, struct list *l)
 {
 	size_t keep = l->cur;
@@ -187,6 +205,8 @@ static void list_load(struct tui *t, struct list *l)
 				    list_catalog_row, l, &err) && !l->error[0])
 			snprintf(l->error, sizeof l->error, "%s", err.message);
 		list_sort(l);
+		if (l->level == MT_CAT_DATASETS)
+			list_models_hint(t, l);
 	} else if (l->src == SRC_JOBS) {
 		jobs_fill(t, l);
 	} else if (l->src == SRC_JOBLOG) {

@@ -86,6 +86,10 @@ static void mx_tensor_grid(const mt_ckpt_tensor_info *ti, uint64_t *h, uint64_t 
 	*h = *w ? items / *w : 0;
 }
 
+/* A tensor is read and shown whole: one larger than this is refused rather
+ * than held in memory (model export writes it to a file). */
+#define MX_TENSOR_MAX (256ull << 20)
+
 /* Read the whole tensor on the worker: one get, checked against its sha256. */
 static int mx_read_tensor(struct tui_job *j)
 {
@@ -104,6 +108,10 @@ static int mx_read_tensor(struct tui_job *j)
 		rc = mt_error_set(&err, MT_ENOTFOUND, "%s has no tensor %s", spec, d->attr);
 	if (!rc)
 		rc = mt_ckpt_tensor(ck, (size_t)i, &ti, &err);
+	if (!rc && ti.bytes > MX_TENSOR_MAX)
+		rc = mt_error_set(&err, MT_ERANGE, "tensor %s of %s: %llu bytes, more than the "
+				  "viewer holds (%llu MiB); matorage model export writes it to a file",
+				  d->attr, spec, (unsigned long long)ti.bytes, MX_TENSOR_MAX >> 20);
 	if (!rc && !(buf = malloc(ti.bytes ? ti.bytes : 1)))
 		rc = mt_error_set(&err, MT_ENOMEM, "out of memory");
 	if (!rc)

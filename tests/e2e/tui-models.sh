@@ -43,6 +43,7 @@ expect "the browser opens" "sync local:"
 keys Enter Enter
 expect "a bucket lists its datasets first" "table"
 expect "the footer offers the models" "M models"
+expect "the title says the bucket has a model" "(+1 model: M)"
 keys M
 expect "M lists the bucket's models" "MODEL  CHECKPOINTS"
 expect "with its checkpoints and the latest" "net              2  v2"

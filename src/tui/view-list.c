@@ -181,16 +181,19 @@ static int count_row(void *ud, const mt_catalog_row *row)
 	return 0;
 }
 
-/* A bucket's datasets say in the title when it has models too (M lists them). */
+/* A bucket's datasets, or a search's versions, say in the title when there
+ * are models, or checkpoints that match, too (M lists them). */
 static void list_models_hint(struct tui *t, struct list *l)
 {
 	size_t n = 0;
 	mt_error err = { 0 };
-	if (mt_catalog_list(t->cat, MT_CAT_MODELS, l->parent, NULL, count_row, &n, &err) || !n)
+	int search = l->level == MT_CAT_SEARCH;
+	if (mt_catalog_list(t->cat, search ? MT_CAT_SEARCH_MODELS : MT_CAT_MODELS, l->parent,
+			    search ? l->filter : NULL, count_row, &n, &err) || !n)
 		return;
 	size_t len = strlen(l->base.title);
-	snprintf(l->base.title + len, sizeof l->base.title - len, " (+%zu model%s: M)", n,
-		 n == 1 ? "" : "s");
+	snprintf(l->base.title + len, sizeof l->base.title - len, " (+%zu %s%s: M)", n,
+		 search ? "checkpoint" : "model", n == 1 ? "" : "s");
 }
 
 static void list_load(struct tui *t, struct list *l)
@@ -205,7 +208,7 @@ static void list_load(struct tui *t, struct list *l)
 				    list_catalog_row, l, &err) && !l->error[0])
 			snprintf(l->error, sizeof l->error, "%s", err.message);
 		list_sort(l);
-		if (l->level == MT_CAT_DATASETS)
+		if (l->level == MT_CAT_DATASETS || l->level == MT_CAT_SEARCH)
 			list_models_hint(t, l);
 	} else if (l->src == SRC_JOBS) {
 		jobs_fill(t, l);
@@ -319,7 +322,9 @@ static int draw_row(const struct list *l, size_t i, int y, int bottom)
 static const char *empty_text(const struct list *l)
 {
 	if (l->src == SRC_CATALOG && l->level == MT_CAT_SEARCH)
-		return "(nothing in the catalog matches; F to search again, r to sync)";
+		return "(no version matches; M: the checkpoints, F to search again, r to sync)";
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_SEARCH_MODELS)
+		return "(no checkpoint matches; M: the versions, F to search again, r to sync)";
 	if (l->filter[0])
 		return "(nothing matches the filter; f to change it)";
 	if (l->src == SRC_CATALOG && l->level == MT_CAT_REMOTES)
@@ -506,10 +511,26 @@ static void tensor_open(struct tui *t, const struct list *l, const struct row *r
 	mt_catalog_ref_free(&ref);
 }
 
+/* M on search results: the checkpoints that match, or the versions, in turn. */
+static int search_models_key(struct tui *t, struct list *l)
+{
+	int to = l->level == MT_CAT_SEARCH ? MT_CAT_SEARCH_MODELS : MT_CAT_SEARCH;
+	char text[sizeof l->filter];
+	snprintf(text, sizeof text, "%s", l->filter);
+	tui_pop(t); /* frees l */
+	tui_push(t, tui_list_view(t, to, 0, text));
+	tui_status(t, 0, "%s that match (M: the %s)",
+		   to == MT_CAT_SEARCH_MODELS ? "model checkpoints" : "dataset versions",
+		   to == MT_CAT_SEARCH_MODELS ? "dataset versions" : "model checkpoints");
+	return V_HANDLED;
+}
+
 /* M: a bucket's datasets and its models in turn, in the same place of the
- * view stack (a switch, not one level deeper). */
+ * view stack (a switch, not one level deeper); the same for search results. */
 static int list_models_key(struct tui *t, struct list *l)
 {
+	if (l->src == SRC_CATALOG && (l->level == MT_CAT_SEARCH || l->level == MT_CAT_SEARCH_MODELS))
+		return search_models_key(t, l);
 	if (l->src != SRC_CATALOG || (l->level != MT_CAT_DATASETS && l->level != MT_CAT_MODELS))
 		return V_IGNORED;
 	mt_catalog_ref ref;
@@ -820,7 +841,8 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 		[MT_CAT_BUCKETS] = K_GC | K_SORT, [MT_CAT_DATASETS] = K_GC | K_SORT | K_BUCKET,
 		[MT_CAT_MODELS] = K_BUCKET | K_SORT, [MT_CAT_CHECKPOINTS] = K_CKPT | K_SORT,
 		[MT_CAT_TENSORS] = K_CKPT | K_SORT,
-		[MT_CAT_VERSIONS] = K_ACT | K_GC | K_SORT, [MT_CAT_SEARCH] = K_ACT,
+		[MT_CAT_VERSIONS] = K_ACT | K_GC | K_SORT, [MT_CAT_SEARCH] = K_ACT | K_BUCKET,
+		[MT_CAT_SEARCH_MODELS] = K_BUCKET,
 		[MT_CAT_SHARDS] = K_ACT | K_SORT, [MT_CAT_ATTRS] = K_ACT | K_ATTRS,
 	};
 	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
@@ -829,10 +851,11 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	 * shard's verification, a job's result), are read whole. */
 	l->wrap = level == MT_CAT_VERSION || level == MT_CAT_SHARD || level == MT_CAT_JOB ||
 		  level == MT_CAT_SHARDS || level == MT_CAT_REMOTES || level == MT_CAT_JOBS;
-	if (level == MT_CAT_SEARCH)
+	int search = level == MT_CAT_SEARCH || level == MT_CAT_SEARCH_MODELS;
+	if (search)
 		snprintf(l->filter, sizeof l->filter, "%s", title);
-	snprintf(l->base.title, sizeof l->base.title, "%s%s", level == MT_CAT_SEARCH ? "search: " : "",
-		 title);
+	snprintf(l->base.title, sizeof l->base.title, "%s%s",
+		 level == MT_CAT_SEARCH ? "search: " : search ? "search models: " : "", title);
 	list_load(t, l);
 	return &l->base;
 }

@@ -78,6 +78,14 @@ keys D net@v2 Enter
 expect "the right name deletes it" "deleted from file://"
 expect_gone "and it leaves the list" "v2    "
 ok $([ -e "$WORK/store/models/net/versions/v2.removed" ] && [ ! -e "$WORK/store/models/net/versions/v2.json" ]; echo $?) "its manifest is gone, a tombstone in its place"
+keys F bias Enter
+expect "F finds no dataset version, says there is a checkpoint" "search: bias (+1 checkpoint: M)"
+keys M
+expect "M: the checkpoints that match" "local   net    v1"
+expect "the title says which" "search models: bias"
+keys Enter
+expect "Enter on one: its tensors" "TENSOR     DTYPE    SHAPE"
+keys Escape
 keys '?' / 'switch a bucket' Enter
 expect "the help lists the M key" "switch a bucket's list between its datasets and its models"
 keys Escape q

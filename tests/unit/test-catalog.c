@@ -623,6 +623,21 @@ static void test_models(void)
 	f = list(c, MT_CAT_SEARCH_MODELS, 0, "ne", 3, &err);
 	tap_ok(f.n == 2, "and by the model's name");
 
+	/* A damaged manifest of another model: reported, the sound ones still indexed. */
+	char bad[sizeof root + 64];
+	snprintf(bad, sizeof bad, "%s/models/bad/versions", root);
+	char cmd[2 * sizeof bad + 64];
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && echo '{' > '%s/v1.json'", bad, bad);
+	tap_ok(system(cmd) == 0, "a damaged checkpoint manifest of model 'bad'");
+	mt_error e1 = {0};
+	int rc = mt_catalog_sync(c, "local", store, NULL, MT_CATALOG_FULL, NULL, NULL, &st, &e1);
+	m = list(c, MT_CAT_MODELS, bucket, NULL, 2, &err);
+	tap_ok((rc == MT_EFORMAT || rc == MT_ECORRUPT) && !strcmp(m.text, "net|2\n"),
+	       "the sync reports it (%d: %s), and lists the sound model alone: %s", rc,
+	       e1.message, m.text);
+	snprintf(cmd, sizeof cmd, "rm -r '%s/models/bad'", root);
+	tap_ok(system(cmd) == 0, "the damaged model removed");
+
 	TAP_CALL(mt_ckpt_delete(store, "net", "v2", &err), &err, "net@v2 deleted");
 	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, MT_CATALOG_MODELS, NULL, NULL, &st,
 				 &err), &err, "a sync of the models only");

@@ -48,7 +48,8 @@
 	" p.id = pt.checkpoint_id WHERE p.model_id = k.model_id AND p.name = k.parent))"    \
 	" END WHERE k.model_id = ?1"
 
-/* The model's row as the lists show it: its newest checkpoint's summary. */
+/* The model's row as the lists show it: its newest checkpoint's summary
+ * (a model left without checkpoints is dropped instead). */
 #define MODEL_SUMMARY                                                                      \
 	"UPDATE models SET ncheckpoints = (SELECT count(*) FROM checkpoints k WHERE"       \
 	" k.model_id = models.id), (latest, step, description, tags) = (SELECT k.name,"    \
@@ -57,7 +58,8 @@
 	" FROM ckpt_tensors t JOIN checkpoints k ON k.id = t.checkpoint_id WHERE"          \
 	" k.model_id = models.id AND "                                                     \
 	FIRST_OF_SHA("t", "JOIN checkpoints k2 ON k2.id = t2.checkpoint_id WHERE"          \
-		     " k2.model_id = models.id") ") WHERE id = ?1"
+		     " k2.model_id = models.id") ") WHERE id = ?1 AND EXISTS (SELECT 1 FROM"  \
+	" checkpoints WHERE model_id = ?1)"
 
 /* What the catalog has of a checkpoint, to compare with the listing. */
 struct ck_known {
@@ -326,8 +328,9 @@ static int ms_write(struct model_sync *m, mt_error *err)
 	if (!rc)
 		rc = mti_cat_exec_id(m->c, MODEL_SUMMARY, m->id, "summarising a model", err);
 	if (!rc)
-		rc = mti_cat_exec_id(m->c, "DELETE FROM models WHERE id = ?1 AND ncheckpoints = 0",
-				     m->id, "dropping a model", err);
+		rc = mti_cat_exec_id(m->c, "DELETE FROM models WHERE id = ?1 AND NOT EXISTS (SELECT"
+				     " 1 FROM checkpoints WHERE model_id = ?1)", m->id,
+				     "dropping a model", err);
 	return mti_cat_end(m->c, "sync_model", top, rc, err);
 }
 
@@ -343,6 +346,18 @@ static void ms_free(struct model_sync *m)
 	mti_listing_free(&m->man);
 }
 
+/* Whether the catalog must change: a checkpoint read, one it has gone, or
+ * a model row just made (summarised, or dropped when none could be read). */
+static int ms_changed(const struct model_sync *m)
+{
+	if (m->nread || !m->nknown)
+		return 1;
+	for (size_t i = 0; i < m->nknown; i++)
+		if (!mti_listing_find(&m->man, m->known[i].name))
+			return 1;
+	return 0;
+}
+
 static int ms_sync_one(mt_catalog *c, int64_t bucket, mt_store *s, const char *name, int flags,
 		       mt_catalog_sync_stats *st, mt_error *err)
 {
@@ -350,7 +365,8 @@ static int ms_sync_one(mt_catalog *c, int64_t bucket, mt_store *s, const char *n
 	int rc = ms_start(&m, bucket, err);
 	if (!rc && m.id)
 		rc = ms_read(&m, err);
-	if (!rc && m.id) {
+	/* An unchanged model is not written: its summaries stand. */
+	if (!rc && m.id && ms_changed(&m)) {
 		pthread_mutex_lock(&c->lock);
 		rc = ms_write(&m, err);
 		pthread_mutex_unlock(&c->lock);

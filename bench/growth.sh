@@ -4,7 +4,9 @@
 # (2) opening a version and planning/running a loader epoch over versions of 1k, 10k and
 # 100k shards (synthetic manifests naming one real shard many times: the per-shard costs of
 # the manifest, the reader and the loader's plan, not I/O).
-# Usage: bench/growth.sh [BUILD_DIR] [N_VERSIONS]   (defaults: build/bench, 1000)
+# (3) the first catalog sync of the append chain of (1) and of many one-version datasets.
+# Usage: bench/growth.sh [BUILD_DIR] [N_VERSIONS]   (defaults: build/bench, 1000;
+# GROWTH_DATASETS=D datasets for (3), default 500)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
@@ -45,3 +47,15 @@ PYEOF
 	ep=$(for i in 1 2 3; do "$BUILD/bench/loader-epoch" "$DIR/s" "g@big$S" x 256 1 $((256 << 20)) | awk '{ print $3 }'; done | med)
 	printf '| %d | %d | %.3f | %.3f | %.0f |\n' "$S" "$bytes" "$info" "$ep" "$(echo "$S / $ep" | bc -l)"
 done
+
+# (3) The first catalog sync (an empty catalog): of the N-version append chain of part 1
+# (version k names k shards: N(N+1)/2 shard rows), and of D datasets of one version each.
+ND=${GROWTH_DATASETS:-500}
+for i in $(seq 1 "$ND"); do "$M" --store "$DIR/many" put "d$i" x="$DIR/one.npy" > /dev/null; done
+sync_s() {
+	rm -f "$DIR/fresh.db"*
+	t env MATORAGE_CATALOG="$DIR/fresh.db" "$M" --store "$1" sync
+}
+printf '\n| first catalog sync | s (median of 3) |\n|---|---|\n'
+printf '| %d appends of one dataset | %.3f |\n' "$NV" "$(for i in 1 2 3; do sync_s "$DIR/versions"; done | med)"
+printf '| %d datasets of one version | %.3f |\n' "$ND" "$(for i in 1 2 3; do sync_s "$DIR/many"; done | med)"

@@ -254,6 +254,10 @@ MT_API int mt_store_dataset_dirs(mt_store *s, char ***names, size_t *n, mt_error
 MT_API int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t *n,
 			     mt_error *err);
 MT_API void mt_strv_free(char **v, size_t n);
+/* Free memory the library allocated for the caller (a version name from
+ * mt_ckpt_commit, say) where the caller's free() may not be the library's:
+ * bindings through a foreign-function interface.  Accepts NULL. */
+MT_API void mt_free(void *p);
 
 /* 0 when `name` may name a dataset or a version: [A-Za-z0-9._-], 1 to 128
  * characters, not starting with '.' or '-'; else MT_EINVAL, the message

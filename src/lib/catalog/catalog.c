@@ -87,6 +87,15 @@ static int cat_make_dirs(const char *path, mt_error *err)
 	" version TEXT NOT NULL, store TEXT NOT NULL, PRIMARY KEY(version_id, idx));"      \
 	"UPDATE versions SET manifest_size = -1;"
 
+/* A step of its own: the shards that were ever checked, by content.  A new
+ * version's shards take their latest check from any version naming the same
+ * object (cat_put_shards); with only shards_sha, that looked at every row of
+ * each sha256, and a chain of N appends names its first shard N times: the
+ * first sync of 500 appends visited 60 million rows. */
+#define MIGRATE_SHARDS_CHECKED                                                             \
+	"CREATE INDEX shards_checked ON shards(sha256) WHERE verified_at <> '' OR"          \
+	" health_at <> '';"
+
 /* A step of its own: models beside datasets (a bucket's models/), their
  * checkpoints with a summary of each manifest's meta, and every tensor a
  * checkpoint names; a full-text index of checkpoints (rowid = checkpoint id)
@@ -199,7 +208,10 @@ static const char *const migrations[] = {
 	/* 4 -> 5: the versions a version was built from. */
 	MIGRATE_SOURCES,
 
-	/* 5 -> 6: models, their checkpoints and tensors. */
+	/* 5 -> 6: shards that were checked, by content. */
+	MIGRATE_SHARDS_CHECKED,
+
+	/* 6 -> 7: models, their checkpoints and tensors. */
 	MIGRATE_MODELS,
 };
 
@@ -391,7 +403,8 @@ static int cat_open(const char *path, int schema, int create, mt_catalog **out, 
 		sqlite3_busy_timeout(c->db, CAT_BUSY_MS);
 	if (!rc)
 		rc = cat_exec_retry(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-				    "PRAGMA foreign_keys = ON;", "setting it up", err);
+				    "PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768;",
+				    "setting it up", err);
 	if (!rc)
 		rc = mti_catalog_migrate(c, schema, err);
 	if (rc) {

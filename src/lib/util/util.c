@@ -251,6 +251,11 @@ int mti_mkdir_parent(const char *path, const char *what, mt_error *err)
 	return 0;
 }
 
+void mt_free(void *p)
+{
+	free(p);
+}
+
 void mt_strv_free(char **v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++)

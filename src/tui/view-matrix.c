@@ -611,12 +611,6 @@ static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	uint64_t step = d->rows && !d->a.ragged && d->a.rank == 0 ? SCALAR_PAGE : 1;
 	pthread_mutex_unlock(&d->lock);
 	int page = disp_height() - 8;
-	if (d->tensor && (a == ACT_ROW_NEXT || a == ACT_ROW_PREV || a == ACT_ROW_GOTO ||
-			  a == ACT_STATS || a == ACT_EXPORT)) {
-		tui_status(t, 0, "a tensor is shown whole: no rows to move between, and no "
-			   "statistics or export here (matorage model export)");
-		return V_HANDLED;
-	}
 	switch (a) {
 	case ACT_UP:
 		m->top -= m->top > 0;

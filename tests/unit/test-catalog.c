@@ -549,6 +549,11 @@ static int put_ckpt(const char *name, int64_t b0, const char *meta, mt_error *er
 	return rc;
 }
 
+static int cancel_when_done(void *ud, uint64_t done, uint64_t total)
+{
+	return done == total;
+}
+
 static void test_models(void)
 {
 	mt_error err = {0};
@@ -561,6 +566,11 @@ static void test_models(void)
 			  "\"first run\",\"metrics\":{\"loss\":0.5}}", &err), &err, "net@v1 written");
 	TAP_CALL(put_ckpt("net", 70, "{\"step\":200,\"tags\":[\"nightly\",\"best\"]}", &err),
 		 &err, "net@v2 written: w unchanged, b new");
+	/* Asked to stop once the datasets are done: no model is read. */
+	mt_error ec = {0};
+	int rcc = mt_catalog_sync(c, "local", store, NULL, 0, cancel_when_done, NULL, &st, &ec);
+	tap_ok(rcc == MT_ECANCELED && st.models == 0, "a cancel stops the sync before the models: %s",
+	       ec.message);
 	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
 		 "sync with models");
 	tap_ok(st.models == 1 && st.checkpoints == 2 && st.checkpoints_read == 2,

@@ -419,6 +419,7 @@ static int ms_drop_missing(mt_catalog *c, int64_t bucket, char **names, size_t n
 }
 
 int mti_catalog_sync_models(mt_catalog *c, int64_t bucket, mt_store *s, int flags,
+			    mt_progress_fn progress, void *ud, uint64_t done,
 			    mt_catalog_sync_stats *st, mt_error *err)
 {
 	char **names = NULL;
@@ -427,6 +428,12 @@ int mti_catalog_sync_models(mt_catalog *c, int64_t bucket, mt_store *s, int flag
 	/* The first damaged checkpoint is reported once the others are in. */
 	mt_error bad = {0};
 	for (size_t i = 0; !rc && i < n; i++) {
+		/* Between models the caller may cancel (progress stays where the
+		 * datasets left it). */
+		if (progress && progress(ud, done, done)) {
+			rc = mt_error_set(err, MT_ECANCELED, "sync of the models canceled");
+			break;
+		}
 		mt_error e = {0};
 		int r = ms_sync_one(c, bucket, s, names[i], flags, st, &e);
 		st->models++;

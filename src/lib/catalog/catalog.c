@@ -1459,7 +1459,7 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	pthread_mutex_destroy(&r.lock);
 	/* Models beside the datasets, in the same transaction. */
 	if (!rc && !dataset)
-		rc = mti_catalog_sync_models(c, r.bucket, s, flags, st, err);
+		rc = mti_catalog_sync_models(c, r.bucket, s, flags, progress, ud, r.n, st, err);
 	pthread_mutex_lock(&c->lock);
 	if (!rc && !dataset && !models_only)
 		rc = cat_drop_missing(c, r.bucket, r.names, r.n, st, err);

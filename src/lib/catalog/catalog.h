@@ -66,8 +66,11 @@ MT_CATALOG_LOCAL const struct listed *mti_listing_find(const struct listing *l, 
 /* Bring the models of bucket (store s) up to date (catalog-models.c):
  * checkpoints whose manifest is new or changed (or all: MT_CATALOG_FULL)
  * are read, those gone and models gone are dropped.  The store is read
- * without c->lock; writes take it. */
+ * without c->lock; writes take it.  progress (may be NULL) is called as
+ * (ud, done, done) before each model, and a nonzero return cancels. */
 MT_CATALOG_LOCAL int mti_catalog_sync_models(mt_catalog *c, int64_t bucket, mt_store *s,
-					     int flags, mt_catalog_sync_stats *st, mt_error *err);
+					     int flags, mt_progress_fn progress, void *ud,
+					     uint64_t done, mt_catalog_sync_stats *st,
+					     mt_error *err);
 
 #endif

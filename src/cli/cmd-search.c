@@ -1,4 +1,4 @@
-/* cmd-search.c — `matorage search`: full-text search of the catalog over names, descriptions, tags and attribute names. */
+/* cmd-search.c — `matorage search`: full-text search of the catalog over names, descriptions, tags and attribute names, and over models' checkpoints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,17 @@ static int search_row(void *ud, const mt_catalog_row *row)
 	size_t *n = ud;
 	/* remote, dataset, version, tags, match */
 	printf("%s\t%s@%s\t%s\t%s\n", row->cols[0], row->cols[1], row->cols[2],
+	       row->cols[3] && row->cols[3][0] ? row->cols[3] : "-",
+	       row->cols[4] ? row->cols[4] : "");
+	(*n)++;
+	return 0;
+}
+
+static int search_model_row(void *ud, const mt_catalog_row *row)
+{
+	size_t *n = ud;
+	/* remote, model, checkpoint, tags, match: named as other commands take it */
+	printf("%s\tmodel:%s@%s\t%s\t%s\n", row->cols[0], row->cols[1], row->cols[2],
 	       row->cols[3] && row->cols[3][0] ? row->cols[3] : "-",
 	       row->cols[4] ? row->cols[4] : "");
 	(*n)++;
@@ -39,7 +50,9 @@ static int search_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	/* A search reads: no catalog yet is an empty one, and none is made. */
 	int open = mt_catalog_open_existing(NULL, &c, &err);
 	if ((open && open != MT_ENOTFOUND) ||
-	    (!open && mt_catalog_list(c, MT_CAT_SEARCH, 0, text, search_row, &n, &err)))
+	    (!open && (mt_catalog_list(c, MT_CAT_SEARCH, 0, text, search_row, &n, &err) ||
+		       mt_catalog_list(c, MT_CAT_SEARCH_MODELS, 0, text, search_model_row, &n,
+				       &err))))
 		rc = err.code == MT_EINVAL ? cli_usage_error(a->cmd, "%s", err.message)
 					   : cli_fail(&err);
 	/* Nothing found is a result, not a failure; say so where people look. */
@@ -54,6 +67,7 @@ static int search_exec(struct cli_ctx *ctx, const struct cli_args *a)
 const struct cli_cmd cli_cmd_search = {
 	"search", "WORD [WORD ...]", search_options, search_exec,
 	"Search the catalog: versions whose names, description, tags or attributes match every "
-	"WORD",
+	"WORD, then model checkpoints (model:NAME@vN) whose model, description, tags or tensor "
+	"keys do",
 	1, -1,
 };

@@ -131,6 +131,12 @@ static int sync_refresh_one(struct cli_ctx *ctx, mt_catalog *c, const char *name
 		printf("%s: %" PRIu64 " dataset(s), %" PRIu64 " version(s): %" PRIu64 " read, %" PRIu64
 		       " unchanged, %" PRIu64 " dropped\n", name, st.datasets, st.versions,
 		       st.versions_read, st.versions - st.versions_read, st.versions_removed);
+	/* Models only where there are some: the line above stays as it was for
+	 * stores of datasets alone. */
+	if (!rc && !ctx->quiet && st.models)
+		printf("%s: %" PRIu64 " model(s), %" PRIu64 " checkpoint(s): %" PRIu64 " read, %"
+		       PRIu64 " unchanged\n", name, st.models, st.checkpoints, st.checkpoints_read,
+		       st.checkpoints - st.checkpoints_read);
 	mt_store_close(s);
 	return rc;
 }

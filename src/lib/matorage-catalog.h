@@ -23,7 +23,7 @@ extern "C" {
  * deleting its file loses nothing, and mt_catalog_sync rebuilds it.  It
  * knows remotes (a name and a URL: "local" is the default store), their
  * buckets, datasets, versions with their lineage, protection, attributes,
- * tags and shards, the last verification and health of each shard, every
+ * tags and shards, models with their checkpoints and tensors, the last verification and health of each shard, every
  * check (verify, repair, protect) of each version, the statistics of
  * attributes (mt_stats), and the jobs run on them.
  *
@@ -35,7 +35,7 @@ typedef struct mt_catalog mt_catalog;
 
 /* The schema version this library writes; older catalogs are upgraded in
  * place when opened. */
-#define MT_CATALOG_SCHEMA 6
+#define MT_CATALOG_SCHEMA 7
 
 /* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/..., mt_user_path).  A catalog
@@ -53,14 +53,18 @@ typedef struct mt_catalog_sync_stats {
 	uint64_t versions;         /* versions seen */
 	uint64_t versions_read;    /* manifests read: new or changed since the last sync */
 	uint64_t versions_removed; /* gone from the store, dropped from the catalog */
+	uint64_t models;           /* models seen (a sync of every dataset only) */
+	uint64_t checkpoints;      /* checkpoints seen */
+	uint64_t checkpoints_read; /* checkpoint manifests read: new or changed */
 } mt_catalog_sync_stats;
 
 /* mt_catalog_sync flags */
-#define MT_CATALOG_FULL 1 /* read every manifest, changed or not */
+#define MT_CATALOG_FULL 1   /* read every manifest, changed or not */
+#define MT_CATALOG_MODELS 2 /* with dataset NULL: the models only, no dataset listed or dropped */
 
 /* Bring what the catalog knows of store s, listed as remote `remote`, up to
- * date: of `dataset` only, or (NULL) of every dataset, dropping those the
- * store no longer has, and the remote's buckets at other URLs (where it
+ * date: of `dataset` only, or (NULL) of every dataset and every model,
+ * dropping those the store no longer has, and the remote's buckets at other URLs (where it
  * pointed before).  Only manifests and metadata objects that are new or
  * whose listed size or time changed are read.  progress counts datasets.
  * A failure marks the remote offline with its message; a success marks it
@@ -79,7 +83,7 @@ MT_CATALOG_API int mt_catalog_forget(mt_catalog *c, const char *remote, mt_error
 
 /* What mt_catalog_list lists.  Each level's rows have an id that is the
  * parent of the level below: remotes > buckets > datasets > versions >
- * shards and attributes.  MT_CAT_VERSION and MT_CAT_SHARD list the fields
+ * shards and attributes; buckets > models > checkpoints > tensors.  MT_CAT_VERSION and MT_CAT_SHARD list the fields
  * of one version or shard (id: a version's or shard's) as name/value
  * rows; MT_CAT_SEARCH lists versions matching a full-text query.  A row's
  * columns are values as text, in the order given beside each level: counts
@@ -103,6 +107,16 @@ enum mt_catalog_level {
 	MT_CAT_JOBS,     /* id, kind, target, started, finished, result */
 	MT_CAT_JOB,      /* item, result */
 	MT_CAT_SEARCH,   /* remote, dataset, version, tags, match */
+	MT_CAT_MODELS,   /* name, checkpoints, latest, step, stored bytes, tags, description */
+	MT_CAT_CHECKPOINTS, /* name, created, step, tensors, bytes (raw), stored bytes, bytes
+			  * new (stored bytes of tensors its parent does not hold; NULL:
+			  * the parent is not in the catalog), parent, metrics
+			  * ("loss=0.41 acc=0.9"), tags, description, author */
+	MT_CAT_TENSORS,  /* key, dtype, shape, bytes (raw), stored bytes, sha256, shared with
+			  * the parent (1|0; 0 without a parent; NULL: the parent is
+			  * not in the catalog) */
+	MT_CAT_SEARCH_MODELS, /* remote, model, checkpoint, tags, match: checkpoints matching
+			  * the query in model name, version, description, tags, tensor keys */
 	MT_CAT_NLEVELS
 };
 
@@ -129,6 +143,8 @@ typedef struct mt_catalog_ref {
 	char *version;      /* versions and below, else NULL */
 	char *sha256;       /* shards, else NULL */
 	int64_t shard;      /* a shard's index in its version, else -1 */
+	char *model;        /* models and checkpoints (dataset NULL; version: the
+			     * checkpoint's), else NULL */
 } mt_catalog_ref;
 /* MT_ENOTFOUND when there is no such row (any more). */
 MT_CATALOG_API int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,

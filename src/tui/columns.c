@@ -56,6 +56,29 @@ static const struct tui_col search_cols[] = {
 	{ "TAGS", COL_TEXT },   { "MATCH", COL_TEXT },
 };
 
+static const struct tui_col model_cols[] = {
+	{ "MODEL", COL_TEXT },	{ "CHECKPOINTS", COL_COUNT }, { "LATEST", COL_TEXT },
+	{ "STEP", COL_COUNT },	{ "STORED", COL_BYTES },      { "TAGS", COL_TEXT },
+	{ "DESCRIPTION", COL_TEXT },
+};
+static const struct tui_col ckpt_cols[] = {
+	{ "CHECKPOINT", COL_TEXT }, { "CREATED", COL_TEXT }, { "STEP", COL_COUNT },
+	{ "TENSORS", COL_COUNT },   { "BYTES", COL_BYTES },  { "STORED", COL_BYTES },
+	{ "NEW", COL_BYTES },       { "PARENT", COL_TEXT },  { "METRICS", COL_TEXT },
+	{ "TAGS", COL_TEXT },       { "DESCRIPTION", COL_TEXT },
+};
+static const struct tui_col tensor_cols[] = {
+	{ "TENSOR", COL_TEXT }, { "DTYPE", COL_TEXT },	{ "SHAPE", COL_TEXT },
+	{ "BYTES", COL_BYTES }, { "STORED", COL_BYTES }, { "PARENT", COL_SHARED },
+	{ "SHA256", COL_TEXT },
+};
+/* The sha256 (long) goes last, after whether the parent holds the same bytes. */
+static const unsigned char tensor_order[] = { 0, 1, 2, 3, 4, 6, 5 };
+static const struct tui_col search_model_cols[] = {
+	{ "REMOTE", COL_TEXT }, { "MODEL", COL_TEXT }, { "CHECKPOINT", COL_TEXT },
+	{ "TAGS", COL_TEXT },   { "MATCH", COL_TEXT },
+};
+
 #define COLS(a) { a, sizeof a / sizeof a[0], NULL, sizeof a / sizeof a[0] }
 #define COLS_ORDER(a, o, ncat) { a, sizeof a / sizeof a[0], o, ncat }
 
@@ -74,6 +97,11 @@ static const struct {
 	[MT_CAT_VERSION] = COLS(field_cols),   [MT_CAT_SHARD] = COLS(field_cols),
 	[MT_CAT_JOBS] = COLS(job_cols),        [MT_CAT_JOB] = COLS(result_cols),
 	[MT_CAT_SEARCH] = COLS(search_cols),
+	[MT_CAT_MODELS] = COLS(model_cols),
+	/* The author (column 11) is in the checkpoint's manifest, not on screen. */
+	[MT_CAT_CHECKPOINTS] = { ckpt_cols, sizeof ckpt_cols / sizeof ckpt_cols[0], NULL, 12 },
+	[MT_CAT_TENSORS] = COLS_ORDER(tensor_cols, tensor_order, 7),
+	[MT_CAT_SEARCH_MODELS] = COLS(search_model_cols),
 };
 
 const struct tui_col *tui_columns(int level, size_t *n)
@@ -144,6 +172,23 @@ static const char *shard_health(const char *const *cols, char *buf, size_t cap)
 	return health_word(state);
 }
 
+/* A cell of kind `kind` with no value in the catalog. */
+static const char *none_text(int kind)
+{
+	switch (kind) {
+	case COL_CHECK:
+	case COL_SHARE:
+	case COL_SHARED:
+		return "-";
+	case COL_PROTECT:
+		return "none";
+	case COL_HEALTH:
+		return "never checked";
+	default:
+		return "";
+	}
+}
+
 const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap)
 {
 	if (level == MT_CAT_VERSION || level == MT_CAT_SHARD)
@@ -165,14 +210,13 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	if (level == MT_CAT_DATASETS && c == 2 && cols[1] && !strcmp(cols[1], "0"))
 		return "(removed)";
 	if (!v)
-		return kind == COL_CHECK || kind == COL_SHARE ? "-"
-		       : kind == COL_PROTECT			? "none"
-		       : kind == COL_HEALTH			? "never checked"
-								: "";
+		return none_text(kind);
 	if (kind == COL_ONLINE)
 		return strcmp(v, "0") ? "online" : "offline";
 	if (kind == COL_YES)
 		return strcmp(v, "0") ? "yes" : "no";
+	if (kind == COL_SHARED)
+		return strcmp(v, "0") ? "shared" : "new";
 	if (kind == COL_HEALTH)
 		return health_word(v);
 	if (kind == COL_SHARE) {

@@ -15,7 +15,7 @@
 const struct tui_key tui_keys[] = {
 	{ '?', FN(KEY_F(1)), "?", "help", "this help, generated from the key table", ACT_HELP, K_ALL, 1 },
 	{ 'q', DISP_CTRL('c'), "q", "quit", "quit, also Ctrl-C (running jobs are canceled)", ACT_QUIT, K_ALL, 1 },
-	{ FN(KEY_ENTER), '\n', "Enter", "open", "open the row: remote > bucket > dataset > version > shard > its chunk layout", ACT_OPEN, K_LIST | K_VERSION | K_JOBS, 2 },
+	{ FN(KEY_ENTER), '\n', "Enter", "open", "open the row: remote > bucket > dataset > version > shard > its chunk layout; model > checkpoint > tensor > its values", ACT_OPEN, K_LIST | K_VERSION | K_JOBS, 2 },
 	{ FN(KEY_BACKSPACE), 127, "Bksp", "back", "back to the view this one was opened from", ACT_BACK, K_ALL, 0 },
 	{ ESC, 0, "Esc", "back", "close the prompt, else go back", ACT_ESC, K_ALL, 0 },
 	{ FN(KEY_UP), 'k', "Up/k", NULL, "cursor up", ACT_UP, K_ALL, 0 },
@@ -31,17 +31,18 @@ const struct tui_key tui_keys[] = {
 	{ 'N', 0, "N", NULL, "previous match", ACT_PREV, K_LIST | K_VERSION | K_JOBS | K_TEXT, 0 },
 	{ 'f', 0, "f", "filter", "keep only rows whose name, description or tags contain a text (empty: all)", ACT_FILTER, K_LIST | K_JOBS, 2 },
 	{ 'o', 0, "o", "sort", "sort the list: by name, size, date or health in turn, then as the catalog lists it (the title says which)", ACT_SORT, K_SORT, 2 },
-	{ 'F', 0, "F", "find", "full-text search of the whole catalog (names, descriptions, tags, attributes)", ACT_FIND, K_LIST | K_VERSION, 0 },
+	{ 'F', 0, "F", "find", "full-text search of the whole catalog (names, descriptions, tags, attributes; M: model checkpoints)", ACT_FIND, K_LIST | K_VERSION, 0 },
+	{ 'M', 0, "M", "models", "switch a bucket's list between its datasets and its models (checkpoints beside the data); search results between versions and checkpoints", ACT_MODELS, K_BUCKET, 1 },
 	{ 'S', 0, "S", "shards", "the version's shards", ACT_SHARDS, K_VERSION, 1 },
 	{ 'A', 0, "A", "attrs", "the version's attributes; Enter on one opens the matrix viewer", ACT_ATTRS, K_VERSION, 2 },
 	{ 'm', 0, "m", "matrix", "matrix viewer on the first attribute (or the one under the cursor)", ACT_MATRIX, K_VERSION | K_ACT, 0 },
 	{ 'd', 0, "d", "diff", "compare the version with another of its dataset (its parent unless told): shards shared, new and removed, bytes and rows (a job)", ACT_DIFF, K_ACT | K_VERSION, 2 },
 	{ 'u', 0, "u", "source", "go to a version this one was built from (the source under the cursor, else the first; Enter on a source row too)", ACT_SOURCE, K_VERSION, 2 },
-	{ 'v', 0, "v", "verify", "verify the version: every shard's size, sha256 and chunk checksums (a job)", ACT_VERIFY, K_ACT | K_VERSION, 1 },
+	{ 'v', 0, "v", "verify", "verify the version: every shard's size, sha256 and chunk checksums; or a checkpoint: every tensor against its sha256 (a job)", ACT_VERIFY, K_ACT | K_VERSION | K_CKPT, 1 },
 	{ 'p', 0, "p", "copy", "push/pull: copy the version to another remote (a job; only missing shards travel)", ACT_COPY, K_ACT | K_VERSION | K_WRITE, 1 },
 	{ 't', 0, "t", "tags", "edit the version's tags (written to its bucket)", ACT_TAGS, K_ACT | K_VERSION | K_WRITE, 1 },
 	{ 'e', 0, "e", "describe", "edit the version's description (written to its bucket)", ACT_DESCRIBE, K_ACT | K_VERSION | K_WRITE, 0 },
-	{ 'D', 0, "D", "delete", "delete the version (type its name to confirm)", ACT_DELETE, K_ACT | K_VERSION | K_WRITE, 1 },
+	{ 'D', 0, "D", "delete", "delete the version or checkpoint (type its name to confirm)", ACT_DELETE, K_ACT | K_VERSION | K_CKPT | K_WRITE, 1 },
 	{ 'R', 0, "R", "repair", "repair the version: rebuild damaged or lost shards, parity and manifest from other stores or parity (a job with a log)", ACT_REPAIR, K_ACT | K_VERSION | K_WRITE, 1 },
 	{ 'P', 0, "P", "protect", "protect the version with Reed–Solomon parity K+M (asked for; a job)", ACT_PROTECT, K_ACT | K_VERSION | K_WRITE, 2 },
 	{ 'X', 0, "X", "gc", "garbage-collect the dataset or bucket: preview, then confirm", ACT_GC, K_GC | K_WRITE, 1 },
@@ -54,7 +55,7 @@ const struct tui_key tui_keys[] = {
 	{ '[', 0, "[", "row-", "previous row of the attribute", ACT_ROW_PREV, K_MATRIX, 1 },
 	{ '#', 0, "#", "goto", "go to a row by number", ACT_ROW_GOTO, K_MATRIX, 1 },
 	{ 'x', 0, "x", "export", "export a row range of the attribute to a local .npy file (a job; asks before replacing a file; allowed read-only)", ACT_EXPORT, K_MATRIX, 1 },
-	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX, 1 },
+	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX | K_TENSOR, 1 },
 	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
 	{ 0, 0, NULL, NULL, NULL, ACT_NONE, 0, 0 },
@@ -138,14 +139,16 @@ struct view *tui_help_view(struct tui *t)
 			lines = app_xreallocarray(lines, cap *= 2, sizeof *lines);
 		char where[160] = "";
 		if ((e->scope & K_ALL) != K_ALL)
-			snprintf(where, sizeof where, " [%s%s%s%s%s%s%s%s%s]",
+			snprintf(where, sizeof where, " [%s%s%s%s%s%s%s%s%s%s%s]",
 				 e->scope & K_LIST ? "lists " : "",
 				 e->scope & K_SORT ? "buckets datasets versions shards " : "",
 				 e->scope & K_ACT ? "versions " : "",
 				 e->scope & K_ATTRS ? "attributes " : "",
 				 e->scope & K_GC ? "datasets " : "",
+				 e->scope & K_BUCKET ? "datasets models search " : "",
+				 e->scope & K_CKPT ? "checkpoints " : "",
 				 e->scope & K_VERSION ? "version " : "",
-				 e->scope & K_MATRIX ? "matrix " : "", e->scope & K_JOBS ? "jobs " : "",
+				 e->scope & (K_MATRIX | K_TENSOR) ? "matrix " : "", e->scope & K_JOBS ? "jobs " : "",
 				 e->scope & K_TEXT ? "text " : "");
 		char *p = strstr(where, " ]");
 		if (p)

@@ -21,6 +21,10 @@ static const signed char sort_cols[MT_CAT_NLEVELS][TUI_SORT_N] = {
 	[MT_CAT_JOBS] = { -1, -1, -1, -1, -1 },
 	[MT_CAT_JOB] = { -1, -1, -1, -1, -1 },
 	[MT_CAT_SEARCH] = { -1, -1, -1, -1, -1 },
+	[MT_CAT_MODELS] = { -1, 0, 4, -1, -1 },
+	[MT_CAT_CHECKPOINTS] = { -1, 0, 5, 1, -1 },
+	[MT_CAT_TENSORS] = { -1, 0, 3, -1, -1 },
+	[MT_CAT_SEARCH_MODELS] = { -1, -1, -1, -1, -1 },
 };
 
 int tui_sort_column(int level, int sort)

@@ -86,8 +86,9 @@ void tui_ref_copy(mt_catalog_ref *dst, const mt_catalog_ref *src)
 {
 	dst->remote = app_xstrdup(src->remote);
 	dst->url = app_xstrdup(src->url);
-	dst->dataset = app_xstrdup(src->dataset);
-	dst->version = app_xstrdup(src->version);
+	dst->dataset = src->dataset ? app_xstrdup(src->dataset) : NULL;
+	dst->version = src->version ? app_xstrdup(src->version) : NULL;
+	dst->model = src->model ? app_xstrdup(src->model) : NULL;
 	dst->sha256 = NULL;
 	dst->shard = -1;
 }

@@ -24,7 +24,7 @@ enum tui_action {
 	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
 	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
 	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT, ACT_STATS, ACT_DIFF, ACT_SORT, ACT_SOURCE,
-	ACT_EXPORT,
+	ACT_EXPORT, ACT_MODELS,
 };
 
 /* Where a binding applies (a view says which it is). */
@@ -36,10 +36,13 @@ enum {
 	K_TEXT = 0x10,    /* help, logs */
 	K_ACT = 0x20,     /* lists of versions, or of a version's shards or attributes */
 	K_GC = 0x40,      /* lists whose rows (or parent) gc can sweep: buckets, datasets, versions */
-	K_ALL = 0x7f,
+	K_ALL = 0x107f,   /* every kind of view (K_TENSOR too) */
 	K_WRITE = 0x80,   /* changes a store: not in --read-only */
 	K_ATTRS = 0x100,  /* a version's attributes */
 	K_SORT = 0x200,   /* lists that sort (buckets, datasets, versions, shards) */
+	K_BUCKET = 0x400, /* a bucket's datasets or models */
+	K_CKPT = 0x800,   /* a model's checkpoints */
+	K_TENSOR = 0x1000, /* the matrix viewer on a tensor: no rows, statistics or export */
 };
 
 struct tui_key {
@@ -288,9 +291,10 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 /* How a column reads: text, a count or byte size (right-aligned, bytes in
  * units), a flag (1|0) as online|offline or yes|no, a shard's check ('-'
  * where it was never verified), a protection (K+M, "none"), a share as a
- * percentage, a health state ("lost" for unrepairable, "never checked"). */
+ * percentage, a health state ("lost" for unrepairable, "never checked"), a tensor
+ * its parent holds too (1|0) as shared|new ('-' where the parent is unknown). */
 enum { COL_TEXT, COL_COUNT, COL_BYTES, COL_ONLINE, COL_YES, COL_CHECK, COL_PROTECT, COL_SHARE,
-       COL_HEALTH };
+       COL_HEALTH, COL_SHARED };
 struct tui_col {
 	const char *name; /* upper case */
 	int kind;
@@ -334,6 +338,14 @@ void tui_export_action(struct tui *t, const mt_catalog_ref *ref, const char *att
 int tui_export_range(const char *text, int *all, uint64_t *first, uint64_t *end);
 /* The values of attribute `attr` of a version, a row at a time. */
 struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr);
+/* The values of tensor `key` of the checkpoint ref names (ref->model,
+ * ref->version), read whole through mt_ckpt_read: a 2-D tensor as its
+ * grid, a 1-D one as one row. */
+struct view *tui_tensor_view(struct tui *t, const mt_catalog_ref *ref, const char *key);
+
+/* Checkpoint actions (models.c): D deletes the checkpoint (its name
+ * typed to confirm), v verifies its tensors; each a job. */
+void tui_ckpt_action(struct tui *t, enum tui_action a, int64_t ckpt_id);
 
 /* Statistics of attribute attr of the version ref names (stats.c): from the
  * catalog when kept there, else a job with progress that keeps them there;

@@ -175,6 +175,27 @@ static void joblog_fill(struct tui *t, struct list *l)
 	pthread_mutex_unlock(&j->lock);
 }
 
+static int count_row(void *ud, const mt_catalog_row *row)
+{
+	(*(size_t *)ud)++;
+	return 0;
+}
+
+/* A bucket's datasets, or a search's versions, say in the title when there
+ * are models, or checkpoints that match, too (M lists them). */
+static void list_models_hint(struct tui *t, struct list *l)
+{
+	size_t n = 0;
+	mt_error err = { 0 };
+	int search = l->level == MT_CAT_SEARCH;
+	if (mt_catalog_list(t->cat, search ? MT_CAT_SEARCH_MODELS : MT_CAT_MODELS, l->parent,
+			    search ? l->filter : NULL, count_row, &n, &err) || !n)
+		return;
+	size_t len = strlen(l->base.title);
+	snprintf(l->base.title + len, sizeof l->base.title - len, " (+%zu %s%s: M)", n,
+		 search ? "checkpoint" : "model", n == 1 ? "" : "s");
+}
+
 static void list_load(struct tui *t, struct list *l)
 {
 	size_t keep = l->cur;
@@ -187,6 +208,8 @@ static void list_load(struct tui *t, struct list *l)
 				    list_catalog_row, l, &err) && !l->error[0])
 			snprintf(l->error, sizeof l->error, "%s", err.message);
 		list_sort(l);
+		if (l->level == MT_CAT_DATASETS || l->level == MT_CAT_SEARCH)
+			list_models_hint(t, l);
 	} else if (l->src == SRC_JOBS) {
 		jobs_fill(t, l);
 	} else if (l->src == SRC_JOBLOG) {
@@ -299,11 +322,17 @@ static int draw_row(const struct list *l, size_t i, int y, int bottom)
 static const char *empty_text(const struct list *l)
 {
 	if (l->src == SRC_CATALOG && l->level == MT_CAT_SEARCH)
-		return "(nothing in the catalog matches; F to search again, r to sync)";
+		return "(no version matches; M: the checkpoints, F to search again, r to sync)";
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_SEARCH_MODELS)
+		return "(no checkpoint matches; M: the versions, F to search again, r to sync)";
 	if (l->filter[0])
 		return "(nothing matches the filter; f to change it)";
 	if (l->src == SRC_CATALOG && l->level == MT_CAT_REMOTES)
 		return "(empty catalog: r syncs it from the stores)";
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_DATASETS)
+		return "(no datasets; M: the bucket's models)";
+	if (l->src == SRC_CATALOG && l->level == MT_CAT_MODELS)
+		return "(no models; M: the bucket's datasets)";
 	return "(empty)";
 }
 
@@ -469,6 +498,59 @@ static int list_source(struct tui *t, struct list *l)
 	return V_HANDLED;
 }
 
+/* A tensor's values in the matrix viewer. */
+static void tensor_open(struct tui *t, const struct list *l, const struct row *r)
+{
+	mt_catalog_ref ref;
+	mt_error err = { 0 };
+	if (mt_catalog_locate(t->cat, MT_CAT_CHECKPOINTS, l->parent, &ref, &err)) {
+		tui_status(t, 1, "%s", err.message);
+		return;
+	}
+	tui_push(t, tui_tensor_view(t, &ref, r->cols[0]));
+	mt_catalog_ref_free(&ref);
+}
+
+/* M on search results: the checkpoints that match, or the versions, in turn. */
+static int search_models_key(struct tui *t, struct list *l)
+{
+	int to = l->level == MT_CAT_SEARCH ? MT_CAT_SEARCH_MODELS : MT_CAT_SEARCH;
+	char text[sizeof l->filter];
+	snprintf(text, sizeof text, "%s", l->filter);
+	tui_pop(t); /* frees l */
+	tui_push(t, tui_list_view(t, to, 0, text));
+	tui_status(t, 0, "%s that match (M: the %s)",
+		   to == MT_CAT_SEARCH_MODELS ? "model checkpoints" : "dataset versions",
+		   to == MT_CAT_SEARCH_MODELS ? "dataset versions" : "model checkpoints");
+	return V_HANDLED;
+}
+
+/* M: a bucket's datasets and its models in turn, in the same place of the
+ * view stack (a switch, not one level deeper); the same for search results. */
+static int list_models_key(struct tui *t, struct list *l)
+{
+	if (l->src == SRC_CATALOG && (l->level == MT_CAT_SEARCH || l->level == MT_CAT_SEARCH_MODELS))
+		return search_models_key(t, l);
+	if (l->src != SRC_CATALOG || (l->level != MT_CAT_DATASETS && l->level != MT_CAT_MODELS))
+		return V_IGNORED;
+	mt_catalog_ref ref;
+	mt_error err = { 0 };
+	if (mt_catalog_locate(t->cat, MT_CAT_BUCKETS, l->parent, &ref, &err)) {
+		tui_status(t, 1, "%s", err.message);
+		return V_HANDLED;
+	}
+	int to = l->level == MT_CAT_DATASETS ? MT_CAT_MODELS : MT_CAT_DATASETS;
+	char title[300];
+	snprintf(title, sizeof title, "%s%s", ref.url, to == MT_CAT_MODELS ? " models" : "");
+	int64_t bucket = l->parent;
+	mt_catalog_ref_free(&ref);
+	tui_pop(t); /* frees l */
+	tui_push(t, tui_list_view(t, to, bucket, title));
+	tui_status(t, 0, "the bucket's %s (M: its %s)", to == MT_CAT_MODELS ? "models" : "datasets",
+		   to == MT_CAT_MODELS ? "datasets" : "models");
+	return V_HANDLED;
+}
+
 static void list_open(struct tui *t, struct list *l)
 {
 	if (l->cur >= l->n)
@@ -509,6 +591,19 @@ static void list_open(struct tui *t, struct list *l)
 	}
 	case MT_CAT_SHARD:
 		tui_chunks_action(t, l->parent);
+		break;
+	case MT_CAT_MODELS:
+		tui_push(t, tui_list_view(t, MT_CAT_CHECKPOINTS, r->id, r->cols[0]));
+		break;
+	case MT_CAT_CHECKPOINTS:
+		tui_push(t, tui_list_view(t, MT_CAT_TENSORS, r->id, r->cols[0]));
+		break;
+	case MT_CAT_SEARCH_MODELS:
+		snprintf(title, sizeof title, "%s@%s", r->cols[1], r->cols[2]);
+		tui_push(t, tui_list_view(t, MT_CAT_TENSORS, r->id, title));
+		break;
+	case MT_CAT_TENSORS:
+		tensor_open(t, l, r);
 		break;
 	case MT_CAT_JOBS:
 		snprintf(title, sizeof title, "job %s", r->cols[0]);
@@ -579,6 +674,19 @@ static int list_cancel_key(struct tui *t, struct list *l)
 	return V_HANDLED;
 }
 
+/* v and D on a checkpoint, or on the checkpoint whose tensors these are;
+ * 0 where the rows are not a model's. */
+static int list_ckpt_key(struct tui *t, struct list *l, enum tui_action a)
+{
+	if (l->src != SRC_CATALOG || (l->level != MT_CAT_CHECKPOINTS && l->level != MT_CAT_TENSORS))
+		return 0;
+	if (l->level == MT_CAT_TENSORS)
+		tui_ckpt_action(t, a, l->parent);
+	else if (l->cur < l->n)
+		tui_ckpt_action(t, a, l->rows[l->cur].id);
+	return 1;
+}
+
 static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 {
 	struct list *l = (struct list *)v;
@@ -647,10 +755,13 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		/* The version's first attribute. */
 		__attribute__((fallthrough));
 	case ACT_VERIFY:
+	case ACT_DELETE:
+		if (list_ckpt_key(t, l, a))
+			return V_HANDLED;
+		__attribute__((fallthrough));
 	case ACT_COPY:
 	case ACT_TAGS:
 	case ACT_DESCRIBE:
-	case ACT_DELETE:
 	case ACT_REPAIR:
 	case ACT_PROTECT:
 	case ACT_DIFF: {
@@ -664,6 +775,8 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		return list_source(t, l);
 	case ACT_SORT:
 		return list_sort_key(t, l);
+	case ACT_MODELS:
+		return list_models_key(t, l);
 	case ACT_GC:
 		return list_gc_key(t, l);
 	default:
@@ -725,8 +838,11 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	/* Version keys where rows are versions (or a version's parts), gc where
 	 * there is something to sweep: the footer lists only what works here. */
 	static const int scopes[MT_CAT_NLEVELS] = {
-		[MT_CAT_BUCKETS] = K_GC | K_SORT, [MT_CAT_DATASETS] = K_GC | K_SORT,
-		[MT_CAT_VERSIONS] = K_ACT | K_GC | K_SORT, [MT_CAT_SEARCH] = K_ACT,
+		[MT_CAT_BUCKETS] = K_GC | K_SORT, [MT_CAT_DATASETS] = K_GC | K_SORT | K_BUCKET,
+		[MT_CAT_MODELS] = K_BUCKET | K_SORT, [MT_CAT_CHECKPOINTS] = K_CKPT | K_SORT,
+		[MT_CAT_TENSORS] = K_CKPT | K_SORT,
+		[MT_CAT_VERSIONS] = K_ACT | K_GC | K_SORT, [MT_CAT_SEARCH] = K_ACT | K_BUCKET,
+		[MT_CAT_SEARCH_MODELS] = K_BUCKET,
 		[MT_CAT_SHARDS] = K_ACT | K_SORT, [MT_CAT_ATTRS] = K_ACT | K_ATTRS,
 	};
 	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
@@ -735,10 +851,11 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 	 * shard's verification, a job's result), are read whole. */
 	l->wrap = level == MT_CAT_VERSION || level == MT_CAT_SHARD || level == MT_CAT_JOB ||
 		  level == MT_CAT_SHARDS || level == MT_CAT_REMOTES || level == MT_CAT_JOBS;
-	if (level == MT_CAT_SEARCH)
+	int search = level == MT_CAT_SEARCH || level == MT_CAT_SEARCH_MODELS;
+	if (search)
 		snprintf(l->filter, sizeof l->filter, "%s", title);
-	snprintf(l->base.title, sizeof l->base.title, "%s%s", level == MT_CAT_SEARCH ? "search: " : "",
-		 title);
+	snprintf(l->base.title, sizeof l->base.title, "%s%s",
+		 level == MT_CAT_SEARCH ? "search: " : search ? "search models: " : "", title);
 	list_load(t, l);
 	return &l->base;
 }

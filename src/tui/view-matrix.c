@@ -1,4 +1,4 @@
-/* view-matrix.c — the matrix viewer: one row of an attribute as a grid of values (dtype-aware), per-column statistics, a grey-scale preview of 2-D rows. */
+/* view-matrix.c — the matrix viewer: one row of an attribute, or a checkpoint's tensor, as a grid of values (dtype-aware), per-column statistics, a grey-scale preview of 2-D rows. */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include "config.h"
 
@@ -21,7 +21,8 @@ struct mx_data {
 	pthread_mutex_t lock;
 	atomic_int refs;
 	mt_catalog_ref ref;
-	char attr[128];
+	char attr[128];   /* or the tensor's key */
+	int tensor;       /* a checkpoint's tensor (ref->model, ref->version), not an attribute */
 	mt_store *s; /* opened by the first job, used by one job at a time */
 	mt_reader *r;
 	int ai;
@@ -74,10 +75,78 @@ static uint64_t mx_items(const mt_attr *a)
 
 static int mx_read_side(struct mx_data *d, uint64_t row, char side[MX_SIDE][96]);
 
+/* The grid of a tensor: the last dimension across, the others down; a
+ * 1-D tensor is one row. */
+static void mx_tensor_grid(const mt_ckpt_tensor_info *ti, uint64_t *h, uint64_t *w)
+{
+	uint64_t items = 1;
+	for (int i = 0; i < ti->ndim; i++)
+		items *= ti->shape[i];
+	*w = ti->ndim ? ti->shape[ti->ndim - 1] : 1;
+	*h = *w ? items / *w : 0;
+}
+
+/* A tensor is read and shown whole: one larger than this is refused rather
+ * than held in memory (model export writes it to a file). */
+#define MX_TENSOR_MAX (256ull << 20)
+
+/* Read the whole tensor on the worker: one get, checked against its sha256. */
+static int mx_read_tensor(struct tui_job *j)
+{
+	struct mx_data *d = j->arg;
+	mt_error err = { 0 };
+	mt_ckpt *ck = NULL;
+	mt_ckpt_tensor_info ti;
+	void *buf = NULL;
+	char spec[600];
+	int stale;
+	snprintf(spec, sizeof spec, "%s@%s", d->ref.model, d->ref.version);
+	mt_store *s = tui_open_bucket(j, &d->ref, &stale, &err);
+	int rc = s ? mt_ckpt_open(s, spec, &ck, &err) : err.code;
+	long i = rc ? -1 : mt_ckpt_find(ck, d->attr);
+	if (!rc && i < 0)
+		rc = mt_error_set(&err, MT_ENOTFOUND, "%s has no tensor %s", spec, d->attr);
+	if (!rc)
+		rc = mt_ckpt_tensor(ck, (size_t)i, &ti, &err);
+	if (!rc && ti.bytes > MX_TENSOR_MAX)
+		rc = mt_error_set(&err, MT_ERANGE, "tensor %s of %s: %llu bytes, more than the "
+				  "viewer holds (%llu MiB); matorage model export writes it to a file",
+				  d->attr, spec, (unsigned long long)ti.bytes, MX_TENSOR_MAX >> 20);
+	if (!rc && !(buf = malloc(ti.bytes ? ti.bytes : 1)))
+		rc = mt_error_set(&err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = mt_ckpt_read(ck, d->attr, buf, ti.bytes ? ti.bytes : 1, &err);
+	pthread_mutex_lock(&d->lock);
+	if (rc) {
+		snprintf(d->error, sizeof d->error, "%s", err.message);
+		free(buf);
+	} else {
+		d->a = (mt_attr){.name = d->attr, .dtype = ti.dtype, .rank = ti.ndim};
+		memcpy(d->a.shape, ti.shape, sizeof d->a.shape);
+		free(d->buf);
+		d->buf = buf;
+		mx_tensor_grid(&ti, &d->h, &d->w);
+		d->nvals = d->h * d->w;
+		d->rows = 1;
+		d->row = 0;
+		d->nrows = 1;
+		d->error[0] = '\0';
+		d->ready = 1;
+	}
+	pthread_mutex_unlock(&d->lock);
+	mt_ckpt_close(ck);
+	mt_store_close(s);
+	atomic_store(&d->busy, 0);
+	snprintf(j->result, sizeof j->result, "%s", rc ? err.message : "read");
+	return rc;
+}
+
 /* Read row `want` (a page of them for scalars) on the worker. */
 static int mx_read(struct tui_job *j)
 {
 	struct mx_data *d = j->arg;
+	if (d->tensor)
+		return mx_read_tensor(j);
 	mt_error err = { 0 };
 	int rc = 0;
 	if (!d->r) {
@@ -164,8 +233,12 @@ static void mx_fetch(struct tui *t, struct matrix *m)
 	atomic_fetch_add(&m->d->refs, 1);
 	m->d->want = m->want;
 	char title[200];
-	snprintf(title, sizeof title, "read %s@%s %s row %llu", m->d->ref.dataset,
-		 m->d->ref.version, m->d->attr, (unsigned long long)m->want);
+	if (m->d->tensor)
+		snprintf(title, sizeof title, "read %s@%s %s", m->d->ref.model, m->d->ref.version,
+			 m->d->attr);
+	else
+		snprintf(title, sizeof title, "read %s@%s %s row %llu", m->d->ref.dataset,
+			 m->d->ref.version, m->d->attr, (unsigned long long)m->want);
 	struct tui_job *j = tui_job_start(t, "read", title, NULL, mx_read, NULL, m->d, mx_unref_arg);
 	if (!j) {
 		atomic_store(&m->d->busy, 0);
@@ -314,7 +387,12 @@ static void mx_draw_image(struct mx_data *d, int top, int bottom, int w)
 static void mx_draw_head(const struct mx_data *d, int y, int w)
 {
 	char head[400], shape[MT_MAX_RANK * 24 + 16];
-	if (d->nrows > 1)
+	if (d->tensor)
+		snprintf(head, sizeof head, "tensor %s  %s %s  of %s@%s  grid %llux%llu", d->attr,
+			 mt_dtype_name(d->a.dtype), app_shape_str(&d->a, shape, sizeof shape),
+			 d->ref.model, d->ref.version, (unsigned long long)d->h,
+			 (unsigned long long)d->w);
+	else if (d->nrows > 1)
 		snprintf(head, sizeof head, "%s  %s %s  rows %llu-%llu of %llu", d->attr,
 			 mt_dtype_name(d->a.dtype), app_shape_str(&d->a, shape, sizeof shape),
 			 (unsigned long long)d->row, (unsigned long long)(d->row + d->nrows - 1),
@@ -393,6 +471,10 @@ static void mx_draw_cover(const struct matrix *m, int y, int w)
 {
 	const struct mx_data *d = m->d;
 	char line[400];
+	if (d->tensor) {
+		tui_text_cut(y + 1, 0, w, R_DIM, "below: each column over the whole tensor");
+		return;
+	}
 	tui_text_cut(y, 0, w, m->whole[0] ? R_NORMAL : R_DIM,
 		     m->whole[0] ? m->whole : "whole attribute: not computed yet (s computes it)");
 	if (d->nrows > 1)
@@ -477,8 +559,11 @@ static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
 	pthread_mutex_lock(&d->lock);
 	if (!d->ready && !d->error[0]) {
 		char head[400];
-		snprintf(head, sizeof head, "%s: reading row %llu…", d->attr,
-			 (unsigned long long)m->want);
+		if (d->tensor)
+			snprintf(head, sizeof head, "%s: reading the tensor…", d->attr);
+		else
+			snprintf(head, sizeof head, "%s: reading row %llu…", d->attr,
+				 (unsigned long long)m->want);
 		disp_text(top, 0, w, R_DIM, head);
 	} else {
 		if (d->error[0])
@@ -596,6 +681,8 @@ static void mx_free(struct view *v)
 static void mx_reload(struct tui *t, struct view *v)
 {
 	struct matrix *m = (struct matrix *)v;
+	if (m->d->tensor)
+		return;
 	tui_stats_line(t, &m->d->ref, m->d->attr, m->whole, sizeof m->whole);
 }
 
@@ -603,7 +690,8 @@ static const struct view_ops matrix_ops = {
 	"matrix", K_MATRIX, mx_draw, mx_key, mx_reload, NULL, NULL, mx_free,
 };
 
-struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr)
+static struct view *mx_view(struct tui *t, const mt_catalog_ref *ref, const char *attr,
+			    int tensor)
 {
 	struct matrix *m = app_xcalloc(1, sizeof *m);
 	struct mx_data *d = app_xcalloc(1, sizeof *d);
@@ -611,10 +699,23 @@ struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const cha
 	atomic_init(&d->refs, 1);
 	tui_ref_copy(&d->ref, ref);
 	snprintf(d->attr, sizeof d->attr, "%s", attr);
+	d->tensor = tensor;
 	m->d = d;
 	m->base.ops = &matrix_ops;
+	if (tensor)
+		m->base.scope = K_TENSOR;
 	snprintf(m->base.title, sizeof m->base.title, "%s", attr);
 	mx_reload(t, &m->base);
 	mx_fetch(t, m);
 	return &m->base;
+}
+
+struct view *tui_matrix_view(struct tui *t, const mt_catalog_ref *ref, const char *attr)
+{
+	return mx_view(t, ref, attr, 0);
+}
+
+struct view *tui_tensor_view(struct tui *t, const mt_catalog_ref *ref, const char *key)
+{
+	return mx_view(t, ref, key, 1);
 }

@@ -69,7 +69,7 @@ expect_gone "leaving the view clears what the status line said of it" "filter: t
 
 keys Enter
 keys : 'search zzzznothing' Enter
-expect "an empty search says so, and how to search again" "nothing in the catalog matches"
+expect "an empty search says so, and how to search again" "no version matches; M: the checkpoints, F to search again"
 keys Escape
 
 # gc: v1's data goes when v1 goes, once older than the grace period.

@@ -1,4 +1,4 @@
-/* test-catalog.c — the SQLite catalog: sync (incremental, deletions, damage), lists and filters, search, metadata edits, jobs, upgrades from schema 1, refusal of newer schemas. */
+/* test-catalog.c — the SQLite catalog: sync (incremental, deletions, damage), lists and filters, search, metadata edits, jobs, models with their checkpoints and tensors, upgrades from schema 1, refusal of newer schemas. */
 #include <pthread.h>
 #include <pwd.h>
 #include <sqlite3.h>
@@ -527,6 +527,144 @@ static void test_health(void)
 	free(path);
 }
 
+/* A checkpoint of model `name`: w (2 x 3 float32, always the same) and b
+ * (3 int64, from `b0`), with meta. */
+static int put_ckpt(const char *name, int64_t b0, const char *meta, mt_error *err)
+{
+	mt_ckpt_writer *w;
+	int rc = mt_ckpt_writer_open(store, name, NULL, &w, err);
+	if (rc)
+		return rc;
+	float wv[6] = {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f};
+	int64_t bv[3] = {b0, b0 + 1, b0 + 2};
+	uint64_t ws[2] = {2, 3}, bs[1] = {3};
+	rc = mt_ckpt_add(w, "w", MT_FLOAT32, 2, ws, wv, sizeof wv, err);
+	if (!rc)
+		rc = mt_ckpt_add(w, "b", MT_INT64, 1, bs, bv, sizeof bv, err);
+	if (!rc)
+		rc = mt_ckpt_set_meta(w, meta, err);
+	if (!rc)
+		rc = mt_ckpt_commit(w, NULL, err);
+	mt_ckpt_writer_close(w);
+	return rc;
+}
+
+static int cancel_when_done(void *ud, uint64_t done, uint64_t total)
+{
+	return done == total;
+}
+
+static void test_models(void)
+{
+	mt_error err = {0};
+	mt_catalog *c;
+	mt_catalog_sync_stats st;
+	char path[sizeof dbpath + 16];
+	snprintf(path, sizeof path, "%s.models", dbpath);
+	TAP_CALL(mt_catalog_open(path, &c, &err), &err, "a catalog for models opens");
+	TAP_CALL(put_ckpt("net", 7, "{\"step\":100,\"tags\":[\"nightly\"],\"description\":"
+			  "\"first run\",\"metrics\":{\"loss\":0.5}}", &err), &err, "net@v1 written");
+	TAP_CALL(put_ckpt("net", 70, "{\"step\":200,\"tags\":[\"nightly\",\"best\"]}", &err),
+		 &err, "net@v2 written: w unchanged, b new");
+	/* Asked to stop once the datasets are done: no model is read. */
+	mt_error ec = {0};
+	int rcc = mt_catalog_sync(c, "local", store, NULL, 0, cancel_when_done, NULL, &st, &ec);
+	tap_ok(rcc == MT_ECANCELED && st.models == 0, "a cancel stops the sync before the models: %s",
+	       ec.message);
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
+		 "sync with models");
+	tap_ok(st.models == 1 && st.checkpoints == 2 && st.checkpoints_read == 2,
+	       "the first sync reads both checkpoints (%llu models, %llu read)",
+	       (unsigned long long)st.models, (unsigned long long)st.checkpoints_read);
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
+		 "second sync");
+	tap_ok(st.checkpoints == 2 && st.checkpoints_read == 0,
+	       "a second sync reads no checkpoint manifest");
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, MT_CATALOG_FULL, NULL, NULL, &st, &err),
+		 &err, "a full sync");
+	tap_ok(st.checkpoints_read == 2, "a full sync reads them again");
+
+	int64_t remote = only_id(c, MT_CAT_REMOTES, 0, NULL);
+	int64_t bucket = only_id(c, MT_CAT_BUCKETS, remote, NULL);
+	struct collect m = list(c, MT_CAT_MODELS, bucket, NULL, 4, &err);
+	tap_ok(!strcmp(m.text, "net|2|v2|200\n"), "models list: checkpoints, latest, its step: %s",
+	       m.text);
+	m = list(c, MT_CAT_MODELS, bucket, NULL, 7, &err);
+	tap_ok(strstr(m.text, "|nightly best|\n") != NULL, "the model has its latest tags: %s",
+	       m.text);
+	int64_t model = only_id(c, MT_CAT_MODELS, bucket, "net");
+	struct collect k = list(c, MT_CAT_CHECKPOINTS, model, NULL, 12, &err);
+	char *v2 = strstr(k.text, "\nv2|");
+	tap_ok(k.n == 2 && !strncmp(k.text, "v1|", 3) && v2, "checkpoints in order: %s", k.text);
+	/* v1: 2 tensors of 48 raw bytes, every stored byte new; v2 adds only b. */
+	unsigned long long raw1, st1, new1, raw2, st2, new2;
+	int ok1 = sscanf(k.text, "v1|%*[^|]|100|2|%llu|%llu|%llu||loss=0.5|nightly|first run|",
+			 &raw1, &st1, &new1) == 3;
+	int ok2 = v2 && sscanf(v2 + 1, "v2|%*[^|]|200|2|%llu|%llu|%llu|v1||nightly best||", &raw2,
+			       &st2, &new2) == 3;
+	tap_ok(ok1 && raw1 == 48 && new1 == st1, "v1: step, 2 tensors, 48 bytes, all new, meta");
+	tap_ok(ok2 && raw2 == 48 && new2 > 0 && new2 < st2,
+	       "v2: its parent, only b's bytes new (%llu of %llu)", ok2 ? new2 : 0,
+	       ok2 ? st2 : 0);
+	int64_t ck2 = -1;
+	struct collect all = {.ncols = 1};
+	mt_catalog_list(c, MT_CAT_CHECKPOINTS, model, "v2", collect_row, &all, &err);
+	ck2 = all.n == 1 ? all.last_id : -1;
+	struct collect t = list(c, MT_CAT_TENSORS, ck2, NULL, 4, &err);
+	tap_ok(!strcmp(t.text, "w|float32|(2, 3)|24\nb|int64|(3,)|24\n"),
+	       "tensors: key, dtype, shape, bytes: %s", t.text);
+	t = list(c, MT_CAT_TENSORS, ck2, NULL, 7, &err);
+	tap_ok(strstr(t.text, "w|") && strstr(t.text, "|1\nb|") && strstr(t.text, "|0\n"),
+	       "w is shared with the parent, b is new: %s", t.text);
+
+	mt_catalog_ref ref;
+	TAP_CALL(mt_catalog_locate(c, MT_CAT_CHECKPOINTS, ck2, &ref, &err), &err,
+		 "a checkpoint is located");
+	tap_ok(ref.model && !strcmp(ref.model, "net") && !strcmp(ref.version, "v2") &&
+		       !ref.dataset && !strncmp(ref.url, "file://", 7),
+	       "its place: the model and checkpoint, no dataset");
+	mt_catalog_ref_free(&ref);
+
+	struct collect f = list(c, MT_CAT_SEARCH_MODELS, 0, "nightly", 3, &err);
+	tap_ok(f.n == 2 && strstr(f.text, "local|net|v1\n"), "search finds checkpoints by tag: %s",
+	       f.text);
+	f = list(c, MT_CAT_SEARCH_MODELS, 0, "bes", 3, &err);
+	tap_ok(!strcmp(f.text, "local|net|v2\n"), "by a tag's prefix: %s", f.text);
+	f = list(c, MT_CAT_SEARCH_MODELS, 0, "ne", 3, &err);
+	tap_ok(f.n == 2, "and by the model's name");
+
+	/* A damaged manifest of another model: reported, the sound ones still indexed. */
+	char bad[sizeof root + 64];
+	snprintf(bad, sizeof bad, "%s/models/bad/versions", root);
+	char cmd[2 * sizeof bad + 64];
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && echo '{' > '%s/v1.json'", bad, bad);
+	tap_ok(system(cmd) == 0, "a damaged checkpoint manifest of model 'bad'");
+	mt_error e1 = {0};
+	int rc = mt_catalog_sync(c, "local", store, NULL, MT_CATALOG_FULL, NULL, NULL, &st, &e1);
+	m = list(c, MT_CAT_MODELS, bucket, NULL, 2, &err);
+	tap_ok((rc == MT_EFORMAT || rc == MT_ECORRUPT) && !strcmp(m.text, "net|2\n"),
+	       "the sync reports it (%d: %s), and lists the sound model alone: %s", rc,
+	       e1.message, m.text);
+	snprintf(cmd, sizeof cmd, "rm -r '%s/models/bad'", root);
+	tap_ok(system(cmd) == 0, "the damaged model removed");
+
+	TAP_CALL(mt_ckpt_delete(store, "net", "v2", &err), &err, "net@v2 deleted");
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, MT_CATALOG_MODELS, NULL, NULL, &st,
+				 &err), &err, "a sync of the models only");
+	m = list(c, MT_CAT_MODELS, bucket, NULL, 4, &err);
+	tap_ok(st.datasets == 0 && !strcmp(m.text, "net|1|v1|100\n"),
+	       "the checkpoint is gone, the model's summary its v1's again: %s", m.text);
+	t = list(c, MT_CAT_TENSORS, ck2, NULL, 1, &err);
+	tap_ok(t.n == 0, "the gone checkpoint's tensors are dropped");
+	TAP_CALL(mt_ckpt_delete(store, "net", "v1", &err), &err, "net@v1 deleted");
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
+		 "a sync after the last checkpoint went");
+	m = list(c, MT_CAT_MODELS, bucket, NULL, 1, &err);
+	f = list(c, MT_CAT_SEARCH_MODELS, 0, "nightly", 1, &err);
+	tap_ok(m.n == 0 && f.n == 0, "a model without checkpoints is dropped, and unsearchable");
+	mt_catalog_close(c);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "/tmp/mt-catalog-XXXXXX");
@@ -546,6 +684,7 @@ int main(void)
 	test_concurrent_writers();
 	test_migration();
 	test_health();
+	test_models();
 	test_default_path();
 	mt_store_close(store);
 	root[strlen(root) - strlen("/store")] = '\0';

@@ -46,11 +46,6 @@ static int cat_make_dirs(const char *path, mt_error *err)
 	return rc;
 }
 
-struct mt_catalog {
-	sqlite3 *db;
-	char *path;
-	pthread_mutex_t lock;
-};
 
 /* ---- schema ---------------------------------------------------------------- */
 
@@ -100,6 +95,35 @@ struct mt_catalog {
 #define MIGRATE_SHARDS_CHECKED                                                             \
 	"CREATE INDEX shards_checked ON shards(sha256) WHERE verified_at <> '' OR"          \
 	" health_at <> '';"
+
+/* A step of its own: models beside datasets (a bucket's models/), their
+ * checkpoints with a summary of each manifest's meta, and every tensor a
+ * checkpoint names; a full-text index of checkpoints (rowid = checkpoint id)
+ * apart from the versions'. */
+#define MIGRATE_MODELS                                                                     \
+	"CREATE TABLE models(id INTEGER PRIMARY KEY,"                                      \
+	" bucket_id INTEGER NOT NULL REFERENCES buckets(id) ON DELETE CASCADE,"            \
+	" name TEXT NOT NULL, ncheckpoints INTEGER NOT NULL DEFAULT 0,"                    \
+	" latest TEXT NOT NULL DEFAULT '', step INTEGER, stored_bytes INTEGER NOT NULL"    \
+	" DEFAULT 0, tags TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '',"  \
+	" UNIQUE(bucket_id, name));"                                                       \
+	"CREATE TABLE checkpoints(id INTEGER PRIMARY KEY,"                                 \
+	" model_id INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,"              \
+	" name TEXT NOT NULL, num INTEGER NOT NULL, parent TEXT NOT NULL,"                 \
+	" created TEXT NOT NULL, step INTEGER, author TEXT NOT NULL,"                      \
+	" description TEXT NOT NULL, tags TEXT NOT NULL, metrics TEXT NOT NULL,"           \
+	" ntensors INTEGER NOT NULL, bytes INTEGER NOT NULL, stored_bytes INTEGER NOT NULL," \
+	" new_bytes INTEGER, manifest_size INTEGER NOT NULL,"                              \
+	" manifest_mtime INTEGER NOT NULL, UNIQUE(model_id, name));"                       \
+	"CREATE TABLE ckpt_tensors(checkpoint_id INTEGER NOT NULL REFERENCES"              \
+	" checkpoints(id) ON DELETE CASCADE, idx INTEGER NOT NULL, key TEXT NOT NULL,"     \
+	" dtype TEXT NOT NULL, shape TEXT NOT NULL, bytes INTEGER NOT NULL,"               \
+	" stored INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY(checkpoint_id, idx));" \
+	"CREATE INDEX ckpt_tensors_sha ON ckpt_tensors(sha256);"                           \
+	"CREATE VIRTUAL TABLE ckpt_search USING fts5(model, version, description, tags,"   \
+	" tensors);"                                                                       \
+	"CREATE TRIGGER checkpoints_unsearch AFTER DELETE ON checkpoints BEGIN"             \
+	" DELETE FROM ckpt_search WHERE rowid = old.id; END;"
 
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */
@@ -186,6 +210,9 @@ static const char *const migrations[] = {
 
 	/* 5 -> 6: shards that were checked, by content. */
 	MIGRATE_SHARDS_CHECKED,
+
+	/* 6 -> 7: models, their checkpoints and tensors. */
+	MIGRATE_MODELS,
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -523,18 +550,6 @@ int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url, c
 
 /* ---- sync ------------------------------------------------------------------------ */
 
-/* A listed manifest or metadata object. */
-struct listed {
-	char *name; /* the version */
-	uint64_t size;
-	int64_t mtime;
-};
-
-struct listing {
-	struct listed *v;
-	size_t n, cap;
-	size_t prefix_len;
-};
 
 static void listing_free(struct listing *l)
 {
@@ -1422,7 +1437,10 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	pthread_mutex_unlock(&c->lock);
 	if (rc)
 		return rc;
-	if (dataset) {
+	int models_only = (flags & MT_CATALOG_MODELS) && !dataset;
+	if (models_only) {
+		/* No dataset listed, none dropped. */
+	} else if (dataset) {
 		rc = mt_name_check(dataset, "dataset", err);
 		if (!rc && !(r.names = calloc(1, sizeof *r.names)))
 			rc = mt_error_set(err, MT_ENOMEM, "out of memory");
@@ -1439,12 +1457,15 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 		rc = cat_sync_datasets(&r, remote, progress, ud, err);
 	pthread_cond_destroy(&r.moved);
 	pthread_mutex_destroy(&r.lock);
-	pthread_mutex_lock(&c->lock);
+	/* Models beside the datasets, in the same transaction. */
 	if (!rc && !dataset)
+		rc = mti_catalog_sync_models(c, r.bucket, s, flags, progress, ud, r.n, st, err);
+	pthread_mutex_lock(&c->lock);
+	if (!rc && !dataset && !models_only)
 		rc = cat_drop_missing(c, r.bucket, r.names, r.n, st, err);
 	/* A remote is at one place: buckets listed under it from where it used to
 	 * point would be browsed, and acted on, as if they were still its. */
-	if (!rc && !dataset)
+	if (!rc && !dataset && !models_only)
 		rc = cat_exec_id(c, "DELETE FROM buckets WHERE id <> ?1 AND remote_id ="
 				 " (SELECT remote_id FROM buckets WHERE id = ?1)", r.bucket,
 				 "dropping the remote's old buckets", err);
@@ -1468,6 +1489,65 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	pthread_mutex_unlock(&c->lock);
 	mt_strv_free(r.names, r.n);
 	return rc;
+}
+
+/* ---- for the catalog's other files (catalog.h) ---- */
+
+int mti_cat_sqlerr(mt_catalog *c, mt_error *err, const char *what)
+{
+	return cat_sqlerr(c, err, what);
+}
+
+int mti_cat_prepare(mt_catalog *c, const char *sql, sqlite3_stmt **st, mt_error *err)
+{
+	return cat_prepare(c, sql, st, err);
+}
+
+int mti_cat_step_done(mt_catalog *c, sqlite3_stmt *st, const char *what, mt_error *err)
+{
+	return cat_step_done(c, st, what, err);
+}
+
+int mti_cat_exec_id(mt_catalog *c, const char *sql, int64_t id, const char *what, mt_error *err)
+{
+	return cat_exec_id(c, sql, id, what, err);
+}
+
+int mti_cat_begin(mt_catalog *c, const char *name, int *top, mt_error *err)
+{
+	return cat_begin(c, name, top, err);
+}
+
+int mti_cat_end(mt_catalog *c, const char *name, int top, int rc, mt_error *err)
+{
+	return cat_end(c, name, top, rc, err);
+}
+
+int mti_cat_lookup(mt_catalog *c, const char *sql, int64_t key, const char *text, int64_t *id,
+		   mt_error *err)
+{
+	return cat_lookup(c, sql, key, text, id, err);
+}
+
+int mti_listing_add(void *ud, const mt_object_info *o)
+{
+	return listing_add(ud, o);
+}
+
+void mti_listing_free(struct listing *l)
+{
+	listing_free(l);
+}
+
+void mti_listing_sort(struct listing *l)
+{
+	if (l->n)
+		qsort(l->v, l->n, sizeof *l->v, listed_cmp);
+}
+
+const struct listed *mti_listing_find(const struct listing *l, const char *name)
+{
+	return listing_find(l, name);
 }
 
 /* ---- listings ------------------------------------------------------------------- */
@@ -1619,6 +1699,30 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" JOIN versions v ON v.id = s.rowid JOIN datasets d ON d.id = v.dataset_id"
 		" JOIN buckets b ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id"
 		" WHERE search MATCH ?2 ORDER BY rank, r.name, s.dataset, v.created"},
+	[MT_CAT_MODELS] = {7,
+		"SELECT id, name, ncheckpoints, latest, step, stored_bytes, tags, description"
+		" FROM models WHERE bucket_id = ?1"
+		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
+			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
+	[MT_CAT_CHECKPOINTS] = {12,
+		"SELECT id, name, created, step, ntensors, bytes, stored_bytes, new_bytes, parent,"
+		" metrics, tags, description, author FROM checkpoints WHERE model_id = ?1"
+		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
+			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY num"},
+	[MT_CAT_TENSORS] = {7,
+		"SELECT t.idx, t.key, t.dtype, t.shape, t.bytes, t.stored, t.sha256,"
+		" CASE WHEN k.parent = '' THEN 0 WHEN p.id IS NULL THEN NULL ELSE EXISTS (SELECT 1 FROM"
+		"  ckpt_tensors pt WHERE pt.checkpoint_id = p.id AND pt.sha256 = t.sha256) END"
+		" FROM ckpt_tensors t JOIN checkpoints k ON k.id = t.checkpoint_id LEFT JOIN"
+		" checkpoints p ON p.model_id = k.model_id AND p.name = k.parent"
+		" WHERE t.checkpoint_id = ?1" LIKE_FILTER("t.key LIKE ?2 ESCAPE '\\'")
+		" ORDER BY t.idx"},
+	[MT_CAT_SEARCH_MODELS] = {5,
+		"SELECT s.rowid, r.name, s.model, s.version, s.tags,"
+		" snippet(ckpt_search, -1, '[', ']', '...', 8) FROM ckpt_search s"
+		" JOIN checkpoints k ON k.id = s.rowid JOIN models m ON m.id = k.model_id"
+		" JOIN buckets b ON b.id = m.bucket_id JOIN remotes r ON r.id = b.remote_id"
+		" WHERE ckpt_search MATCH ?2 ORDER BY rank, r.name, s.model, k.num"},
 };
 
 /* "%text%" with LIKE's wildcards escaped. */
@@ -1675,7 +1779,7 @@ int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter
 		return mt_error_set(err, MT_EINVAL, "catalog: no list %d", level);
 	const struct level *lv = &levels[level];
 	char *pattern = NULL;
-	if (level == MT_CAT_SEARCH) {
+	if (level == MT_CAT_SEARCH || level == MT_CAT_SEARCH_MODELS) {
 		if (!filter || !*filter)
 			return mt_error_set(err, MT_EINVAL, "search: empty query");
 		pattern = cat_fts_query(filter);
@@ -1684,7 +1788,7 @@ int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter
 	}
 	if (filter && *filter && !pattern)
 		return mt_error_set(err, MT_ENOMEM, "out of memory");
-	if (level == MT_CAT_SEARCH && !*pattern) {
+	if ((level == MT_CAT_SEARCH || level == MT_CAT_SEARCH_MODELS) && !*pattern) {
 		free(pattern);
 		return mt_error_set(err, MT_EINVAL, "search: empty query");
 	}
@@ -1742,12 +1846,21 @@ int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
 				  "JOIN versions v ON v.id = s.version_id JOIN datasets d ON d.id = "
 				  "v.dataset_id JOIN buckets b ON b.id = d.bucket_id JOIN remotes r "
 				  "ON r.id = b.remote_id WHERE s.id = ?1",
+		[MT_CAT_MODELS] = "SELECT r.name, b.url, NULL, NULL, NULL, -1, m.name FROM models m "
+				  "JOIN buckets b ON b.id = m.bucket_id JOIN remotes r ON r.id = "
+				  "b.remote_id WHERE m.id = ?1",
+		[MT_CAT_CHECKPOINTS] = "SELECT r.name, b.url, NULL, k.name, NULL, -1, m.name FROM "
+				       "checkpoints k JOIN models m ON m.id = k.model_id JOIN buckets "
+				       "b ON b.id = m.bucket_id JOIN remotes r ON r.id = b.remote_id "
+				       "WHERE k.id = ?1",
 	};
 	memset(out, 0, sizeof *out);
 	out->shard = -1;
 	int lv = level == MT_CAT_VERSION || level == MT_CAT_SEARCH ? MT_CAT_VERSIONS
 		 : level == MT_CAT_SHARD				 ? MT_CAT_SHARDS
+		 : level == MT_CAT_SEARCH_MODELS			 ? MT_CAT_CHECKPOINTS
 									 : level;
+	int model = lv == MT_CAT_MODELS || lv == MT_CAT_CHECKPOINTS;
 	if (lv < 0 || lv >= MT_CAT_NLEVELS || !sql[lv])
 		return mt_error_set(err, MT_EINVAL, "catalog: rows of list %d have no place", level);
 	pthread_mutex_lock(&c->lock);
@@ -1763,8 +1876,11 @@ int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
 			out->version = cat_col_dup(st, 3);
 			out->sha256 = cat_col_dup(st, 4);
 			out->shard = sqlite3_column_int64(st, 5);
-			if (!out->remote || !out->url || (lv >= MT_CAT_DATASETS && !out->dataset) ||
-			    (lv >= MT_CAT_VERSIONS && !out->version) ||
+			out->model = model ? cat_col_dup(st, 6) : NULL;
+			if (!out->remote || !out->url || (model && !out->model) ||
+			    (!model && lv >= MT_CAT_DATASETS && !out->dataset) ||
+			    ((lv == MT_CAT_VERSIONS || lv == MT_CAT_SHARDS ||
+			      lv == MT_CAT_CHECKPOINTS) && !out->version) ||
 			    (lv == MT_CAT_SHARDS && !out->sha256))
 				rc = mt_error_set(err, MT_ENOMEM, "out of memory");
 		} else if (r == SQLITE_DONE) {
@@ -1789,6 +1905,7 @@ void mt_catalog_ref_free(mt_catalog_ref *r)
 	free(r->dataset);
 	free(r->version);
 	free(r->sha256);
+	free(r->model);
 	memset(r, 0, sizeof *r);
 	r->shard = -1;
 }

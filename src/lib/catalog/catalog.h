@@ -1,6 +1,9 @@
-/* catalog.h — internal entry points of the catalog library for tests: opening at an older schema, upgrading. */
+/* catalog.h — internal entry points of the catalog library: for tests (opening at an older schema, upgrading) and for its files (the handle, statements, store listings). */
 #ifndef MT_CATALOG_H
 #define MT_CATALOG_H
+
+#include <pthread.h>
+#include <sqlite3.h>
 
 #include "matorage-catalog.h"
 
@@ -12,5 +15,62 @@ MT_CATALOG_LOCAL int mti_catalog_open_schema(const char *path, int schema, mt_ca
 					    mt_error *err);
 /* Upgrade c to schema `target`, one transaction per step. */
 MT_CATALOG_LOCAL int mti_catalog_migrate(mt_catalog *c, int target, mt_error *err);
+
+
+struct mt_catalog {
+	sqlite3 *db;
+	char *path;
+	pthread_mutex_t lock;
+};
+
+/* Statements, as catalog.c runs them (errors name the catalog and `what`);
+ * callers hold c->lock. */
+MT_CATALOG_LOCAL int mti_cat_sqlerr(mt_catalog *c, mt_error *err, const char *what);
+MT_CATALOG_LOCAL int mti_cat_prepare(mt_catalog *c, const char *sql, sqlite3_stmt **st,
+				     mt_error *err);
+/* Step a statement that returns no rows (or whose rows are not wanted), then reset it. */
+MT_CATALOG_LOCAL int mti_cat_step_done(mt_catalog *c, sqlite3_stmt *st, const char *what,
+				       mt_error *err);
+/* A statement whose one parameter is ?1 = id. */
+MT_CATALOG_LOCAL int mti_cat_exec_id(mt_catalog *c, const char *sql, int64_t id,
+				     const char *what, mt_error *err);
+/* A write: BEGIN IMMEDIATE at the top level, else a savepoint; ended by
+ * mti_cat_end, which commits when rc is 0 and rolls back otherwise. */
+MT_CATALOG_LOCAL int mti_cat_begin(mt_catalog *c, const char *name, int *top, mt_error *err);
+MT_CATALOG_LOCAL int mti_cat_end(mt_catalog *c, const char *name, int top, int rc,
+				 mt_error *err);
+/* The id of the row a query finds by ?1 key and ?2 text; 0 when none. */
+MT_CATALOG_LOCAL int mti_cat_lookup(mt_catalog *c, const char *sql, int64_t key,
+				    const char *text, int64_t *id, mt_error *err);
+
+/* A listed manifest or metadata object. */
+struct listed {
+	char *name; /* the version: the key after the prefix, less ".json" */
+	uint64_t size;
+	int64_t mtime;
+};
+
+/* The .json objects straight under a prefix (set prefix_len first). */
+struct listing {
+	struct listed *v;
+	size_t n, cap;
+	size_t prefix_len;
+};
+/* An mt_store_list callback collecting into a struct listing. */
+MT_CATALOG_LOCAL int mti_listing_add(void *ud, const mt_object_info *o);
+MT_CATALOG_LOCAL void mti_listing_free(struct listing *l);
+/* Into name order, which mti_listing_find needs. */
+MT_CATALOG_LOCAL void mti_listing_sort(struct listing *l);
+MT_CATALOG_LOCAL const struct listed *mti_listing_find(const struct listing *l, const char *name);
+
+/* Bring the models of bucket (store s) up to date (catalog-models.c):
+ * checkpoints whose manifest is new or changed (or all: MT_CATALOG_FULL)
+ * are read, those gone and models gone are dropped.  The store is read
+ * without c->lock; writes take it.  progress (may be NULL) is called as
+ * (ud, done, done) before each model, and a nonzero return cancels. */
+MT_CATALOG_LOCAL int mti_catalog_sync_models(mt_catalog *c, int64_t bucket, mt_store *s,
+					     int flags, mt_progress_fn progress, void *ud,
+					     uint64_t done, mt_catalog_sync_stats *st,
+					     mt_error *err);
 
 #endif

@@ -1,0 +1,102 @@
+/* models.c — what the browser does to a model's checkpoints, each as a job: verify its tensors, delete it with its name typed to confirm. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actions.h"
+
+/* The catalog's models of the bucket again, after a change to them. */
+static void ckpt_catalog_note(struct tui_job *j, mt_store *s)
+{
+	struct target *tg = j->arg;
+	mt_error err = { 0 };
+	if (!tg->stale)
+		mt_catalog_sync(j->t->cat, tg->ref.remote, s, NULL, MT_CATALOG_MODELS, NULL, NULL,
+				NULL, &err);
+}
+
+static void ckpt_bad(void *ud, const char *version, const char *key, const char *object,
+		     const char *message)
+{
+	struct tui_job *j = ud;
+	struct target *tg = j->arg;
+	tg->shards_bad++;
+	tui_job_log(j, "damaged: tensor %s (%s): %s", key, object, message);
+}
+
+static int ckpt_verify_run(struct tui_job *j)
+{
+	struct target *tg = j->arg;
+	mt_error err = { 0 };
+	uint64_t checked = 0;
+	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
+	int rc = s ? mt_ckpt_verify(s, tg->ref.model, tg->ref.version, 0, ckpt_bad, j, &checked,
+				    &err)
+		   : err.code;
+	mt_store_close(s);
+	if (rc && rc != MT_ECORRUPT)
+		return tui_job_fail(j, &err);
+	if (rc)
+		snprintf(j->result, sizeof j->result, "%llu tensor objects checked, %llu damaged or "
+			 "missing (first: %.300s)", (unsigned long long)checked,
+			 (unsigned long long)tg->shards_bad, err.message);
+	else
+		snprintf(j->result, sizeof j->result, "%llu tensor objects checked: all sound",
+			 (unsigned long long)checked);
+	return rc;
+}
+
+static int ckpt_delete_run(struct tui_job *j)
+{
+	struct target *tg = j->arg;
+	mt_error err = { 0 };
+	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
+	int rc = s ? mt_ckpt_delete(s, tg->ref.model, tg->ref.version, &err) : err.code;
+	if (!rc)
+		ckpt_catalog_note(j, s);
+	mt_store_close(s);
+	if (rc)
+		return tui_job_fail(j, &err);
+	snprintf(j->result, sizeof j->result, "deleted from %s (its tensors stay until gc)",
+		 tg->ref.url);
+	return 0;
+}
+
+static void ckpt_delete_submit(struct tui *t, const char *text, void *arg)
+{
+	struct target *tg = arg;
+	char name[300], title[160];
+	snprintf(name, sizeof name, "%s@%s", tg->ref.model, tg->ref.version);
+	if (strcmp(text, name)) {
+		tui_status(t, 1, "not deleted: '%s' is not '%s'", text, name);
+		tui_target_free(tg);
+		return;
+	}
+	snprintf(title, sizeof title, "delete %.40s:%.100s", tg->ref.remote, name);
+	tui_job_start(t, "delete", title, NULL, ckpt_delete_run, NULL, tg, tui_target_free);
+}
+
+void tui_ckpt_action(struct tui *t, enum tui_action a, int64_t ckpt_id)
+{
+	struct target *tg = tui_target_new(t, MT_CAT_CHECKPOINTS, ckpt_id);
+	if (!tg)
+		return;
+	char label[400], title[160];
+	switch (a) {
+	case ACT_VERIFY:
+		snprintf(title, sizeof title, "verify %.40s:%.80s@%.20s", tg->ref.remote,
+			 tg->ref.model, tg->ref.version);
+		tui_job_start(t, "verify", title, NULL, ckpt_verify_run, NULL, tg, tui_target_free);
+		return;
+	case ACT_DELETE:
+		snprintf(label, sizeof label, "delete %s@%s from %s? type its name to confirm: ",
+			 tg->ref.model, tg->ref.version, tg->ref.remote);
+		tui_ask(t, label, "", ckpt_delete_submit, tg, tui_target_free);
+		return;
+	default:
+		tui_target_free(tg);
+		return;
+	}
+}

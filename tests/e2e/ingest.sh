@@ -58,11 +58,13 @@ ok $([ "$(versions untimed)" -eq 1 ]; echo $?) "one version at the end"
 # ---- signals: commit, then 0 (SIGTERM) or 130 (SIGINT) ----
 for sig in TERM INT; do
 	mkfifo "$WORK/fifo-$sig"
-	$M ingest sig-$sig ${ATTRS[*]} < "$WORK/fifo-$sig" > /dev/null 2> "$WORK/sig.err" &
+	$M ingest sig-$sig ${ATTRS[*]} --commit-rows 5 < "$WORK/fifo-$sig" > /dev/null 2> "$WORK/sig.err" &
 	pid=$!
 	exec 3> "$WORK/fifo-$sig"
 	$I gen jsonl 7 0 7 >&3
-	sleep 2 # time to read them: a signal commits what was read, not what waits in the pipe
+	# A signal commits what was read, not what waits in the pipe: the 7 rows come in one
+	# write, so once the commit of the first 5 shows, all 7 were read.
+	for _ in $(seq 300); do $M ls sig-$sig > /dev/null 2>&1 && break; sleep 0.1; done
 	kill -$sig $pid
 	wait $pid
 	rc=$?
@@ -207,7 +209,8 @@ mkfifo "$WORK/lfifo"
 $M ingest sp-5 ${ATTRS[*]} --spool "$WORK/spool-5" < "$WORK/lfifo" > /dev/null 2>&1 &
 holder=$!
 exec 4> "$WORK/lfifo"
-sleep 0.5
+# Until the holder has taken the spool's lock (under load its start can take seconds).
+for _ in $(seq 300); do flock -n "$WORK/spool-5/lock" true 2> /dev/null || break; sleep 0.1; done
 fails "a spool in use by another ingest is refused" 1 "spool .* is in use by another ingest" \
 	bash -c "$M ingest sp-5 ${ATTRS[*]} --spool $WORK/spool-5 < /dev/null"
 exec 4>&-

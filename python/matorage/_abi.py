@@ -1,0 +1,131 @@
+"""The ctypes declarations of matorage.h that the binding uses.
+
+They mirror src/lib/matorage.h; python/check_abi.py (run by make check) compiles them
+against the header and fails on any difference, so this module holds declarations only:
+_STRUCTS (each struct with its C name) and _signatures() (each function's result and
+arguments).  It imports nothing but ctypes, so the check runs without numpy.
+"""
+import ctypes
+
+MAX_RANK = 8
+ERROR_MESSAGE_BYTES = 512
+
+
+class _Error(ctypes.Structure):
+    _c_name = "mt_error"
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * ERROR_MESSAGE_BYTES)]
+
+
+class _Attr(ctypes.Structure):
+    _c_name = "mt_attr"
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_uint), ("rank", ctypes.c_int),
+                ("shape", ctypes.c_uint64 * MAX_RANK), ("ragged", ctypes.c_int)]
+
+
+class _Col(ctypes.Structure):
+    _c_name = "mt_batch_col"
+    _fields_ = [("data", ctypes.c_void_p), ("bytes", ctypes.c_size_t),
+                ("offsets", ctypes.POINTER(ctypes.c_uint64))]
+
+
+class _Batch(ctypes.Structure):
+    _c_name = "mt_batch"
+    _fields_ = [("rows", ctypes.c_size_t), ("row_ids", ctypes.POINTER(ctypes.c_uint64)),
+                ("cols", ctypes.POINTER(_Col)), ("ncols", ctypes.c_size_t)]
+
+
+class _Opts(ctypes.Structure):
+    _c_name = "mt_loader_opts"
+    _fields_ = [("size", ctypes.c_size_t), ("batch_rows", ctypes.c_size_t),
+                ("attrs", ctypes.POINTER(ctypes.c_char_p)),
+                ("nattrs", ctypes.c_size_t), ("shuffle", ctypes.c_int),
+                ("seed", ctypes.c_uint64), ("epoch", ctypes.c_uint64),
+                ("rank", ctypes.c_uint), ("world", ctypes.c_uint), ("drop_last", ctypes.c_int),
+                ("shuffle_rows", ctypes.c_uint64), ("prefetch_bytes", ctypes.c_uint64),
+                ("fetch_threads", ctypes.c_int), ("decode_threads", ctypes.c_int),
+                ("resume", ctypes.c_char_p),
+                ("cache_dir", ctypes.c_char_p), ("cache_bytes", ctypes.c_uint64),
+                ("in_memory", ctypes.c_int),
+                ("alloc", ctypes.c_void_p), ("dealloc", ctypes.c_void_p),
+                ("alloc_ud", ctypes.c_void_p)]
+
+
+class _WriterOpts(ctypes.Structure):
+    _c_name = "mt_writer_opts"
+    _fields_ = [("size", ctypes.c_size_t), ("version", ctypes.c_char_p),
+                ("parent", ctypes.c_char_p), ("append", ctypes.c_int),
+                ("shard_bytes", ctypes.c_uint64), ("shard_rows", ctypes.c_uint64),
+                ("chunk_bytes", ctypes.c_uint64), ("level", ctypes.c_int),
+                ("threads", ctypes.c_int), ("author", ctypes.c_char_p),
+                ("description", ctypes.c_char_p), ("tags", ctypes.POINTER(ctypes.c_char_p)),
+                ("ntags", ctypes.c_size_t), ("progress", ctypes.c_void_p),
+                ("progress_ud", ctypes.c_void_p), ("recipe", ctypes.c_void_p),
+                ("recipe_len", ctypes.c_size_t),
+                ("recipe_args", ctypes.POINTER(ctypes.c_char_p)),
+                ("nrecipe_args", ctypes.c_size_t), ("sources", ctypes.c_void_p),
+                ("nsources", ctypes.c_size_t)]
+
+
+class _VersionInfo(ctypes.Structure):
+    _c_name = "mt_version_info"
+    _fields_ = [("dataset", ctypes.c_char_p), ("version", ctypes.c_char_p),
+                ("parent", ctypes.c_char_p), ("author", ctypes.c_char_p),
+                ("description", ctypes.c_char_p), ("created", ctypes.c_char_p),
+                ("tags", ctypes.POINTER(ctypes.c_char_p)), ("ntags", ctypes.c_size_t),
+                ("rows", ctypes.c_uint64), ("nshards", ctypes.c_uint64),
+                ("stored_bytes", ctypes.c_uint64), ("raw_bytes", ctypes.c_uint64),
+                ("level", ctypes.c_int), ("recipe", ctypes.c_char_p),
+                ("recipe_args", ctypes.POINTER(ctypes.c_char_p)),
+                ("nrecipe_args", ctypes.c_size_t)]
+
+
+class _ReadStats(ctypes.Structure):
+    _c_name = "mt_read_stats"
+    _fields_ = [("size", ctypes.c_size_t), ("healed_chunks", ctypes.c_uint64),
+                ("healed_indexes", ctypes.c_uint64), ("heal_bytes", ctypes.c_uint64)]
+
+
+_STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _WriterOpts, _VersionInfo, _ReadStats)
+
+
+def _signatures():
+    """Each function used: (restype, argtypes), as matorage.h declares it."""
+    vp, err, u64, sz = ctypes.c_void_p, ctypes.POINTER(_Error), ctypes.c_uint64, ctypes.c_size_t
+    cp, pu64 = ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)
+    strv = ctypes.POINTER(ctypes.POINTER(cp))
+    return {
+        "mt_version": (cp, []),
+        "mt_store_open": (ctypes.c_int, [cp, ctypes.POINTER(vp), err]),
+        "mt_store_close": (None, [vp]),
+        "mt_store_url": (cp, [vp]),
+        "mt_store_datasets": (ctypes.c_int, [vp, strv, ctypes.POINTER(sz), err]),
+        "mt_store_versions": (ctypes.c_int, [vp, cp, strv, ctypes.POINTER(sz), err]),
+        "mt_strv_free": (None, [ctypes.POINTER(cp), sz]),
+        "mt_dtype_parse": (ctypes.c_uint, [cp]),
+        "mt_writer_opts_init_size": (None, [ctypes.POINTER(_WriterOpts), sz]),
+        "mt_writer_open": (ctypes.c_int, [vp, cp, ctypes.POINTER(_Attr), sz,
+                                          ctypes.POINTER(_WriterOpts), ctypes.POINTER(vp), err]),
+        "mt_writer_append": (ctypes.c_int, [vp, u64, ctypes.POINTER(vp),
+                                            ctypes.POINTER(pu64), err]),
+        "mt_writer_commit": (ctypes.c_int, [vp, cp, sz, err]),
+        "mt_writer_abort": (None, [vp]),
+        "mt_writer_close": (None, [vp]),
+        "mt_reader_open": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(vp), err]),
+        "mt_reader_close": (None, [vp]),
+        "mt_reader_info": (ctypes.POINTER(_VersionInfo), [vp]),
+        "mt_reader_nattrs": (sz, [vp]),
+        "mt_reader_attr": (ctypes.POINTER(_Attr), [vp, sz]),
+        "mt_reader_ragged_lengths": (ctypes.c_int, [vp, sz, u64, u64, pu64, pu64, err]),
+        "mt_reader_read": (ctypes.c_int, [vp, sz, u64, u64, vp, sz, err]),
+        "mt_loader_opts_init_size": (None, [ctypes.POINTER(_Opts), sz]),
+        "mt_loader_open": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(_Opts),
+                                          ctypes.POINTER(vp), err]),
+        "mt_loader_next": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
+        "mt_loader_batches": (u64, [vp]),
+        "mt_loader_set_epoch": (ctypes.c_int, [vp, u64, err]),
+        "mt_loader_state": (sz, [vp, cp, sz]),
+        "mt_loader_read_rows": (ctypes.c_int, [vp, pu64, sz,
+                                               ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
+        "mt_loader_stats": (None, [vp, ctypes.POINTER(_ReadStats)]),
+        "mt_loader_close": (None, [vp]),
+    }

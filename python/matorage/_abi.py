@@ -50,6 +50,16 @@ class _Opts(ctypes.Structure):
                 ("alloc_ud", ctypes.c_void_p)]
 
 
+class _StoreOpts(ctypes.Structure):
+    _c_name = "mt_store_opts"
+    _fields_ = [("size", ctypes.c_size_t), ("endpoint", ctypes.c_char_p),
+                ("region", ctypes.c_char_p), ("profile", ctypes.c_char_p),
+                ("ca_bundle", ctypes.c_char_p), ("insecure", ctypes.c_int),
+                ("addressing", ctypes.c_int), ("max_requests", ctypes.c_int),
+                ("max_attempts", ctypes.c_int), ("create", ctypes.c_int),
+                ("log", ctypes.c_void_p), ("log_ud", ctypes.c_void_p)]
+
+
 class _WriterOpts(ctypes.Structure):
     _c_name = "mt_writer_opts"
     _fields_ = [("size", ctypes.c_size_t), ("version", ctypes.c_char_p),
@@ -85,7 +95,7 @@ class _ReadStats(ctypes.Structure):
                 ("healed_indexes", ctypes.c_uint64), ("heal_bytes", ctypes.c_uint64)]
 
 
-_STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _WriterOpts, _VersionInfo, _ReadStats)
+_STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _StoreOpts, _WriterOpts, _VersionInfo, _ReadStats)
 
 
 def _signatures():
@@ -96,6 +106,9 @@ def _signatures():
     return {
         "mt_version": (cp, []),
         "mt_store_open": (ctypes.c_int, [cp, ctypes.POINTER(vp), err]),
+        "mt_store_opts_init_size": (None, [ctypes.POINTER(_StoreOpts), sz]),
+        "mt_store_open_opts": (ctypes.c_int, [cp, ctypes.POINTER(_StoreOpts),
+                                              ctypes.POINTER(vp), err]),
         "mt_store_close": (None, [vp]),
         "mt_store_url": (cp, [vp]),
         "mt_store_datasets": (ctypes.c_int, [vp, strv, ctypes.POINTER(sz), err]),

@@ -1,23 +1,38 @@
 """Stores, and what they hold: datasets and their versions."""
 import ctypes
 
-from . import _lib
+from . import _abi, _lib
 
 
 class Store:
     """A store by URL: a directory, file://DIR, s3://BUCKET[/PREFIX], or a remote's name.
 
     None (the default) is the built-in store ($MATORAGE_STORE, else
-    ~/.local/share/matorage/store).  Use it as a context manager, or call close();
-    everything else taking a store accepts its URL as well.
+    ~/.local/share/matorage/store).  create: make a missing directory store (as writers
+    need); with False a missing one is NotFound.  S3 options (endpoint, region, profile,
+    ca_bundle, insecure, max_requests, max_attempts) are mt_store_opts'; unset ones come
+    from the remote, the environment and the AWS configuration files.  Use it as a
+    context manager, or call close(); everything else taking a store accepts its URL.
     """
 
-    def __init__(self, url=None):
+    _S3 = ("endpoint", "region", "profile", "ca_bundle", "insecure", "max_requests",
+           "max_attempts")
+
+    def __init__(self, url=None, create=True, **s3):
+        self._h = ctypes.c_void_p()
         if url is not None and not isinstance(url, str):
             raise _lib.error_from(-2, f"a store URL is a string, not {type(url).__name__}")
-        self._h = ctypes.c_void_p()
-        _lib.call("mt_store_open", _lib.b(url), ctypes.byref(self._h))
-        self.url = url
+        bad = sorted(set(s3) - set(self._S3))
+        if bad:
+            raise _lib.error_from(-2, f"Store: unknown option(s) {', '.join(bad)}")
+        o = _abi._StoreOpts()
+        _lib.lib().mt_store_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
+        self._keep = {k: _lib.b(v) if isinstance(v, str) else v for k, v in s3.items()}
+        for k, v in self._keep.items():
+            setattr(o, k, v)
+        o.create = int(bool(create))
+        _lib.call("mt_store_open_opts", _lib.b(url), ctypes.byref(o), ctypes.byref(self._h))
+        self.url, self.options = url, dict(s3)
 
     @property
     def handle(self):
@@ -70,11 +85,11 @@ def _strv(fn, *args):
 class _Borrowed:
     """A Store given by the caller (left open) or opened from a URL (closed with us)."""
 
-    def __init__(self, store):
+    def __init__(self, store, create=False):
         if isinstance(store, Store):
             self.store, self.owned = store, False
         else:
-            self.store, self.owned = Store(store), True
+            self.store, self.owned = Store(store, create=create), True
 
     def close(self):
         if self.owned and self.store is not None:

@@ -145,6 +145,7 @@ class TorchDataset(tud.IterableDataset):
                  num_workers=None, **opts):
         super().__init__()
         self.store_url = store.url if isinstance(store, Store) else store
+        self.store_options = store.options if isinstance(store, Store) else {}
         if self.store_url is not None and not isinstance(self.store_url, str):
             raise InvalidArgument(f"store is a Store or a URL, not {type(store).__name__}")
         name, version = _loader._lib.split_name(dataset, version)
@@ -275,8 +276,13 @@ class TorchDataset(tud.IterableDataset):
         if resuming:
             for k in ("shuffle", "seed", "shuffle_rows"):
                 opts.pop(k, None)
-        loader = Loader(self.store_url, self.dataset, self.version, rank=rank, world=world,
-                        epoch=self.epoch, resume=token, **opts)
+        store = Store(self.store_url, create=False, **self.store_options)
+        try:
+            loader = Loader(store, self.dataset, self.version, rank=rank, world=world,
+                            epoch=self.epoch, resume=token, **opts)
+        except BaseException:
+            store.close()
+            raise
         try:
             if not resuming:
                 # The same on every worker and rank: the epoch's stage, nothing taken yet.
@@ -292,6 +298,7 @@ class TorchDataset(tud.IterableDataset):
                 yield batch
         finally:
             loader.close()
+            store.close()
 
 
 class _CountingLoader(tud.DataLoader):

@@ -98,7 +98,7 @@ class Writer:
             setattr(o, k, int(v))
         self._opts, self._h, self.attributes, self.rows = o, ctypes.c_void_p(), None, 0
         self._state = "open"
-        self._store = _Borrowed(store)
+        self._store = _Borrowed(store, create=True)
 
     def _open(self, attrs):
         arr = (_abi._Attr * len(attrs))()

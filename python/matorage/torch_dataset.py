@@ -130,7 +130,8 @@ class TorchDataset(tud.IterableDataset):
     loader_opts are Loader's (attrs, batch_rows, shuffle, seed, epoch, drop_last,
     shuffle_rows, prefetch_bytes, cache_dir, ...).  The version is pinned when the
     dataset is made.  rank/world: see _rank_world.  transform(batch) -> batch runs in
-    the workers.
+    the workers.  num_workers: the DataLoader's, for len() before the first epoch when
+    the DataLoader is not made by dataloader().
 
     Batches are made by the loader (batch_rows rows each): use dataloader(**kw), or
     DataLoader(ds, batch_size=None, ...).  A DataLoader batch_size would stack batch_size
@@ -306,8 +307,7 @@ class _CountingLoader(tud.DataLoader):
 
     def __iter__(self):
         ds = self.dataset
-        if ds._shared.resume_batches.value < 0:
-            ds._consumed = 0
+        ds._consumed = 0  # each pass starts at the epoch's start, or at the loaded state
         counting = self.num_workers > 0
         for batch in super().__iter__():
             if counting:

@@ -26,18 +26,14 @@ import torch.utils.data as tud
 
 from . import loader as _loader
 from .errors import InvalidArgument
-from .loader import Loader, numpy_column
+from .loader import Loader
 from .reader import Reader
 from .store import Store
 
 TOKEN_BYTES = 4096
 
-_TORCH = {"bool": torch.bool, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
-          "int64": torch.int64, "uint8": torch.uint8, "float16": torch.float16,
-          "float32": torch.float32, "float64": torch.float64,
-          # Row numbers and other uint64 values are below 2**63 in practice: the same bits.
-          "uint64": torch.int64}
-# Unsigned types torch lacks, widened to a signed type that holds every value.
+# Unsigned types torch lacks, widened to a signed type that holds every value; uint64
+# (row numbers, below 2**63 in practice) is taken as int64, the same bits, no copy.
 _WIDEN = {"uint16": np.int32, "uint32": np.int64}
 
 
@@ -76,37 +72,14 @@ def _rank_world(rank, world):
     return rank, world
 
 
-def _shared_column(dtype, shape):
-    """A tensor in shared memory (in a DataLoader worker): the batch then reaches the
-    training process as a handle, with no copy on the way."""
-    td = _TORCH.get(dtype.name)
-    if td is None:
-        return numpy_column(dtype, shape)
-    n = int(np.prod(shape, dtype=np.int64))
-    try:
-        s = torch.UntypedStorage._new_shared(max(n, 1) * dtype.itemsize)
-        t = torch.tensor([], dtype=td).set_(torch.storage.TypedStorage(wrap_storage=s, dtype=td),
-                                            0, shape)
-    except (AttributeError, TypeError, RuntimeError):
-        t = torch.empty(shape, dtype=td).share_memory_()
-    return t, t.data_ptr()
-
-
-def _local_column(dtype, shape):
-    """A plain tensor (no worker: nothing to send between processes)."""
-    td = _TORCH.get(dtype.name)
-    if td is None:
-        return numpy_column(dtype, shape)
-    t = torch.empty(shape, dtype=td)
-    return t, t.data_ptr()
-
-
 def _tensors(x):
-    """numpy arrays left by a column of a type torch lacks, widened into tensors."""
+    """A batch's numpy arrays as tensors sharing their memory (types torch lacks widened)."""
     if isinstance(x, tuple):
         return tuple(_tensors(v) for v in x)
     if isinstance(x, np.ndarray):
-        return torch.from_numpy(x.astype(_WIDEN.get(x.dtype.name, x.dtype)))
+        if x.dtype == np.uint64:
+            return torch.from_numpy(x.view(np.int64))
+        return torch.from_numpy(x.astype(_WIDEN.get(x.dtype.name, x.dtype), copy=False))
     return x
 
 
@@ -139,7 +112,8 @@ class TorchDataset(tud.IterableDataset):
 
     set_epoch(e) before each epoch (it reaches persistent workers); state_dict() and
     load_state_dict() resume mid-epoch with the same world and num_workers; len() is the
-    rank's batches in an epoch.  Each value is copied once, into a tensor in shared memory.
+    rank's batches in an epoch.  Each value is copied once from the loader, into an array
+    the tensor shares (in a worker, DataLoader then moves it to shared memory).
     """
 
     def __init__(self, store, dataset, version=None, rank=None, world=None, transform=None,
@@ -272,7 +246,6 @@ class TorchDataset(tud.IterableDataset):
     def __iter__(self):
         rank, world, token, skip, resuming = self._plan()
         in_worker = tud.get_worker_info() is not None
-        column = _shared_column if in_worker else _local_column
         opts = dict(self.opts)
         if resuming:
             for k in ("shuffle", "seed", "shuffle_rows"):
@@ -288,7 +261,7 @@ class TorchDataset(tud.IterableDataset):
             if not resuming:
                 # The same on every worker and rank: the epoch's stage, nothing taken yet.
                 self._shared.base_token.value = loader.state().encode()
-            for i, batch in enumerate(loader.batches(column)):
+            for i, batch in enumerate(loader.batches()):
                 if i < skip:
                     continue
                 batch = {k: _tensors(v) for k, v in batch.items()}
@@ -340,7 +313,7 @@ class TorchMapDataset(tud.Dataset):
             self._loader = Loader(self.store_url, self.dataset, self.version, attrs=self.attrs,
                                   batch_rows=1, prefetch_bytes=1 << 20, **self.opts)
             self._pid = os.getpid()
-        b = self._loader.read_rows([i % self.rows], column=_local_column)
+        b = self._loader.read_rows([i % self.rows])
         row = {k: _tensors(v)[0] if not isinstance(v, tuple) else _tensors(v)
                for k, v in b.items()}
         for k, v in row.items():

@@ -122,6 +122,7 @@ class Loader:
         lib.mt_loader_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
         self._names = (ctypes.c_char_p * max(len(self.attrs), 1))(*[_lib.b(n) for n in self.attrs])
         o.attrs, o.nattrs = self._names, len(self.attrs)
+        epoch = _check_int("epoch", epoch, 0)
         o.batch_rows, o.shuffle, o.seed, o.epoch = batch_rows, int(bool(shuffle)), seed or 0, epoch
         o.rank, o.world, o.drop_last = rank, world, int(drop_last)
         o.shuffle_rows, o.prefetch_bytes = shuffle_rows or 0, prefetch_bytes

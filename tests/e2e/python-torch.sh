@@ -43,6 +43,8 @@ def run(rank, world):
                             world_size=world)
     ds = matorage.TorchDataset(URL, "tds@v1", **OPTS)      # rank and world from torch.distributed
     assert (ds.rank, ds.world) == (rank, world), (ds.rank, ds.world)
+    # Under mp.spawn, workers are spawned too (and pickle the dataset's shared state): this
+    # DataLoader's; the later ones fork, which starts faster.
     dl = ds.dataloader(num_workers=2, persistent_workers=True)
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -76,7 +78,7 @@ def run(rank, world):
     ds2 = matorage.TorchDataset(URL, "tds@v1", **OPTS)
     ds2.load_state_dict(state)
     assert len(ds2) == len(ds) - 7
-    dl2 = ds2.dataloader(num_workers=2)
+    dl2 = ds2.dataloader(num_workers=2, multiprocessing_context="fork")
     rest = epoch_ids(dl2)
     assert torch.equal(torch.cat(head + [rest]), full), "resumed rows differ"
     # And once more from the middle of the resumed epoch.
@@ -87,7 +89,7 @@ def run(rank, world):
     assert state2["batches"] == 10, state2
     ds3 = matorage.TorchDataset(URL, "tds@v1", **OPTS)
     ds3.load_state_dict(state2)
-    rest3 = epoch_ids(ds3.dataloader(num_workers=2))
+    rest3 = epoch_ids(ds3.dataloader(num_workers=2, multiprocessing_context="fork"))
     assert torch.equal(torch.cat(head + more + [rest3]), full), "second resume differs"
     gathered(full)
     with open(f"{OUT}.{rank}", "w") as f:

@@ -145,6 +145,36 @@ try:
     raise AssertionError("batch_size")
 except matorage.InvalidArgument as e:
     assert "batch_rows" in str(e)
+# Resume with a plain DataLoader, telling state_dict how many batches were consumed.
+ds = matorage.TorchDataset(url, "tds", attrs=["id"], batch_rows=100, shuffle=True, seed=2,
+                           rank=0, world=1)
+full = [b["id"] for b in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)]
+head = []
+for b in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2):
+    head.append(b["id"])
+    if len(head) == 5:
+        break
+state = ds.state_dict(5)
+ds2 = matorage.TorchDataset(url, "tds", attrs=["id"], batch_rows=100, shuffle=True, seed=2,
+                            rank=0, world=1)
+ds2.load_state_dict(state)
+rest = [b["id"] for b in torch.utils.data.DataLoader(ds2, batch_size=None, num_workers=2)]
+assert torch.equal(torch.cat(head + rest), torch.cat(full)), "resume with state_dict(n)"
+ds2.load_state_dict(state)
+it = iter(torch.utils.data.DataLoader(ds2, batch_size=None, num_workers=1))
+try:
+    next(it)
+    raise AssertionError("resumed with another number of workers")
+except matorage.InvalidArgument as e:
+    assert "2 DataLoader workers" in str(e) and "has 1" in str(e), str(e)
+del it
+for bad, words in (({**state, "world": 2}, ["world 2"]), ({**state, "version": "v9"}, ["v9"]),
+                   ({**state, "batches": 10**6}, ["past the end"]), ({}, ["state_dict"])):
+    try:
+        ds2.load_state_dict(bad)
+        raise AssertionError(bad)
+    except matorage.InvalidArgument as e:
+        assert all(w in str(e) for w in words), (bad, str(e))
 m = matorage.TorchMapDataset(url, "tds@v1", attrs=["id", "x"])
 assert len(m) == 4800 and m[17]["id"].item() == 17
 seen = torch.cat([b["id"] for b in torch.utils.data.DataLoader(

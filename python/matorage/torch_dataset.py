@@ -149,6 +149,8 @@ class TorchDataset(tud.IterableDataset):
         self._shared = _Shared(epoch)
         self._consumed = 0
         self._resumed = 0
+        self._left_rows = None  # rows left in the epoch after a resumed state, for len()
+        self._loaded = None     # the state loaded for this epoch
 
     # ---- the parent's side ----------------------------------------------------------
 
@@ -163,6 +165,7 @@ class TorchDataset(tud.IterableDataset):
         self._shared.resume_batches.value = -1
         self._shared.base_token.value = b""
         self._consumed = self._resumed = 0
+        self._left_rows = self._loaded = None
 
     def _workers(self):
         k = self.num_workers or self._shared.workers.value
@@ -170,11 +173,12 @@ class TorchDataset(tud.IterableDataset):
 
     def __len__(self):
         """Batches this rank gets in an epoch (less those before a loaded state)."""
+        rows = self.rows if self._left_rows is None else self._left_rows
         subs = self.world * self._workers()
         if self.opts.get("drop_last"):
-            per_sub = self.rows // (subs * self.batch_rows)
+            per_sub = rows // (subs * self.batch_rows)
         else:
-            per_sub = -(-(-(-self.rows // subs)) // self.batch_rows)
+            per_sub = -(-(-(-rows // subs)) // self.batch_rows)
         return per_sub * self._workers() - self._resumed
 
     def state_dict(self, batches=None):
@@ -183,37 +187,54 @@ class TorchDataset(tud.IterableDataset):
         batches: the batches consumed this epoch, when the DataLoader is not one from
         dataloader() (which counts them)."""
         n = self._resumed + self._consumed if batches is None else int(batches)
-        token = (self._shared.resume_token.value if self._shared.resume_batches.value >= 0
+        rotated = self._shared.resume_batches.value > 0
+        token = (self._shared.resume_token.value if rotated
                  else self._shared.base_token.value).decode()
+        if not token and self._loaded is not None and batches is None:
+            return dict(self._loaded)  # loaded, not started yet: still there
         return {"format": 1, "dataset": self.dataset, "version": self.version,
                 "epoch": self.epoch, "batches": n if token else 0, "token": token or None,
                 "world": self.world, "workers": self._workers()}
 
     def load_state_dict(self, state):
         """Carry on from state_dict()'s position at the next iteration: the batches not yet
-        consumed, in the same order.  Needs the same world and num_workers."""
+        consumed.  When every worker had delivered as many batches (consumed batches a
+        multiple of the workers), any world and number of workers may resume (the loader
+        shares the rest among them); otherwise the same world and workers must, and get
+        the rest in the same order."""
         if not isinstance(state, dict) or state.get("format") != 1:
             raise InvalidArgument("not a TorchDataset state_dict")
         if (state["dataset"], state["version"]) != (self.dataset, self.version):
             raise InvalidArgument(f"the state is for {state['dataset']}@{state['version']}, "
                                   f"this dataset is {self.dataset}@{self.version}")
-        if state["world"] != self.world:
-            raise InvalidArgument(f"the state was taken with world {state['world']}, this "
-                                  f"run has world {self.world}")
+        n, k = state["batches"], state["workers"]
+        if n % k and state["world"] != self.world:
+            raise InvalidArgument(f"the state was taken with world {state['world']} between "
+                                  f"two workers' batches; this run has world {self.world}")
         self.set_epoch(state["epoch"])
-        if not state["token"] or not state["batches"]:
+        if not state["token"] or not n:
             return
-        tok = state["token"].encode()
+        tok = state["token"]
         if len(tok) >= TOKEN_BYTES:
             raise InvalidArgument("the state's token is too long")
-        t = _loader.parse_token(state["token"])
-        k = state["workers"]
-        _loader.check_token_progress({**t, "stages": t["stages"][:-1] + [
-            t["stages"][-1][:3] + (-(-state["batches"] // k),)]})
-        self._shared.resume_token.value = tok
+        t = _loader.parse_token(tok)
+        t["stages"][-1] = t["stages"][-1][:3] + (-(-n // k),)
+        _loader.check_token_progress(t)
+        self._loaded = dict(state)
+        if n % k == 0:
+            # Every sub-rank at the same step: a plain token, which the loader shares
+            # among any world; its own start is the base of later states.
+            self._shared.resume_token.value = _loader.token_with_taken(tok, n // k).encode()
+            self._shared.resume_workers.value = -1
+            self._shared.resume_batches.value = 0
+            w, b, d, _ = t["stages"][-1]
+            per = -(-_left_before(t) // w) if not d else (_left_before(t) // (w * b)) * b
+            self._left_rows = max(0, _left_before(t) - w * min(per, (n // k) * b))
+            return
+        self._shared.resume_token.value = tok.encode()
         self._shared.resume_workers.value = k
-        self._shared.resume_batches.value = state["batches"]
-        self._resumed, self._consumed = state["batches"], 0
+        self._shared.resume_batches.value = n
+        self._resumed, self._consumed = n, 0
 
     def dataloader(self, batch_size=None, **kw):
         """A torch DataLoader over this dataset that counts the batches consumed (for
@@ -235,6 +256,8 @@ class TorchDataset(tud.IterableDataset):
         n = sh.resume_batches.value
         if n < 0:
             return self.rank * k + j, self.world * k, self.resume, 0, False
+        if sh.resume_workers.value < 0:
+            return self.rank * k + j, self.world * k, sh.resume_token.value.decode(), 0, False
         if sh.resume_workers.value != k:
             raise InvalidArgument(f"the state was taken with {sh.resume_workers.value} "
                                   f"DataLoader workers; this DataLoader has {k}")
@@ -273,6 +296,19 @@ class TorchDataset(tud.IterableDataset):
         finally:
             loader.close()
             store.close()
+
+
+def _left_before(t):
+    """Rows still to deliver when token t's last stage began."""
+    live = t["rows"]
+    for world, brows, drop, taken in t["stages"][:-1]:
+        if drop:
+            per = (live // (world * brows)) * brows
+        else:
+            per = -(-live // world)
+        done = min(taken * brows, per)
+        live = sum(max(0, min((r + 1) * per, live) - (r * per + done)) for r in range(world))
+    return live
 
 
 class _CountingLoader(tud.DataLoader):

@@ -150,7 +150,8 @@ ds = matorage.TorchDataset(url, "tds", attrs=["id"], batch_rows=100, shuffle=Tru
                            rank=0, world=1)
 full = [b["id"] for b in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)]
 head = []
-for b in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2):
+iter_head = iter(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2))
+for b in iter_head:
     head.append(b["id"])
     if len(head) == 5:
         break
@@ -168,6 +169,33 @@ try:
 except matorage.InvalidArgument as e:
     assert "2 DataLoader workers" in str(e) and "has 1" in str(e), str(e)
 del it
+# Between two workers' batches: only the same world and workers may resume; at an even
+# step, any: the loader shares the rest among the new ranks and workers.
+head.append(next(iter_head)["id"])
+state = ds.state_dict(6)
+rest = []
+for rank in range(2):
+    r = matorage.TorchDataset(url, "tds", attrs=["id"], batch_rows=100, shuffle=True, seed=2,
+                              rank=rank, world=2)
+    r.load_state_dict(state)
+    assert r.state_dict()["batches"] == 6
+    dl = r.dataloader(num_workers=2)
+    assert len(dl) == 2 * 11, len(dl)    # 4200 rows left: 1050 a worker, 11 batches each
+    got = []
+    for b in dl:
+        got.append(b["id"])
+        if rank == 0 and len(got) == 4:
+            st = r.state_dict()
+            break
+    if rank == 0:    # and from the middle of that, once more
+        r2 = matorage.TorchDataset(url, "tds", attrs=["id"], batch_rows=100, shuffle=True,
+                                   seed=2, rank=0, world=2)
+        r2.load_state_dict(st)
+        got += [b["id"] for b in r2.dataloader(num_workers=2)]
+    rest += got
+seen = torch.cat(head + rest).sort().values
+assert torch.equal(seen, torch.arange(4800)), "elastic resume: every row once"
+state = ds.state_dict(5)
 for bad, words in (({**state, "world": 2}, ["world 2"]), ({**state, "version": "v9"}, ["v9"]),
                    ({**state, "batches": 10**6}, ["past the end"]), ({}, ["state_dict"])):
     try:
@@ -175,6 +203,7 @@ for bad, words in (({**state, "world": 2}, ["world 2"]), ({**state, "version": "
         raise AssertionError(bad)
     except matorage.InvalidArgument as e:
         assert all(w in str(e) for w in words), (bad, str(e))
+del iter_head
 m = matorage.TorchMapDataset(url, "tds@v1", attrs=["id", "x"])
 assert len(m) == 4800 and m[17]["id"].item() == 17
 seen = torch.cat([b["id"] for b in torch.utils.data.DataLoader(

@@ -111,8 +111,8 @@ class TorchDataset(tud.IterableDataset):
     whole batches into one, which is rarely meant; dataloader() refuses it.
 
     set_epoch(e) before each epoch (it reaches persistent workers); state_dict() and
-    load_state_dict() resume mid-epoch with the same world and num_workers; len() is the
-    rank's batches in an epoch.  Each value is copied once from the loader, into an array
+    load_state_dict() resume mid-epoch (see load_state_dict for which setups may); len()
+    is the rank's batches in an epoch.  Each value is copied once from the loader, into an array
     the tensor shares (in a worker, DataLoader then moves it to shared memory).
     """
 

@@ -16,6 +16,7 @@ PYEOF
 check "a dataset of 4800 rows" $M put tds id="$WORK/id.npy" x="$WORK/x.npy" --shard-rows 600
 
 cat > "$WORK/ddp.py" <<'PYEOF'
+import datetime
 import os
 import sys
 import torch
@@ -39,8 +40,9 @@ def gathered(ids):
 
 
 def run(rank, world):
+    # A bounded wait: a rank that never comes (a port taken meanwhile) fails the test.
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{PORT}", rank=rank,
-                            world_size=world)
+                            world_size=world, timeout=datetime.timedelta(seconds=120))
     ds = matorage.TorchDataset(URL, "tds@v1", **OPTS)      # rank and world from torch.distributed
     assert (ds.rank, ds.world) == (rank, world), (ds.rank, ds.world)
     # Under mp.spawn, workers are spawned too (and pickle the dataset's shared state): this

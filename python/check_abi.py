@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""check_abi.py — python/matorage.py's ctypes declarations checked against matorage.h.
+"""check_abi.py — the ctypes declarations of the matorage package checked against matorage.h.
 
-    check_abi.py [--cc CC] [--binding python/matorage.py] [--header-dir src/lib]
+    check_abi.py [--cc CC] [--binding python/matorage/_abi.py] [--header-dir src/lib]
+
+The binding file is the package's _abi.py, which holds every struct (_STRUCTS) and function
+(_signatures) the package declares; it is loaded by path and imports nothing but ctypes.
 
 Compiles two C files against the header: a program printing the offset, size and kind
 (signed, unsigned, floating, pointer) of every struct field the binding declares and each
@@ -20,7 +23,6 @@ import subprocess
 import sys
 import re
 import tempfile
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -44,13 +46,7 @@ C_KIND = """
 
 
 def _load_binding(path):
-    """The binding as a module; numpy is stubbed when missing (only ctypes is needed)."""
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        stub = types.ModuleType("numpy")
-        stub.__getattr__ = lambda name: None
-        sys.modules["numpy"] = stub
+    """The declarations module, loaded by path (it needs only ctypes)."""
     spec = importlib.util.spec_from_file_location("matorage_binding", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -97,6 +93,8 @@ def _expected_layout(structs):
 def _prototypes(header):
     """Each MT_API function of the header: name -> (result type, [parameter types])."""
     text = re.sub(r"/\*.*?\*/", " ", open(header).read(), flags=re.S)
+    # Preprocessor lines (the MT_API definition itself) are not declarations.
+    text = re.sub(r"^[ \t]*#.*$", " ", text, flags=re.M)
     out = {}
     for m in re.finditer(r"MT_API\s+([^;{}]*?)\b(mt_\w+)\s*\(([^;]*?)\)\s*;", text, re.S):
         params, depth, cur = [], 0, ""
@@ -216,33 +214,34 @@ def _measure(cc, header_dir, structs, scalar_types):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
-    ap.add_argument("--binding", default=os.path.join(HERE, "matorage.py"))
+    ap.add_argument("--binding", default=os.path.join(HERE, "matorage", "_abi.py"))
     ap.add_argument("--header-dir", default=os.path.join(HERE, "..", "src", "lib"))
     o = ap.parse_args()
     mod = _load_binding(o.binding)
+    name = os.path.relpath(o.binding) if not os.path.isabs(o.binding) else o.binding
     structs, sigs = mod._STRUCTS, mod._signatures()
     protos = _prototypes(os.path.join(o.header_dir, "matorage.h"))
     scalar_types = _scalar_types(protos, sigs)
     got, msg = _measure(shlex.split(o.cc), o.header_dir, structs, scalar_types)
     if msg:
-        print("python/matorage.py declares a struct or field matorage.h does not have:\n" + msg,
+        print(name + " declares a struct or field matorage.h does not have:\n" + msg,
               file=sys.stderr)
         return 1
     bad = []
     for line in _expected_layout(structs):
         key, want = line.split(" ", 1)
         if got.get(key) != want:
-            bad.append("python/matorage.py: %s is %s, matorage.h says %s (offset size kind)"
-                       % (key, want, got.get(key)))
+            bad.append("%s: %s is %s, matorage.h says %s (offset size kind)"
+                       % (name, key, want, got.get(key)))
     scalars = {t: (int(got["type:" + t].split()[0]), got["type:" + t].split()[1])
                for t in scalar_types}
-    bad += ["python/matorage.py: " + b for b in _check_functions(sigs, protos, scalars)]
+    bad += [name + ": " + b for b in _check_functions(sigs, protos, scalars)]
     for b in bad:
         print(b, file=sys.stderr)
     if bad:
         return 1
-    print("python/matorage.py matches matorage.h: %d structs, %d functions"
-          % (len(structs), len(sigs)))
+    print("%s matches matorage.h: %d structs, %d functions"
+          % (name, len(structs), len(sigs)))
     return 0
 
 

@@ -7,7 +7,7 @@ set -u
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 
-# pymt ARGS...: python with python/matorage.py importable over the built library.  An
+# pymt ARGS...: python with the python/matorage package importable over the built library.  An
 # instrumented library needs its sanitizer runtime preloaded, into python alone: other
 # programs a test runs (curl) can deadlock in their start-up with it preloaded.
 pymt() {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# python-loader.sh — python/matorage.py: the loader as numpy batches and as a torch IterableDataset, and a model trained on it.
+# python-loader.sh — the matorage Python package (python/matorage): the loader as numpy batches and as a torch IterableDataset, and a model trained on it.
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
 "$PY" - "$WORK" <<'PYEOF'

@@ -1,5 +1,5 @@
 #!/bin/bash
-# python-stream.sh — matorage.Stream (python/matorage.py over mt_stream_*): rows appended from Python, committed by rows, time and on exit, read back by matorage get.
+# python-stream.sh — matorage.Stream (python/matorage/stream.py over mt_stream_*): rows appended from Python, committed by rows, time and on exit, read back by matorage get.
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
 mkdir -p "$WORK/store"

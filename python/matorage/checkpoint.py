@@ -1,0 +1,328 @@
+"""Checkpoints of models: nested training state saved as content-addressed tensors.
+
+    import matorage
+    v = matorage.save_checkpoint(store, "resnet", {"model": model.state_dict(),
+                                                    "optim": opt.state_dict(),
+                                                    "rng": torch.get_rng_state()},
+                                 step=1200, metadata={"metrics": {"loss": 0.31}})
+    state = matorage.load_checkpoint(store, "resnet")          # or "resnet@v3"
+    model.load_state_dict(state["model"]); opt.load_state_dict(state["optim"])
+
+A state is any nesting of dicts, lists and tuples whose leaves are tensors (torch or
+numpy), numbers, strings, bytes, booleans and None.  Each tensor becomes one object of the
+store named by the sha256 of its bytes, so a tensor unchanged since an earlier checkpoint
+is stored once; the structure goes into the checkpoint's manifest as JSON, tensors named
+there by their flattened keys ("optim.state.0.exp_avg").  A checkpoint exists once its
+manifest is written, last (doc/FORMAT.md, "Models").
+
+save_checkpoint(..., wait=False) returns once every tensor is copied to host memory and
+uploads in a background thread: the returned handle's wait() gives "name@vN" or raises.
+"""
+import ctypes
+import json
+import math
+import threading
+
+import numpy as np
+
+from . import _abi, _lib
+from ._dtypes import BY_CODE, code_of
+from .errors import InvalidArgument
+from .store import _Borrowed, _strv
+
+# JSON tags for what JSON itself cannot say; a dict whose keys are all strings and none
+# starts with "__" is stored as itself.
+_TENSOR, _TUPLE, _DICT, _FLOAT, _BYTES, _TORCH = ("__tensor__", "__tuple__", "__dict__",
+                                                  "__float__", "__bytes__", "__torch__")
+
+
+def _torch():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+class _Flat:
+    """A state taken apart: the JSON structure, and the tensors by flattened key."""
+
+    def __init__(self, copy):
+        self.tensors = {}          # key -> (numpy array, was a torch tensor)
+        self.copy = copy           # copy arrays (an async save must not see later changes)
+        self.torch = _torch()
+
+    def key(self, path):
+        key = ".".join(path) if path else "_"
+        if key in self.tensors:
+            raise InvalidArgument(f"state: two tensors flatten to the key {key!r}; "
+                                  "rename one of them")
+        return key
+
+    def tensor(self, path, value, is_torch):
+        where = ".".join(path) or "(the state itself)"
+        if is_torch:
+            if value.dtype == self.torch.bfloat16:
+                raise InvalidArgument(f"state: {where}: dtype torch.bfloat16 is not supported "
+                                      "(convert it to float32)")
+            if value.is_sparse or getattr(value, "is_quantized", False):
+                raise InvalidArgument(f"state: {where}: sparse and quantized tensors are not "
+                                      "supported")
+            arr = value.detach().cpu().contiguous().numpy()
+        else:
+            arr = value
+        code_of(arr.dtype, f"state: {where}")
+        arr = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False))
+        if self.copy or not arr.flags.c_contiguous:
+            arr = arr.copy()
+        key = self.key(path)
+        self.tensors[key] = (arr, is_torch)
+        return {_TENSOR: key}
+
+    def walk(self, value, path):
+        t = self.torch
+        if t is not None and isinstance(value, t.Tensor):
+            return self.tensor(path, value, True)
+        if isinstance(value, np.ndarray):
+            return self.tensor(path, value, False)
+        if isinstance(value, np.generic):
+            value = value.item()
+        if value is None or isinstance(value, (bool, int, str)):
+            return value
+        if isinstance(value, float):
+            return value if math.isfinite(value) else {_FLOAT: repr(value)}
+        if isinstance(value, (bytes, bytearray)):
+            return {_BYTES: bytes(value).hex()}
+        if t is not None and isinstance(value, (t.dtype, t.device)):
+            return {_TORCH: str(value)}
+        if isinstance(value, dict):
+            return self.walk_dict(value, path)
+        if isinstance(value, (list, tuple)):
+            items = [self.walk(v, path + [str(i)]) for i, v in enumerate(value)]
+            return {_TUPLE: items} if isinstance(value, tuple) else items
+        raise InvalidArgument(f"state: {'.'.join(path) or '(the state itself)'}: "
+                              f"a {type(value).__name__} cannot be saved (tensors, numbers, "
+                              "strings, bytes, None, and dicts, lists and tuples of them)")
+
+    def walk_dict(self, value, path):
+        plain = all(isinstance(k, str) and not k.startswith("__") for k in value)
+        if plain:
+            return {k: self.walk(v, path + [k]) for k, v in value.items()}
+        items = []
+        for k, v in value.items():
+            if not isinstance(k, (str, int, float, bool)) and k is not None:
+                raise InvalidArgument(f"state: {'.'.join(path) or '(the state itself)'}: "
+                                      f"a key of type {type(k).__name__} cannot be saved")
+            items.append([k, self.walk(v, path + [str(k)])])
+        return {_DICT: items}
+
+
+def _unflatten(value, tensors):
+    if isinstance(value, list):
+        return [_unflatten(v, tensors) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        (tag, inner), = value.items()
+        if tag == _TENSOR:
+            return tensors(inner)
+        if tag == _TUPLE:
+            return tuple(_unflatten(v, tensors) for v in inner)
+        if tag == _DICT:
+            return {k: _unflatten(v, tensors) for k, v in inner}
+        if tag == _FLOAT:
+            return float(inner)
+        if tag == _BYTES:
+            return bytes.fromhex(inner)
+        if tag == _TORCH:
+            return _torch_thing(inner)
+    return {k: _unflatten(v, tensors) for k, v in value.items()}
+
+
+def _torch_thing(text):
+    t = _torch()
+    if t is None:
+        return text
+    if text.startswith("torch."):
+        return getattr(t, text[len("torch."):])
+    return t.device(text)
+
+
+def _meta(step, metadata):
+    meta = dict(metadata or {})
+    if step is not None:
+        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+            raise InvalidArgument(f"save_checkpoint: step is an integer >= 0, not {step!r}")
+        meta["step"] = step
+    try:
+        return json.dumps(meta, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgument(f"save_checkpoint: metadata: {e}") from None
+
+
+def _write(store, name, flat, state_json, meta_json, keep, level):
+    """The C writer's calls: add each tensor, the state, the metadata, commit."""
+    lib = _lib.lib()
+    o = _abi._CkptOpts()
+    lib.mt_ckpt_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
+    o.keep, o.level = keep, level
+    w = ctypes.c_void_p()
+    _lib.call("mt_ckpt_writer_open", store.handle, _lib.b(name), ctypes.byref(o),
+              ctypes.byref(w))
+    try:
+        for key, (arr, _) in flat.tensors.items():
+            shape = (ctypes.c_uint64 * max(arr.ndim, 1))(*arr.shape)
+            _lib.call("mt_ckpt_add", w, key.encode(), code_of(arr.dtype, key), arr.ndim, shape,
+                      arr.ctypes.data_as(ctypes.c_void_p), arr.nbytes)
+        _lib.call("mt_ckpt_set_state", w, state_json.encode())
+        _lib.call("mt_ckpt_set_meta", w, meta_json.encode())
+        ver = ctypes.c_void_p()
+        err = _abi._Error()
+        rc = lib.mt_ckpt_commit(w, ctypes.byref(ver), ctypes.byref(err))
+        version = ctypes.string_at(ver.value).decode() if ver.value else None
+        lib.mt_free(ver)
+        _lib.check(rc, err)
+        return f"{name}@{version}"
+    finally:
+        lib.mt_ckpt_writer_close(w)
+
+
+class SaveHandle:
+    """An asynchronous save: wait() returns "name@vN" once the checkpoint is committed,
+    or raises what the save raised."""
+
+    def __init__(self, target):
+        self._result = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(target,), daemon=False)
+        self._thread.start()
+
+    def _run(self, target):
+        try:
+            self._result = target()
+        except BaseException as e:  # handed to wait()
+            self._error = e
+
+    def done(self):
+        """Whether the save has ended (committed or failed)."""
+        return not self._thread.is_alive()
+
+    def wait(self, timeout=None):
+        """Wait for the commit; "name@vN".  TimeoutError when timeout passes first."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("the checkpoint is still being saved")
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+def save_checkpoint(store, name, state, step=None, metadata=None, keep=0, level=3, wait=True):
+    """Save `state` as the next checkpoint of model `name`; "name@vN".
+
+    store: a Store or its URL.  step: an integer >= 0 kept in the metadata.  metadata: a
+    dict (JSON); "metrics" (numbers), "author", "description" and "tags" (strings) are
+    checked, other members kept.  keep: after the commit keep only the newest `keep`
+    checkpoints (0: all).  level: zstd level.  wait=False: return a SaveHandle as soon as
+    the tensors are copied to host memory; the upload goes on in the background.
+    Unsupported values (name their key), an unsupported dtype or two tensors flattening to
+    the same key raise InvalidArgument before anything is stored.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidArgument(f"save_checkpoint: a model name is a non-empty string, not {name!r}")
+    flat = _Flat(copy=not wait)
+    structure = flat.walk(state, [])
+    state_json = json.dumps(structure, allow_nan=False)
+    meta_json = _meta(step, metadata)
+    s = _Borrowed(store, create=True)
+
+    def run():
+        try:
+            return _write(s.store, name, flat, state_json, meta_json, keep, level)
+        finally:
+            s.close()
+    if wait:
+        return run()
+    return SaveHandle(run)
+
+
+def _read_tensor(ck, key, as_torch):
+    lib = _lib.lib()
+    i = lib.mt_ckpt_find(ck, key.encode())
+    if i < 0:
+        raise InvalidArgument(f"checkpoint state names tensor {key!r}, which it does not hold")
+    info = _abi._CkptTensorInfo()
+    _lib.call("mt_ckpt_tensor", ck, ctypes.c_size_t(i), ctypes.byref(info))
+    arr = np.empty(tuple(int(x) for x in info.shape[:info.ndim]), dtype=BY_CODE[info.dtype])
+    _lib.call("mt_ckpt_read", ck, key.encode(), arr.ctypes.data_as(ctypes.c_void_p),
+              ctypes.c_size_t(arr.nbytes))
+    if as_torch:
+        return _torch().from_numpy(arr)
+    return arr
+
+
+def load_checkpoint(store, spec, as_numpy=None):
+    """The state saved as checkpoint spec ("name" for the newest, or "name@vN").
+
+    Tensors come back as torch tensors when torch can be imported (as_numpy=True: numpy
+    arrays), each read once and checked against its sha256 (Corrupt when it differs)."""
+    if not isinstance(spec, str) or not spec:
+        raise InvalidArgument(f"load_checkpoint: a checkpoint is 'name[@version]', not {spec!r}")
+    as_torch = not as_numpy and _torch() is not None
+    s = _Borrowed(store)
+    ck = ctypes.c_void_p()
+    try:
+        _lib.call("mt_ckpt_open", s.store.handle, spec.encode(), ctypes.byref(ck))
+        structure = json.loads(_lib.lib().mt_ckpt_state(ck).decode())
+        return _unflatten(structure, lambda key: _read_tensor(ck, key, as_torch))
+    finally:
+        if ck:
+            _lib.lib().mt_ckpt_close(ck)
+        s.close()
+
+
+def checkpoint_info(store, spec):
+    """A checkpoint's version, parent, created time, metadata and tensors (key, dtype,
+    shape, bytes, stored bytes, sha256), as a dict."""
+    s = _Borrowed(store)
+    ck = ctypes.c_void_p()
+    lib = _lib.lib()
+    try:
+        _lib.call("mt_ckpt_open", s.store.handle, spec.encode(), ctypes.byref(ck))
+        tensors = []
+        for i in range(lib.mt_ckpt_ntensors(ck)):
+            t = _abi._CkptTensorInfo()
+            _lib.call("mt_ckpt_tensor", ck, ctypes.c_size_t(i), ctypes.byref(t))
+            tensors.append({"key": t.key.decode(), "dtype": BY_CODE[t.dtype].name,
+                            "shape": tuple(int(x) for x in t.shape[:t.ndim]),
+                            "bytes": t.bytes, "stored": t.stored, "sha256": t.sha256.decode()})
+        return {"model": lib.mt_ckpt_model(ck).decode(),
+                "version": lib.mt_ckpt_version(ck).decode(),
+                "parent": lib.mt_ckpt_parent(ck).decode() or None,
+                "created": lib.mt_ckpt_created(ck).decode(),
+                "meta": json.loads(lib.mt_ckpt_meta(ck).decode()), "tensors": tensors}
+    finally:
+        if ck:
+            lib.mt_ckpt_close(ck)
+        s.close()
+
+
+def list_checkpoints(store, name):
+    """The checkpoints of model `name`, oldest first ("v1", "v2", ...); NotFound when none."""
+    s = _Borrowed(store)
+    try:
+        return _strv("mt_ckpt_list", s.store.handle, _lib.b(name))
+    finally:
+        s.close()
+
+
+def models(store=None):
+    """The names of the models of a store that have a checkpoint, sorted."""
+    s = _Borrowed(store)
+    try:
+        return _strv("mt_models_list", s.store.handle)
+    finally:
+        s.close()
+
+
+__all__ = ["save_checkpoint", "load_checkpoint", "checkpoint_info", "list_checkpoints",
+           "models", "SaveHandle"]

@@ -1,0 +1,232 @@
+"""Loader: the rows of a version as batches of numpy arrays (doc/loader.md), and its token."""
+import ctypes
+
+import numpy as np
+
+from . import _abi, _lib, _dtypes
+from .errors import InvalidArgument
+from .reader import Reader
+from .store import _Borrowed
+
+
+def parse_token(token):
+    """The fields of a resume token (doc/loader.md, "Resuming") as a dict; stages is a
+    list of (world, batch_rows, drop_last, batches_taken)."""
+    if not isinstance(token, str):
+        raise InvalidArgument(f"a resume token is a string, not {type(token).__name__}")
+    f = token.split()
+    try:
+        if f[0] != "mtl1" or len(f) < 10:
+            raise ValueError
+        out = {"dataset": f[1], "version": f[2], "rows": int(f[3]), "seed": int(f[4]),
+               "epoch": int(f[5]), "shuffle": bool(int(f[6])), "window_rows": int(f[7]),
+               "unit_rows": int(f[8]),
+               "stages": [tuple(int(x) for x in s.split(":")) for s in f[9:]]}
+        if any(len(s) != 4 for s in out["stages"]):
+            raise ValueError
+    except (ValueError, IndexError):
+        raise InvalidArgument(f"not a resume token: {token[:60]!r}") from None
+    return out
+
+
+def token_with_taken(token, taken):
+    """The token with its last stage's batches_taken replaced."""
+    f = token.split()
+    w, b, d, _ = f[-1].split(":")
+    return " ".join(f[:-1] + [f"{w}:{b}:{d}:{int(taken)}"])
+
+
+def check_token_progress(t):
+    """InvalidArgument when a stage of token t took more batches than it had."""
+    live = t["rows"]
+    for world, brows, drop, taken in t["stages"]:
+        if drop:
+            nb = live // (world * brows)
+            per = nb * brows
+        else:
+            per = -(-live // world)
+            nb = -(-per // brows)
+        if taken > nb:
+            raise InvalidArgument(
+                f"resume token for {t['dataset']}@{t['version']}: {taken} batches taken of "
+                f"a share of {nb} (world {world}, {brows} rows a batch): past the end")
+        done = min(taken * brows, per)
+        live = sum(max(0, min((r + 1) * per, live) - (r * per + done)) for r in range(world))
+
+
+def _check_int(name, v, low):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise InvalidArgument(f"{name} must be an integer >= {low}, not {v!r}")
+    return int(v)
+
+
+def _check_resume(resume, shuffle, seed, shuffle_rows):
+    """The token's fields; InvalidArgument when options given with it contradict it."""
+    t = parse_token(resume)
+    for name, given, has in (("shuffle", shuffle, t["shuffle"]), ("seed", seed, t["seed"]),
+                             ("shuffle_rows", shuffle_rows, t["window_rows"])):
+        if given is not None and (bool(given) if name == "shuffle" else int(given)) != has:
+            raise InvalidArgument(f"resume token has {name} {has}, the options say {given}: "
+                                  f"leave {name} out when resuming (the token keeps the order)")
+    check_token_progress(t)
+    return t
+
+
+def numpy_column(dtype, shape):
+    """An empty numpy array to copy a column into: (array, its address)."""
+    a = np.empty(shape, dtype=dtype)
+    return a, a.ctypes.data
+
+
+class Loader:
+    """Batches of dataset@version as dicts of numpy arrays, owned by Python.
+
+    Loader(store, "dataset[@version]", attrs=[...], batch_rows=32, shuffle=False, seed=0,
+    epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=0, prefetch_bytes=0,
+    fetch_threads=0, decode_threads=0, resume=None, cache_dir=None, cache_bytes=0,
+    in_memory=False): the options of mt_loader_opts (doc/loader.md).  store is a Store or
+    a URL.  Each batch maps attribute names to arrays of shape (rows,) + row shape (a
+    ragged attribute: (values, offsets)) and "_rows" to the rows' global numbers.  Each
+    column is copied once, from the loader's buffer into the array.
+    """
+
+    def __init__(self, store, dataset, version=None, attrs=None, batch_rows=32, shuffle=None,
+                 seed=None, epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=None,
+                 prefetch_bytes=0, fetch_threads=0, decode_threads=0, resume=None,
+                 cache_dir=None, cache_bytes=0, in_memory=False):
+        self._h, self._store = None, None  # close() works whatever fails below
+        name, version = _lib.split_name(dataset, version)
+        batch_rows = _check_int("batch_rows", batch_rows, 1)
+        world = _check_int("world", world, 1)
+        rank = _check_int("rank", rank, 0)
+        if rank >= world:
+            raise InvalidArgument(f"rank {rank} is not below the world size {world}")
+        if isinstance(attrs, (str, bytes)):
+            raise InvalidArgument(f"attrs is a list of attribute names; for one, [{attrs!r}]")
+        if resume is not None:
+            t = _check_resume(resume, shuffle, seed, shuffle_rows)
+            version = version or t["version"]
+        self._store = _Borrowed(store)
+        with Reader(self._store.store, name, version) as r:
+            info, self.rows, self.version = r.attributes, r.rows, r.version
+        self.dataset = name
+        self.attrs = list(attrs) if attrs is not None else list(info)
+        for a in self.attrs:
+            if a not in info:
+                raise _lib.error_from(-4, f"{name}@{self.version}: no attribute {a!r} (it has "
+                                      f"{', '.join(info)})")
+        self.attributes = {a: info[a] for a in self.attrs}
+        self._cols = [info[a] for a in self.attrs]
+        o = _abi._Opts()
+        lib = _lib.lib()
+        lib.mt_loader_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
+        self._names = (ctypes.c_char_p * max(len(self.attrs), 1))(*[_lib.b(n) for n in self.attrs])
+        o.attrs, o.nattrs = self._names, len(self.attrs)
+        epoch = _check_int("epoch", epoch, 0)
+        o.batch_rows, o.shuffle, o.seed, o.epoch = batch_rows, int(bool(shuffle)), seed or 0, epoch
+        o.rank, o.world, o.drop_last = rank, world, int(drop_last)
+        o.shuffle_rows, o.prefetch_bytes = shuffle_rows or 0, prefetch_bytes
+        o.fetch_threads, o.decode_threads = fetch_threads, decode_threads
+        self._resume, self._cache = _lib.b(resume), _lib.b(cache_dir)
+        o.resume, o.cache_dir, o.cache_bytes = self._resume, self._cache, cache_bytes
+        o.in_memory = int(in_memory)
+        h = ctypes.c_void_p()
+        _lib.call("mt_loader_open", self._store.store.handle, _lib.b(name), _lib.b(self.version),
+                  ctypes.byref(o), ctypes.byref(h))
+        self._h = h
+
+    def _handle(self):
+        if not self._h:
+            raise _lib.error_from(-13, f"{self.dataset}@{self.version}: the loader is closed")
+        return self._h
+
+    def convert(self, bp, column=numpy_column):
+        """A batch (mt_batch *) as a dict; column(dtype, shape) gives each output array and
+        the address to copy into (numpy by default; TorchDataset gives tensors)."""
+        b = bp.contents
+        n = b.rows
+        rows, addr = column(np.dtype(np.uint64), (n,))
+        ctypes.memmove(addr, b.row_ids, 8 * n) if n else None
+        out = {"_rows": rows}
+        for i, (name, at) in enumerate(zip(self.attrs, self._cols)):
+            col = b.cols[i]
+            if at.ragged:
+                items = col.bytes // at.item_bytes if at.item_bytes else 0
+                vals, va = column(at.dtype, (items,) + at.shape)
+                offs, oa = column(np.dtype(np.uint64), (n + 1,))
+                ctypes.memmove(oa, col.offsets, 8 * (n + 1))
+                out[name] = (vals, offs)
+            else:
+                vals, va = column(at.dtype, (n,) + at.shape)
+            if col.bytes:
+                ctypes.memmove(va, col.data, col.bytes)
+            if not at.ragged:
+                out[name] = vals
+        return out
+
+    def batches(self, column=numpy_column):
+        """The rest of this epoch's batches, each made with `column` (see convert)."""
+        lib, bp, err = _lib.lib(), ctypes.POINTER(_abi._Batch)(), _abi._Error()
+        while True:
+            _lib.check(lib.mt_loader_next(self._handle(), ctypes.byref(bp), ctypes.byref(err)),
+                       err)
+            if not bp:
+                return
+            yield self.convert(bp, column)
+
+    def __iter__(self):
+        return self.batches()
+
+    def __len__(self):
+        """Batches this rank gets in the current epoch."""
+        return int(_lib.lib().mt_loader_batches(self._handle()))
+
+    def set_epoch(self, epoch):
+        """Start epoch `epoch` from its beginning."""
+        _lib.call("mt_loader_set_epoch", self._handle(), _check_int("epoch", epoch, 0))
+
+    def state(self):
+        """The resume token: pass it as resume= to carry on from the next batch."""
+        lib, h = _lib.lib(), self._handle()
+        n = lib.mt_loader_state(h, None, 0)
+        buf = ctypes.create_string_buffer(n + 1)
+        lib.mt_loader_state(h, buf, n + 1)
+        return buf.value.decode()
+
+    def read_rows(self, rows, column=numpy_column):
+        """Rows by global number, in the given order, as one batch dict."""
+        rows = np.ascontiguousarray(rows, dtype=np.uint64).reshape(-1)
+        if len(rows) and int(rows.max()) >= self.rows:
+            raise _lib.error_from(-12, f"{self.dataset}@{self.version}: row {int(rows.max())} "
+                                  f"is past its {self.rows} rows")
+        bp = ctypes.POINTER(_abi._Batch)()
+        _lib.call("mt_loader_read_rows", self._handle(),
+                  rows.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), len(rows),
+                  ctypes.byref(bp))
+        return self.convert(bp, column)
+
+    def stats(self):
+        """Chunks (and chunk indexes) rebuilt from parity so far, and the bytes read for
+        them: a protected version's damaged shards heal with the batches unchanged."""
+        st = _abi._ReadStats()
+        st.size = ctypes.sizeof(st)
+        _lib.lib().mt_loader_stats(self._handle(), ctypes.byref(st))
+        return {name: int(getattr(st, name)) for name, _ in _abi._ReadStats._fields_[1:]}
+
+    def close(self):
+        """Stop the loader's threads and free it (and the store it opened from a URL)."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.lib().mt_loader_close(h)
+        s, self._store = getattr(self, "_store", None), None
+        if s is not None:
+            s.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()

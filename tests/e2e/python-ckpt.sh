@@ -1,0 +1,161 @@
+#!/bin/bash
+# python-ckpt.sh — checkpoints from Python: exact resume of a torch model with Adam, nested state round trips, dedup of unchanged tensors, async saves, keep, bad state refused with nothing committed; on the file store or (MT_TEST_STORE=s3) S3.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/store.sh"
+use_store
+M=$MATORAGE
+
+check "exact resume: a torch model with Adam saved, loaded into fresh objects, steps on bit for bit" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import torch
+import matorage
+url = sys.argv[1]
+torch.manual_seed(0)
+x, y = torch.randn(64, 10), torch.randint(0, 3, (64,))
+
+def build():
+    m = torch.nn.Sequential(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Dropout(0.2),
+                            torch.nn.Linear(16, 3))
+    return m, torch.optim.Adam(m.parameters(), lr=0.01)
+
+def step(m, opt):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(m(x), y).backward()
+    opt.step()
+
+m, opt = build()
+sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+for _ in range(5):
+    step(m, opt)
+    sched.step()
+v = matorage.save_checkpoint(url, "mlp", {"model": m.state_dict(), "optim": opt.state_dict(),
+                                          "sched": sched.state_dict(),
+                                          "rng": torch.get_rng_state(), "step": 5},
+                             step=5, metadata={"metrics": {"loss": 0.5}, "tags": ["test"]})
+assert v == "mlp@v1", v
+step(m, opt)
+want = [p.detach().clone() for p in m.parameters()]
+
+m2, opt2 = build()
+sched2 = torch.optim.lr_scheduler.StepLR(opt2, step_size=2, gamma=0.5)
+st = matorage.load_checkpoint(url, "mlp")
+m2.load_state_dict(st["model"])
+opt2.load_state_dict(st["optim"])
+sched2.load_state_dict(st["sched"])
+torch.set_rng_state(st["rng"])
+assert st["step"] == 5 and sched2.last_epoch == 5, (st["step"], sched2.last_epoch)
+step(m2, opt2)
+got = list(m2.parameters())
+assert all(torch.equal(a, b) for a, b in zip(want, got)), "parameters differ after resume"
+info = matorage.checkpoint_info(url, "mlp@v1")
+assert info["meta"]["step"] == 5 and info["meta"]["metrics"] == {"loss": 0.5}, info["meta"]
+PYEOF
+
+check "nested state round trips: tuples, int keys, non-finite floats, bytes, None, numpy without torch" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import math
+import sys
+import numpy as np
+import matorage
+url = sys.argv[1]
+state = {"a": (1, 2.5, "s", None, True), "b": {0: np.arange(6, dtype=np.int16).reshape(2, 3),
+         7: [np.float32(1.5), b"\x00\xff"]}, "c": [float("nan"), float("inf")],
+         "__odd": 1, "scalar": np.array(3.25), "empty": np.zeros((0, 4), np.uint8)}
+for dt in matorage.DTYPES:
+    state["d_" + dt] = (np.arange(12) % 2).astype(dt).reshape(3, 4)
+v = matorage.save_checkpoint(url, "nested", state)
+back = matorage.load_checkpoint(url, v, as_numpy=True)
+assert back["a"] == (1, 2.5, "s", None, True), back["a"]
+assert set(back["b"]) == {0, 7} and (back["b"][0] == state["b"][0]).all()
+assert back["b"][0].dtype == np.int16 and back["b"][7] == [1.5, b"\x00\xff"], back["b"]
+assert math.isnan(back["c"][0]) and back["c"][1] == math.inf and back["__odd"] == 1
+assert back["scalar"].shape == () and back["scalar"] == 3.25 and back["empty"].shape == (0, 4)
+for dt in matorage.DTYPES:
+    a = back["d_" + dt]
+    assert a.dtype == np.dtype(dt) and (a == state["d_" + dt]).all(), dt
+assert matorage.list_checkpoints(url, "nested") == ["v1"]
+assert "nested" in matorage.models(url)
+PYEOF
+
+check "a second save changing one small tensor stores only that tensor" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url = sys.argv[1]
+rng = np.random.default_rng(1)
+big = {f"w{i}": rng.standard_normal((256, 256)).astype(np.float32) for i in range(8)}
+big["bias"] = np.zeros(16, np.float32)
+matorage.save_checkpoint(url, "dedup", big)
+big["bias"] = np.ones(16, np.float32)
+matorage.save_checkpoint(url, "dedup", big)
+a, b = matorage.checkpoint_info(url, "dedup@v1"), matorage.checkpoint_info(url, "dedup@v2")
+old = {t["sha256"] for t in a["tensors"]}
+new = [t for t in b["tensors"] if t["sha256"] not in old]
+assert [t["key"] for t in new] == ["bias"], new
+PYEOF
+n1=$(obj_ls models/dedup/tensors/ | wc -l)
+ok "$([ "$n1" -eq 10 ]; echo $?)" "the store holds 8 + 2 tensor objects for the two saves ($n1)"
+
+check "an asynchronous save returns once tensors are copied: later changes do not reach it" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import numpy as np
+import torch
+import matorage
+url = sys.argv[1]
+w = torch.arange(1 << 20, dtype=torch.float32)
+h = matorage.save_checkpoint(url, "async", {"w": w, "n": np.arange(4)}, wait=False)
+w.zero_()
+assert h.wait(60) == "async@v1"
+back = matorage.load_checkpoint(url, "async")
+assert isinstance(back["w"], torch.Tensor) and back["w"][-1].item() == (1 << 20) - 1
+PYEOF
+
+check "keep=2 leaves the newest two checkpoints" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url = sys.argv[1]
+for i in range(4):
+    matorage.save_checkpoint(url, "kept", {"w": np.full(4, i)}, keep=2)
+assert matorage.list_checkpoints(url, "kept") == ["v3", "v4"], matorage.list_checkpoints(url, "kept")
+PYEOF
+
+check "bad state is refused naming its key, and nothing is committed" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import numpy as np
+import torch
+import matorage
+url = sys.argv[1]
+cases = [({"opt": {"hook": object()}}, "opt.hook"),
+         ({"w": torch.zeros(2, dtype=torch.bfloat16)}, "bfloat16"),
+         ({"a.b": np.zeros(1), "a": {"b": np.ones(1)}}, "'a.b'"),
+         ({"c": np.zeros(2, dtype=np.complex64)}, "complex64"),
+         ({"k": {(1, 2): 3}}, "tuple")]
+for state, needle in cases:
+    try:
+        matorage.save_checkpoint(url, "bad", state)
+    except matorage.InvalidArgument as e:
+        assert needle in str(e), (needle, str(e))
+    else:
+        raise AssertionError(f"{state!r} was accepted")
+try:
+    matorage.save_checkpoint(url, "bad", {}, step=-1)
+    raise AssertionError("a negative step was accepted")
+except matorage.InvalidArgument:
+    pass
+try:
+    matorage.list_checkpoints(url, "bad")
+    raise AssertionError("a checkpoint was committed")
+except matorage.NotFound:
+    pass
+try:
+    matorage.load_checkpoint(url, "nosuch@v1")
+    raise AssertionError("a missing checkpoint loaded")
+except matorage.NotFound as e:
+    assert "nosuch" in str(e), str(e)
+PYEOF
+
+check "the command line sees what Python saved" $M model info mlp@v1
+out=$($M model ls 2>&1)
+ok "$(printf '%s' "$out" | grep -q mlp; echo $?)" "model ls lists mlp"
+
+done_testing

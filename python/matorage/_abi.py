@@ -73,7 +73,8 @@ class _WriterOpts(ctypes.Structure):
                 ("recipe_len", ctypes.c_size_t),
                 ("recipe_args", ctypes.POINTER(ctypes.c_char_p)),
                 ("nrecipe_args", ctypes.c_size_t), ("sources", ctypes.c_void_p),
-                ("nsources", ctypes.c_size_t)]
+                ("nsources", ctypes.c_size_t), ("stage_id", ctypes.c_char_p),
+                ("stage_part", ctypes.c_uint64), ("stage_parts", ctypes.c_uint64)]
 
 
 class _VersionInfo(ctypes.Structure):

@@ -72,9 +72,8 @@ class _Flat:
         else:
             arr = value
         code_of(arr.dtype, f"state: {where}")
-        arr = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False))
-        if self.copy or not arr.flags.c_contiguous:
-            arr = arr.copy()
+        # Little-endian and C order; np.ascontiguousarray would make a 0-d array 1-d.
+        arr = arr.astype(arr.dtype.newbyteorder("<"), order="C", copy=self.copy)
         key = self.key(path)
         self.tensors[key] = (arr, is_torch)
         return {_TENSOR: key}

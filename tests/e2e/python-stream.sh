@@ -35,7 +35,7 @@ assert y.dtype == np.int64 and np.array_equal(y, np.arange(251)), y[:5]
 assert x.dtype == np.float32 and np.array_equal(x[:250, 1], -np.arange(250, dtype=np.float32))
 assert np.array_equal(x[250], [1, 2, 3])
 PYEOF
-fails "rows of the wrong shape are refused" 1 "MatorageError: x: shape" pymt -c "
+fails "rows of the wrong shape are refused" 1 "InvalidArgument: Stream.append: x: shape" pymt -c "
 import numpy as np, matorage
 s = matorage.Stream(matorage.Store('file://$WORK/store'), 'py', {'x': ('float32', (3,)), 'y': ('int64', ())})
 s.append(x=np.zeros((2, 4)), y=[1, 2])"

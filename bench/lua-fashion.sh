@@ -29,7 +29,7 @@ echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 cat "$FM"/*.gz > /dev/null # warm the page cache for both contenders
 
 cat > "$DIR/baseline.py" <<'PYEOF'
-import gzip, sys
+import gzip, os, sys
 import h5py, hdf5plugin, numpy as np
 src, dst, level, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 def idx(name):
@@ -49,6 +49,10 @@ for split, pre in (("train", "train"), ("test", "t10k")):
                          **hdf5plugin.Zstd(clevel=level))
         f.create_dataset("label", data=label, chunks=(min(len(label), 131072),),
                          **hdf5plugin.Zstd(clevel=level))
+    # The recipe's shards are durable when it returns: make these files as durable.
+    fd = os.open(f"{dst}-{split}.h5", os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
 PYEOF
 
 t() { local s=$(date +%s.%N); "$@" > /dev/null 2>&1; echo "$(date +%s.%N) - $s" | bc; }

@@ -74,7 +74,9 @@ import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     ds, who, rows, nbytes, secs, *rss = line.split()
-    runs.setdefault((ds, who), []).append((int(rows), int(nbytes), float(secs), rss))
+    # loader-epoch times its open apart ("rows bytes epoch rss open"): the sum, as for the others.
+    secs = float(secs) + (float(rss[1]) if len(rss) > 1 else 0)
+    runs.setdefault((ds, who), []).append((int(rows), int(nbytes), secs, rss))
 label = {"loader": "matorage loader (C, %s)", "h5py": "h5py + numpy, same windowed shuffle",
          "torch": "torch IterableDataset, same shuffle, 2 DataLoader workers",
          "limit": "limit: zstd decode of the same frames, 2 threads, no shuffle/copy/check"}

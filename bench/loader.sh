@@ -20,6 +20,7 @@ BUDGET=$((256 << 20))
 THREADS=$(nproc)
 rm -rf "$DIR"
 mkdir -p "$DIR"
+export MATORAGE_CATALOG=$DIR/catalog.db # the user's catalog is left alone
 trap 'rm -rf "$DIR"' EXIT
 echo "# command: bench/loader.sh $*"
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m); budget $((BUDGET >> 20)) MiB, $THREADS decode threads/workers for every contender"

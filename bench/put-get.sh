@@ -22,6 +22,7 @@ ROWS=$((GIB * 1024 * 1024 * 1024 / (COLS * 4)))
 CHUNK_ROWS=$(((1024 * 1024) / (COLS * 4)))
 rm -rf "$DIR"
 mkdir -p "$DIR"
+export MATORAGE_CATALOG=$DIR/catalog.db # the user's catalog is left alone
 trap 'rm -rf "$DIR"' EXIT
 export MATORAGE_STORE="file://$DIR/store"
 

@@ -20,6 +20,7 @@ LEVEL=3
 CHUNK_ROWS=$(((1024 * 1024) / (28 * 28 * 4)))
 rm -rf "$DIR"
 mkdir -p "$DIR"
+trap 'rm -rf "$DIR"' EXIT
 export MATORAGE_CATALOG=$DIR/catalog.db # the user's catalog is left alone
 export MATORAGE_STORE="file://$DIR/store"
 

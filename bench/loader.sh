@@ -1,28 +1,30 @@
 #!/bin/bash
-# loader.sh — shuffled batches through the loader vs h5py, torch DataLoader over h5py, zarr, and the raw limits (zstd -d, cat).
-# Usage: bench/loader.sh [BUILD_DIR]   (default build/bench; build with CFLAGS="-O2 -g")
+# loader.sh — one shuffled epoch through the loader vs h5py + numpy, a torch DataLoader and the decode limit, all doing the same work.
+# Usage: bench/loader.sh [BUILD_DIR] [RUNS]   (defaults: build/bench, 5; build with CFLAGS="-O2 -g")
 # Two datasets: small rows (784-byte uint8 images + int64 labels) and large rows (150 KB float32).
-# Every contender reads the same data with a warm page cache; the baselines that need a
-# chunk decompressed per row are timed over their first batches and reported as rates.
+# Every contender reads the same shards (same chunks, same zstd level) with a warm page cache,
+# over a WHOLE epoch, with the same windowed shuffle (units of WINDOW/2 rows shuffled, rows
+# shuffled within windows of WINDOW rows), and its time includes opening the shards.
+# See bench/loader-baselines.py for the baselines. Runs alternate between contenders;
+# each is reported as the median and the min–max of RUNS epochs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
+RUNS=${2:-5}
 M=$BUILD/src/cli/matorage
 EPOCH=$BUILD/bench/loader-epoch
 export HDF5_PLUGIN_PATH=$BUILD/plugins/.libs
 PY=/usr/bin/python3
 DIR=${BENCH_DIR:-/tmp/mt-bench-loader}
 BUDGET=$((256 << 20))
-S3RVER=${S3RVER:-$here/../tests/s3/node_modules/s3rver/bin/s3rver.js}
+THREADS=$(nproc)
 rm -rf "$DIR"
 mkdir -p "$DIR"
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
-echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m); budget $((BUDGET >> 20)) MiB"
+export MATORAGE_CATALOG=$DIR/catalog.db # the user's catalog is left alone
+trap 'rm -rf "$DIR"' EXIT
+echo "# command: bench/loader.sh $*"
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m); budget $((BUDGET >> 20)) MiB, $THREADS decode threads/workers for every contender"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 "$PY" - "$DIR" <<'PYEOF'
 import gzip, os, sys
@@ -48,167 +50,50 @@ big.flush()
 PYEOF
 "$M" -q --store "$DIR/store" put small image="$DIR/image.npy" label="$DIR/label.npy" > /dev/null
 "$M" -q --store "$DIR/store" put large x="$DIR/big.npy" > /dev/null
-rm "$DIR/big.npy"
+rm "$DIR"/*.npy
 cat "$DIR"/store/datasets/*/shards/* > /dev/null
 
-# The baselines: h5py with numpy shuffle, torch DataLoader (2 workers) over h5py, zarr+zstd.
-"$PY" - "$DIR" > "$DIR/baselines" <<'PYEOF'
-import glob, json, os, sys, time
-import h5py, hdf5plugin, numpy as np, zarr, numcodecs
-d = sys.argv[1]
-out = {}
-def shards(ds):
-    m = json.load(open(glob.glob(f"{d}/store/datasets/{ds}/versions/v1.json")[0]))
-    return [f"{d}/store/datasets/{ds}/shards/{s['sha256']}.h5" for s in m["shards"]]
-def h5py_rate(ds, attrs, batch, nbatches):
-    rng = np.random.default_rng(1)
-    files = shards(ds)
-    rng.shuffle(files)
-    rows = nbytes = 0
-    t = time.perf_counter()
-    for path in files:
-        with h5py.File(path, "r") as f:
-            n = f[attrs[0]].shape[0]
-            perm = rng.permutation(n)
-            for i in range(0, n, batch):
-                idx = np.sort(perm[i:i + batch])
-                for a in attrs:
-                    nbytes += f[a][idx].nbytes
-                rows += len(idx)
-                nbatches -= 1
-                if nbatches == 0:
-                    return rows, nbytes, time.perf_counter() - t
-    return rows, nbytes, time.perf_counter() - t
-def torch_rate(ds, attrs, batch, nbatches):
-    import torch
-    files = shards(ds)
-    counts = []
-    for p in files:
-        with h5py.File(p, "r") as f:
-            counts.append(f[attrs[0]].shape[0])
-    starts = np.cumsum([0] + counts)
-    class H5(torch.utils.data.Dataset):
-        def __init__(self):
-            self.open = {}
-        def __len__(self):
-            return int(starts[-1])
-        def __getitem__(self, i):
-            s = int(np.searchsorted(starts, i, side="right") - 1)
-            if s not in self.open:
-                self.open[s] = h5py.File(files[s], "r")
-            f = self.open[s]
-            return tuple(torch.from_numpy(np.asarray(f[a][i - starts[s]])) for a in attrs)
-    dl = torch.utils.data.DataLoader(H5(), batch_size=batch, shuffle=True, num_workers=2,
-                                     generator=torch.Generator().manual_seed(1))
-    rows = nbytes = 0
-    t = time.perf_counter()
-    for k, b in enumerate(dl):
-        rows += b[0].shape[0]
-        nbytes += sum(x.numel() * x.element_size() for x in b)
-        if k + 1 == nbatches:
-            break
-    return rows, nbytes, time.perf_counter() - t
-def zarr_rate(ds, attrs, batch, nbatches):
-    arrs = {}
-    for a in attrs:
-        data = np.concatenate([h5py.File(p, "r")[a][...] for p in shards(ds)])
-        row = data[0].nbytes
-        z = zarr.open(f"{d}/zarr-{ds}-{a}", mode="w", shape=data.shape, dtype=data.dtype,
-                      chunks=(max(1, (1 << 20) // row),) + data.shape[1:],
-                      compressor=numcodecs.Zstd(level=3))
-        z[...] = data
-        arrs[a] = z
-    n = arrs[attrs[0]].shape[0]
-    perm = np.random.default_rng(1).permutation(n)
-    rows = nbytes = 0
-    t = time.perf_counter()
-    for k in range(nbatches):
-        idx = np.sort(perm[k * batch:(k + 1) * batch])
-        for a in attrs:
-            nbytes += arrs[a].oindex[idx].nbytes
-        rows += len(idx)
-    return rows, nbytes, time.perf_counter() - t
-def raw_chunks(ds, path):
-    with open(path, "wb") as out:
-        for p in shards(ds):
-            with h5py.File(p, "r") as f:
-                for a in f:
-                    if a.startswith("_"):
-                        continue
-                    dset = f[a]
-                    for i in range(dset.id.get_num_chunks()):
-                        info = dset.id.get_chunk_info(i)
-                        out.write(dset.id.read_direct_chunk(info.chunk_offset)[1])
-for ds, attrs, batch, nb in (("small", ["image", "label"], 256, 20), ("large", ["x"], 32, 20)):
-    out[f"{ds} h5py"] = h5py_rate(ds, attrs, batch, nb)
-    out[f"{ds} torch"] = torch_rate(ds, attrs, batch, nb)
-    out[f"{ds} zarr"] = zarr_rate(ds, attrs, batch, nb)
-    raw_chunks(ds, f"{d}/{ds}.zst")
-for k, v in out.items():
-    print(k.replace(" ", "_"), *v)
-PYEOF
-
-t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
-declare -A R B S RSS
-run_loader() { # NAME STORE DATASET ATTRS BATCH
-	local out
-	out=$("$EPOCH" "$2" "$3" "$4" "$5" 1 $BUDGET)
-	read -r R[$1] B[$1] S[$1] RSS[$1] <<< "$out"
-}
-run_loader small-file "$DIR/store" small image,label 256
-run_loader large-file "$DIR/store" large x 32
-raw_bytes() { "$M" --store "$DIR/store" info "$1" --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["raw_bytes"])'; }
+# The window the loader's budget gives (half the budget over the row's bytes), passed to all.
+declare -A ATTRS=([small]=image,label [large]=x) BATCH=([small]=256 [large]=32) WINDOW=([small]=$((BUDGET / 2 / 792)) [large]=$((BUDGET / 2 / 153600)))
 for ds in small large; do
-	cat "$DIR/$ds.zst" > /dev/null
-	S[$ds-zstd]=$(t zstd -q -d -c "$DIR/$ds.zst")
-	B[$ds-zstd]=$(raw_bytes $ds)
-	S[$ds-cat]=$(t bash -c "cat $DIR/store/datasets/$ds/shards/*")
-	B[$ds-cat]=$(du -sb "$DIR/store/datasets/$ds/shards" | cut -f1)
+	echo "# $ds: batch ${BATCH[$ds]}, window ${WINDOW[$ds]} rows, units of $((WINDOW[$ds] / 2)) rows"
 done
-while read -r name rows bytes secs; do
-	R[$name]=$rows B[$name]=$bytes S[$name]=$secs
-done < "$DIR/baselines"
-
-# From s3rver: the same store pushed there, read with the loader's default threads.
-if [ -f "$S3RVER" ]; then
-	port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	mkdir -p "$DIR/s3"
-	node --openssl-legacy-provider "$S3RVER" --address 127.0.0.1 --port "$port" \
-		--directory "$DIR/s3" --silent > /dev/null 2>&1 &
-	pids+=($!)
-	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
-	export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
-	export AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
-	"$M" -q --store "$DIR/store" sync "$DIR/store" s3://bench > /dev/null
-	run_loader small-s3 s3://bench small image,label 256
-	run_loader large-s3 s3://bench large x 32
-fi
-
-rate() { echo "scale=0; $1 / $2" | bc; }
-mbs() { echo "scale=1; $1 / 1048576 / $2" | bc; }
-printf '| data | reader | rows/s | MB/s | loader speed-up |\n|---|---|---|---|---|\n'
-for ds in small large; do
-	lr=$(echo "${R[$ds-file]} / ${S[$ds-file]}" | bc -l)
-	for who in file s3 h5py torch zarr zstd cat; do
-		k=$ds-$who
-		[ "$who" = h5py ] || [ "$who" = torch ] || [ "$who" = zarr ] && k=${ds}_$who
-		[ -n "${S[$k]:-}" ] || continue
-		case $who in
-		file) label="matorage loader, file store (RSS peak ${RSS[$k]} KiB)" ;;
-		s3) label="matorage loader, s3rver (RSS peak ${RSS[$k]} KiB)" ;;
-		h5py) label="h5py + numpy shuffle, batch by batch" ;;
-		torch) label="torch DataLoader over h5py, 2 workers" ;;
-		zarr) label="zarr + zstd, shuffled batches" ;;
-		zstd) label="zstd -d of the same chunks (limit)" ;;
-		cat) label="cat of the shard files (limit)" ;;
-		esac
-		if [ -n "${R[$k]:-}" ]; then
-			r=$(rate "${R[$k]}" "${S[$k]}")
-			ratio=$(printf '%.2fx' "$(echo "$lr / (${R[$k]} / ${S[$k]})" | bc -l)")
-		else
-			r="-"
-			ratio=$(printf '%.2fx (bytes)' "$(echo "(${B[$ds-file]} / ${S[$ds-file]}) / (${B[$k]} / ${S[$k]})" | bc -l)")
-		fi
-		printf '| %s | %s | %s | %s | %s |\n' "$ds" "$label" "$r" "$(mbs "${B[$k]}" "${S[$k]}")" "$ratio"
+res=$DIR/results
+for r in $(seq "$RUNS"); do
+	for ds in small large; do
+		a=${ATTRS[$ds]} b=${BATCH[$ds]} w=${WINDOW[$ds]}
+		echo "$ds loader $("$EPOCH" "$DIR/store" $ds $a $b 1 $BUDGET "$THREADS" "$w")" >> "$res"
+		for who in h5py torch limit; do
+			echo "$ds $who $("$PY" "$here/loader-baselines.py" $who "$DIR/store" $ds $a $b "$w" 1 "$THREADS")" >> "$res"
+		done
 	done
 done
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+"$PY" - "$res" "$RUNS" <<'PYEOF'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    ds, who, rows, nbytes, secs, *rss = line.split()
+    # loader-epoch times its open apart ("rows bytes epoch rss open"): the sum, as for the others.
+    secs = float(secs) + (float(rss[1]) if len(rss) > 1 else 0)
+    runs.setdefault((ds, who), []).append((int(rows), int(nbytes), secs, rss))
+label = {"loader": "matorage loader (C, %s)", "h5py": "h5py + numpy, same windowed shuffle",
+         "torch": "torch IterableDataset, same shuffle, 2 DataLoader workers",
+         "limit": "limit: zstd decode of the same frames, 2 threads, no shuffle/copy/check"}
+print(f"| data | contender | epoch s, median (min–max) of {sys.argv[2]} | rows/s (median) | decoded MB/s (median) | loader's time / this |")
+print("|---|---|---|---|---|---|")
+for ds in ("small", "large"):
+    lmed = statistics.median(s for _, _, s, _ in runs[(ds, "loader")])
+    for who in ("loader", "h5py", "torch", "limit"):
+        v = runs[(ds, who)]
+        secs = [s for _, _, s, _ in v]
+        med = statistics.median(secs)
+        rows, nbytes = v[0][0], v[0][1]
+        name = label[who]
+        if who == "loader":
+            name %= "RSS peak %d MiB" % (max(int(x[3][0]) for x in v) // 1024)
+        rps = f"{rows / med:,.0f}" if rows else "-"
+        print(f"| {ds} | {name} | {med:.3f} ({min(secs):.3f}–{max(secs):.3f}) | {rps} | "
+              f"{nbytes / 1048576 / med:,.1f} | {lmed / med:.2f} |")
+PYEOF

@@ -1,14 +1,19 @@
 #!/bin/bash
-# put-get.sh — put and full get of a float32 dataset through matorage vs h5py+hdf5plugin writing/reading the same HDF5 layout, same zstd level, same run.
-# Usage: bench/put-get.sh [BUILD_DIR] [GIB]   (defaults: build/bench, 1)
+# put-get.sh — put and full get of a float32 dataset through matorage vs h5py writing/reading the same HDF5 layout, and vs the limits, same zstd level, same runs.
+# Usage: bench/put-get.sh [BUILD_DIR] [GIB] [RUNS]   (defaults: build/bench, 1, 5)
 # h5py needs a zstd filter plugin and Debian 12 ships none, so it uses the one
 # built here (plugins/.libs): the same filter id and level, plain zstd frames.
+# The limits: for put, `zstd -T0` of the same file then sha256 of its output and an fsync
+# (matorage compresses, hashes and makes durable); for get, zstd decompression of the very
+# chunk frames matorage stored, on every core, into memory (bench/loader-baselines.py limit).
+# Runs alternate between contenders; each is reported as the median and min–max of RUNS.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
 M=$BUILD/src/cli/matorage
 export HDF5_PLUGIN_PATH=$BUILD/plugins/.libs
 GIB=${2:-1}
+RUNS=${3:-5}
 PY=/usr/bin/python3
 DIR=${BENCH_DIR:-/tmp/mt-bench}
 LEVEL=3
@@ -17,19 +22,19 @@ ROWS=$((GIB * 1024 * 1024 * 1024 / (COLS * 4)))
 CHUNK_ROWS=$(((1024 * 1024) / (COLS * 4)))
 rm -rf "$DIR"
 mkdir -p "$DIR"
+export MATORAGE_CATALOG=$DIR/catalog.db # the user's catalog is left alone
+trap 'rm -rf "$DIR"' EXIT
 export MATORAGE_STORE="file://$DIR/store"
 
+echo "# command: bench/put-get.sh $*"
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m)"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# data: $ROWS x $COLS float32 ($GIB GiB), zstd level $LEVEL, chunks of $CHUNK_ROWS rows (1 MiB)"
 $PY "$here/make-data.py" "$DIR/x.npy" "$ROWS" "$COLS"
 sync # the input's own writeback must not land on the first contender
-cat "$DIR/x.npy" > /dev/null # warm the page cache for both contenders
+cat "$DIR/x.npy" > /dev/null # warm the page cache for every contender
 
-t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
-mb() { echo "scale=1; $GIB * 1024 / $1" | bc; }
-
-put=$(t "$M" put bench x="$DIR/x.npy" --level $LEVEL)
-h5put=$(t $PY - "$DIR/x.npy" "$DIR/h5py.h5" $LEVEL $CHUNK_ROWS <<'PYEOF'
+cat > "$DIR/h5put.py" <<'PYEOF'
 import os, sys
 import h5py, hdf5plugin, numpy as np
 src, dst, level, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -46,29 +51,51 @@ fd = os.open(dst, os.O_RDONLY)
 os.fsync(fd)
 os.close(fd)
 PYEOF
-)
-sync
-get=$(t "$M" get bench x -o "$DIR/out.npy")
-h5get=$(t $PY - "$DIR/h5py.h5" "$DIR/h5out.npy" <<'PYEOF'
+cat > "$DIR/h5get.py" <<'PYEOF'
 import sys
 import h5py, hdf5plugin, numpy as np
 with h5py.File(sys.argv[1], "r") as f:
     np.save(sys.argv[2], f["x"][...])
 PYEOF
-)
+
+t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
+zput() { zstd -q -$LEVEL -T0 -f "$DIR/x.npy" -o "$DIR/x.npy.zst" && sha256sum "$DIR/x.npy.zst" && sync "$DIR/x.npy.zst"; }
+res=$DIR/results
+for r in $(seq "$RUNS"); do
+	rm -rf "$DIR/store" "$DIR"/h5py.h5 "$DIR"/*out.npy "$DIR/x.npy.zst"
+	sync
+	echo "put matorage $(t "$M" put bench x="$DIR/x.npy" --level $LEVEL)" >> "$res"
+	echo "put h5py $(t $PY "$DIR/h5put.py" "$DIR/x.npy" "$DIR/h5py.h5" $LEVEL $CHUNK_ROWS)" >> "$res"
+	echo "put limit $(t zput)" >> "$res"
+	sync
+	echo "get matorage $(t "$M" get bench x -o "$DIR/out.npy")" >> "$res"
+	echo "get h5py $(t $PY "$DIR/h5get.py" "$DIR/h5py.h5" "$DIR/h5out.npy")" >> "$res"
+	echo "get limit $($PY "$here/loader-baselines.py" limit "$DIR/store" bench x 1 1 1 "$(nproc)" | cut -d' ' -f3)" >> "$res"
+	rm -f "$DIR"/*out.npy
+done
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$M" get bench x -o "$DIR/out.npy"
 cmp "$DIR/x.npy" "$DIR/out.npy" >/dev/null 2>&1 || $PY -c "
 import numpy as np, sys
 a, b = np.load('$DIR/x.npy', mmap_mode='r'), np.load('$DIR/out.npy', mmap_mode='r')
 sys.exit(0 if np.array_equal(a, b) else 'matorage get returned different values')"
-# The compression floor: the zstd command on the whole file, every core, no HDF5, no hashing.
-zc=$(t zstd -q -$LEVEL -T0 -f "$DIR/x.npy" -o "$DIR/x.npy.zst")
-zd=$(t zstd -q -d -T0 -f "$DIR/x.npy.zst" -o "$DIR/x.zstd-out")
-stored=$(du -sb "$DIR/store" | cut -f1)
-h5size=$(stat -c %s "$DIR/h5py.h5")
-
-printf '| step | matorage s | MB/s | h5py s | MB/s | ratio (h5py time / matorage time) |\n|---|---|---|---|---|---|\n'
-printf '| put | %.2f | %s | %.2f | %s | %.2fx |\n' "$put" "$(mb $put)" "$h5put" "$(mb $h5put)" "$(echo "$h5put / $put" | bc -l)"
-printf '| get | %.2f | %s | %.2f | %s | %.2fx |\n' "$get" "$(mb $get)" "$h5get" "$(mb $h5get)" "$(echo "$h5get / $get" | bc -l)"
-printf '| (zstd -%s -T0 / zstd -d, whole file) | %.2f / %.2f | %s / %s | | | |\n' "$LEVEL" "$zc" "$zd" "$(mb $zc)" "$(mb $zd)"
-echo "# stored: matorage $stored bytes, h5py $h5size bytes"
-rm -rf "$DIR"
+echo "# stored: matorage $(du -sb "$DIR/store" | cut -f1) bytes, h5py $(stat -c %s "$DIR/h5py.h5") bytes, zstd -T0 $(stat -c %s "$DIR/x.npy.zst") bytes"
+$PY - "$res" "$GIB" "$RUNS" <<'PYEOF'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    step, who, secs = line.split()
+    runs.setdefault((step, who), []).append(float(secs))
+mib = float(sys.argv[2]) * 1024
+label = {("put", "limit"): "limit: zstd -3 -T0 of the file + sha256sum + fsync",
+         ("get", "limit"): "limit: zstd decode of the stored frames, all cores, in memory"}
+print(f"| step | contender | s, median (min–max) of {sys.argv[3]} | MB/s (median) | matorage's time / this |")
+print("|---|---|---|---|---|")
+for step in ("put", "get"):
+    m = statistics.median(runs[(step, "matorage")])
+    for who in ("matorage", "h5py", "limit"):
+        v = runs[(step, who)]
+        med = statistics.median(v)
+        print(f"| {step} | {label.get((step, who), who)} | {med:.2f} ({min(v):.2f}–{max(v):.2f}) | "
+              f"{mib / med:,.0f} | {m / med:.2f} |")
+PYEOF

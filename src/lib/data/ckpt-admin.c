@@ -254,12 +254,10 @@ struct dirs {
 static int collect_dir(void *ud, const mt_obj *o)
 {
 	struct dirs *d = ud;
-	const char *name = o->key + strlen("models/");
-	size_t len = strlen(name);
-	if (len < 2 || name[len - 1] != '/')
-		return 0;
-	char *m = strndup(name, len - 1);
-	int rc = !m ? MT_ENOMEM : mt_name_check(m, "model", NULL) ? 0 : mti_strv_push(&d->v, &d->n, m, len - 1);
+	char *m;
+	int rc = mti_prefix_child(o, "models/", &m);
+	if (!rc && m && !mt_name_check(m, "model", NULL))
+		rc = mti_strv_push(&d->v, &d->n, m, strlen(m));
 	free(m);
 	return rc;
 }

@@ -158,16 +158,14 @@ struct mlist {
 static int collect_model(void *ud, const mt_obj *o)
 {
 	struct mlist *l = ud;
-	const char *name = o->key + strlen("models/");
-	size_t len = strlen(name);
-	if (len < 2 || name[len - 1] != '/')
-		return 0;
-	char *m = strndup(name, len - 1);
-	if (!m)
-		return MT_ENOMEM;
+	char *m;
+	int rc = mti_prefix_child(o, "models/", &m);
+	if (rc || !m)
+		return rc;
+	size_t len = strlen(m) + 1;
 	char **v = NULL;
 	size_t n = 0;
-	int rc = mt_name_check(m, "model", NULL) ? 0 : mti_ckpt_versions(l->s, m, &v, &n, NULL, l->err);
+	rc = mt_name_check(m, "model", NULL) ? 0 : mti_ckpt_versions(l->s, m, &v, &n, NULL, l->err);
 	mt_strv_free(v, n);
 	if (!rc && n)
 		rc = mti_strv_push(&l->v, &l->n, m, len - 1);

@@ -81,14 +81,12 @@ static int first_manifest(void *ud, const mt_obj *o)
 static int collect_dataset(void *ud, const mt_obj *o)
 {
 	struct dataset_list *dl = ud;
-	const char *name = o->key + strlen("datasets/");
-	size_t len = strlen(name);
-	if (len < 2 || name[len - 1] != '/')
-		return 0;
-	char *n = strndup(name, len - 1);
-	if (!n)
-		return MT_ENOMEM;
-	int rc = mt_name_check(n, "dataset", NULL);
+	char *n;
+	int rc = mti_prefix_child(o, "datasets/", &n);
+	if (rc || !n)
+		return rc;
+	size_t len = strlen(n) + 1;
+	rc = mt_name_check(n, "dataset", NULL);
 	if (!rc && dl->with_manifest) {
 		char *versions = mti_asprintf("datasets/%s/versions/", n);
 		rc = versions ? mti_store_list_all(dl->s, versions, first_manifest, NULL, dl->err)

@@ -279,6 +279,16 @@ int mti_store_list_prefixes(mt_store *s, const char *prefix,
 	return store_list_pages(s, prefix, 1, fn, ud, err);
 }
 
+int mti_prefix_child(const mt_obj *o, const char *root, char **name)
+{
+	size_t rlen = strlen(root), len = strlen(o->key);
+	*name = NULL;
+	if (len < rlen + 2 || strncmp(o->key, root, rlen) || o->key[len - 1] != '/')
+		return 0;
+	*name = strndup(o->key + rlen, len - rlen - 1);
+	return *name ? 0 : MT_ENOMEM;
+}
+
 /* mt_store_list's callback and its argument, behind mti_store_list_all's. */
 struct store_list_public {
 	int (*fn)(void *ud, const mt_object_info *o);

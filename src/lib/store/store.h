@@ -128,5 +128,9 @@ MT_LOCAL int mti_store_list_all(mt_store *s, const char *prefix,
 			       int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err);
 MT_LOCAL int mti_store_list_prefixes(mt_store *s, const char *prefix,
 				    int (*fn)(void *ud, const mt_obj *o), void *ud, mt_error *err);
+/* The child an entry of mti_store_list_prefixes(s, root, ...) stands for:
+ * "<root><name>/" gives *name = "<name>" (malloc'ed; MT_ENOMEM when out of
+ * memory), any other entry *name = NULL. */
+MT_LOCAL int mti_prefix_child(const mt_obj *o, const char *root, char **name);
 
 #endif

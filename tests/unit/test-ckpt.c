@@ -134,6 +134,50 @@ static void test_roundtrip_and_dedup(void)
 	free(v2);
 }
 
+/* A tensor of random bits is stored in raw zstd blocks (a few bytes over its
+ * size), one of zeros compressed; both read back exactly, and the zstd
+ * command decodes the raw one (any zstd decoder must). */
+static void test_raw_or_compressed(void)
+{
+	size_t n = 3 << 18; /* 3 MiB of floats */
+	uint32_t *noise = malloc(n * 4);
+	float *zeros = calloc(n, 4);
+	uint64_t x = 88172645463325252ull, shape[1] = {n};
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		noise[i] = (uint32_t)x;
+	}
+	mt_error err = {0};
+	mt_ckpt_writer *w = NULL;
+	int rc = mt_ckpt_writer_open(store, "rawz", NULL, &w, &err);
+	if (!rc)
+		rc = mt_ckpt_add(w, "noise", MT_UINT32, 1, shape, noise, n * 4, &err);
+	if (!rc)
+		rc = mt_ckpt_add(w, "zeros", MT_FLOAT32, 1, shape, zeros, n * 4, &err);
+	if (!rc)
+		rc = mt_ckpt_commit(w, NULL, &err);
+	mt_ckpt_writer_close(w);
+	TAP_CALL(rc, &err, "a checkpoint of noise and zeros");
+	mt_ckpt *c = NULL;
+	mt_ckpt_tensor_info t0 = {0}, t1 = {0};
+	TAP_CALL(mt_ckpt_open(store, "rawz", &c, &err), &err, "open it");
+	int got = c && !mt_ckpt_tensor(c, 0, &t0, NULL) && !mt_ckpt_tensor(c, 1, &t1, NULL);
+	tap_ok(got && t0.stored > n * 4 && t0.stored < n * 4 + 200 && t1.stored < n * 4 / 100,
+	       "noise stored raw (%llu bytes for %zu), zeros compressed (%llu)",
+	       (unsigned long long)t0.stored, n * 4, (unsigned long long)t1.stored);
+	uint32_t *back = malloc(n * 4);
+	TAP_CALL(mt_ckpt_read(c, "noise", back, n * 4, &err), &err, "read the raw one");
+	tap_ok(!memcmp(back, noise, n * 4), "it reads back exactly");
+	char cmd[700];
+	snprintf(cmd, sizeof cmd, "zstd -dc '%s/models/rawz/tensors/%s' | sha256sum | grep -q '^%s '",
+		 root, t0.sha256 ? t0.sha256 : "-", t0.sha256 ? t0.sha256 : "-");
+	tap_ok(system(cmd) == 0, "the zstd command decodes the raw frame to the tensor's bytes");
+	mt_ckpt_close(c);
+	free(back);
+	free(noise);
+	free(zeros);
+}
+
 static void test_bad_inputs(void)
 {
 	mt_error err = {0};
@@ -360,6 +404,7 @@ int main(void)
 		return 1;
 	}
 	test_roundtrip_and_dedup();
+	test_raw_or_compressed();
 	test_bad_inputs();
 	test_keep_and_gc();
 	test_verify_and_copy();

@@ -1,7 +1,9 @@
 /* codec-zstd.c — Zstandard frames for chunks, and registration of HDF5 filter 32015 with HDF5. */
 #include <hdf5.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zstd.h>
 
 #include "codec.h"
@@ -107,6 +109,65 @@ int mti_zstd_compress_mt(const void *src, size_t len, int level, int threads, vo
 	*out = dst;
 	*outlen = n;
 	return 0;
+}
+
+/* RFC 8878: magic, a frame header with an 8-byte content size and a 128 KiB
+ * window (not single-segment, so streaming decoders with their default
+ * window limit read it too), then blocks of up to 128 KiB, each a 3-byte
+ * little-endian header (last-block bit, type 0 = raw, size << 3) and its
+ * bytes; no checksum (callers check their own hash). */
+#define RAW_BLOCK (128u << 10)
+
+int mti_zstd_frame_raw(const void *src, size_t len, void **out, size_t *outlen, mt_error *err)
+{
+	size_t nblocks = len ? (len + RAW_BLOCK - 1) / RAW_BLOCK : 1;
+	size_t cap = 4 + 1 + 1 + 8 + 3 * nblocks + len;
+	unsigned char *p = malloc(cap), *q = p;
+	if (!p)
+		return mti_err(err, MT_ENOMEM, "zstd: out of memory storing %zu bytes", len);
+	static const unsigned char head[6] = {0x28, 0xB5, 0x2F, 0xFD, 0xC0, (17 - 10) << 3};
+	memcpy(q, head, sizeof head);
+	q += sizeof head;
+	for (int i = 0; i < 8; i++)
+		*q++ = (unsigned char)((uint64_t)len >> (8 * i));
+	const unsigned char *s = src;
+	for (size_t b = 0; b < nblocks; b++) {
+		size_t n = len - b * RAW_BLOCK < RAW_BLOCK ? len - b * RAW_BLOCK : RAW_BLOCK;
+		uint32_t h = (uint32_t)(n << 3) | (b + 1 == nblocks);
+		*q++ = (unsigned char)h;
+		*q++ = (unsigned char)(h >> 8);
+		*q++ = (unsigned char)(h >> 16);
+		if (n)
+			memcpy(q, s + b * RAW_BLOCK, n);
+		q += n;
+	}
+	*out = p;
+	*outlen = (size_t)(q - p);
+	return 0;
+}
+
+double mti_zstd_ratio_guess(const void *src, size_t len, int level)
+{
+	enum { SAMPLES = 8, SAMPLE = 16 << 10 };
+	size_t take = len < SAMPLES * SAMPLE ? len : SAMPLE, n = len < SAMPLES * SAMPLE ? 1 : SAMPLES;
+	int owned;
+	ZSTD_CCtx *c = zstd_ctx(1, &owned);
+	unsigned char *dst = malloc(ZSTD_compressBound(take));
+	size_t in = 0, outb = 0;
+	for (size_t i = 0; c && dst && i < n; i++) {
+		size_t at = n == 1 ? 0 : (len - take) / (n - 1) * i;
+		size_t z = ZSTD_compressCCtx(c, dst, ZSTD_compressBound(take), (const char *)src + at,
+					     take, level);
+		if (ZSTD_isError(z))
+			break;
+		in += take;
+		outb += z;
+	}
+	free(dst);
+	if (c && owned)
+		ZSTD_freeCCtx(c);
+	/* Unknown (no memory): say it compresses, the safe default. */
+	return in ? (double)outb / (double)in : 0;
 }
 
 int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen, mt_error *err)

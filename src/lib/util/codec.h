@@ -28,6 +28,15 @@ MT_LOCAL int mti_zstd_compress(const void *src, size_t len, int level, void **ou
  * one large buffer, such as a model's tensor. */
 MT_LOCAL int mti_zstd_compress_mt(const void *src, size_t len, int level, int threads, void **out,
 				 size_t *outlen, mt_error *err);
+/* src as one zstd frame of raw (stored) blocks, content size recorded:
+ * any zstd decoder reads it, and writing it costs a copy, not a
+ * compression, for data that does not compress.  *out is malloc'ed. */
+MT_LOCAL int mti_zstd_frame_raw(const void *src, size_t len, void **out, size_t *outlen,
+			       mt_error *err);
+/* How well src compresses at `level`, as compressed / original bytes of
+ * 8 spread samples of 16 KiB (the whole buffer when smaller): a guess that
+ * costs about 1% of compressing all of a large buffer. */
+MT_LOCAL double mti_zstd_ratio_guess(const void *src, size_t len, int level);
 /* Decompress a frame that must expand to exactly `dstlen` bytes. */
 MT_LOCAL int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen,
 				mt_error *err);

@@ -26,6 +26,8 @@ PACKAGES=(
 	dataset-fashion-mnist
 	# the Python loader's torch test
 	python3-torch
+	# the parity test's independent decoder (PyECLib's ISA-L Reed-Solomon backend)
+	python3-pyeclib
 	# the loader benchmark's zarr baseline
 	python3-zarr
 )

@@ -1,0 +1,56 @@
+#!/bin/bash
+# python-overhead.sh — what the Python binding costs per batch: one shuffled epoch of the
+# same dataset, same options, through the C loader (bench/loader-epoch) and through
+# matorage.Loader (numpy batches), five runs each, alternating; medians and ranges.
+# Usage: bench/python-overhead.sh [BUILD_DIR] [BATCH]   (default build/bench, 256;
+# build with CFLAGS="-O2 -g" and no sanitizers)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
+BATCH=${2:-256}
+M=$BUILD/src/cli/matorage
+PY=/usr/bin/python3
+DIR=${BENCH_DIR:-/tmp/mt-bench-pyover}
+BUDGET=$((256 << 20))
+rm -rf "$DIR"
+mkdir -p "$DIR"
+trap 'rm -rf "$DIR"' EXIT
+export HOME=$DIR MATORAGE_CATALOG=$DIR/catalog.db
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+# 180,000 rows of a 784-byte uint8 image and an int64 label, as bench/loader.sh's small rows.
+"$PY" - "$DIR" <<'PYEOF'
+import sys
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(0)
+img = (rng.random((180000, 28, 28)) < 0.3).astype(np.uint8) * rng.integers(0, 255, (180000, 1, 1), dtype=np.uint8)
+np.save(f"{d}/image.npy", img)
+np.save(f"{d}/label.npy", rng.integers(0, 10, 180000).astype(np.int64))
+PYEOF
+"$M" -q --store "$DIR/store" put small image="$DIR/image.npy" label="$DIR/label.npy" > /dev/null
+cat "$DIR"/store/datasets/*/shards/* > /dev/null
+for r in 1 2 3 4 5; do
+	"$BUILD/bench/loader-epoch" "$DIR/store" small image,label "$BATCH" 1 "$BUDGET" |
+		awk '{ printf "c %.4f\n", $3 + $5 }' >> "$DIR/times"
+	MATORAGE_LIB=$BUILD/src/lib/.libs/libmatorage.so PYTHONPATH=$here/../python "$PY" - "$DIR/store" "$BATCH" "$BUDGET" >> "$DIR/times" <<'PYEOF'
+import sys, time
+import matorage
+url, batch, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+t0 = time.monotonic()
+n = 0
+for b in matorage.Loader(url, "small", attrs=["image", "label"], batch_rows=batch, shuffle=True,
+                         seed=1, prefetch_bytes=budget):
+    n += len(b["label"])
+assert n == 180000, n
+print(f"py {time.monotonic() - t0:.4f}")
+PYEOF
+done
+echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+stats() { sort -n | awk '{ a[NR] = $1 } END { printf "%.3f (%.3f-%.3f)", a[int((NR + 1) / 2)], a[1], a[NR] }'; }
+med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+c=$(awk '$1 == "c" { print $2 }' "$DIR/times" | med)
+p=$(awk '$1 == "py" { print $2 }' "$DIR/times" | med)
+printf '| epoch of 180,000 rows, batches of %d | s, median (min-max) of 5 |\n|---|---|\n' "$BATCH"
+printf '| C loader (bench/loader-epoch, open included) | %s |\n' "$(awk '$1 == "c" { print $2 }' "$DIR/times" | stats)"
+printf '| matorage.Loader, numpy batches (open included) | %s |\n' "$(awk '$1 == "py" { print $2 }' "$DIR/times" | stats)"
+printf '| Python overhead: (py - c) / c | %.1f%% |\n' "$(echo "($p - $c) * 100 / $c" | bc -l)"

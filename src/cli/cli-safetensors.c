@@ -237,9 +237,10 @@ static void st_close(struct st_file *f)
 		munmap(f->map, f->size);
 }
 
-/* Check every entry before anything is written, so a damaged file commits
- * nothing and leaves no tensor behind. */
-static int st_check(const struct st_file *f)
+/* Every tensor entry of the header: checked (w NULL), or checked and added
+ * to w.  Import checks them all first, so a damaged file commits nothing and
+ * leaves no tensor behind; -1 when the library refused one (err says why). */
+static int st_tensors(const struct st_file *f, mt_ckpt_writer *w, mt_error *err)
 {
 	const char *key;
 	json_t *e;
@@ -252,6 +253,8 @@ static int st_check(const struct st_file *f)
 		int ndim, rc = st_entry(f, key, e, &dt, shape, &ndim, &b, &en);
 		if (rc)
 			return rc;
+		if (w && mt_ckpt_add(w, key, dt, ndim, shape, f->data + b, (size_t)(en - b), err))
+			return -1;
 	}
 	return CLI_OK;
 }
@@ -279,37 +282,20 @@ static int st_extras(const struct st_file *f, mt_ckpt_writer *w, mt_error *err)
 	return rc;
 }
 
-static int st_add_all(const struct st_file *f, mt_ckpt_writer *w, mt_error *err)
-{
-	const char *key;
-	json_t *e;
-	json_object_foreach(f->header, key, e)
-	{
-		if (!strcmp(key, "__metadata__"))
-			continue;
-		mt_dtype dt;
-		uint64_t shape[MT_MAX_RANK], b, en;
-		int ndim;
-		st_entry(f, key, e, &dt, shape, &ndim, &b, &en);
-		if (mt_ckpt_add(w, key, dt, ndim, shape, f->data + b, (size_t)(en - b), err))
-			return -1;
-	}
-	return st_extras(f, w, err);
-}
-
 int cli_safetensors_import(mt_store *s, const char *name, const char *path, int keep)
 {
 	struct st_file f = { .path = path };
 	int rc = st_open(&f);
 	if (!rc)
-		rc = st_check(&f);
+		rc = st_tensors(&f, NULL, NULL);
 	mt_ckpt_opts o;
 	mt_ckpt_opts_init(&o);
 	o.keep = keep;
 	mt_ckpt_writer *w = NULL;
 	mt_error err = { 0 };
 	char *version = NULL;
-	if (!rc && (mt_ckpt_writer_open(s, name, &o, &w, &err) || st_add_all(&f, w, &err) ||
+	if (!rc && (mt_ckpt_writer_open(s, name, &o, &w, &err) || st_tensors(&f, w, &err) ||
+		    st_extras(&f, w, &err) ||
 		    mt_ckpt_commit(w, &version, &err))) {
 		/* A commit that landed hands out its name even when --keep then fails. */
 		if (version)

@@ -1081,9 +1081,11 @@ MT_API size_t mt_ckpt_ntensors(const mt_ckpt *c);
 MT_API int mt_ckpt_tensor(const mt_ckpt *c, size_t i, mt_ckpt_tensor_info *out, mt_error *err);
 /* Index of tensor `key`, or -1. */
 MT_API long mt_ckpt_find(const mt_ckpt *c, const char *key);
-/* Read tensor `key` into buf (cap bytes, at least its bytes): one get,
- * decompressed and checked against its sha256 (MT_ECORRUPT naming the
- * object when it differs).  MT_ENOTFOUND for an unknown key. */
+/* Read tensor `key` into buf (cap bytes, at least its bytes): one read
+ * (straight into buf for a raw frame on the local store), decompressed
+ * and checked against the manifest's xxh3, or its sha256 for checkpoints
+ * written without one (MT_ECORRUPT naming the object when it differs).
+ * MT_ENOTFOUND for an unknown key. */
 MT_API int mt_ckpt_read(mt_ckpt *c, const char *key, void *buf, size_t cap, mt_error *err);
 MT_API void mt_ckpt_close(mt_ckpt *c);
 

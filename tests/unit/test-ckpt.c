@@ -1,5 +1,7 @@
 /* test-ckpt.c — model checkpoints on a local store: round trip, dedup of unchanged tensors, bad inputs, keep, gc with pins, verify, copy. */
+#include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "format.h"
 #include "lock.h"
 #include "tap.h"
 
@@ -137,6 +140,79 @@ static void test_roundtrip_and_dedup(void)
 /* A tensor of random bits is stored in raw zstd blocks (a few bytes over its
  * size), one of zeros compressed; both read back exactly, and the zstd
  * command decodes the raw one (any zstd decoder must). */
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
+{
+	char cmd[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static int read_noise(void *back, size_t len, mt_error *err)
+{
+	mt_ckpt *c = NULL;
+	memset(back, 0, len);
+	int rc = mt_ckpt_open(store, "rawz", &c, err);
+	if (!rc)
+		rc = mt_ckpt_read(c, "noise", back, len, err);
+	mt_ckpt_close(c);
+	return rc;
+}
+
+/* rawz@v1 without the xxh3 members, as written before they were recorded. */
+static int strip_xxh3(void)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/models/rawz/versions/v1.json", root);
+	json_t *m = json_load_file(path, 0, NULL), *t = json_object_get(m, "tensors"), *e;
+	const char *k;
+	json_object_del(m, "checksum");
+	json_object_foreach(t, k, e) json_object_del(e, "xxh3");
+	char *text = json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(m);
+	FILE *f = text && !mti_json_seal(&text) ? fopen(path, "w") : NULL;
+	int ok = f && fputs(text, f) >= 0;
+	if (f)
+		ok = !fclose(f) && ok;
+	free(text);
+	return ok;
+}
+
+/* The raw frame damaged in its data, in a block header, swapped for a
+ * compressed frame of the same bytes (as another writer stores them),
+ * and read through a manifest without xxh3. */
+static void damaged_objects(const char *sha, const void *noise, void *back, size_t len)
+{
+	char obj[600], keep[600];
+	snprintf(obj, sizeof obj, "%s/models/rawz/tensors/%s", root, sha ? sha : "-");
+	snprintf(keep, sizeof keep, "%s/../raw-frame", root);
+	mt_error err = {0};
+	sh("cp '%s' '%s'", obj, keep);
+	/* a byte of the first block's data; then the first block's header */
+	sh("printf '\\377' | dd of='%s' bs=1 seek=5000 conv=notrunc status=none", obj);
+	tap_ok(read_noise(back, len, &err) == MT_ECORRUPT && strstr(err.message, "xxh3") &&
+		       strstr(err.message, "noise"),
+	       "a damaged byte of a raw frame is caught by the xxh3: %s", err.message);
+	sh("cp '%s' '%s'", keep, obj);
+	sh("printf '\\377' | dd of='%s' bs=1 seek=15 conv=notrunc status=none", obj);
+	tap_ok(read_noise(back, len, &err) < 0 && strstr(err.message, "noise"),
+	       "a damaged block header is an error, not garbage: %s", err.message);
+	sh("zstd -q -dc '%s' | zstd -q -3 -c > '%s'", keep, obj);
+	TAP_CALL(read_noise(back, len, &err), &err, "the same bytes compressed by another writer");
+	tap_ok(!memcmp(back, noise, len), "they read back exactly, through the decoder");
+	sh("cp '%s' '%s'", keep, obj);
+	tap_ok(strip_xxh3(), "a manifest without xxh3");
+	TAP_CALL(read_noise(back, len, &err), &err, "reads the raw frame");
+	tap_ok(!memcmp(back, noise, len), "exactly, checked by sha256");
+	sh("printf '\\377' | dd of='%s' bs=1 seek=5000 conv=notrunc status=none", obj);
+	tap_ok(read_noise(back, len, &err) == MT_ECORRUPT && strstr(err.message, "hash to"),
+	       "and a damaged byte is caught by the sha256: %s", err.message);
+	sh("cp '%s' '%s'", keep, obj);
+	unlink(keep);
+}
+
 static void test_raw_or_compressed(void)
 {
 	size_t n = 3 << 18; /* 3 MiB of floats */
@@ -172,6 +248,7 @@ static void test_raw_or_compressed(void)
 	snprintf(cmd, sizeof cmd, "zstd -dc '%s/models/rawz/tensors/%s' | sha256sum | grep -q '^%s '",
 		 root, t0.sha256 ? t0.sha256 : "-", t0.sha256 ? t0.sha256 : "-");
 	tap_ok(system(cmd) == 0, "the zstd command decodes the raw frame to the tensor's bytes");
+	damaged_objects(t0.sha256, noise, back, n * 4);
 	mt_ckpt_close(c);
 	free(back);
 	free(noise);

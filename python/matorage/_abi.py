@@ -116,8 +116,15 @@ class _CkptTensorInfo(ctypes.Structure):
                 ("stored", ctypes.c_uint64), ("sha256", ctypes.c_char_p)]
 
 
+class _CkptTensorIn(ctypes.Structure):
+    _c_name = "mt_ckpt_tensor_in"
+    _fields_ = [("key", ctypes.c_char_p), ("dtype", ctypes.c_uint), ("ndim", ctypes.c_int),
+                ("shape", ctypes.POINTER(ctypes.c_uint64)), ("data", ctypes.c_void_p),
+                ("nbytes", ctypes.c_size_t)]
+
+
 _STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _StoreOpts, _WriterOpts, _VersionInfo, _ReadStats,
-            _StreamOpts, _CkptOpts, _CkptTensorInfo)
+            _StreamOpts, _CkptOpts, _CkptTensorInfo, _CkptTensorIn)
 
 
 def _signatures():
@@ -176,6 +183,7 @@ def _signatures():
         "mt_ckpt_writer_open": (ctypes.c_int, [vp, cp, ctypes.POINTER(_CkptOpts),
                                                ctypes.POINTER(vp), err]),
         "mt_ckpt_add": (ctypes.c_int, [vp, cp, ctypes.c_uint, ctypes.c_int, pu64, vp, sz, err]),
+        "mt_ckpt_add_many": (ctypes.c_int, [vp, ctypes.POINTER(_CkptTensorIn), sz, err]),
         "mt_ckpt_set_state": (ctypes.c_int, [vp, cp, err]),
         "mt_ckpt_set_meta": (ctypes.c_int, [vp, cp, err]),
         "mt_ckpt_commit": (ctypes.c_int, [vp, ctypes.POINTER(vp), err]),

@@ -169,10 +169,16 @@ def _write(store, name, flat, state_json, meta_json, keep, level):
     _lib.call("mt_ckpt_writer_open", store.handle, _lib.b(name), ctypes.byref(o),
               ctypes.byref(w))
     try:
-        for key, (arr, _) in flat.tensors.items():
-            shape = (ctypes.c_uint64 * max(arr.ndim, 1))(*arr.shape)
-            _lib.call("mt_ckpt_add", w, key.encode(), code_of(arr.dtype, key), arr.ndim, shape,
-                      arr.ctypes.data_as(ctypes.c_void_p), arr.nbytes)
+        # All tensors in one call: the library hashes and stores them on all cores.
+        items = list(flat.tensors.items())
+        tin = (_abi._CkptTensorIn * max(len(items), 1))()
+        shapes = []
+        for i, (key, (arr, _)) in enumerate(items):
+            shapes.append((ctypes.c_uint64 * max(arr.ndim, 1))(*arr.shape))
+            tin[i].key, tin[i].dtype, tin[i].ndim = key.encode(), code_of(arr.dtype, key), arr.ndim
+            tin[i].shape = ctypes.cast(shapes[-1], ctypes.POINTER(ctypes.c_uint64))
+            tin[i].data, tin[i].nbytes = arr.ctypes.data, arr.nbytes
+        _lib.call("mt_ckpt_add_many", w, tin, len(items))
         _lib.call("mt_ckpt_set_state", w, state_json.encode())
         _lib.call("mt_ckpt_set_meta", w, meta_json.encode())
         ver = ctypes.c_void_p()

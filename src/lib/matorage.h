@@ -1012,7 +1012,7 @@ typedef struct mt_ckpt_opts {
 	size_t size;  /* set by mt_ckpt_opts_init */
 	int keep;     /* after the commit, keep the newest `keep` checkpoints (0: all) */
 	int level;    /* zstd level, 1..22; 0: 3 */
-	int threads;  /* compression threads per tensor; 0: number of CPUs */
+	int threads;  /* threads hashing, compressing and storing tensors; 0: number of CPUs */
 } mt_ckpt_opts;
 MT_API void mt_ckpt_opts_init_size(mt_ckpt_opts *o, size_t size);
 #define mt_ckpt_opts_init(o) mt_ckpt_opts_init_size((o), sizeof(mt_ckpt_opts))
@@ -1030,6 +1030,23 @@ MT_API int mt_ckpt_writer_open(mt_store *s, const char *name, const mt_ckpt_opts
  * added. */
 MT_API int mt_ckpt_add(mt_ckpt_writer *w, const char *key, mt_dtype dtype, int ndim,
 		       const uint64_t *shape, const void *data, size_t nbytes, mt_error *err);
+/* One tensor for mt_ckpt_add_many: the arguments of mt_ckpt_add. */
+typedef struct mt_ckpt_tensor_in {
+	const char *key;
+	mt_dtype dtype;
+	int ndim;
+	const uint64_t *shape;
+	const void *data;
+	size_t nbytes;
+} mt_ckpt_tensor_in;
+/* Add n tensors as mt_ckpt_add would one after another, hashed and stored
+ * on the writer's `threads` threads at once (a model of many tensors
+ * saves at the speed of all cores, not one).  Every tensor is checked
+ * before any is stored; on an error none of them is added (objects
+ * already stored stay until mt_ckpt_gc) and the message names the first
+ * failing tensor. */
+MT_API int mt_ckpt_add_many(mt_ckpt_writer *w, const mt_ckpt_tensor_in *t, size_t n,
+			    mt_error *err);
 /* The checkpoint's state: JSON text of any value (an object, usually),
  * replacing any set before.  Invalid JSON is MT_EINVAL. */
 MT_API int mt_ckpt_set_state(mt_ckpt_writer *w, const char *json, mt_error *err);

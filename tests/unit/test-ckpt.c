@@ -255,6 +255,70 @@ static void test_raw_or_compressed(void)
 	free(zeros);
 }
 
+/* Tensors given at once: stored on several threads, entered in the order
+ * given; one bad tensor leaves all of them out. */
+static void test_add_many(void)
+{
+	enum { N = 24 };
+	size_t len[N];
+	float *data[N];
+	mt_ckpt_tensor_in in[N];
+	char keys[N][16];
+	uint64_t shapes[N];
+	for (int i = 0; i < N; i++) {
+		len[i] = i % 3 == 0 ? (size_t)300000 + (size_t)i : (size_t)(i * 17);
+		data[i] = make_floats(len[i], i % 3 == 0 ? 1 : 0);
+		if (i % 3 == 0) /* random bits: stored as raw frames */
+			for (size_t j = 0; j < len[i]; j++)
+				((uint32_t *)data[i])[j] = (uint32_t)(j * 2654435761u) ^ (uint32_t)i;
+		snprintf(keys[i], sizeof keys[i], "t%02d", N - i); /* not sorted */
+		shapes[i] = len[i];
+		in[i] = (mt_ckpt_tensor_in){keys[i], MT_FLOAT32, 1, &shapes[i], data[i], len[i] * 4};
+	}
+	mt_ckpt_opts o;
+	mt_ckpt_opts_init(&o);
+	o.threads = 3;
+	mt_error err = {0};
+	mt_ckpt_writer *w = NULL;
+	TAP_CALL(mt_ckpt_writer_open(store, "many", &o, &w, &err), &err, "a writer on 3 threads");
+	in[7].nbytes = 3;
+	tap_ok(mt_ckpt_add_many(w, in, N, &err) == MT_EINVAL && strstr(err.message, "'t17'"),
+	       "a bad tensor among many names it: %s", err.message);
+	in[7].nbytes = len[7] * 4;
+	in[9].key = keys[3];
+	tap_ok(mt_ckpt_add_many(w, in, N, &err) == MT_EEXIST && strstr(err.message, "twice"),
+	       "a key given twice among many: %s", err.message);
+	in[9].key = keys[9];
+	TAP_CALL(mt_ckpt_add_many(w, in, N, &err), &err, "add %d tensors at once", N);
+	tap_ok(mt_ckpt_add_many(w, in + 2, 1, &err) == MT_EEXIST, "then one of them again is "
+	       "refused: %s", err.message);
+	TAP_CALL(mt_ckpt_commit(w, NULL, &err), &err, "commit");
+	mt_ckpt_writer_close(w);
+	mt_ckpt *c = NULL;
+	TAP_CALL(mt_ckpt_open(store, "many", &c, &err), &err, "open it");
+	int ok = c && mt_ckpt_ntensors(c) == N;
+	for (int i = 0; ok && i < N; i++) {
+		mt_ckpt_tensor_info t;
+		float *back = malloc(len[i] * 4 + 1);
+		ok = !mt_ckpt_tensor(c, (size_t)i, &t, NULL) && !strcmp(t.key, keys[i]) &&
+		     !mt_ckpt_read(c, keys[i], back, len[i] * 4, &err) &&
+		     !memcmp(back, data[i], len[i] * 4);
+		free(back);
+	}
+	tap_ok(ok, "all %d in the order given, each reading back exactly", N);
+	mt_ckpt_close(c);
+	char dir[400];
+	snprintf(dir, sizeof dir, "%s/models/many/tensors", root);
+	int files = count_files(dir);
+	TAP_CALL(mt_ckpt_writer_open(store, "many", &o, &w, &err), &err, "a second writer");
+	TAP_CALL(mt_ckpt_add_many(w, in, N, &err), &err, "the same tensors again");
+	TAP_CALL(mt_ckpt_commit(w, NULL, &err), &err, "commit");
+	mt_ckpt_writer_close(w);
+	tap_ok(count_files(dir) == files, "nothing stored twice (%d objects)", files);
+	for (int i = 0; i < N; i++)
+		free(data[i]);
+}
+
 static void test_bad_inputs(void)
 {
 	mt_error err = {0};
@@ -482,6 +546,7 @@ int main(void)
 	}
 	test_roundtrip_and_dedup();
 	test_raw_or_compressed();
+	test_add_many();
 	test_bad_inputs();
 	test_keep_and_gc();
 	test_verify_and_copy();

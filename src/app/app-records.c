@@ -64,6 +64,9 @@ int app_attr_spec(const char *spec, mt_attr *out, char **name, char *why, size_t
 	memcpy(dtype, eq + 1, dlen);
 	dtype[dlen] = 0;
 	out->dtype = mt_dtype_parse(dtype);
+	if (out->dtype == MT_BFLOAT16)
+		return rec_fail(why, cap, "'%s': bfloat16 is for model checkpoints only; store "
+				"float32", spec);
 	if (out->dtype == MT_DTYPE_INVALID)
 		return rec_fail(why, cap, "'%s': unknown dtype '%s' (bool, int8..int64, uint8..uint64, "
 				"float16, float32, float64)", spec, dtype);

@@ -122,7 +122,11 @@ typedef enum mt_dtype {
 	MT_UINT64,
 	MT_FLOAT16,
 	MT_FLOAT32,
-	MT_FLOAT64
+	MT_FLOAT64,
+	/* Brain float (the top 16 bits of a float32), as trained models keep
+	 * their weights: for checkpoint tensors only.  Dataset attributes
+	 * refuse it (HDF5 and NumPy have no such type). */
+	MT_BFLOAT16
 } mt_dtype;
 
 /* Bytes per element; 0 for an invalid dtype. */

@@ -60,6 +60,9 @@ static int fm_attr_check(const mt_attr *a, mt_error *err)
 	if (mt_dtype_size(a->dtype) == 0)
 		return mti_err(err, MT_EINVAL, "attribute %s: unknown dtype %d", a->name,
 			      (int)a->dtype);
+	if (a->dtype == MT_BFLOAT16)
+		return mti_err(err, MT_EUNSUPPORTED, "attribute %s: bfloat16 is for model "
+			      "checkpoints only; store float32 (or its bits as uint16)", a->name);
 	if (a->rank < 0 || a->rank > MT_MAX_RANK)
 		return mti_err(err, MT_EINVAL, "attribute %s: rank %d is outside 0..%d", a->name,
 			      a->rank, MT_MAX_RANK);

@@ -19,34 +19,39 @@ trap 'rm -rf "$DIR"' EXIT
 export HOME=$DIR
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1 /proc/loadavg); $MIB MiB in $NT float32 tensors, $REPS runs"
 $PY -c "import numpy as np; np.random.default_rng(7).standard_normal($MIB * 262144, dtype=np.float32).tofile('$DIR/data.bin')"
-"$BUILD/bench/ckpt-bench" "$DIR/store" "$DIR/data.bin" "$NT" "$REPS" > "$DIR/mt.txt"
-stored=$(awk '/^partial/ {print $10}' "$DIR/mt.txt")
-$PY - "$DIR" "$NT" "$REPS" > "$DIR/torch.txt" <<'PYEOF'
+# Alternate the contenders run by run, so a change in the machine's load falls on both.
+for r in $(seq "$REPS"); do
+	rm -rf "$DIR/store"
+	"$BUILD/bench/ckpt-bench" "$DIR/store" "$DIR/data.bin" "$NT" 1 >> "$DIR/mt.txt"
+	$PY - "$DIR" "$NT" "$r" >> "$DIR/torch.txt" <<'PYEOF'
 import os, sys, time
 import numpy as np, torch
-d, nt, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+d, nt, r = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 flat = torch.from_numpy(np.fromfile(f"{d}/data.bin", dtype=np.float32))
 per = flat.numel() // nt
 state = {f"layer{i}.weight": flat[i * per:(i + 1) * per].clone() for i in range(nt)}
 state["step"] = 1
-for r in range(reps):
-    path = f"{d}/torch{r}.pt"
-    t0 = time.monotonic()
-    with open(path, "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    t1 = time.monotonic()
-    back = torch.load(path)
-    t2 = time.monotonic()
-    assert all(torch.equal(back[k], state[k]) for k in state if k != "step")
-    print(f"save {t1 - t0:.3f} load {t2 - t1:.3f}")
+path = f"{d}/torch{r}.pt"
+t0 = time.monotonic()
+with open(path, "wb") as f:
+    torch.save(state, f)
+    f.flush()
+    os.fsync(f.fileno())
+t1 = time.monotonic()
+back = torch.load(path)
+t2 = time.monotonic()
+assert all(torch.equal(back[k], state[k]) for k in state if k != "step")
+print(f"save {t1 - t0:.3f} load {t2 - t1:.3f}")
 PYEOF
-pt=$(stat -c %s "$DIR/torch0.pt")
+	mv "$DIR/torch$r.pt" "$DIR/torch.pt"
+done
+pt=$(stat -c %s "$DIR/torch.pt")
+stored=$(awk '/^partial/ {s = $10} END {print s}' "$DIR/mt.txt")
 stats() { sort -n | awk '{ a[NR] = $1 } END { printf "%.2f (%.2f-%.2f)", a[int((NR + 1) / 2)], a[1], a[NR] }'; }
 printf '| | save s, median (min-max) | load s, median (min-max) | bytes on disk |\n|---|---|---|---|\n'
 printf '| matorage checkpoint | %s | %s | %s |\n' "$(awk '/^save/ {print $2}' "$DIR/mt.txt" | stats)" \
 	"$(awk '/^save/ {print $4}' "$DIR/mt.txt" | stats)" "$stored"
 printf '| torch.save/torch.load | %s | %s | %s |\n' "$(awk '{print $2}' "$DIR/torch.txt" | stats)" \
 	"$(awk '{print $4}' "$DIR/torch.txt" | stats)" "$pt"
-awk '/^partial/ { printf "\nA second checkpoint of bench0 with %d of its bytes changed (%.1f%%): %.2f s, %d bytes written to the store (%.2f%% of the state; torch.save writes all of it).\n", $4, 100 * $4 / $8, $2, $6, 100 * $6 / $8 }' "$DIR/mt.txt"
+partial=$(awk '/^partial/ {print $2}' "$DIR/mt.txt" | stats)
+awk -v p="$partial" '/^partial/ { n++; c = $4; w = $6; t = $8 } END { printf "\nA second checkpoint of bench0 with %d of its bytes changed (%.1f%%): %s s, median (min-max) of %d; %d bytes written to the store (%.2f%% of the state; torch.save writes all of it).\n", c, 100 * c / t, p, n, w, 100 * w / t }' "$DIR/mt.txt"

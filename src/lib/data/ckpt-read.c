@@ -8,8 +8,12 @@
 #include "codec.h"
 #include "dataset.h"
 #include "format.h"
+#include "pool.h"
 
 #define MANIFEST_EXT ".json"
+/* A raw frame of this many bytes or more is read in parts, up to one per CPU. */
+#define RAW_PART_MIN (8u << 20)
+#define RAW_PARTS_MAX 8
 #define TOMBSTONE_EXT ".removed"
 
 struct tensor {
@@ -416,9 +420,36 @@ long mt_ckpt_find(const mt_ckpt *c, const char *key)
 	return -1;
 }
 
+/* One part of a raw frame read on several threads: iov[first, first + n)
+ * from byte `at` of the object. */
+struct raw_part {
+	mt_store *s;
+	const char *okey;
+	const struct iovec *iov;
+	size_t nblocks, parts;
+	int rc[RAW_PARTS_MAX];
+	mt_error errs[RAW_PARTS_MAX];
+};
+
+static int raw_part_read(void *ud, size_t i)
+{
+	struct raw_part *p = ud;
+	size_t per = (p->nblocks + p->parts - 1) / p->parts, b0 = i * per;
+	size_t b1 = b0 + per < p->nblocks ? b0 + per : p->nblocks;
+	if (b0 >= b1)
+		return 0;
+	/* Every block before the last is whole: 3 header bytes and RAW_BLOCK. */
+	size_t first = i ? 1 + 2 * b0 : 0, n = 1 + 2 * b1 - first;
+	uint64_t at = i ? p->iov[0].iov_len + (uint64_t)b0 * (3 + p->iov[2].iov_len) : 0;
+	p->rc[i] = mti_store_readv(p->s, p->okey, at, p->iov + first, n, &p->errs[i]);
+	return p->rc[i];
+}
+
 /* A raw frame (how ckpt.c stores what zstd cannot shrink) is read
- * straight into buf, no copy between; 1 when the object is not one (a
- * writer stored the same bytes compressed), to read it the general way. */
+ * straight into buf, no copy between, a large one in parts on all cores
+ * (the copies and the faults of a fresh buffer take a core each); 1 when
+ * the object is not one (a writer stored the same bytes compressed), to
+ * read it the general way. */
 static int read_raw(mt_ckpt *c, const char *okey, const mt_ckpt_tensor_info *t, void *buf,
 		    mt_error *err)
 {
@@ -429,15 +460,21 @@ static int read_raw(mt_ckpt *c, const char *okey, const mt_ckpt_tensor_info *t, 
 	struct iovec *iov = malloc(niov * sizeof *iov);
 	unsigned char *hdr = malloc(nhdr);
 	int rc = iov && hdr ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+	struct raw_part p = {.s = c->s, .okey = okey, .iov = iov};
 	if (!rc) {
 		mti_zstd_raw_iov(buf, len, hdr, 0, iov);
-		mt_error e = {0};
-		rc = mti_store_readv(c->s, okey, 0, iov, niov, &e);
-		if (rc == MT_ERANGE || (!rc && !mti_zstd_raw_hdr_ok(hdr, len)))
-			rc = 1;
-		else if (rc)
-			mti_err_copy(err, &e);
+		p.nblocks = mti_zstd_raw_nblocks(len);
+		int cpus = mti_ncpus();
+		p.parts = len < RAW_PART_MIN ? 1 : cpus < RAW_PARTS_MAX ? (size_t)cpus : RAW_PARTS_MAX;
+		rc = mti_parallel_for((int)p.parts, p.parts, raw_part_read, &p);
 	}
+	for (size_t i = 0; rc && i < p.parts; i++)
+		if (p.rc[i] && p.rc[i] != MT_ERANGE) {
+			rc = mti_err_copy(err, &p.errs[i]);
+			break;
+		}
+	if (rc == MT_ERANGE || (!rc && !mti_zstd_raw_hdr_ok(hdr, len)))
+		rc = 1;
 	free(iov);
 	free(hdr);
 	return rc;

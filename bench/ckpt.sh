@@ -4,7 +4,9 @@
 # memory.  torch.save is followed by an fsync, since a matorage commit makes its objects
 # durable before the manifest; both load from the page cache (the files were just written).
 # The data: float32 weights drawn from a normal distribution (numpy seed 7), whose random
-# mantissas leave zstd little to take, as with real trained weights.
+# mantissas leave zstd little to take, as with real trained weights.  A third contender is
+# the same state dict of torch tensors through the Python package (save_checkpoint,
+# load_checkpoint into torch tensors).
 # Usage: bench/ckpt.sh [BUILD_DIR] [MiB] [TENSORS] [REPS]   (defaults: build/bench, 1024, 64, 3;
 # build with CFLAGS="-O2 -g" and no sanitizers)
 set -euo pipefail
@@ -44,6 +46,26 @@ assert all(torch.equal(back[k], state[k]) for k in state if k != "step")
 print(f"save {t1 - t0:.3f} load {t2 - t1:.3f}")
 PYEOF
 	mv "$DIR/torch$r.pt" "$DIR/torch.pt"
+	rm -rf "$DIR/pystore"
+	MATORAGE_LIB=$BUILD/src/lib/.libs/libmatorage.so PYTHONPATH=$here/../python \
+		$PY - "$DIR" "$NT" >> "$DIR/py.txt" <<'PYEOF'
+import sys, time
+import numpy as np, torch
+import matorage
+d, nt = sys.argv[1], int(sys.argv[2])
+flat = torch.from_numpy(np.fromfile(f"{d}/data.bin", dtype=np.float32))
+per = flat.numel() // nt
+state = {f"layer{i}.weight": flat[i * per:(i + 1) * per].clone() for i in range(nt)}
+state["step"] = 1
+url = f"{d}/pystore"
+t0 = time.monotonic()
+matorage.save_checkpoint(url, "bench", state)
+t1 = time.monotonic()
+back = matorage.load_checkpoint(url, "bench")
+t2 = time.monotonic()
+assert all(torch.equal(back[k], state[k]) for k in state if k != "step")
+print(f"save {t1 - t0:.3f} load {t2 - t1:.3f}")
+PYEOF
 done
 pt=$(stat -c %s "$DIR/torch.pt")
 stored=$(awk '/^partial/ {s = $10} END {print s}' "$DIR/mt.txt")
@@ -51,6 +73,9 @@ stats() { sort -n | awk '{ a[NR] = $1 } END { printf "%.2f (%.2f-%.2f)", a[int((
 printf '| | save s, median (min-max) | load s, median (min-max) | bytes on disk |\n|---|---|---|---|\n'
 printf '| matorage checkpoint | %s | %s | %s |\n' "$(awk '/^save/ {print $2}' "$DIR/mt.txt" | stats)" \
 	"$(awk '/^save/ {print $4}' "$DIR/mt.txt" | stats)" "$stored"
+printf '| matorage from Python: save_checkpoint/load_checkpoint of the torch state | %s | %s | %s |\n' \
+	"$(awk '{print $2}' "$DIR/py.txt" | stats)" "$(awk '{print $4}' "$DIR/py.txt" | stats)" \
+	"$(du -sb "$DIR/pystore/models/bench/tensors" | cut -f1)"
 printf '| torch.save/torch.load | %s | %s | %s |\n' "$(awk '{print $2}' "$DIR/torch.txt" | stats)" \
 	"$(awk '{print $4}' "$DIR/torch.txt" | stats)" "$pt"
 partial=$(awk '/^partial/ {print $2}' "$DIR/mt.txt" | stats)

@@ -21,51 +21,41 @@ trap 'rm -rf "$DIR"' EXIT
 export HOME=$DIR
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1 /proc/loadavg); $MIB MiB in $NT float32 tensors, $REPS runs"
 $PY -c "import numpy as np; np.random.default_rng(7).standard_normal($MIB * 262144, dtype=np.float32).tofile('$DIR/data.bin')"
-# Alternate the contenders run by run, so a change in the machine's load falls on both.
-for r in $(seq "$REPS"); do
-	rm -rf "$DIR/store"
-	"$BUILD/bench/ckpt-bench" "$DIR/store" "$DIR/data.bin" "$NT" 1 >> "$DIR/mt.txt"
-	$PY - "$DIR" "$NT" "$r" >> "$DIR/torch.txt" <<'PYEOF'
+# The same state dict of torch tensors saved and loaded by torch or by matorage's Python package.
+cat > "$DIR/state.py" <<'PYEOF'
 import os, sys, time
 import numpy as np, torch
-d, nt, r = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+who, d, nt = sys.argv[1], sys.argv[2], int(sys.argv[3])
 flat = torch.from_numpy(np.fromfile(f"{d}/data.bin", dtype=np.float32))
 per = flat.numel() // nt
 state = {f"layer{i}.weight": flat[i * per:(i + 1) * per].clone() for i in range(nt)}
 state["step"] = 1
-path = f"{d}/torch{r}.pt"
+if who == "torch":
+    def save():
+        with open(f"{d}/torch.pt", "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+    load = lambda: torch.load(f"{d}/torch.pt")
+else:
+    import matorage
+    save = lambda: matorage.save_checkpoint(f"{d}/pystore", "bench", state)
+    load = lambda: matorage.load_checkpoint(f"{d}/pystore", "bench")
 t0 = time.monotonic()
-with open(path, "wb") as f:
-    torch.save(state, f)
-    f.flush()
-    os.fsync(f.fileno())
+save()
 t1 = time.monotonic()
-back = torch.load(path)
+back = load()
 t2 = time.monotonic()
 assert all(torch.equal(back[k], state[k]) for k in state if k != "step")
 print(f"save {t1 - t0:.3f} load {t2 - t1:.3f}")
 PYEOF
-	mv "$DIR/torch$r.pt" "$DIR/torch.pt"
-	rm -rf "$DIR/pystore"
+# Alternate the contenders run by run, so a change in the machine's load falls on both.
+for r in $(seq "$REPS"); do
+	rm -rf "$DIR/store" "$DIR/pystore" "$DIR/torch.pt"
+	"$BUILD/bench/ckpt-bench" "$DIR/store" "$DIR/data.bin" "$NT" 1 >> "$DIR/mt.txt"
+	$PY "$DIR/state.py" torch "$DIR" "$NT" >> "$DIR/torch.txt"
 	MATORAGE_LIB=$BUILD/src/lib/.libs/libmatorage.so PYTHONPATH=$here/../python \
-		$PY - "$DIR" "$NT" >> "$DIR/py.txt" <<'PYEOF'
-import sys, time
-import numpy as np, torch
-import matorage
-d, nt = sys.argv[1], int(sys.argv[2])
-flat = torch.from_numpy(np.fromfile(f"{d}/data.bin", dtype=np.float32))
-per = flat.numel() // nt
-state = {f"layer{i}.weight": flat[i * per:(i + 1) * per].clone() for i in range(nt)}
-state["step"] = 1
-url = f"{d}/pystore"
-t0 = time.monotonic()
-matorage.save_checkpoint(url, "bench", state)
-t1 = time.monotonic()
-back = matorage.load_checkpoint(url, "bench")
-t2 = time.monotonic()
-assert all(torch.equal(back[k], state[k]) for k in state if k != "step")
-print(f"save {t1 - t0:.3f} load {t2 - t1:.3f}")
-PYEOF
+		$PY "$DIR/state.py" matorage "$DIR" "$NT" >> "$DIR/py.txt"
 done
 pt=$(stat -c %s "$DIR/torch.pt")
 stored=$(awk '/^partial/ {s = $10} END {print s}' "$DIR/mt.txt")

@@ -30,6 +30,9 @@ static const struct cli_option ingest_options[] = {
 	{ "description", 0, "TEXT", "what the versions hold" },
 	{ "parity", 0, "K+M", "protect each committed version with K+M Reed–Solomon parity "
 	  "(default: the remote's, if it has one)" },
+	{ "compact-every", 0, "K", "after every K versions this run commits, compact the latest "
+	  "(as matorage compact does: its small shards repacked into 64 MiB ones, as a new "
+	  "version); default: never" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -97,6 +100,7 @@ struct ingest {
 	size_t frame_attr;   /* npy: the attribute the next frame is for */
 	size_t skip_frames;  /* npy: frames left of a batch --skip-bad dropped */
 	uint64_t frame_rows; /* npy: rows of this batch's first frame */
+	uint64_t compact_every; /* versions between compactions; 0: none */
 	int async;           /* commits run beside the parsing: job */
 	struct ingest_job job;
 };
@@ -198,6 +202,7 @@ static int ingest_parse(const struct cli_args *a, struct ingest *g)
 	if ((rc = ingest_parse_attrs(a, g)) || (rc = ingest_parse_format(a, g)) ||
 	    (rc = cli_opt_u64(a, "commit-rows", 1, &g->commit_rows)) ||
 	    (rc = cli_opt_u64(a, "commit-secs", 0, &secs)) ||
+	    (rc = cli_opt_u64(a, "compact-every", 1, &g->compact_every)) ||
 	    (rc = cli_opt_int(a, "level", 1, 22, &level)) ||
 	    (rc = cli_opt_int(a, "threads", 1, 4096, &threads)))
 		return rc;
@@ -380,6 +385,26 @@ static int ingest_commit_try(struct ingest *g, struct ingest_col *cols, uint64_t
 	return rc;
 }
 
+/* Every compact_every versions: the one just made compacted.  The rows are
+ * committed either way, so a failed compaction is reported and the run goes
+ * on; the next one tries again. */
+static void ingest_compact(struct ingest *g, const char *version)
+{
+	if (!g->compact_every || g->versions % g->compact_every)
+		return;
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	o.level = g->wopts.level;
+	o.threads = g->wopts.threads;
+	o.author = g->wopts.author;
+	char out[256];
+	if (cli_compact(g->ctx, g->s, g->dataset, version, &o, out, sizeof out) == CLI_OK &&
+	    out[0] && g->k) {
+		cli_protect(g->ctx, g->s, g->dataset, out, g->k, g->m, g->wopts.threads, 0);
+		ingest_catch_signals();
+	}
+}
+
 /* The job's thread: the main thread touches fresh, committed, versions and
  * standard output only once it has waited for the job. */
 static void *ingest_job_run(void *arg)
@@ -393,6 +418,7 @@ static void *ingest_job_run(void *arg)
 		fflush(stdout);
 		g->committed += j->rows;
 		g->versions++;
+		ingest_compact(g, version);
 	}
 	return NULL;
 }
@@ -497,6 +523,7 @@ static int ingest_commit(struct ingest *g)
 		rc = cli_protect(g->ctx, g->s, g->dataset, version, g->k, g->m, g->wopts.threads, 0);
 		ingest_catch_signals(); /* the protection caught SIGINT for itself */
 	}
+	ingest_compact(g, version);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # ingest.sh — JSON-lines ingest (rows/s, MB/s of input) through `matorage ingest` vs a Python program appending the same records to resizable h5py datasets, same zstd level, same commit size; median of 5.
 # Usage: bench/ingest.sh [BUILD_DIR] [ROWS]   (defaults: build/bench, 200000)
+# OLD_MATORAGE=PATH also times another matorage binary (an earlier build) in the same runs.
 # Both sides parse every line as JSON, check it and append it; both commit every
 # COMMIT rows (matorage: a version; h5py: resize, write, flush) and make the last commit
 # durable (matorage syncs its shards; the Python side fsyncs its file).
@@ -37,9 +38,11 @@ t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc;
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 range() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f–%.2f", lo, hi }'; }
 
+OLD=${OLD_MATORAGE:-}
 mt_run() {
+	local m=${1:-$M}
 	rm -rf "$DIR/store"
-	"$M" ingest bench --attr x=float32:16 --attr y=int64 --commit-rows "$COMMIT" --level $LEVEL \
+	"$m" ingest bench --attr x=float32:16 --attr y=int64 --commit-rows "$COMMIT" --level $LEVEL \
 		-q < "$DIR/in.jsonl" 2> /dev/null
 }
 h5_run() {
@@ -82,7 +85,9 @@ PYEOF
 
 : > "$DIR/mt.times"
 : > "$DIR/h5.times"
+: > "$DIR/old.times"
 for _ in $(seq "$RUNS"); do
+	[ -z "$OLD" ] || t mt_run "$OLD" >> "$DIR/old.times"
 	t mt_run >> "$DIR/mt.times"
 	t h5_run >> "$DIR/h5.times"
 done
@@ -106,5 +111,10 @@ printf '| ingest of %s JSON lines | median s (min–max of %s) | rows/s | MB/s o
 printf '| matorage ingest (%s versions) | %.2f (%s) | %s | %s |\n' "$versions" "$mt" "$(range < "$DIR/mt.times")" "$(rate "$mt")" "$(mbs "$mt")"
 printf '| python json + h5py resizable datasets | %.2f (%s) | %s | %s |\n' "$h5" "$(range < "$DIR/h5.times")" "$(rate "$h5")" "$(mbs "$h5")"
 printf '| ratio (h5py time / matorage time) | %.2fx | | |\n' "$(echo "$h5 / $mt" | bc -l)"
+if [ -n "$OLD" ]; then
+	old=$(median < "$DIR/old.times")
+	printf '| %s | %.2f (%s) | %s | %s |\n' "$OLD" "$old" "$(range < "$DIR/old.times")" "$(rate "$old")" "$(mbs "$old")"
+	printf '| ratio (h5py time / that time) | %.2fx | | |\n' "$(echo "$h5 / $old" | bc -l)"
+fi
 echo "# stored: matorage $(du -sb "$DIR/store" | cut -f1) bytes, h5py $(stat -c %s "$DIR/h5py.h5") bytes"
 rm -rf "$DIR"

@@ -404,6 +404,8 @@ static int scan_number(struct rec_scan *s, struct rec_value *v)
 static int scan_scalar(struct rec_scan *s, struct rec_value *v)
 {
 	size_t left = (size_t)(s->end - s->p);
+	if (left && *s->p != 't' && *s->p != 'f')
+		return scan_number(s, v); /* the common case, without the two compares */
 	if (left >= 4 && !memcmp(s->p, "true", 4)) {
 		s->p += 4;
 		*v = (struct rec_value){ .kind = V_BOOL, .i = 1 };

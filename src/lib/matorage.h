@@ -572,6 +572,42 @@ MT_API void mt_writer_abort(mt_writer *w);
 /* Free the writer; aborts it when not committed. */
 MT_API void mt_writer_close(mt_writer *w);
 
+/* ---- compacting versions ---------------------------------------------- */
+
+/* What mt_compact did. */
+typedef struct mt_compact_stats {
+	uint64_t rows;          /* rows of the new version */
+	uint64_t shards_before; /* shards of the compacted version */
+	uint64_t shards_after;  /* shards of the new version */
+	uint64_t shards_reused; /* full-size shards of it taken as they are */
+	uint64_t tail_rows;     /* rows versions after it appended, carried over */
+	int unchanged;          /* it was compact already: no version was written */
+	char base[256];         /* the compacted version's name */
+} mt_compact_stats;
+
+/* Write a new version of `dataset` holding the rows of `version` (NULL or
+ * "latest": the newest), in the same order, repacked into shards of
+ * o->shard_rows rows or o->shard_bytes uncompressed bytes (0: 64 MiB), so a
+ * stream's many small shards become a few large ones.  Shards of it that
+ * are already that size are reused as they are while no rows wait to be
+ * repacked; the rest are read (checksums checked) and written again.  The
+ * new version is committed on top of the latest, like an append: when
+ * versions made after `version` appended rows to it (a stream still
+ * running), those rows follow the repacked ones, so no committed row is
+ * hidden; when the latest does not continue `version` (it is no append to
+ * it), nothing is committed and MT_ESTATE names it.  Its parent is the
+ * latest it was committed on, its lineage (mt_reader_source) names
+ * `version`.  Old versions stay; their shards go only once they are
+ * removed and mt_store_gc runs.  o: shard sizes, level (0: the compacted
+ * version's), threads, author, description, tags, progress; the rest is
+ * ignored.  o and stats may be NULL; the new version's name goes to
+ * `out` (cap bytes).  A version whose shards but the last are full size
+ * already is left as it is: no version is written (stats->unchanged) and
+ * `out` gets its own name. */
+MT_API int mt_compact(mt_store *s, const char *dataset, const char *version,
+		      const mt_writer_opts *o, mt_compact_stats *stats, char *out, size_t cap,
+		      mt_error *err);
+
 /* ---- streaming rows into a dataset ------------------------------------ */
 
 /* Rows appended a few at a time (readings, events) and committed in

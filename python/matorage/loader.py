@@ -78,23 +78,66 @@ def numpy_column(dtype, shape):
     return a, a.ctypes.data
 
 
+# A batch is read as machine words (mt_batch, then its mt_batch_col array) in one ctypes
+# read each, rather than one ctypes attribute access per field: per batch, the binding's
+# own work is then a few microseconds next to the loader's.  The offsets come from the
+# declarations in _abi, which check_abi.py holds to matorage.h.
+_WORD = ctypes.sizeof(ctypes.c_size_t)
+assert ctypes.sizeof(ctypes.c_void_p) == _WORD
+_B_WORDS = ctypes.sizeof(_abi._Batch) // _WORD
+_B_ROWS, _B_IDS, _B_COLS = (getattr(_abi._Batch, f).offset // _WORD
+                            for f in ("rows", "row_ids", "cols"))
+_C_WORDS = ctypes.sizeof(_abi._Col) // _WORD
+_C_DATA, _C_BYTES, _C_OFFS = (getattr(_abi._Col, f).offset // _WORD
+                              for f in ("data", "bytes", "offsets"))
+_U64 = np.dtype(np.uint64)
+
+
+def _words(addr, n):
+    """The n machine words at addr, as ints."""
+    return (ctypes.c_size_t * n).from_address(addr)[:]
+
+
+def _view(addr, nbytes, dtype, shape):
+    """A read-only array over the loader's memory at addr (valid while the batch is)."""
+    if not nbytes:
+        return np.empty(shape, dtype)
+    a = np.frombuffer((ctypes.c_char * nbytes).from_address(addr), dtype).reshape(shape)
+    a.flags.writeable = False
+    return a
+
+
+def _copy(addr, nbytes, dtype, shape):
+    """An array of its own holding a copy of the nbytes at addr."""
+    if not nbytes:
+        return np.empty(shape, dtype)
+    return np.frombuffer((ctypes.c_char * nbytes).from_address(addr), dtype).reshape(shape).copy()
+
+
 class Loader:
-    """Batches of dataset@version as dicts of numpy arrays, owned by Python.
+    """Batches of dataset@version as dicts of numpy arrays.
 
     Loader(store, "dataset[@version]", attrs=[...], batch_rows=32, shuffle=False, seed=0,
     epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=0, prefetch_bytes=0,
     fetch_threads=0, decode_threads=0, resume=None, cache_dir=None, cache_bytes=0,
-    in_memory=False): the options of mt_loader_opts (doc/loader.md).  store is a Store or
-    a URL.  Each batch maps attribute names to arrays of shape (rows,) + row shape (a
-    ragged attribute: (values, offsets)) and "_rows" to the rows' global numbers.  Each
-    column is copied once, from the loader's buffer into the array.
+    in_memory=False, copy=True): the options of mt_loader_opts (doc/loader.md).  store is
+    a Store or a URL.  Each batch maps attribute names to arrays of shape (rows,) + row
+    shape (a ragged attribute: (values, offsets)) and "_rows" to the rows' global numbers.
+
+    copy=True (the default): each column is copied once, from the loader's buffer into an
+    array owned by Python, which stays as it is for as long as it is kept.
+    copy=False: the arrays are read-only views of the loader's buffers, with no copy, and
+    they are valid only until the next call on the loader (the next batch, read_rows,
+    set_epoch, state, len, close): the loader then writes the next batch over the same
+    memory.  Take what must outlive the batch with .copy().
     """
 
     def __init__(self, store, dataset, version=None, attrs=None, batch_rows=32, shuffle=None,
                  seed=None, epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=None,
                  prefetch_bytes=0, fetch_threads=0, decode_threads=0, resume=None,
-                 cache_dir=None, cache_bytes=0, in_memory=False):
+                 cache_dir=None, cache_bytes=0, in_memory=False, copy=True):
         self._h, self._store = None, None  # close() works whatever fails below
+        self._take = _copy if copy else _view
         name, version = _lib.split_name(dataset, version)
         batch_rows = _check_int("batch_rows", batch_rows, 1)
         world = _check_int("world", world, 1)
@@ -117,6 +160,9 @@ class Loader:
                                       f"{', '.join(info)})")
         self.attributes = {a: info[a] for a in self.attrs}
         self._cols = [info[a] for a in self.attrs]
+        # What convert needs of each attribute, worked out once rather than per batch.
+        self._layout = [(a, at.dtype, at.shape, at.ragged, at.item_bytes)
+                        for a, at in zip(self.attrs, self._cols)]
         o = _abi._Opts()
         lib = _lib.lib()
         lib.mt_loader_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
@@ -140,9 +186,30 @@ class Loader:
             raise _lib.error_from(-13, f"{self.dataset}@{self.version}: the loader is closed")
         return self._h
 
+    def _numpy_batch(self, addr):
+        """The batch (mt_batch) at addr as a dict of numpy arrays, copies or views."""
+        take, w = self._take, _words(addr, _B_WORDS)
+        n = w[_B_ROWS]
+        cols = _words(w[_B_COLS], _C_WORDS * len(self._layout)) if self._layout else ()
+        out = {"_rows": take(w[_B_IDS], 8 * n, _U64, (n,))}
+        k = 0
+        for name, dtype, shape, ragged, unit in self._layout:
+            data, nbytes = cols[k + _C_DATA], cols[k + _C_BYTES]
+            if ragged:
+                items = nbytes // unit if unit else 0
+                out[name] = (take(data, nbytes, dtype, (items,) + shape),
+                             take(cols[k + _C_OFFS], 8 * (n + 1), _U64, (n + 1,)))
+            else:
+                out[name] = take(data, nbytes, dtype, (n,) + shape)
+            k += _C_WORDS
+        return out
+
     def convert(self, bp, column=numpy_column):
         """A batch (mt_batch *) as a dict; column(dtype, shape) gives each output array and
-        the address to copy into (numpy by default; TorchDataset gives tensors)."""
+        the address to copy into (by default numpy arrays, copies or views as the loader's
+        copy option says)."""
+        if column is numpy_column:
+            return self._numpy_batch(ctypes.cast(bp, ctypes.c_void_p).value)
         b = bp.contents
         n = b.rows
         rows, addr = column(np.dtype(np.uint64), (n,))
@@ -166,13 +233,17 @@ class Loader:
 
     def batches(self, column=numpy_column):
         """The rest of this epoch's batches, each made with `column` (see convert)."""
-        lib, bp, err = _lib.lib(), ctypes.POINTER(_abi._Batch)(), _abi._Error()
+        nxt, bp, err = _lib.lib().mt_loader_next, ctypes.POINTER(_abi._Batch)(), _abi._Error()
+        pbp, perr = ctypes.byref(bp), ctypes.byref(err)
+        addr = ctypes.c_size_t.from_address(ctypes.addressof(bp))  # bp's value as an int
+        numpy = column is numpy_column
         while True:
-            _lib.check(lib.mt_loader_next(self._handle(), ctypes.byref(bp), ctypes.byref(err)),
-                       err)
+            rc = nxt(self._handle(), pbp, perr)
+            if rc:
+                _lib.check(rc, err)
             if not bp:
                 return
-            yield self.convert(bp, column)
+            yield self._numpy_batch(addr.value) if numpy else self.convert(bp, column)
 
     def __iter__(self):
         return self.batches()

@@ -100,18 +100,27 @@ def _words(addr, n):
 
 def _view(addr, nbytes, dtype, shape):
     """A read-only array over the loader's memory at addr (valid while the batch is)."""
-    if not nbytes:
-        return np.empty(shape, dtype)
     a = np.frombuffer((ctypes.c_char * nbytes).from_address(addr), dtype).reshape(shape)
     a.flags.writeable = False
     return a
 
 
-def _copy(addr, nbytes, dtype, shape):
-    """An array of its own holding a copy of the nbytes at addr."""
-    if not nbytes:
-        return np.empty(shape, dtype)
-    return np.frombuffer((ctypes.c_char * nbytes).from_address(addr), dtype).reshape(shape).copy()
+class _Views:
+    """The arrays of a batch's buffers, made once per buffer: the loader fills the same
+    buffers batch after batch (until one grows), so a view made for one batch, of the same
+    address and size, is the view of the next."""
+
+    def __init__(self, copy):
+        self.copy, self.slots = copy, {}
+
+    def take(self, slot, addr, nbytes, dtype, shape):
+        """Slot's array for nbytes at addr: a copy, or the (cached) read-only view."""
+        if not nbytes:
+            return np.empty(shape, dtype)
+        v = self.slots.get(slot)
+        if v is None or v[0] != addr or v[1] != nbytes:
+            v = self.slots[slot] = (addr, nbytes, _view(addr, nbytes, dtype, shape))
+        return v[2].copy() if self.copy else v[2]
 
 
 class Loader:
@@ -137,7 +146,7 @@ class Loader:
                  prefetch_bytes=0, fetch_threads=0, decode_threads=0, resume=None,
                  cache_dir=None, cache_bytes=0, in_memory=False, copy=True):
         self._h, self._store = None, None  # close() works whatever fails below
-        self._take = _copy if copy else _view
+        self._views = _Views(bool(copy))
         name, version = _lib.split_name(dataset, version)
         batch_rows = _check_int("batch_rows", batch_rows, 1)
         world = _check_int("world", world, 1)
@@ -188,19 +197,19 @@ class Loader:
 
     def _numpy_batch(self, addr):
         """The batch (mt_batch) at addr as a dict of numpy arrays, copies or views."""
-        take, w = self._take, _words(addr, _B_WORDS)
+        take, w = self._views.take, _words(addr, _B_WORDS)
         n = w[_B_ROWS]
         cols = _words(w[_B_COLS], _C_WORDS * len(self._layout)) if self._layout else ()
-        out = {"_rows": take(w[_B_IDS], 8 * n, _U64, (n,))}
+        out = {"_rows": take(-1, w[_B_IDS], 8 * n, _U64, (n,))}
         k = 0
         for name, dtype, shape, ragged, unit in self._layout:
             data, nbytes = cols[k + _C_DATA], cols[k + _C_BYTES]
             if ragged:
                 items = nbytes // unit if unit else 0
-                out[name] = (take(data, nbytes, dtype, (items,) + shape),
-                             take(cols[k + _C_OFFS], 8 * (n + 1), _U64, (n + 1,)))
+                out[name] = (take(k, data, nbytes, dtype, (items,) + shape),
+                             take(k + 1, cols[k + _C_OFFS], 8 * (n + 1), _U64, (n + 1,)))
             else:
-                out[name] = take(data, nbytes, dtype, (n,) + shape)
+                out[name] = take(k, data, nbytes, dtype, (n,) + shape)
             k += _C_WORDS
         return out
 
@@ -287,6 +296,9 @@ class Loader:
     def close(self):
         """Stop the loader's threads and free it (and the store it opened from a URL)."""
         h, self._h = getattr(self, "_h", None), None
+        views = getattr(self, "_views", None)
+        if views is not None:
+            views.slots.clear()  # views of buffers about to be freed
         if h:
             _lib.lib().mt_loader_close(h)
         s, self._store = getattr(self, "_store", None), None

@@ -3,7 +3,9 @@
 # same dataset, same options, through the C loader (bench/loader-epoch) and through
 # matorage.Loader (numpy batches copied, the default, and copy=False views), five runs each,
 # alternating; medians and ranges.  Each Python run loads libmatorage before its clock
-# starts, as the C program has it loaded by the dynamic linker before main.  Besides the
+# starts, as the C program has it loaded by the dynamic linker before main, and stops it
+# before closing the loader, as the C program does (a close joins the loader's threads
+# and frees its windows: 10-30 ms, no part of an epoch).  Besides the
 # wall time, the CPU time of all the process's threads over the same span: on a shared
 # machine it is the steadier of the two.
 # Usage: bench/python-overhead.sh [BUILD_DIR] [BATCH]   (default build/bench, 256;
@@ -44,11 +46,13 @@ url, batch, budget, copy = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.
 matorage._lib.lib()
 t0, c0 = time.monotonic(), time.process_time()
 n = 0
-for b in matorage.Loader(url, "small", attrs=["image", "label"], batch_rows=batch, shuffle=True,
-                         seed=1, prefetch_bytes=budget, copy=copy):
+loader = matorage.Loader(url, "small", attrs=["image", "label"], batch_rows=batch, shuffle=True,
+                         seed=1, prefetch_bytes=budget, copy=copy)
+for b in loader:
     n += len(b["label"])
-assert n == 180000, n
 t1, c1 = time.monotonic(), time.process_time()
+loader.close()
+assert n == 180000, n
 name = "py" if copy else "pyview"
 print(f"{name} {t1 - t0:.4f}\ncpu-{name} {c1 - c0:.4f}")
 PYEOF

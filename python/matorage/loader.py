@@ -1,5 +1,6 @@
 """Loader: the rows of a version as batches of numpy arrays (doc/loader.md), and its token."""
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -98,9 +99,12 @@ def _words(addr, n):
     return (ctypes.c_size_t * n).from_address(addr)[:]
 
 
-def _view(addr, nbytes, dtype, shape):
-    """A read-only array over the loader's memory at addr (valid while the batch is)."""
-    a = np.frombuffer((ctypes.c_char * nbytes).from_address(addr), dtype).reshape(shape)
+def _view(addr, nbytes, dtype, shape, owner=None):
+    """A read-only array over the loader's memory at addr (valid while the batch is); the
+    array keeps owner (the Loader) alive, so dropping the loader frees nothing under it."""
+    buf = (ctypes.c_char * nbytes).from_address(addr)
+    buf.owner = owner
+    a = np.frombuffer(buf, dtype).reshape(shape)
     a.flags.writeable = False
     return a
 
@@ -108,19 +112,29 @@ def _view(addr, nbytes, dtype, shape):
 class _Views:
     """The arrays of a batch's buffers, made once per buffer: the loader fills the same
     buffers batch after batch (until one grows), so a view made for one batch, of the same
-    address and size, is the view of the next."""
+    address and size, is the view of the next.  Views handed out (copy=False) keep the
+    Loader alive, so they are held here by weak reference: a strong one would be a cycle,
+    and the loader would then close at the next garbage collection rather than when its
+    last reference goes."""
 
-    def __init__(self, copy):
+    def __init__(self, copy, owner):
         self.copy, self.slots = copy, {}
+        self.owner = None if copy else weakref.ref(owner)
 
     def take(self, slot, addr, nbytes, dtype, shape):
         """Slot's array for nbytes at addr: a copy, or the (cached) read-only view."""
         if not nbytes:
             return np.empty(shape, dtype)
         v = self.slots.get(slot)
-        if v is None or v[0] != addr or v[1] != nbytes:
-            v = self.slots[slot] = (addr, nbytes, _view(addr, nbytes, dtype, shape))
-        return v[2].copy() if self.copy else v[2]
+        if self.copy:
+            if v is None or v[0] != addr or v[1] != nbytes:
+                v = self.slots[slot] = (addr, nbytes, _view(addr, nbytes, dtype, shape))
+            return v[2].copy()
+        a = v[2]() if v is not None and v[0] == addr and v[1] == nbytes else None
+        if a is None:
+            a = _view(addr, nbytes, dtype, shape, self.owner())
+            self.slots[slot] = (addr, nbytes, weakref.ref(a))
+        return a
 
 
 class Loader:
@@ -138,7 +152,8 @@ class Loader:
     copy=False: the arrays are read-only views of the loader's buffers, with no copy, and
     they are valid only until the next call on the loader (the next batch, read_rows,
     set_epoch, state, len, close): the loader then writes the next batch over the same
-    memory.  Take what must outlive the batch with .copy().
+    memory.  Take what must outlive the batch with .copy().  A view keeps the loader
+    from being freed while it exists (close() still ends it).
     """
 
     def __init__(self, store, dataset, version=None, attrs=None, batch_rows=32, shuffle=None,
@@ -146,7 +161,7 @@ class Loader:
                  prefetch_bytes=0, fetch_threads=0, decode_threads=0, resume=None,
                  cache_dir=None, cache_bytes=0, in_memory=False, copy=True):
         self._h, self._store = None, None  # close() works whatever fails below
-        self._views = _Views(bool(copy))
+        self._views = _Views(bool(copy), self)
         name, version = _lib.split_name(dataset, version)
         batch_rows = _check_int("batch_rows", batch_rows, 1)
         world = _check_int("world", world, 1)

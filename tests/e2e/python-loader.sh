@@ -86,10 +86,27 @@ assert not (first == first_vals).all(), "a view outlived its batch unchanged: th
 for k in kept:
     assert (k["v"] == k["_rows"]).all() and all(
         (k["t"][0][k["t"][1][j]:k["t"][1][j + 1]] == tokens[r]).all() for j, r in enumerate(k["_rows"]))
-# read_rows follows the same option; an empty batch is fine either way.
+# read_rows follows the same option; no rows, even first thing, is an empty batch.
 b = l.read_rows([299, 0])
 assert b["v"].tolist() == [299, 0] and not b["v"].flags.writeable
-assert l.read_rows([])["v"].shape == (0,)
+for copy in (True, False):
+    e = matorage.Loader(url, "rag", copy=copy).read_rows([])
+    assert e["v"].shape == (0,) and e["t"][0].shape == (0,) and e["t"][1].tolist() == [0], e
+# A view keeps its loader open when the loader's last other reference goes; without
+# views left, the loader goes (and closes) at once, not at some later garbage collection.
+v = matorage.Loader(url, "rag", copy=False).read_rows([5, 7])["v"]
+assert v.tolist() == [5, 7], v
+import gc, weakref
+gc.disable()
+l2 = matorage.Loader(url, "rag", copy=False)
+for b in l2:
+    pass
+gone = weakref.ref(l2)
+del l2
+assert gone() is not None, "the last batch's views keep the loader"
+del b
+assert gone() is None, "a reference cycle keeps the loader after its last batch"
+gc.enable()
 lx = matorage.Loader(url, "pyds", attrs=["x"], batch_rows=1000, copy=False)
 assert (np.concatenate([b["x"].copy() for b in lx]) == x).all()
 print("views ok")

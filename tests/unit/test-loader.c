@@ -340,6 +340,24 @@ static void my_free(void *ud, void *p, size_t n)
 	free(p);
 }
 
+/* No rows asked of a fresh loader: an empty batch, its ragged offsets a lone 0, even
+ * before any batch has sized the buffers. */
+static void test_read_no_rows(void)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	mt_loader *l = open_loader(&o, "no rows");
+	if (!l)
+		return;
+	const mt_batch *b;
+	mt_error err = {0};
+	if (TAP_CALL(mt_loader_read_rows(l, NULL, 0, &b, &err), &err, "read_rows of no rows"))
+		tap_ok(b->rows == 0 && b->ncols == 2 && b->cols[1].offsets &&
+		       b->cols[1].offsets[0] == 0 && b->cols[1].bytes == 0,
+		       "no rows: an empty batch, the ragged offsets [0]");
+	mt_loader_close(l);
+}
+
 static void test_misc(void)
 {
 	mt_loader_opts o;
@@ -705,6 +723,7 @@ int main(void)
 	test_ranks(0);
 	test_ranks(1);
 	test_resume();
+	test_read_no_rows();
 	test_misc();
 	test_mix();
 	test_opts_size();

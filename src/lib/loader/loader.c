@@ -387,7 +387,9 @@ static int out_reserve(mt_loader *l, ld_out *b, size_t n, const size_t *bytes, m
 		if (!b->cols || !b->data || !b->data_cap || !b->offsets)
 			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	}
-	if (n > b->rows_cap) {
+	/* At least one row: a batch of none still has offsets[0] for its ragged columns. */
+	if (n > b->rows_cap || !b->row_ids) {
+		n = n ? n : 1;
 		uint64_t *ids = realloc(b->row_ids, n * sizeof *ids);
 		if (!ids)
 			return mti_err(err, MT_ENOMEM, "loader: out of memory");

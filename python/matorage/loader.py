@@ -163,7 +163,7 @@ class Loader:
         self._h, self._store = None, None  # close() works whatever fails below
         self._views = _Views(bool(copy), self)
         name, version = _lib.split_name(dataset, version)
-        batch_rows = _check_int("batch_rows", batch_rows, 1)
+        batch_rows = self._batch_rows = _check_int("batch_rows", batch_rows, 1)
         world = _check_int("world", world, 1)
         rank = _check_int("rank", rank, 0)
         if rank >= world:
@@ -210,16 +210,20 @@ class Loader:
             raise _lib.error_from(-13, f"{self.dataset}@{self.version}: the loader is closed")
         return self._h
 
-    def _numpy_batch(self, addr):
-        """The batch (mt_batch) at addr as a dict of numpy arrays, copies or views."""
+    def _numpy_batch(self, addr, fresh=None):
+        """The batch (mt_batch) at addr as a dict of numpy arrays, copies or views; fresh:
+        the arrays the loader gathered fixed-size columns into (see batches), or None."""
         take, w = self._views.take, _words(addr, _B_WORDS)
         n = w[_B_ROWS]
         cols = _words(w[_B_COLS], _C_WORDS * len(self._layout)) if self._layout else ()
         out = {"_rows": take(-1, w[_B_IDS], 8 * n, _U64, (n,))}
         k = 0
-        for name, dtype, shape, ragged, unit in self._layout:
+        for i, (name, dtype, shape, ragged, unit) in enumerate(self._layout):
             data, nbytes = cols[k + _C_DATA], cols[k + _C_BYTES]
-            if ragged:
+            a = fresh[i] if fresh is not None else None
+            if a is not None:
+                out[name] = a if len(a) == n else a[:n]
+            elif ragged:
                 items = nbytes // unit if unit else 0
                 out[name] = (take(k, data, nbytes, dtype, (items,) + shape),
                              take(k + 1, cols[k + _C_OFFS], 8 * (n + 1), _U64, (n + 1,)))
@@ -257,17 +261,32 @@ class Loader:
 
     def batches(self, column=numpy_column):
         """The rest of this epoch's batches, each made with `column` (see convert)."""
-        nxt, bp, err = _lib.lib().mt_loader_next, ctypes.POINTER(_abi._Batch)(), _abi._Error()
+        lib, bp, err = _lib.lib(), ctypes.POINTER(_abi._Batch)(), _abi._Error()
         pbp, perr = ctypes.byref(bp), ctypes.byref(err)
         addr = ctypes.c_size_t.from_address(ctypes.addressof(bp))  # bp's value as an int
         numpy = column is numpy_column
+        # Copies of fixed-size columns cost nothing more than views when the loader
+        # gathers each batch straight into new arrays (mt_loader_next_into), which are
+        # the caller's from then on: no copy out of the loader's buffer.
+        fixed = [(i, (self._batch_rows,) + shape, dtype)
+                 for i, (_, dtype, shape, ragged, _) in enumerate(self._layout) if not ragged]
+        into = numpy and self._views.copy and fixed
+        ptrs, fresh = (ctypes.c_void_p * max(len(self._layout), 1))(), None
+        nxt, nxt_into, brows = lib.mt_loader_next, lib.mt_loader_next_into, self._batch_rows
         while True:
-            rc = nxt(self._handle(), pbp, perr)
+            if into:
+                fresh = [None] * len(self._layout)
+                for i, shape, dtype in fixed:
+                    a = fresh[i] = np.empty(shape, dtype)
+                    ptrs[i] = a.ctypes.data
+                rc = nxt_into(self._handle(), ptrs, brows, pbp, perr)
+            else:
+                rc = nxt(self._handle(), pbp, perr)
             if rc:
                 _lib.check(rc, err)
             if not bp:
                 return
-            yield self._numpy_batch(addr.value) if numpy else self.convert(bp, column)
+            yield self._numpy_batch(addr.value, fresh) if numpy else self.convert(bp, column)
 
     def __iter__(self):
         return self.batches()

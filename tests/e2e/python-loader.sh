@@ -62,7 +62,9 @@ with matorage.Writer(url, "rag") as w:
     w.append(t=tokens, v=np.arange(300, dtype=np.int32))
 opts = dict(batch_rows=37, shuffle=True, seed=5, shuffle_rows=120)
 kept = list(matorage.Loader(url, "rag", **opts))      # copies: each batch its own arrays
-assert all(b["v"].flags.writeable and b["v"].flags.owndata for b in kept)
+assert all(b["v"].flags.writeable for b in kept)
+assert not any(np.shares_memory(a["v"], b["v"]) or np.shares_memory(a["_rows"], b["_rows"])
+               for a, b in zip(kept, kept[1:])), "two batches share memory"
 l = matorage.Loader(url, "rag", copy=False, **opts)
 first = None
 for i, b in enumerate(l):

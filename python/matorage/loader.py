@@ -147,8 +147,9 @@ class Loader:
     a Store or a URL.  Each batch maps attribute names to arrays of shape (rows,) + row
     shape (a ragged attribute: (values, offsets)) and "_rows" to the rows' global numbers.
 
-    copy=True (the default): each column is copied once, from the loader's buffer into an
-    array owned by Python, which stays as it is for as long as it is kept.
+    copy=True (the default): each batch's arrays are its own, and stay as they are for as
+    long as they are kept: the loader gathers fixed-size columns straight into them
+    (mt_loader_next_into); row numbers and ragged columns are copied from its buffers.
     copy=False: the arrays are read-only views of the loader's buffers, with no copy, and
     they are valid only until the next call on the loader (the next batch, read_rows,
     set_epoch, state, len, close): the loader then writes the next batch over the same

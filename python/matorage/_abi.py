@@ -163,6 +163,8 @@ def _signatures():
         "mt_loader_open": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(_Opts),
                                           ctypes.POINTER(vp), err]),
         "mt_loader_next": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
+        "mt_loader_next_into": (ctypes.c_int, [vp, ctypes.POINTER(vp), sz,
+                                               ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
         "mt_loader_batches": (u64, [vp]),
         "mt_loader_set_epoch": (ctypes.c_int, [vp, u64, err]),
         "mt_loader_state": (sz, [vp, cp, sz]),

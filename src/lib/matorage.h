@@ -938,6 +938,15 @@ MT_API int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 /* The next batch of this rank's share (borrowed, valid until the next call
  * on the loader).  At the end of the epoch: returns 0 with *out NULL. */
 MT_API int mt_loader_next(mt_loader *l, const mt_batch **out, mt_error *err);
+/* mt_loader_next, with fixed-size column c (in the order of opts.attrs) gathered
+ * straight into into[c], the caller's memory with room for into_rows rows, when
+ * into[c] is not NULL: the batch's cols[c].data is then into[c], which stays the
+ * caller's (the loader never writes it again), so a batch kept needs no copy.
+ * Ragged columns, NULL entries and row_ids use the loader's buffers as
+ * mt_loader_next does.  MT_EINVAL when the batch has more than into_rows rows
+ * (a batch has at most batch_rows). */
+MT_API int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows,
+			       const mt_batch **out, mt_error *err);
 /* Batches this rank gets in the current epoch (all ranks get as many). */
 MT_API uint64_t mt_loader_batches(const mt_loader *l);
 /* Start epoch `epoch` from its beginning. */

@@ -130,7 +130,7 @@ for kw, env, words in (({}, {"WORLD_SIZE": "2"}, ["RANK"]), ({"rank": 1}, {}, ["
                        ({"rank": 2, "world": 2}, {}, ["rank 2"]),
                        ({"rank": 0, "world": 0}, {}, ["world"]),
                        ({"batch_rows": 0}, {}, ["batch_rows"]), ({"attrs": "id"}, {}, ["['id']"]),
-                       ({"bogus": 1}, {}, ["bogus"])):
+                       ({"bogus": 1}, {}, ["bogus"]), ({"copy": False}, {}, ["copy", "copies"])):
     os.environ.update(env)
     try:
         matorage.TorchDataset(url, "tds", **kw)
@@ -139,6 +139,18 @@ for kw, env, words in (({}, {"WORLD_SIZE": "2"}, ["RANK"]), ({"rank": 1}, {}, ["
         assert all(w in str(e) for w in words), (kw, str(e))
     for k in env:
         del os.environ[k]
+try:
+    matorage.TorchMapDataset(url, "tds", copy=False)
+    raise AssertionError("TorchMapDataset took copy=False")
+except matorage.InvalidArgument as e:
+    assert "copy" in str(e), str(e)
+# Without workers too, each batch's tensors are its own: later batches leave them as they were.
+ds1 = matorage.TorchDataset(url, "tds", attrs=["id"], batch_rows=64, shuffle=True, seed=4,
+                            rank=0, world=1)
+kept = list(ds1)
+again = [b["id"].clone() for b in ds1]
+assert len(kept) == len(again) > 2 and all(torch.equal(a["id"], b) for a, b in zip(kept, again))
+assert all(torch.equal(b["_rows"], b["id"]) for b in kept)  # id is the row number
 os.environ.update(RANK="1", WORLD_SIZE="2")
 assert matorage.TorchDataset(url, "tds").rank == 1
 del os.environ["RANK"], os.environ["WORLD_SIZE"]

@@ -12,6 +12,7 @@ w = rng.standard_normal(16).astype(np.float32)
 np.save(f"{d}/x.npy", x)
 np.save(f"{d}/y.npy", (x @ w > 0).astype(np.int64))
 np.save(f"{d}/id.npy", np.arange(3000, dtype=np.int64))
+np.save(f"{d}/id2.npy", np.arange(10000, 10500, dtype=np.int64))
 PYEOF
 check "a dataset" $M put pyds x="$WORK/x.npy" y="$WORK/y.npy" id="$WORK/id.npy" --shard-rows 500
 
@@ -119,6 +120,61 @@ if ! "$PY" -c 'import torch' 2> /dev/null; then
 	done_testing
 	exit
 fi
+check "a second dataset" $M put pyds2 id="$WORK/id2.npy" --shard-rows 100
+
+check "Mix: two loaders by weight, every row once, deterministic, set_epoch, resume, bad input" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url = sys.argv[1]
+store = matorage.Store(url)
+def loaders(resume=(None, None)):
+    return [matorage.Loader(store, "pyds", attrs=["id"], batch_rows=50, shuffle=True, seed=1,
+                            resume=resume[0]),
+            matorage.Loader(store, "pyds2", attrs=["id"], batch_rows=50, shuffle=True, seed=2,
+                            resume=resume[1])]
+def run(mix):
+    return [(b["_source"], b["id"].tolist()) for b in mix]
+a = loaders()
+full = run(matorage.Mix(a, weights=[3, 1], seed=9))
+assert len(full) == 60 + 10, len(full)
+rows = {0: [], 1: []}
+for src, ids in full:
+    rows[src] += ids
+assert sorted(rows[0]) == list(range(3000)), "every row of pyds once"
+assert sorted(rows[1]) == list(range(10000, 10500)), "every row of pyds2 once"
+first = [s for s, _ in full[:40]]
+assert 20 < first.count(0) < 40 and first.count(1) > 2, first  # drawn 3:1 while both last
+b = loaders()
+assert run(matorage.Mix(b, weights=[3, 1], seed=9)) == full, "the same draws again"
+m = matorage.Mix(b, weights=[3, 1], seed=9)
+assert len(m) == 70
+m.set_epoch(1)
+e1 = run(m)
+assert e1 != full and sorted(sum((i for _, i in e1), [])) == sorted(sum((i for _, i in full), []))
+c = loaders()
+m = matorage.Mix(c, weights=[3, 1], seed=9)
+it = iter(m)
+head = [next(it) for _ in range(17)]
+st = m.state()
+m.close()
+r = loaders(st["loaders"])
+rest = run(matorage.Mix(r, weights=[3, 1], seed=9, resume=st["mix"]))
+assert [(b["_source"], b["id"].tolist()) for b in head] + rest == full, "resume"
+for bad, needle in ((dict(loaders=[]), "non-empty"), (dict(loaders=[a[0], a[0]]), "twice"),
+                    (dict(loaders=a, weights=[1]), "1 weights for 2"),
+                    (dict(loaders=a, weights=[1, 0]), "weight"),
+                    (dict(loaders=a, weights=[1, float("nan")]), "weight"),
+                    (dict(loaders=a, seed=-1), "seed"),
+                    (dict(loaders=a, resume="junk"), "")):
+    try:
+        matorage.Mix(**bad)
+        raise SystemExit(f"accepted {bad}")
+    except matorage.MatorageError as e:
+        assert needle in str(e), (needle, str(e))
+print("mix ok")
+PYEOF
+
 check "torch: DataLoader workers share the rows, a model learns from them" pymt - "$MATORAGE_STORE" <<'PYEOF'
 import sys
 import numpy as np

@@ -348,10 +348,24 @@ struct job {
 	uint8_t *dst;
 };
 
+/* Jobs [first, first + n), whose chunks lie in one span of a shard:
+ * bytes [off, off + len). */
+struct run {
+	size_t first, n;
+	uint64_t off, len;
+};
+
+/* Chunks of one read at most this far apart share a request, up to this
+ * many bytes: few requests, yet a large read still spreads over threads. */
+#define RUN_GAP (64u << 10)
+#define RUN_BYTES (8u << 20)
+
 struct jobs {
 	mt_reader *r;
 	struct job *v;
 	size_t n, cap;
+	struct run *runs;
+	size_t nruns;
 	mt_error *errs;
 };
 
@@ -521,33 +535,94 @@ static int chunk_fetch(mt_reader *r, const struct job *j, uint8_t *z, mt_error *
 	return rc;
 }
 
-static int run_job(void *ud, size_t i)
+/* Job j's chunk decoded into its rows.  z: the compressed chunk already
+ * read and checked (a slice of a run), or NULL to fetch it alone, healed
+ * when that is needed. */
+static int job_decode(mt_reader *r, const struct job *j, const uint8_t *z, mt_error *err)
 {
-	struct jobs *js = ud;
-	const struct job *j = &js->v[i];
-	mt_reader *r = js->r;
 	const mt_chunk *k = &j->e->chunks[j->chunk];
-	mt_error *err = &js->errs[i];
 	const char *key = r->keys[j->shard];
-	uint8_t *z = malloc(k->size ? k->size : 1);
+	uint8_t *own = z ? NULL : malloc(k->size ? k->size : 1);
 	size_t full = (size_t)(j->e->chunk_units * j->e->unit_bytes);
 	int whole = j->u0 == k->first && j->u1 == k->first + k->count && k->count == j->e->chunk_units;
 	uint8_t *plain = whole ? j->dst : malloc(full);
 	int rc = 0;
-	if (!z || !plain)
+	if ((!z && !own) || !plain)
 		rc = mti_err(err, MT_ENOMEM, "%s: out of memory", key);
-	if (!rc)
-		rc = chunk_fetch(r, j, z, err);
+	if (!rc && !z && !(rc = chunk_fetch(r, j, own, err)))
+		z = own;
 	if (!rc && mti_zstd_decompress(z, k->size, plain, full, err))
 		rc = mti_err_prefix(err, "%s@%s: shard %zu (%s): %s chunk %zu: ", r->m->dataset,
 				   r->m->version, j->shard, key, j->e->name, j->chunk);
 	if (!rc && !whole)
 		memcpy(j->dst, plain + (j->u0 - k->first) * j->e->unit_bytes,
 		       (size_t)((j->u1 - j->u0) * j->e->unit_bytes));
-	free(z);
+	free(own);
 	if (!whole)
 		free(plain);
 	return rc;
+}
+
+/* One ranged read of run i's span, then each chunk checked and decoded
+ * from its slice.  A chunk the span cannot give (the read failed, or the
+ * slice fails its checksum) is fetched alone: that path reads it again and
+ * heals it, and its error names exactly that chunk. */
+static int run_run(void *ud, size_t i)
+{
+	struct jobs *js = ud;
+	const struct run *u = &js->runs[i];
+	mt_reader *r = js->r;
+	size_t shard = js->v[u->first].shard;
+	uint8_t *buf = NULL;
+	if (u->n > 1 && !mti_heal_lost(r->heal, shard) && (buf = malloc((size_t)u->len))) {
+		mt_error e = {0};
+		if (mti_store_read(r->store, r->keys[shard], u->off, buf, (size_t)u->len, &e)) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	int rc = 0;
+	for (size_t n = 0; !rc && n < u->n; n++) {
+		const struct job *j = &js->v[u->first + n];
+		const mt_chunk *k = &j->e->chunks[j->chunk];
+		const uint8_t *z = buf ? buf + (k->offset - u->off) : NULL;
+		if (z && mti_xxh3(z, k->size) != k->xxh3)
+			z = NULL;
+		rc = job_decode(r, j, z, &js->errs[u->first + n]);
+	}
+	free(buf);
+	return rc;
+}
+
+/* Whether job j's chunk joins run u: same shard, after it and close. */
+static int run_joins(const struct jobs *js, const struct run *u, const struct job *j)
+{
+	const struct job *last = &js->v[u->first + u->n - 1];
+	const mt_chunk *k = &j->e->chunks[j->chunk];
+	uint64_t end = u->off + u->len;
+	return j->shard == last->shard && k->offset >= end && k->offset - end <= RUN_GAP &&
+	       k->offset + k->size - u->off <= RUN_BYTES;
+}
+
+/* Cut the jobs into runs of chunks near each other in one shard: one
+ * request each, since a store far away charges its latency per request. */
+static int plan_runs(struct jobs *js)
+{
+	js->runs = malloc(js->n * sizeof *js->runs);
+	if (!js->runs)
+		return MT_ENOMEM;
+	js->nruns = 0;
+	for (size_t i = 0; i < js->n; i++) {
+		const mt_chunk *k = &js->v[i].e->chunks[js->v[i].chunk];
+		struct run *u = js->nruns ? &js->runs[js->nruns - 1] : NULL;
+		if (u && run_joins(js, u, &js->v[i])) {
+			u->len = k->offset + k->size - u->off;
+			u->n++;
+		} else {
+			js->runs[js->nruns++] = (struct run){i, 1, k->offset, k->size};
+		}
+	}
+	return 0;
 }
 
 static int run_jobs(struct jobs *js, mt_error *err)
@@ -555,16 +630,18 @@ static int run_jobs(struct jobs *js, mt_error *err)
 	int rc = 0;
 	if (js->n) {
 		js->errs = calloc(js->n, sizeof *js->errs);
-		if (!js->errs)
-			return mti_err(err, MT_ENOMEM, "out of memory");
-		rc = mti_parallel_for(js->r->threads, js->n, run_job, js);
-		for (size_t i = 0; rc && i < js->n; i++)
+		if (!js->errs || plan_runs(js))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+		if (!rc)
+			rc = mti_parallel_for(js->r->threads, js->nruns, run_run, js);
+		for (size_t i = 0; rc && js->errs && i < js->n; i++)
 			if (js->errs[i].code) {
 				rc = mti_err_copy(err, &js->errs[i]);
 				break;
 			}
 	}
 	free(js->errs);
+	free(js->runs);
 	free(js->v);
 	*js = (struct jobs){.r = js->r};
 	return rc;

@@ -1,9 +1,10 @@
 #!/bin/bash
 # s3-latency.sh — a shuffled loader epoch straight from S3 (no shard cache) with and without 30 ms
-# added to every request, for small rows and large rows: seconds, GET requests per epoch, and the
+# added to every request (the proxy delays each one), for small rows and large rows: seconds, GET requests per epoch, and the
 # ratio; five runs of each, alternating, medians.  s3rver behind tests/e2e/s3proxy.py, whose
 # "delay" rule adds the latency, so only the delay differs between the two.
-# Usage: bench/s3-latency.sh [BUILD_DIR] [RUNS] [DELAY_MS]   (defaults: build/bench, 5, 30;
+# Usage: [THREADS=N] bench/s3-latency.sh [BUILD_DIR] [RUNS] [DELAY_MS]   (defaults: build/bench, 5, 30;
+# THREADS: the loader's decode_threads, by default one per core;
 # build with CFLAGS="-O2 -g" and no sanitizers)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,10 +40,10 @@ rm -f "$WORK"/*.npy
 # epoch DATASET ATTRS BATCH DELAY_MS: one shuffled epoch; prints "seconds gets".
 epoch() {
 	s3_faults clear
-	[ "$4" = 0 ] || s3_faults "{\"rules\": [{\"match\": \"^GET \", \"action\": \"delay\", \"count\": -1, \"delay_ms\": $4}]}"
+	[ "$4" = 0 ] || s3_faults "{\"rules\": [{\"match\": \"^[A-Z]+ /bench/\", \"action\": \"delay\", \"count\": -1, \"delay_ms\": $4}]}"
 	s3_log_clear
 	local out
-	out=$("$EPOCH" $S "$1" "$2" "$3" 1 "$BUDGET")
+	out=$("$EPOCH" $S "$1" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
 	printf '%s %s\n' "$(echo "$out" | awk '{ printf "%.3f", $3 + $5 }')" "$(s3_log | grep -c '^GET ')"
 }
 for r in $(seq "$RUNS"); do

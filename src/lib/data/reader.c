@@ -16,8 +16,10 @@ struct mt_reader {
 	char **keys;          /* shard object keys */
 	const char **tags;
 	mt_version_info info;
-	pthread_mutex_t lock; /* guards ix */
+	pthread_mutex_t lock; /* guards ix and ix_busy */
+	pthread_cond_t ix_done;
 	mt_index **ix;        /* chunk index per shard, loaded on first use */
+	char *ix_busy;        /* a thread is reading that shard's index */
 	int threads;
 	mti_heal *heal;       /* damaged chunks rebuilt from parity */
 };
@@ -30,6 +32,7 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	if (!r)
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->ix_done, NULL);
 	r->store = s;
 	r->threads = mti_ncpus();
 	int rc = mti_dataset_load(s, dataset, version, &r->m, &r->json, err);
@@ -42,8 +45,9 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	mt_manifest *m = r->m;
 	r->keys = calloc(m->nshards ? m->nshards : 1, sizeof *r->keys);
 	r->ix = calloc(m->nshards ? m->nshards : 1, sizeof *r->ix);
+	r->ix_busy = calloc(m->nshards ? m->nshards : 1, 1);
 	r->tags = calloc(m->ntags ? m->ntags : 1, sizeof *r->tags);
-	if (!r->keys || !r->ix || !r->tags)
+	if (!r->keys || !r->ix || !r->ix_busy || !r->tags)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
 		rc = mti_heal_new(s, m, &r->heal, err);
@@ -88,11 +92,13 @@ void mt_reader_close(mt_reader *r)
 	}
 	free(r->keys);
 	free(r->ix);
+	free(r->ix_busy);
 	free(r->tags);
 	mti_heal_free(r->heal);
 	free(r->json);
 	mti_manifest_free(r->m);
 	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->ix_done);
 	free(r);
 }
 
@@ -302,24 +308,28 @@ static int fetch_index(mt_reader *r, size_t i, mt_index **ix, mt_error *err)
 	return rc;
 }
 
-/* The chunk index of shard i: one ranged read, cached for the reader's life. */
+/* The chunk index of shard i: one ranged read, cached for the reader's
+ * life.  Threads wanting it at once wait for the one reading it, rather
+ * than each paying a round trip for the same bytes. */
 static int shard_index(mt_reader *r, size_t i, const mt_index **out, mt_error *err)
 {
 	pthread_mutex_lock(&r->lock);
+	while (!r->ix[i] && r->ix_busy[i])
+		pthread_cond_wait(&r->ix_done, &r->lock);
 	mt_index *ix = r->ix[i];
+	if (!ix)
+		r->ix_busy[i] = 1;
 	pthread_mutex_unlock(&r->lock);
 	if (!ix) {
 		int rc = fetch_index(r, i, &ix, err);
+		pthread_mutex_lock(&r->lock);
+		r->ix_busy[i] = 0;
+		if (!rc)
+			r->ix[i] = ix;
+		pthread_cond_broadcast(&r->ix_done);
+		pthread_mutex_unlock(&r->lock);
 		if (rc)
 			return rc;
-		pthread_mutex_lock(&r->lock);
-		if (r->ix[i]) {
-			mti_index_free(ix); /* another thread won the race */
-			ix = r->ix[i];
-		} else {
-			r->ix[i] = ix;
-		}
-		pthread_mutex_unlock(&r->lock);
 	}
 	*out = ix;
 	return 0;

@@ -365,10 +365,12 @@ struct run {
 	uint64_t off, len;
 };
 
-/* Chunks of one read at most this far apart share a request, up to this
- * many bytes: few requests, yet a large read still spreads over threads. */
+/* Chunks of one read at most this far apart share a request, up to
+ * RUN_BYTES; a large read is cut into at least two runs per thread, not
+ * below RUN_MIN, since each run's chunks are decoded on one thread. */
 #define RUN_GAP (64u << 10)
 #define RUN_BYTES (8u << 20)
+#define RUN_MIN (512u << 10)
 
 struct jobs {
 	mt_reader *r;
@@ -605,13 +607,14 @@ static int run_run(void *ud, size_t i)
 }
 
 /* Whether job j's chunk joins run u: same shard, after it and close. */
-static int run_joins(const struct jobs *js, const struct run *u, const struct job *j)
+static int run_joins(const struct jobs *js, const struct run *u, const struct job *j,
+		     uint64_t cap)
 {
 	const struct job *last = &js->v[u->first + u->n - 1];
 	const mt_chunk *k = &j->e->chunks[j->chunk];
 	uint64_t end = u->off + u->len;
 	return j->shard == last->shard && k->offset >= end && k->offset - end <= RUN_GAP &&
-	       k->offset + k->size - u->off <= RUN_BYTES;
+	       k->offset + k->size - u->off <= cap;
 }
 
 /* Cut the jobs into runs of chunks near each other in one shard: one
@@ -622,10 +625,15 @@ static int plan_runs(struct jobs *js)
 	if (!js->runs)
 		return MT_ENOMEM;
 	js->nruns = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < js->n; i++)
+		total += js->v[i].e->chunks[js->v[i].chunk].size;
+	uint64_t cap = total / (2 * (uint64_t)js->r->threads);
+	cap = cap < RUN_MIN ? RUN_MIN : cap > RUN_BYTES ? RUN_BYTES : cap;
 	for (size_t i = 0; i < js->n; i++) {
 		const mt_chunk *k = &js->v[i].e->chunks[js->v[i].chunk];
 		struct run *u = js->nruns ? &js->runs[js->nruns - 1] : NULL;
-		if (u && run_joins(js, u, &js->v[i])) {
+		if (u && run_joins(js, u, &js->v[i], cap)) {
 			u->len = k->offset + k->size - u->off;
 			u->n++;
 		} else {

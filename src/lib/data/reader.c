@@ -618,7 +618,8 @@ static int run_joins(const struct jobs *js, const struct run *u, const struct jo
 }
 
 /* Cut the jobs into runs of chunks near each other in one shard: one
- * request each, since a store far away charges its latency per request. */
+ * request each, since a store far away charges its latency per request
+ * (a local store reads chunk by chunk: runs of one). */
 static int plan_runs(struct jobs *js)
 {
 	js->runs = malloc(js->n * sizeof *js->runs);
@@ -628,12 +629,13 @@ static int plan_runs(struct jobs *js)
 	uint64_t total = 0;
 	for (size_t i = 0; i < js->n; i++)
 		total += js->v[i].e->chunks[js->v[i].chunk].size;
+	int far = js->r->store->ops->far;
 	uint64_t cap = total / (2 * (uint64_t)js->r->threads);
 	cap = cap < RUN_MIN ? RUN_MIN : cap > RUN_BYTES ? RUN_BYTES : cap;
 	for (size_t i = 0; i < js->n; i++) {
 		const mt_chunk *k = &js->v[i].e->chunks[js->v[i].chunk];
 		struct run *u = js->nruns ? &js->runs[js->nruns - 1] : NULL;
-		if (u && run_joins(js, u, &js->v[i], cap)) {
+		if (u && far && run_joins(js, u, &js->v[i], cap)) {
 			u->len = k->offset + k->size - u->off;
 			u->n++;
 		} else {

@@ -371,6 +371,8 @@ struct run {
 #define RUN_GAP (64u << 10)
 #define RUN_BYTES (8u << 20)
 #define RUN_MIN (512u << 10)
+#define RUN_REQUESTS 16
+#define RUN_INFLIGHT (32u << 20)
 
 struct jobs {
 	mt_reader *r;
@@ -645,6 +647,22 @@ static int plan_runs(struct jobs *js)
 	return 0;
 }
 
+/* Threads for the runs.  Far away, a thread mostly waits on its request:
+ * more of the read's runs go out at once, up to RUN_INFLIGHT bytes of
+ * buffers (the store caps the requests in flight). */
+static int run_threads(const struct jobs *js)
+{
+	int threads = js->r->threads;
+	if (!js->r->store->ops->far || js->nruns <= (size_t)threads)
+		return threads;
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < js->nruns; i++)
+		bytes += js->runs[i].len;
+	uint64_t fit = RUN_INFLIGHT / (bytes / js->nruns + 1);
+	uint64_t n = js->nruns < fit ? js->nruns : fit;
+	return n > (uint64_t)threads ? (int)(n < RUN_REQUESTS ? n : RUN_REQUESTS) : threads;
+}
+
 static int run_jobs(struct jobs *js, mt_error *err)
 {
 	int rc = 0;
@@ -653,7 +671,7 @@ static int run_jobs(struct jobs *js, mt_error *err)
 		if (!js->errs || plan_runs(js))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		if (!rc)
-			rc = mti_parallel_for(js->r->threads, js->nruns, run_run, js);
+			rc = mti_parallel_for(run_threads(js), js->nruns, run_run, js);
 		for (size_t i = 0; rc && js->errs && i < js->n; i++)
 			if (js->errs[i].code) {
 				rc = mti_err_copy(err, &js->errs[i]);

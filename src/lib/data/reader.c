@@ -372,7 +372,7 @@ struct run {
 #define RUN_BYTES (8u << 20)
 #define RUN_MIN (512u << 10)
 #define RUN_REQUESTS 16
-#define RUN_INFLIGHT (32u << 20)
+#define RUN_INFLIGHT (16u << 20)
 
 struct jobs {
 	mt_reader *r;

@@ -16,8 +16,10 @@ struct mt_reader {
 	char **keys;          /* shard object keys */
 	const char **tags;
 	mt_version_info info;
-	pthread_mutex_t lock; /* guards ix */
+	pthread_mutex_t lock; /* guards ix and ix_busy */
+	pthread_cond_t ix_done;
 	mt_index **ix;        /* chunk index per shard, loaded on first use */
+	char *ix_busy;        /* a thread is reading that shard's index */
 	int threads;
 	mti_heal *heal;       /* damaged chunks rebuilt from parity */
 };
@@ -30,6 +32,7 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	if (!r)
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->ix_done, NULL);
 	r->store = s;
 	r->threads = mti_ncpus();
 	int rc = mti_dataset_load(s, dataset, version, &r->m, &r->json, err);
@@ -42,8 +45,9 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	mt_manifest *m = r->m;
 	r->keys = calloc(m->nshards ? m->nshards : 1, sizeof *r->keys);
 	r->ix = calloc(m->nshards ? m->nshards : 1, sizeof *r->ix);
+	r->ix_busy = calloc(m->nshards ? m->nshards : 1, 1);
 	r->tags = calloc(m->ntags ? m->ntags : 1, sizeof *r->tags);
-	if (!r->keys || !r->ix || !r->tags)
+	if (!r->keys || !r->ix || !r->ix_busy || !r->tags)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
 		rc = mti_heal_new(s, m, &r->heal, err);
@@ -88,11 +92,13 @@ void mt_reader_close(mt_reader *r)
 	}
 	free(r->keys);
 	free(r->ix);
+	free(r->ix_busy);
 	free(r->tags);
 	mti_heal_free(r->heal);
 	free(r->json);
 	mti_manifest_free(r->m);
 	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->ix_done);
 	free(r);
 }
 
@@ -302,24 +308,28 @@ static int fetch_index(mt_reader *r, size_t i, mt_index **ix, mt_error *err)
 	return rc;
 }
 
-/* The chunk index of shard i: one ranged read, cached for the reader's life. */
+/* The chunk index of shard i: one ranged read, cached for the reader's
+ * life.  Threads wanting it at once wait for the one reading it, rather
+ * than each paying a round trip for the same bytes. */
 static int shard_index(mt_reader *r, size_t i, const mt_index **out, mt_error *err)
 {
 	pthread_mutex_lock(&r->lock);
+	while (!r->ix[i] && r->ix_busy[i])
+		pthread_cond_wait(&r->ix_done, &r->lock);
 	mt_index *ix = r->ix[i];
+	if (!ix)
+		r->ix_busy[i] = 1;
 	pthread_mutex_unlock(&r->lock);
 	if (!ix) {
 		int rc = fetch_index(r, i, &ix, err);
+		pthread_mutex_lock(&r->lock);
+		r->ix_busy[i] = 0;
+		if (!rc)
+			r->ix[i] = ix;
+		pthread_cond_broadcast(&r->ix_done);
+		pthread_mutex_unlock(&r->lock);
 		if (rc)
 			return rc;
-		pthread_mutex_lock(&r->lock);
-		if (r->ix[i]) {
-			mti_index_free(ix); /* another thread won the race */
-			ix = r->ix[i];
-		} else {
-			r->ix[i] = ix;
-		}
-		pthread_mutex_unlock(&r->lock);
 	}
 	*out = ix;
 	return 0;
@@ -348,10 +358,28 @@ struct job {
 	uint8_t *dst;
 };
 
+/* Jobs [first, first + n), whose chunks lie in one span of a shard:
+ * bytes [off, off + len). */
+struct run {
+	size_t first, n;
+	uint64_t off, len;
+};
+
+/* Chunks of one read at most this far apart share a request, up to
+ * RUN_BYTES; a large read is cut into at least two runs per thread, not
+ * below RUN_MIN, since each run's chunks are decoded on one thread. */
+#define RUN_GAP (64u << 10)
+#define RUN_BYTES (8u << 20)
+#define RUN_MIN (512u << 10)
+#define RUN_REQUESTS 16
+#define RUN_INFLIGHT (16u << 20)
+
 struct jobs {
 	mt_reader *r;
 	struct job *v;
 	size_t n, cap;
+	struct run *runs;
+	size_t nruns;
 	mt_error *errs;
 };
 
@@ -521,33 +549,118 @@ static int chunk_fetch(mt_reader *r, const struct job *j, uint8_t *z, mt_error *
 	return rc;
 }
 
-static int run_job(void *ud, size_t i)
+/* Job j's chunk decoded into its rows.  z: the compressed chunk already
+ * read and checked (a slice of a run), or NULL to fetch it alone, healed
+ * when that is needed. */
+static int job_decode(mt_reader *r, const struct job *j, const uint8_t *z, mt_error *err)
 {
-	struct jobs *js = ud;
-	const struct job *j = &js->v[i];
-	mt_reader *r = js->r;
 	const mt_chunk *k = &j->e->chunks[j->chunk];
-	mt_error *err = &js->errs[i];
 	const char *key = r->keys[j->shard];
-	uint8_t *z = malloc(k->size ? k->size : 1);
+	uint8_t *own = z ? NULL : malloc(k->size ? k->size : 1);
 	size_t full = (size_t)(j->e->chunk_units * j->e->unit_bytes);
 	int whole = j->u0 == k->first && j->u1 == k->first + k->count && k->count == j->e->chunk_units;
 	uint8_t *plain = whole ? j->dst : malloc(full);
 	int rc = 0;
-	if (!z || !plain)
+	if ((!z && !own) || !plain)
 		rc = mti_err(err, MT_ENOMEM, "%s: out of memory", key);
-	if (!rc)
-		rc = chunk_fetch(r, j, z, err);
+	if (!rc && !z && !(rc = chunk_fetch(r, j, own, err)))
+		z = own;
 	if (!rc && mti_zstd_decompress(z, k->size, plain, full, err))
 		rc = mti_err_prefix(err, "%s@%s: shard %zu (%s): %s chunk %zu: ", r->m->dataset,
 				   r->m->version, j->shard, key, j->e->name, j->chunk);
 	if (!rc && !whole)
 		memcpy(j->dst, plain + (j->u0 - k->first) * j->e->unit_bytes,
 		       (size_t)((j->u1 - j->u0) * j->e->unit_bytes));
-	free(z);
+	free(own);
 	if (!whole)
 		free(plain);
 	return rc;
+}
+
+/* One ranged read of run i's span, then each chunk checked and decoded
+ * from its slice.  A chunk the span cannot give (the read failed, or the
+ * slice fails its checksum) is fetched alone: that path reads it again and
+ * heals it, and its error names exactly that chunk. */
+static int run_run(void *ud, size_t i)
+{
+	struct jobs *js = ud;
+	const struct run *u = &js->runs[i];
+	mt_reader *r = js->r;
+	size_t shard = js->v[u->first].shard;
+	uint8_t *buf = NULL;
+	if (u->n > 1 && !mti_heal_lost(r->heal, shard) && (buf = malloc((size_t)u->len))) {
+		mt_error e = {0};
+		if (mti_store_read(r->store, r->keys[shard], u->off, buf, (size_t)u->len, &e)) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	int rc = 0;
+	for (size_t n = 0; !rc && n < u->n; n++) {
+		const struct job *j = &js->v[u->first + n];
+		const mt_chunk *k = &j->e->chunks[j->chunk];
+		const uint8_t *z = buf ? buf + (k->offset - u->off) : NULL;
+		if (z && mti_xxh3(z, k->size) != k->xxh3)
+			z = NULL;
+		rc = job_decode(r, j, z, &js->errs[u->first + n]);
+	}
+	free(buf);
+	return rc;
+}
+
+/* Whether job j's chunk joins run u: same shard, after it and close. */
+static int run_joins(const struct jobs *js, const struct run *u, const struct job *j,
+		     uint64_t cap)
+{
+	const struct job *last = &js->v[u->first + u->n - 1];
+	const mt_chunk *k = &j->e->chunks[j->chunk];
+	uint64_t end = u->off + u->len;
+	return j->shard == last->shard && k->offset >= end && k->offset - end <= RUN_GAP &&
+	       k->offset + k->size - u->off <= cap;
+}
+
+/* Cut the jobs into runs of chunks near each other in one shard: one
+ * request each, since a store far away charges its latency per request
+ * (a local store reads chunk by chunk: runs of one). */
+static int plan_runs(struct jobs *js)
+{
+	js->runs = malloc(js->n * sizeof *js->runs);
+	if (!js->runs)
+		return MT_ENOMEM;
+	js->nruns = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < js->n; i++)
+		total += js->v[i].e->chunks[js->v[i].chunk].size;
+	int far = js->r->store->ops->far;
+	uint64_t cap = total / (2 * (uint64_t)js->r->threads);
+	cap = cap < RUN_MIN ? RUN_MIN : cap > RUN_BYTES ? RUN_BYTES : cap;
+	for (size_t i = 0; i < js->n; i++) {
+		const mt_chunk *k = &js->v[i].e->chunks[js->v[i].chunk];
+		struct run *u = js->nruns ? &js->runs[js->nruns - 1] : NULL;
+		if (u && far && run_joins(js, u, &js->v[i], cap)) {
+			u->len = k->offset + k->size - u->off;
+			u->n++;
+		} else {
+			js->runs[js->nruns++] = (struct run){i, 1, k->offset, k->size};
+		}
+	}
+	return 0;
+}
+
+/* Threads for the runs.  Far away, a thread mostly waits on its request:
+ * more of the read's runs go out at once, up to RUN_INFLIGHT bytes of
+ * buffers (the store caps the requests in flight). */
+static int run_threads(const struct jobs *js)
+{
+	int threads = js->r->threads;
+	if (!js->r->store->ops->far || js->nruns <= (size_t)threads)
+		return threads;
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < js->nruns; i++)
+		bytes += js->runs[i].len;
+	uint64_t fit = RUN_INFLIGHT / (bytes / js->nruns + 1);
+	uint64_t n = js->nruns < fit ? js->nruns : fit;
+	return n > (uint64_t)threads ? (int)(n < RUN_REQUESTS ? n : RUN_REQUESTS) : threads;
 }
 
 static int run_jobs(struct jobs *js, mt_error *err)
@@ -555,16 +668,18 @@ static int run_jobs(struct jobs *js, mt_error *err)
 	int rc = 0;
 	if (js->n) {
 		js->errs = calloc(js->n, sizeof *js->errs);
-		if (!js->errs)
-			return mti_err(err, MT_ENOMEM, "out of memory");
-		rc = mti_parallel_for(js->r->threads, js->n, run_job, js);
-		for (size_t i = 0; rc && i < js->n; i++)
+		if (!js->errs || plan_runs(js))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+		if (!rc)
+			rc = mti_parallel_for(run_threads(js), js->nruns, run_run, js);
+		for (size_t i = 0; rc && js->errs && i < js->n; i++)
 			if (js->errs[i].code) {
 				rc = mti_err_copy(err, &js->errs[i]);
 				break;
 			}
 	}
 	free(js->errs);
+	free(js->runs);
 	free(js->v);
 	*js = (struct jobs){.r = js->r};
 	return rc;

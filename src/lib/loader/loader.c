@@ -154,31 +154,27 @@ typedef struct unit_jobs {
 	mt_error *errs;
 } unit_jobs;
 
+/* Job i: column i % ncols of unit i / ncols. */
 static int unit_job(void *ud, size_t i)
 {
 	unit_jobs *j = ud;
 	mt_loader *l = j->l;
 	ld_slot *s = j->s;
-	const mt_plan_unit *un = &l->plan.units[l->plan.unit_order[j->first_unit + i]];
-	uint64_t a = un->first_row, b = un->first_row + un->rows, at = j->at[i];
-	for (size_t c = 0; c < l->ncols; c++) {
-		const ld_col *col = &l->cols[c];
-		int rc = 0;
-		if (j->pass == 0 && col->ragged) {
-			uint64_t sum;
-			rc = mt_reader_ragged_lengths(l->reader, col->attr, a, b,
-						      s->offsets[c] + at + 1, &sum, &j->errs[i]);
-		} else if (j->pass == 1) {
-			uint64_t from = col->ragged ? s->offsets[c][at] : at;
-			uint64_t to = col->ragged ? s->offsets[c][at + un->rows] : at + un->rows;
-			rc = mt_reader_read(l->reader, col->attr, a, b,
-					    s->values[c] + from * col->unit_bytes,
-					    (size_t)((to - from) * col->unit_bytes), &j->errs[i]);
-		}
-		if (rc)
-			return rc;
+	size_t u = i / l->ncols, c = i % l->ncols;
+	const mt_plan_unit *un = &l->plan.units[l->plan.unit_order[j->first_unit + u]];
+	uint64_t a = un->first_row, b = un->first_row + un->rows, at = j->at[u];
+	const ld_col *col = &l->cols[c];
+	if (j->pass == 0 && col->ragged) {
+		uint64_t sum;
+		return mt_reader_ragged_lengths(l->reader, col->attr, a, b, s->offsets[c] + at + 1,
+						&sum, &j->errs[i]);
 	}
-	return 0;
+	if (j->pass != 1)
+		return 0;
+	uint64_t from = col->ragged ? s->offsets[c][at] : at;
+	uint64_t to = col->ragged ? s->offsets[c][at + un->rows] : at + un->rows;
+	return mt_reader_read(l->reader, col->attr, a, b, s->values[c] + from * col->unit_bytes,
+			      (size_t)((to - from) * col->unit_bytes), &j->errs[i]);
 }
 
 /* Ragged columns: row lengths into offsets; then every column's room. */
@@ -202,14 +198,17 @@ static int slot_size_values(mt_loader *l, ld_slot *s)
 	return 0;
 }
 
-/* Read window w's units into s.  Units are read fetch_threads at a time,
- * each decoded on the reader's threads: a store far away keeps several
- * requests in flight. */
+/* Read window w's units into s.  Each column of each unit is one job, and
+ * fetch_threads units' worth of them run at a time, each decoded on the
+ * reader's threads: a store far away keeps several requests in flight, and
+ * a unit's columns do not wait for each other's round trips. */
 static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 {
 	size_t u0 = l->plan.window_unit[w], nu = l->plan.window_unit[w + 1] - u0;
+	size_t njobs = nu * l->ncols;
+	int threads = l->opts.fetch_threads * (int)(l->ncols < 4 ? l->ncols : 4);
 	uint64_t *at = malloc((nu ? nu : 1) * sizeof *at);
-	mt_error *errs = calloc(nu ? nu : 1, sizeof *errs);
+	mt_error *errs = calloc(njobs ? njobs : 1, sizeof *errs);
 	if (!at || !errs) {
 		free(at);
 		free(errs);
@@ -226,13 +225,13 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 		ragged |= l->cols[c].ragged;
 	/* Ragged columns: every unit's row lengths first, then where each row goes. */
 	if (ragged)
-		rc = mti_parallel_for(l->opts.fetch_threads, nu, unit_job, &jobs);
+		rc = mti_parallel_for(threads, njobs, unit_job, &jobs);
 	if (!rc)
 		rc = slot_size_values(l, s);
 	jobs.pass = 1;
 	if (!rc)
-		rc = mti_parallel_for(l->opts.fetch_threads, nu, unit_job, &jobs);
-	for (size_t i = 0; rc && i < nu; i++)
+		rc = mti_parallel_for(threads, njobs, unit_job, &jobs);
+	for (size_t i = 0; rc && i < njobs; i++)
 		if (errs[i].code) {
 			mti_err_copy(&s->err, &errs[i]);
 			break;

@@ -1337,6 +1337,7 @@ static void s3_close(mt_store *st)
 
 static const mt_store_ops s3_ops = {
 	.scheme = "s3",
+	.far = 1,
 	.get = s3_get,
 	.read = s3_read,
 	.put = s3_put,

@@ -33,6 +33,10 @@ typedef struct mt_upload mt_upload;
 
 typedef struct mt_store_ops {
 	const char *scheme;
+	/* 1: every request pays a network round trip, so readers fetch runs
+	 * of adjacent ranges with one request; 0: a local read is cheap, and
+	 * one read per range keeps decoding spread over threads. */
+	int far;
 	/* Read len bytes at offset (len UINT64_MAX: to the end) into a new
 	 * malloc'ed buffer.  MT_ENOTFOUND for a missing key; a range past the
 	 * end is MT_ERANGE. */

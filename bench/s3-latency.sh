@@ -1,0 +1,65 @@
+#!/bin/bash
+# s3-latency.sh — a shuffled loader epoch straight from S3 (no shard cache) with and without 30 ms
+# added to every request (the proxy delays each one), for small rows and large rows: seconds, GET requests per epoch, and the
+# ratio; five runs of each, alternating, medians.  s3rver behind tests/e2e/s3proxy.py, whose
+# "delay" rule adds the latency, so only the delay differs between the two.
+# Usage: [THREADS=N] bench/s3-latency.sh [BUILD_DIR] [RUNS] [DELAY_MS]   (defaults: build/bench, 5, 30;
+# THREADS: the loader's decode_threads, by default one per core;
+# build with CFLAGS="-O2 -g" and no sanitizers)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
+RUNS=${2:-5}
+DELAY=${3:-30}
+export MATORAGE=$BUILD/src/cli/matorage top_srcdir=$here/..
+EPOCH=$BUILD/bench/loader-epoch
+BUDGET=$((256 << 20))
+. "$here/../tests/e2e/lib.sh"
+trap mt_cleanup EXIT
+export HOME=$WORK MATORAGE_CATALOG=$WORK/catalog.db
+s3_start || { echo "s3-latency.sh: cannot start s3rver and the proxy" >&2; exit 1; }
+echo "# machine: $(nproc) cores; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+# small: 180,000 rows of a 784-byte uint8 image and an int64 label (bench/python-overhead.sh);
+# large: 600 rows of 65,536 float32 (256 KiB a row).
+"$PY" - "$WORK" <<'PYEOF'
+import sys
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(0)
+img = (rng.random((180000, 28, 28)) < 0.3).astype(np.uint8) * rng.integers(0, 255, (180000, 1, 1), dtype=np.uint8)
+np.save(f"{d}/image.npy", img)
+np.save(f"{d}/label.npy", rng.integers(0, 10, 180000).astype(np.int64))
+np.save(f"{d}/big.npy", rng.standard_normal((600, 65536)).astype(np.float32))
+np.save(f"{d}/id.npy", np.arange(600, dtype=np.int64))
+PYEOF
+S=s3://bench/lat
+"$MATORAGE" -q --store $S put small image="$WORK/image.npy" label="$WORK/label.npy" > /dev/null
+"$MATORAGE" -q --store $S put large x="$WORK/big.npy" id="$WORK/id.npy" > /dev/null
+rm -f "$WORK"/*.npy
+
+# epoch DATASET ATTRS BATCH DELAY_MS: one shuffled epoch; prints "seconds gets".
+epoch() {
+	s3_faults clear
+	[ "$4" = 0 ] || s3_faults "{\"rules\": [{\"match\": \"^[A-Z]+ /bench/\", \"action\": \"delay\", \"count\": -1, \"delay_ms\": $4}]}"
+	s3_log_clear
+	local out
+	out=$("$EPOCH" $S "$1" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
+	printf '%s %s\n' "$(echo "$out" | awk '{ printf "%.3f", $3 + $5 }')" "$(s3_log | grep -c '^GET ')"
+}
+for r in $(seq "$RUNS"); do
+	for d in 0 "$DELAY"; do
+		echo "small $d $(epoch small image,label 256 "$d")" >> "$WORK/times"
+		echo "large $d $(epoch large x,id 16 "$d")" >> "$WORK/times"
+	done
+done
+s3_faults clear
+echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+col() { awk -v s="$1" -v d="$2" -v c="$3" '$1 == s && $2 == d { print $c }' "$WORK/times"; }
+printf '| dataset | s, no delay | s, +%d ms | ratio (no delay / delay) | GETs per epoch |\n|---|---|---|---|---|\n' "$DELAY"
+for s in small large; do
+	a=$(col $s 0 3 | med)
+	b=$(col $s "$DELAY" 3 | med)
+	printf '| %s | %.3f (%s) | %.3f (%s) | %.2fx | %s |\n' $s "$a" "$(col $s 0 3 | sort -n | tr '\n' ' ' | sed 's/ $//')" \
+		"$b" "$(col $s "$DELAY" 3 | sort -n | tr '\n' ' ' | sed 's/ $//')" "$(echo "$a / $b" | bc -l)" "$(col $s "$DELAY" 4 | med)"
+done

@@ -45,6 +45,13 @@ n=$(s3_log | grep -c "^GET [^ ]*/shards/" || true)
 echo "# GETs of shard objects in the epoch: $n"
 ok $([ "$n" -ge 3 ] && [ "$n" -le 12 ]; echo $?) "the epoch reads 3 shards in at most 12 GETs (one per chunk: over 120)"
 
+# Opening the latest version reads its manifest once: the read that confirms the order
+# marker is the one the reader keeps.
+s3_log_clear
+check "info of the latest over S3" $M info b
+n=$(s3_log | grep -c "^GET [^ ]*/versions/v1.json" || true)
+ok $([ "$n" -eq 1 ]; echo $?) "opening the latest GETs its manifest once (got $n)"
+
 # damage DATASET I CHUNK: one bit in the middle of x's chunk CHUNK of shard I, in the bucket.
 damage() {
 	local key

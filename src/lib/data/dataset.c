@@ -426,22 +426,37 @@ static int versions_dated(mt_store *s, const char *dataset, int use_marks, struc
 	return 0;
 }
 
+/* The newest version's manifest as read to confirm its marker, kept for a
+ * caller that wants the latest anyway: on S3 that saves a GET. */
+struct newest {
+	mt_manifest *m;
+	char *json;
+};
+
 /* Whether the newest of d, placed there by its marker, was created when the
- * marker says: 1 yes (or it has no marker), 0 no, or an error. */
+ * marker says: 1 yes (or it has no marker), 0 no, or an error.  With keep,
+ * a confirmed newest manifest goes there. */
 static int newest_confirmed(mt_store *s, const char *dataset, const struct dated *d, size_t n,
-			    mt_error *err)
+			    struct newest *keep, mt_error *err)
 {
 	if (!n || !d[n - 1].marked)
 		return 1;
 	mt_manifest *m = NULL;
+	char *json = NULL;
 	mt_error e = {0};
-	int rc = mti_dataset_load(s, dataset, d[n - 1].name, &m, NULL, &e);
+	int rc = mti_dataset_load(s, dataset, d[n - 1].name, &m, keep ? &json : NULL, &e);
 	if (rc == MT_ENOTFOUND)
 		return 0; /* gone since the listing: the next look finds the order */
 	if (rc)
 		return mti_err_copy(err, &e);
 	rc = !strcmp(m->created, d[n - 1].created);
+	if (rc && keep) {
+		keep->m = m;
+		keep->json = json;
+		return rc;
+	}
 	mti_manifest_free(m);
+	free(json);
 	return rc;
 }
 
@@ -450,17 +465,17 @@ static int newest_confirmed(mt_store *s, const char *dataset, const struct dated
  * that wrote it wrong) sends the order back to every manifest, so "latest"
  * never rests on a marker alone. */
 static int versions_by_age(mt_store *s, const char *dataset, int use_marks, struct strv *out,
-			   mt_error *err)
+			   struct newest *keep, mt_error *err)
 {
 	struct dated *d;
 	size_t n;
 	int rc = versions_dated(s, dataset, use_marks, &d, &n, err);
 	if (rc)
 		return rc;
-	int ok = use_marks ? newest_confirmed(s, dataset, d, n, err) : 1;
+	int ok = use_marks ? newest_confirmed(s, dataset, d, n, keep, err) : 1;
 	if (ok != 1) {
 		dated_free(d, n);
-		return ok < 0 ? ok : versions_by_age(s, dataset, 0, out, err);
+		return ok < 0 ? ok : versions_by_age(s, dataset, 0, out, keep, err);
 	}
 	out->v = calloc(n ? n : 1, sizeof *out->v);
 	if (!out->v) {
@@ -480,7 +495,7 @@ int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t
 		      mt_error *err)
 {
 	struct strv l = {0};
-	int rc = versions_by_age(s, dataset, 1, &l, err);
+	int rc = versions_by_age(s, dataset, 1, &l, NULL, err);
 	if (rc)
 		return rc;
 	if (l.n == 0) {
@@ -493,6 +508,32 @@ int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t
 	return 0;
 }
 
+/* The latest version: its manifest as read to confirm the order, or read now. */
+static int load_latest(mt_store *s, const char *dataset, mt_manifest **m, char **json,
+		       mt_error *err)
+{
+	struct strv l = {0};
+	struct newest kept = {0};
+	int rc = versions_by_age(s, dataset, 1, &l, &kept, err);
+	if (!rc && l.n == 0)
+		rc = mti_err(err, MT_ENOTFOUND, "dataset %s: no such dataset in %s", dataset,
+			     mt_store_url(s));
+	if (!rc && kept.m && !strcmp(kept.m->version, l.v[l.n - 1])) {
+		*m = kept.m;
+		kept.m = NULL;
+		if (json) {
+			*json = kept.json;
+			kept.json = NULL;
+		}
+	} else if (!rc) {
+		rc = mti_dataset_load(s, dataset, l.v[l.n - 1], m, json, err);
+	}
+	mti_manifest_free(kept.m);
+	free(kept.json);
+	mt_strv_free(l.v, l.n);
+	return rc;
+}
+
 int mti_dataset_load(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
 		    char **json, mt_error *err)
 {
@@ -502,16 +543,8 @@ int mti_dataset_load(mt_store *s, const char *dataset, const char *version, mt_m
 	int rc = mt_name_check(dataset, "dataset", err);
 	if (rc)
 		return rc;
-	if (!version || !*version || strcmp(version, "latest") == 0) {
-		char **v;
-		size_t n;
-		rc = mt_store_versions(s, dataset, &v, &n, err);
-		if (rc)
-			return rc;
-		rc = mti_dataset_load(s, dataset, v[n - 1], m, json, err);
-		mt_strv_free(v, n);
-		return rc;
-	}
+	if (!version || !*version || strcmp(version, "latest") == 0)
+		return load_latest(s, dataset, m, json, err);
 	if ((rc = mt_name_check(version, "version", err)))
 		return rc;
 	char *key = mti_key_manifest(dataset, version);

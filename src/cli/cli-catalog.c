@@ -18,6 +18,22 @@ void cli_catalog_note(const char *name, mt_store *s, const char *dataset)
 	mt_catalog_close(c);
 }
 
+void cli_catalog_note_version(const char *name, mt_store *s, const char *dataset,
+			      const char *version)
+{
+	mt_catalog *c = NULL;
+	mt_error err = { 0 };
+	/* The version alone: the cost after a write does not grow with the
+	 * dataset's versions (what else changed reaches the catalog with a sync). */
+	if (mt_catalog_open(NULL, &c, &err) ||
+	    mt_catalog_sync_version(c, name, s, dataset, version, NULL, &err)) {
+		cli_progress_hide();
+		fprintf(stderr, "matorage: warning: catalog not updated (run 'matorage sync'): %s\n",
+			err.message);
+	}
+	mt_catalog_close(c);
+}
+
 void cli_catalog_health(const char *name, mt_store *s, const char *dataset,
 			struct app_health *h, int create)
 {

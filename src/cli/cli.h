@@ -226,6 +226,10 @@ int cli_safetensors_import(mt_store *s, const char *name, const char *path, int 
 /* After a write: bring the catalog's view of `dataset` (NULL: every dataset) of store s,
  * called `name`, up to date; a failure is a warning on stderr, never an error. */
 void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
+/* After writing one version: the catalog learns that version alone (the cost does not
+ * grow with the dataset's versions); a failure is a warning. */
+void cli_catalog_note_version(const char *name, mt_store *s, const char *dataset,
+			      const char *version);
 /* After a check (verify, repair, protect): the catalog learns `dataset` of
  * store s (as cli_catalog_note), then what h found of its versions and
  * shards.  Quiet when there is no catalog yet and `create` is 0 (a verify

@@ -639,6 +639,23 @@ static int cat_list_objects(mt_store *s, const char *dataset, const char *dir,
 	return rc;
 }
 
+/* The one object <dir>/<name>.json of a dataset, as a listing of it or of
+ * nothing: a listing by its full key, which costs the same however many
+ * versions the dataset has. */
+static int cat_list_one(mt_store *s, const char *dataset, const char *dir, const char *name,
+			struct listing *l, mt_error *err)
+{
+	char *key = cat_printf("datasets/%s/%s/%s.json", dataset, dir, name);
+	if (!key)
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	l->prefix_len = strlen(key) - strlen(name) - 5;
+	int rc = mt_store_list(s, key, listing_add, l, err);
+	if (rc == MT_ENOMEM)
+		rc = mt_error_set(err, rc, "dataset %s: listing: out of memory", dataset);
+	free(key);
+	return rc;
+}
+
 /* In name order (cat_list_objects sorts), so a binary search. */
 static const struct listed *listing_find(const struct listing *l, const char *name)
 {
@@ -1703,6 +1720,71 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	}
 	pthread_mutex_unlock(&c->lock);
 	mt_strv_free(r.names, r.n);
+	return rc;
+}
+
+/* Write what was read of one version and refresh its dataset's summary and
+ * shard lists; one transaction under the lock. */
+static int cat_note_put(struct ds_sync *d, int64_t bucket, const mt_reader *r,
+			const struct prot *prot, mt_error *err)
+{
+	mt_catalog *c = d->c;
+	int top = 0;
+	pthread_mutex_lock(&c->lock);
+	int rc = cat_begin(c, "sync_version", &top, err);
+	if (!rc) {
+		if (!(rc = cat_dataset_id(c, bucket, d->dataset, 1, &d->ds, err)) &&
+		    !(rc = cat_put_version(c, d->ds, r, &d->man.v[0], d->meta.n ? &d->meta.v[0] : NULL,
+					   prot, err)) &&
+		    !(rc = cat_gc_lists(c, d->ds, err)))
+			rc = cat_exec_id(c, SUMMARY_UPDATE " WHERE id = ?1", d->ds,
+					 "summarising a dataset", err);
+		rc = cat_end(c, "sync_version", top, rc, err);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_sync_version(mt_catalog *c, const char *remote, mt_store *s, const char *dataset,
+			    const char *version, mt_catalog_sync_stats *st, mt_error *err)
+{
+	mt_catalog_sync_stats local;
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof *st);
+	struct ds_sync d = {.c = c, .s = s, .dataset = dataset, .stats = st};
+	int64_t bucket;
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc) {
+		pthread_mutex_lock(&c->lock);
+		rc = cat_bucket(c, remote, mt_store_url(s), REMOTE_KEEP, NULL, &bucket, err);
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (!rc)
+		rc = cat_list_one(s, dataset, "versions", version, &d.man, err);
+	if (!rc && d.man.n != 1) {
+		/* Not there (any more): the dataset's sync says what is. */
+		listing_free(&d.man);
+		return mt_catalog_sync(c, remote, s, dataset, 0, NULL, NULL, st, err);
+	}
+	if (!rc)
+		rc = cat_list_one(s, dataset, "meta", version, &d.meta, err);
+	if (!rc)
+		rc = cat_list_one(s, dataset, "protect", version, &d.prot, err);
+	struct prot prot = {d.prot.n ? &d.prot.v[0] : NULL, 0, 0, 0};
+	mt_reader *r = NULL;
+	if (!rc)
+		rc = mt_reader_open(s, dataset, version, &r, err);
+	if (!rc && prot.rec)
+		ds_sync_protection(&d, version, &prot);
+	if (!rc) {
+		st->datasets = st->versions = st->versions_read = 1;
+		rc = cat_note_put(&d, bucket, r, &prot, err);
+	}
+	mt_reader_close(r);
+	listing_free(&d.man);
+	listing_free(&d.meta);
+	listing_free(&d.prot);
 	return rc;
 }
 

@@ -76,6 +76,7 @@ struct ingest {
 	uint64_t pending;    /* rows waiting for a commit */
 	double pending_since;
 	uint64_t committed, versions, bad;
+	char **written;      /* the versions committed (versions of them), for the catalog */
 	size_t frame_attr;   /* npy: the attribute the next frame is for */
 	size_t skip_frames;  /* npy: frames left of a batch --skip-bad dropped */
 	uint64_t frame_rows; /* npy: rows of this batch's first frame */
@@ -119,6 +120,7 @@ static void ingest_free(struct ingest *g)
 		}
 	}
 	free(g->names);
+	mt_strv_free(g->written, g->versions);
 	free(g->attrs);
 	free(g->cols);
 	free(g->rows);
@@ -359,7 +361,8 @@ static int ingest_commit(struct ingest *g)
 	printf("%s@%s\n", g->dataset, version);
 	fflush(stdout);
 	g->committed += g->pending;
-	g->versions++;
+	g->written = app_xreallocarray(g->written, g->versions + 1, sizeof *g->written);
+	g->written[g->versions++] = app_xstrdup(version);
 	/* Frames of an npy batch still coming stay, after the committed rows. */
 	for (size_t i = 0; i < g->nattrs; i++) {
 		struct ingest_col *c = &g->cols[i];
@@ -732,7 +735,8 @@ static int ingest_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if (!rc)
 		rc = ingest_finish(&g);
 	if (g.versions)
-		cli_catalog_note(app_store_name(&ctx->app), g.s, g.dataset);
+		cli_catalog_note_versions(app_store_name(&ctx->app), g.s, g.dataset,
+					  (const char *const *)g.written, g.versions);
 	if (!rc && !ctx->quiet)
 		fprintf(stderr, "matorage: ingest %s: %" PRIu64 " row(s) committed in %" PRIu64
 			" version(s)%s; %" PRIu64 " bad record(s) skipped\n", g.dataset, g.committed,

@@ -1,0 +1,100 @@
+/* catalog-note.c — what recording a written version costs the catalog as a dataset's versions
+ * pile up, for bench/catalog-chain.sh: on dataset "g" of a local store (bench/growth's
+ * append chain) with a warm catalog, R times: append one row, then bring the catalog up
+ * to date with a sync of the dataset (what a write did before) or by recording the one
+ * new version (mt_catalog_sync_version, what a write does now), alternately; prints the
+ * median seconds of each and the manifests each read.
+ * usage: catalog-note STORE_DIR CATALOG R */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <matorage-catalog.h>
+#include <matorage.h>
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int dcmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int append_one(mt_store *s, char *version, size_t cap, mt_error *err)
+{
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	o.append = 1;
+	mt_writer *w;
+	int rc = mt_writer_open(s, "g", NULL, 0, &o, &w, err);
+	if (rc)
+		return rc;
+	int64_t x = 7;
+	const void *data[1] = {&x};
+	rc = mt_writer_append(w, 1, data, NULL, err);
+	if (!rc)
+		rc = mt_writer_commit(w, version, cap, err);
+	mt_writer_close(w);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: catalog-note STORE_DIR CATALOG R\n");
+		return 2;
+	}
+	int runs = atoi(argv[3]);
+	char url[4096];
+	snprintf(url, sizeof url, "file://%s", argv[1]);
+	mt_store *s;
+	mt_catalog *c;
+	mt_error err = {0};
+	mt_catalog_sync_stats st;
+	if (mt_store_open(url, &s, &err) || mt_catalog_open(argv[2], &c, &err) ||
+	    mt_catalog_sync(c, "local", s, "g", 0, NULL, NULL, &st, &err)) {
+		fprintf(stderr, "catalog-note: %s\n", err.message);
+		return 1;
+	}
+	double *tsync = calloc((size_t)runs, sizeof *tsync), *tone = calloc((size_t)runs, sizeof *tone);
+	uint64_t read_sync = 0, read_one = 0, versions = st.versions;
+	for (int i = 0; i < runs; i++) {
+		char v[256];
+		if (append_one(s, v, sizeof v, &err))
+			break;
+		double t0 = now();
+		if (mt_catalog_sync(c, "local", s, "g", 0, NULL, NULL, &st, &err))
+			break;
+		tsync[i] = now() - t0;
+		read_sync = st.versions_read;
+#if MT_CATALOG_SCHEMA >= 8
+		if (append_one(s, v, sizeof v, &err))
+			break;
+		t0 = now();
+		if (mt_catalog_sync_version(c, "local", s, "g", v, &st, &err))
+			break;
+		tone[i] = now() - t0;
+		read_one = st.versions_read;
+#endif
+	}
+	if (err.code) {
+		fprintf(stderr, "catalog-note: %s\n", err.message);
+		return 1;
+	}
+	qsort(tsync, (size_t)runs, sizeof *tsync, dcmp);
+	qsort(tone, (size_t)runs, sizeof *tone, dcmp);
+	printf("versions %llu dataset-sync %.4f s (%llu read) one-version %.4f s (%llu read)\n",
+	       (unsigned long long)versions, tsync[runs / 2], (unsigned long long)read_sync,
+	       tone[runs / 2], (unsigned long long)read_one);
+	free(tsync);
+	free(tone);
+	mt_catalog_close(c);
+	mt_store_close(s);
+	return 0;
+}

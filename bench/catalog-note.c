@@ -1,10 +1,10 @@
 /* catalog-note.c — what recording a written version costs the catalog as a dataset's versions
- * pile up, for bench/catalog-chain.sh: on dataset "g" of a local store (bench/growth's
- * append chain) with a warm catalog, R times: append one row, then bring the catalog up
+ * pile up, for bench/catalog-chain.sh: on a dataset of a local store with a warm catalog,
+ * R times: append one row, then bring the catalog up
  * to date with a sync of the dataset (what a write did before) or by recording the one
  * new version (mt_catalog_sync_version, what a write does now), alternately; prints the
  * median seconds of each and the manifests each read.
- * usage: catalog-note STORE_DIR CATALOG R */
+ * usage: catalog-note STORE_DIR DATASET CATALOG R */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +26,15 @@ static int dcmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static const char *dataset;
+
 static int append_one(mt_store *s, char *version, size_t cap, mt_error *err)
 {
 	mt_writer_opts o;
 	mt_writer_opts_init(&o);
 	o.append = 1;
 	mt_writer *w;
-	int rc = mt_writer_open(s, "g", NULL, 0, &o, &w, err);
+	int rc = mt_writer_open(s, dataset, NULL, 0, &o, &w, err);
 	if (rc)
 		return rc;
 	int64_t x = 7;
@@ -46,19 +48,20 @@ static int append_one(mt_store *s, char *version, size_t cap, mt_error *err)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: catalog-note STORE_DIR CATALOG R\n");
+	if (argc != 5) {
+		fprintf(stderr, "usage: catalog-note STORE_DIR DATASET CATALOG R\n");
 		return 2;
 	}
-	int runs = atoi(argv[3]);
+	dataset = argv[2];
+	int runs = atoi(argv[4]);
 	char url[4096];
 	snprintf(url, sizeof url, "file://%s", argv[1]);
 	mt_store *s;
 	mt_catalog *c;
 	mt_error err = {0};
 	mt_catalog_sync_stats st;
-	if (mt_store_open(url, &s, &err) || mt_catalog_open(argv[2], &c, &err) ||
-	    mt_catalog_sync(c, "local", s, "g", 0, NULL, NULL, &st, &err)) {
+	if (mt_store_open(url, &s, &err) || mt_catalog_open(argv[3], &c, &err) ||
+	    mt_catalog_sync(c, "local", s, dataset, 0, NULL, NULL, &st, &err)) {
 		fprintf(stderr, "catalog-note: %s\n", err.message);
 		return 1;
 	}
@@ -69,7 +72,7 @@ int main(int argc, char **argv)
 		if (append_one(s, v, sizeof v, &err))
 			break;
 		double t0 = now();
-		if (mt_catalog_sync(c, "local", s, "g", 0, NULL, NULL, &st, &err))
+		if (mt_catalog_sync(c, "local", s, dataset, 0, NULL, NULL, &st, &err))
 			break;
 		tsync[i] = now() - t0;
 		read_sync = st.versions_read;
@@ -77,7 +80,7 @@ int main(int argc, char **argv)
 		if (append_one(s, v, sizeof v, &err))
 			break;
 		t0 = now();
-		if (mt_catalog_sync_version(c, "local", s, "g", v, &st, &err))
+		if (mt_catalog_sync_version(c, "local", s, dataset, v, &st, &err))
 			break;
 		tone[i] = now() - t0;
 		read_one = st.versions_read;

@@ -1884,13 +1884,14 @@ struct level {
 /* How many of version v's shards its parent lists too (by sha256), NULL
  * without a parent, 0 when the parent is not in the catalog.  Along a chain
  * (one list) the parent's shards are all shared, and only v's own rows are
- * looked up; else the two lists are compared. */
+ * looked up, by sha256 (the unary + keeps SQLite from scanning the list's
+ * prefix instead); else the two lists are compared. */
 #define NSHARED                                                                             \
 	"CASE v.parent WHEN '' THEN NULL ELSE coalesce((SELECT CASE WHEN pv.shard_list ="  \
 	" v.shard_list AND pv.nshards <= v.nshards THEN pv.nshards + (SELECT count(*) FROM"  \
 	" shards s WHERE s.list_id = v.shard_list AND s.idx >= pv.nshards AND s.idx <"      \
 	" v.nshards AND EXISTS (SELECT 1 FROM shards x WHERE x.sha256 = s.sha256 AND"       \
-	" x.list_id = v.shard_list AND x.idx < pv.nshards)) ELSE (SELECT count(*) FROM"      \
+	" +x.list_id = v.shard_list AND +x.idx < pv.nshards)) ELSE (SELECT count(*) FROM"    \
 	" shards s WHERE s.list_id = v.shard_list AND s.idx < v.nshards AND s.sha256 IN"     \
 	" (SELECT ps.sha256 FROM shards ps WHERE ps.list_id = pv.shard_list AND ps.idx <"    \
 	" pv.nshards)) END FROM versions pv WHERE pv.dataset_id = v.dataset_id AND"          \

@@ -4,7 +4,10 @@
  * to date with a sync of the dataset (what a write did before) or by recording the one
  * new version (mt_catalog_sync_version, what a write does now), alternately; prints the
  * median seconds of each and the manifests each read.
- * usage: catalog-note STORE_DIR DATASET CATALOG R */
+ * With a fifth argument "list": first the time of one listing of the dataset's versions
+ * (MT_CAT_VERSIONS, the browser's version list, with each version's shards shared with
+ * its parent) and of the latest version's shards.
+ * usage: catalog-note STORE_DIR DATASET CATALOG R [list] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,43 @@ static int dcmp(const void *a, const void *b)
 
 static const char *dataset;
 
+struct found {
+	const char *name; /* the row wanted by its first column; NULL: the last row */
+	int64_t id;
+	unsigned long n;
+};
+
+static int find_row(void *ud, const mt_catalog_row *r)
+{
+	struct found *f = ud;
+	f->n++;
+	if (!f->name || (r->ncols && r->cols[0] && !strcmp(r->cols[0], f->name)))
+		f->id = r->id;
+	return 0;
+}
+
+/* The time of listing the dataset's versions, then the latest's shards. */
+static int time_lists(mt_catalog *c, mt_error *err)
+{
+	struct found rem = {"local", -1, 0}, b = {NULL, -1, 0}, d = {dataset, -1, 0};
+	struct found v = {NULL, -1, 0}, sh = {NULL, -1, 0};
+	int rc = mt_catalog_list(c, MT_CAT_REMOTES, 0, NULL, find_row, &rem, err);
+	if (!rc)
+		rc = mt_catalog_list(c, MT_CAT_BUCKETS, rem.id, NULL, find_row, &b, err);
+	if (!rc)
+		rc = mt_catalog_list(c, MT_CAT_DATASETS, b.id, NULL, find_row, &d, err);
+	double t0 = now();
+	if (!rc)
+		rc = mt_catalog_list(c, MT_CAT_VERSIONS, d.id, NULL, find_row, &v, err);
+	double t1 = now();
+	if (!rc)
+		rc = mt_catalog_list(c, MT_CAT_SHARDS, v.id, NULL, find_row, &sh, err);
+	if (!rc)
+		printf("list %lu versions %.4f s, %lu shards of the latest %.4f s\n", v.n, t1 - t0,
+		       sh.n, now() - t1);
+	return rc;
+}
+
 static int append_one(mt_store *s, char *version, size_t cap, mt_error *err)
 {
 	mt_writer_opts o;
@@ -48,8 +88,8 @@ static int append_one(mt_store *s, char *version, size_t cap, mt_error *err)
 
 int main(int argc, char **argv)
 {
-	if (argc != 5) {
-		fprintf(stderr, "usage: catalog-note STORE_DIR DATASET CATALOG R\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: catalog-note STORE_DIR DATASET CATALOG R [list]\n");
 		return 2;
 	}
 	dataset = argv[2];
@@ -62,6 +102,10 @@ int main(int argc, char **argv)
 	mt_catalog_sync_stats st;
 	if (mt_store_open(url, &s, &err) || mt_catalog_open(argv[3], &c, &err) ||
 	    mt_catalog_sync(c, "local", s, dataset, 0, NULL, NULL, &st, &err)) {
+		fprintf(stderr, "catalog-note: %s\n", err.message);
+		return 1;
+	}
+	if (argc == 6 && time_lists(c, &err)) {
 		fprintf(stderr, "catalog-note: %s\n", err.message);
 		return 1;
 	}

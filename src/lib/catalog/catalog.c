@@ -1755,6 +1755,8 @@ int mt_catalog_sync_version(mt_catalog *c, const char *remote, mt_store *s, cons
 	struct ds_sync d = {.c = c, .s = s, .dataset = dataset, .stats = st};
 	int64_t bucket;
 	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc)
+		rc = mt_name_check(version, "version", err);
 	if (!rc) {
 		pthread_mutex_lock(&c->lock);
 		rc = cat_bucket(c, remote, mt_store_url(s), REMOTE_KEEP, NULL, &bucket, err);

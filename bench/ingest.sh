@@ -1,6 +1,7 @@
 #!/bin/bash
 # ingest.sh — JSON-lines ingest (rows/s, MB/s of input) through `matorage ingest` vs a Python program appending the same records to resizable h5py datasets, same zstd level, same commit size; median of 5.
 # Usage: bench/ingest.sh [BUILD_DIR] [ROWS]   (defaults: build/bench, 200000)
+# OLD_MATORAGE=PATH also times another matorage binary (an earlier build) in the same runs.
 # Both sides parse every line as JSON, check it and append it; both commit every
 # COMMIT rows (matorage: a version; h5py: resize, write, flush) and make the last commit
 # durable (matorage syncs its shards; the Python side fsyncs its file).
@@ -33,13 +34,28 @@ BYTES=$(stat -c %s "$DIR/in.jsonl")
 echo "# data: $ROWS records of x float32 (16,) and y int64, $BYTES bytes of JSON lines; zstd level $LEVEL; a commit every $COMMIT rows"
 cat "$DIR/in.jsonl" > /dev/null # in the page cache for both
 
-t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
+# t NAME CMD...: CMD's wall time to $DIR/NAME.times, the CPU time (user + system) of the
+# processes it ran to $DIR/NAME.cpu: on a loaded machine the second says what the first hides.
+# (`times` in this shell, not in a $(...) subshell, whose children are not these.)
+cpu() { awk 'NR == 2 { split($0, f, /[ ms]+/); print f[1] * 60 + f[2] + f[3] * 60 + f[4] }' "$1"; }
+t() {
+	local name=$1 s
+	shift
+	times > "$DIR/.t0"
+	s=$(date +%s.%N)
+	"$@" > /dev/null
+	echo "$(date +%s.%N) - $s" | bc >> "$DIR/$name.times"
+	times > "$DIR/.t1"
+	echo "$(cpu "$DIR/.t1") - $(cpu "$DIR/.t0")" | bc >> "$DIR/$name.cpu"
+}
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 range() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f–%.2f", lo, hi }'; }
 
+OLD=${OLD_MATORAGE:-}
 mt_run() {
+	local m=${1:-$M}
 	rm -rf "$DIR/store"
-	"$M" ingest bench --attr x=float32:16 --attr y=int64 --commit-rows "$COMMIT" --level $LEVEL \
+	"$m" ingest bench --attr x=float32:16 --attr y=int64 --commit-rows "$COMMIT" --level $LEVEL \
 		-q < "$DIR/in.jsonl" 2> /dev/null
 }
 h5_run() {
@@ -82,9 +98,11 @@ PYEOF
 
 : > "$DIR/mt.times"
 : > "$DIR/h5.times"
+: > "$DIR/old.times"
 for _ in $(seq "$RUNS"); do
-	t mt_run >> "$DIR/mt.times"
-	t h5_run >> "$DIR/h5.times"
+	[ -z "$OLD" ] || t old mt_run "$OLD"
+	t mt mt_run
+	t h5 h5_run
 done
 mt=$(median < "$DIR/mt.times")
 h5=$(median < "$DIR/h5.times")
@@ -106,5 +124,14 @@ printf '| ingest of %s JSON lines | median s (min–max of %s) | rows/s | MB/s o
 printf '| matorage ingest (%s versions) | %.2f (%s) | %s | %s |\n' "$versions" "$mt" "$(range < "$DIR/mt.times")" "$(rate "$mt")" "$(mbs "$mt")"
 printf '| python json + h5py resizable datasets | %.2f (%s) | %s | %s |\n' "$h5" "$(range < "$DIR/h5.times")" "$(rate "$h5")" "$(mbs "$h5")"
 printf '| ratio (h5py time / matorage time) | %.2fx | | |\n' "$(echo "$h5 / $mt" | bc -l)"
+mtc=$(median < "$DIR/mt.cpu")
+h5c=$(median < "$DIR/h5.cpu")
+echo "# CPU time (user + system), median: matorage $mtc s, h5py $h5c s, ratio $(printf %.2f "$(echo "$h5c / $mtc" | bc -l)")x"
+if [ -n "$OLD" ]; then
+	old=$(median < "$DIR/old.times")
+	printf '| %s | %.2f (%s) | %s | %s |\n' "$OLD" "$old" "$(range < "$DIR/old.times")" "$(rate "$old")" "$(mbs "$old")"
+	printf '| ratio (h5py time / that time) | %.2fx | | |\n' "$(echo "$h5 / $old" | bc -l)"
+	echo "# CPU time of $OLD, median: $(median < "$DIR/old.cpu") s"
+fi
 echo "# stored: matorage $(du -sb "$DIR/store" | cut -f1) bytes, h5py $(stat -c %s "$DIR/h5py.h5") bytes"
 rm -rf "$DIR"

@@ -1,8 +1,10 @@
-/* loader-epoch.c — one epoch through the loader, for bench/loader.sh: prints "rows bytes seconds peak_rss_kib open_seconds" (and on stderr what it healed from parity).
+/* loader-epoch.c — one epoch through the loader, for bench/loader.sh: prints "rows bytes seconds peak_rss_kib open_seconds cpu_seconds" (and on stderr what it healed from parity).
  * usage: loader-epoch STORE DATASET[@VERSION] ATTR[,ATTR...] BATCH SHUFFLE BUDGET_BYTES [THREADS [SHUFFLE_ROWS]]
  * seconds is the epoch after mt_loader_open returns; open_seconds is mt_store_open plus
  * mt_loader_open. bench/loader.sh adds the two, as its Python baselines' times cover
- * opening their files: every contender there pays its own start-up. */
+ * opening their files: every contender there pays its own start-up.  cpu_seconds is the
+ * CPU time of every thread of the process over the open and the epoch: on a busy machine
+ * it moves less than the wall time (bench/python-overhead.sh compares it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +47,8 @@ int main(int argc, char **argv)
 	char *version = strchr(argv[2], '@');
 	if (version)
 		*version++ = '\0';
-	struct timespec t0, topen, t1;
+	struct timespec t0, topen, t1, c0, c1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (mt_store_open(argv[1], &s, &err) || mt_loader_open(s, argv[2], version, &o, &l, &err)) {
 		fprintf(stderr, "loader-epoch: %s\n", err.message);
@@ -61,6 +64,7 @@ int main(int argc, char **argv)
 			bytes += b->cols[c].bytes;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	if (rc) {
 		fprintf(stderr, "loader-epoch: %s\n", err.message);
 		return 1;
@@ -74,8 +78,8 @@ int main(int argc, char **argv)
 			(unsigned long long)st.heal_bytes);
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	printf("%llu %llu %.3f %ld %.3f\n", rows, bytes, seconds(topen, t1), ru.ru_maxrss,
-	       seconds(t0, topen));
+	printf("%llu %llu %.3f %ld %.3f %.3f\n", rows, bytes, seconds(topen, t1), ru.ru_maxrss,
+	       seconds(t0, topen), seconds(c0, c1));
 	mt_loader_close(l);
 	mt_store_close(s);
 	return 0;

@@ -1,7 +1,13 @@
 #!/bin/bash
 # python-overhead.sh — what the Python binding costs per batch: one shuffled epoch of the
 # same dataset, same options, through the C loader (bench/loader-epoch) and through
-# matorage.Loader (numpy batches), five runs each, alternating; medians and ranges.
+# matorage.Loader (numpy batches copied, the default, and copy=False views), five runs each,
+# alternating; medians and ranges.  Each Python run loads libmatorage before its clock
+# starts, as the C program has it loaded by the dynamic linker before main, and stops it
+# before closing the loader, as the C program does (a close joins the loader's threads
+# and frees its windows: 10-30 ms, no part of an epoch).  Besides the
+# wall time, the CPU time of all the process's threads over the same span: on a shared
+# machine it is the steadier of the two.
 # Usage: bench/python-overhead.sh [BUILD_DIR] [BATCH]   (default build/bench, 256;
 # build with CFLAGS="-O2 -g" and no sanitizers)
 set -euo pipefail
@@ -31,26 +37,45 @@ PYEOF
 cat "$DIR"/store/datasets/*/shards/* > /dev/null
 for r in 1 2 3 4 5; do
 	"$BUILD/bench/loader-epoch" "$DIR/store" small image,label "$BATCH" 1 "$BUDGET" |
-		awk '{ printf "c %.4f\n", $3 + $5 }' >> "$DIR/times"
-	MATORAGE_LIB=$BUILD/src/lib/.libs/libmatorage.so PYTHONPATH=$here/../python "$PY" - "$DIR/store" "$BATCH" "$BUDGET" >> "$DIR/times" <<'PYEOF'
+		awk '{ printf "c %.4f\ncpu-c %.4f\n", $3 + $5, $6 }' >> "$DIR/times"
+	for copy in 1 0; do
+		MATORAGE_LIB=$BUILD/src/lib/.libs/libmatorage.so PYTHONPATH=$here/../python "$PY" - "$DIR/store" "$BATCH" "$BUDGET" "$copy" >> "$DIR/times" <<'PYEOF'
 import sys, time
 import matorage
-url, batch, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-t0 = time.monotonic()
+url, batch, budget, copy = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+matorage._lib.lib()
+t0, c0 = time.monotonic(), time.process_time()
 n = 0
-for b in matorage.Loader(url, "small", attrs=["image", "label"], batch_rows=batch, shuffle=True,
-                         seed=1, prefetch_bytes=budget):
+loader = matorage.Loader(url, "small", attrs=["image", "label"], batch_rows=batch, shuffle=True,
+                         seed=1, prefetch_bytes=budget, copy=copy)
+for b in loader:
     n += len(b["label"])
+t1, c1 = time.monotonic(), time.process_time()
+loader.close()
 assert n == 180000, n
-print(f"py {time.monotonic() - t0:.4f}")
+name = "py" if copy else "pyview"
+print(f"{name} {t1 - t0:.4f}\ncpu-{name} {c1 - c0:.4f}")
 PYEOF
+	done
 done
 echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 stats() { sort -n | awk '{ a[NR] = $1 } END { printf "%.3f (%.3f-%.3f)", a[int((NR + 1) / 2)], a[1], a[NR] }'; }
 med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 c=$(awk '$1 == "c" { print $2 }' "$DIR/times" | med)
 p=$(awk '$1 == "py" { print $2 }' "$DIR/times" | med)
+v=$(awk '$1 == "pyview" { print $2 }' "$DIR/times" | med)
+cc=$(awk '$1 == "cpu-c" { print $2 }' "$DIR/times" | med)
+cp=$(awk '$1 == "cpu-py" { print $2 }' "$DIR/times" | med)
+cv=$(awk '$1 == "cpu-pyview" { print $2 }' "$DIR/times" | med)
 printf '| epoch of 180,000 rows, batches of %d | s, median (min-max) of 5 |\n|---|---|\n' "$BATCH"
 printf '| C loader (bench/loader-epoch, open included) | %s |\n' "$(awk '$1 == "c" { print $2 }' "$DIR/times" | stats)"
-printf '| matorage.Loader, numpy batches (open included) | %s |\n' "$(awk '$1 == "py" { print $2 }' "$DIR/times" | stats)"
-printf '| Python overhead: (py - c) / c | %.1f%% |\n' "$(echo "($p - $c) * 100 / $c" | bc -l)"
+printf '| matorage.Loader, numpy batches copied (open included) | %s |\n' "$(awk '$1 == "py" { print $2 }' "$DIR/times" | stats)"
+printf '| matorage.Loader(copy=False), views (open included) | %s |\n' "$(awk '$1 == "pyview" { print $2 }' "$DIR/times" | stats)"
+printf '| Python overhead, copies: (py - c) / c | %.1f%% |\n' "$(echo "($p - $c) * 100 / $c" | bc -l)"
+printf '| Python overhead, views: (view - c) / c | %.1f%% |\n' "$(echo "($v - $c) * 100 / $c" | bc -l)"
+printf '\n| CPU time of the process over the same span | s, median (min-max) of 5 |\n|---|---|\n'
+for k in c py pyview; do
+	printf '| %s | %s |\n' "$k" "$(awk -v k="cpu-$k" '$1 == k { print $2 }' "$DIR/times" | stats)"
+done
+printf '| CPU overhead, copies / views | %.1f%% / %.1f%% |\n' "$(echo "($cp - $cc) * 100 / $cc" | bc -l)" \
+	"$(echo "($cv - $cc) * 100 / $cc" | bc -l)"

@@ -24,6 +24,7 @@ from .errors import (Error, OutOfMemory, InvalidArgument, IOFailure, NotFound, A
                      Corrupt, FormatError, Unsupported, OutOfRange, StateError, AccessDenied,
                      NetworkError, LibraryNotFound)
 from .loader import Loader, parse_token
+from .mix import Mix
 from .reader import Reader
 from .store import Store, datasets, versions
 from .writer import Ragged, Writer
@@ -52,7 +53,7 @@ __version__ = "0.1.0"
 __all__ = ["Attr", "DTYPES", "Error", "OutOfMemory", "InvalidArgument", "IOFailure", "NotFound",
            "AlreadyExists", "Corrupt", "FormatError", "Unsupported", "OutOfRange",
            "StateError", "AccessDenied", "NetworkError", "LibraryNotFound", "MatorageError",
-           "Loader", "parse_token", "Reader", "Store", "datasets", "versions", "Ragged",
+           "Loader", "Mix", "parse_token", "Reader", "Store", "datasets", "versions", "Ragged",
            "Writer", "TorchDataset", "TorchMapDataset", "library_version", "Stream",
            "save_checkpoint", "load_checkpoint", "checkpoint_info", "list_checkpoints", "models",
            "SaveHandle"]

@@ -116,8 +116,15 @@ class _CkptTensorInfo(ctypes.Structure):
                 ("stored", ctypes.c_uint64), ("sha256", ctypes.c_char_p)]
 
 
+class _CkptTensorIn(ctypes.Structure):
+    _c_name = "mt_ckpt_tensor_in"
+    _fields_ = [("key", ctypes.c_char_p), ("dtype", ctypes.c_uint), ("ndim", ctypes.c_int),
+                ("shape", ctypes.POINTER(ctypes.c_uint64)), ("data", ctypes.c_void_p),
+                ("nbytes", ctypes.c_size_t)]
+
+
 _STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _StoreOpts, _WriterOpts, _VersionInfo, _ReadStats,
-            _StreamOpts, _CkptOpts, _CkptTensorInfo)
+            _StreamOpts, _CkptOpts, _CkptTensorInfo, _CkptTensorIn)
 
 
 def _signatures():
@@ -156,6 +163,8 @@ def _signatures():
         "mt_loader_open": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(_Opts),
                                           ctypes.POINTER(vp), err]),
         "mt_loader_next": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
+        "mt_loader_next_into": (ctypes.c_int, [vp, ctypes.POINTER(vp), sz,
+                                               ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
         "mt_loader_batches": (u64, [vp]),
         "mt_loader_set_epoch": (ctypes.c_int, [vp, u64, err]),
         "mt_loader_state": (sz, [vp, cp, sz]),
@@ -163,6 +172,14 @@ def _signatures():
                                                ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
         "mt_loader_stats": (None, [vp, ctypes.POINTER(_ReadStats)]),
         "mt_loader_close": (None, [vp]),
+        "mt_mix_open": (ctypes.c_int, [ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_double), sz,
+                                       u64, ctypes.POINTER(vp), err]),
+        "mt_mix_next": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.POINTER(_Batch)),
+                                       ctypes.POINTER(sz), err]),
+        "mt_mix_set_epoch": (ctypes.c_int, [vp, u64, err]),
+        "mt_mix_state": (sz, [vp, cp, sz]),
+        "mt_mix_resume": (ctypes.c_int, [vp, cp, err]),
+        "mt_mix_close": (None, [vp]),
         "mt_stream_opts_init_size": (None, [ctypes.POINTER(_StreamOpts), sz]),
         "mt_stream_open": (ctypes.c_int, [vp, cp, ctypes.POINTER(_Attr), sz,
                                           ctypes.POINTER(_StreamOpts), ctypes.POINTER(vp), err]),
@@ -176,6 +193,7 @@ def _signatures():
         "mt_ckpt_writer_open": (ctypes.c_int, [vp, cp, ctypes.POINTER(_CkptOpts),
                                                ctypes.POINTER(vp), err]),
         "mt_ckpt_add": (ctypes.c_int, [vp, cp, ctypes.c_uint, ctypes.c_int, pu64, vp, sz, err]),
+        "mt_ckpt_add_many": (ctypes.c_int, [vp, ctypes.POINTER(_CkptTensorIn), sz, err]),
         "mt_ckpt_set_state": (ctypes.c_int, [vp, cp, err]),
         "mt_ckpt_set_meta": (ctypes.c_int, [vp, cp, err]),
         "mt_ckpt_commit": (ctypes.c_int, [vp, ctypes.POINTER(vp), err]),

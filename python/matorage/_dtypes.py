@@ -10,6 +10,8 @@ BY_CODE = {1: np.dtype(np.bool_), 2: np.dtype(np.int8), 3: np.dtype(np.int16),
            7: np.dtype(np.uint16), 8: np.dtype(np.uint32), 9: np.dtype(np.uint64),
            10: np.dtype(np.float16), 11: np.dtype(np.float32), 12: np.dtype(np.float64)}
 _BY_NAME = {d.name: c for c, d in BY_CODE.items()}
+# Checkpoint tensors only; numpy has no such type (its bits are read as uint16).
+BFLOAT16 = 13
 SUPPORTED = tuple(d.name for d in BY_CODE.values())
 
 

@@ -26,7 +26,7 @@ import threading
 import numpy as np
 
 from . import _abi, _lib
-from ._dtypes import BY_CODE, code_of
+from ._dtypes import BFLOAT16, BY_CODE, code_of
 from .errors import InvalidArgument
 from .store import _Borrowed, _strv
 
@@ -48,7 +48,7 @@ class _Flat:
     """A state taken apart: the JSON structure, and the tensors by flattened key."""
 
     def __init__(self, copy):
-        self.tensors = {}          # key -> (numpy array, was a torch tensor)
+        self.tensors = {}          # key -> (numpy array, mt_dtype code)
         self.copy = copy           # copy arrays (an async save must not see later changes)
         self.torch = _torch()
 
@@ -61,21 +61,23 @@ class _Flat:
 
     def tensor(self, path, value, is_torch):
         where = ".".join(path) or "(the state itself)"
+        code = None
         if is_torch:
-            if value.dtype == self.torch.bfloat16:
-                raise InvalidArgument(f"state: {where}: dtype torch.bfloat16 is not supported "
-                                      "(convert it to float32)")
             if value.is_sparse or getattr(value, "is_quantized", False):
                 raise InvalidArgument(f"state: {where}: sparse and quantized tensors are not "
                                       "supported")
-            arr = value.detach().cpu().contiguous().numpy()
+            value = value.detach().cpu().contiguous()
+            if value.dtype == self.torch.bfloat16:
+                # numpy has no bfloat16: its bits travel as int16, stored as bfloat16.
+                value, code = value.view(self.torch.int16), BFLOAT16
+            arr = value.numpy()
         else:
             arr = value
-        code_of(arr.dtype, f"state: {where}")
+        code = code or code_of(arr.dtype, f"state: {where}")
         # Little-endian and C order; np.ascontiguousarray would make a 0-d array 1-d.
         arr = arr.astype(arr.dtype.newbyteorder("<"), order="C", copy=self.copy)
         key = self.key(path)
-        self.tensors[key] = (arr, is_torch)
+        self.tensors[key] = (arr, code)
         return {_TENSOR: key}
 
     def walk(self, value, path):
@@ -169,10 +171,16 @@ def _write(store, name, flat, state_json, meta_json, keep, level):
     _lib.call("mt_ckpt_writer_open", store.handle, _lib.b(name), ctypes.byref(o),
               ctypes.byref(w))
     try:
-        for key, (arr, _) in flat.tensors.items():
-            shape = (ctypes.c_uint64 * max(arr.ndim, 1))(*arr.shape)
-            _lib.call("mt_ckpt_add", w, key.encode(), code_of(arr.dtype, key), arr.ndim, shape,
-                      arr.ctypes.data_as(ctypes.c_void_p), arr.nbytes)
+        # All tensors in one call: the library hashes and stores them on all cores.
+        items = list(flat.tensors.items())
+        tin = (_abi._CkptTensorIn * max(len(items), 1))()
+        shapes = []
+        for i, (key, (arr, code)) in enumerate(items):
+            shapes.append((ctypes.c_uint64 * max(arr.ndim, 1))(*arr.shape))
+            tin[i].key, tin[i].dtype, tin[i].ndim = key.encode(), code, arr.ndim
+            tin[i].shape = ctypes.cast(shapes[-1], ctypes.POINTER(ctypes.c_uint64))
+            tin[i].data, tin[i].nbytes = arr.ctypes.data, arr.nbytes
+        _lib.call("mt_ckpt_add_many", w, tin, len(items))
         _lib.call("mt_ckpt_set_state", w, state_json.encode())
         _lib.call("mt_ckpt_set_meta", w, meta_json.encode())
         ver = ctypes.c_void_p()
@@ -244,6 +252,10 @@ def save_checkpoint(store, name, state, step=None, metadata=None, keep=0, level=
     return SaveHandle(run)
 
 
+def _dtype_name(code):
+    return "bfloat16" if code == BFLOAT16 else BY_CODE[code].name
+
+
 def _read_tensor(ck, key, as_torch):
     lib = _lib.lib()
     i = lib.mt_ckpt_find(ck, key.encode())
@@ -251,11 +263,14 @@ def _read_tensor(ck, key, as_torch):
         raise InvalidArgument(f"checkpoint state names tensor {key!r}, which it does not hold")
     info = _abi._CkptTensorInfo()
     _lib.call("mt_ckpt_tensor", ck, ctypes.c_size_t(i), ctypes.byref(info))
-    arr = np.empty(tuple(int(x) for x in info.shape[:info.ndim]), dtype=BY_CODE[info.dtype])
+    bf16 = info.dtype == BFLOAT16
+    arr = np.empty(tuple(int(x) for x in info.shape[:info.ndim]),
+                   dtype=np.uint16 if bf16 else BY_CODE[info.dtype])
     _lib.call("mt_ckpt_read", ck, key.encode(), arr.ctypes.data_as(ctypes.c_void_p),
               ctypes.c_size_t(arr.nbytes))
     if as_torch:
-        return _torch().from_numpy(arr)
+        t = _torch().from_numpy(arr.view(np.int16) if bf16 else arr)
+        return t.view(_torch().bfloat16) if bf16 else t
     return arr
 
 
@@ -263,7 +278,9 @@ def load_checkpoint(store, spec, as_numpy=None):
     """The state saved as checkpoint spec ("name" for the newest, or "name@vN").
 
     Tensors come back as torch tensors when torch can be imported (as_numpy=True: numpy
-    arrays), each read once and checked against its sha256 (Corrupt when it differs)."""
+    arrays), each read once and checked against the checksum its manifest records
+    (Corrupt when it differs). A bfloat16 tensor comes back as torch.bfloat16, or as a
+    numpy uint16 array of its bits."""
     if not isinstance(spec, str) or not spec:
         raise InvalidArgument(f"load_checkpoint: a checkpoint is 'name[@version]', not {spec!r}")
     as_torch = not as_numpy and _torch() is not None
@@ -291,7 +308,7 @@ def checkpoint_info(store, spec):
         for i in range(lib.mt_ckpt_ntensors(ck)):
             t = _abi._CkptTensorInfo()
             _lib.call("mt_ckpt_tensor", ck, ctypes.c_size_t(i), ctypes.byref(t))
-            tensors.append({"key": t.key.decode(), "dtype": BY_CODE[t.dtype].name,
+            tensors.append({"key": t.key.decode(), "dtype": _dtype_name(t.dtype),
                             "shape": tuple(int(x) for x in t.shape[:t.ndim]),
                             "bytes": t.bytes, "stored": t.stored, "sha256": t.sha256.decode()})
         return {"model": lib.mt_ckpt_model(ck).decode(),

@@ -1,5 +1,6 @@
 """Loader: the rows of a version as batches of numpy arrays (doc/loader.md), and its token."""
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -78,25 +79,92 @@ def numpy_column(dtype, shape):
     return a, a.ctypes.data
 
 
+# A batch is read as machine words (mt_batch, then its mt_batch_col array) in one ctypes
+# read each, rather than one ctypes attribute access per field: per batch, the binding's
+# own work is then a few microseconds next to the loader's.  The offsets come from the
+# declarations in _abi, which check_abi.py holds to matorage.h.
+_WORD = ctypes.sizeof(ctypes.c_size_t)
+assert ctypes.sizeof(ctypes.c_void_p) == _WORD
+_B_WORDS = ctypes.sizeof(_abi._Batch) // _WORD
+_B_ROWS, _B_IDS, _B_COLS = (getattr(_abi._Batch, f).offset // _WORD
+                            for f in ("rows", "row_ids", "cols"))
+_C_WORDS = ctypes.sizeof(_abi._Col) // _WORD
+_C_DATA, _C_BYTES, _C_OFFS = (getattr(_abi._Col, f).offset // _WORD
+                              for f in ("data", "bytes", "offsets"))
+_U64 = np.dtype(np.uint64)
+
+
+def _words(addr, n):
+    """The n machine words at addr, as ints."""
+    return (ctypes.c_size_t * n).from_address(addr)[:]
+
+
+def _view(addr, nbytes, dtype, shape, owner=None):
+    """A read-only array over the loader's memory at addr (valid while the batch is); the
+    array keeps owner (the Loader) alive, so dropping the loader frees nothing under it."""
+    buf = (ctypes.c_char * nbytes).from_address(addr)
+    buf.owner = owner
+    a = np.frombuffer(buf, dtype).reshape(shape)
+    a.flags.writeable = False
+    return a
+
+
+class _Views:
+    """The arrays of a batch's buffers, made once per buffer: the loader fills the same
+    buffers batch after batch (until one grows), so a view made for one batch, of the same
+    address and size, is the view of the next.  Views handed out (copy=False) keep the
+    Loader alive, so they are held here by weak reference: a strong one would be a cycle,
+    and the loader would then close at the next garbage collection rather than when its
+    last reference goes."""
+
+    def __init__(self, copy, owner):
+        self.copy, self.slots = copy, {}
+        self.owner = None if copy else weakref.ref(owner)
+
+    def take(self, slot, addr, nbytes, dtype, shape):
+        """Slot's array for nbytes at addr: a copy, or the (cached) read-only view."""
+        if not nbytes:
+            return np.empty(shape, dtype)
+        v = self.slots.get(slot)
+        if self.copy:
+            if v is None or v[0] != addr or v[1] != nbytes:
+                v = self.slots[slot] = (addr, nbytes, _view(addr, nbytes, dtype, shape))
+            return v[2].copy()
+        a = v[2]() if v is not None and v[0] == addr and v[1] == nbytes else None
+        if a is None:
+            a = _view(addr, nbytes, dtype, shape, self.owner())
+            self.slots[slot] = (addr, nbytes, weakref.ref(a))
+        return a
+
+
 class Loader:
-    """Batches of dataset@version as dicts of numpy arrays, owned by Python.
+    """Batches of dataset@version as dicts of numpy arrays.
 
     Loader(store, "dataset[@version]", attrs=[...], batch_rows=32, shuffle=False, seed=0,
     epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=0, prefetch_bytes=0,
     fetch_threads=0, decode_threads=0, resume=None, cache_dir=None, cache_bytes=0,
-    in_memory=False): the options of mt_loader_opts (doc/loader.md).  store is a Store or
-    a URL.  Each batch maps attribute names to arrays of shape (rows,) + row shape (a
-    ragged attribute: (values, offsets)) and "_rows" to the rows' global numbers.  Each
-    column is copied once, from the loader's buffer into the array.
+    in_memory=False, copy=True): the options of mt_loader_opts (doc/loader.md).  store is
+    a Store or a URL.  Each batch maps attribute names to arrays of shape (rows,) + row
+    shape (a ragged attribute: (values, offsets)) and "_rows" to the rows' global numbers.
+
+    copy=True (the default): each batch's arrays are its own, and stay as they are for as
+    long as they are kept: the loader gathers fixed-size columns straight into them
+    (mt_loader_next_into); row numbers and ragged columns are copied from its buffers.
+    copy=False: the arrays are read-only views of the loader's buffers, with no copy, and
+    they are valid only until the next call on the loader (the next batch, read_rows,
+    set_epoch, state, len, close): the loader then writes the next batch over the same
+    memory.  Take what must outlive the batch with .copy().  A view keeps the loader
+    from being freed while it exists (close() still ends it).
     """
 
     def __init__(self, store, dataset, version=None, attrs=None, batch_rows=32, shuffle=None,
                  seed=None, epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=None,
                  prefetch_bytes=0, fetch_threads=0, decode_threads=0, resume=None,
-                 cache_dir=None, cache_bytes=0, in_memory=False):
+                 cache_dir=None, cache_bytes=0, in_memory=False, copy=True):
         self._h, self._store = None, None  # close() works whatever fails below
+        self._views = _Views(bool(copy), self)
         name, version = _lib.split_name(dataset, version)
-        batch_rows = _check_int("batch_rows", batch_rows, 1)
+        batch_rows = self._batch_rows = _check_int("batch_rows", batch_rows, 1)
         world = _check_int("world", world, 1)
         rank = _check_int("rank", rank, 0)
         if rank >= world:
@@ -117,6 +185,9 @@ class Loader:
                                       f"{', '.join(info)})")
         self.attributes = {a: info[a] for a in self.attrs}
         self._cols = [info[a] for a in self.attrs]
+        # What convert needs of each attribute, worked out once rather than per batch.
+        self._layout = [(a, at.dtype, at.shape, at.ragged, at.item_bytes)
+                        for a, at in zip(self.attrs, self._cols)]
         o = _abi._Opts()
         lib = _lib.lib()
         lib.mt_loader_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
@@ -140,9 +211,34 @@ class Loader:
             raise _lib.error_from(-13, f"{self.dataset}@{self.version}: the loader is closed")
         return self._h
 
+    def _numpy_batch(self, addr, fresh=None):
+        """The batch (mt_batch) at addr as a dict of numpy arrays, copies or views; fresh:
+        the arrays the loader gathered fixed-size columns into (see batches), or None."""
+        take, w = self._views.take, _words(addr, _B_WORDS)
+        n = w[_B_ROWS]
+        cols = _words(w[_B_COLS], _C_WORDS * len(self._layout)) if self._layout else ()
+        out = {"_rows": take(-1, w[_B_IDS], 8 * n, _U64, (n,))}
+        k = 0
+        for i, (name, dtype, shape, ragged, unit) in enumerate(self._layout):
+            data, nbytes = cols[k + _C_DATA], cols[k + _C_BYTES]
+            a = fresh[i] if fresh is not None else None
+            if a is not None:
+                out[name] = a if len(a) == n else a[:n]
+            elif ragged:
+                items = nbytes // unit if unit else 0
+                out[name] = (take(k, data, nbytes, dtype, (items,) + shape),
+                             take(k + 1, cols[k + _C_OFFS], 8 * (n + 1), _U64, (n + 1,)))
+            else:
+                out[name] = take(k, data, nbytes, dtype, (n,) + shape)
+            k += _C_WORDS
+        return out
+
     def convert(self, bp, column=numpy_column):
         """A batch (mt_batch *) as a dict; column(dtype, shape) gives each output array and
-        the address to copy into (numpy by default; TorchDataset gives tensors)."""
+        the address to copy into (by default numpy arrays, copies or views as the loader's
+        copy option says)."""
+        if column is numpy_column:
+            return self._numpy_batch(ctypes.cast(bp, ctypes.c_void_p).value)
         b = bp.contents
         n = b.rows
         rows, addr = column(np.dtype(np.uint64), (n,))
@@ -167,12 +263,31 @@ class Loader:
     def batches(self, column=numpy_column):
         """The rest of this epoch's batches, each made with `column` (see convert)."""
         lib, bp, err = _lib.lib(), ctypes.POINTER(_abi._Batch)(), _abi._Error()
+        pbp, perr = ctypes.byref(bp), ctypes.byref(err)
+        addr = ctypes.c_size_t.from_address(ctypes.addressof(bp))  # bp's value as an int
+        numpy = column is numpy_column
+        # Copies of fixed-size columns cost nothing more than views when the loader
+        # gathers each batch straight into new arrays (mt_loader_next_into), which are
+        # the caller's from then on: no copy out of the loader's buffer.
+        fixed = [(i, (self._batch_rows,) + shape, dtype)
+                 for i, (_, dtype, shape, ragged, _) in enumerate(self._layout) if not ragged]
+        into = numpy and self._views.copy and fixed
+        ptrs, fresh = (ctypes.c_void_p * max(len(self._layout), 1))(), None
+        nxt, nxt_into, brows = lib.mt_loader_next, lib.mt_loader_next_into, self._batch_rows
         while True:
-            _lib.check(lib.mt_loader_next(self._handle(), ctypes.byref(bp), ctypes.byref(err)),
-                       err)
+            if into:
+                fresh = [None] * len(self._layout)
+                for i, shape, dtype in fixed:
+                    a = fresh[i] = np.empty(shape, dtype)
+                    ptrs[i] = a.ctypes.data
+                rc = nxt_into(self._handle(), ptrs, brows, pbp, perr)
+            else:
+                rc = nxt(self._handle(), pbp, perr)
+            if rc:
+                _lib.check(rc, err)
             if not bp:
                 return
-            yield self.convert(bp, column)
+            yield self._numpy_batch(addr.value, fresh) if numpy else self.convert(bp, column)
 
     def __iter__(self):
         return self.batches()
@@ -216,6 +331,9 @@ class Loader:
     def close(self):
         """Stop the loader's threads and free it (and the store it opened from a URL)."""
         h, self._h = getattr(self, "_h", None), None
+        views = getattr(self, "_views", None)
+        if views is not None:
+            views.slots.clear()  # views of buffers about to be freed
         if h:
             _lib.lib().mt_loader_close(h)
         s, self._store = getattr(self, "_store", None), None

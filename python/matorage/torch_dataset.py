@@ -47,6 +47,15 @@ def _env_int(name):
         raise InvalidArgument(f"${name}={v!r} is not an integer") from None
 
 
+def _no_views(cls, opts):
+    """Refuse Loader's copy option: a torch batch (or row) outlives the loader's next call
+    (DataLoader collates rows, and sends a worker's batches to the main process later, from
+    another thread), so it must be a copy of its own, never a view of the loader's buffer."""
+    if "copy" in opts:
+        raise InvalidArgument(f"{cls}: copy is not an option here: its tensors are always "
+                              "copies, as they outlive the loader's next batch")
+
+
 def _rank_world(rank, world):
     """This process's (rank, world): explicit arguments, else torch.distributed when it is
     initialised, else $RANK and $WORLD_SIZE, else (0, 1).  Half a setup is refused."""
@@ -124,6 +133,7 @@ class TorchDataset(tud.IterableDataset):
         if self.store_url is not None and not isinstance(self.store_url, str):
             raise InvalidArgument(f"store is a Store or a URL, not {type(store).__name__}")
         name, version = _loader._lib.split_name(dataset, version)
+        _no_views("TorchDataset", opts)
         known = set(inspect.signature(Loader.__init__).parameters) - {
             "self", "store", "dataset", "version", "rank", "world"}
         bad = sorted(set(opts) - known)
@@ -332,6 +342,7 @@ class TorchMapDataset(tud.Dataset):
     def __init__(self, store, dataset, version=None, attrs=None, transform=None, **opts):
         self.store_url = store.url if isinstance(store, Store) else store
         name, version = _loader._lib.split_name(dataset, version)
+        _no_views("TorchMapDataset", opts)
         if isinstance(attrs, (str, bytes)):
             raise InvalidArgument(f"attrs is a list of attribute names; for one, [{attrs!r}]")
         with Reader(store, name, version) as r:

@@ -21,6 +21,7 @@ struct app_records {
 	const mt_attr *attrs;
 	size_t nattrs;
 	uint64_t *items;   /* elements per row, per attribute */
+	size_t *name_len;  /* strlen of each attribute's name, for the JSON keys */
 	struct rec_col *cols;
 	size_t ncols;
 	size_t *fields;    /* a CSV line split: start and length of each field */
@@ -64,6 +65,9 @@ int app_attr_spec(const char *spec, mt_attr *out, char **name, char *why, size_t
 	memcpy(dtype, eq + 1, dlen);
 	dtype[dlen] = 0;
 	out->dtype = mt_dtype_parse(dtype);
+	if (out->dtype == MT_BFLOAT16)
+		return rec_fail(why, cap, "'%s': bfloat16 is for model checkpoints only; store "
+				"float32", spec);
 	if (out->dtype == MT_DTYPE_INVALID)
 		return rec_fail(why, cap, "'%s': unknown dtype '%s' (bool, int8..int64, uint8..uint64, "
 				"float16, float32, float64)", spec, dtype);
@@ -90,8 +94,11 @@ struct app_records *app_records_new(const mt_attr *attrs, size_t n)
 	r->attrs = attrs;
 	r->nattrs = n;
 	r->items = app_xcalloc(n ? n : 1, sizeof *r->items);
-	for (size_t i = 0; i < n; i++)
+	r->name_len = app_xcalloc(n ? n : 1, sizeof *r->name_len);
+	for (size_t i = 0; i < n; i++) {
 		r->items[i] = mt_attr_items(&attrs[i]);
+		r->name_len[i] = strlen(attrs[i].name);
+	}
 	return r;
 }
 
@@ -100,6 +107,7 @@ void app_records_free(struct app_records *r)
 	if (!r)
 		return;
 	free(r->items);
+	free(r->name_len);
 	free(r->cols);
 	free(r->fields);
 	free(r->text);
@@ -303,6 +311,52 @@ static int scan_digits(struct rec_scan *s, const char **q)
 	return *q > d ? 0 : -1;
 }
 
+/* Powers of ten a double holds exactly. */
+static const double scan_pow10[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* The number in [p, q) (already checked to be JSON's grammar) without
+ * strtod, when that gives exactly strtod's answer: an integer of at most 18
+ * digits, or a real whose digits make an integer below 2^53 scaled by a power
+ * of ten up to 1e22.  Both factors are then exact doubles, and one IEEE
+ * multiplication or division rounds their exact product once, to nearest, as
+ * strtod does (Clinger's fast path).  -1: leave it to strtod/strtoll. */
+static int scan_number_exact(const char *p, const char *q, int real, struct rec_value *v)
+{
+	int neg = *p == '-';
+	p += neg;
+	uint64_t m = 0;
+	int digits = 0, exp10 = 0;
+	for (; p < q && *p >= '0' && *p <= '9'; p++, digits++)
+		m = m * 10 + (uint64_t)(*p - '0');
+	if (p < q && *p == '.')
+		for (p++; p < q && *p >= '0' && *p <= '9'; p++, digits++, exp10--)
+			m = m * 10 + (uint64_t)(*p - '0');
+	if (digits > 18)
+		return -1; /* m may have wrapped */
+	if (!real) {
+		v->kind = V_INT;
+		v->i = neg ? -(int64_t)m : (int64_t)m;
+		return 0;
+	}
+	if (p < q) { /* an exponent */
+		int eneg = p[1] == '-', e = 0;
+		for (p += 1 + (p[1] == '-' || p[1] == '+'); p < q; p++)
+			if ((e = e * 10 + (*p - '0')) > 1000)
+				return -1;
+		exp10 += eneg ? -e : e;
+	}
+	if (m > (1ull << 53) || exp10 < -22 || exp10 > 22)
+		return -1;
+	double d = (double)m;
+	d = exp10 < 0 ? d / scan_pow10[-exp10] : d * scan_pow10[exp10];
+	v->kind = V_REAL;
+	v->d = neg ? -d : d;
+	return 0;
+}
+
 static int scan_number(struct rec_scan *s, struct rec_value *v)
 {
 	const char *q = s->p;
@@ -327,6 +381,10 @@ static int scan_number(struct rec_scan *s, struct rec_value *v)
 		if (scan_digits(s, &q))
 			return -1;
 	}
+	if (scan_number_exact(s->p, q, real, v) == 0) {
+		s->p = q;
+		return 0;
+	}
 	char buf[64];
 	size_t n = (size_t)(q - s->p);
 	if (n >= sizeof buf)
@@ -349,6 +407,8 @@ static int scan_number(struct rec_scan *s, struct rec_value *v)
 static int scan_scalar(struct rec_scan *s, struct rec_value *v)
 {
 	size_t left = (size_t)(s->end - s->p);
+	if (left && *s->p != 't' && *s->p != 'f')
+		return scan_number(s, v); /* the common case, without the two compares */
 	if (left >= 4 && !memcmp(s->p, "true", 4)) {
 		s->p += 4;
 		*v = (struct rec_value){ .kind = V_BOOL, .i = 1 };
@@ -399,7 +459,7 @@ static long scan_key(struct rec_scan *s, const struct app_records *r)
 		return -1;
 	size_t len = (size_t)(s->p++ - k);
 	for (size_t i = 0; i < r->nattrs; i++)
-		if (strlen(r->attrs[i].name) == len && !memcmp(r->attrs[i].name, k, len))
+		if (r->name_len[i] == len && !memcmp(r->attrs[i].name, k, len))
 			return (long)i;
 	return -1;
 }

@@ -23,6 +23,7 @@ static const struct {
 	{ "BOOL", MT_BOOL },	{ "I8", MT_INT8 },     { "I16", MT_INT16 },   { "I32", MT_INT32 },
 	{ "I64", MT_INT64 },	{ "U8", MT_UINT8 },    { "U16", MT_UINT16 },  { "U32", MT_UINT32 },
 	{ "U64", MT_UINT64 },	{ "F16", MT_FLOAT16 }, { "F32", MT_FLOAT32 }, { "F64", MT_FLOAT64 },
+	{ "BF16", MT_BFLOAT16 },
 };
 
 static const char *st_name(mt_dtype t)

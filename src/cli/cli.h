@@ -63,7 +63,8 @@ struct cli_cmd {
 extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, cli_cmd_info,
 	cli_cmd_verify, cli_cmd_repair, cli_cmd_rm, cli_cmd_gc, cli_cmd_push, cli_cmd_pull, cli_cmd_sync,
 	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui, cli_cmd_run, cli_cmd_rerun,
-	cli_cmd_protect, cli_cmd_stats, cli_cmd_diff, cli_cmd_model, cli_cmd_ingest, cli_cmd_commit;
+	cli_cmd_protect, cli_cmd_stats, cli_cmd_diff, cli_cmd_model, cli_cmd_ingest, cli_cmd_commit,
+	cli_cmd_compact;
 
 /* ---- cli-error.c ---- */
 
@@ -267,6 +268,15 @@ int cli_parity_opt(const struct cli_args *a, const char *store, int *k, int *m);
  * no error. */
 int cli_protect(struct cli_ctx *ctx, mt_store *s, const char *dataset, const char *version,
 		int k, int m, int threads, int keep);
+
+/* ---- cmd-compact.c ---- */
+
+/* mt_compact of dataset@version (NULL: the latest): the new version's name
+ * to `out` (cap bytes) and on standard output, what was done on standard
+ * error unless quiet; out is "" when it was compact already (no version).
+ * CLI_OK, or CLI_FAIL reported. */
+int cli_compact(struct cli_ctx *ctx, mt_store *s, const char *dataset, const char *version,
+		const mt_writer_opts *o, char *out, size_t cap);
 
 /* ---- progress.c ---- */
 

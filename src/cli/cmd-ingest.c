@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,9 @@ static const struct cli_option ingest_options[] = {
 	{ "description", 0, "TEXT", "what the versions hold" },
 	{ "parity", 0, "K+M", "protect each committed version with K+M Reed–Solomon parity "
 	  "(default: the remote's, if it has one)" },
+	{ "compact-every", 0, "K", "after every K versions this run commits, compact the latest "
+	  "(as matorage compact does: its small shards repacked into 64 MiB ones, as a new "
+	  "version); default: never" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -47,6 +51,23 @@ struct ingest_col {
 	size_t len, cap;
 	size_t row_bytes;
 	uint8_t *row; /* one record's row while it is parsed */
+};
+
+struct ingest;
+
+/* A commit running on its own thread while the next records are parsed (no
+ * spool, no parity: those commit in line).  Its rows are in cols, whose
+ * buffers go back and forth with the waiting rows' so none is allocated
+ * afresh for every commit. */
+struct ingest_job {
+	struct ingest *g;
+	struct ingest_col *cols; /* data and cap used; len: the batch's bytes */
+	uint64_t rows;
+	pthread_t thread;
+	int busy;    /* started and not waited for */
+	int joined;  /* ran in line: nothing to join */
+	int rc;
+	mt_error err;
 };
 
 struct ingest {
@@ -76,10 +97,14 @@ struct ingest {
 	uint64_t pending;    /* rows waiting for a commit */
 	double pending_since;
 	uint64_t committed, versions, bad;
-	char **written;      /* the versions committed (versions of them), for the catalog */
+	char **written;      /* the versions this run made (commits, compactions), for the catalog */
+	size_t nwritten;
 	size_t frame_attr;   /* npy: the attribute the next frame is for */
 	size_t skip_frames;  /* npy: frames left of a batch --skip-bad dropped */
 	uint64_t frame_rows; /* npy: rows of this batch's first frame */
+	uint64_t compact_every; /* versions between compactions; 0: none */
+	int async;           /* commits run beside the parsing: job */
+	struct ingest_job job;
 };
 
 /* The signal that asked to stop (SIGINT, SIGTERM), 0 while none did. */
@@ -118,9 +143,12 @@ static void ingest_free(struct ingest *g)
 			free(g->cols[i].data);
 			free(g->cols[i].row);
 		}
+		if (g->job.cols)
+			free(g->job.cols[i].data);
 	}
+	free(g->job.cols);
 	free(g->names);
-	mt_strv_free(g->written, g->versions);
+	mt_strv_free(g->written, g->nwritten);
 	free(g->attrs);
 	free(g->cols);
 	free(g->rows);
@@ -177,6 +205,7 @@ static int ingest_parse(const struct cli_args *a, struct ingest *g)
 	if ((rc = ingest_parse_attrs(a, g)) || (rc = ingest_parse_format(a, g)) ||
 	    (rc = cli_opt_u64(a, "commit-rows", 1, &g->commit_rows)) ||
 	    (rc = cli_opt_u64(a, "commit-secs", 0, &secs)) ||
+	    (rc = cli_opt_u64(a, "compact-every", 1, &g->compact_every)) ||
 	    (rc = cli_opt_int(a, "level", 1, 22, &level)) ||
 	    (rc = cli_opt_int(a, "threads", 1, 4096, &threads)))
 		return rc;
@@ -194,9 +223,23 @@ static int ingest_parse(const struct cli_args *a, struct ingest *g)
 
 /* ---- commits ---- */
 
+static void ingest_col_add(struct ingest_col *c, const void *src, size_t bytes)
+{
+	if (c->len + bytes > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		while (cap < c->len + bytes)
+			cap *= 2;
+		c->data = app_xreallocarray(c->data, cap, 1);
+		c->cap = cap;
+	}
+	memcpy(c->data + c->len, src, bytes);
+	c->len += bytes;
+}
+
 /* One try: a writer appending to the latest version (or creating v1 of an empty
  * dataset), the waiting rows, the commit. */
-static int ingest_commit_once(struct ingest *g, char *version, size_t cap, mt_error *err)
+static int ingest_commit_once(struct ingest *g, struct ingest_col *cols, uint64_t rows,
+			      char *version, size_t cap, mt_error *err)
 {
 	mt_writer_opts o = g->wopts;
 	o.append = !g->fresh;
@@ -207,17 +250,17 @@ static int ingest_commit_once(struct ingest *g, char *version, size_t cap, mt_er
 	const char *tags[1] = { tag };
 	if (g->spool) {
 		snprintf(tag, sizeof tag, "spool-%s-%" PRIu64, cli_spool_id(g->spool),
-			 cli_spool_committed(g->spool) + g->pending);
+			 cli_spool_committed(g->spool) + rows);
 		o.tags = tags;
 		o.ntags = 1;
 	}
 	const void **data = app_xcalloc(g->nattrs, sizeof *data);
 	for (size_t i = 0; i < g->nattrs; i++)
-		data[i] = g->cols[i].data;
+		data[i] = cols[i].data;
 	mt_writer *w = NULL;
 	int rc = mt_writer_open(g->s, g->dataset, g->attrs, g->nattrs, &o, &w, err);
 	if (!rc)
-		rc = mt_writer_append(w, g->pending, data, NULL, err);
+		rc = mt_writer_append(w, rows, data, NULL, err);
 	if (!rc)
 		rc = mt_writer_commit(w, version, cap, err);
 	mt_writer_close(w);
@@ -325,6 +368,132 @@ static int ingest_commit_failed(struct ingest *g, const mt_error *err)
 	return 0;
 }
 
+/* The commit, with another try when the dataset turned out to be empty (or
+ * no longer empty) after all. */
+static int ingest_commit_try(struct ingest *g, struct ingest_col *cols, uint64_t rows,
+			     char *version, size_t cap, mt_error *err)
+{
+	int rc = 0;
+	for (int attempt = 0; attempt < 4; attempt++) {
+		rc = ingest_commit_once(g, cols, rows, version, cap, err);
+		if (rc == MT_ENOTFOUND && !g->fresh)
+			g->fresh = 1;
+		else if (rc == MT_EEXIST && g->fresh)
+			g->fresh = 0;
+		else
+			break;
+	}
+	if (!rc)
+		g->fresh = 0;
+	return rc;
+}
+
+/* Keep the name of a version this run made: the catalog learns those alone
+ * at the end (cli_catalog_note_versions). */
+static void ingest_wrote(struct ingest *g, const char *version)
+{
+	g->written = app_xreallocarray(g->written, g->nwritten + 1, sizeof *g->written);
+	g->written[g->nwritten++] = app_xstrdup(version);
+}
+
+/* Every compact_every versions: the one just made compacted.  The rows are
+ * committed either way, so a failed compaction is reported and the run goes
+ * on; the next one tries again. */
+static void ingest_compact(struct ingest *g, const char *version)
+{
+	if (!g->compact_every || g->versions % g->compact_every)
+		return;
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	o.level = g->wopts.level;
+	o.threads = g->wopts.threads;
+	o.author = g->wopts.author;
+	char out[256];
+	int rc = cli_compact(g->ctx, g->s, g->dataset, version, &o, out, sizeof out);
+	if (rc == CLI_OK && out[0])
+		ingest_wrote(g, out);
+	if (rc == CLI_OK && out[0] && g->k) {
+		cli_protect(g->ctx, g->s, g->dataset, out, g->k, g->m, g->wopts.threads, 0);
+		ingest_catch_signals();
+	}
+}
+
+/* The job's thread: the main thread touches fresh, committed, versions and
+ * standard output only once it has waited for the job. */
+static void *ingest_job_run(void *arg)
+{
+	struct ingest_job *j = arg;
+	struct ingest *g = j->g;
+	char version[256];
+	j->rc = ingest_commit_try(g, j->cols, j->rows, version, sizeof version, &j->err);
+	if (!j->rc) {
+		printf("%s@%s\n", g->dataset, version);
+		fflush(stdout);
+		g->committed += j->rows;
+		ingest_wrote(g, version);
+		g->versions++;
+		ingest_compact(g, version);
+	}
+	return NULL;
+}
+
+/* Wait for the commit in flight; its failure ends the run. */
+static int ingest_job_wait(struct ingest *g)
+{
+	struct ingest_job *j = &g->job;
+	if (!j->busy)
+		return 0;
+	if (!j->joined)
+		pthread_join(j->thread, NULL);
+	j->busy = 0;
+	if (j->rc)
+		return cli_error("ingest %s: %s; %" PRIu64 " row(s) not committed", g->dataset,
+				 j->err.message, j->rows + g->pending);
+	return 0;
+}
+
+/* Hand the waiting rows to a commit on its own thread, once the one before
+ * is done: commits stay in order, and at most two batches are in memory. */
+static int ingest_commit_async(struct ingest *g)
+{
+	int rc = ingest_job_wait(g);
+	if (rc)
+		return rc;
+	struct ingest_job *j = &g->job;
+	if (!j->cols)
+		j->cols = app_xcalloc(g->nattrs, sizeof *j->cols);
+	for (size_t i = 0; i < g->nattrs; i++) {
+		struct ingest_col *c = &g->cols[i], *b = &j->cols[i], t = *b;
+		size_t done = (size_t)g->pending * c->row_bytes;
+		b->data = c->data;
+		b->cap = c->cap;
+		b->len = done;
+		c->data = t.data;
+		c->cap = t.cap;
+		/* Frames of an npy batch still coming stay, after the committed rows. */
+		size_t left = c->len - done;
+		c->len = 0;
+		if (left)
+			ingest_col_add(c, b->data + done, left);
+	}
+	j->g = g;
+	j->rows = g->pending;
+	j->rc = 0;
+	j->busy = 1;
+	g->pending = 0;
+	/* The signals stay the main thread's: its poll must see them. */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	j->joined = pthread_create(&j->thread, NULL, ingest_job_run, j) != 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (j->joined)
+		ingest_job_run(j); /* no thread to be had: in line */
+	return 0;
+}
+
 /* Commit the waiting rows as one version on top of the latest.  The first
  * version of a dataset is created under the name v1, so two ingesters that both
  * found the dataset empty cannot both make a first version: the one that loses
@@ -333,6 +502,8 @@ static int ingest_commit(struct ingest *g)
 {
 	if (!g->pending)
 		return 0;
+	if (g->async)
+		return ingest_commit_async(g);
 	if (ingest_spool_flush(g))
 		return CLI_FAIL;
 	mt_error err = { 0 };
@@ -342,18 +513,8 @@ static int ingest_commit(struct ingest *g)
 		return ingest_commit_failed(g, &err);
 	if (!g->pending)
 		return 0;
-	for (int attempt = 0; attempt < 4; attempt++) {
-		rc = ingest_commit_once(g, version, sizeof version, &err);
-		if (rc == MT_ENOTFOUND && !g->fresh)
-			g->fresh = 1;
-		else if (rc == MT_EEXIST && g->fresh)
-			g->fresh = 0;
-		else
-			break;
-	}
-	if (rc)
+	if ((rc = ingest_commit_try(g, g->cols, g->pending, version, sizeof version, &err)))
 		return ingest_commit_failed(g, &err);
-	g->fresh = 0;
 	g->backoff = 0;
 	if (g->spool && cli_spool_commit(g->spool, cli_spool_committed(g->spool) + g->pending,
 					 version))
@@ -361,8 +522,8 @@ static int ingest_commit(struct ingest *g)
 	printf("%s@%s\n", g->dataset, version);
 	fflush(stdout);
 	g->committed += g->pending;
-	g->written = app_xreallocarray(g->written, g->versions + 1, sizeof *g->written);
-	g->written[g->versions++] = app_xstrdup(version);
+	ingest_wrote(g, version);
+	g->versions++;
 	/* Frames of an npy batch still coming stay, after the committed rows. */
 	for (size_t i = 0; i < g->nattrs; i++) {
 		struct ingest_col *c = &g->cols[i];
@@ -377,23 +538,11 @@ static int ingest_commit(struct ingest *g)
 		rc = cli_protect(g->ctx, g->s, g->dataset, version, g->k, g->m, g->wopts.threads, 0);
 		ingest_catch_signals(); /* the protection caught SIGINT for itself */
 	}
+	ingest_compact(g, version);
 	return rc;
 }
 
 /* ---- records ---- */
-
-static void ingest_col_add(struct ingest_col *c, const void *src, size_t bytes)
-{
-	if (c->len + bytes > c->cap) {
-		size_t cap = c->cap ? c->cap : 4096;
-		while (cap < c->len + bytes)
-			cap *= 2;
-		c->data = app_xreallocarray(c->data, cap, 1);
-		c->cap = cap;
-	}
-	memcpy(c->data + c->len, src, bytes);
-	c->len += bytes;
-}
 
 static void ingest_rows_added(struct ingest *g, uint64_t n)
 {
@@ -560,12 +709,20 @@ static int ingest_due(const struct ingest *g)
 		(g->commit_secs > 0 && now >= g->pending_since + g->commit_secs));
 }
 
+/* ingest_due between two records: the clock is read only every 64 lines, as
+ * reading it costs more than a short record's parse; a commit by rows is
+ * still never late. */
+static int ingest_due_now(const struct ingest *g)
+{
+	return (g->pending >= g->commit_rows || !(g->line & 63)) && ingest_due(g);
+}
+
 /* Consume every whole record in the buffer (at the end of input, the rest too). */
 static int ingest_consume(struct ingest *g)
 {
 	struct ingest_in *in = &g->in;
 	int rc = 0;
-	while (!rc && in->pos < in->len && !ingest_due(g)) {
+	while (!rc && in->pos < in->len && !ingest_due_now(g)) {
 		char *p = in->buf + in->pos;
 		size_t left = in->len - in->pos;
 		if (g->format == FMT_NPY) {
@@ -656,6 +813,8 @@ static int ingest_finish(struct ingest *g)
 				 g->line + 1, g->in.pos < g->in.len ? "frame" : "batch of frames",
 				 g->pending);
 	int rc = ingest_commit(g);
+	if (!rc)
+		rc = ingest_job_wait(g);
 	if (!rc && g->pending)
 		rc = cli_error("ingest %s: %" PRIu64 " row(s) stay in the spool; a run with --spool "
 			       "%s commits them", g->dataset, g->pending, g->spool_dir);
@@ -729,14 +888,19 @@ static int ingest_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	}
 	ingest_catch_signals();
 	g.spool_dir = cli_get(a, "spool");
+	/* With a spool or parity a commit's outcome steers what comes next (the
+	 * spool's state, the protection), so those commit in line. */
+	g.async = !g.spool_dir && !g.k;
 	rc = g.spool_dir ? ingest_spool_start(&g) : 0;
 	if (!rc)
 		rc = ingest_loop(&g);
 	if (!rc)
 		rc = ingest_finish(&g);
-	if (g.versions)
+	if (ingest_job_wait(&g) && !rc)
+		rc = CLI_FAIL;
+	if (g.nwritten)
 		cli_catalog_note_versions(app_store_name(&ctx->app), g.s, g.dataset,
-					  (const char *const *)g.written, g.versions);
+					  (const char *const *)g.written, g.nwritten);
 	if (!rc && !ctx->quiet)
 		fprintf(stderr, "matorage: ingest %s: %" PRIu64 " row(s) committed in %" PRIu64
 			" version(s)%s; %" PRIu64 " bad record(s) skipped\n", g.dataset, g.committed,

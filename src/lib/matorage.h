@@ -122,7 +122,11 @@ typedef enum mt_dtype {
 	MT_UINT64,
 	MT_FLOAT16,
 	MT_FLOAT32,
-	MT_FLOAT64
+	MT_FLOAT64,
+	/* Brain float (the top 16 bits of a float32), as trained models keep
+	 * their weights: for checkpoint tensors only.  Dataset attributes
+	 * refuse it (HDF5 and NumPy have no such type). */
+	MT_BFLOAT16
 } mt_dtype;
 
 /* Bytes per element; 0 for an invalid dtype. */
@@ -568,6 +572,42 @@ MT_API void mt_writer_abort(mt_writer *w);
 /* Free the writer; aborts it when not committed. */
 MT_API void mt_writer_close(mt_writer *w);
 
+/* ---- compacting versions ---------------------------------------------- */
+
+/* What mt_compact did. */
+typedef struct mt_compact_stats {
+	uint64_t rows;          /* rows of the new version */
+	uint64_t shards_before; /* shards of the compacted version */
+	uint64_t shards_after;  /* shards of the new version */
+	uint64_t shards_reused; /* full-size shards of it taken as they are */
+	uint64_t tail_rows;     /* rows versions after it appended, carried over */
+	int unchanged;          /* it was compact already: no version was written */
+	char base[256];         /* the compacted version's name */
+} mt_compact_stats;
+
+/* Write a new version of `dataset` holding the rows of `version` (NULL or
+ * "latest": the newest), in the same order, repacked into shards of
+ * o->shard_rows rows or o->shard_bytes uncompressed bytes (0: 64 MiB), so a
+ * stream's many small shards become a few large ones.  Shards of it that
+ * are already that size are reused as they are while no rows wait to be
+ * repacked; the rest are read (checksums checked) and written again.  The
+ * new version is committed on top of the latest, like an append: when
+ * versions made after `version` appended rows to it (a stream still
+ * running), those rows follow the repacked ones, so no committed row is
+ * hidden; when the latest does not continue `version` (it is no append to
+ * it), nothing is committed and MT_ESTATE names it.  Its parent is the
+ * latest it was committed on, its lineage (mt_reader_source) names
+ * `version`.  Old versions stay; their shards go only once they are
+ * removed and mt_store_gc runs.  o: shard sizes, level (0: the compacted
+ * version's), threads, author, description, tags, progress; the rest is
+ * ignored.  o and stats may be NULL; the new version's name goes to
+ * `out` (cap bytes).  A version whose shards but the last are full size
+ * already is left as it is: no version is written (stats->unchanged) and
+ * `out` gets its own name. */
+MT_API int mt_compact(mt_store *s, const char *dataset, const char *version,
+		      const mt_writer_opts *o, mt_compact_stats *stats, char *out, size_t cap,
+		      mt_error *err);
+
 /* ---- streaming rows into a dataset ------------------------------------ */
 
 /* Rows appended a few at a time (readings, events) and committed in
@@ -898,6 +938,15 @@ MT_API int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 /* The next batch of this rank's share (borrowed, valid until the next call
  * on the loader).  At the end of the epoch: returns 0 with *out NULL. */
 MT_API int mt_loader_next(mt_loader *l, const mt_batch **out, mt_error *err);
+/* mt_loader_next, with fixed-size column c (in the order of opts.attrs) gathered
+ * straight into into[c], the caller's memory with room for into_rows rows, when
+ * into[c] is not NULL: the batch's cols[c].data is then into[c], which stays the
+ * caller's (the loader never writes it again), so a batch kept needs no copy.
+ * Ragged columns, NULL entries and row_ids use the loader's buffers as
+ * mt_loader_next does.  MT_EINVAL when the batch has more than into_rows rows
+ * (a batch has at most batch_rows). */
+MT_API int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows,
+			       const mt_batch **out, mt_error *err);
 /* Batches this rank gets in the current epoch (all ranks get as many). */
 MT_API uint64_t mt_loader_batches(const mt_loader *l);
 /* Start epoch `epoch` from its beginning. */
@@ -1012,7 +1061,7 @@ typedef struct mt_ckpt_opts {
 	size_t size;  /* set by mt_ckpt_opts_init */
 	int keep;     /* after the commit, keep the newest `keep` checkpoints (0: all) */
 	int level;    /* zstd level, 1..22; 0: 3 */
-	int threads;  /* compression threads per tensor; 0: number of CPUs */
+	int threads;  /* threads hashing, compressing and storing tensors; 0: number of CPUs */
 } mt_ckpt_opts;
 MT_API void mt_ckpt_opts_init_size(mt_ckpt_opts *o, size_t size);
 #define mt_ckpt_opts_init(o) mt_ckpt_opts_init_size((o), sizeof(mt_ckpt_opts))
@@ -1030,6 +1079,23 @@ MT_API int mt_ckpt_writer_open(mt_store *s, const char *name, const mt_ckpt_opts
  * added. */
 MT_API int mt_ckpt_add(mt_ckpt_writer *w, const char *key, mt_dtype dtype, int ndim,
 		       const uint64_t *shape, const void *data, size_t nbytes, mt_error *err);
+/* One tensor for mt_ckpt_add_many: the arguments of mt_ckpt_add. */
+typedef struct mt_ckpt_tensor_in {
+	const char *key;
+	mt_dtype dtype;
+	int ndim;
+	const uint64_t *shape;
+	const void *data;
+	size_t nbytes;
+} mt_ckpt_tensor_in;
+/* Add n tensors as mt_ckpt_add would one after another, hashed and stored
+ * on the writer's `threads` threads at once (a model of many tensors
+ * saves at the speed of all cores, not one).  Every tensor is checked
+ * before any is stored; on an error none of them is added (objects
+ * already stored stay until mt_ckpt_gc) and the message names the first
+ * failing tensor. */
+MT_API int mt_ckpt_add_many(mt_ckpt_writer *w, const mt_ckpt_tensor_in *t, size_t n,
+			    mt_error *err);
 /* The checkpoint's state: JSON text of any value (an object, usually),
  * replacing any set before.  Invalid JSON is MT_EINVAL. */
 MT_API int mt_ckpt_set_state(mt_ckpt_writer *w, const char *json, mt_error *err);
@@ -1081,9 +1147,11 @@ MT_API size_t mt_ckpt_ntensors(const mt_ckpt *c);
 MT_API int mt_ckpt_tensor(const mt_ckpt *c, size_t i, mt_ckpt_tensor_info *out, mt_error *err);
 /* Index of tensor `key`, or -1. */
 MT_API long mt_ckpt_find(const mt_ckpt *c, const char *key);
-/* Read tensor `key` into buf (cap bytes, at least its bytes): one get,
- * decompressed and checked against its sha256 (MT_ECORRUPT naming the
- * object when it differs).  MT_ENOTFOUND for an unknown key. */
+/* Read tensor `key` into buf (cap bytes, at least its bytes): one read
+ * (straight into buf for a raw frame on the local store), decompressed
+ * and checked against the manifest's xxh3, or its sha256 for checkpoints
+ * written without one (MT_ECORRUPT naming the object when it differs).
+ * MT_ENOTFOUND for an unknown key. */
 MT_API int mt_ckpt_read(mt_ckpt *c, const char *key, void *buf, size_t cap, mt_error *err);
 MT_API void mt_ckpt_close(mt_ckpt *c);
 

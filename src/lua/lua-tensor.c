@@ -131,6 +131,8 @@ mt_dtype lt_check_dtype(lua_State *L, int idx, const char *what)
 {
 	const char *name = luaL_checkstring(L, idx);
 	mt_dtype dt = mt_dtype_parse(name);
+	if (dt == MT_BFLOAT16)
+		lt_error(L, "%s: bfloat16 is for model checkpoints only; use float32", what);
 	if (dt == MT_DTYPE_INVALID)
 		lt_error(L, "%s: unknown dtype '%s' (bool, int8..int64, uint8..uint64, "
 			   "float16, float32, float64)", what, name);

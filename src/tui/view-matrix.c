@@ -272,6 +272,14 @@ static double mx_value_at(mt_dtype t, const unsigned char *p)
 	case MT_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return half_to_double(v); }
 	case MT_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
 	case MT_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
+	case MT_BFLOAT16: {
+		uint16_t h;
+		memcpy(&h, p, 2);
+		uint32_t bits = (uint32_t)h << 16;
+		float v;
+		memcpy(&v, &bits, 4);
+		return v;
+	}
 	default: return 0;
 	}
 }
@@ -284,7 +292,7 @@ static double mx_value(const struct mx_data *d, uint64_t i)
 
 static int mx_is_float(mt_dtype t)
 {
-	return t == MT_FLOAT16 || t == MT_FLOAT32 || t == MT_FLOAT64;
+	return t == MT_FLOAT16 || t == MT_FLOAT32 || t == MT_FLOAT64 || t == MT_BFLOAT16;
 }
 
 /* The value of dtype t at p as text: integers exactly (64-bit ones from

@@ -123,9 +123,9 @@ fails "a 4-byte file is refused" 1 "tiny.safetensors: not a safetensors file" \
 printf '\x10\x00\x00\x00\x00\x00\x00\x00{not json at all}' > "$WORK/junk.safetensors"
 fails "a header that is not JSON is refused" 1 "junk.safetensors: not a safetensors file" \
 	$M model import net "$WORK/junk.safetensors"
-st write "$WORK/bf.safetensors" a BF16
-fails "an unsupported dtype is refused, naming it" 1 "bf.safetensors: tensor '.*': dtype BF16 is not supported" \
-	$M model import net "$WORK/bf.safetensors"
+st write "$WORK/f8.safetensors" a F8_E4M3
+fails "an unsupported dtype is refused, naming it" 1 "f8.safetensors: tensor '.*': dtype F8_E4M3 is not supported" \
+	$M model import net "$WORK/f8.safetensors"
 fails "a bad model name is refused" 1 "model" $M model import 'bad/name' "$WORK/a.safetensors"
 ok $([ "$($M model ls net | tail -n +2 | wc -l)" = 2 ]; echo $?) "nothing was committed by the failures"
 fails "a missing checkpoint" 1 "no checkpoint v9" $M model info net@v9

@@ -12,6 +12,7 @@ w = rng.standard_normal(16).astype(np.float32)
 np.save(f"{d}/x.npy", x)
 np.save(f"{d}/y.npy", (x @ w > 0).astype(np.int64))
 np.save(f"{d}/id.npy", np.arange(3000, dtype=np.int64))
+np.save(f"{d}/id2.npy", np.arange(10000, 10500, dtype=np.int64))
 PYEOF
 check "a dataset" $M put pyds x="$WORK/x.npy" y="$WORK/y.npy" id="$WORK/id.npy" --shard-rows 500
 
@@ -48,11 +49,132 @@ except matorage.MatorageError as e:
 print("numpy ok")
 PYEOF
 
+check "copy=False: read-only views equal to the copies until the next call; copies kept unchanged" pymt - "$WORK" "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+d, url = sys.argv[1], sys.argv[2]
+x = np.load(f"{d}/x.npy")
+seed = 11
+rng = np.random.default_rng(seed)
+print("seed", seed)
+tokens = [rng.integers(0, 1000, rng.integers(0, 9)) for _ in range(300)]
+with matorage.Writer(url, "rag") as w:
+    w.append(t=tokens, v=np.arange(300, dtype=np.int32))
+opts = dict(batch_rows=37, shuffle=True, seed=5, shuffle_rows=120)
+kept = list(matorage.Loader(url, "rag", **opts))      # copies: each batch its own arrays
+assert all(b["v"].flags.writeable for b in kept)
+assert not any(np.shares_memory(a["v"], b["v"]) or np.shares_memory(a["_rows"], b["_rows"])
+               for a, b in zip(kept, kept[1:])), "two batches share memory"
+l = matorage.Loader(url, "rag", copy=False, **opts)
+first = None
+for i, b in enumerate(l):
+    k = kept[i]
+    assert not b["v"].flags.writeable and not b["t"][0].flags.writeable
+    assert (b["_rows"] == k["_rows"]).all() and (b["v"] == k["v"]).all()
+    assert (b["t"][0] == k["t"][0]).all() and (b["t"][1] == k["t"][1]).all()
+    for j, r in enumerate(b["_rows"]):
+        assert (b["t"][0][b["t"][1][j]:b["t"][1][j + 1]] == tokens[r]).all(), r
+    try:
+        b["v"][0] = -1
+        raise SystemExit("a view of the loader's buffer is writable")
+    except ValueError:
+        pass
+    if first is None:
+        first, first_vals = b["v"], b["v"].copy()
+assert i + 1 == len(kept) == 9, i
+# The first batch's view was overwritten by later batches, as documented; the copies
+# taken by the default loader still hold their own batch.
+assert not (first == first_vals).all(), "a view outlived its batch unchanged: the test proves nothing"
+for k in kept:
+    assert (k["v"] == k["_rows"]).all() and all(
+        (k["t"][0][k["t"][1][j]:k["t"][1][j + 1]] == tokens[r]).all() for j, r in enumerate(k["_rows"]))
+# read_rows follows the same option; no rows, even first thing, is an empty batch.
+b = l.read_rows([299, 0])
+assert b["v"].tolist() == [299, 0] and not b["v"].flags.writeable
+for copy in (True, False):
+    e = matorage.Loader(url, "rag", copy=copy).read_rows([])
+    assert e["v"].shape == (0,) and e["t"][0].shape == (0,) and e["t"][1].tolist() == [0], e
+# A view keeps its loader open when the loader's last other reference goes; without
+# views left, the loader goes (and closes) at once, not at some later garbage collection.
+v = matorage.Loader(url, "rag", copy=False).read_rows([5, 7])["v"]
+assert v.tolist() == [5, 7], v
+import gc, weakref
+gc.disable()
+l2 = matorage.Loader(url, "rag", copy=False)
+for b in l2:
+    pass
+gone = weakref.ref(l2)
+del l2
+assert gone() is not None, "the last batch's views keep the loader"
+del b
+assert gone() is None, "a reference cycle keeps the loader after its last batch"
+gc.enable()
+lx = matorage.Loader(url, "pyds", attrs=["x"], batch_rows=1000, copy=False)
+assert (np.concatenate([b["x"].copy() for b in lx]) == x).all()
+print("views ok")
+PYEOF
+
 if ! "$PY" -c 'import torch' 2> /dev/null; then
 	ok 0 "# SKIP python3-torch is not installed"
 	done_testing
 	exit
 fi
+check "a second dataset" $M put pyds2 id="$WORK/id2.npy" --shard-rows 100
+
+check "Mix: two loaders by weight, every row once, deterministic, set_epoch, resume, bad input" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url = sys.argv[1]
+store = matorage.Store(url)
+def loaders(resume=(None, None)):
+    return [matorage.Loader(store, "pyds", attrs=["id"], batch_rows=50, shuffle=True, seed=1,
+                            resume=resume[0]),
+            matorage.Loader(store, "pyds2", attrs=["id"], batch_rows=50, shuffle=True, seed=2,
+                            resume=resume[1])]
+def run(mix):
+    return [(b["_source"], b["id"].tolist()) for b in mix]
+a = loaders()
+full = run(matorage.Mix(a, weights=[3, 1], seed=9))
+assert len(full) == 60 + 10, len(full)
+rows = {0: [], 1: []}
+for src, ids in full:
+    rows[src] += ids
+assert sorted(rows[0]) == list(range(3000)), "every row of pyds once"
+assert sorted(rows[1]) == list(range(10000, 10500)), "every row of pyds2 once"
+first = [s for s, _ in full[:40]]
+assert 20 < first.count(0) < 40 and first.count(1) > 2, first  # drawn 3:1 while both last
+b = loaders()
+assert run(matorage.Mix(b, weights=[3, 1], seed=9)) == full, "the same draws again"
+m = matorage.Mix(b, weights=[3, 1], seed=9)
+assert len(m) == 70
+m.set_epoch(1)
+e1 = run(m)
+assert e1 != full and sorted(sum((i for _, i in e1), [])) == sorted(sum((i for _, i in full), []))
+c = loaders()
+m = matorage.Mix(c, weights=[3, 1], seed=9)
+it = iter(m)
+head = [next(it) for _ in range(17)]
+st = m.state()
+m.close()
+r = loaders(st["loaders"])
+rest = run(matorage.Mix(r, weights=[3, 1], seed=9, resume=st["mix"]))
+assert [(b["_source"], b["id"].tolist()) for b in head] + rest == full, "resume"
+for bad, needle in ((dict(loaders=[]), "non-empty"), (dict(loaders=[a[0], a[0]]), "twice"),
+                    (dict(loaders=a, weights=[1]), "1 weights for 2"),
+                    (dict(loaders=a, weights=[1, 0]), "weight"),
+                    (dict(loaders=a, weights=[1, float("nan")]), "weight"),
+                    (dict(loaders=a, seed=-1), "seed"),
+                    (dict(loaders=a, resume="junk"), "")):
+    try:
+        matorage.Mix(**bad)
+        raise SystemExit(f"accepted {bad}")
+    except matorage.MatorageError as e:
+        assert needle in str(e), (needle, str(e))
+print("mix ok")
+PYEOF
+
 check "torch: DataLoader workers share the rows, a model learns from them" pymt - "$MATORAGE_STORE" <<'PYEOF'
 import sys
 import numpy as np

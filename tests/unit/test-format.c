@@ -371,6 +371,45 @@ static void refuse(const char *name, const char *from, const char *to, int code,
 	free(json);
 }
 
+/* The shard list as matorage writes it is scanned without jansson; any
+ * other spelling goes through jansson.  Both read the same manifest. */
+static void test_fast_shards(void)
+{
+	mt_manifest *fast = NULL, *slow = NULL, *two = NULL;
+	mt_error err;
+	char *spaced = mutate("\"shards\":[", "\"shards\": [");
+	char *twice = mutate("\"tags\":[", "\"extra\":{\"shards\":[]},\"tags\":[");
+	int ok = spaced && twice &&
+		 !mti_manifest_decode(sample_json, strlen(sample_json), KEY, &fast, &err) &&
+		 !mti_manifest_decode(spaced, strlen(spaced), KEY, &slow, &err) &&
+		 !mti_manifest_decode(twice, strlen(twice), KEY, &two, &err);
+	tap_ok(ok, "the list as written, spaced, and beside another \"shards\" decode");
+	ok = ok && fast->nshards == 3 && slow->nshards == fast->nshards &&
+	     two->nshards == fast->nshards &&
+	     !memcmp(fast->shards, slow->shards, fast->nshards * sizeof *fast->shards) &&
+	     !memcmp(fast->shards, two->shards, fast->nshards * sizeof *fast->shards) &&
+	     manifests_equal(fast, slow);
+	tap_ok(ok, "the scanned shards equal jansson's, field by field");
+	mti_manifest_free(fast);
+	mti_manifest_free(slow);
+	mti_manifest_free(two);
+	free(spaced);
+	free(twice);
+	int F = MT_EFORMAT;
+	refuse("an unknown member in a shard goes through jansson", "\"first_row\":1024,",
+	       "\"first_row\":1024,\"x\":1,\"rows\":2,", F, "invalid JSON|rows");
+	refuse("a leading zero is invalid JSON", "\"bytes\":4031221", "\"bytes\":04031221", F,
+	       "invalid JSON");
+	refuse("a shard number past 2^63 is invalid JSON", "\"bytes\":4031221",
+	       "\"bytes\":9223372036854775808", F, "invalid JSON");
+	refuse("an exponent is not an integer", "\"rows\":24", "\"rows\":24e0", F,
+	       "shards[1].rows: expected a non-negative integer");
+	refuse("a trailing comma in the list is invalid JSON", "64]}]}", "64]},]}", F,
+	       "invalid JSON");
+	refuse("a list cut short is invalid JSON", sample_json, "{\"shards\":[{\"sha256\":\"",
+	       F, "invalid JSON");
+}
+
 static void test_decode_errors(void)
 {
 	int F = MT_EFORMAT;
@@ -920,6 +959,7 @@ int main(void)
 	test_encode_errors();
 	test_big();
 	test_decode_errors();
+	test_fast_shards();
 	test_checksum();
 	test_attrs();
 	test_keys();

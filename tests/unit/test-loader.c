@@ -340,6 +340,73 @@ static void my_free(void *ud, void *p, size_t n)
 	free(p);
 }
 
+/* No rows asked of a fresh loader: an empty batch, its ragged offsets a lone 0, even
+ * before any batch has sized the buffers. */
+static void test_read_no_rows(void)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	mt_loader *l = open_loader(&o, "no rows");
+	if (!l)
+		return;
+	const mt_batch *b;
+	mt_error err = {0};
+	if (TAP_CALL(mt_loader_read_rows(l, NULL, 0, &b, &err), &err, "read_rows of no rows"))
+		tap_ok(b->rows == 0 && b->ncols == 2 && b->cols[1].offsets &&
+		       b->cols[1].offsets[0] == 0 && b->cols[1].bytes == 0,
+		       "no rows: an empty batch, the ragged offsets [0]");
+	mt_loader_close(l);
+}
+
+/* mt_loader_next_into: x gathered into the caller's buffer of each batch, which keeps
+ * its values after later batches; r (ragged) in the loader's; too small a buffer refused. */
+static void test_next_into(void)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	o.batch_rows = 64;
+	o.shuffle = 1;
+	o.seed = 9;
+	mt_loader *l = open_loader(&o, "next_into");
+	if (!l)
+		return;
+	int64_t *bufs[16] = {0};
+	uint64_t *ids = malloc(ROWS * sizeof *ids);
+	size_t nb = 0, n = 0, bad = 0, elsewhere = 0;
+	const mt_batch *b;
+	mt_error err = {0};
+	int rc;
+	while (nb < 16 && (bufs[nb] = malloc(64 * sizeof **bufs))) {
+		void *into[2] = {bufs[nb], NULL};
+		if ((rc = mt_loader_next_into(l, into, 64, &b, &err)) || !b)
+			break;
+		elsewhere += b->cols[0].data != bufs[nb] || b->cols[1].data == NULL;
+		for (size_t i = 0; i < b->rows; i++) {
+			ids[n + i] = b->row_ids[i];
+			const uint64_t *off = b->cols[1].offsets;
+			bad += off[i + 1] - off[i] != b->row_ids[i] % 5;
+		}
+		n += b->rows;
+		nb++;
+	}
+	tap_ok(!rc && n == ROWS && nb == 16 && !elsewhere && !bad,
+	       "next_into: 16 batches, x in the caller's buffers, r in the loader's (%s)",
+	       rc ? err.message : "ok");
+	for (size_t k = 0, i = 0; k < nb && i < n; k++)
+		for (size_t j = 0; j < 64 && i < n; j++, i++)
+			bad += bufs[k][j] != (int64_t)ids[i];
+	tap_ok(!bad, "every batch's buffer still holds its rows after the epoch (%zu wrong)", bad);
+	for (size_t k = 0; k < 16; k++)
+		free(bufs[k]);
+	free(ids);
+	int64_t small[8];
+	void *into[2] = {small, NULL};
+	mt_loader_set_epoch(l, 1, &err);
+	tap_ok(mt_loader_next_into(l, into, 8, &b, &err) == MT_EINVAL && strstr(err.message, "8 rows"),
+	       "a buffer smaller than the batch is refused: %s", err.message);
+	mt_loader_close(l);
+}
+
 static void test_misc(void)
 {
 	mt_loader_opts o;
@@ -705,6 +772,8 @@ int main(void)
 	test_ranks(0);
 	test_ranks(1);
 	test_resume();
+	test_read_no_rows();
+	test_next_into();
 	test_misc();
 	test_mix();
 	test_opts_size();

@@ -847,6 +847,52 @@ static void test_wrappers_name_key(void)
 	       "the get wrapper names the key the backend left out: %s", err.message);
 }
 
+/* Scatter/gather: more entries than one preadv/pwritev takes, odd and
+ * empty ones between, through the backend and through the wrappers'
+ * fallback (a table without readv/putv). */
+static void test_iov(void)
+{
+	enum { N = 3000 };
+	static struct iovec iov[N];
+	static unsigned char src[N * 7], dst[N * 7];
+	size_t at = 0;
+	for (size_t i = 0; i < N; i++) {
+		size_t len = i % 5 == 3 ? 0 : 1 + i % 7;
+		for (size_t j = 0; j < len; j++)
+			src[at + j] = (unsigned char)(i * 31 + j);
+		iov[i] = (struct iovec){src + at, len};
+		at += len;
+	}
+	mt_error err = {0};
+	mt_store_ops ops = *store->ops;
+	const mt_store_ops *real = store->ops;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *how = pass ? "through a copy" : "by the backend";
+		TAP_CALL(mti_store_putv(store, "iov/obj", iov, N, 0, &err), &err, "putv %s", how);
+		void *whole = NULL;
+		size_t got = 0;
+		int ok = !mti_store_get(store, "iov/obj", 0, UINT64_MAX, &whole, &got, &err) &&
+			 got == at && !memcmp(whole, src, at);
+		free(whole);
+		tap_ok(ok, "putv %s wrote the %zu bytes of %d entries in order", how, at, N);
+		for (size_t i = 0, off = 0; i < N; off += iov[i].iov_len, i++)
+			iov[i].iov_base = dst + off;
+		memset(dst, 0, sizeof dst);
+		TAP_CALL(mti_store_readv(store, "iov/obj", 0, iov, N, &err), &err, "readv %s", how);
+		tap_ok(!memcmp(dst, src, at), "readv %s scattered every byte back", how);
+		struct iovec past = {dst, 2};
+		tap_ok(mti_store_readv(store, "iov/obj", at - 1, &past, 1, &err) == MT_ERANGE &&
+			       strstr(err.message, "iov/obj"),
+		       "readv %s past the end is MT_ERANGE naming the key: %s", how, err.message);
+		for (size_t i = 0, off = 0; i < N; off += iov[i].iov_len, i++)
+			iov[i].iov_base = src + off;
+		ops.readv = NULL;
+		ops.putv = NULL;
+		store->ops = &ops;
+	}
+	store->ops = real;
+}
+
 static void test_permission(void)
 {
 	if (geteuid() == 0) {
@@ -950,6 +996,7 @@ int main(void)
 	test_list_threads();
 	test_sweep_sync();
 	test_wrappers_name_key();
+	test_iov();
 	test_permission();
 	test_threads();
 	mt_store_close(store);

@@ -8,12 +8,18 @@
 #include "codec.h"
 #include "dataset.h"
 #include "format.h"
+#include "pool.h"
 
 #define MANIFEST_EXT ".json"
+/* A raw frame of this many bytes or more is read in parts, up to one per CPU. */
+#define RAW_PART_MIN (8u << 20)
+#define RAW_PARTS_MAX 8
 #define TOMBSTONE_EXT ".removed"
 
 struct tensor {
 	mt_ckpt_tensor_info info;
+	uint64_t xxh3; /* of the raw bytes, when has_xxh3 (written since it was recorded) */
+	int has_xxh3;
 };
 
 struct mt_ckpt {
@@ -225,6 +231,20 @@ static int tensor_decode(const char *what, const char *key, json_t *e, mt_ckpt_t
 	return 0;
 }
 
+static int xxh3_decode(const char *what, const char *key, json_t *e, struct tensor *t,
+		       mt_error *err)
+{
+	json_t *x = json_object_get(e, "xxh3");
+	if (!x)
+		return 0;
+	const char *hex = json_string_value(x);
+	if (!hex || strlen(hex) != 16 || strspn(hex, "0123456789abcdef") != 16)
+		return mti_err(err, MT_EFORMAT, "%s: tensor '%s': bad xxh3", what, key);
+	t->xxh3 = strtoull(hex, NULL, 16);
+	t->has_xxh3 = 1;
+	return 0;
+}
+
 static int ckpt_fill(mt_ckpt *c, const char *name, const char *version, const char *what,
 		     mt_error *err)
 {
@@ -254,6 +274,8 @@ static int ckpt_fill(mt_ckpt *c, const char *name, const char *version, const ch
 	json_object_foreach(tensors, key, e)
 	{
 		int rc = tensor_decode(what, key, e, &c->t[c->n].info, err);
+		if (!rc)
+			rc = xxh3_decode(what, key, e, &c->t[c->n], err);
 		if (rc)
 			return rc;
 		c->n++;
@@ -398,6 +420,101 @@ long mt_ckpt_find(const mt_ckpt *c, const char *key)
 	return -1;
 }
 
+/* One part of a raw frame read on several threads: iov[first, first + n)
+ * from byte `at` of the object. */
+struct raw_part {
+	mt_store *s;
+	const char *okey;
+	const struct iovec *iov;
+	size_t nblocks, parts;
+	int rc[RAW_PARTS_MAX];
+	mt_error errs[RAW_PARTS_MAX];
+};
+
+static int raw_part_read(void *ud, size_t i)
+{
+	struct raw_part *p = ud;
+	size_t per = (p->nblocks + p->parts - 1) / p->parts, b0 = i * per;
+	size_t b1 = b0 + per < p->nblocks ? b0 + per : p->nblocks;
+	if (b0 >= b1)
+		return 0;
+	/* Every block before the last is whole: 3 header bytes and RAW_BLOCK. */
+	size_t first = i ? 1 + 2 * b0 : 0, n = 1 + 2 * b1 - first;
+	uint64_t at = i ? p->iov[0].iov_len + (uint64_t)b0 * (3 + p->iov[2].iov_len) : 0;
+	p->rc[i] = mti_store_readv(p->s, p->okey, at, p->iov + first, n, &p->errs[i]);
+	return p->rc[i];
+}
+
+/* A raw frame (how ckpt.c stores what zstd cannot shrink) is read
+ * straight into buf, no copy between, a large one in parts on all cores
+ * (the copies and the faults of a fresh buffer take a core each); 1 when
+ * the object is not one (a writer stored the same bytes compressed), to
+ * read it the general way. */
+static int read_raw(mt_ckpt *c, const char *okey, const mt_ckpt_tensor_info *t, void *buf,
+		    mt_error *err)
+{
+	size_t len = (size_t)t->bytes, nhdr = mti_zstd_raw_hdr_bytes(len);
+	if (t->stored != nhdr + len)
+		return 1;
+	size_t niov = 2 * mti_zstd_raw_nblocks(len) + 1;
+	struct iovec *iov = malloc(niov * sizeof *iov);
+	unsigned char *hdr = malloc(nhdr);
+	int rc = iov && hdr ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+	struct raw_part p = {.s = c->s, .okey = okey, .iov = iov};
+	if (!rc) {
+		mti_zstd_raw_iov(buf, len, hdr, 0, iov);
+		p.nblocks = mti_zstd_raw_nblocks(len);
+		int cpus = mti_ncpus();
+		p.parts = len < RAW_PART_MIN ? 1 : cpus < RAW_PARTS_MAX ? (size_t)cpus : RAW_PARTS_MAX;
+		rc = mti_parallel_for((int)p.parts, p.parts, raw_part_read, &p);
+	}
+	for (size_t i = 0; rc && i < p.parts; i++)
+		if (p.rc[i] && p.rc[i] != MT_ERANGE) {
+			rc = mti_err_copy(err, &p.errs[i]);
+			break;
+		}
+	if (rc == MT_ERANGE || (!rc && !mti_zstd_raw_hdr_ok(hdr, len)))
+		rc = 1;
+	free(iov);
+	free(hdr);
+	return rc;
+}
+
+static int read_any(mt_ckpt *c, const char *okey, const mt_ckpt_tensor_info *t, void *buf,
+		    mt_error *err)
+{
+	int rc = read_raw(c, okey, t, buf, err);
+	if (rc != 1)
+		return rc;
+	void *z = NULL;
+	size_t zlen = 0;
+	rc = mti_store_get(c->s, okey, 0, UINT64_MAX, &z, &zlen, err);
+	if (!rc)
+		rc = mti_zstd_decompress(z, zlen, buf, (size_t)t->bytes, err);
+	free(z);
+	return rc;
+}
+
+/* The bytes read are checked against the manifest's xxh3 when it has one
+ * (a pass at memory speed: the sha256 would cost more than the read),
+ * else against the sha256; `verify` checks every object's sha256. */
+static int tensor_check(const struct tensor *t, const void *buf, mt_error *err)
+{
+	size_t len = (size_t)t->info.bytes;
+	if (t->has_xxh3) {
+		uint64_t x = mti_xxh3(buf, len);
+		return x == t->xxh3 ? 0
+				    : mti_err(err, MT_ECORRUPT, "its bytes' xxh3 is %016llx, not "
+					      "%016llx", (unsigned long long)x,
+					      (unsigned long long)t->xxh3);
+	}
+	char sha[MT_SHA256_HEX];
+	int rc = mti_sha256_hex(buf, len, sha, err);
+	if (!rc && strcmp(sha, t->info.sha256))
+		rc = mti_err(err, MT_ECORRUPT, "its bytes hash to %s", sha);
+	return rc;
+}
+
 int mt_ckpt_read(mt_ckpt *c, const char *key, void *buf, size_t cap, mt_error *err)
 {
 	long i = mt_ckpt_find(c, key);
@@ -410,17 +527,9 @@ int mt_ckpt_read(mt_ckpt *c, const char *key, void *buf, size_t cap, mt_error *e
 	char *okey = mti_ckpt_key_tensor(c->name, t->sha256);
 	if (!okey)
 		return mti_err(err, MT_ENOMEM, "out of memory");
-	void *z = NULL;
-	size_t zlen = 0;
-	char sha[MT_SHA256_HEX];
-	int rc = mti_store_get(c->s, okey, 0, UINT64_MAX, &z, &zlen, err);
+	int rc = read_any(c, okey, t, buf, err);
 	if (!rc)
-		rc = mti_zstd_decompress(z, zlen, buf, (size_t)t->bytes, err);
-	if (!rc)
-		rc = mti_sha256_hex(buf, (size_t)t->bytes, sha, err);
-	if (!rc && strcmp(sha, t->sha256))
-		rc = mti_err(err, MT_ECORRUPT, "its bytes hash to %s", sha);
-	free(z);
+		rc = tensor_check(&c->t[i], buf, err);
 	if (rc)
 		mti_err_prefix(err, "%s@%s: tensor '%s' (%s): ", c->name, c->version, key, okey);
 	free(okey);

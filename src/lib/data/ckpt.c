@@ -1,5 +1,7 @@
 /* ckpt.c — writing a model checkpoint: content-addressed tensors, then the manifest by exclusive create, then retention. */
 #include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +11,7 @@
 #include "format.h"
 #include "lock.h"
 #include "opts.h"
+#include "pool.h"
 
 #define CKPT_OPTS_FIRST MT_OPTS_SIZE_UPTO(mt_ckpt_opts, threads)
 #define KEY_MAX 1024
@@ -124,8 +127,26 @@ static int shape_check(const mt_ckpt_writer *w, const char *key, mt_dtype dtype,
 #define RAW_MIN_BYTES (1u << 20)
 #define RAW_ABOVE_RATIO 0.9
 
+static int raw_put(mt_ckpt_writer *w, const char *okey, const void *data, size_t nbytes,
+		   size_t *zlen, mt_error *err)
+{
+	size_t niov = 2 * mti_zstd_raw_nblocks(nbytes) + 1, nhdr = mti_zstd_raw_hdr_bytes(nbytes);
+	struct iovec *iov = malloc(niov * sizeof *iov);
+	unsigned char *hdr = malloc(nhdr);
+	int rc = iov && hdr ? 0 : MT_ENOMEM;
+	if (!rc) {
+		/* The gather list only reads the tensor. */
+		mti_zstd_raw_iov((void *)(uintptr_t)data, nbytes, hdr, 1, iov);
+		rc = mti_store_putv(w->s, okey, iov, niov, MT_PUT_NOSYNC, err);
+	}
+	free(iov);
+	free(hdr);
+	*zlen = nhdr + nbytes;
+	return rc;
+}
+
 static int tensor_store(mt_ckpt_writer *w, const char *okey, const void *data, size_t nbytes,
-			uint64_t *stored, mt_error *err)
+			int threads, uint64_t *stored, int *wrote, mt_error *err)
 {
 	int rc = mti_dlock_pin_keys(w->lock, &okey, 1, err);
 	if (!rc)
@@ -140,59 +161,142 @@ static int tensor_store(mt_ckpt_writer *w, const char *okey, const void *data, s
 	/* Trained float weights have random low mantissa bits: zstd takes
 	 * 5-10% off them for most of the save's time (2 cores compress a GiB in
 	 * about 2.5 s; torch.save writes it in less).  Such a tensor is stored in
-	 * raw blocks of a zstd frame; one that compresses (half precision,
-	 * sparse, integer, masks) is compressed. */
+	 * raw blocks of a zstd frame, written straight from the caller's
+	 * memory; one that compresses (half precision, sparse, integer, masks)
+	 * is compressed. */
 	if (nbytes >= RAW_MIN_BYTES &&
 	    mti_zstd_ratio_guess(data, nbytes, w->o.level) > RAW_ABOVE_RATIO)
-		rc = mti_zstd_frame_raw(data, nbytes, &z, &zlen, err);
-	else
-		rc = mti_zstd_compress_mt(data, nbytes, w->o.level, w->o.threads, &z, &zlen, err);
-	if (!rc)
+		rc = raw_put(w, okey, data, nbytes, &zlen, err);
+	else if (!(rc = mti_zstd_compress_mt(data, nbytes, w->o.level, threads, &z, &zlen, err)))
 		rc = mti_store_put(w->s, okey, z, zlen, MT_PUT_NOSYNC, err);
 	free(z);
-	if (!rc)
-		rc = mti_strv_push(&w->written, &w->nwritten, okey, strlen(okey));
+	*wrote = !rc;
 	*stored = zlen;
 	return rc == MT_ENOMEM ? mti_err(err, rc, "out of memory") : rc;
 }
 
 static json_t *tensor_entry(mt_dtype dtype, int ndim, const uint64_t *shape, size_t nbytes,
-			    const char *sha, uint64_t stored)
+			    const char *sha, uint64_t xxh3, uint64_t stored)
 {
 	json_t *dims = json_array();
 	for (int i = 0; dims && i < ndim; i++)
 		json_array_append_new(dims, json_integer((json_int_t)shape[i]));
-	return json_pack("{s:s,s:o,s:I,s:s,s:I}", "dtype", mt_dtype_name(dtype), "shape", dims,
-			 "bytes", (json_int_t)nbytes, "sha256", sha, "stored", (json_int_t)stored);
+	char x[17];
+	snprintf(x, sizeof x, "%016llx", (unsigned long long)xxh3);
+	return json_pack("{s:s,s:o,s:I,s:s,s:s,s:I}", "dtype", mt_dtype_name(dtype), "shape", dims,
+			 "bytes", (json_int_t)nbytes, "sha256", sha, "xxh3", x, "stored",
+			 (json_int_t)stored);
+}
+
+/* The tensors of one mt_ckpt_add_many, each job's results by index. */
+struct adds {
+	mt_ckpt_writer *w;
+	const mt_ckpt_tensor_in *t;
+	char (*sha)[MT_SHA256_HEX];
+	char **okey;
+	uint64_t *stored, *xxh3;
+	int *wrote, *rc, threads;
+	mt_error *errs;
+};
+
+static int add_check(mt_ckpt_writer *w, const mt_ckpt_tensor_in *t, json_t *seen, mt_error *err)
+{
+	int rc = key_check(w, t->key, err);
+	if (!rc && json_object_get(seen, t->key))
+		rc = mti_err(err, MT_EEXIST, "model %s: tensor '%s' is given twice", w->name,
+			     t->key);
+	if (!rc)
+		rc = shape_check(w, t->key, t->dtype, t->ndim, t->shape, t->nbytes, err);
+	if (!rc && t->nbytes && !t->data)
+		rc = mti_err(err, MT_EINVAL, "model %s: tensor '%s': no data", w->name, t->key);
+	if (!rc && json_object_set_new(seen, t->key, json_true()))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	return rc;
+}
+
+static int add_one(void *ud, size_t i)
+{
+	struct adds *a = ud;
+	const mt_ckpt_tensor_in *t = &a->t[i];
+	const void *data = t->data ? t->data : "";
+	mt_error *err = &a->errs[i];
+	int rc = mti_sha256_hex(data, t->nbytes, a->sha[i], err);
+	if (!rc && !(a->okey[i] = mti_ckpt_key_tensor(a->w->name, a->sha[i])))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = tensor_store(a->w, a->okey[i], data, t->nbytes, a->threads, &a->stored[i],
+				  &a->wrote[i], err);
+	if (rc)
+		mti_err_prefix(err, "model %s: tensor '%s': ", a->w->name, t->key);
+	else
+		a->xxh3[i] = mti_xxh3(data, t->nbytes);
+	a->rc[i] = rc;
+	return rc;
+}
+
+/* The stored tensors' entries, in order; the objects written are synced
+ * at commit (also those of a failed call: harmless). */
+static int add_finish(struct adds *a, size_t n, int rc, mt_error *err)
+{
+	mt_ckpt_writer *w = a->w;
+	for (size_t i = 0; i < n; i++)
+		if (a->wrote[i] && mti_strv_push(&w->written, &w->nwritten, a->okey[i],
+						 strlen(a->okey[i])))
+			return mti_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; rc && i < n; i++)
+		if (a->rc[i]) {
+			mti_err_copy(err, &a->errs[i]);
+			return a->rc[i];
+		}
+	for (size_t i = 0; !rc && i < n; i++) {
+		const mt_ckpt_tensor_in *t = &a->t[i];
+		json_t *e = tensor_entry(t->dtype, t->ndim, t->shape, t->nbytes, a->sha[i],
+					 a->xxh3[i], a->stored[i]);
+		if (!e || json_object_set_new(w->tensors, t->key, e))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	return rc;
+}
+
+int mt_ckpt_add_many(mt_ckpt_writer *w, const mt_ckpt_tensor_in *t, size_t n, mt_error *err)
+{
+	if (w->committed)
+		return mti_err(err, MT_ESTATE, "model %s: the checkpoint was committed", w->name);
+	json_t *seen = json_object();
+	int rc = seen ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = add_check(w, &t[i], seen, err);
+	json_decref(seen);
+	if (rc || !n)
+		return rc;
+	int workers = n < (size_t)w->o.threads ? (int)n : w->o.threads;
+	struct adds a = {.w = w, .t = t, .threads = w->o.threads / workers};
+	a.sha = calloc(n, sizeof *a.sha);
+	a.okey = calloc(n, sizeof *a.okey);
+	a.stored = calloc(n, sizeof *a.stored);
+	a.xxh3 = calloc(n, sizeof *a.xxh3);
+	a.wrote = calloc(n, sizeof *a.wrote);
+	a.rc = calloc(n, sizeof *a.rc);
+	a.errs = calloc(n, sizeof *a.errs);
+	if (!a.sha || !a.okey || !a.stored || !a.xxh3 || !a.wrote || !a.rc || !a.errs)
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	else
+		rc = add_finish(&a, n, mti_parallel_for(workers, n, add_one, &a), err);
+	mt_strv_free(a.okey, a.okey ? n : 0);
+	free(a.sha);
+	free(a.stored);
+	free(a.xxh3);
+	free(a.wrote);
+	free(a.rc);
+	free(a.errs);
+	return rc;
 }
 
 int mt_ckpt_add(mt_ckpt_writer *w, const char *key, mt_dtype dtype, int ndim,
 		const uint64_t *shape, const void *data, size_t nbytes, mt_error *err)
 {
-	if (w->committed)
-		return mti_err(err, MT_ESTATE, "model %s: the checkpoint was committed", w->name);
-	int rc = key_check(w, key, err);
-	if (!rc)
-		rc = shape_check(w, key, dtype, ndim, shape, nbytes, err);
-	if (!rc && nbytes && !data)
-		rc = mti_err(err, MT_EINVAL, "model %s: tensor '%s': no data", w->name, key);
-	if (rc)
-		return rc;
-	char sha[MT_SHA256_HEX];
-	rc = mti_sha256_hex(data ? data : "", nbytes, sha, err);
-	if (rc)
-		return rc;
-	char *okey = mti_ckpt_key_tensor(w->name, sha);
-	uint64_t stored = 0;
-	rc = okey ? tensor_store(w, okey, data ? data : "", nbytes, &stored, err)
-		  : mti_err(err, MT_ENOMEM, "out of memory");
-	free(okey);
-	if (rc)
-		return mti_err_prefix(err, "model %s: tensor '%s': ", w->name, key);
-	json_t *e = tensor_entry(dtype, ndim, shape, nbytes, sha, stored);
-	if (!e || json_object_set_new(w->tensors, key, e))
-		return mti_err(err, MT_ENOMEM, "out of memory");
-	return 0;
+	mt_ckpt_tensor_in t = {key, dtype, ndim, shape, data, nbytes};
+	return mt_ckpt_add_many(w, &t, 1, err);
 }
 
 int mt_ckpt_set_state(mt_ckpt_writer *w, const char *json, mt_error *err)

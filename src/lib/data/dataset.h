@@ -25,6 +25,21 @@ MT_LOCAL int mti_dataset_next_version(mt_store *s, const char *dataset, char **o
  * have nothing of its own buffered): pinned against gc, each checked to be
  * there at its recorded size. */
 MT_LOCAL int mti_writer_adopt(mt_writer *w, const mt_manifest *part, mt_error *err);
+/* Make w a compaction of `base` (taken: freed with the writer): at commit,
+ * what later versions appended to base follows w's own rows, and the
+ * parent is the latest then (see mt_compact).  MT_ESTATE for an append or
+ * a staged part. */
+MT_LOCAL int mti_writer_set_compact(mt_writer *w, mt_manifest *base);
+/* Rows appended and not yet sealed into a shard. */
+MT_LOCAL uint64_t mti_writer_buffered(mt_writer *w);
+/* Add an existing shard of this dataset (of a version the writer's parent
+ * pins) after what the writer holds, with its uncompressed bytes; only
+ * when no rows are buffered (MT_ESTATE). */
+MT_LOCAL int mti_writer_reuse(mt_writer *w, const mt_mshard *sh, uint64_t raw, mt_error *err);
+/* After a commit: shards and rows of the version, and the rows carried
+ * over from versions after a compaction's base. */
+MT_LOCAL void mti_writer_counts(const mt_writer *w, size_t *nshards, uint64_t *rows,
+			       uint64_t *tail_rows);
 MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64_t (*lost)[2],
 				   size_t n, mt_error *err);
 

@@ -87,6 +87,13 @@ struct mt_writer {
 	uint64_t new_bytes; /* uncompressed bytes uploaded by this writer */
 	pthread_t uploaders[UPLOADERS];
 	int nthreads;
+	/* A compaction (mt_compact): the version whose rows it repacks, and what
+	 * the writer itself holds (its first compact_n shards) before the rows
+	 * later versions appended to that one are carried over at commit. */
+	mt_manifest *compact_base;
+	int compact_set;
+	size_t compact_n;
+	uint64_t compact_rows, compact_raw, tail_rows;
 };
 
 void mt_writer_opts_init_size(mt_writer_opts *o, size_t size)
@@ -851,6 +858,113 @@ static int writer_follow_latest(mt_writer *w, mt_error *err)
 	return rc;
 }
 
+/* A compaction's tail: the shards the latest version `lm` has after those of
+ * the compacted one, which must be its prefix (an append chain), so the new
+ * version holds every row of the latest, the compacted ones repacked. */
+static int compact_take_tail(mt_writer *w, const mt_manifest *lm, mt_error *err)
+{
+	const mt_manifest *b = w->compact_base;
+	int cont = lm->nshards >= b->nshards && lm->rows >= b->rows && lm->nattrs == w->nattrs &&
+		   attrs_equal(lm->attrs, w->attrs, w->nattrs);
+	for (size_t i = 0; cont && i < b->nshards; i++)
+		cont = !strcmp(lm->shards[i].sha256, b->shards[i].sha256);
+	if (!cont)
+		return mti_err(err, MT_ESTATE, "%s@%s, now the latest, does not continue %s@%s "
+			      "(it is no append to it); nothing was committed: compact %s@%s "
+			      "instead", w->dataset, lm->version, w->dataset, b->version,
+			      w->dataset, lm->version);
+	w->nshards = w->compact_n;
+	for (size_t i = b->nshards; i < lm->nshards; i++)
+		if (push_shard_locked(w, &lm->shards[i]))
+			return mti_err(err, MT_ENOMEM, "out of memory");
+	w->tail_rows = lm->rows - b->rows;
+	w->rows = w->compact_rows + w->tail_rows;
+	w->raw_bytes = w->compact_raw + lm->raw_bytes - b->raw_bytes;
+	return writer_set_parent(w, lm) ? mti_err(err, MT_ENOMEM, "out of memory") : 0;
+}
+
+/* A compaction commits on top of whatever is the latest when it commits,
+ * carrying over what versions made since the compacted one appended, so it
+ * never hides rows a concurrent writer committed.  1: try again (the
+ * latest went while being read). */
+static int writer_follow_compact(mt_writer *w, mt_error *err)
+{
+	if (!w->compact_set) {
+		w->compact_n = w->nshards;
+		w->compact_rows = w->rows;
+		w->compact_raw = w->raw_bytes;
+		w->compact_set = 1;
+	}
+	char **v;
+	size_t n;
+	int rc = mt_store_versions(w->store, w->dataset, &v, &n, err);
+	if (rc == MT_ENOTFOUND)
+		return mti_err(err, MT_ESTATE, "%s@%s was removed while it was compacted, with "
+			      "every other version; nothing was committed", w->dataset,
+			      w->compact_base->version);
+	if (rc)
+		return rc;
+	char *latest = mti_strdup(v[n - 1]);
+	mt_strv_free(v, n);
+	if (!latest)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	mt_manifest *lm = NULL;
+	rc = writer_load_parent(w, latest, &lm, err);
+	free(latest);
+	if (rc == MT_ENOTFOUND)
+		return 1;
+	if (!rc)
+		rc = compact_take_tail(w, lm, err);
+	mti_manifest_free(lm);
+	return rc;
+}
+
+int mti_writer_set_compact(mt_writer *w, mt_manifest *base)
+{
+	if (w->compact_base || w->auto_parent || w->stage_id)
+		return MT_ESTATE;
+	w->compact_base = base;
+	return 0;
+}
+
+uint64_t mti_writer_buffered(mt_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	uint64_t n = w->cur ? w->cur->rows : 0;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+int mti_writer_reuse(mt_writer *w, const mt_mshard *sh, uint64_t raw, mt_error *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&w->append_lock);
+	pthread_mutex_lock(&w->lock);
+	if (w->state == W_FAILED)
+		rc = mti_err_copy(err, &w->failure);
+	else if (w->state != W_OPEN)
+		rc = mti_err(err, MT_ESTATE, "dataset %s: writer is not open", w->dataset);
+	else if (w->cur && w->cur->rows)
+		rc = mti_err(err, MT_ESTATE, "dataset %s: a shard is reused only between shards, "
+			    "and rows are buffered", w->dataset);
+	else if (push_shard_locked(w, sh))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc) {
+		w->rows += sh->rows;
+		w->raw_bytes += raw;
+	}
+	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->append_lock);
+	return rc;
+}
+
+void mti_writer_counts(const mt_writer *w, size_t *nshards, uint64_t *rows, uint64_t *tail_rows)
+{
+	*nshards = w->nshards;
+	*rows = w->rows;
+	*tail_rows = w->tail_rows;
+}
+
 /* Jittered, growing pauses between commit attempts of writers racing for
  * the same name. */
 static void commit_backoff(int attempt)
@@ -913,6 +1027,8 @@ static int commit_once(mt_writer *w, char **name, mt_error *err)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc && w->auto_parent)
 		rc = writer_follow_latest(w, err);
+	else if (!rc && w->compact_base)
+		rc = writer_follow_compact(w, err);
 	/* The latest took the name listed a moment ago: list again. */
 	if (!rc && !w->version && !strcmp(*name, w->parent))
 		rc = 1;
@@ -1122,6 +1238,7 @@ void mt_writer_close(mt_writer *w)
 		pending_free(p, w->nattrs);
 	}
 	mti_dlock_close(w->dlock);
+	mti_manifest_free(w->compact_base);
 	mti_attrs_free(w->attrs, w->nattrs);
 	mt_strv_free(w->tags, w->ntags);
 	mt_strv_free(w->recipe_args, w->nrecipe_args);

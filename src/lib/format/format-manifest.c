@@ -1,4 +1,5 @@
 /* format-manifest.c — the manifest as JSON (jansson): encode, and decode checking every field. */
+#define _GNU_SOURCE /* memmem */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,6 +61,9 @@ static int fm_attr_check(const mt_attr *a, mt_error *err)
 	if (mt_dtype_size(a->dtype) == 0)
 		return mti_err(err, MT_EINVAL, "attribute %s: unknown dtype %d", a->name,
 			      (int)a->dtype);
+	if (a->dtype == MT_BFLOAT16)
+		return mti_err(err, MT_EUNSUPPORTED, "attribute %s: bfloat16 is for model "
+			      "checkpoints only; store float32 (or its bits as uint16)", a->name);
 	if (a->rank < 0 || a->rank > MT_MAX_RANK)
 		return mti_err(err, MT_EINVAL, "attribute %s: rank %d is outside 0..%d", a->name,
 			      a->rank, MT_MAX_RANK);
@@ -329,6 +333,8 @@ struct fm_dec {
 	mt_error *err;
 	const char *json; /* the text as read, for its checksum */
 	size_t len;
+	mt_mshard *fast;  /* the shard list scanned without jansson (fm_fast_split) */
+	size_t nfast;
 };
 
 /* MT_EFORMAT naming the manifest, then the JSON path and what is wrong. */
@@ -525,6 +531,8 @@ static int fm_dec_checksum(struct fm_dec *d, json_t *root)
 	return mti_json_check_sum(d->json, d->len, json_string_value(v), d->what, d->err);
 }
 
+static int fm_shard_check(struct fm_dec *d, size_t i, uint64_t *next, const mt_mshard *s);
+
 /* One shard entry; *next is the running sum of rows before it.  Paths
  * are formatted only on failure: a manifest may list 100 000 shards. */
 static int fm_dec_shard(struct fm_dec *d, json_t *o, size_t i, uint64_t *next, mt_mshard *s)
@@ -541,6 +549,18 @@ static int fm_dec_shard(struct fm_dec *d, json_t *o, size_t i, uint64_t *next, m
 		if (fm_get_uint(json_object_get(o, fields[k]), dst[k]))
 			return fm_fail(d, "shards[%zu].%s: expected a non-negative integer", i,
 				       fields[k]);
+	json_t *ix = json_object_get(o, "index");
+	if (json_array_size(ix) != 2 || fm_get_uint(json_array_get(ix, 0), &s->index_offset) ||
+	    fm_get_uint(json_array_get(ix, 1), &s->index_bytes))
+		return fm_fail(d, "shards[%zu].index: expected [offset, length >= %d]", i,
+			       FM_INDEX_MIN);
+	int rc = fm_dec_index_xxh3(d, o, i, s);
+	return rc ? rc : fm_shard_check(d, i, next, s);
+}
+
+/* What holds between a shard entry's numbers, however it was read. */
+static int fm_shard_check(struct fm_dec *d, size_t i, uint64_t *next, const mt_mshard *s)
+{
 	if (s->rows == 0)
 		return fm_fail(d, "shards[%zu].rows: expected at least 1 row", i);
 	if (s->first_row != *next)
@@ -549,9 +569,7 @@ static int fm_dec_shard(struct fm_dec *d, json_t *o, size_t i, uint64_t *next, m
 			       (unsigned long long)*next);
 	if (!mti_add_ok(*next, s->rows, next))
 		return fm_fail(d, "shards[%zu].rows: the row count overflows", i);
-	json_t *ix = json_object_get(o, "index");
-	if (json_array_size(ix) != 2 || fm_get_uint(json_array_get(ix, 0), &s->index_offset) ||
-	    fm_get_uint(json_array_get(ix, 1), &s->index_bytes) || s->index_bytes < FM_INDEX_MIN)
+	if (s->index_bytes < FM_INDEX_MIN)
 		return fm_fail(d, "shards[%zu].index: expected [offset, length >= %d]", i,
 			       FM_INDEX_MIN);
 	uint64_t end;
@@ -559,13 +577,28 @@ static int fm_dec_shard(struct fm_dec *d, json_t *o, size_t i, uint64_t *next, m
 		return fm_fail(d, "shards[%zu].index: bytes %llu+%llu lie outside the shard's "
 			       "%llu bytes", i, (unsigned long long)s->index_offset,
 			       (unsigned long long)s->index_bytes, (unsigned long long)s->bytes);
-	return fm_dec_index_xxh3(d, o, i, s);
+	return 0;
 }
 
 static int fm_dec_shards(struct fm_dec *d, json_t *arr, mt_manifest *m)
 {
 	if (!json_is_array(arr))
 		return fm_fail(d, "shards: expected an array");
+	if (d->fast && json_array_size(arr) == 0) {
+		/* The placeholder of the list scanned before: its entries are checked here. */
+		m->shards = d->fast;
+		m->nshards = d->nfast;
+		d->fast = NULL;
+		uint64_t rows = 0;
+		for (size_t i = 0; i < m->nshards; i++) {
+			int rc = fm_shard_check(d, i, &rows, &m->shards[i]);
+			if (rc)
+				return rc;
+		}
+		return rows == m->rows ? 0
+				       : fm_fail(d, "rows: is %llu, but the shards hold %llu rows",
+						 (unsigned long long)m->rows, (unsigned long long)rows);
+	}
 	size_t n = json_array_size(arr);
 	if (!(m->shards = calloc(n ? n : 1, sizeof *m->shards)))
 		return fm_nomem(d);
@@ -749,14 +782,143 @@ static int fm_dec_salvage(struct fm_dec *d, json_t *sv, mt_manifest *m)
 	return rc;
 }
 
+/* ---- the shard list without a tree ----
+ * A version of 100,000 shards has 17 MB of manifest, and jansson building
+ * and freeing its 700,000 values was three quarters of opening it.  The
+ * list as the encoder writes it (compact, members in its order: what
+ * matorage writes) is scanned straight into the shard array, and the rest
+ * of the text, the list replaced by [], goes through jansson.  Any other
+ * spelling (spaces, another order, escapes) makes the scan give up and
+ * the whole text go through jansson, as before. */
+
+struct fm_scan {
+	const char *p, *end;
+};
+
+static int sc_lit(struct fm_scan *s, const char *lit, size_t n)
+{
+	if ((size_t)(s->end - s->p) < n || memcmp(s->p, lit, n) != 0)
+		return 0;
+	s->p += n;
+	return 1;
+}
+#define SC_LIT(s, lit) sc_lit((s), (lit), sizeof(lit) - 1)
+
+/* A JSON non-negative integer up to INT64_MAX (what jansson accepts). */
+static int sc_uint(struct fm_scan *s, uint64_t *v)
+{
+	const char *p = s->p;
+	if (p == s->end || *p < '0' || *p > '9' || (*p == '0' && p + 1 < s->end &&
+						    p[1] >= '0' && p[1] <= '9'))
+		return 0;
+	uint64_t x = 0;
+	for (; p < s->end && *p >= '0' && *p <= '9'; p++) {
+		if (x > (INT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return 0;
+		x = x * 10 + (uint64_t)(*p - '0');
+	}
+	if (p < s->end && (*p == '.' || *p == 'e' || *p == 'E'))
+		return 0;
+	s->p = p;
+	*v = x;
+	return 1;
+}
+
+/* "<n lowercase hex digits>" into out (n + 1 bytes). */
+static int sc_hex(struct fm_scan *s, char *out, size_t n)
+{
+	if ((size_t)(s->end - s->p) < n + 2 || s->p[0] != '"' || s->p[n + 1] != '"' ||
+	    !fm_is_hex(s->p + 1, n))
+		return 0;
+	memcpy(out, s->p + 1, n);
+	out[n] = 0;
+	s->p += n + 2;
+	return 1;
+}
+
+static int sc_shard(struct fm_scan *s, mt_mshard *sh)
+{
+	if (!SC_LIT(s, "{\"sha256\":") || !sc_hex(s, sh->sha256, 64) ||
+	    !SC_LIT(s, ",\"bytes\":") || !sc_uint(s, &sh->bytes) || !SC_LIT(s, ",\"rows\":") ||
+	    !sc_uint(s, &sh->rows) || !SC_LIT(s, ",\"first_row\":") ||
+	    !sc_uint(s, &sh->first_row) || !SC_LIT(s, ",\"index\":[") ||
+	    !sc_uint(s, &sh->index_offset) || !SC_LIT(s, ",") || !sc_uint(s, &sh->index_bytes) ||
+	    !SC_LIT(s, "]"))
+		return 0;
+	char hex[17];
+	if (SC_LIT(s, ",\"index_xxh3\":")) {
+		if (!sc_hex(s, hex, 16))
+			return 0;
+		sh->index_xxh3 = strtoull(hex, NULL, 16);
+		sh->has_index_xxh3 = 1;
+	}
+	return SC_LIT(s, "}");
+}
+
+/* The shards of the text's one "shards":[ list into d->fast, and the
+ * text with [] in its place into *rest (malloc'ed); 0 when the list is
+ * not as the encoder writes it (or appears twice), to decode it all
+ * through jansson. */
+static int fm_fast_split(struct fm_dec *d, char **rest, size_t *restlen)
+{
+	static const char key[] = "\"shards\":[";
+	const char *at = memmem(d->json, d->len, key, sizeof key - 1);
+	if (!at || memmem(at + 1, d->len - (size_t)(at + 1 - d->json), key, sizeof key - 1))
+		return 0;
+	struct fm_scan s = {at + sizeof key - 1, d->json + d->len};
+	size_t n = 0, cap = 0;
+	mt_mshard *v = NULL;
+	int ok = 0;
+	for (;;) {
+		if (SC_LIT(&s, "]")) {
+			ok = 1;
+			break;
+		}
+		mt_mshard *g = n && !SC_LIT(&s, ",") ? NULL : mti_grow(v, n, &cap, sizeof *v, 1024);
+		if (!g)
+			break;
+		v = g;
+		memset(&v[n], 0, sizeof *v);
+		if (!sc_shard(&s, &v[n]))
+			break;
+		n++;
+	}
+	size_t head = (size_t)(at - d->json) + sizeof key - 1, tail = (size_t)(d->json + d->len - s.p);
+	char *r = ok ? malloc(head + 1 + tail + 1) : NULL;
+	if (!r) {
+		free(v);
+		return 0;
+	}
+	memcpy(r, d->json, head);
+	r[head] = ']';
+	memcpy(r + head + 1, s.p, tail);
+	r[head + 1 + tail] = 0;
+	*rest = r;
+	*restlen = head + 1 + tail;
+	d->fast = v;
+	d->nfast = n;
+	return 1;
+}
+
 int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manifest **out,
 		       mt_error *err)
 {
 	*out = NULL;
-	struct fm_dec d = {what ? what : "manifest", err, json, len};
+	struct fm_dec d = {what ? what : "manifest", err, json, len, NULL, 0};
 	json_error_t je;
+	char *rest = NULL;
+	size_t restlen = 0;
+	int fast = fm_fast_split(&d, &rest, &restlen);
 	/* Strings with NUL bytes are refused (jansson's default). */
-	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = json_loadb(fast ? rest : json, fast ? restlen : len, JSON_REJECT_DUPLICATES,
+				  &je);
+	free(rest);
+	if (!root && fast) {
+		/* Report the error as the whole text has it. */
+		free(d.fast);
+		d.fast = NULL;
+		root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	}
 	if (!root)
 		return fm_fail(&d, "invalid JSON at line %d, column %d: %s", je.line, je.column,
 			       je.text);
@@ -769,6 +931,7 @@ int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manif
 	if (!rc)
 		rc = fm_dec_part(&d, json_object_get(root, "part"), m);
 	json_decref(root);
+	free(d.fast); /* when the placeholder was not reached */
 	if (rc) {
 		mti_manifest_free(m);
 		return rc;
@@ -832,7 +995,7 @@ int mti_meta_encode(const mt_manifest *m, const char *updated, const char *descr
 int mti_meta_apply(mt_manifest *m, const char *json, size_t len, const char *what,
 		  mt_error *err)
 {
-	struct fm_dec d = {what, err, json, len};
+	struct fm_dec d = {what, err, json, len, NULL, 0};
 	json_error_t je;
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)

@@ -64,6 +64,7 @@ typedef struct ld_out {
 	uint8_t **data;
 	size_t *data_cap;
 	uint64_t **offsets;
+	uint8_t **put; /* where this batch's fixed-size values go: data[c], or the caller's */
 } ld_out;
 
 struct mt_loader {
@@ -371,6 +372,7 @@ static void out_free(mt_loader *l, ld_out *b)
 	free(b->data);
 	free(b->data_cap);
 	free(b->offsets);
+	free(b->put);
 	free(b->cols);
 	free(b->row_ids);
 	memset(b, 0, sizeof *b);
@@ -384,10 +386,13 @@ static int out_reserve(mt_loader *l, ld_out *b, size_t n, const size_t *bytes, m
 		b->data = calloc(l->ncols ? l->ncols : 1, sizeof *b->data);
 		b->data_cap = calloc(l->ncols ? l->ncols : 1, sizeof *b->data_cap);
 		b->offsets = calloc(l->ncols ? l->ncols : 1, sizeof *b->offsets);
-		if (!b->cols || !b->data || !b->data_cap || !b->offsets)
+		b->put = calloc(l->ncols ? l->ncols : 1, sizeof *b->put);
+		if (!b->cols || !b->data || !b->data_cap || !b->offsets || !b->put)
 			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	}
-	if (n > b->rows_cap) {
+	/* At least one row: a batch of none still has offsets[0] for its ragged columns. */
+	if (n > b->rows_cap || !b->row_ids) {
+		n = n ? n : 1;
 		uint64_t *ids = realloc(b->row_ids, n * sizeof *ids);
 		if (!ids)
 			return mti_err(err, MT_ENOMEM, "loader: out of memory");
@@ -426,7 +431,7 @@ static int out_put(mt_loader *l, ld_out *b, size_t c, size_t i, const void *src,
 {
 	const ld_col *col = &l->cols[c];
 	if (!col->ragged) {
-		memcpy(b->data[c] + i * col->unit_bytes, src, col->unit_bytes);
+		memcpy(b->put[c] + i * col->unit_bytes, src, col->unit_bytes);
 		return 0;
 	}
 	uint64_t from = b->offsets[c][i];
@@ -473,18 +478,22 @@ static int out_put_direct(mt_loader *l, ld_out *b, size_t i, uint64_t row, mt_er
 	return 0;
 }
 
-static int out_begin(mt_loader *l, ld_out *b, size_t n, mt_error *err)
+/* Room for a batch of n rows; a fixed-size column c with into[c] set is gathered there
+ * (the caller's memory, room for n rows) rather than into the loader's buffer. */
+static int out_begin(mt_loader *l, ld_out *b, size_t n, void *const *into, mt_error *err)
 {
 	size_t *bytes = calloc(l->ncols ? l->ncols : 1, sizeof *bytes);
 	if (!bytes)
 		return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	for (size_t c = 0; c < l->ncols; c++)
-		bytes[c] = l->cols[c].ragged ? 0 : n * l->cols[c].unit_bytes;
+		bytes[c] = l->cols[c].ragged || (into && into[c]) ? 0 : n * l->cols[c].unit_bytes;
 	int rc = out_reserve(l, b, n, bytes, err);
 	free(bytes);
-	for (size_t c = 0; !rc && c < l->ncols; c++)
+	for (size_t c = 0; !rc && c < l->ncols; c++) {
+		b->put[c] = into && into[c] && !l->cols[c].ragged ? into[c] : b->data[c];
 		if (l->cols[c].ragged)
 			b->offsets[c][0] = 0;
+	}
 	return rc;
 }
 
@@ -493,7 +502,7 @@ static void out_end(mt_loader *l, ld_out *b, size_t n)
 	for (size_t c = 0; c < l->ncols; c++) {
 		const ld_col *col = &l->cols[c];
 		b->cols[c] = (mt_batch_col){
-			.data = b->data[c],
+			.data = col->ragged ? b->data[c] : b->put[c],
 			.bytes = col->ragged ? (size_t)(b->offsets[c][n] * col->unit_bytes)
 					     : n * col->unit_bytes,
 			.offsets = col->ragged ? b->offsets[c] : NULL,
@@ -536,14 +545,23 @@ static int batch_put(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt_error *
 
 int mt_loader_next(mt_loader *l, const mt_batch **out, mt_error *err)
 {
+	return mt_loader_next_into(l, NULL, 0, out, err);
+}
+
+int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows, const mt_batch **out,
+			mt_error *err)
+{
 	*out = NULL;
 	if (l->batches_taken >= l->plan.batches)
 		return 0;
 	uint64_t first, rows;
 	mti_plan_batch(&l->plan, l->batches_taken, &first, &rows);
 	size_t n = (size_t)rows;
+	if (into && n > into_rows)
+		return mti_err(err, MT_EINVAL, "loader: the caller's buffers hold %zu rows, the batch "
+			       "has %zu", into_rows, n);
 	ld_out *b = &l->out;
-	int rc = out_begin(l, b, n, err);
+	int rc = out_begin(l, b, n, into, err);
 	for (size_t i = 0; !rc && i < n; i++) {
 		uint64_t idx = first + i;
 		if (idx >= l->plan.live_rows)
@@ -568,7 +586,7 @@ int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n, const mt_b
 		if (rows[i] >= l->plan.rows)
 			return mti_err(err, MT_ERANGE, "loader: row %" PRIu64 " is past the %" PRIu64
 				      " rows of the version", rows[i], l->plan.rows);
-	int rc = out_begin(l, b, n, err);
+	int rc = out_begin(l, b, n, NULL, err);
 	for (size_t i = 0; !rc && i < n; i++) {
 		b->row_ids[i] = rows[i];
 		rc = out_put_direct(l, b, i, rows[i], err);

@@ -213,6 +213,48 @@ int mti_store_put(mt_store *s, const char *key, const void *data, size_t len, in
 	return store_name_key(s->ops->put(s, key, data, len, flags, err), key, err);
 }
 
+static size_t iov_bytes(const struct iovec *iov, size_t n)
+{
+	size_t t = 0;
+	for (size_t i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+int mti_store_readv(mt_store *s, const char *key, uint64_t offset, const struct iovec *iov,
+		    size_t n, mt_error *err)
+{
+	if (s->ops->readv)
+		return store_name_key(s->ops->readv(s, key, offset, iov, n, err), key, err);
+	void *data = NULL;
+	size_t got = 0, want = iov_bytes(iov, n);
+	int rc = s->ops->get(s, key, offset, want, &data, &got, err);
+	if (!rc && got < want)
+		rc = mti_err(err, MT_ERANGE, "store %s: %s: %zu bytes at %llu, %zu wanted", s->url,
+			    key, got, (unsigned long long)offset, want);
+	for (size_t i = 0, at = 0; !rc && i < n; at += iov[i].iov_len, i++)
+		memcpy(iov[i].iov_base, (char *)data + at, iov[i].iov_len);
+	free(data);
+	return store_name_key(rc, key, err);
+}
+
+int mti_store_putv(mt_store *s, const char *key, const struct iovec *iov, size_t n, int flags,
+		   mt_error *err)
+{
+	if (s->ops->putv)
+		return store_name_key(s->ops->putv(s, key, iov, n, flags, err), key, err);
+	size_t len = iov_bytes(iov, n);
+	char *data = malloc(len ? len : 1);
+	if (!data)
+		return mti_err(err, MT_ENOMEM, "store %s: %s: out of memory for %zu bytes", s->url,
+			      key, len);
+	for (size_t i = 0, at = 0; i < n; at += iov[i].iov_len, i++)
+		memcpy(data + at, iov[i].iov_base, iov[i].iov_len);
+	int rc = mti_store_put(s, key, data, len, flags, err);
+	free(data);
+	return rc;
+}
+
 int mti_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime, mt_error *err)
 {
 	uint64_t sz;

@@ -2,6 +2,8 @@
 #ifndef MT_STORE_H
 #define MT_STORE_H
 
+#include <sys/uio.h>
+
 #include "util.h"
 
 /* One listed object. */
@@ -76,6 +78,15 @@ typedef struct mt_store_ops {
 	 * exactly these bytes, answered as mti_store_holds does but cheaper
 	 * where the server keeps a digest of each object (S3's ETag). */
 	int (*holds)(mt_store *s, const char *key, const void *data, size_t len, mt_error *err);
+	/* Optional (NULL: through get or put and a copy): read the bytes at
+	 * offset scattered over iov, or put an object gathered from it, for a
+	 * large object laid out in the caller's memory with small headers
+	 * between (a raw zstd frame).  readv is MT_ERANGE when the object
+	 * ends first. */
+	int (*readv)(mt_store *s, const char *key, uint64_t offset, const struct iovec *iov,
+		     size_t n, mt_error *err);
+	int (*putv)(mt_store *s, const char *key, const struct iovec *iov, size_t n, int flags,
+		    mt_error *err);
 } mt_store_ops;
 
 /* Every backend's handle starts with this. */
@@ -113,6 +124,11 @@ MT_LOCAL int mti_store_read(mt_store *s, const char *key, uint64_t offset, void 
 			   mt_error *err);
 MT_LOCAL int mti_store_put(mt_store *s, const char *key, const void *data, size_t len, int flags,
 			  mt_error *err);
+/* ops->readv and ops->putv, or their equivalent through a copy. */
+MT_LOCAL int mti_store_readv(mt_store *s, const char *key, uint64_t offset,
+			    const struct iovec *iov, size_t n, mt_error *err);
+MT_LOCAL int mti_store_putv(mt_store *s, const char *key, const struct iovec *iov, size_t n,
+			   int flags, mt_error *err);
 MT_LOCAL int mti_store_head(mt_store *s, const char *key, uint64_t *size, int64_t *mtime,
 			   mt_error *err);
 MT_LOCAL int mti_store_del(mt_store *s, const char *const *keys, size_t n, mt_error *err);

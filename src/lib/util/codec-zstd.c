@@ -118,32 +118,59 @@ int mti_zstd_compress_mt(const void *src, size_t len, int level, int threads, vo
  * bytes; no checksum (callers check their own hash). */
 #define RAW_BLOCK (128u << 10)
 
-int mti_zstd_frame_raw(const void *src, size_t len, void **out, size_t *outlen, mt_error *err)
+#define RAW_HEAD 14 /* magic, descriptor, window, content size */
+
+size_t mti_zstd_raw_nblocks(size_t len)
 {
-	size_t nblocks = len ? (len + RAW_BLOCK - 1) / RAW_BLOCK : 1;
-	size_t cap = 4 + 1 + 1 + 8 + 3 * nblocks + len;
-	unsigned char *p = malloc(cap), *q = p;
-	if (!p)
-		return mti_err(err, MT_ENOMEM, "zstd: out of memory storing %zu bytes", len);
+	return len ? (len + RAW_BLOCK - 1) / RAW_BLOCK : 1;
+}
+
+size_t mti_zstd_raw_hdr_bytes(size_t len)
+{
+	return RAW_HEAD + 3 * mti_zstd_raw_nblocks(len);
+}
+
+/* The frame's headers for len bytes: the frame's, then each block's. */
+static void raw_headers(size_t len, unsigned char *hdr)
+{
 	static const unsigned char head[6] = {0x28, 0xB5, 0x2F, 0xFD, 0xC0, (17 - 10) << 3};
-	memcpy(q, head, sizeof head);
-	q += sizeof head;
+	memcpy(hdr, head, sizeof head);
 	for (int i = 0; i < 8; i++)
-		*q++ = (unsigned char)((uint64_t)len >> (8 * i));
-	const unsigned char *s = src;
+		hdr[6 + i] = (unsigned char)((uint64_t)len >> (8 * i));
+	size_t nblocks = mti_zstd_raw_nblocks(len);
+	unsigned char *q = hdr + RAW_HEAD;
 	for (size_t b = 0; b < nblocks; b++) {
 		size_t n = len - b * RAW_BLOCK < RAW_BLOCK ? len - b * RAW_BLOCK : RAW_BLOCK;
 		uint32_t h = (uint32_t)(n << 3) | (b + 1 == nblocks);
 		*q++ = (unsigned char)h;
 		*q++ = (unsigned char)(h >> 8);
 		*q++ = (unsigned char)(h >> 16);
-		if (n)
-			memcpy(q, s + b * RAW_BLOCK, n);
-		q += n;
 	}
-	*out = p;
-	*outlen = (size_t)(q - p);
-	return 0;
+}
+
+void mti_zstd_raw_iov(void *data, size_t len, unsigned char *hdr, int fill, struct iovec *iov)
+{
+	if (fill)
+		raw_headers(len, hdr);
+	iov[0] = (struct iovec){hdr, RAW_HEAD};
+	size_t nblocks = mti_zstd_raw_nblocks(len);
+	for (size_t b = 0; b < nblocks; b++) {
+		size_t n = len - b * RAW_BLOCK < RAW_BLOCK ? len - b * RAW_BLOCK : RAW_BLOCK;
+		iov[1 + 2 * b] = (struct iovec){hdr + RAW_HEAD + 3 * b, 3};
+		iov[2 + 2 * b] = (struct iovec){(char *)data + b * RAW_BLOCK, n};
+	}
+}
+
+int mti_zstd_raw_hdr_ok(const unsigned char *hdr, size_t len)
+{
+	size_t n = mti_zstd_raw_hdr_bytes(len);
+	unsigned char *want = malloc(n);
+	if (!want)
+		return 0;
+	raw_headers(len, want);
+	int ok = memcmp(want, hdr, n) == 0;
+	free(want);
+	return ok;
 }
 
 double mti_zstd_ratio_guess(const void *src, size_t len, int level)

@@ -2,6 +2,8 @@
 #ifndef MT_CODEC_H
 #define MT_CODEC_H
 
+#include <sys/uio.h>
+
 #include "util.h"
 
 #define MT_ZSTD_FILTER_ID 32015
@@ -28,11 +30,21 @@ MT_LOCAL int mti_zstd_compress(const void *src, size_t len, int level, void **ou
  * one large buffer, such as a model's tensor. */
 MT_LOCAL int mti_zstd_compress_mt(const void *src, size_t len, int level, int threads, void **out,
 				 size_t *outlen, mt_error *err);
-/* src as one zstd frame of raw (stored) blocks, content size recorded:
- * any zstd decoder reads it, and writing it costs a copy, not a
- * compression, for data that does not compress.  *out is malloc'ed. */
-MT_LOCAL int mti_zstd_frame_raw(const void *src, size_t len, void **out, size_t *outlen,
-			       mt_error *err);
+/* A zstd frame of raw (stored) blocks, content size recorded: any zstd
+ * decoder reads it, and writing it costs no compression, for data that
+ * does not compress.  It is laid out as a gather list over the data, so a
+ * store writes it from (and reads it back into) the caller's buffer
+ * without building the frame in memory: mti_zstd_raw_iov fills iov
+ * (2 * mti_zstd_raw_nblocks(len) + 1 entries) over data and hdr
+ * (mti_zstd_raw_hdr_bytes(len) bytes), writing the headers into hdr
+ * with `fill` (to write the frame) and leaving hdr to receive them
+ * without (to read one); mti_zstd_raw_hdr_ok then says whether the
+ * headers read are exactly those of a raw frame of len bytes. */
+MT_LOCAL size_t mti_zstd_raw_nblocks(size_t len);
+MT_LOCAL size_t mti_zstd_raw_hdr_bytes(size_t len);
+MT_LOCAL void mti_zstd_raw_iov(void *data, size_t len, unsigned char *hdr, int fill,
+			      struct iovec *iov);
+MT_LOCAL int mti_zstd_raw_hdr_ok(const unsigned char *hdr, size_t len);
 /* How well src compresses at `level`, as compressed / original bytes of
  * 8 spread samples of 16 KiB (the whole buffer when smaller): a guess that
  * costs about 1% of compressing all of a large buffer. */

@@ -18,6 +18,31 @@ void cli_catalog_note(const char *name, mt_store *s, const char *dataset)
 	mt_catalog_close(c);
 }
 
+void cli_catalog_note_versions(const char *name, mt_store *s, const char *dataset,
+			       const char *const *versions, size_t n)
+{
+	mt_catalog *c = NULL;
+	mt_error err = { 0 };
+	/* Those versions alone: the cost after a write does not grow with the
+	 * dataset's other versions (what else changed reaches the catalog with a
+	 * sync). */
+	int rc = mt_catalog_open(NULL, &c, &err);
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = mt_catalog_sync_version(c, name, s, dataset, versions[i], NULL, &err);
+	if (rc) {
+		cli_progress_hide();
+		fprintf(stderr, "matorage: warning: catalog not updated (run 'matorage sync'): %s\n",
+			err.message);
+	}
+	mt_catalog_close(c);
+}
+
+void cli_catalog_note_version(const char *name, mt_store *s, const char *dataset,
+			      const char *version)
+{
+	cli_catalog_note_versions(name, s, dataset, &version, 1);
+}
+
 void cli_catalog_health(const char *name, mt_store *s, const char *dataset,
 			struct app_health *h, int create)
 {

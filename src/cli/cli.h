@@ -227,6 +227,12 @@ int cli_safetensors_import(mt_store *s, const char *name, const char *path, int 
 /* After a write: bring the catalog's view of `dataset` (NULL: every dataset) of store s,
  * called `name`, up to date; a failure is a warning on stderr, never an error. */
 void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
+/* After writing versions of `dataset`: the catalog learns those versions alone (the
+ * cost does not grow with the dataset's other versions); a failure is a warning. */
+void cli_catalog_note_versions(const char *name, mt_store *s, const char *dataset,
+			       const char *const *versions, size_t n);
+void cli_catalog_note_version(const char *name, mt_store *s, const char *dataset,
+			      const char *version);
 /* After a check (verify, repair, protect): the catalog learns `dataset` of
  * store s (as cli_catalog_note), then what h found of its versions and
  * shards.  Quiet when there is no catalog yet and `create` is 0 (a verify

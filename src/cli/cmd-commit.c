@@ -50,7 +50,7 @@ static int commit_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		fflush(stdout);
 		if (k)
 			rc = cli_protect(ctx, s, ref.dataset, version, k, m, 0, 0);
-		cli_catalog_note(app_store_name(&ctx->app), s, ref.dataset);
+		cli_catalog_note_version(app_store_name(&ctx->app), s, ref.dataset, version);
 	}
 	cli_ref_free(&ref);
 	return rc;

@@ -89,7 +89,7 @@ static int compact_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if (!rc && k && version[0])
 		rc = cli_protect(ctx, s, ref.dataset, version, k, m, o.threads, 0);
 	if (!rc && version[0])
-		cli_catalog_note(app_store_name(&ctx->app), s, ref.dataset);
+		cli_catalog_note_version(app_store_name(&ctx->app), s, ref.dataset, version);
 out:
 	cli_ref_free(&ref);
 	return rc;

@@ -97,6 +97,8 @@ struct ingest {
 	uint64_t pending;    /* rows waiting for a commit */
 	double pending_since;
 	uint64_t committed, versions, bad;
+	char **written;      /* the versions this run made (commits, compactions), for the catalog */
+	size_t nwritten;
 	size_t frame_attr;   /* npy: the attribute the next frame is for */
 	size_t skip_frames;  /* npy: frames left of a batch --skip-bad dropped */
 	uint64_t frame_rows; /* npy: rows of this batch's first frame */
@@ -146,6 +148,7 @@ static void ingest_free(struct ingest *g)
 	}
 	free(g->job.cols);
 	free(g->names);
+	mt_strv_free(g->written, g->nwritten);
 	free(g->attrs);
 	free(g->cols);
 	free(g->rows);
@@ -385,6 +388,14 @@ static int ingest_commit_try(struct ingest *g, struct ingest_col *cols, uint64_t
 	return rc;
 }
 
+/* Keep the name of a version this run made: the catalog learns those alone
+ * at the end (cli_catalog_note_versions). */
+static void ingest_wrote(struct ingest *g, const char *version)
+{
+	g->written = app_xreallocarray(g->written, g->nwritten + 1, sizeof *g->written);
+	g->written[g->nwritten++] = app_xstrdup(version);
+}
+
 /* Every compact_every versions: the one just made compacted.  The rows are
  * committed either way, so a failed compaction is reported and the run goes
  * on; the next one tries again. */
@@ -398,8 +409,10 @@ static void ingest_compact(struct ingest *g, const char *version)
 	o.threads = g->wopts.threads;
 	o.author = g->wopts.author;
 	char out[256];
-	if (cli_compact(g->ctx, g->s, g->dataset, version, &o, out, sizeof out) == CLI_OK &&
-	    out[0] && g->k) {
+	int rc = cli_compact(g->ctx, g->s, g->dataset, version, &o, out, sizeof out);
+	if (rc == CLI_OK && out[0])
+		ingest_wrote(g, out);
+	if (rc == CLI_OK && out[0] && g->k) {
 		cli_protect(g->ctx, g->s, g->dataset, out, g->k, g->m, g->wopts.threads, 0);
 		ingest_catch_signals();
 	}
@@ -417,6 +430,7 @@ static void *ingest_job_run(void *arg)
 		printf("%s@%s\n", g->dataset, version);
 		fflush(stdout);
 		g->committed += j->rows;
+		ingest_wrote(g, version);
 		g->versions++;
 		ingest_compact(g, version);
 	}
@@ -508,6 +522,7 @@ static int ingest_commit(struct ingest *g)
 	printf("%s@%s\n", g->dataset, version);
 	fflush(stdout);
 	g->committed += g->pending;
+	ingest_wrote(g, version);
 	g->versions++;
 	/* Frames of an npy batch still coming stay, after the committed rows. */
 	for (size_t i = 0; i < g->nattrs; i++) {
@@ -883,8 +898,9 @@ static int ingest_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		rc = ingest_finish(&g);
 	if (ingest_job_wait(&g) && !rc)
 		rc = CLI_FAIL;
-	if (g.versions)
-		cli_catalog_note(app_store_name(&ctx->app), g.s, g.dataset);
+	if (g.nwritten)
+		cli_catalog_note_versions(app_store_name(&ctx->app), g.s, g.dataset,
+					  (const char *const *)g.written, g.nwritten);
 	if (!rc && !ctx->quiet)
 		fprintf(stderr, "matorage: ingest %s: %" PRIu64 " row(s) committed in %" PRIu64
 			" version(s)%s; %" PRIu64 " bad record(s) skipped\n", g.dataset, g.committed,

@@ -236,7 +236,7 @@ static int put_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	 * The catalog learns the version with its protection. */
 	if (k)
 		rc = cli_protect(ctx, s, ref.dataset, version, k, m, o.threads, 0);
-	cli_catalog_note(app_store_name(&ctx->app), s, ref.dataset);
+	cli_catalog_note_version(app_store_name(&ctx->app), s, ref.dataset, version);
 out:
 	cli_progress_end(p);
 	mt_writer_close(w);

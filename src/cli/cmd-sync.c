@@ -97,7 +97,9 @@ int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, m
 		       (unsigned long long)st.shards_present, present);
 	}
 	/* Even a failed copy may have committed some versions. */
-	if (st.versions)
+	if (st.versions && ref.dataset && ref.version)
+		cli_catalog_note_version(dst_name, dst, ref.dataset, ref.version);
+	else if (st.versions)
 		cli_catalog_note(dst_name, dst, ref.dataset);
 	if (!rc && k)
 		rc = copy_protect(ctx, dst, &ref, k, m);

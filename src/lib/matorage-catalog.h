@@ -35,7 +35,7 @@ typedef struct mt_catalog mt_catalog;
 
 /* The schema version this library writes; older catalogs are upgraded in
  * place when opened. */
-#define MT_CATALOG_SCHEMA 7
+#define MT_CATALOG_SCHEMA 8
 
 /* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/..., mt_user_path).  A catalog
@@ -72,6 +72,15 @@ typedef struct mt_catalog_sync_stats {
 MT_CATALOG_API int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s,
 				   const char *dataset, int flags, mt_progress_fn progress,
 				   void *ud, mt_catalog_sync_stats *st, mt_error *err);
+/* After a command wrote version dataset@version to store s (remote
+ * `remote`): read that version alone and record it, with its dataset's
+ * summary (count, latest), without listing or reading the dataset's other
+ * versions, so the cost does not grow with them.  A version the store does
+ * not list is left to mt_catalog_sync of the dataset, which this then runs.
+ * st may be NULL; st->versions_read counts the manifests read. */
+MT_CATALOG_API int mt_catalog_sync_version(mt_catalog *c, const char *remote, mt_store *s,
+					   const char *dataset, const char *version,
+					   mt_catalog_sync_stats *st, mt_error *err);
 /* Record that remote (at url) could not be reached. */
 MT_CATALOG_API int mt_catalog_set_offline(mt_catalog *c, const char *remote, const char *url,
 					  const char *why, mt_error *err);

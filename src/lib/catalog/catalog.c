@@ -1,5 +1,6 @@
 /* catalog.c — libmatorage-catalog: the local SQLite index of remotes, buckets, datasets, versions, shards, tags, jobs and statistics of attributes: schema, migrations, sync, listings, search. */
 #define _GNU_SOURCE /* vasprintf */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -125,6 +126,37 @@ static int cat_make_dirs(const char *path, mt_error *err)
 	"CREATE TRIGGER checkpoints_unsearch AFTER DELETE ON checkpoints BEGIN"             \
 	" DELETE FROM ckpt_search WHERE rowid = old.id; END;"
 
+/* A step of its own: shard lists shared along append chains.  An appended
+ * version's manifest lists its parent's shards and then its own, and one row
+ * per (version, shard) made a chain of N appends N(N+1)/2 rows.  Rows now
+ * belong to a list (per dataset); a version reads the first nshards rows of
+ * its list, and a child whose shards begin with its parent's whole list
+ * extends that list instead of copying it (cat_put_shards).  `chain` is a
+ * running digest of the list up to each row, so that check costs one row.
+ * Each version indexed before keeps a list of its own rows, as they were;
+ * its manifest is read again at the next sync, which chains it. */
+#define MIGRATE_SHARD_LISTS                                                                \
+	"CREATE TABLE shard_lists(id INTEGER PRIMARY KEY,"                                 \
+	" dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE);"         \
+	"CREATE INDEX shard_lists_dataset ON shard_lists(dataset_id);"                     \
+	"CREATE TABLE list_shards(list_id INTEGER NOT NULL REFERENCES shard_lists(id)"     \
+	" ON DELETE CASCADE, idx INTEGER NOT NULL, sha256 TEXT NOT NULL,"                  \
+	" bytes INTEGER NOT NULL, rows INTEGER NOT NULL, first_row INTEGER NOT NULL,"      \
+	" verified TEXT NOT NULL DEFAULT '', verified_at TEXT NOT NULL DEFAULT '',"        \
+	" health TEXT NOT NULL DEFAULT '', health_note TEXT NOT NULL DEFAULT '',"          \
+	" health_at TEXT NOT NULL DEFAULT '', chain BLOB, PRIMARY KEY(list_id, idx));"     \
+	"ALTER TABLE versions ADD COLUMN shard_list INTEGER NOT NULL DEFAULT 0;"           \
+	"INSERT INTO shard_lists(id, dataset_id) SELECT id, dataset_id FROM versions;"    \
+	"UPDATE versions SET shard_list = id, manifest_size = -1;"                         \
+	"INSERT INTO list_shards SELECT version_id, idx, sha256, bytes, rows, first_row,"  \
+	" verified, verified_at, health, health_note, health_at, NULL FROM shards;"        \
+	"DROP TABLE shards;"                                                               \
+	"ALTER TABLE list_shards RENAME TO shards;"                                        \
+	"CREATE INDEX shards_sha ON shards(sha256);"                                       \
+	"CREATE INDEX shards_checked ON shards(sha256) WHERE verified_at <> '' OR"          \
+	" health_at <> '';"                                                                \
+	"CREATE INDEX versions_shard_list ON versions(shard_list);"
+
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */
 static const char *const migrations[] = {
@@ -213,6 +245,9 @@ static const char *const migrations[] = {
 
 	/* 6 -> 7: models, their checkpoints and tensors. */
 	MIGRATE_MODELS,
+
+	/* 7 -> 8: shard lists shared along append chains. */
+	MIGRATE_SHARD_LISTS,
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -604,6 +639,23 @@ static int cat_list_objects(mt_store *s, const char *dataset, const char *dir,
 	return rc;
 }
 
+/* The one object <dir>/<name>.json of a dataset, as a listing of it or of
+ * nothing: a listing by its full key, which costs the same however many
+ * versions the dataset has. */
+static int cat_list_one(mt_store *s, const char *dataset, const char *dir, const char *name,
+			struct listing *l, mt_error *err)
+{
+	char *key = cat_printf("datasets/%s/%s/%s.json", dataset, dir, name);
+	if (!key)
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	l->prefix_len = strlen(key) - strlen(name) - 5;
+	int rc = mt_store_list(s, key, listing_add, l, err);
+	if (rc == MT_ENOMEM)
+		rc = mt_error_set(err, rc, "dataset %s: listing: out of memory", dataset);
+	free(key);
+	return rc;
+}
+
 /* In name order (cat_list_objects sorts), so a binary search. */
 static const struct listed *listing_find(const struct listing *l, const char *name)
 {
@@ -662,28 +714,6 @@ static int cat_exec_id(mt_catalog *c, const char *sql, int64_t id, const char *w
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
 	rc = cat_step_done(c, st, what, err);
-	sqlite3_finalize(st);
-	return rc;
-}
-
-/* Verifications and health belong to shard objects, which outlive a
- * version's rows: keep those of version `name` in temp.kept while its rows
- * are rewritten. */
-static int cat_keep_verified(mt_catalog *c, int64_t ds, const char *name, mt_error *err)
-{
-	sqlite3_stmt *st;
-	int rc = cat_exec(c, "CREATE TEMP TABLE IF NOT EXISTS kept3(sha256 TEXT PRIMARY KEY,"
-			  " verified TEXT, verified_at TEXT, health TEXT, health_note TEXT,"
-			  " health_at TEXT); DELETE FROM temp.kept3", "replacing a version", err);
-	if (rc || (rc = cat_prepare(c, "INSERT OR REPLACE INTO temp.kept3 SELECT s.sha256,"
-				    " s.verified, s.verified_at, s.health, s.health_note, s.health_at"
-				    " FROM shards s JOIN versions v ON v.id = s.version_id WHERE"
-				    " v.dataset_id = ?1 AND v.name = ?2 AND (s.verified_at <> '' OR"
-				    " s.health_at <> '')", &st, err)))
-		return rc;
-	sqlite3_bind_int64(st, 1, ds);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	rc = cat_step_done(c, st, "replacing a version", err);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -769,7 +799,7 @@ static int cat_clear_parts(mt_catalog *c, int64_t vid, mt_error *err)
 {
 	static const char *const clear[] = {
 		"DELETE FROM attrs WHERE version_id = ?1", "DELETE FROM tags WHERE version_id = ?1",
-		"DELETE FROM shards WHERE version_id = ?1", "DELETE FROM search WHERE rowid = ?1",
+		"DELETE FROM search WHERE rowid = ?1",
 		"DELETE FROM recipes WHERE version_id = ?1",
 		"DELETE FROM sources WHERE version_id = ?1",
 	};
@@ -858,39 +888,175 @@ static int cat_put_tags(mt_catalog *c, int64_t vid, const mt_version_info *v, mt
 	return rc;
 }
 
-static int cat_put_shards(mt_catalog *c, int64_t vid, const mt_reader *r, mt_error *err)
+/* The running digest of a shard list, one step per shard: two 64-bit
+ * FNV-style hashes of the previous digest and the shard's sha256, bytes and
+ * rows (first_row follows from the rows before it).  Lists are compared by
+ * the digest at one row, not row by row: appending to a chain stays O(1) in
+ * the length of the chain. */
+#define CHAIN_BYTES 16
+static void chain_add(uint64_t h[2], const mt_shard_info *sh)
 {
+	unsigned char buf[64 + 16];
+	memcpy(buf, sh->sha256, 64);
+	for (int i = 0; i < 8; i++) {
+		buf[64 + i] = (unsigned char)(sh->bytes >> (8 * i));
+		buf[72 + i] = (unsigned char)(sh->rows >> (8 * i));
+	}
+	for (size_t i = 0; i < sizeof buf; i++) {
+		h[0] = (h[0] ^ buf[i]) * 0x100000001b3ULL;
+		h[1] = (h[1] ^ buf[i]) * 0x9e3779b97f4a7c15ULL;
+		h[1] ^= h[1] >> 29;
+	}
+}
+
+static void chain_bytes(const uint64_t h[2], unsigned char *out)
+{
+	for (int i = 0; i < 8; i++) {
+		out[i] = (unsigned char)(h[0] >> (8 * i));
+		out[8 + i] = (unsigned char)(h[1] >> (8 * i));
+	}
+}
+
+/* The digests of r's shard list after each shard (CHAIN_BYTES each). */
+static int chain_digests(const mt_reader *r, unsigned char **out, mt_error *err)
+{
+	uint64_t n = mt_reader_info(r)->nshards;
+	uint64_t h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
+	if (!(*out = malloc(n ? n * CHAIN_BYTES : 1)))
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	for (uint64_t i = 0; i < n; i++) {
+		mt_shard_info sh;
+		int rc = mt_reader_shard(r, i, &sh);
+		if (rc) {
+			free(*out);
+			*out = NULL;
+			return mt_error_set(err, rc, "catalog: shard %llu of %s: %s",
+					    (unsigned long long)i, mt_reader_info(r)->version,
+					    mt_strerror(rc));
+		}
+		chain_add(h, &sh);
+		chain_bytes(h, *out + i * CHAIN_BYTES);
+	}
+	return 0;
+}
+
+/* Run sql with ?1 = a, ?2 = b and take its first column as an integer
+ * (*out = -1 when there is no row or it is NULL); with blob, compare the
+ * column with it instead (*out = 1 when equal). */
+static int cat_query_int(mt_catalog *c, const char *sql, int64_t a, int64_t b,
+			 const unsigned char *blob, int64_t *out, mt_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, sql, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, a);
+	sqlite3_bind_int64(st, 2, b);
+	*out = -1;
+	int r = sqlite3_step(st);
+	if (r == SQLITE_ROW && blob)
+		*out = sqlite3_column_bytes(st, 0) == CHAIN_BYTES &&
+		       !memcmp(sqlite3_column_blob(st, 0), blob, CHAIN_BYTES);
+	else if (r == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		*out = sqlite3_column_int64(st, 0);
+	else if (r != SQLITE_ROW && r != SQLITE_DONE)
+		rc = cat_sqlerr(c, err, "reading shard lists");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* The list version v (n shards, digests d) extends: its parent's, when its
+ * shards and that list agree up to the end of either (the prefix a format
+ * append writes; not every manifest is one).  *list = 0: none, v gets a new
+ * list.  *from: the first of v's shards the list does not hold yet. */
+static int cat_chain_list(mt_catalog *c, int64_t ds, const mt_version_info *v,
+			  const unsigned char *d, int64_t n, int64_t *list, int64_t *from,
+			  mt_error *err)
+{
+	*list = 0;
+	*from = 0;
+	if (!v->parent[0] || !strcmp(v->parent, v->version))
+		return 0;
+	sqlite3_stmt *st;
+	int rc = cat_prepare(c, "SELECT shard_list FROM versions WHERE dataset_id = ?1 AND"
+			     " name = ?2 AND shard_list <> 0", &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, ds);
+	sqlite3_bind_text(st, 2, v->parent, -1, SQLITE_STATIC);
+	int64_t cand = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
+	int64_t len, same = 1;
+	if (!cand || (rc = cat_query_int(c, "SELECT max(idx) + 1 FROM shards WHERE list_id = ?1",
+					 cand, 0, NULL, &len, err)))
+		return rc;
+	if (len < 0)
+		len = 0;
+	int64_t m = n < len ? n : len;
+	if (m > 0 && (rc = cat_query_int(c, "SELECT chain FROM shards WHERE list_id = ?1 AND"
+					 " idx = ?2", cand, m - 1, d + (m - 1) * CHAIN_BYTES, &same,
+					 err)))
+		return rc;
+	if (same == 1) {
+		*list = cand;
+		*from = len;
+	}
+	return 0;
+}
+
+/* Record r's shard list for version vid: extend its parent's list when that
+ * is a prefix of it (cat_chain_list), else a list of its own. */
+static int cat_put_shards(mt_catalog *c, int64_t ds, int64_t vid, const mt_reader *r,
+			  mt_error *err)
+{
+	int64_t n = (int64_t)mt_reader_info(r)->nshards, list, from;
+	unsigned char *d;
+	int rc = chain_digests(r, &d, err);
+	if (rc)
+		return rc;
+	if (!(rc = cat_chain_list(c, ds, mt_reader_info(r), d, n, &list, &from, err)) && !list &&
+	    !(rc = cat_exec_id(c, "INSERT INTO shard_lists(dataset_id) VALUES(?1)", ds,
+			       "recording a shard list", err)))
+		list = sqlite3_last_insert_rowid(c->db);
 	/* A shard checked before (under this version or another) keeps its
 	 * latest results: SQLite takes bare columns from max()'s row. */
-	sqlite3_stmt *st;
-	int rc = cat_prepare(c, "INSERT INTO shards(version_id, idx, sha256, bytes, rows, "
-			     "first_row, verified, verified_at, health, health_note, health_at)"
-			     " SELECT ?1, ?2, ?3, ?4, ?5, ?6, coalesce(verified, ''),"
-			     " coalesce(verified_at, ''), coalesce(health, ''),"
-			     " coalesce(health_note, ''), coalesce(health_at, '') FROM (SELECT"
-			     " verified, verified_at, health, health_note, health_at,"
-			     " max(max(verified_at, health_at)) FROM (SELECT verified, verified_at,"
-			     " health, health_note, health_at FROM shards WHERE sha256 = ?3 AND"
-			     " (verified_at <> '' OR health_at <> '') UNION ALL SELECT verified,"
-			     " verified_at, health, health_note, health_at FROM temp.kept3 WHERE"
-			     " sha256 = ?3))", &st, err);
-	uint64_t n = mt_reader_info(r)->nshards;
-	for (size_t i = 0; !rc && i < n; i++) {
+	sqlite3_stmt *st = NULL;
+	if (!rc)
+		rc = cat_prepare(c, "INSERT INTO shards(list_id, idx, sha256, bytes, rows, "
+				 "first_row, chain, verified, verified_at, health, health_note,"
+				 " health_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, coalesce(verified,"
+				 " ''), coalesce(verified_at, ''), coalesce(health, ''),"
+				 " coalesce(health_note, ''), coalesce(health_at, '') FROM (SELECT"
+				 " verified, verified_at, health, health_note, health_at,"
+				 " max(max(verified_at, health_at)) FROM shards WHERE sha256 = ?3 AND"
+				 " (verified_at <> '' OR health_at <> ''))", &st, err);
+	for (int64_t i = from; !rc && i < n; i++) {
 		mt_shard_info sh;
-		if ((rc = mt_reader_shard(r, i, &sh)) != 0) {
-			rc = mt_error_set(err, rc, "catalog: shard %zu of %s: %s", i,
-				     mt_reader_info(r)->version, mt_strerror(rc));
+		if ((rc = mt_reader_shard(r, (uint64_t)i, &sh)) != 0) {
+			rc = mt_error_set(err, rc, "catalog: shard %lld of %s", (long long)i,
+					  mt_reader_info(r)->version);
 			break;
 		}
-		sqlite3_bind_int64(st, 1, vid);
-		sqlite3_bind_int64(st, 2, (int64_t)i);
+		sqlite3_bind_int64(st, 1, list);
+		sqlite3_bind_int64(st, 2, i);
 		sqlite3_bind_text(st, 3, sh.sha256, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 4, (int64_t)sh.bytes);
 		sqlite3_bind_int64(st, 5, (int64_t)sh.rows);
 		sqlite3_bind_int64(st, 6, (int64_t)sh.first_row);
+		sqlite3_bind_blob(st, 7, d + i * CHAIN_BYTES, CHAIN_BYTES, SQLITE_STATIC);
 		rc = cat_step_done(c, st, "recording a shard", err);
 	}
 	sqlite3_finalize(st);
+	free(d);
+	if (!rc) {
+		if (!(rc = cat_prepare(c, "UPDATE versions SET shard_list = ?2 WHERE id = ?1", &st,
+				       err))) {
+			sqlite3_bind_int64(st, 1, vid);
+			sqlite3_bind_int64(st, 2, list);
+			rc = cat_step_done(c, st, "recording a shard list", err);
+			sqlite3_finalize(st);
+		}
+	}
 	return rc;
 }
 
@@ -906,12 +1072,11 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
 	if (rc)
 		return rc;
 	int64_t vid = 0;
-	if (!(rc = cat_keep_verified(c, ds, v->version, err)) &&
-	    !(rc = cat_put_row(c, ds, v, man, meta, &vid, err)) &&
+	if (!(rc = cat_put_row(c, ds, v, man, meta, &vid, err)) &&
 	    !(rc = cat_put_protection(c, vid, prot, err)) &&
 	    !(rc = cat_clear_parts(c, vid, err)) && !(rc = cat_put_attrs(c, vid, r, err)) &&
 	    !(rc = cat_put_recipe(c, vid, v, err)) && !(rc = cat_put_tags(c, vid, v, err)) &&
-	    !(rc = cat_put_shards(c, vid, r, err)) && !(rc = cat_put_sources(c, vid, r, err)))
+	    !(rc = cat_put_shards(c, ds, vid, r, err)) && !(rc = cat_put_sources(c, vid, r, err)))
 		rc = cat_exec_id(c, SEARCH_INSERT " WHERE v.id = ?1", vid, "indexing a version",
 				 err);
 	return cat_end(c, "put_version", top, rc, err);
@@ -1207,6 +1372,24 @@ static int ds_sync_leftovers(struct ds_sync *d, mt_error *err)
 	return rc;
 }
 
+/* Drop dataset ds's shard lists that no version reads any more, and the rows
+ * past the longest version still reading each (a removed tip of a chain):
+ * the rows left are exactly the shards of the versions, so a check found by
+ * content (cat_put_shards) or a health update meets no forgotten one. */
+static int cat_gc_lists(mt_catalog *c, int64_t ds, mt_error *err)
+{
+	int rc = cat_exec_id(c, "DELETE FROM shard_lists WHERE dataset_id = ?1 AND id NOT IN"
+			     " (SELECT shard_list FROM versions WHERE dataset_id = ?1)", ds,
+			     "dropping shard lists", err);
+	if (!rc)
+		rc = cat_exec_id(c, "DELETE FROM shards WHERE rowid IN (SELECT s.rowid FROM"
+				 " (SELECT l.id, (SELECT max(v.nshards) FROM versions v WHERE"
+				 " v.shard_list = l.id) AS keep FROM shard_lists l WHERE"
+				 " l.dataset_id = ?1) k JOIN shards s ON s.list_id = k.id AND"
+				 " s.idx >= k.keep)", ds, "dropping shard rows", err);
+	return rc;
+}
+
 /* Drop the versions the store no longer lists, then refresh the dataset's
  * summary, or drop the dataset when no version is left; one transaction. */
 static int ds_sync_finish(struct ds_sync *d, mt_error *err)
@@ -1230,6 +1413,8 @@ static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 		d->stats->versions_removed++;
 	}
 	if (!rc && d->man.n)
+		rc = cat_gc_lists(c, d->ds, err);
+	if (!rc && d->man.n)
 		rc = cat_exec_id(c, SUMMARY_UPDATE " WHERE id = ?1", d->ds,
 				 "summarising a dataset", err);
 	else if (!rc && d->left)
@@ -1238,6 +1423,53 @@ static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 		rc = cat_exec_id(c, "DELETE FROM datasets WHERE id = ?1", d->ds,
 				 "dropping a dataset", err);
 	return cat_end(c, "sync_dataset", top, rc, err);
+}
+
+/* Names in natural order ("v9" before "v10"): versions are written in the
+ * order they were made, so a parent is in the catalog before its child and
+ * the child extends the parent's shard list (cat_put_shards). */
+static int natural_cmp(const void *a, const void *b)
+{
+	const char *x = (*(const struct listed *const *)a)->name;
+	const char *y = (*(const struct listed *const *)b)->name;
+	while (*x && *y) {
+		if (isdigit((unsigned char)*x) && isdigit((unsigned char)*y)) {
+			while (*x == '0')
+				x++;
+			while (*y == '0')
+				y++;
+			size_t nx = strspn(x, "0123456789"), ny = strspn(y, "0123456789");
+			int c = nx != ny ? (nx < ny ? -1 : 1) : strncmp(x, y, nx);
+			if (c)
+				return c;
+			x += nx;
+			y += ny;
+		} else if (*x != *y) {
+			return (unsigned char)*x < (unsigned char)*y ? -1 : 1;
+		} else {
+			x++;
+			y++;
+		}
+	}
+	return *x ? 1 : *y ? -1 : strcmp((*(const struct listed *const *)a)->name,
+					 (*(const struct listed *const *)b)->name);
+}
+
+/* Queue every listed version, in natural order (natural_cmp). */
+static int ds_sync_versions(struct ds_batch *b, mt_error *err)
+{
+	const struct listing *l = &b->d->man;
+	const struct listed **order = malloc((l->n ? l->n : 1) * sizeof *order);
+	if (!order)
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; i < l->n; i++)
+		order[i] = &l->v[i];
+	qsort(order, l->n, sizeof *order, natural_cmp);
+	int rc = 0;
+	for (size_t i = 0; !rc && i < l->n; i++)
+		rc = ds_sync_version(b, order[i], err);
+	free(order);
+	return rc;
 }
 
 /* Read what changed of one dataset and write it.  The store is read without
@@ -1252,8 +1484,8 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 	b->d = &d;
 	pthread_mutex_init(&b->lock, NULL);
 	int rc = ds_sync_start(&d, bucket, err);
-	for (size_t i = 0; !rc && i < d.man.n; i++)
-		rc = ds_sync_version(b, &d.man.v[i], err);
+	if (!rc)
+		rc = ds_sync_versions(b, err);
 	if (!rc)
 		rc = ds_batch_flush(b, err);
 	for (size_t i = 0; i < b->n; i++)
@@ -1491,6 +1723,73 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 	return rc;
 }
 
+/* Write what was read of one version and refresh its dataset's summary and
+ * shard lists; one transaction under the lock. */
+static int cat_note_put(struct ds_sync *d, int64_t bucket, const mt_reader *r,
+			const struct prot *prot, mt_error *err)
+{
+	mt_catalog *c = d->c;
+	int top = 0;
+	pthread_mutex_lock(&c->lock);
+	int rc = cat_begin(c, "sync_version", &top, err);
+	if (!rc) {
+		if (!(rc = cat_dataset_id(c, bucket, d->dataset, 1, &d->ds, err)) &&
+		    !(rc = cat_put_version(c, d->ds, r, &d->man.v[0], d->meta.n ? &d->meta.v[0] : NULL,
+					   prot, err)) &&
+		    !(rc = cat_gc_lists(c, d->ds, err)))
+			rc = cat_exec_id(c, SUMMARY_UPDATE " WHERE id = ?1", d->ds,
+					 "summarising a dataset", err);
+		rc = cat_end(c, "sync_version", top, rc, err);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_sync_version(mt_catalog *c, const char *remote, mt_store *s, const char *dataset,
+			    const char *version, mt_catalog_sync_stats *st, mt_error *err)
+{
+	mt_catalog_sync_stats local;
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof *st);
+	struct ds_sync d = {.c = c, .s = s, .dataset = dataset, .stats = st};
+	int64_t bucket;
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc)
+		rc = mt_name_check(version, "version", err);
+	if (!rc) {
+		pthread_mutex_lock(&c->lock);
+		rc = cat_bucket(c, remote, mt_store_url(s), REMOTE_KEEP, NULL, &bucket, err);
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (!rc)
+		rc = cat_list_one(s, dataset, "versions", version, &d.man, err);
+	if (!rc && d.man.n != 1) {
+		/* Not there (any more): the dataset's sync says what is. */
+		listing_free(&d.man);
+		return mt_catalog_sync(c, remote, s, dataset, 0, NULL, NULL, st, err);
+	}
+	if (!rc)
+		rc = cat_list_one(s, dataset, "meta", version, &d.meta, err);
+	if (!rc)
+		rc = cat_list_one(s, dataset, "protect", version, &d.prot, err);
+	struct prot prot = {d.prot.n ? &d.prot.v[0] : NULL, 0, 0, 0};
+	mt_reader *r = NULL;
+	if (!rc)
+		rc = mt_reader_open(s, dataset, version, &r, err);
+	if (!rc && prot.rec)
+		ds_sync_protection(&d, version, &prot);
+	if (!rc) {
+		st->datasets = st->versions = st->versions_read = 1;
+		rc = cat_note_put(&d, bucket, r, &prot, err);
+	}
+	mt_reader_close(r);
+	listing_free(&d.man);
+	listing_free(&d.meta);
+	listing_free(&d.prot);
+	return rc;
+}
+
 /* ---- for the catalog's other files (catalog.h) ---- */
 
 int mti_cat_sqlerr(mt_catalog *c, mt_error *err, const char *what)
@@ -1584,6 +1883,26 @@ struct level {
 /* Field rows of one version: (name, value) pairs in display order. */
 #define FIELD(name, expr) "SELECT 0, " name ", " expr " FROM v UNION ALL "
 
+/* How many of version v's shards its parent lists too (by sha256), NULL
+ * without a parent, 0 when the parent is not in the catalog.  Along a chain
+ * (one list) the parent's shards are all shared, and only v's own rows are
+ * looked up, by sha256 (the unary + keeps SQLite from scanning the list's
+ * prefix instead); else the two lists are compared. */
+#define NSHARED                                                                             \
+	"CASE v.parent WHEN '' THEN NULL ELSE coalesce((SELECT CASE WHEN pv.shard_list ="  \
+	" v.shard_list AND pv.nshards <= v.nshards THEN pv.nshards + (SELECT count(*) FROM"  \
+	" shards s WHERE s.list_id = v.shard_list AND s.idx >= pv.nshards AND s.idx <"      \
+	" v.nshards AND EXISTS (SELECT 1 FROM shards x WHERE x.sha256 = s.sha256 AND"       \
+	" +x.list_id = v.shard_list AND +x.idx < pv.nshards)) ELSE (SELECT count(*) FROM"    \
+	" shards s WHERE s.list_id = v.shard_list AND s.idx < v.nshards AND s.sha256 IN"     \
+	" (SELECT ps.sha256 FROM shards ps WHERE ps.list_id = pv.shard_list AND ps.idx <"    \
+	" pv.nshards)) END FROM versions pv WHERE pv.dataset_id = v.dataset_id AND"          \
+	" pv.name = v.parent), 0) END"
+
+/* A shard row's id names its version and index: rows are shared by the
+ * versions of a chain, and the browser opens a shard of one version. */
+#define SHARD_ID "((v.id << 32) | s.idx)"
+
 static const struct level levels[MT_CAT_NLEVELS] = {
 	[MT_CAT_REMOTES] = {6,
 		"SELECT r.id, r.name, r.url, r.online,"
@@ -1606,18 +1925,16 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
 		" v.description, " PROTECTION("v.") ", v.protect_overhead,"
 		" (SELECT state FROM checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1),"
-		" CASE v.parent WHEN '' THEN NULL ELSE (SELECT count(*) FROM shards s WHERE"
-		"  s.version_id = v.id AND s.sha256 IN (SELECT ps.sha256 FROM shards ps JOIN"
-		"  versions pv ON pv.id = ps.version_id WHERE pv.dataset_id = v.dataset_id AND"
-		"  pv.name = v.parent)) END"
+		" " NSHARED
 		" FROM versions v WHERE v.dataset_id = ?1"
 		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"
 			    " EXISTS (SELECT 1 FROM tags t WHERE t.version_id = v.id AND"
 			    " t.tag LIKE ?2 ESCAPE '\\')") " ORDER BY v.created, v.id"},
 	[MT_CAT_SHARDS] = {8,
-		"SELECT id, idx, sha256, first_row, rows, bytes,"
-		" nullif(verified, ''), nullif(health, ''), nullif(health_note, '') FROM shards"
-		" WHERE version_id = ?1" LIKE_FILTER("sha256 LIKE ?2 ESCAPE '\\'") " ORDER BY idx"},
+		"SELECT " SHARD_ID ", s.idx, s.sha256, s.first_row, s.rows, s.bytes,"
+		" nullif(s.verified, ''), nullif(s.health, ''), nullif(s.health_note, '')"
+		" FROM versions v JOIN shards s ON s.list_id = v.shard_list AND s.idx < v.nshards"
+		" WHERE v.id = ?1" LIKE_FILTER("s.sha256 LIKE ?2 ESCAPE '\\'") " ORDER BY s.idx"},
 	[MT_CAT_ATTRS] = {4,
 		"SELECT idx, name, dtype, shape, ragged"
 		" FROM attrs WHERE version_id = ?1" LIKE_FILTER("name LIKE ?2 ESCAPE '\\'")
@@ -1631,13 +1948,11 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		"  (SELECT v.parent, 0 UNION ALL SELECT pv.parent, up.n + 1 FROM up JOIN versions pv"
 		"   ON pv.dataset_id = v.dataset_id AND pv.name = up.name WHERE up.name <> ''"
 		"   AND up.n < 64) SELECT name FROM up WHERE name <> '' ORDER BY n) p) AS lineage,"
-		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified = 'ok')"
-		"  AS nok,"
-		" (SELECT count(*) FROM shards s WHERE s.version_id = v.id AND s.sha256 IN"
-		"  (SELECT ps.sha256 FROM shards ps JOIN versions pv ON pv.id = ps.version_id"
-		"   WHERE pv.dataset_id = v.dataset_id AND pv.name = v.parent)) AS nshared,"
-		" (SELECT count(*) FROM shards WHERE version_id = v.id AND verified NOT IN"
-		"  ('', 'ok')) AS nbad, " CHECK_FIELDS
+		" (SELECT count(*) FROM shards WHERE list_id = v.shard_list AND idx < v.nshards"
+		"  AND verified = 'ok') AS nok,"
+		" coalesce(" NSHARED ", 0) AS nshared,"
+		" (SELECT count(*) FROM shards WHERE list_id = v.shard_list AND idx < v.nshards"
+		"  AND verified NOT IN ('', 'ok')) AS nbad, " CHECK_FIELDS
 		" FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"
 		" ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id WHERE v.id = ?1)"
 		FIELD("'dataset'", "dataset") FIELD("'version'", "name")
@@ -1673,9 +1988,9 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		FIELD("'health'", "health") FIELD("'checked'", "lastcheck")
 		"SELECT 0, 'repaired', lastrepair FROM v"},
 	[MT_CAT_SHARD] = {2,
-		"WITH s AS (SELECT s.*, d.name AS dataset, v.name AS version FROM shards s"
-		" JOIN versions v ON v.id = s.version_id JOIN datasets d ON d.id = v.dataset_id"
-		" WHERE s.id = ?1)"
+		"WITH s AS (SELECT s.*, d.name AS dataset, v.name AS version FROM versions v"
+		" JOIN shards s ON s.list_id = v.shard_list AND s.idx = (?1 & 4294967295) AND"
+		" s.idx < v.nshards JOIN datasets d ON d.id = v.dataset_id WHERE v.id = ?1 >> 32)"
 		"SELECT 0, 'shard', idx FROM s UNION ALL SELECT 0, 'version', dataset || '@' ||"
 		" version FROM s UNION ALL SELECT 0, 'sha256', sha256 FROM s UNION ALL SELECT 0,"
 		" 'key', 'datasets/' || dataset || '/shards/' || sha256 || '.h5' FROM s UNION ALL"
@@ -1842,10 +2157,11 @@ int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out,
 		[MT_CAT_VERSIONS] = "SELECT r.name, b.url, d.name, v.name, NULL, -1 FROM versions v "
 				    "JOIN datasets d ON d.id = v.dataset_id JOIN buckets b ON b.id = "
 				    "d.bucket_id JOIN remotes r ON r.id = b.remote_id WHERE v.id = ?1",
-		[MT_CAT_SHARDS] = "SELECT r.name, b.url, d.name, v.name, s.sha256, s.idx FROM shards s "
-				  "JOIN versions v ON v.id = s.version_id JOIN datasets d ON d.id = "
+		[MT_CAT_SHARDS] = "SELECT r.name, b.url, d.name, v.name, s.sha256, s.idx FROM versions "
+				  "v JOIN shards s ON s.list_id = v.shard_list AND s.idx = (?1 & "
+				  "4294967295) AND s.idx < v.nshards JOIN datasets d ON d.id = "
 				  "v.dataset_id JOIN buckets b ON b.id = d.bucket_id JOIN remotes r "
-				  "ON r.id = b.remote_id WHERE s.id = ?1",
+				  "ON r.id = b.remote_id WHERE v.id = ?1 >> 32",
 		[MT_CAT_MODELS] = "SELECT r.name, b.url, NULL, NULL, NULL, -1, m.name FROM models m "
 				  "JOIN buckets b ON b.id = m.bucket_id JOIN remotes r ON r.id = "
 				  "b.remote_id WHERE m.id = ?1",
@@ -1976,6 +2292,11 @@ int mt_catalog_job_end(mt_catalog *c, int64_t job, int code, const char *message
 #define SHARDS_OF_DATASET                                                                  \
 	"SELECT v.id FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b" \
 	" ON b.id = d.bucket_id WHERE b.url = ?1 AND d.name = ?2"
+/* The shard lists of a dataset: a shard object's rows there are every row of
+ * it the dataset's versions list. */
+#define LISTS_OF_DATASET                                                                   \
+	"SELECT l.id FROM shard_lists l JOIN datasets d ON d.id = l.dataset_id JOIN buckets b" \
+	" ON b.id = d.bucket_id WHERE b.url = ?1 AND d.name = ?2"
 
 int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
 			      const char *sha256, int code, const char *message, mt_error *err)
@@ -1985,8 +2306,8 @@ int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *datase
 	pthread_mutex_lock(&c->lock);
 	sqlite3_stmt *st;
 	int rc = cat_prepare(c, "UPDATE shards SET verified = ?4, verified_at = ?5, health = ?6, "
-			     "health_note = '', health_at = ?5 WHERE sha256 = ?3 AND version_id IN "
-			     "(" SHARDS_OF_DATASET ")", &st, err);
+			     "health_note = '', health_at = ?5 WHERE sha256 = ?3 AND list_id IN "
+			     "(" LISTS_OF_DATASET ")", &st, err);
 	if (!rc) {
 		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
@@ -2097,8 +2418,8 @@ int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
 	int rc = cat_prepare(c, "UPDATE shards SET health = ?4, health_note = coalesce(?5, ''),"
 			     " health_at = ?6, verified = CASE ?4 WHEN 'rebuilt' THEN 'ok' ELSE"
 			     " verified END, verified_at = CASE ?4 WHEN 'rebuilt' THEN ?6 ELSE"
-			     " verified_at END WHERE sha256 = ?3 AND version_id IN ("
-			     SHARDS_OF_DATASET ")", &st, err);
+			     " verified_at END WHERE sha256 = ?3 AND list_id IN ("
+			     LISTS_OF_DATASET ")", &st, err);
 	if (!rc) {
 		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);

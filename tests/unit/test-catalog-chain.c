@@ -1,0 +1,462 @@
+/* test-catalog-chain.c — shard lists shared along append chains: a chain's answers (shard lists, counts, shared shards, health, removals) equal those of the same versions unchained; the upgrade from schema 7; recording one written version reads that version alone. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "format.h"
+#include "tap.h"
+
+static char root[256], dbpath[300];
+static mt_store *store;
+
+static const mt_attr attrs[] = {
+	{"x", MT_INT64, 0, {0}, 0},
+};
+
+/* Five rows base..base+4 (shards of 2 rows: three per version), a new
+ * version or an append to the latest. */
+static char written[64]; /* the version put wrote */
+
+static int put(const char *ds, int append, int64_t base, mt_error *err)
+{
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	o.append = append;
+	o.shard_rows = 2;
+	mt_writer *w;
+	int rc = mt_writer_open(store, ds, append ? NULL : attrs, 1, &o, &w, err);
+	if (rc)
+		return rc;
+	int64_t x[5];
+	for (int i = 0; i < 5; i++)
+		x[i] = base + i;
+	const void *data[1] = {x};
+	rc = mt_writer_append(w, 5, data, NULL, err);
+	if (!rc)
+		rc = mt_writer_commit(w, written, sizeof written, err);
+	mt_writer_close(w);
+	return rc;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf)
+		buf[n] = '\0';
+	*len = (size_t)n;
+	return buf;
+}
+
+static int spill(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	int rc = fwrite(data, 1, len, f) == len ? 0 : -1;
+	return fclose(f) || rc ? -1 : 0;
+}
+
+/* Dataset `flat`: chain@version's manifest with no parent (so its shards
+ * are never chained), beside a copy of the shard objects it names. */
+static int unchain(const char *version)
+{
+	char path[512], dst[512];
+	snprintf(path, sizeof path, "%s/datasets/chain/versions/%s.json", root, version);
+	size_t len;
+	char *json = slurp(path, &len);
+	mt_manifest *m = NULL;
+	mt_error err = {0};
+	if (!json || mti_manifest_decode(json, len, path, &m, &err))
+		return -1;
+	free(json);
+	free(m->parent);
+	free(m->dataset);
+	m->parent = strdup("");
+	m->dataset = strdup("flat");
+	int rc = mti_manifest_encode(m, &json, &err);
+	for (size_t i = 0; !rc && i < m->nshards; i++) {
+		snprintf(path, sizeof path, "%s/datasets/chain/shards/%s.h5", root, m->shards[i].sha256);
+		snprintf(dst, sizeof dst, "%s/datasets/flat/shards/%s.h5", root, m->shards[i].sha256);
+		char *sh = slurp(path, &len);
+		rc = sh ? spill(dst, sh, len) : -1;
+		free(sh);
+	}
+	snprintf(path, sizeof path, "%s/datasets/flat/versions/%s.json", root, version);
+	if (!rc)
+		rc = spill(path, json, strlen(json));
+	free(json);
+	mti_manifest_free(m);
+	return rc;
+}
+
+/* Rows of a listing as "col|col ..." lines, from column `from` on. */
+struct collect {
+	char text[16384];
+	size_t n, from;
+	int64_t last_id;
+};
+
+static int collect_row(void *ud, const mt_catalog_row *row)
+{
+	struct collect *c = ud;
+	size_t len = strlen(c->text);
+	for (size_t i = c->from; i < row->ncols && len < sizeof c->text; i++)
+		len += (size_t)snprintf(c->text + len, sizeof c->text - len, "%s%s",
+					i > c->from ? "|" : "", row->cols[i] ? row->cols[i] : "NULL");
+	if (len < sizeof c->text)
+		snprintf(c->text + len, sizeof c->text - len, "\n");
+	c->n++;
+	c->last_id = row->id;
+	return 0;
+}
+
+static struct collect list(mt_catalog *c, int level, int64_t parent, size_t from)
+{
+	struct collect col = {.from = from};
+	mt_error err = {0};
+	if (mt_catalog_list(c, level, parent, NULL, collect_row, &col, &err))
+		snprintf(col.text, sizeof col.text, "error %d: %s", err.code, err.message);
+	return col;
+}
+
+/* The catalog's id of version ds@name (-1: none). */
+static int64_t version_id(mt_catalog *c, const char *ds, const char *name)
+{
+	(void)c;
+	sqlite3 *db;
+	int64_t id = -1;
+	if (sqlite3_open(dbpath, &db) == SQLITE_OK) {
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(db, "SELECT v.id FROM versions v JOIN datasets d ON"
+				       " d.id = v.dataset_id WHERE d.name = ?1 AND v.name = ?2",
+				       -1, &q, NULL) == SQLITE_OK) {
+			sqlite3_bind_text(q, 1, ds, -1, SQLITE_STATIC);
+			sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
+			if (sqlite3_step(q) == SQLITE_ROW)
+				id = sqlite3_column_int64(q, 0);
+			sqlite3_finalize(q);
+		}
+	}
+	sqlite3_close(db);
+	return id;
+}
+
+static int64_t count_sql(const char *sql)
+{
+	sqlite3 *db;
+	int64_t n = -1;
+	if (sqlite3_open(dbpath, &db) == SQLITE_OK) {
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+			if (sqlite3_step(q) == SQLITE_ROW)
+				n = sqlite3_column_int64(q, 0);
+			sqlite3_finalize(q);
+		}
+	}
+	sqlite3_close(db);
+	return n;
+}
+
+#define ROWS_OF(ds)                                                                        \
+	"SELECT count(*) FROM shards s JOIN shard_lists l ON l.id = s.list_id JOIN datasets d" \
+	" ON d.id = l.dataset_id WHERE d.name = '" ds "'"
+
+/* One field of a version's field rows ("" when none). */
+static void field(mt_catalog *c, int64_t vid, const char *name, char *out, size_t cap)
+{
+	struct collect f = list(c, MT_CAT_VERSION, vid, 0);
+	char key[64];
+	snprintf(key, sizeof key, "%s|", name);
+	const char *p = strstr(f.text, key);
+	*out = '\0';
+	if (p && (p == f.text || p[-1] == '\n'))
+		snprintf(out, cap, "%.*s", (int)strcspn(p + strlen(key), "\n"), p + strlen(key));
+}
+
+/* Shards of version ds@v in the store that its parent (named in p) also
+ * names (by sha256), counted as the catalog counts them; 0 when the parent
+ * is gone. */
+static int64_t shared_in_store(const char *ds, const char *v, char *p, size_t cap)
+{
+	mt_reader *rv, *rp;
+	mt_error err = {0};
+	if (mt_reader_open(store, ds, v, &rv, &err))
+		return -2;
+	snprintf(p, cap, "%s", mt_reader_info(rv)->parent);
+	if (mt_reader_open(store, ds, p, &rp, &err)) {
+		mt_reader_close(rv);
+		return 0;
+	}
+	int64_t n = 0;
+	for (size_t i = 0; i < mt_reader_info(rv)->nshards; i++) {
+		mt_shard_info a, b;
+		mt_reader_shard(rv, i, &a);
+		for (size_t j = 0; j < mt_reader_info(rp)->nshards; j++) {
+			mt_reader_shard(rp, j, &b);
+			if (!strcmp(a.sha256, b.sha256)) {
+				n++;
+				break;
+			}
+		}
+	}
+	mt_reader_close(rv);
+	mt_reader_close(rp);
+	return n;
+}
+
+/* Every version chain@vK and flat@vK gives the same shard list, shard
+ * count, verification summary; the chain's "shared" count is what the
+ * manifests say. */
+static void compare(mt_catalog *c, const char *when, int first, int last)
+{
+	int same_lists = 1, same_fields = 1, shared_ok = 1;
+	for (int k = first; k <= last; k++) {
+		char v[16], p[64];
+		snprintf(v, sizeof v, "v%d", k);
+		int64_t a = version_id(c, "chain", v), b = version_id(c, "flat", v);
+		if (a < 0 && b < 0)
+			continue;
+		struct collect la = list(c, MT_CAT_SHARDS, a, 0), lb = list(c, MT_CAT_SHARDS, b, 0);
+		if (a < 0 || b < 0 || strcmp(la.text, lb.text) || !la.n) {
+			same_lists = 0;
+			tap_diag("%s: chain@%s:\n%s flat@%s:\n%s", when, v, la.text, v, lb.text);
+		}
+		const char *names[] = {"shards", "rows", "verified"};
+		for (size_t i = 0; i < 3; i++) {
+			char fa[256], fb[256];
+			field(c, a, names[i], fa, sizeof fa);
+			field(c, b, names[i], fb, sizeof fb);
+			if (strcmp(fa, fb)) {
+				same_fields = 0;
+				tap_diag("%s: %s of %s: '%s' vs '%s'", when, names[i], v, fa, fb);
+			}
+		}
+		if (k > 1) {
+			char fa[256], want[256];
+			field(c, a, "shared", fa, sizeof fa);
+			int64_t n = shared_in_store("chain", v, p, sizeof p);
+			char total[32];
+			field(c, a, "shards", total, sizeof total);
+			snprintf(want, sizeof want, "%lld of %s shards with %s%s", (long long)n, total,
+				 p, !strcmp(total, "") || n != atoll(total) ? "" : " (all)");
+			if (strcmp(fa, want)) {
+				shared_ok = 0;
+				tap_diag("%s: shared of chain@%s: '%s', want '%s'", when, v, fa, want);
+			}
+		}
+	}
+	tap_ok(same_lists, "%s: each version's shard list (index, sha256, rows, bytes, checks) is"
+	       " the unchained version's", when);
+	tap_ok(same_fields, "%s: shard counts, rows and verification summaries are the unchained"
+	       " version's", when);
+	tap_ok(shared_ok, "%s: shards shared with the parent are counted as the manifests say",
+	       when);
+}
+
+static void test_chain(void)
+{
+	mt_error err = {0};
+	mt_catalog *c;
+	mt_catalog_sync_stats st;
+	char path[512];
+	/* v2 appends the same rows as v1 (identical shard objects: shared by
+	 * content beyond the prefix), the others new rows. */
+	int ok = !put("chain", 0, 0, &err) && !put("chain", 1, 0, &err);
+	for (int k = 3; ok && k <= 8; k++)
+		ok = !put("chain", 1, 100 * k, &err);
+	tap_ok(ok, "chain@v1..v8 written, each appending 3 shards: %s", err.message);
+	snprintf(path, sizeof path, "%s/datasets/flat", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/datasets/flat/versions", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/datasets/flat/shards", root);
+	mkdir(path, 0755);
+	ok = 1;
+	for (int k = 1; ok && k <= 8; k++) {
+		char v[16];
+		snprintf(v, sizeof v, "v%d", k);
+		ok = !unchain(v);
+	}
+	tap_ok(ok, "flat@v1..v8: the same manifests without parents");
+
+	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "a catalog opens");
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
+		 "the first sync");
+	tap_ok(count_sql(ROWS_OF("chain")) == 24, "the chain keeps one row per shard of its"
+	       " longest version (24), not one per version and shard (108): %lld",
+	       (long long)count_sql(ROWS_OF("chain")));
+	tap_ok(count_sql(ROWS_OF("flat")) == 108, "the unchained versions keep a row per version"
+	       " and shard (108): %lld", (long long)count_sql(ROWS_OF("flat")));
+	compare(c, "after the first sync", 1, 8);
+
+	/* Health by content: a shard of v1 verified, one of v3 damaged, in both. */
+	mt_reader *r;
+	mt_shard_info s0, s7;
+	TAP_CALL(mt_reader_open(store, "chain", "v3", &r, &err), &err, "chain@v3 opens");
+	mt_reader_shard(r, 0, &s0);
+	mt_reader_shard(r, 7, &s7);
+	const char *url = mt_store_url(store);
+	const char *ds[] = {"chain", "flat"};
+	ok = 1;
+	for (int i = 0; i < 2; i++)
+		ok = ok && !mt_catalog_shard_verified(c, url, ds[i], s0.sha256, 0, NULL, &err) &&
+		     !mt_catalog_shard_health(c, url, ds[i], s7.sha256, MT_HEALTH_DAMAGED,
+					      "bytes differ", &err);
+	mt_reader_close(r);
+	tap_ok(ok, "a shard verified sound and another found damaged, in both datasets");
+	compare(c, "after checks", 1, 8);
+
+	/* Locate a shared row through the version that lists it. */
+	int64_t v5 = version_id(c, "chain", "v5");
+	struct collect l5 = list(c, MT_CAT_SHARDS, v5, 0);
+	mt_catalog_ref ref;
+	TAP_CALL(mt_catalog_locate(c, MT_CAT_SHARDS, l5.last_id, &ref, &err), &err,
+		 "the last shard of chain@v5 is located");
+	tap_ok(ref.version && !strcmp(ref.version, "v5") && ref.shard == 14,
+	       "as shard 14 of v5: %s %lld", ref.version ? ref.version : "-", (long long)ref.shard);
+	mt_catalog_ref_free(&ref);
+	struct collect f = list(c, MT_CAT_SHARD, l5.last_id, 0);
+	tap_ok(strstr(f.text, "version|chain@v5\n") && strstr(f.text, "shard|14\n"),
+	       "its fields name chain@v5, shard 14");
+
+	/* Removals: the tip and a middle version. */
+	ok = 1;
+	for (int i = 0; i < 2; i++)
+		ok = ok && !mt_store_delete_version(store, ds[i], "v8", &err) &&
+		     !mt_store_delete_version(store, ds[i], "v4", &err);
+	tap_ok(ok, "v8 and v4 deleted from both");
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, 0, NULL, NULL, &st, &err), &err,
+		 "a sync after the removals");
+	tap_ok(count_sql(ROWS_OF("chain")) == 21, "the rows past the longest version left are"
+	       " dropped (21): %lld", (long long)count_sql(ROWS_OF("chain")));
+	compare(c, "after removing the tip and a middle version", 1, 8);
+	TAP_CALL(mt_catalog_sync(c, "local", store, NULL, MT_CATALOG_FULL, NULL, NULL, &st, &err),
+		 &err, "a full sync reads every manifest again");
+	compare(c, "after a full sync", 1, 8);
+
+	/* A write recorded alone: one manifest read, and the next sync finds
+	 * nothing new. */
+	TAP_CALL(put("chain", 1, 900, &err), &err, "chain@v9 appended");
+	tap_ok(!strcmp(written, "v9"), "named v9: %s", written);
+	TAP_CALL(unchain("v9"), &err, "flat@v9 too");
+	TAP_CALL(mt_catalog_sync_version(c, "local", store, "chain", "v9", &st, &err), &err,
+		 "chain@v9 recorded alone");
+	tap_ok(st.versions_read == 1 && st.versions == 1,
+	       "one manifest read, of the one version: %llu read of %llu",
+	       (unsigned long long)st.versions_read, (unsigned long long)st.versions);
+	struct collect d = list(c, MT_CAT_DATASETS, 1, 0);
+	tap_ok(strstr(d.text, "chain|7|v9|") != NULL, "the dataset's count and latest follow:\n%s",
+	       d.text);
+	TAP_CALL(mt_catalog_sync_version(c, "local", store, "flat", "v9", &st, &err), &err,
+		 "flat@v9 recorded alone");
+	compare(c, "after recording single versions", 1, 9);
+	TAP_CALL(mt_catalog_sync(c, "local", store, "chain", 0, NULL, NULL, &st, &err), &err,
+		 "a sync of the dataset after it");
+	tap_ok(st.versions_read == 0 && st.versions == 7,
+	       "finds every version recorded as listed: %llu read of %llu",
+	       (unsigned long long)st.versions_read, (unsigned long long)st.versions);
+	TAP_CALL(mt_catalog_sync_version(c, "local", store, "chain", "v404", &st, &err), &err,
+		 "a version the store does not list falls back to the dataset's sync");
+	tap_ok(st.versions == 7 && st.versions_read == 0, "which lists the dataset: %llu",
+	       (unsigned long long)st.versions);
+	mt_catalog_close(c);
+}
+
+/* A schema-7 catalog (rows per version and shard) upgraded in place keeps
+ * its answers; its versions are read again at the next sync. */
+static void test_migration(void)
+{
+	mt_error err = {0};
+	mt_catalog *c;
+	unlink(dbpath);
+	TAP_CALL(mti_catalog_open_schema(dbpath, 7, &c, &err), &err, "a schema-7 catalog is made");
+	mt_catalog_close(c);
+#define SHA(x) "'" x "00000000000000000000000000000000000000000000000000000000000000'"
+	sqlite3 *db;
+	int rc = sqlite3_open(dbpath, &db);
+	if (!rc)
+		rc = sqlite3_exec(db,
+		"INSERT INTO remotes(name, url) VALUES('local', 'file:///old');"
+		"INSERT INTO buckets(remote_id, url) VALUES(1, 'file:///old');"
+		"INSERT INTO datasets(bucket_id, name) VALUES(1, 'old');"
+		"INSERT INTO versions(id, dataset_id, name, parent, created, author, description,"
+		" rows, nshards, stored_bytes, raw_bytes, level, manifest_size, manifest_mtime,"
+		" meta_size, meta_mtime) VALUES"
+		" (1, 1, 'v1', '', '2020-01-01T00:00:00.000Z', '', '', 4, 2, 20, 40, 3, 10, 10, -1, -1),"
+		" (2, 1, 'v2', 'v1', '2020-01-02T00:00:00.000Z', '', '', 6, 3, 30, 60, 3, 10, 10, -1, -1);"
+		"INSERT INTO shards(version_id, idx, sha256, bytes, rows, first_row, verified,"
+		" verified_at, health, health_note, health_at) VALUES"
+		" (1, 0, " SHA("aa") ", 10, 2, 0, 'ok', '2020-02-01', 'sound', '', '2020-02-01'),"
+		" (1, 1, " SHA("bb") ", 10, 2, 2, '', '', '', '', ''),"
+		" (2, 0, " SHA("aa") ", 10, 2, 0, 'ok', '2020-02-01', 'sound', '', '2020-02-01'),"
+		" (2, 1, " SHA("bb") ", 10, 2, 2, '', '', '', '', ''),"
+		" (2, 2, " SHA("cc") ", 10, 2, 4, 'bad sum', '2020-02-01', 'damaged', 'x',"
+		" '2020-02-01');", NULL, NULL, NULL);
+	sqlite3_close(db);
+	tap_ok(rc == SQLITE_OK, "schema-7 rows of a two-version chain inserted");
+	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "the schema-7 catalog opens");
+	tap_ok(count_sql("PRAGMA user_version") == MT_CATALOG_SCHEMA, "upgraded to %d",
+	       MT_CATALOG_SCHEMA);
+	struct collect s1 = list(c, MT_CAT_SHARDS, 1, 0), s2 = list(c, MT_CAT_SHARDS, 2, 0);
+	const char *want1 = "0|aa" "00000000000000000000000000000000000000000000000000000000000000"
+			    "|0|2|10|ok|sound|NULL\n"
+			    "1|bb" "00000000000000000000000000000000000000000000000000000000000000"
+			    "|2|2|10|NULL|NULL|NULL\n";
+	tap_ok(!strcmp(s1.text, want1), "v1's shards and their checks are as they were");
+	if (strcmp(s1.text, want1))
+		tap_diag("got:\n%s", s1.text);
+	tap_ok(s2.n == 3 && !strncmp(s2.text, want1, strlen(want1)) &&
+		       strstr(s2.text, "|bad sum|damaged|x\n"),
+	       "v2's too:\n%s", s2.text);
+	char f[256];
+	field(c, 2, "shared", f, sizeof f);
+	tap_ok(!strcmp(f, "2 of 3 shards with v1"), "v2 shares 2 of 3 shards with v1: %s", f);
+	field(c, 2, "verified", f, sizeof f);
+	tap_ok(!strcmp(f, "1 of 3 shards sound, 1 damaged"), "v2's verification: %s", f);
+	struct collect vs = list(c, MT_CAT_VERSIONS, 1, 0);
+	tap_ok(vs.n == 2 && strstr(vs.text, "v2|") && strstr(vs.text, "|2\n"),
+	       "the versions list counts v2's shared shards:\n%s", vs.text);
+	tap_ok(count_sql("SELECT count(*) FROM versions WHERE manifest_size = -1") == 2,
+	       "its versions are read again at the next sync, which chains them");
+	mt_catalog_close(c);
+}
+
+int main(void)
+{
+	snprintf(root, sizeof root, "/tmp/mt-catchain-XXXXXX");
+	if (!mkdtemp(root))
+		return 1;
+	snprintf(dbpath, sizeof dbpath, "%s/catalog.db", root);
+	mt_error err = {0};
+	char *url = mti_asprintf("file://%s/store", root);
+	if (mt_store_open(url, &store, &err)) {
+		tap_diag("%s", err.message);
+		return 1;
+	}
+	free(url);
+	snprintf(root + strlen(root), sizeof root - strlen(root), "/store");
+	test_chain();
+	test_migration();
+	mt_store_close(store);
+	root[strlen(root) - strlen("/store")] = '\0';
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	if (system(cmd))
+		tap_diag("could not remove %s", root);
+	return tap_done();
+}

@@ -179,16 +179,63 @@ static int ms_start(struct model_sync *m, int64_t bucket, mt_error *err)
 	return rc;
 }
 
-/* Open each checkpoint that is new or changed (without the lock).  One
- * removed since the listing is left for the next sync; a damaged one is
- * noted and the others still read. */
+/* Manifests opened at once: on S3 each is a GET, and a model saved every
+ * few minutes has hundreds of checkpoints. */
+#define MS_READ_THREADS 8
+
+/* The checkpoints to open, each job's result by index. */
+struct ms_jobs {
+	struct model_sync *m;
+	const struct listed **want;
+	mt_ckpt **got;
+	int *rc;
+	mt_error *errs;
+};
+
+/* Every one is tried: a damaged one does not stop the others. */
+static void ms_open_one(void *ud, size_t i)
+{
+	struct ms_jobs *j = ud;
+	char spec[600];
+	snprintf(spec, sizeof spec, "%s@%s", j->m->name, j->want[i]->name);
+	j->rc[i] = mt_ckpt_open(j->m->s, spec, &j->got[i], &j->errs[i]);
+}
+
+/* The results in listing order: one removed since the listing is left for
+ * the next sync; a damaged one is noted and the others still kept. */
+static int ms_take(struct model_sync *m, struct ms_jobs *j, size_t n, mt_error *err)
+{
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		int r = j->rc[i];
+		if (!r) {
+			m->read[m->nread] = j->got[i];
+			m->readl[m->nread++] = j->want[i];
+		} else if ((r == MT_EFORMAT || r == MT_ECORRUPT) && !m->bad.code) {
+			m->bad = j->errs[i];
+			m->bad.code = r;
+		} else if (!rc && r != MT_ENOTFOUND && r != MT_EFORMAT && r != MT_ECORRUPT) {
+			if (err)
+				*err = j->errs[i];
+			rc = r;
+		}
+	}
+	return rc;
+}
+
+/* Open each checkpoint that is new or changed (without the lock), several
+ * at once. */
 static int ms_read(struct model_sync *m, mt_error *err)
 {
-	m->read = calloc(m->man.n ? m->man.n : 1, sizeof *m->read);
-	m->readl = calloc(m->man.n ? m->man.n : 1, sizeof *m->readl);
-	if (!m->read || !m->readl)
-		return mt_error_set(err, MT_ENOMEM, "out of memory");
-	for (size_t i = 0; i < m->man.n; i++) {
+	size_t cap = m->man.n ? m->man.n : 1, n = 0;
+	m->read = calloc(cap, sizeof *m->read);
+	m->readl = calloc(cap, sizeof *m->readl);
+	struct ms_jobs j = {m, calloc(cap, sizeof *j.want), calloc(cap, sizeof *j.got),
+			    calloc(cap, sizeof *j.rc), calloc(cap, sizeof *j.errs)};
+	int rc = m->read && m->readl && j.want && j.got && j.rc && j.errs
+			 ? 0
+			 : mt_error_set(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < m->man.n; i++) {
 		const struct listed *lm = &m->man.v[i];
 		if (!ck_name(lm->name))
 			continue;
@@ -197,22 +244,18 @@ static int ms_read(struct model_sync *m, mt_error *err)
 		if (!(m->flags & MT_CATALOG_FULL) && k && k->size == (int64_t)lm->size &&
 		    k->mtime == lm->mtime)
 			continue;
-		char spec[600];
-		snprintf(spec, sizeof spec, "%s@%s", m->name, lm->name);
-		mt_error e = {0};
-		int rc = mt_ckpt_open(m->s, spec, &m->read[m->nread], &e);
-		if (!rc) {
-			m->readl[m->nread++] = lm;
-		} else if ((rc == MT_EFORMAT || rc == MT_ECORRUPT) && !m->bad.code) {
-			m->bad = e;
-			m->bad.code = rc;
-		} else if (rc != MT_ENOTFOUND && rc != MT_EFORMAT && rc != MT_ECORRUPT) {
-			if (err)
-				*err = e;
-			return rc;
-		}
+		j.want[n++] = lm;
 	}
-	return 0;
+	if (!rc && n) {
+		mti_cat_parallel(n, MS_READ_THREADS, ms_open_one, &j);
+		rc = ms_take(m, &j, n, err);
+	}
+	/* Every checkpoint opened is in m->read, closed with m (ms_free). */
+	free(j.want);
+	free(j.got);
+	free(j.rc);
+	free(j.errs);
+	return rc;
 }
 
 /* A tensor's shape as the attributes' is written: "(10, 784)", "(10,)", "()". */

@@ -1258,39 +1258,58 @@ struct ds_batch {
 	struct ds_sync *d;
 	struct vread v[SYNC_BATCH];
 	size_t n;
-	size_t next; /* the next to read, under lock */
+};
+
+/* fn(ud, i) for i in [0, n) taken in turn by the threads of mti_cat_parallel. */
+struct cat_jobs {
+	void (*fn)(void *ud, size_t i);
+	void *ud;
+	size_t n, next; /* the next to run, under lock */
 	pthread_mutex_t lock;
 };
 
-static void *ds_read_worker(void *arg)
+static void *cat_job_worker(void *arg)
 {
-	struct ds_batch *b = arg;
+	struct cat_jobs *j = arg;
 	for (;;) {
-		pthread_mutex_lock(&b->lock);
-		size_t i = b->next++;
-		pthread_mutex_unlock(&b->lock);
-		if (i >= b->n)
+		pthread_mutex_lock(&j->lock);
+		size_t i = j->next++;
+		pthread_mutex_unlock(&j->lock);
+		if (i >= j->n)
 			return NULL;
-		struct vread *v = &b->v[i];
-		v->rc = mt_reader_open(b->d->s, b->d->dataset, v->lm->name, &v->r, &v->err);
-		if (!v->rc && v->prot.rec)
-			ds_sync_protection(b->d, v->lm->name, &v->prot);
+		j->fn(j->ud, i);
 	}
+}
+
+void mti_cat_parallel(size_t n, size_t threads, void (*fn)(void *ud, size_t i), void *ud)
+{
+	pthread_t t[SYNC_THREADS];
+	struct cat_jobs j = {fn, ud, n, 0, PTHREAD_MUTEX_INITIALIZER};
+	size_t nt = n < threads ? n : threads, started = 0;
+	nt = nt < SYNC_THREADS ? nt : SYNC_THREADS;
+	for (size_t i = 1; i < nt; i++)
+		if (pthread_create(&t[started], NULL, cat_job_worker, &j) == 0)
+			started++;
+	cat_job_worker(&j); /* this thread works too, and alone when none started */
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	pthread_mutex_destroy(&j.lock);
+}
+
+static void ds_read_one(void *ud, size_t i)
+{
+	struct ds_batch *b = ud;
+	struct vread *v = &b->v[i];
+	v->rc = mt_reader_open(b->d->s, b->d->dataset, v->lm->name, &v->r, &v->err);
+	if (!v->rc && v->prot.rec)
+		ds_sync_protection(b->d, v->lm->name, &v->prot);
 }
 
 /* Read the batch's versions in parallel (the store is read without the
  * catalog's lock). */
 static void ds_batch_read(struct ds_batch *b)
 {
-	pthread_t t[SYNC_THREADS];
-	size_t nt = b->n < SYNC_THREADS ? b->n : SYNC_THREADS, started = 0;
-	b->next = 0;
-	for (size_t i = 1; i < nt; i++)
-		if (pthread_create(&t[started], NULL, ds_read_worker, b) == 0)
-			started++;
-	ds_read_worker(b); /* this thread reads too, and alone when none started */
-	for (size_t i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
+	mti_cat_parallel(b->n, SYNC_THREADS, ds_read_one, b);
 }
 
 /* Write one read version.  One deleted since the listing is left for the
@@ -1482,7 +1501,6 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 	if (!b)
 		return mt_error_set(err, MT_ENOMEM, "out of memory");
 	b->d = &d;
-	pthread_mutex_init(&b->lock, NULL);
 	int rc = ds_sync_start(&d, bucket, err);
 	if (!rc)
 		rc = ds_sync_versions(b, err);
@@ -1490,7 +1508,6 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 		rc = ds_batch_flush(b, err);
 	for (size_t i = 0; i < b->n; i++)
 		mt_reader_close(b->v[i].r);
-	pthread_mutex_destroy(&b->lock);
 	free(b);
 	if (!rc && d.ds) {
 		pthread_mutex_lock(&c->lock);

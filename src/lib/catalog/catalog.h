@@ -25,6 +25,11 @@ struct mt_catalog {
 
 /* Statements, as catalog.c runs them (errors name the catalog and `what`);
  * callers hold c->lock. */
+/* fn(ud, i) for every i in [0, n) on up to `threads` threads (at most 8, the
+ * caller's among them), returning when all are done: reads of the store
+ * for a sync, which wait on the network, not the CPU. */
+MT_CATALOG_LOCAL void mti_cat_parallel(size_t n, size_t threads, void (*fn)(void *ud, size_t i),
+				       void *ud);
 MT_CATALOG_LOCAL int mti_cat_sqlerr(mt_catalog *c, mt_error *err, const char *what);
 MT_CATALOG_LOCAL int mti_cat_prepare(mt_catalog *c, const char *sql, sqlite3_stmt **st,
 				     mt_error *err);

@@ -49,13 +49,22 @@ t2 = time.monotonic()
 assert all(torch.equal(back[k], state[k]) for k in state if k != "step")
 print(f"save {t1 - t0:.3f} load {t2 - t1:.3f}")
 PYEOF
-# Alternate the contenders run by run, so a change in the machine's load falls on both.
-for r in $(seq "$REPS"); do
-	rm -rf "$DIR/store" "$DIR/pystore" "$DIR/torch.pt"
-	"$BUILD/bench/ckpt-bench" "$DIR/store" "$DIR/data.bin" "$NT" 1 >> "$DIR/mt.txt"
-	$PY "$DIR/state.py" torch "$DIR" "$NT" >> "$DIR/torch.txt"
+run_mt() { "$BUILD/bench/ckpt-bench" "$DIR/store" "$DIR/data.bin" "$NT" 1 >> "$DIR/mt.txt"; }
+run_torch() { $PY "$DIR/state.py" torch "$DIR" "$NT" >> "$DIR/torch.txt"; }
+run_py() {
 	MATORAGE_LIB=$BUILD/src/lib/.libs/libmatorage.so PYTHONPATH=$here/../python \
 		$PY "$DIR/state.py" matorage "$DIR" "$NT" >> "$DIR/py.txt"
+}
+# Alternate the contenders run by run, and rotate who goes first: a save that follows
+# another's gigabyte of writes finds the disk busier (on this VM by up to 2x), so each
+# takes each place in turn.
+order=(run_mt run_torch run_py)
+for r in $(seq "$REPS"); do
+	rm -rf "$DIR/store" "$DIR/pystore" "$DIR/torch.pt"
+	sync
+	for k in 0 1 2; do
+		${order[$(((r + k) % 3))]}
+	done
 done
 pt=$(stat -c %s "$DIR/torch.pt")
 stored=$(awk '/^partial/ {s = $10} END {print s}' "$DIR/mt.txt")

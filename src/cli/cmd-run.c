@@ -150,9 +150,11 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 			/* Versions written to stores the script opened by URL reach the
 			 * catalog with the next sync. */
 			char *dataset = app_xasprintf("%.*s", (int)strcspn(v, "@"), v);
-			cli_catalog_note_version(app_store_name(&ctx->app), o.store, dataset,
-						 v + strlen(dataset) + 1);
-			/* A staged part is no version yet: its commit protects it. */
+			/* A staged part is no version yet: its commit records and
+			 * protects it. */
+			if (!o.parts)
+				cli_catalog_note_version(app_store_name(&ctx->app), o.store,
+							 dataset, v + strlen(dataset) + 1);
 			if (k && !o.parts && run_protect(ctx, o.store, dataset, v + strlen(dataset) + 1, k, m))
 				rc = CLI_FAIL;
 			free(dataset);

@@ -40,6 +40,7 @@ wait $p1; r1=$?
 wait $p2; r2=$?
 ok $([ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ $r3 -eq 0 ]; echo $?) "three parts run at once"
 ok $(grep -Eq '^parted@staged/run-[0-9a-f]{16}/2$' out2; echo $?) "a part prints where it was staged ($(cat out2))"
+ok $( ! cat out1 out2 out3 | grep -v '^parted@staged/' | grep -q .; echo $?) "and nothing else: no warning about the catalog ($(cat out1 out2 out3 | grep -v '^parted@' | head -1))"
 ok $( ! $M ls parted > /dev/null 2>&1; echo $?) "staged parts are no version yet"
 check "commit --staged merges them" $M commit parted --staged
 check "the committed version holds exactly the whole run's rows, in order" same whole parted

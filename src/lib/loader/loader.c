@@ -537,8 +537,31 @@ static int batch_put_padding(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt
 	return out_put_direct(l, b, i, row, err);
 }
 
-/* Row i of the batch from share index idx, out of its decoded window. */
-static int batch_put(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt_error *err)
+/* Rows looked up at a time by batch_put_run, and how far ahead of the copy
+ * a row's first bytes are prefetched: a window is read at random, so each
+ * row's copy would otherwise start with a wait on memory. */
+#define GATHER_ROWS 64
+#define GATHER_AHEAD 4
+#define GATHER_PREFETCH 1024
+
+static void gather_prefetch(const mt_loader *l, const ld_slot *s, uint64_t j)
+{
+	for (size_t c = 0; c < l->ncols; c++) {
+		const ld_col *col = &l->cols[c];
+		if (col->ragged)
+			continue;
+		const uint8_t *src = s->values[c] + j * col->unit_bytes;
+		size_t n = col->unit_bytes < GATHER_PREFETCH ? col->unit_bytes : GATHER_PREFETCH;
+		for (size_t off = 0; off < n; off += 64)
+			__builtin_prefetch(src + off);
+	}
+}
+
+/* Rows i.. of the batch from share indexes idx.., as many of the next n as
+ * lie in one window (at most GATHER_ROWS): *done says how many.  A batch's
+ * positions only grow, so its rows of one window are consecutive. */
+static int batch_put_run(mt_loader *l, ld_out *b, size_t i, uint64_t idx, size_t n,
+			 size_t *done, mt_error *err)
 {
 	uint64_t pos = mti_plan_position(&l->plan, idx);
 	size_t w = mti_plan_window_of(&l->plan, pos);
@@ -546,14 +569,31 @@ static int batch_put(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt_error *
 	int rc = window_get(l, w, &s, err);
 	if (rc)
 		return rc;
-	uint64_t j = s->perm[pos - l->plan.window_start[w]];
-	b->row_ids[i] = s->rowid[j];
-	for (size_t c = 0; !rc && c < l->ncols; c++) {
-		const ld_col *col = &l->cols[c];
-		uint64_t from = col->ragged ? s->offsets[c][j] : j;
-		uint64_t items = col->ragged ? s->offsets[c][j + 1] - from : 1;
-		rc = out_put(l, b, c, i, s->values[c] + from * col->unit_bytes, items, err);
+	uint64_t start = l->plan.window_start[w], end = l->plan.window_start[w + 1];
+	uint64_t js[GATHER_ROWS];
+	size_t k = 0;
+	for (; k < n && k < GATHER_ROWS; k++) {
+		uint64_t p = k ? mti_plan_position(&l->plan, idx + k) : pos;
+		if (p < start || p >= end)
+			break;
+		js[k] = s->perm[p - start];
 	}
+	for (size_t r = 0; r < k && r < GATHER_AHEAD; r++)
+		gather_prefetch(l, s, js[r]);
+	for (size_t r = 0; !rc && r < k; r++) {
+		if (r + GATHER_AHEAD < k)
+			gather_prefetch(l, s, js[r + GATHER_AHEAD]);
+		uint64_t j = js[r];
+		b->row_ids[i + r] = s->rowid[j];
+		for (size_t c = 0; !rc && c < l->ncols; c++) {
+			const ld_col *col = &l->cols[c];
+			uint64_t from = col->ragged ? s->offsets[c][j] : j;
+			uint64_t items = col->ragged ? s->offsets[c][j + 1] - from : 1;
+			rc = out_put(l, b, c, i + r, s->values[c] + from * col->unit_bytes, items,
+				     err);
+		}
+	}
+	*done = k;
 	return rc;
 }
 
@@ -576,12 +616,15 @@ int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows, const
 			       "has %zu", into_rows, n);
 	ld_out *b = &l->out;
 	int rc = out_begin(l, b, n, into, err);
-	for (size_t i = 0; !rc && i < n; i++) {
+	for (size_t i = 0, done = 1; !rc && i < n; i += done) {
 		uint64_t idx = first + i;
+		done = 1;
 		if (idx >= l->plan.live_rows)
 			rc = batch_put_padding(l, b, i, idx, err);
 		else
-			rc = batch_put(l, b, i, idx, err);
+			rc = batch_put_run(l, b, i, idx, (size_t)(l->plan.live_rows - idx < n - i
+								     ? l->plan.live_rows - idx
+								     : n - i), &done, err);
 	}
 	if (rc)
 		return rc;

@@ -453,30 +453,24 @@ static int raw_part_read(void *ud, size_t i)
 static int read_raw(mt_ckpt *c, const char *okey, const mt_ckpt_tensor_info *t, void *buf,
 		    mt_error *err)
 {
-	size_t len = (size_t)t->bytes, nhdr = mti_zstd_raw_hdr_bytes(len);
-	if (t->stored != nhdr + len)
+	size_t len = (size_t)t->bytes;
+	if (t->stored != mti_zstd_raw_hdr_bytes(len) + len)
 		return 1;
-	size_t niov = 2 * mti_zstd_raw_nblocks(len) + 1;
-	struct iovec *iov = malloc(niov * sizeof *iov);
-	unsigned char *hdr = malloc(nhdr);
-	int rc = iov && hdr ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
-	struct raw_part p = {.s = c->s, .okey = okey, .iov = iov};
-	if (!rc) {
-		mti_zstd_raw_iov(buf, len, hdr, 0, iov);
-		p.nblocks = mti_zstd_raw_nblocks(len);
-		int cpus = mti_ncpus();
-		p.parts = len < RAW_PART_MIN ? 1 : cpus < RAW_PARTS_MAX ? (size_t)cpus : RAW_PARTS_MAX;
-		rc = mti_parallel_for((int)p.parts, p.parts, raw_part_read, &p);
-	}
+	mti_zstd_raw f;
+	if (mti_zstd_raw_layout(buf, len, 0, &f))
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	int cpus = mti_ncpus();
+	struct raw_part p = {.s = c->s, .okey = okey, .iov = f.iov, .nblocks = f.nblocks};
+	p.parts = len < RAW_PART_MIN ? 1 : cpus < RAW_PARTS_MAX ? (size_t)cpus : RAW_PARTS_MAX;
+	int rc = mti_parallel_for((int)p.parts, p.parts, raw_part_read, &p);
 	for (size_t i = 0; rc && i < p.parts; i++)
 		if (p.rc[i] && p.rc[i] != MT_ERANGE) {
 			rc = mti_err_copy(err, &p.errs[i]);
 			break;
 		}
-	if (rc == MT_ERANGE || (!rc && !mti_zstd_raw_hdr_ok(hdr, len)))
+	if (rc == MT_ERANGE || (!rc && !mti_zstd_raw_hdr_ok(f.hdr, len)))
 		rc = 1;
-	free(iov);
-	free(hdr);
+	mti_zstd_raw_free(&f);
 	return rc;
 }
 

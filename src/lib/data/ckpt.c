@@ -130,18 +130,14 @@ static int shape_check(const mt_ckpt_writer *w, const char *key, mt_dtype dtype,
 static int raw_put(mt_ckpt_writer *w, const char *okey, const void *data, size_t nbytes,
 		   size_t *zlen, mt_error *err)
 {
-	size_t niov = 2 * mti_zstd_raw_nblocks(nbytes) + 1, nhdr = mti_zstd_raw_hdr_bytes(nbytes);
-	struct iovec *iov = malloc(niov * sizeof *iov);
-	unsigned char *hdr = malloc(nhdr);
-	int rc = iov && hdr ? 0 : MT_ENOMEM;
-	if (!rc) {
-		/* The gather list only reads the tensor. */
-		mti_zstd_raw_iov((void *)(uintptr_t)data, nbytes, hdr, 1, iov);
-		rc = mti_store_putv(w->s, okey, iov, niov, MT_PUT_NOSYNC, err);
-	}
-	free(iov);
-	free(hdr);
-	*zlen = nhdr + nbytes;
+	mti_zstd_raw f;
+	/* The gather list only reads the tensor. */
+	int rc = mti_zstd_raw_layout((void *)(uintptr_t)data, nbytes, 1, &f);
+	if (rc)
+		return mti_err(err, rc, "out of memory");
+	rc = mti_store_putv(w->s, okey, f.iov, f.niov, MT_PUT_NOSYNC, err);
+	*zlen = f.nhdr + nbytes;
+	mti_zstd_raw_free(&f);
 	return rc;
 }
 

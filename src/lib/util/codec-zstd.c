@@ -120,14 +120,14 @@ int mti_zstd_compress_mt(const void *src, size_t len, int level, int threads, vo
 
 #define RAW_HEAD 14 /* magic, descriptor, window, content size */
 
-size_t mti_zstd_raw_nblocks(size_t len)
+static size_t raw_nblocks(size_t len)
 {
 	return len ? (len + RAW_BLOCK - 1) / RAW_BLOCK : 1;
 }
 
 size_t mti_zstd_raw_hdr_bytes(size_t len)
 {
-	return RAW_HEAD + 3 * mti_zstd_raw_nblocks(len);
+	return RAW_HEAD + 3 * raw_nblocks(len);
 }
 
 /* The frame's headers for len bytes: the frame's, then each block's. */
@@ -137,7 +137,7 @@ static void raw_headers(size_t len, unsigned char *hdr)
 	memcpy(hdr, head, sizeof head);
 	for (int i = 0; i < 8; i++)
 		hdr[6 + i] = (unsigned char)((uint64_t)len >> (8 * i));
-	size_t nblocks = mti_zstd_raw_nblocks(len);
+	size_t nblocks = raw_nblocks(len);
 	unsigned char *q = hdr + RAW_HEAD;
 	for (size_t b = 0; b < nblocks; b++) {
 		size_t n = len - b * RAW_BLOCK < RAW_BLOCK ? len - b * RAW_BLOCK : RAW_BLOCK;
@@ -148,17 +148,34 @@ static void raw_headers(size_t len, unsigned char *hdr)
 	}
 }
 
-void mti_zstd_raw_iov(void *data, size_t len, unsigned char *hdr, int fill, struct iovec *iov)
+int mti_zstd_raw_layout(void *data, size_t len, int fill, mti_zstd_raw *out)
 {
+	*out = (mti_zstd_raw){.nblocks = raw_nblocks(len), .nhdr = mti_zstd_raw_hdr_bytes(len)};
+	out->niov = 2 * out->nblocks + 1;
+	out->iov = malloc(out->niov * sizeof *out->iov);
+	out->hdr = malloc(out->nhdr);
+	if (!out->iov || !out->hdr) {
+		mti_zstd_raw_free(out);
+		return MT_ENOMEM;
+	}
 	if (fill)
-		raw_headers(len, hdr);
-	iov[0] = (struct iovec){hdr, RAW_HEAD};
-	size_t nblocks = mti_zstd_raw_nblocks(len);
-	for (size_t b = 0; b < nblocks; b++) {
+		raw_headers(len, out->hdr);
+	struct iovec *iov = out->iov;
+	iov[0] = (struct iovec){out->hdr, RAW_HEAD};
+	for (size_t b = 0; b < out->nblocks; b++) {
 		size_t n = len - b * RAW_BLOCK < RAW_BLOCK ? len - b * RAW_BLOCK : RAW_BLOCK;
-		iov[1 + 2 * b] = (struct iovec){hdr + RAW_HEAD + 3 * b, 3};
+		iov[1 + 2 * b] = (struct iovec){out->hdr + RAW_HEAD + 3 * b, 3};
 		iov[2 + 2 * b] = (struct iovec){(char *)data + b * RAW_BLOCK, n};
 	}
+	return 0;
+}
+
+void mti_zstd_raw_free(mti_zstd_raw *f)
+{
+	free(f->iov);
+	free(f->hdr);
+	f->iov = NULL;
+	f->hdr = NULL;
 }
 
 int mti_zstd_raw_hdr_ok(const unsigned char *hdr, size_t len)

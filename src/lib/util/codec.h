@@ -34,16 +34,21 @@ MT_LOCAL int mti_zstd_compress_mt(const void *src, size_t len, int level, int th
  * decoder reads it, and writing it costs no compression, for data that
  * does not compress.  It is laid out as a gather list over the data, so a
  * store writes it from (and reads it back into) the caller's buffer
- * without building the frame in memory: mti_zstd_raw_iov fills iov
- * (2 * mti_zstd_raw_nblocks(len) + 1 entries) over data and hdr
- * (mti_zstd_raw_hdr_bytes(len) bytes), writing the headers into hdr
- * with `fill` (to write the frame) and leaving hdr to receive them
- * without (to read one); mti_zstd_raw_hdr_ok then says whether the
- * headers read are exactly those of a raw frame of len bytes. */
-MT_LOCAL size_t mti_zstd_raw_nblocks(size_t len);
+ * without building the frame in memory: mti_zstd_raw_layout allocates
+ * the gather list (niov entries over data and hdr, nblocks blocks),
+ * writing the frame's headers into hdr with `fill` (to write the frame)
+ * and leaving hdr to receive them without (to read one);
+ * mti_zstd_raw_hdr_ok then says whether the headers read are exactly
+ * those of a raw frame of len bytes. */
+typedef struct mti_zstd_raw {
+	struct iovec *iov;
+	size_t niov, nblocks;
+	unsigned char *hdr;
+	size_t nhdr; /* the frame is nhdr + len bytes */
+} mti_zstd_raw;
 MT_LOCAL size_t mti_zstd_raw_hdr_bytes(size_t len);
-MT_LOCAL void mti_zstd_raw_iov(void *data, size_t len, unsigned char *hdr, int fill,
-			      struct iovec *iov);
+MT_LOCAL int mti_zstd_raw_layout(void *data, size_t len, int fill, mti_zstd_raw *out);
+MT_LOCAL void mti_zstd_raw_free(mti_zstd_raw *f);
 MT_LOCAL int mti_zstd_raw_hdr_ok(const unsigned char *hdr, size_t len);
 /* How well src compresses at `level`, as compressed / original bytes of
  * 8 spread samples of 16 KiB (the whole buffer when smaller): a guess that

@@ -45,6 +45,14 @@ MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64
 
 /* Threads each read of r fetches and decodes chunks on (default: CPUs). */
 MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);
+/* Rows [a, b) of fixed-size attribute attr, each chunk's rows handed to fn
+ * as soon as they are decoded (on the reader's threads, in no order): n
+ * rows, the first the read's row number `at` (0 is row a).  The rows go
+ * wherever fn puts them, so a caller that scatters them pays no copy on
+ * top of its own. */
+typedef void (*mti_rows_fn)(void *ud, uint64_t at, uint64_t n, const void *rows);
+MT_LOCAL int mti_reader_read_each(mt_reader *r, size_t attr, uint64_t a, uint64_t b,
+				  mti_rows_fn fn, void *ud, mt_error *err);
 
 /* Current UTC time as RFC 3339 with milliseconds (malloc'ed). */
 MT_LOCAL char *mti_now_rfc3339(void);

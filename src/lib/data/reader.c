@@ -355,7 +355,8 @@ struct job {
 	const mt_index_entry *e;
 	size_t chunk;
 	uint64_t u0, u1;
-	uint8_t *dst;
+	uint8_t *dst; /* NULL: the rows go to jobs.each */
+	uint64_t at;  /* u0's place among the units of the read */
 };
 
 /* Jobs [first, first + n), whose chunks lie in one span of a shard:
@@ -376,6 +377,8 @@ struct run {
 
 struct jobs {
 	mt_reader *r;
+	mti_rows_fn each; /* with dst NULL: where each chunk's rows go */
+	void *each_ud;
 	struct job *v;
 	size_t n, cap;
 	struct run *runs;
@@ -418,8 +421,10 @@ int mt_reader_chunks(mt_reader *r, size_t shard, void (*fn)(void *ud, const mt_c
 	return rc;
 }
 
+/* Jobs for units [u0, u1) of entry e of a shard, going to dst (NULL: to
+ * js->each), the first of them the read's unit number at. */
 static int plan_units(struct jobs *js, size_t shard, const mt_index_entry *e, uint64_t u0,
-		      uint64_t u1, uint8_t *dst)
+		      uint64_t u1, uint8_t *dst, uint64_t at)
 {
 	if (u0 >= u1)
 		return 0;
@@ -428,7 +433,8 @@ static int plan_units(struct jobs *js, size_t shard, const mt_index_entry *e, ui
 		const mt_chunk *k = &e->chunks[c];
 		uint64_t a = u0 > k->first ? u0 : k->first;
 		uint64_t b = u1 < k->first + k->count ? u1 : k->first + k->count;
-		struct job j = {shard, e, c, a, b, dst + (a - u0) * e->unit_bytes};
+		struct job j = {shard, e, c, a, b, dst ? dst + (a - u0) * e->unit_bytes : NULL,
+				at + (a - u0)};
 		if (jobs_add(js, &j))
 			return MT_ENOMEM;
 	}
@@ -549,16 +555,18 @@ static int chunk_fetch(mt_reader *r, const struct job *j, uint8_t *z, mt_error *
 	return rc;
 }
 
-/* Job j's chunk decoded into its rows.  z: the compressed chunk already
- * read and checked (a slice of a run), or NULL to fetch it alone, healed
- * when that is needed. */
-static int job_decode(mt_reader *r, const struct job *j, const uint8_t *z, mt_error *err)
+/* Job j's chunk decoded into its rows, or handed to js->each.  z: the
+ * compressed chunk already read and checked (a slice of a run), or NULL to
+ * fetch it alone, healed when that is needed. */
+static int job_decode(const struct jobs *js, const struct job *j, const uint8_t *z, mt_error *err)
 {
+	mt_reader *r = js->r;
 	const mt_chunk *k = &j->e->chunks[j->chunk];
 	const char *key = r->keys[j->shard];
 	uint8_t *own = z ? NULL : malloc(k->size ? k->size : 1);
 	size_t full = (size_t)(j->e->chunk_units * j->e->unit_bytes);
-	int whole = j->u0 == k->first && j->u1 == k->first + k->count && k->count == j->e->chunk_units;
+	int whole = j->dst && j->u0 == k->first && j->u1 == k->first + k->count &&
+		    k->count == j->e->chunk_units;
 	uint8_t *plain = whole ? j->dst : malloc(full);
 	int rc = 0;
 	if ((!z && !own) || !plain)
@@ -568,9 +576,11 @@ static int job_decode(mt_reader *r, const struct job *j, const uint8_t *z, mt_er
 	if (!rc && mti_zstd_decompress(z, k->size, plain, full, err))
 		rc = mti_err_prefix(err, "%s@%s: shard %zu (%s): %s chunk %zu: ", r->m->dataset,
 				   r->m->version, j->shard, key, j->e->name, j->chunk);
-	if (!rc && !whole)
-		memcpy(j->dst, plain + (j->u0 - k->first) * j->e->unit_bytes,
-		       (size_t)((j->u1 - j->u0) * j->e->unit_bytes));
+	const uint8_t *part = plain + (j->u0 - k->first) * j->e->unit_bytes;
+	if (!rc && !j->dst)
+		js->each(js->each_ud, j->at, j->u1 - j->u0, part);
+	else if (!rc && !whole)
+		memcpy(j->dst, part, (size_t)((j->u1 - j->u0) * j->e->unit_bytes));
 	free(own);
 	if (!whole)
 		free(plain);
@@ -602,7 +612,7 @@ static int run_run(void *ud, size_t i)
 		const uint8_t *z = buf ? buf + (k->offset - u->off) : NULL;
 		if (z && mti_xxh3(z, k->size) != k->xxh3)
 			z = NULL;
-		rc = job_decode(r, j, z, &js->errs[u->first + n]);
+		rc = job_decode(js, j, z, &js->errs[u->first + n]);
 	}
 	free(buf);
 	return rc;
@@ -681,7 +691,7 @@ static int run_jobs(struct jobs *js, mt_error *err)
 	free(js->errs);
 	free(js->runs);
 	free(js->v);
-	*js = (struct jobs){.r = js->r};
+	*js = (struct jobs){.r = js->r, .each = js->each, .each_ud = js->each_ud};
 	return rc;
 }
 
@@ -730,7 +740,7 @@ static int ragged_offsets(mt_reader *r, size_t attr, uint64_t a, uint64_t b, uin
 			break;
 		const mt_index_entry *e;
 		rc = entry_of(r, s, name, "/offsets", &e, err);
-		if (!rc && plan_units(&js, s, e, la, lb + 1, (uint8_t *)dst))
+		if (!rc && plan_units(&js, s, e, la, lb + 1, (uint8_t *)dst, 0))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		dst += lb - la + 1;
 	}
@@ -786,9 +796,12 @@ int mt_reader_ragged_lengths(mt_reader *r, size_t attr, uint64_t a, uint64_t b,
 	return rc;
 }
 
-int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf, size_t cap,
-		   mt_error *err)
+/* Rows [a, b) of attr into buf (cap bytes), or, with buf NULL, each
+ * chunk's rows handed to js->each as they are decoded. */
+static int read_rows(struct jobs js, size_t attr, uint64_t a, uint64_t b, void *buf, size_t cap,
+		     mt_error *err)
 {
+	mt_reader *r = js.r;
 	int rc = check_range(r, attr, a, b, err);
 	if (rc)
 		return rc;
@@ -817,13 +830,13 @@ int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf,
 	} else {
 		need = (b - a) * unit;
 	}
-	if (!rc && need > cap)
+	if (!rc && buf && need > cap)
 		rc = mti_err(err, MT_ERANGE, "%s@%s: %s rows %llu:%llu need %llu bytes, buffer "
 			    "holds %zu", r->m->dataset, r->m->version, at->name,
 			    (unsigned long long)a, (unsigned long long)b,
 			    (unsigned long long)need, cap);
-	struct jobs js = {.r = r};
 	uint8_t *dst = buf;
+	uint64_t done = 0;
 	const uint64_t *o = offs;
 	for (size_t s = shard_of(r->m, a); !rc && a < b && s < r->m->nshards; s++) {
 		const mt_mshard *sh = &r->m->shards[s];
@@ -837,9 +850,11 @@ int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf,
 		if (!rc && (e->unit_bytes != unit || u1 > e->units))
 			rc = mti_err(err, MT_ECORRUPT, "%s: '%s' does not match the manifest",
 				    r->keys[s], e->name);
-		if (!rc && plan_units(&js, s, e, u0, u1, dst))
+		if (!rc && plan_units(&js, s, e, u0, u1, dst, done))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
-		dst += (u1 - u0) * unit;
+		if (dst)
+			dst += (u1 - u0) * unit;
+		done += u1 - u0;
 		if (at->ragged)
 			o += lb - la + 1;
 	}
@@ -849,6 +864,24 @@ int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf,
 		return rc;
 	}
 	return run_jobs(&js, err);
+}
+
+int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf, size_t cap,
+		   mt_error *err)
+{
+	uint8_t none;
+	/* A read of no bytes still needs a buffer to tell it from the callback form. */
+	return read_rows((struct jobs){.r = r}, attr, a, b, buf ? buf : &none, buf ? cap : 0, err);
+}
+
+int mti_reader_read_each(mt_reader *r, size_t attr, uint64_t a, uint64_t b, mti_rows_fn fn,
+			 void *ud, mt_error *err)
+{
+	if (attr < r->m->nattrs && r->m->attrs[attr].ragged)
+		return mti_err(err, MT_EINVAL, "%s@%s: attribute %s is ragged", r->m->dataset,
+			      r->m->version, r->m->attrs[attr].name);
+	return read_rows((struct jobs){.r = r, .each = fn, .each_ud = ud}, attr, a, b, NULL, 0,
+			 err);
 }
 
 void mt_reader_stats(const mt_reader *r, mt_read_stats *out)

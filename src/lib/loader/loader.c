@@ -33,14 +33,18 @@ typedef struct ld_col {
 enum { SLOT_EMPTY, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
 
 /* A window's rows, decoded: rowid[j] for the j-th row in unit order,
- * perm[i] the unit-order index of the i-th row of the window's sequence.
- * Buffers outlive the window they hold: the next one reuses them, since
- * fresh multi-MiB allocations fault every page in again. */
+ * perm[i] the unit-order index of the i-th row of the window's sequence,
+ * inv its inverse and seqid[i] = rowid[perm[i]].  Fixed-size columns hold
+ * their rows in sequence order (the decoders put each row in its place),
+ * so a batch is a run of them; ragged columns stay in unit order, found
+ * through perm and offsets.  Buffers outlive the window they hold: the
+ * next one reuses them, since fresh multi-MiB allocations fault every page
+ * in again. */
 typedef struct ld_slot {
 	int state;
 	size_t index; /* into the plan's rank_windows */
 	uint64_t rows;
-	uint64_t *rowid, *perm;
+	uint64_t *rowid, *perm, *inv, *seqid;
 	uint64_t rows_cap;
 	uint8_t **values;
 	size_t *values_cap;
@@ -69,6 +73,8 @@ typedef struct ld_out {
 	size_t *data_cap;
 	uint64_t **offsets;
 	uint8_t **put; /* where this batch's fixed-size values go: data[c], or the caller's */
+	const uint8_t **view;    /* a fixed-size column handed out in place: its rows */
+	const uint64_t *view_ids; /* and their row numbers, in the window */
 } ld_out;
 
 struct mt_loader {
@@ -92,6 +98,8 @@ static void slot_free(mt_loader *l, ld_slot *s)
 {
 	free(s->rowid);
 	free(s->perm);
+	free(s->inv);
+	free(s->seqid);
 	for (size_t c = 0; c < l->ncols; c++) {
 		if (s->values)
 			free(s->values[c]);
@@ -141,13 +149,17 @@ static int slot_reserve(mt_loader *l, ld_slot *s, uint64_t n)
 	if (n > s->rows_cap) {
 		free(s->rowid);
 		free(s->perm);
+		free(s->inv);
+		free(s->seqid);
 		for (size_t c = 0; c < l->ncols; c++) {
 			free(s->offsets[c]);
 			s->offsets[c] = NULL;
 		}
 		s->rowid = malloc(n * sizeof *s->rowid);
 		s->perm = malloc(n * sizeof *s->perm);
-		s->rows_cap = s->rowid && s->perm ? n : 0;
+		s->inv = malloc(n * sizeof *s->inv);
+		s->seqid = malloc(n * sizeof *s->seqid);
+		s->rows_cap = s->rowid && s->perm && s->inv && s->seqid ? n : 0;
 		if (!s->rows_cap)
 			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	}
@@ -169,6 +181,23 @@ typedef struct unit_jobs {
 	mt_error *errs;
 } unit_jobs;
 
+/* A unit's decoded rows to their places in the window's sequence: row k
+ * of the unit (the window's unit-order row `at` + k) to inv[k]. */
+struct scatter {
+	uint8_t *base;
+	size_t unit_bytes;
+	const uint64_t *inv; /* from the unit's first row */
+};
+
+static void scatter_rows(void *ud, uint64_t at, uint64_t n, const void *rows)
+{
+	const struct scatter *sc = ud;
+	const uint8_t *src = rows;
+	for (uint64_t k = 0; k < n; k++)
+		memcpy(sc->base + sc->inv[at + k] * sc->unit_bytes, src + k * sc->unit_bytes,
+		       sc->unit_bytes);
+}
+
 /* Job i: column i % ncols of unit i / ncols. */
 static int unit_job(void *ud, size_t i)
 {
@@ -186,8 +215,12 @@ static int unit_job(void *ud, size_t i)
 	}
 	if (j->pass != 1)
 		return 0;
-	uint64_t from = col->ragged ? s->offsets[c][at] : at;
-	uint64_t to = col->ragged ? s->offsets[c][at + un->rows] : at + un->rows;
+	if (!col->ragged) {
+		struct scatter sc = {s->values[c], col->unit_bytes, s->inv + at};
+		return mti_reader_read_each(l->reader, col->attr, a, b, scatter_rows, &sc,
+					    &j->errs[i]);
+	}
+	uint64_t from = s->offsets[c][at], to = s->offsets[c][at + un->rows];
 	return mt_reader_read(l->reader, col->attr, a, b, s->values[c] + from * col->unit_bytes,
 			      (size_t)((to - from) * col->unit_bytes), &j->errs[i]);
 }
@@ -268,6 +301,10 @@ static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 		return rc;
 	mti_plan_window_rowids(&l->plan, w, s->rowid);
 	mti_plan_window_perm(&l->plan, w, s->perm, n);
+	for (uint64_t i = 0; i < n; i++) {
+		s->inv[s->perm[i]] = i;
+		s->seqid[i] = s->rowid[s->perm[i]];
+	}
 	return slot_read(l, s, w);
 }
 
@@ -387,6 +424,7 @@ static void out_free(mt_loader *l, ld_out *b)
 	free(b->data_cap);
 	free(b->offsets);
 	free(b->put);
+	free(b->view);
 	free(b->cols);
 	free(b->row_ids);
 	memset(b, 0, sizeof *b);
@@ -401,7 +439,8 @@ static int out_reserve(mt_loader *l, ld_out *b, size_t n, const size_t *bytes, m
 		b->data_cap = calloc(l->ncols ? l->ncols : 1, sizeof *b->data_cap);
 		b->offsets = calloc(l->ncols ? l->ncols : 1, sizeof *b->offsets);
 		b->put = calloc(l->ncols ? l->ncols : 1, sizeof *b->put);
-		if (!b->cols || !b->data || !b->data_cap || !b->offsets || !b->put)
+		b->view = calloc(l->ncols ? l->ncols : 1, sizeof *b->view);
+		if (!b->cols || !b->data || !b->data_cap || !b->offsets || !b->put || !b->view)
 			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	}
 	/* At least one row: a batch of none still has offsets[0] for its ragged columns. */
@@ -505,9 +544,11 @@ static int out_begin(mt_loader *l, ld_out *b, size_t n, void *const *into, mt_er
 	free(bytes);
 	for (size_t c = 0; !rc && c < l->ncols; c++) {
 		b->put[c] = into && into[c] && !l->cols[c].ragged ? into[c] : b->data[c];
+		b->view[c] = NULL;
 		if (l->cols[c].ragged)
 			b->offsets[c][0] = 0;
 	}
+	b->view_ids = NULL;
 	return rc;
 }
 
@@ -516,13 +557,14 @@ static void out_end(mt_loader *l, ld_out *b, size_t n)
 	for (size_t c = 0; c < l->ncols; c++) {
 		const ld_col *col = &l->cols[c];
 		b->cols[c] = (mt_batch_col){
-			.data = col->ragged ? b->data[c] : b->put[c],
+			.data = col->ragged ? b->data[c] : b->view[c] ? b->view[c] : b->put[c],
 			.bytes = col->ragged ? (size_t)(b->offsets[c][n] * col->unit_bytes)
 					     : n * col->unit_bytes,
 			.offsets = col->ragged ? b->offsets[c] : NULL,
 		};
 	}
 	b->batch.rows = n;
+	b->batch.row_ids = b->view_ids ? b->view_ids : b->row_ids;
 }
 
 /* Row i of the batch from share index idx past the live rows: padding, a
@@ -537,31 +579,13 @@ static int batch_put_padding(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt
 	return out_put_direct(l, b, i, row, err);
 }
 
-/* Rows looked up at a time by batch_put_run, and how far ahead of the copy
- * a row's first bytes are prefetched: a window is read at random, so each
- * row's copy would otherwise start with a wait on memory. */
-#define GATHER_ROWS 64
-#define GATHER_AHEAD 4
-#define GATHER_PREFETCH 1024
-
-static void gather_prefetch(const mt_loader *l, const ld_slot *s, uint64_t j)
-{
-	for (size_t c = 0; c < l->ncols; c++) {
-		const ld_col *col = &l->cols[c];
-		if (col->ragged)
-			continue;
-		const uint8_t *src = s->values[c] + j * col->unit_bytes;
-		size_t n = col->unit_bytes < GATHER_PREFETCH ? col->unit_bytes : GATHER_PREFETCH;
-		for (size_t off = 0; off < n; off += 64)
-			__builtin_prefetch(src + off);
-	}
-}
-
 /* Rows i.. of the batch from share indexes idx.., as many of the next n as
- * lie in one window (at most GATHER_ROWS): *done says how many.  A batch's
- * positions only grow, so its rows of one window are consecutive. */
+ * lie at consecutive positions of one window: *done says how many.  Their
+ * fixed-size values are one run in the window, copied at once, or, when
+ * they are the whole batch and the loader owns its buffers (no `alloc`),
+ * handed out in place. */
 static int batch_put_run(mt_loader *l, ld_out *b, size_t i, uint64_t idx, size_t n,
-			 size_t *done, mt_error *err)
+			 size_t batch_rows, size_t *done, mt_error *err)
 {
 	uint64_t pos = mti_plan_position(&l->plan, idx);
 	size_t w = mti_plan_window_of(&l->plan, pos);
@@ -570,27 +594,26 @@ static int batch_put_run(mt_loader *l, ld_out *b, size_t i, uint64_t idx, size_t
 	if (rc)
 		return rc;
 	uint64_t start = l->plan.window_start[w], end = l->plan.window_start[w + 1];
-	uint64_t js[GATHER_ROWS];
-	size_t k = 0;
-	for (; k < n && k < GATHER_ROWS; k++) {
-		uint64_t p = k ? mti_plan_position(&l->plan, idx + k) : pos;
-		if (p < start || p >= end)
-			break;
-		js[k] = s->perm[p - start];
-	}
-	for (size_t r = 0; r < k && r < GATHER_AHEAD; r++)
-		gather_prefetch(l, s, js[r]);
-	for (size_t r = 0; !rc && r < k; r++) {
-		if (r + GATHER_AHEAD < k)
-			gather_prefetch(l, s, js[r + GATHER_AHEAD]);
-		uint64_t j = js[r];
-		b->row_ids[i + r] = s->rowid[j];
-		for (size_t c = 0; !rc && c < l->ncols; c++) {
-			const ld_col *col = &l->cols[c];
-			uint64_t from = col->ragged ? s->offsets[c][j] : j;
-			uint64_t items = col->ragged ? s->offsets[c][j + 1] - from : 1;
-			rc = out_put(l, b, c, i + r, s->values[c] + from * col->unit_bytes, items,
-				     err);
+	size_t k = 1;
+	while (k < n && pos + k < end && mti_plan_position(&l->plan, idx + k) == pos + k)
+		k++;
+	uint64_t at = pos - start;
+	int in_place = i == 0 && k == batch_rows && !l->opts.alloc;
+	if (in_place)
+		b->view_ids = s->seqid + at;
+	else
+		memcpy(b->row_ids + i, s->seqid + at, k * sizeof *b->row_ids);
+	for (size_t c = 0; !rc && c < l->ncols; c++) {
+		const ld_col *col = &l->cols[c];
+		const uint8_t *src = s->values[c] + at * col->unit_bytes;
+		if (!col->ragged && in_place && b->put[c] == b->data[c])
+			b->view[c] = src;
+		else if (!col->ragged)
+			memcpy(b->put[c] + i * col->unit_bytes, src, k * col->unit_bytes);
+		for (size_t r = 0; !rc && col->ragged && r < k; r++) {
+			uint64_t j = s->perm[at + r], from = s->offsets[c][j];
+			rc = out_put(l, b, c, i + r, s->values[c] + from * col->unit_bytes,
+				     s->offsets[c][j + 1] - from, err);
 		}
 	}
 	*done = k;
@@ -624,7 +647,7 @@ int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows, const
 		else
 			rc = batch_put_run(l, b, i, idx, (size_t)(l->plan.live_rows - idx < n - i
 								     ? l->plan.live_rows - idx
-								     : n - i), &done, err);
+								     : n - i), n, &done, err);
 	}
 	if (rc)
 		return rc;

@@ -135,9 +135,18 @@ static int grow(void **p, size_t *cap, size_t n)
 }
 
 /* Room in s for a window of n rows: row numbers, order, ragged offsets. */
+/* Rows a window may hold: slots are sized for that at once, so that the
+ * windows of later epochs, shuffled into other sizes, reuse their pages. */
+static uint64_t window_cap(const mt_loader *l, uint64_t n)
+{
+	uint64_t cap = l->plan.window_rows < l->plan.rows ? l->plan.window_rows : l->plan.rows;
+	return n > cap ? n : cap;
+}
+
 static int slot_reserve(mt_loader *l, ld_slot *s, uint64_t n)
 {
 	mt_error *err = &s->err;
+	n = window_cap(l, n);
 	size_t ncols = l->ncols ? l->ncols : 1;
 	if (!s->values) {
 		s->values = calloc(ncols, sizeof *s->values);
@@ -230,7 +239,7 @@ static int slot_size_values(mt_loader *l, ld_slot *s)
 {
 	for (size_t c = 0; c < l->ncols; c++) {
 		const ld_col *col = &l->cols[c];
-		uint64_t total = s->rows;
+		uint64_t total = window_cap(l, s->rows);
 		if (col->ragged) {
 			uint64_t *offs = s->offsets[c];
 			offs[0] = 0;

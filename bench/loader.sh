@@ -63,6 +63,9 @@ for r in $(seq "$RUNS"); do
 	for ds in small large; do
 		a=${ATTRS[$ds]} b=${BATCH[$ds]} w=${WINDOW[$ds]}
 		echo "$ds loader $("$EPOCH" "$DIR/store" $ds $a $b 1 $BUDGET "$THREADS" "$w")" >> "$res"
+		# The steady state of a training run: the third epoch of one process, its window
+		# buffers faulted in by the two before (as the limit's buffer is), no open.
+		echo "$ds loader3 $(LOADER_EPOCHS=3 "$EPOCH" "$DIR/store" $ds $a $b 1 $BUDGET "$THREADS" "$w" | awk '{ $5 = 0; print }')" >> "$res"
 		for who in h5py torch limit; do
 			echo "$ds $who $("$PY" "$here/loader-baselines.py" $who "$DIR/store" $ds $a $b "$w" 1 "$THREADS")" >> "$res"
 		done
@@ -78,14 +81,16 @@ for line in open(sys.argv[1]):
     # loader-epoch times its open apart ("rows bytes epoch rss open"): the sum, as for the others.
     secs = float(secs) + (float(rss[1]) if len(rss) > 1 else 0)
     runs.setdefault((ds, who), []).append((int(rows), int(nbytes), secs, rss))
-label = {"loader": "matorage loader (C, %s)", "h5py": "h5py + numpy, same windowed shuffle",
+label = {"loader": "matorage loader (C, %s)",
+         "loader3": "matorage loader, 3rd epoch of one process (window buffers warm, no open)",
+         "h5py": "h5py + numpy, same windowed shuffle",
          "torch": "torch IterableDataset, same shuffle, 2 DataLoader workers",
          "limit": "limit: zstd decode of the same frames, 2 threads, no shuffle/copy/check"}
 print(f"| data | contender | epoch s, median (min–max) of {sys.argv[2]} | rows/s (median) | decoded MB/s (median) | loader's time / this |")
 print("|---|---|---|---|---|---|")
 for ds in ("small", "large"):
     lmed = statistics.median(s for _, _, s, _ in runs[(ds, "loader")])
-    for who in ("loader", "h5py", "torch", "limit"):
+    for who in ("loader", "loader3", "h5py", "torch", "limit"):
         v = runs[(ds, who)]
         secs = [s for _, _, s, _ in v]
         med = statistics.median(secs)

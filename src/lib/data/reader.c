@@ -563,11 +563,12 @@ static int job_decode(const struct jobs *js, const struct job *j, const uint8_t 
 	mt_reader *r = js->r;
 	const mt_chunk *k = &j->e->chunks[j->chunk];
 	const char *key = r->keys[j->shard];
-	uint8_t *own = z ? NULL : malloc(k->size ? k->size : 1);
+	/* Both buffers are the thread's own, reused chunk after chunk. */
+	uint8_t *own = z ? NULL : mti_thread_scratch(0, (size_t)k->size);
 	size_t full = (size_t)(j->e->chunk_units * j->e->unit_bytes);
 	int whole = j->dst && j->u0 == k->first && j->u1 == k->first + k->count &&
 		    k->count == j->e->chunk_units;
-	uint8_t *plain = whole ? j->dst : malloc(full);
+	uint8_t *plain = whole ? j->dst : mti_thread_scratch(1, full);
 	int rc = 0;
 	if ((!z && !own) || !plain)
 		rc = mti_err(err, MT_ENOMEM, "%s: out of memory", key);
@@ -581,9 +582,6 @@ static int job_decode(const struct jobs *js, const struct job *j, const uint8_t 
 		js->each(js->each_ud, j->at, j->u1 - j->u0, part);
 	else if (!rc && !whole)
 		memcpy(j->dst, part, (size_t)((j->u1 - j->u0) * j->e->unit_bytes));
-	free(own);
-	if (!whole)
-		free(plain);
 	return rc;
 }
 

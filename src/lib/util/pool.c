@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 struct job_set {
 	int (*fn)(void *ud, size_t i);
@@ -49,4 +50,50 @@ int mti_parallel_for(int threads, size_t n, int (*fn)(void *ud, size_t i), void 
 	for (int t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
 	return atomic_load(&js.rc);
+}
+
+/* ---- per-thread scratch buffers ---------------------------------------- */
+
+struct scratch {
+	void *p[MTI_SCRATCH_SLOTS];
+	size_t cap[MTI_SCRATCH_SLOTS];
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_ok;
+
+static void scratch_free(void *v)
+{
+	struct scratch *s = v;
+	for (int i = 0; i < MTI_SCRATCH_SLOTS; i++)
+		free(s->p[i]);
+	free(s);
+}
+
+static void scratch_init(void)
+{
+	scratch_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+void *mti_thread_scratch(int slot, size_t n)
+{
+	pthread_once(&scratch_once, scratch_init);
+	if (!scratch_ok || slot < 0 || slot >= MTI_SCRATCH_SLOTS)
+		return NULL;
+	struct scratch *s = pthread_getspecific(scratch_key);
+	if (!s) {
+		if (!(s = calloc(1, sizeof *s)))
+			return NULL;
+		if (pthread_setspecific(scratch_key, s)) {
+			free(s);
+			return NULL;
+		}
+	}
+	if (n > s->cap[slot] || !s->p[slot]) {
+		free(s->p[slot]);
+		s->p[slot] = malloc(n ? n : 1);
+		s->cap[slot] = s->p[slot] ? n : 0;
+	}
+	return s->p[slot];
 }

@@ -11,4 +11,12 @@ typedef struct mt_pool mt_pool;
  * job returned (later jobs are skipped once one fails), else 0. */
 MT_LOCAL int mti_parallel_for(int threads, size_t n, int (*fn)(void *ud, size_t i), void *ud);
 
+/* A buffer of at least n bytes that belongs to the calling thread, one per
+ * slot (0 to MTI_SCRATCH_SLOTS - 1): kept for the thread's next call, freed
+ * when the thread ends; contents not kept when it grows.  For buffers a
+ * job needs per chunk: a fresh malloc of a MiB each time is handed back to
+ * the kernel on free and faults in again.  NULL when out of memory. */
+#define MTI_SCRATCH_SLOTS 2
+MT_LOCAL void *mti_thread_scratch(int slot, size_t n);
+
 #endif

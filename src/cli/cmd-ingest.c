@@ -14,7 +14,8 @@
 
 static const struct cli_option ingest_options[] = {
 	{ "attr", 0, "NAME=DTYPE[:SHAPE]", "an attribute of each record, in order (SHAPE: 3 or "
-	  "28x28; none: a scalar); give one per attribute" },
+	  "28x28; none: a scalar; * or *x3: ragged, any number of items per record, each a "
+	  "scalar or of shape 3); give one per attribute" },
 	{ "format", 0, "FORMAT", "jsonl (default), csv or npy" },
 	{ "commit-rows", 0, "N", "commit once N rows wait (default 100000)" },
 	{ "commit-secs", 0, "T", "commit once the oldest waiting row has waited T seconds "
@@ -49,8 +50,11 @@ struct ingest_in {
 struct ingest_col {
 	uint8_t *data;
 	size_t len, cap;
-	size_t row_bytes;
+	size_t row_bytes; /* a row's, or a ragged attribute's item's */
 	uint8_t *row; /* one record's row while it is parsed */
+	int ragged;   /* data holds items back to back, lens each row's count */
+	uint64_t *lens;
+	size_t nlens, lcap;
 };
 
 struct ingest;
@@ -143,8 +147,12 @@ static void ingest_free(struct ingest *g)
 			free(g->cols[i].data);
 			free(g->cols[i].row);
 		}
-		if (g->job.cols)
+		if (g->cols)
+			free(g->cols[i].lens);
+		if (g->job.cols) {
 			free(g->job.cols[i].data);
+			free(g->job.cols[i].lens);
+		}
 	}
 	free(g->job.cols);
 	free(g->names);
@@ -177,6 +185,7 @@ static int ingest_parse_attrs(const struct cli_args *a, struct ingest *g)
 	g->rows = app_xcalloc(g->nattrs, sizeof *g->rows);
 	for (size_t i = 0; i < g->nattrs; i++) {
 		g->cols[i].row_bytes = app_records_row_bytes(g->rec, i);
+		g->cols[i].ragged = g->attrs[i].ragged;
 		g->cols[i].row = app_xmalloc(g->cols[i].row_bytes ? g->cols[i].row_bytes : 1);
 		g->rows[i] = g->cols[i].row;
 	}
@@ -194,6 +203,12 @@ static int ingest_parse_format(const struct cli_args *a, struct ingest *g)
 		g->format = FMT_NPY;
 	else
 		return cli_usage_error(a->cmd, "--format %s: jsonl, csv or npy", f);
+	/* A frame is an array of whole rows: ragged rows have no .npy shape. */
+	for (size_t i = 0; g->format == FMT_NPY && i < g->nattrs; i++)
+		if (g->attrs[i].ragged)
+			return cli_usage_error(a->cmd, "--format npy: attribute %s is ragged; .npy "
+					       "frames carry fixed-shape rows (send jsonl or csv)",
+					       g->names[i]);
 	return 0;
 }
 
@@ -236,6 +251,43 @@ static void ingest_col_add(struct ingest_col *c, const void *src, size_t bytes)
 	c->len += bytes;
 }
 
+/* Lengths of n more ragged rows. */
+static void ingest_col_lens(struct ingest_col *c, const uint64_t *lens, size_t n)
+{
+	if (c->nlens + n > c->lcap) {
+		size_t cap = c->lcap ? c->lcap : 1024;
+		while (cap < c->nlens + n)
+			cap *= 2;
+		c->lens = app_xreallocarray(c->lens, cap, sizeof *c->lens);
+		c->lcap = cap;
+	}
+	memcpy(c->lens + c->nlens, lens, n * sizeof *lens);
+	c->nlens += n;
+}
+
+/* The bytes the first `rows` waiting rows take. */
+static size_t ingest_col_upto(const struct ingest_col *c, uint64_t rows)
+{
+	if (!c->ragged)
+		return (size_t)rows * c->row_bytes;
+	uint64_t items = 0;
+	for (uint64_t r = 0; r < rows; r++)
+		items += c->lens[r];
+	return (size_t)items * c->row_bytes;
+}
+
+/* Drop the first `rows` waiting rows (committed, or already in a version). */
+static void ingest_col_drop(struct ingest_col *c, uint64_t rows)
+{
+	size_t bytes = ingest_col_upto(c, rows);
+	memmove(c->data, c->data + bytes, c->len - bytes);
+	c->len -= bytes;
+	if (c->ragged) {
+		memmove(c->lens, c->lens + rows, (c->nlens - (size_t)rows) * sizeof *c->lens);
+		c->nlens -= (size_t)rows;
+	}
+}
+
 /* One try: a writer appending to the latest version (or creating v1 of an empty
  * dataset), the waiting rows, the commit. */
 static int ingest_commit_once(struct ingest *g, struct ingest_col *cols, uint64_t rows,
@@ -255,12 +307,16 @@ static int ingest_commit_once(struct ingest *g, struct ingest_col *cols, uint64_
 		o.ntags = 1;
 	}
 	const void **data = app_xcalloc(g->nattrs, sizeof *data);
-	for (size_t i = 0; i < g->nattrs; i++)
+	const uint64_t **lens = app_xcalloc(g->nattrs, sizeof *lens);
+	for (size_t i = 0; i < g->nattrs; i++) {
 		data[i] = cols[i].data;
+		lens[i] = cols[i].lens;
+	}
 	mt_writer *w = NULL;
 	int rc = mt_writer_open(g->s, g->dataset, g->attrs, g->nattrs, &o, &w, err);
 	if (!rc)
-		rc = mt_writer_append(w, rows, data, NULL, err);
+		rc = mt_writer_append(w, rows, data, lens, err);
+	free(lens);
 	if (!rc)
 		rc = mt_writer_commit(w, version, cap, err);
 	mt_writer_close(w);
@@ -274,10 +330,14 @@ static int ingest_spool_flush(struct ingest *g)
 	if (!g->spool || g->pending == g->spooled)
 		return 0;
 	const uint8_t **cols = app_xcalloc(g->nattrs, sizeof *cols);
-	for (size_t i = 0; i < g->nattrs; i++)
-		cols[i] = g->cols[i].data + (size_t)g->spooled * g->cols[i].row_bytes;
-	int rc = cli_spool_append(g->spool, g->pending - g->spooled, cols);
+	const uint64_t **lens = app_xcalloc(g->nattrs, sizeof *lens);
+	for (size_t i = 0; i < g->nattrs; i++) {
+		cols[i] = g->cols[i].data + ingest_col_upto(&g->cols[i], g->spooled);
+		lens[i] = g->cols[i].ragged ? g->cols[i].lens + g->spooled : NULL;
+	}
+	int rc = cli_spool_append(g->spool, g->pending - g->spooled, cols, lens);
 	free(cols);
+	free(lens);
 	if (!rc)
 		g->spooled = g->pending;
 	return rc;
@@ -328,12 +388,8 @@ static int ingest_spool_settle(struct ingest *g, mt_error *err)
 	int rc = ingest_spool_scan(g, &end, &version, err);
 	if (!rc && end > noted) {
 		uint64_t drop = end - noted < g->pending ? end - noted : g->pending;
-		for (size_t i = 0; i < g->nattrs; i++) {
-			struct ingest_col *c = &g->cols[i];
-			size_t bytes = (size_t)drop * c->row_bytes;
-			memmove(c->data, c->data + bytes, c->len - bytes);
-			c->len -= bytes;
-		}
+		for (size_t i = 0; i < g->nattrs; i++)
+			ingest_col_drop(&g->cols[i], drop);
 		g->pending -= drop;
 		g->spooled -= drop;
 		if (!g->ctx->quiet)
@@ -464,17 +520,24 @@ static int ingest_commit_async(struct ingest *g)
 		j->cols = app_xcalloc(g->nattrs, sizeof *j->cols);
 	for (size_t i = 0; i < g->nattrs; i++) {
 		struct ingest_col *c = &g->cols[i], *b = &j->cols[i], t = *b;
-		size_t done = (size_t)g->pending * c->row_bytes;
+		size_t done = ingest_col_upto(c, g->pending);
 		b->data = c->data;
 		b->cap = c->cap;
 		b->len = done;
 		c->data = t.data;
 		c->cap = t.cap;
-		/* Frames of an npy batch still coming stay, after the committed rows. */
+		/* Frames of an npy batch still coming stay, after the committed rows
+		 * (only fixed attributes come as frames). */
 		size_t left = c->len - done;
 		c->len = 0;
 		if (left)
 			ingest_col_add(c, b->data + done, left);
+		b->lens = c->lens;
+		b->lcap = c->lcap;
+		b->nlens = c->nlens;
+		c->lens = t.lens;
+		c->lcap = t.lcap;
+		c->nlens = 0;
 	}
 	j->g = g;
 	j->rows = g->pending;
@@ -525,12 +588,8 @@ static int ingest_commit(struct ingest *g)
 	ingest_wrote(g, version);
 	g->versions++;
 	/* Frames of an npy batch still coming stay, after the committed rows. */
-	for (size_t i = 0; i < g->nattrs; i++) {
-		struct ingest_col *c = &g->cols[i];
-		size_t done = (size_t)g->pending * c->row_bytes;
-		memmove(c->data, c->data + done, c->len - done);
-		c->len -= done;
-	}
+	for (size_t i = 0; i < g->nattrs; i++)
+		ingest_col_drop(&g->cols[i], g->pending);
 	g->pending = 0;
 	g->spooled = 0;
 	if (g->k) {
@@ -567,6 +626,24 @@ static int ingest_bad(struct ingest *g, const char *what, uint64_t where, const 
 	return 0;
 }
 
+/* The record just parsed joins the waiting rows. */
+static void ingest_record(struct ingest *g)
+{
+	for (size_t i = 0; i < g->nattrs; i++) {
+		struct ingest_col *c = &g->cols[i];
+		if (!c->ragged) {
+			ingest_col_add(c, g->rows[i], c->row_bytes);
+			continue;
+		}
+		uint64_t items;
+		const void *p = app_records_ragged(g->rec, i, &items);
+		if (items)
+			ingest_col_add(c, p, (size_t)items * c->row_bytes);
+		ingest_col_lens(c, &items, 1);
+	}
+	ingest_rows_added(g, 1);
+}
+
 /* One line of text: the CSV header, or a record. */
 static int ingest_line(struct ingest *g, const char *line, size_t len)
 {
@@ -590,9 +667,7 @@ static int ingest_line(struct ingest *g, const char *line, size_t len)
 		if (bad) {
 			rc = ingest_bad(g, "line", g->line, why);
 		} else {
-			for (size_t i = 0; i < g->nattrs; i++)
-				ingest_col_add(&g->cols[i], rows[i], g->cols[i].row_bytes);
-			ingest_rows_added(g, 1);
+			ingest_record(g);
 		}
 	}
 	return rc;
@@ -821,11 +896,23 @@ static int ingest_finish(struct ingest *g)
 	return rc;
 }
 
-static void ingest_replay_rows(void *ud, uint64_t rows, const uint8_t *const *cols)
+static void ingest_replay_rows(void *ud, uint64_t rows, const uint8_t *const *cols,
+			       const uint64_t *const *lens)
 {
 	struct ingest *g = ud;
-	for (size_t i = 0; i < g->nattrs; i++)
-		ingest_col_add(&g->cols[i], cols[i], (size_t)rows * g->cols[i].row_bytes);
+	for (size_t i = 0; i < g->nattrs; i++) {
+		struct ingest_col *c = &g->cols[i];
+		size_t bytes = (size_t)rows * c->row_bytes;
+		if (c->ragged) {
+			uint64_t items = 0;
+			for (uint64_t r = 0; r < rows; r++)
+				items += lens[i][r];
+			bytes = (size_t)items * c->row_bytes;
+			ingest_col_lens(c, lens[i], (size_t)rows);
+		}
+		if (bytes)
+			ingest_col_add(c, cols[i], bytes);
+	}
 	ingest_rows_added(g, rows);
 	g->spooled = g->pending;
 }
@@ -837,6 +924,7 @@ static int ingest_spool_start(struct ingest *g)
 {
 	char *layout = NULL;
 	size_t *row_bytes = app_xcalloc(g->nattrs, sizeof *row_bytes);
+	int *ragged = app_xcalloc(g->nattrs, sizeof *ragged);
 	for (size_t i = 0; i < g->nattrs; i++) {
 		char shape[96];
 		char *l = app_xasprintf("%s%s%s=%s%s", layout ? layout : "", layout ? "," : "",
@@ -845,10 +933,13 @@ static int ingest_spool_start(struct ingest *g)
 		free(layout);
 		layout = l;
 		row_bytes[i] = g->cols[i].row_bytes;
+		ragged[i] = g->cols[i].ragged;
 	}
-	int rc = cli_spool_open(g->spool_dir, g->dataset, layout, g->nattrs, row_bytes, &g->spool);
+	int rc = cli_spool_open(g->spool_dir, g->dataset, layout, g->nattrs, row_bytes, ragged,
+				&g->spool);
 	free(layout);
 	free(row_bytes);
+	free(ragged);
 	if (rc)
 		return rc;
 	uint64_t from = cli_spool_committed(g->spool), end = cli_spool_end(g->spool);

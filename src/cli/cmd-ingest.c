@@ -104,8 +104,10 @@ struct ingest {
 	char **written;      /* the versions this run made (commits, compactions), for the catalog */
 	size_t nwritten;
 	size_t frame_attr;   /* npy: the attribute the next frame is for */
+	int frame_items;     /* npy: the next frame is a ragged attribute's items (else its lengths) */
 	size_t skip_frames;  /* npy: frames left of a batch --skip-bad dropped */
 	uint64_t frame_rows; /* npy: rows of this batch's first frame */
+	uint64_t frame_total; /* npy: items the ragged attribute's lengths frame announced */
 	uint64_t compact_every; /* versions between compactions; 0: none */
 	int async;           /* commits run beside the parsing: job */
 	struct ingest_job job;
@@ -203,12 +205,6 @@ static int ingest_parse_format(const struct cli_args *a, struct ingest *g)
 		g->format = FMT_NPY;
 	else
 		return cli_usage_error(a->cmd, "--format %s: jsonl, csv or npy", f);
-	/* A frame is an array of whole rows: ragged rows have no .npy shape. */
-	for (size_t i = 0; g->format == FMT_NPY && i < g->nattrs; i++)
-		if (g->attrs[i].ragged)
-			return cli_usage_error(a->cmd, "--format npy: attribute %s is ragged; .npy "
-					       "frames carry fixed-shape rows (send jsonl or csv)",
-					       g->names[i]);
 	return 0;
 }
 
@@ -308,8 +304,10 @@ static int ingest_commit_once(struct ingest *g, struct ingest_col *cols, uint64_
 	}
 	const void **data = app_xcalloc(g->nattrs, sizeof *data);
 	const uint64_t **lens = app_xcalloc(g->nattrs, sizeof *lens);
+	static const uint8_t none[1];
 	for (size_t i = 0; i < g->nattrs; i++) {
-		data[i] = cols[i].data;
+		/* A ragged attribute whose rows are all empty has no bytes, yet data. */
+		data[i] = cols[i].data ? cols[i].data : none;
 		lens[i] = cols[i].lens;
 	}
 	mt_writer *w = NULL;
@@ -532,12 +530,16 @@ static int ingest_commit_async(struct ingest *g)
 		c->len = 0;
 		if (left)
 			ingest_col_add(c, b->data + done, left);
+		/* So do the lengths of a ragged attribute's frame whose items are to come. */
+		size_t lleft = c->ragged ? c->nlens - (size_t)g->pending : 0;
 		b->lens = c->lens;
 		b->lcap = c->lcap;
-		b->nlens = c->nlens;
+		b->nlens = (size_t)g->pending;
 		c->lens = t.lens;
 		c->lcap = t.lcap;
 		c->nlens = 0;
+		if (lleft)
+			ingest_col_lens(c, b->lens + g->pending, lleft);
 	}
 	j->g = g;
 	j->rows = g->pending;
@@ -675,30 +677,87 @@ static int ingest_line(struct ingest *g, const char *line, size_t len)
 
 /* ---- npy frames ---- */
 
-/* Check a frame's header against the attribute it is for; -1 with why. */
+/* Check a frame's header against what comes next: attribute frame_attr's
+ * rows, or for a ragged attribute its rows' lengths (int64, one a row) and
+ * then their items (as many as the lengths add up to); -1 with why. */
 static int ingest_frame_check(struct ingest *g, const mt_npy_info *ni, char *why, size_t cap)
 {
 	const mt_attr *at = &g->attrs[g->frame_attr];
-	int ok = ni->rank == at->rank + 1;
-	for (int d = 0; ok && d < at->rank; d++)
-		ok = ni->shape[d + 1] == at->shape[d];
+	int lengths = at->ragged && !g->frame_items;
+	mt_attr want = *at;
+	if (lengths) {
+		want.dtype = MT_INT64;
+		want.rank = 0;
+	}
+	const char *part = lengths ? " (lengths)" : at->ragged ? " (items)" : "";
+	int ok = ni->rank == want.rank + 1;
+	for (int d = 0; ok && d < want.rank; d++)
+		ok = ni->shape[d + 1] == want.shape[d];
 	char shape[96];
-	if (ni->dtype != at->dtype)
-		return snprintf(why, cap, "field %s: dtype %s, the attribute's is %s", at->name,
-				mt_dtype_name(ni->dtype), mt_dtype_name(at->dtype)), -1;
+	if (ni->dtype != want.dtype)
+		return snprintf(why, cap, "field %s%s: dtype %s, %s %s", at->name, part,
+				mt_dtype_name(ni->dtype), lengths ? "lengths are" : "the attribute's is",
+				mt_dtype_name(want.dtype)), -1;
 	if (!ok)
-		return snprintf(why, cap, "field %s: rows of the wrong shape (the attribute's "
-				"rows are %s, after a leading rows dimension)", at->name,
-				app_shape_str(at, shape, sizeof shape)), -1;
+		return snprintf(why, cap, "field %s%s: rows of the wrong shape (the attribute's "
+				"%s are %s, after a leading %s dimension)", at->name, part,
+				at->ragged ? "items" : "rows", app_shape_str(at, shape, sizeof shape),
+				at->ragged && !lengths ? "items" : "rows"), -1;
 	if (ni->big_endian && mt_dtype_size(ni->dtype) > 1)
 		return snprintf(why, cap, "field %s: big-endian data; send little-endian", at->name), -1;
 	if (ni->fortran_order && ni->rank > 2)
 		return snprintf(why, cap, "field %s: Fortran order; send C order", at->name), -1;
-	if (g->frame_attr && ni->shape[0] != g->frame_rows)
-		return snprintf(why, cap, "field %s: %" PRIu64 " rows, but the batch's first frame (%s) "
-				"has %" PRIu64, at->name, ni->shape[0], g->attrs[0].name,
+	if (at->ragged && !lengths && ni->shape[0] != g->frame_total)
+		return snprintf(why, cap, "field %s (items): %" PRIu64 " items, but its lengths add up "
+				"to %" PRIu64, at->name, ni->shape[0], g->frame_total), -1;
+	if ((g->frame_attr || g->frame_items) && !(at->ragged && !lengths) &&
+	    ni->shape[0] != g->frame_rows)
+		return snprintf(why, cap, "field %s%s: %" PRIu64 " rows, but the batch's first frame "
+				"(%s) has %" PRIu64, at->name, part, ni->shape[0], g->attrs[0].name,
 				g->frame_rows), -1;
 	return 0;
+}
+
+/* A ragged attribute's lengths frame (checked): no length below zero; their
+ * sum is the items the next frame must hold. */
+static int ingest_frame_lengths(struct ingest *g, const mt_npy_info *ni, const char *p,
+				char *why, size_t cap)
+{
+	g->frame_total = 0;
+	for (uint64_t r = 0; r < ni->shape[0]; r++) {
+		int64_t v;
+		memcpy(&v, p + r * sizeof v, sizeof v);
+		if (v < 0 || __builtin_add_overflow(g->frame_total, (uint64_t)v, &g->frame_total))
+			return snprintf(why, cap, "field %s (lengths): row %" PRIu64 " has length %"
+					PRId64, g->attrs[g->frame_attr].name, r, v), -1;
+	}
+	return 0;
+}
+
+/* Frames in a batch (a ragged attribute has two), and the next one's place in it. */
+static size_t ingest_frames(const struct ingest *g, size_t upto)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < upto; i++)
+		n += g->attrs[i].ragged ? 2 : 1;
+	return n;
+}
+
+/* A bad frame: what waits is whole rows again (frames of this batch came
+ * after them), and the batch's other frames are read and dropped. */
+static int ingest_frame_bad(struct ingest *g, const char *why)
+{
+	for (size_t i = 0; i < g->nattrs; i++) {
+		struct ingest_col *c = &g->cols[i];
+		c->len = ingest_col_upto(c, g->pending);
+		if (c->ragged)
+			c->nlens = (size_t)g->pending;
+	}
+	g->skip_frames = ingest_frames(g, g->nattrs) - ingest_frames(g, g->frame_attr) -
+			 (size_t)g->frame_items - 1;
+	g->frame_attr = 0;
+	g->frame_items = 0;
+	return ingest_bad(g, "frame", g->line, why);
 }
 
 /* A whole frame's bytes are in the buffer at p: take its rows.  The rows of a
@@ -712,17 +771,27 @@ static int ingest_frame(struct ingest *g, const mt_npy_info *ni, const char *p)
 		g->skip_frames--;
 		return 0;
 	}
-	if (ingest_frame_check(g, ni, why, sizeof why)) {
-		/* What waits is whole rows; frames of this batch come after them. */
-		for (size_t i = 0; i < g->nattrs; i++)
-			g->cols[i].len = (size_t)g->pending * g->cols[i].row_bytes;
-		g->skip_frames = g->nattrs - g->frame_attr - 1;
-		g->frame_attr = 0;
-		return ingest_bad(g, "frame", g->line, why);
-	}
-	if (!g->frame_attr)
+	struct ingest_col *c = &g->cols[g->frame_attr];
+	int lengths = c->ragged && !g->frame_items;
+	const char *data = p + ni->header_bytes;
+	if (ingest_frame_check(g, ni, why, sizeof why) ||
+	    (lengths && ingest_frame_lengths(g, ni, data, why, sizeof why)))
+		return ingest_frame_bad(g, why);
+	if (!g->frame_attr && !g->frame_items)
 		g->frame_rows = ni->shape[0];
-	ingest_col_add(&g->cols[g->frame_attr], p + ni->header_bytes, (size_t)ni->data_bytes);
+	if (lengths) {
+		/* int64 and uint64 agree on lengths that passed the check. */
+		for (uint64_t r = 0; r < ni->shape[0]; r++) {
+			uint64_t v;
+			memcpy(&v, data + r * sizeof v, sizeof v);
+			ingest_col_lens(c, &v, 1);
+		}
+		g->frame_items = 1;
+		return 0;
+	}
+	g->frame_items = 0;
+	if (ni->data_bytes)
+		ingest_col_add(c, data, (size_t)ni->data_bytes);
 	if (++g->frame_attr == g->nattrs) {
 		g->frame_attr = 0;
 		ingest_rows_added(g, g->frame_rows);
@@ -882,7 +951,8 @@ static int ingest_loop(struct ingest *g)
 /* What is left at the end: a partial npy batch is an error, as is a frame cut short. */
 static int ingest_finish(struct ingest *g)
 {
-	if (g->format == FMT_NPY && g->in.eof && (g->frame_attr || g->in.pos < g->in.len))
+	if (g->format == FMT_NPY && g->in.eof &&
+	    (g->frame_attr || g->frame_items || g->in.pos < g->in.len))
 		return cli_error("ingest %s: frame %" PRIu64 ": the input ends inside a %s; "
 				 "stopped, %" PRIu64 " waiting row(s) not committed", g->dataset,
 				 g->line + 1, g->in.pos < g->in.len ? "frame" : "batch of frames",

@@ -122,7 +122,7 @@ rgot() {
 		$M get "$1" p -o "$2/p.npy" --lengths "$2/plen.npy" > /dev/null &&
 		$M get "$1" y -o "$2/y.npy" > /dev/null
 }
-for fmt in jsonl csv; do
+for fmt in jsonl csv npy; do
 	check "$fmt: 300 records with ragged attributes, committed every 70 rows" bash -c \
 		"$I rgen $fmt 300 0 3 | $M ingest rag-$fmt --format $fmt ${RA[*]} --commit-rows 70 > /dev/null"
 	ok $(rgot rag-$fmt "$WORK/rag-$fmt" && [ "$($I rcheck "$WORK/rag-$fmt" 300 0 3)" = 300 ] &&
@@ -149,7 +149,43 @@ check "ragged: --skip-bad goes on past a bad ragged record" bash -c \
 	"$(declare -f rag_skip); I='$I'; rag_skip | $M ingest ragskip ${RA[*]} --skip-bad 2> $WORK/skip.err"
 ok $(grep -q "skipped line 5: field t\[0\]" "$WORK/skip.err" && rgot ragskip "$WORK/ragskip" &&
 	[ "$($I rcheck "$WORK/ragskip" 7 0 3)" = 7 ]; echo $?) "ragged --skip-bad: the 7 good records, in order"
-fails "npy refuses a ragged attribute" 2 "--format npy: attribute t is ragged" $M ingest u --format npy ${RA[*]}
+check "ragged: a commit whose ragged rows are all empty" bash -c \
+	"echo '{\"t\": [], \"y\": 0, \"p\": []}' | $M ingest ragempty ${RA[*]} > /dev/null"
+ok $(rgot ragempty "$WORK/ragempty" && [ "$($I rcheck "$WORK/ragempty" 1 0 0)" = 1 ]; echo $?) \
+	"ragged: the empty rows come back empty"
+# npy batches of 2 rows: good, items short of the lengths, a negative length, lengths not
+# int64, good again.
+rag_npy() {
+	$PY - << 'PYEOF'
+import io, sys
+import numpy as np
+def w(*arrays):
+    for a in arrays:
+        b = io.BytesIO(); np.save(b, a); sys.stdout.buffer.write(b.getvalue())
+i64, none = (lambda *v: np.array(v, np.int64)), np.zeros((0, 2), np.float32)
+w(i64(3, 0), np.array([3, 20, 37], np.int32), i64(0, 1), i64(0, 0), none)
+w(i64(2, 1), np.array([1, 2], np.int32), i64(2, 3), i64(0, 0), none)
+w(i64(-1, 1), np.array([1, 2], np.int32), i64(2, 3), i64(0, 0), none)
+w(np.array([1, 1], np.int32), np.array([1, 2], np.int32), i64(2, 3), i64(0, 0), none)
+w(i64(0, 0), np.array([], np.int32), i64(2, 3), i64(0, 0), none)
+PYEOF
+}
+fails "npy ragged: items short of what the lengths add up to name the frame" 1 "frame 7: field t \(items\): 2 items, but its lengths add up to 3" \
+	bash -c "$(declare -f rag_npy); PY='$PY'; rag_npy | $M ingest ragnpy --format npy ${RA[*]}"
+check "npy ragged: --skip-bad drops each bad batch whole" bash -c \
+	"$(declare -f rag_npy); PY='$PY'; rag_npy | $M ingest ragnpy --format npy ${RA[*]} --skip-bad 2> $WORK/skip.err"
+ok $(grep -q "frame 11: field t (lengths): row 0 has length -1" "$WORK/skip.err" &&
+	grep -q "frame 16: field t (lengths): dtype int32, lengths are int64" "$WORK/skip.err" &&
+	[ "$($M cat ragnpy y | tr '\n' ' ')" = "0 1 2 3 " ] && [ "$($M cat ragnpy t | head -1)" = "3 20 37" ]; echo $?) \
+	"npy ragged: the bad frames are named, the good batches' 4 rows committed"
+# Arrays 30 ms apart: commits by time come between a batch's arrays, whose lengths and
+# items wait for the next commit (on the commit thread, and in line with a spool).
+for sp in "" "--spool $WORK/rag-npy-spool"; do
+	check "npy ragged, commits by time inside batches${sp:+ (spool)}" bash -c \
+		"$I rgen npy 100 0 3 0.03 | $M ingest ragtime${sp:+s} --format npy ${RA[*]} --commit-secs 1 $sp > /dev/null"
+	ok $(rgot ragtime${sp:+s} "$WORK/ragtime${sp:+s}" && [ "$($I rcheck "$WORK/ragtime${sp:+s}" 100 0 3)" = 100 ] &&
+		[ "$(versions ragtime${sp:+s})" -ge 2 ]; echo $?) "npy ragged${sp:+ (spool)}: every row exact across the commits"
+done
 fails "a ragged shape without its item shape is a usage error" 2 "an item shape must follow" $M ingest u --attr t=int32:*x
 
 # ---- usage ----

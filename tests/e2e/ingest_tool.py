@@ -8,7 +8,9 @@ expect N FIRST SEED DIR           the arrays gen made, as DIR/{x,y,z}.npy
 same A.npy B.npy                  equal dtype, shape and values
 prefix Y.npy N FIRST              Y is FIRST, FIRST+1, ... (an exact prefix of N rows)
 interleaved Y.npy A:N B:N ...     Y holds each run FIRST..FIRST+N-1 exactly, each in order
-rgen FORMAT N FIRST SEED [DELAY]  N records with ragged attributes (jsonl or csv): t int32
+rgen FORMAT N FIRST SEED [DELAY]  N records with ragged attributes (jsonl, csv or npy batches
+                                  of 10 rows, a ragged attribute as two arrays: its rows'
+                                  int64 lengths, then their items): t int32
                                   ragged (0 to 12 tokens), y int64 = FIRST + i, p float32
                                   ragged items of (2,) (0 to 2 of them)
 rcheck DIR N FIRST SEED           DIR/{y,t,tlen,p,plen}.npy (get --lengths) are an exact
@@ -119,8 +121,25 @@ def ragged_row(r, seed):
     return t, p
 
 
+def rgen_npy(n, first, seed, delay, out):
+    """Batches of 10 rows: t's lengths and items, y, p's lengths and items."""
+    for b in range(first, first + n, 10):
+        rows = [ragged_row(r, seed) for r in range(b, min(b + 10, first + n))]
+        t = [np.array(x, dtype=np.int32) for x, _ in rows]
+        p = [np.array(q, dtype=np.float32).reshape(-1, 2) for _, q in rows]
+        for a in (np.array([len(x) for x in t], dtype=np.int64), np.concatenate(t),
+                  np.arange(b, b + len(rows), dtype=np.int64),
+                  np.array([len(x) for x in p], dtype=np.int64), np.concatenate(p)):
+            out.write(npy_bytes(a))
+            out.flush()
+            if delay:  # after each array: commits by time fall inside batches
+                time.sleep(delay)
+
+
 def rgen(fmt, n, first, seed, delay=0.0):
     out = sys.stdout.buffer
+    if fmt == "npy":
+        return rgen_npy(n, first, seed, delay, out)
     if fmt == "csv":
         out.write(b"y,t,p\n")
     for r in range(first, first + n):

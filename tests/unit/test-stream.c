@@ -199,6 +199,11 @@ static void test_ragged(void)
 	TAP_CALL(mt_stream_commit(st, NULL, 0, &err), &err, "commit the ragged rows");
 	tap_ok(ragged_ok("rag", 17), "the latest holds the 17 ragged rows, lengths and tokens");
 	mt_stream_close(st);
+	TAP_CALL(mt_stream_open(store, "rag0", rattrs, 2, &o, &st, &err), &err, "open rag0");
+	push_ragged(st, 0, 1, &err);
+	TAP_CALL(mt_stream_commit(st, NULL, 0, &err), &err, "commit a row without tokens");
+	tap_ok(ragged_ok("rag0", 1), "a commit whose ragged rows are all empty holds them");
+	mt_stream_close(st);
 
 	/* A commit fails (the store's directory is away), then succeeds once it is
 	 * back, with the rows that waited through the failure first. */

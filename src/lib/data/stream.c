@@ -127,9 +127,17 @@ static int stream_commit_once(mt_stream *st, char *version, size_t cap, mt_error
 	wo.stage_id = NULL;
 	mt_writer *w = NULL;
 	int rc = mt_writer_open(st->store, st->dataset, st->attrs, st->nattrs, &wo, &w, err);
+	/* A ragged attribute whose rows are all empty has no bytes, yet data. */
+	static const uint8_t none[1];
+	const void **data = calloc(st->nattrs, sizeof *data);
+	if (!rc && !data)
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < st->nattrs; i++)
+		data[i] = st->data[i] ? st->data[i] : none;
 	if (!rc)
-		rc = mt_writer_append(w, st->pending, (const void *const *)st->data,
+		rc = mt_writer_append(w, st->pending, data,
 				      st->ragged ? (const uint64_t *const *)st->lens : NULL, err);
+	free(data);
 	if (!rc)
 		rc = mt_writer_commit(w, version, cap, err);
 	mt_writer_close(w);

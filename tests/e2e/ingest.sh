@@ -266,7 +266,8 @@ sleep 0.5
 kill -9 $ing
 wait $ing 2> /dev/null
 exec 6>&-
-ok $( ! $M ls spd > /dev/null 2>&1; echo $?) "spool: killed before any commit, nothing is committed"
+ok $( ! $M ls spd > /dev/null 2>&1 && head -c 8 "$WORK/spool-d/log" | grep -qx MTSPOOL1; echo $?) \
+	"spool: killed before any commit, nothing is committed; fixed attributes spool as MTSPOOL1, as before"
 cp -a "$WORK/spool-d" "$WORK/spool-d.copy"
 check "spool: the rerun replays the 50 spooled rows" bash -c \
 	"$M ingest spd ${ATTRS[*]} --spool $WORK/spool-d < /dev/null 2>&1 >/dev/null | grep -q 'replaying 50 spooled row(s) (0..50)'"

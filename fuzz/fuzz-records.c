@@ -1,4 +1,4 @@
-/* fuzz-records.c — libFuzzer target: ingest's record parsers on any bytes, and the JSON fast path against jansson's tree. */
+/* fuzz-records.c — libFuzzer target: ingest's record parsers on any bytes, and the JSON fast path against jansson's tree (ragged attributes too). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +17,61 @@ static const mt_attr attrs[] = {
 	{ .name = "u", .dtype = MT_UINT8 },
 };
 #define NATTRS (sizeof attrs / sizeof attrs[0])
+
+/* With the first byte's bit 1 set: ragged attributes (a plain sequence, items
+ * of (2,)) beside a fixed one. */
+static const mt_attr rattrs[] = {
+	{ .name = "t", .dtype = MT_INT32, .ragged = 1 },
+	{ .name = "y", .dtype = MT_INT64 },
+	{ .name = "p", .dtype = MT_FLOAT16, .rank = 1, .shape = { 2 }, .ragged = 1 },
+};
+#define NRATTRS (sizeof rattrs / sizeof rattrs[0])
+
+/* The ragged rows the last parse left, copied (the next parse reuses r's buffers). */
+static uint8_t *ragged_copy(const struct app_records *r, size_t i, size_t *bytes)
+{
+	uint64_t items;
+	const void *p = app_records_ragged(r, i, &items);
+	*bytes = (size_t)items * app_records_row_bytes(r, i);
+	uint8_t *c = malloc(*bytes + 1);
+	if (c && *bytes)
+		memcpy(c, p, *bytes);
+	return c;
+}
+
+/* The same for ragged attributes: whatever the fast path accepts, the tree
+ * accepts with the same rows and items. */
+static void json_line_ragged(struct app_records *r, const char *line, size_t len)
+{
+	uint8_t a[NRATTRS][64], b[NRATTRS][64];
+	void *ra[NRATTRS], *rb[NRATTRS];
+	char why[256];
+	for (size_t i = 0; i < NRATTRS; i++) {
+		memset(a[i], 0, 64);
+		memset(b[i], 0xff, 64);
+		ra[i] = a[i];
+		rb[i] = b[i];
+	}
+	if (rec_json_fast(r, line, len, ra) != 0) {
+		app_records_json(r, line, len, rb, why, sizeof why);
+		return;
+	}
+	uint8_t *got[NRATTRS];
+	size_t bytes[NRATTRS];
+	for (size_t i = 0; i < NRATTRS; i++)
+		got[i] = rattrs[i].ragged ? ragged_copy(r, i, &bytes[i]) : NULL;
+	if (rec_json_tree(r, line, len, rb, why, sizeof why) != 0)
+		abort();
+	for (size_t i = 0; i < NRATTRS; i++) {
+		uint64_t items;
+		const void *p = app_records_ragged(r, i, &items);
+		if (rattrs[i].ragged ? items * app_records_row_bytes(r, i) != bytes[i] ||
+					       (bytes[i] && memcmp(p, got[i], bytes[i]))
+				     : memcmp(a[i], b[i], app_records_row_bytes(r, i)) != 0)
+			abort();
+		free(got[i]);
+	}
+}
 
 /* Whatever the fast path accepts, the tree accepts too, with the same bytes. */
 static void json_line(struct app_records *r, const char *line, size_t len, uint8_t (*a)[64],
@@ -45,9 +100,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!size)
 		return 0;
-	struct app_records *r = app_records_new(attrs, NATTRS);
+	int csv = data[0] & 1, header = 0, ragged = data[0] & 2;
+	struct app_records *r = ragged ? app_records_new(rattrs, NRATTRS)
+				       : app_records_new(attrs, NATTRS);
 	uint8_t a[NATTRS][64], b[NATTRS][64];
-	int csv = data[0] & 1, header = 0;
 	const char *p = (const char *)data + 1, *end = (const char *)data + size;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -56,7 +112,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		void *rows[NATTRS];
 		for (size_t i = 0; i < NATTRS; i++)
 			rows[i] = a[i];
-		if (!csv)
+		if (!csv && ragged)
+			json_line_ragged(r, p, len);
+		else if (!csv)
 			json_line(r, p, len, a, b);
 		else if (!header)
 			header = app_records_csv_header(r, p, len, why, sizeof why) == 0;

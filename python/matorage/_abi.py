@@ -184,6 +184,8 @@ def _signatures():
         "mt_stream_open": (ctypes.c_int, [vp, cp, ctypes.POINTER(_Attr), sz,
                                           ctypes.POINTER(_StreamOpts), ctypes.POINTER(vp), err]),
         "mt_stream_append": (ctypes.c_int, [vp, u64, ctypes.POINTER(vp), err]),
+        "mt_stream_append_ragged": (ctypes.c_int, [vp, u64, ctypes.POINTER(vp),
+                                                   ctypes.POINTER(pu64), err]),
         "mt_stream_poll": (ctypes.c_int, [vp, pu64, err]),
         "mt_stream_commit": (ctypes.c_int, [vp, cp, sz, err]),
         "mt_stream_pending": (u64, [vp]),

@@ -7,6 +7,7 @@ from . import _abi, _lib
 from ._dtypes import code_of
 from .errors import InvalidArgument
 from .store import _Borrowed
+from .writer import Ragged
 
 
 class Stream:
@@ -19,24 +20,35 @@ class Stream:
         s.commit()    # now: the new version's name ("" when nothing waited)
         s.close()     # rows not committed are dropped
 
-    store: a Store or its URL.  Fixed-shape attributes only; values are converted to each
-    attribute's dtype.  As a context manager it commits what waits on a clean exit.
+    store: a Store or its URL.  An attribute given as (dtype, item shape, True) is ragged:
+    each row a variable number of items, appended as a list of per-row arrays (as Writer
+    takes them) or a Ragged:
+        s = matorage.Stream(store, "text", {"tokens": ("int32", (), True), "label": ("int64", ())})
+        s.append(tokens=[[5, 17, 3], [], [8]], label=[2, 0, 1])
+    Values are converted to each attribute's dtype.  As a context manager it commits what
+    waits on a clean exit.
     """
 
     def __init__(self, store, dataset, attrs, commit_rows=100000, commit_secs=0):
         self._h = ctypes.c_void_p()
         if not isinstance(attrs, dict) or not attrs:
-            raise InvalidArgument("Stream: attrs is a dict {name: (dtype, shape)}")
+            raise InvalidArgument("Stream: attrs is a dict {name: (dtype, shape[, ragged])}")
         self._spec = []
-        for n, (d, shape) in attrs.items():
+        for n, spec in attrs.items():
+            if not isinstance(spec, (tuple, list)) or len(spec) not in (2, 3):
+                raise InvalidArgument(f"Stream: {n}: (dtype, shape) or (dtype, item shape, "
+                                      "True) for a ragged attribute")
+            d, shape, ragged = spec[0], spec[1], bool(spec[2]) if len(spec) == 3 else False
             shape = tuple(int(x) for x in shape)
             if len(shape) > _abi.MAX_RANK:
                 raise InvalidArgument(f"Stream: {n}: more than {_abi.MAX_RANK} dimensions")
-            self._spec.append((n, np.dtype(d), shape, code_of(d, f"Stream: {n}")))
-        self._names = [n.encode() for n, _, _, _ in self._spec]
+            self._spec.append((n, np.dtype(d), shape, code_of(d, f"Stream: {n}"), ragged))
+        self._ragged = any(r for *_, r in self._spec)
+        self._names = [n.encode() for n, *_ in self._spec]
         arr = (_abi._Attr * len(self._spec))()
-        for i, (n, d, shape, code) in enumerate(self._spec):
+        for i, (n, d, shape, code, ragged) in enumerate(self._spec):
             arr[i].name, arr[i].dtype, arr[i].rank = self._names[i], code, len(shape)
+            arr[i].ragged = int(ragged)
             for k, v in enumerate(shape):
                 arr[i].shape[k] = v
         o = _abi._StreamOpts()
@@ -51,20 +63,51 @@ class Stream:
             raise
 
     def append(self, cols=None, **kw):
-        """Rows of every attribute (a dict, or keyword arguments), the same count in each."""
+        """Rows of every attribute (a dict, or keyword arguments), the same count in each; a
+        ragged attribute's rows as a list of per-row arrays or a Ragged."""
         cols = dict(cols or {}, **kw)
-        arrays, n = [], None
-        for name, d, shape, _ in self._spec:
+        arrays, lens, n = [], [], None
+        for name, d, shape, _, ragged in self._spec:
             if name not in cols:
                 raise InvalidArgument(f"Stream.append: no rows for attribute {name!r}")
-            a = np.ascontiguousarray(np.asarray(cols[name], dtype=d))
-            if a.shape[1:] != shape or (n is not None and a.shape[0] != n):
+            a, l = self._ragged_col(name, cols[name], d, shape) if ragged else \
+                (np.ascontiguousarray(np.asarray(cols[name], dtype=d)), None)
+            rows = len(l) if ragged else a.shape[0] if a.ndim else None
+            if (not ragged and a.shape[1:] != shape) or rows is None or \
+                    (n is not None and rows != n):
                 raise InvalidArgument(f"Stream.append: {name}: shape {a.shape}, rows of "
                                       f"{shape} wanted" + (f", {n} of them" if n else ""))
-            n = a.shape[0]
+            n = rows
             arrays.append(a)
+            lens.append(l)
         ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
-        _lib.call("mt_stream_append", self._handle(), n, ptrs)
+        if not self._ragged:
+            _lib.call("mt_stream_append", self._handle(), n, ptrs)
+            return
+        pu64 = ctypes.POINTER(ctypes.c_uint64)
+        lp = (pu64 * len(lens))(*[l.ctypes.data_as(pu64) if l is not None else None
+                                  for l in lens])
+        _lib.call("mt_stream_append_ragged", self._handle(), n, ptrs, lp)
+
+    @staticmethod
+    def _ragged_col(name, value, d, shape):
+        """A ragged attribute's rows as (items back to back, uint64 lengths)."""
+        if isinstance(value, Ragged):
+            vals, lens = np.asarray(value.values, dtype=d), value.lengths
+        else:
+            rows = [np.asarray(r, dtype=d) for r in value]
+            for i, r in enumerate(rows):
+                if r.ndim == 1 and not len(r) and shape:
+                    rows[i] = r = r.reshape((0,) + shape)
+                if r.ndim < 1 or r.shape[1:] != shape:
+                    raise InvalidArgument(f"Stream.append: {name}: row {i} has shape {r.shape}; "
+                                          f"items of shape {shape} wanted")
+            vals = np.concatenate(rows) if rows else np.zeros((0,) + shape, d)
+            lens = np.array([len(r) for r in rows], dtype=np.uint64)
+        if vals.shape[1:] != shape:
+            raise InvalidArgument(f"Stream.append: {name}: items of shape {vals.shape[1:]}; "
+                                  f"{shape} wanted")
+        return np.ascontiguousarray(vals), np.ascontiguousarray(lens, dtype=np.uint64)
 
     def poll(self):
         """Commit when rows have waited commit_secs; seconds until the next is due, or None."""

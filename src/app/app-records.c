@@ -11,6 +11,13 @@
 
 #include "app.h"
 
+/* A ragged attribute's row as parsed: its items back to back. */
+struct rec_rag {
+	uint8_t *data;
+	size_t len, cap; /* bytes */
+	uint64_t items;
+};
+
 /* Where each CSV column goes: an attribute and an element of its row. */
 struct rec_col {
 	size_t attr;
@@ -20,7 +27,8 @@ struct rec_col {
 struct app_records {
 	const mt_attr *attrs;
 	size_t nattrs;
-	uint64_t *items;   /* elements per row, per attribute */
+	uint64_t *items;   /* elements per row (fixed) or item (ragged), per attribute */
+	struct rec_rag *rag; /* per attribute; used by ragged ones */
 	size_t *name_len;  /* strlen of each attribute's name, for the JSON keys */
 	struct rec_col *cols;
 	size_t ncols;
@@ -56,7 +64,8 @@ int app_attr_spec(const char *spec, mt_attr *out, char **name, char *why, size_t
 	*name = NULL;
 	const char *eq = strchr(spec, '=');
 	if (!eq || eq == spec || !eq[1])
-		return rec_fail(why, cap, "'%s' is not NAME=DTYPE[:SHAPE]", spec);
+		return rec_fail(why, cap, "'%s' is not NAME=DTYPE[:SHAPE] (ragged: NAME=DTYPE:*)",
+				spec);
 	const char *colon = strchr(eq + 1, ':');
 	size_t dlen = colon ? (size_t)(colon - eq - 1) : strlen(eq + 1);
 	char dtype[32];
@@ -71,15 +80,23 @@ int app_attr_spec(const char *spec, mt_attr *out, char **name, char *why, size_t
 	if (out->dtype == MT_DTYPE_INVALID)
 		return rec_fail(why, cap, "'%s': unknown dtype '%s' (bool, int8..int64, uint8..uint64, "
 				"float16, float32, float64)", spec, dtype);
-	/* SHAPE is "3" or "28x28" (a comma works too, as in NumPy's tuples). */
-	for (const char *p = colon ? colon + 1 : NULL; p;) {
+	/* SHAPE is "3" or "28x28" (a comma works too, as in NumPy's tuples); a
+	 * leading "*" is a ragged row's item count, as app_shape_str writes it. */
+	const char *p = colon ? colon + 1 : NULL;
+	if (p && *p == '*' && (!p[1] || p[1] == 'x' || p[1] == ',')) {
+		out->ragged = 1;
+		p = p[1] ? p + 2 : NULL;
+		if (p && !*p)
+			return rec_fail(why, cap, "'%s': an item shape must follow '*x'", spec);
+	}
+	while (p) {
 		char *end;
 		errno = 0;
 		unsigned long long v = strtoull(p, &end, 10);
 		if (end == p || *p == '-' || errno || v == 0 || out->rank == MT_MAX_RANK ||
 		    (*end && *end != 'x' && *end != ','))
 			return rec_fail(why, cap, "'%s': the shape must be positive sizes like 3 or "
-					"28x28, at most %d of them", spec, MT_MAX_RANK);
+					"28x28 (ragged: *, *x3), at most %d of them", spec, MT_MAX_RANK);
 		out->shape[out->rank++] = v;
 		p = *end ? end + 1 : NULL;
 	}
@@ -95,6 +112,7 @@ struct app_records *app_records_new(const mt_attr *attrs, size_t n)
 	r->nattrs = n;
 	r->items = app_xcalloc(n ? n : 1, sizeof *r->items);
 	r->name_len = app_xcalloc(n ? n : 1, sizeof *r->name_len);
+	r->rag = app_xcalloc(n ? n : 1, sizeof *r->rag);
 	for (size_t i = 0; i < n; i++) {
 		r->items[i] = mt_attr_items(&attrs[i]);
 		r->name_len[i] = strlen(attrs[i].name);
@@ -106,6 +124,9 @@ void app_records_free(struct app_records *r)
 {
 	if (!r)
 		return;
+	for (size_t i = 0; i < r->nattrs; i++)
+		free(r->rag[i].data);
+	free(r->rag);
 	free(r->items);
 	free(r->name_len);
 	free(r->cols);
@@ -117,6 +138,32 @@ void app_records_free(struct app_records *r)
 size_t app_records_row_bytes(const struct app_records *r, size_t i)
 {
 	return (size_t)r->items[i] * mt_dtype_size(r->attrs[i].dtype);
+}
+
+const void *app_records_ragged(const struct app_records *r, size_t i, uint64_t *items)
+{
+	*items = r->rag[i].items;
+	return r->rag[i].data;
+}
+
+/* Room for `bytes` more of ragged attribute i's row: where they go. */
+static uint8_t *rag_room(struct app_records *r, size_t i, size_t bytes)
+{
+	struct rec_rag *g = &r->rag[i];
+	if (g->len + bytes > g->cap) {
+		size_t cap = g->cap ? g->cap : 256;
+		while (cap < g->len + bytes)
+			cap *= 2;
+		g->data = app_xreallocarray(g->data, cap, 1);
+		g->cap = cap;
+	}
+	return g->data + g->len;
+}
+
+static void rag_reset(struct app_records *r)
+{
+	for (size_t i = 0; i < r->nattrs; i++)
+		r->rag[i].len = r->rag[i].items = 0;
 }
 
 /* IEEE binary16 from a double, rounding to nearest even (through float, whose
@@ -447,6 +494,39 @@ static int scan_fill(struct rec_scan *s, const mt_attr *a, int depth, uint8_t **
 	return 0;
 }
 
+/* A ragged attribute's row: an array of any number of items, each one as
+ * scan_fill reads a fixed row of the item's shape. */
+static int scan_ragged(struct rec_scan *s, struct app_records *r, size_t i)
+{
+	const mt_attr *a = &r->attrs[i];
+	size_t ib = app_records_row_bytes(r, i);
+	if (s->p >= s->end || *s->p != '[')
+		return -1;
+	s->p++;
+	scan_ws(s);
+	if (s->p < s->end && *s->p == ']') {
+		s->p++;
+		return 0;
+	}
+	for (;;) {
+		uint8_t *dst = rag_room(r, i, ib);
+		scan_ws(s);
+		if (scan_fill(s, a, 0, &dst))
+			return -1;
+		r->rag[i].len += ib;
+		r->rag[i].items++;
+		scan_ws(s);
+		if (s->p >= s->end)
+			return -1;
+		if (*s->p == ']') {
+			s->p++;
+			return 0;
+		}
+		if (*s->p++ != ',')
+			return -1;
+	}
+}
+
 /* "key": the attribute it names, or -1. */
 static long scan_key(struct rec_scan *s, const struct app_records *r)
 {
@@ -472,6 +552,7 @@ static int rec_json_fast(struct app_records *r, const char *line, size_t len, vo
 	if (s.p >= s.end || *s.p++ != '{' || r->nattrs > 64)
 		return -1;
 	uint64_t mask = 0;
+	rag_reset(r);
 	for (;;) {
 		scan_ws(&s);
 		long i = scan_key(&s, r);
@@ -484,7 +565,8 @@ static int rec_json_fast(struct app_records *r, const char *line, size_t len, vo
 			return -1;
 		scan_ws(&s);
 		uint8_t *dst = row[i];
-		if (scan_fill(&s, &r->attrs[i], 0, &dst))
+		if (r->attrs[i].ragged ? scan_ragged(&s, r, (size_t)i)
+				       : scan_fill(&s, &r->attrs[i], 0, &dst))
 			return -1;
 		scan_ws(&s);
 		if (s.p < s.end && *s.p == ',') {
@@ -499,6 +581,33 @@ static int rec_json_fast(struct app_records *r, const char *line, size_t len, vo
 	return s.p == s.end && seen == r->nattrs ? 0 : -1;
 }
 
+/* A ragged attribute's row through jansson: an array of items, item k checked
+ * as a fixed row named NAME[k], so errors say which item. */
+static int rec_json_ragged(struct app_records *r, size_t i, const json_t *j, char *why,
+			   size_t cap)
+{
+	const mt_attr *a = &r->attrs[i];
+	size_t ib = app_records_row_bytes(r, i);
+	char shape[96];
+	if (!json_is_array(j))
+		return rec_fail(why, cap, "field %s: expected an array of items (shape %s)", a->name,
+				app_shape_str(a, shape, sizeof shape));
+	for (size_t k = 0; k < json_array_size(j); k++) {
+		char name[160];
+		snprintf(name, sizeof name, "%s[%zu]", a->name, k);
+		mt_attr item = *a;
+		item.name = name;
+		item.ragged = 0;
+		uint64_t idx[MT_MAX_RANK];
+		uint8_t *dst = rag_room(r, i, ib);
+		if (rec_json_fill(&item, json_array_get(j, k), 0, idx, &dst, why, cap))
+			return -1;
+		r->rag[i].len += ib;
+		r->rag[i].items++;
+	}
+	return 0;
+}
+
 /* The whole check, through jansson's tree: what decides, and names, every error. */
 static int rec_json_tree(struct app_records *r, const char *line, size_t len, void *const *row,
 			 char *why, size_t cap)
@@ -508,6 +617,7 @@ static int rec_json_tree(struct app_records *r, const char *line, size_t len, vo
 	if (!o)
 		return rec_fail(why, cap, "not JSON: %s (column %d)", je.text, je.column);
 	int rc = 0;
+	rag_reset(r);
 	if (!json_is_object(o))
 		rc = rec_fail(why, cap, "expected a JSON object, one record a line");
 	for (size_t i = 0; !rc && i < r->nattrs; i++) {
@@ -516,6 +626,8 @@ static int rec_json_tree(struct app_records *r, const char *line, size_t len, vo
 		uint8_t *dst = row[i];
 		if (!v)
 			rc = rec_fail(why, cap, "field %s: missing", r->attrs[i].name);
+		else if (r->attrs[i].ragged)
+			rc = rec_json_ragged(r, i, v, why, cap);
 		else
 			rc = rec_json_fill(&r->attrs[i], v, 0, idx, &dst, why, cap);
 	}
@@ -608,9 +720,9 @@ static size_t rec_csv_column(const struct app_records *r, const char *name, uint
 	for (; a < r->nattrs; a++) {
 		const mt_attr *at = &r->attrs[a];
 		size_t nl = strlen(at->name);
-		if (at->rank == 0 && !strcmp(name, at->name))
+		if ((at->rank == 0 || at->ragged) && !strcmp(name, at->name))
 			return a;
-		if (at->rank > 0 && dot && (size_t)(dot - name) == nl && !strncmp(name, at->name, nl))
+		if (at->rank > 0 && !at->ragged && dot && (size_t)(dot - name) == nl && !strncmp(name, at->name, nl))
 			break;
 	}
 	if (a == r->nattrs)
@@ -632,7 +744,7 @@ int app_records_csv_header(struct app_records *r, const char *line, size_t len, 
 		return -1;
 	uint64_t want = 0;
 	for (size_t i = 0; i < r->nattrs; i++)
-		want += r->items[i];
+		want += r->attrs[i].ragged ? 1 : r->items[i];
 	free(r->cols);
 	r->cols = app_xcalloc(n, sizeof *r->cols);
 	r->ncols = n;
@@ -654,8 +766,8 @@ int app_records_csv_header(struct app_records *r, const char *line, size_t len, 
 			r->cols[k] = (struct rec_col){ a, item };
 	}
 	for (size_t a = 0; !rc && a < r->nattrs; a++)
-		for (uint64_t i = 0; !rc && i < r->items[a]; i++)
-			if (!seen[a][i] && r->attrs[a].rank)
+		for (uint64_t i = 0; !rc && i < (r->attrs[a].ragged ? 1 : r->items[a]); i++)
+			if (!seen[a][i] && r->attrs[a].rank && !r->attrs[a].ragged)
 				rc = rec_fail(why, cap, "column %s.%" PRIu64 " is missing (%" PRIu64
 					      " columns wanted)", r->attrs[a].name, i, want);
 			else if (!seen[a][i])
@@ -697,6 +809,39 @@ static int rec_text_value(const char *s, struct rec_value *v)
 	return *end || end == s ? -1 : 0;
 }
 
+/* A ragged attribute's field: its items' values separated by blanks, C order,
+ * none for an empty row; value I that fails is named NAME.I. */
+static int rec_csv_ragged(struct app_records *r, size_t i, const char *s, char *why, size_t cap)
+{
+	const mt_attr *a = &r->attrs[i];
+	size_t es = mt_dtype_size(a->dtype);
+	uint64_t n = 0;
+	for (;;) {
+		s += strspn(s, " \t");
+		if (!*s)
+			break;
+		size_t l = strcspn(s, " \t");
+		char tok[64], what[160];
+		struct rec_value v;
+		snprintf(tok, sizeof tok, "%.*s", (int)(l < sizeof tok ? l : sizeof tok - 1), s);
+		int bad = l >= sizeof tok || rec_text_value(tok, &v);
+		if (bad)
+			snprintf(what, sizeof what, "'%.40s' is not a number", tok);
+		if (bad || rec_store(a->dtype, &v, rag_room(r, i, es), what, sizeof what))
+			return rec_fail(why, cap, "field %s.%" PRIu64 ": %s", a->name, n, what);
+		r->rag[i].len += es;
+		n++;
+		s += l;
+	}
+	char shape[96];
+	if (n % r->items[i])
+		return rec_fail(why, cap, "field %s: %" PRIu64 " values are not whole items of %" PRIu64
+				" (shape %s)", a->name, n, r->items[i],
+				app_shape_str(a, shape, sizeof shape));
+	r->rag[i].items = n / r->items[i];
+	return 0;
+}
+
 int app_records_csv(struct app_records *r, const char *line, size_t len, void *const *row,
 		    char *why, size_t cap)
 {
@@ -705,11 +850,17 @@ int app_records_csv(struct app_records *r, const char *line, size_t len, void *c
 		return -1;
 	if (n != r->ncols)
 		return rec_fail(why, cap, "expected %zu fields, found %zu", r->ncols, n);
+	rag_reset(r);
 	for (size_t k = 0; k < n; k++) {
 		const struct rec_col *c = &r->cols[k];
 		const mt_attr *at = &r->attrs[c->attr];
 		size_t es = mt_dtype_size(at->dtype);
 		const char *s = rec_csv_text(r, line, k);
+		if (at->ragged) {
+			if (rec_csv_ragged(r, c->attr, s, why, cap))
+				return -1;
+			continue;
+		}
 		struct rec_value v;
 		char what[160];
 		int bad = rec_text_value(s, &v);

@@ -135,21 +135,31 @@ const char *app_diff_line(const struct app_diff *d, int change, char *buf, size_
  * (cap bytes) naming the field: "field x[1]: expected 3 values (shape (2, 3)),
  * found 2"; the caller adds the line. */
 
-/* NAME=DTYPE[:SHAPE], SHAPE "3" or "28x28": *out with out->name = *name (malloc'ed,
- * the caller's); -1 with why when malformed. */
+/* NAME=DTYPE[:SHAPE], SHAPE "3" or "28x28", or for a ragged attribute "*" or
+ * "*x3" (items of shape (3,)): *out with out->name = *name (malloc'ed, the
+ * caller's); -1 with why when malformed. */
 int app_attr_spec(const char *spec, mt_attr *out, char **name, char *why, size_t cap);
 /* A parser for these attributes (borrowed: they must outlive it). */
 struct app_records;
 struct app_records *app_records_new(const mt_attr *attrs, size_t n);
 void app_records_free(struct app_records *r);
+/* Bytes of attribute i's row (fixed) or of one item (ragged). */
 size_t app_records_row_bytes(const struct app_records *r, size_t i);
+/* A ragged attribute's row is not written to the caller's buffer (row[i] is
+ * not read): after a parse that succeeded it is here, *items items back to
+ * back, owned by r until the next parse. */
+const void *app_records_ragged(const struct app_records *r, size_t i, uint64_t *items);
 /* One JSON object {"x": [[1, 2], [3, 4]], "y": 3}: every attribute a key, no other key;
- * nested arrays of the attribute's shape; numbers (true/false for bool). */
+ * nested arrays of the attribute's shape; numbers (true/false for bool).  A ragged
+ * attribute's value is an array of any number of items (even none), each of the
+ * item's shape: {"tokens": [5, 17, 3]}. */
 int app_records_json(struct app_records *r, const char *line, size_t len, void *const *row,
 		     char *why, size_t cap);
 /* CSV: the header names each column: NAME for a scalar attribute, NAME.I for element I
  * (C order) of a shaped one, every element exactly once, in any order; then each line
- * one record.  Fields may be double-quoted ("" is a quote). */
+ * one record.  Fields may be double-quoted ("" is a quote).  A ragged attribute is one
+ * column NAME whose field holds its items' values separated by blanks ("5 17 3"; an
+ * empty field: no items). */
 int app_records_csv_header(struct app_records *r, const char *line, size_t len, char *why,
 			   size_t cap);
 int app_records_csv(struct app_records *r, const char *line, size_t len, void *const *row,

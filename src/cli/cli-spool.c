@@ -13,8 +13,13 @@
 #include "cli.h"
 
 /* Each batch in the log: this header, then the batch's rows attribute after
- * attribute.  seq is the spool's number of the batch's first row. */
+ * attribute.  seq is the spool's number of the batch's first row.  A spool
+ * with a ragged attribute writes its batches as MTSPOOL2, where a ragged
+ * attribute's part is its rows' lengths (uint64, little-endian) and then their
+ * items; a spool of fixed attributes keeps MTSPOOL1, so spools written before
+ * ragged attributes existed are read as they were. */
 #define SPOOL_MAGIC "MTSPOOL1"
+#define SPOOL_MAGIC_RAGGED "MTSPOOL2"
 struct spool_head {
 	char magic[8];
 	uint64_t seq, rows, bytes, hash; /* hash: FNV-1a 64 of the rows' bytes */
@@ -28,7 +33,9 @@ struct cli_spool {
 	uint64_t committed; /* rows of the spool that a version holds */
 	uint64_t end;       /* the number of the next row to spool */
 	size_t nattrs;
-	size_t *row_bytes;
+	size_t *row_bytes;  /* per row, or per item when ragged */
+	int *ragged;
+	int any_ragged;
 	uint8_t *loaded;    /* the log as read at open, until replayed */
 	size_t loaded_len;
 };
@@ -149,6 +156,40 @@ static int spool_load_state(struct cli_spool *sp)
 	return rc;
 }
 
+/* The ragged attribute's items in a batch's part: the sum of its n lengths
+ * at p (maybe unaligned); UINT64_MAX when they overflow. */
+static uint64_t spool_items(const uint8_t *p, uint64_t n)
+{
+	uint64_t items = 0, l;
+	for (uint64_t r = 0; r < n; r++) {
+		memcpy(&l, p + r * sizeof l, sizeof l);
+		if (__builtin_add_overflow(items, l, &items))
+			return UINT64_MAX;
+	}
+	return items;
+}
+
+/* The bytes a batch of h->rows rows takes (p: its rows, h->bytes of them,
+ * already checksummed); UINT64_MAX when its lengths do not add up. */
+static uint64_t spool_batch_bytes(const struct cli_spool *sp, const struct spool_head *h,
+				  const uint8_t *p)
+{
+	uint64_t bytes = 0, part;
+	for (size_t i = 0; i < sp->nattrs; i++) {
+		uint64_t units = h->rows;
+		if (sp->ragged[i]) {
+			if (__builtin_mul_overflow(h->rows, 8, &part) || part > h->bytes - bytes)
+				return UINT64_MAX;
+			units = spool_items(p + bytes, h->rows);
+			bytes += part;
+		}
+		if (units == UINT64_MAX || __builtin_mul_overflow(units, sp->row_bytes[i], &part) ||
+		    __builtin_add_overflow(bytes, part, &bytes) || bytes > h->bytes)
+			return UINT64_MAX;
+	}
+	return bytes;
+}
+
 /* Read the log; a batch cut short or damaged by a crash while it was written was
  * never received, so it is cut off. */
 static int spool_load_log(struct cli_spool *sp)
@@ -164,12 +205,10 @@ static int spool_load_log(struct cli_spool *sp)
 	while (off + sizeof(struct spool_head) <= len) {
 		struct spool_head h;
 		memcpy(&h, sp->loaded + off, sizeof h);
-		uint64_t row = 0;
-		for (size_t i = 0; i < sp->nattrs; i++)
-			row += sp->row_bytes[i];
-		if (memcmp(h.magic, SPOOL_MAGIC, 8) || h.bytes != h.rows * row ||
+		if (memcmp(h.magic, sp->any_ragged ? SPOOL_MAGIC_RAGGED : SPOOL_MAGIC, 8) ||
 		    h.bytes > len - off - sizeof h ||
-		    spool_hash(0xcbf29ce484222325ull, sp->loaded + off + sizeof h, h.bytes) != h.hash)
+		    spool_hash(0xcbf29ce484222325ull, sp->loaded + off + sizeof h, h.bytes) != h.hash ||
+		    spool_batch_bytes(sp, &h, sp->loaded + off + sizeof h) != h.bytes)
 			break;
 		if (h.seq + h.rows > sp->end)
 			sp->end = h.seq + h.rows;
@@ -184,7 +223,7 @@ static int spool_load_log(struct cli_spool *sp)
 }
 
 int cli_spool_open(const char *dir, const char *dataset, const char *layout, size_t nattrs,
-		   const size_t *row_bytes, struct cli_spool **out)
+		   const size_t *row_bytes, const int *ragged, struct cli_spool **out)
 {
 	struct cli_spool *sp = app_xcalloc(1, sizeof *sp);
 	*out = NULL;
@@ -194,6 +233,9 @@ int cli_spool_open(const char *dir, const char *dataset, const char *layout, siz
 	sp->nattrs = nattrs;
 	sp->row_bytes = app_xcalloc(nattrs, sizeof *sp->row_bytes);
 	memcpy(sp->row_bytes, row_bytes, nattrs * sizeof *row_bytes);
+	sp->ragged = app_xcalloc(nattrs ? nattrs : 1, sizeof *sp->ragged);
+	for (size_t i = 0; ragged && i < nattrs; i++)
+		sp->any_ragged |= sp->ragged[i] = ragged[i] != 0;
 	sp->log_path = app_xasprintf("%s/log", dir);
 	sp->state_path = app_xasprintf("%s/state", dir);
 	sp->log_fd = sp->lock_fd = -1;
@@ -230,6 +272,7 @@ void cli_spool_close(struct cli_spool *sp)
 		close(sp->lock_fd);
 	free(sp->dir), free(sp->log_path), free(sp->state_path), free(sp->dataset);
 	free(sp->layout), free(sp->version), free(sp->row_bytes), free(sp->loaded);
+	free(sp->ragged);
 	free(sp);
 }
 
@@ -250,9 +293,33 @@ uint64_t cli_spool_end(const struct cli_spool *sp)
 	return sp->end;
 }
 
+/* Attribute i's part of a batch at *p: its rows from `skip` on (lengths into
+ * *lens, malloc'ed and aligned, when ragged); *p moves past the part. */
+static const uint8_t *spool_part(const struct cli_spool *sp, size_t i, const struct spool_head *h,
+				 uint64_t skip, const uint8_t **p, uint64_t **lens)
+{
+	uint64_t before = skip, total = h->rows;
+	*lens = NULL;
+	if (sp->ragged[i]) {
+		*lens = app_xcalloc((size_t)h->rows + 1, sizeof **lens);
+		memcpy(*lens, *p, (size_t)h->rows * sizeof **lens);
+		*p += h->rows * sizeof **lens;
+		before = total = 0;
+		for (uint64_t r = 0; r < h->rows; r++) {
+			before += r < skip ? (*lens)[r] : 0;
+			total += (*lens)[r];
+		}
+		memmove(*lens, *lens + skip, (size_t)(h->rows - skip) * sizeof **lens);
+	}
+	const uint8_t *rows = *p + before * sp->row_bytes[i];
+	*p += total * sp->row_bytes[i];
+	return rows;
+}
+
 int cli_spool_replay(struct cli_spool *sp, uint64_t committed, cli_spool_fn fn, void *ud)
 {
 	const uint8_t **cols = app_xcalloc(sp->nattrs, sizeof *cols);
+	uint64_t **lens = app_xcalloc(sp->nattrs, sizeof *lens);
 	for (size_t off = 0; off < sp->loaded_len;) {
 		struct spool_head h;
 		memcpy(&h, sp->loaded + off, sizeof h);
@@ -261,33 +328,57 @@ int cli_spool_replay(struct cli_spool *sp, uint64_t committed, cli_spool_fn fn, 
 		if (h.seq + h.rows <= committed)
 			continue;
 		uint64_t skip = committed > h.seq ? committed - h.seq : 0;
+		for (size_t i = 0; i < sp->nattrs; i++)
+			cols[i] = spool_part(sp, i, &h, skip, &p, &lens[i]);
+		fn(ud, h.rows - skip, cols, (const uint64_t *const *)lens);
 		for (size_t i = 0; i < sp->nattrs; i++) {
-			cols[i] = p + skip * sp->row_bytes[i];
-			p += h.rows * sp->row_bytes[i];
+			free(lens[i]);
+			lens[i] = NULL;
 		}
-		fn(ud, h.rows - skip, cols);
 	}
 	free(cols);
+	free(lens);
 	free(sp->loaded);
 	sp->loaded = NULL;
 	sp->loaded_len = 0;
 	return 0;
 }
 
-int cli_spool_append(struct cli_spool *sp, uint64_t rows, const uint8_t *const *cols)
+/* The bytes of attribute i's part of a batch of `rows` rows. */
+static size_t spool_part_bytes(const struct cli_spool *sp, size_t i, uint64_t rows,
+			       const uint64_t *const *lens)
+{
+	if (!sp->ragged[i])
+		return (size_t)rows * sp->row_bytes[i];
+	uint64_t items = 0;
+	for (uint64_t r = 0; r < rows; r++)
+		items += lens[i][r];
+	return (size_t)items * sp->row_bytes[i];
+}
+
+int cli_spool_append(struct cli_spool *sp, uint64_t rows, const uint8_t *const *cols,
+		     const uint64_t *const *lens)
 {
 	struct spool_head h = { .seq = sp->end, .rows = rows, .hash = 0xcbf29ce484222325ull };
-	memcpy(h.magic, SPOOL_MAGIC, 8);
+	memcpy(h.magic, sp->any_ragged ? SPOOL_MAGIC_RAGGED : SPOOL_MAGIC, 8);
+	size_t *part = app_xcalloc(sp->nattrs ? sp->nattrs : 1, sizeof *part);
 	for (size_t i = 0; i < sp->nattrs; i++) {
-		size_t n = (size_t)rows * sp->row_bytes[i];
-		h.bytes += n;
-		h.hash = spool_hash(h.hash, cols[i], n);
+		part[i] = spool_part_bytes(sp, i, rows, lens);
+		if (sp->ragged[i]) {
+			h.bytes += rows * sizeof **lens;
+			h.hash = spool_hash(h.hash, lens[i], (size_t)rows * sizeof **lens);
+		}
+		h.bytes += part[i];
+		h.hash = spool_hash(h.hash, cols[i], part[i]);
 	}
-	if (spool_write_all(sp->log_fd, &h, sizeof h))
+	int rc = spool_write_all(sp->log_fd, &h, sizeof h);
+	for (size_t i = 0; !rc && i < sp->nattrs; i++)
+		rc = (sp->ragged[i] &&
+		      spool_write_all(sp->log_fd, lens[i], (size_t)rows * sizeof **lens)) ||
+		     spool_write_all(sp->log_fd, cols[i], part[i]);
+	free(part);
+	if (rc)
 		return spool_sys(sp, "writing", sp->log_path);
-	for (size_t i = 0; i < sp->nattrs; i++)
-		if (spool_write_all(sp->log_fd, cols[i], (size_t)rows * sp->row_bytes[i]))
-			return spool_sys(sp, "writing", sp->log_path);
 	if (fdatasync(sp->log_fd))
 		return spool_sys(sp, "syncing", sp->log_path);
 	sp->end += rows;

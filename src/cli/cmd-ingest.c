@@ -14,7 +14,8 @@
 
 static const struct cli_option ingest_options[] = {
 	{ "attr", 0, "NAME=DTYPE[:SHAPE]", "an attribute of each record, in order (SHAPE: 3 or "
-	  "28x28; none: a scalar); give one per attribute" },
+	  "28x28; none: a scalar; * or *x3: ragged, any number of items per record, each a "
+	  "scalar or of shape 3); give one per attribute" },
 	{ "format", 0, "FORMAT", "jsonl (default), csv or npy" },
 	{ "commit-rows", 0, "N", "commit once N rows wait (default 100000)" },
 	{ "commit-secs", 0, "T", "commit once the oldest waiting row has waited T seconds "
@@ -49,8 +50,11 @@ struct ingest_in {
 struct ingest_col {
 	uint8_t *data;
 	size_t len, cap;
-	size_t row_bytes;
+	size_t row_bytes; /* a row's, or a ragged attribute's item's */
 	uint8_t *row; /* one record's row while it is parsed */
+	int ragged;   /* data holds items back to back, lens each row's count */
+	uint64_t *lens;
+	size_t nlens, lcap;
 };
 
 struct ingest;
@@ -100,8 +104,10 @@ struct ingest {
 	char **written;      /* the versions this run made (commits, compactions), for the catalog */
 	size_t nwritten;
 	size_t frame_attr;   /* npy: the attribute the next frame is for */
+	int frame_items;     /* npy: the next frame is a ragged attribute's items (else its lengths) */
 	size_t skip_frames;  /* npy: frames left of a batch --skip-bad dropped */
 	uint64_t frame_rows; /* npy: rows of this batch's first frame */
+	uint64_t frame_total; /* npy: items the ragged attribute's lengths frame announced */
 	uint64_t compact_every; /* versions between compactions; 0: none */
 	int async;           /* commits run beside the parsing: job */
 	struct ingest_job job;
@@ -143,8 +149,12 @@ static void ingest_free(struct ingest *g)
 			free(g->cols[i].data);
 			free(g->cols[i].row);
 		}
-		if (g->job.cols)
+		if (g->cols)
+			free(g->cols[i].lens);
+		if (g->job.cols) {
 			free(g->job.cols[i].data);
+			free(g->job.cols[i].lens);
+		}
 	}
 	free(g->job.cols);
 	free(g->names);
@@ -177,6 +187,7 @@ static int ingest_parse_attrs(const struct cli_args *a, struct ingest *g)
 	g->rows = app_xcalloc(g->nattrs, sizeof *g->rows);
 	for (size_t i = 0; i < g->nattrs; i++) {
 		g->cols[i].row_bytes = app_records_row_bytes(g->rec, i);
+		g->cols[i].ragged = g->attrs[i].ragged;
 		g->cols[i].row = app_xmalloc(g->cols[i].row_bytes ? g->cols[i].row_bytes : 1);
 		g->rows[i] = g->cols[i].row;
 	}
@@ -236,6 +247,43 @@ static void ingest_col_add(struct ingest_col *c, const void *src, size_t bytes)
 	c->len += bytes;
 }
 
+/* Lengths of n more ragged rows. */
+static void ingest_col_lens(struct ingest_col *c, const uint64_t *lens, size_t n)
+{
+	if (c->nlens + n > c->lcap) {
+		size_t cap = c->lcap ? c->lcap : 1024;
+		while (cap < c->nlens + n)
+			cap *= 2;
+		c->lens = app_xreallocarray(c->lens, cap, sizeof *c->lens);
+		c->lcap = cap;
+	}
+	memcpy(c->lens + c->nlens, lens, n * sizeof *lens);
+	c->nlens += n;
+}
+
+/* The bytes the first `rows` waiting rows take. */
+static size_t ingest_col_upto(const struct ingest_col *c, uint64_t rows)
+{
+	if (!c->ragged)
+		return (size_t)rows * c->row_bytes;
+	uint64_t items = 0;
+	for (uint64_t r = 0; r < rows; r++)
+		items += c->lens[r];
+	return (size_t)items * c->row_bytes;
+}
+
+/* Drop the first `rows` waiting rows (committed, or already in a version). */
+static void ingest_col_drop(struct ingest_col *c, uint64_t rows)
+{
+	size_t bytes = ingest_col_upto(c, rows);
+	memmove(c->data, c->data + bytes, c->len - bytes);
+	c->len -= bytes;
+	if (c->ragged) {
+		memmove(c->lens, c->lens + rows, (c->nlens - (size_t)rows) * sizeof *c->lens);
+		c->nlens -= (size_t)rows;
+	}
+}
+
 /* One try: a writer appending to the latest version (or creating v1 of an empty
  * dataset), the waiting rows, the commit. */
 static int ingest_commit_once(struct ingest *g, struct ingest_col *cols, uint64_t rows,
@@ -255,12 +303,18 @@ static int ingest_commit_once(struct ingest *g, struct ingest_col *cols, uint64_
 		o.ntags = 1;
 	}
 	const void **data = app_xcalloc(g->nattrs, sizeof *data);
-	for (size_t i = 0; i < g->nattrs; i++)
-		data[i] = cols[i].data;
+	const uint64_t **lens = app_xcalloc(g->nattrs, sizeof *lens);
+	static const uint8_t none[1];
+	for (size_t i = 0; i < g->nattrs; i++) {
+		/* A ragged attribute whose rows are all empty has no bytes, yet data. */
+		data[i] = cols[i].data ? cols[i].data : none;
+		lens[i] = cols[i].lens;
+	}
 	mt_writer *w = NULL;
 	int rc = mt_writer_open(g->s, g->dataset, g->attrs, g->nattrs, &o, &w, err);
 	if (!rc)
-		rc = mt_writer_append(w, rows, data, NULL, err);
+		rc = mt_writer_append(w, rows, data, lens, err);
+	free(lens);
 	if (!rc)
 		rc = mt_writer_commit(w, version, cap, err);
 	mt_writer_close(w);
@@ -274,10 +328,14 @@ static int ingest_spool_flush(struct ingest *g)
 	if (!g->spool || g->pending == g->spooled)
 		return 0;
 	const uint8_t **cols = app_xcalloc(g->nattrs, sizeof *cols);
-	for (size_t i = 0; i < g->nattrs; i++)
-		cols[i] = g->cols[i].data + (size_t)g->spooled * g->cols[i].row_bytes;
-	int rc = cli_spool_append(g->spool, g->pending - g->spooled, cols);
+	const uint64_t **lens = app_xcalloc(g->nattrs, sizeof *lens);
+	for (size_t i = 0; i < g->nattrs; i++) {
+		cols[i] = g->cols[i].data + ingest_col_upto(&g->cols[i], g->spooled);
+		lens[i] = g->cols[i].ragged ? g->cols[i].lens + g->spooled : NULL;
+	}
+	int rc = cli_spool_append(g->spool, g->pending - g->spooled, cols, lens);
 	free(cols);
+	free(lens);
 	if (!rc)
 		g->spooled = g->pending;
 	return rc;
@@ -328,12 +386,8 @@ static int ingest_spool_settle(struct ingest *g, mt_error *err)
 	int rc = ingest_spool_scan(g, &end, &version, err);
 	if (!rc && end > noted) {
 		uint64_t drop = end - noted < g->pending ? end - noted : g->pending;
-		for (size_t i = 0; i < g->nattrs; i++) {
-			struct ingest_col *c = &g->cols[i];
-			size_t bytes = (size_t)drop * c->row_bytes;
-			memmove(c->data, c->data + bytes, c->len - bytes);
-			c->len -= bytes;
-		}
+		for (size_t i = 0; i < g->nattrs; i++)
+			ingest_col_drop(&g->cols[i], drop);
 		g->pending -= drop;
 		g->spooled -= drop;
 		if (!g->ctx->quiet)
@@ -464,17 +518,28 @@ static int ingest_commit_async(struct ingest *g)
 		j->cols = app_xcalloc(g->nattrs, sizeof *j->cols);
 	for (size_t i = 0; i < g->nattrs; i++) {
 		struct ingest_col *c = &g->cols[i], *b = &j->cols[i], t = *b;
-		size_t done = (size_t)g->pending * c->row_bytes;
+		size_t done = ingest_col_upto(c, g->pending);
 		b->data = c->data;
 		b->cap = c->cap;
 		b->len = done;
 		c->data = t.data;
 		c->cap = t.cap;
-		/* Frames of an npy batch still coming stay, after the committed rows. */
+		/* Frames of an npy batch still coming stay, after the committed rows
+		 * (only fixed attributes come as frames). */
 		size_t left = c->len - done;
 		c->len = 0;
 		if (left)
 			ingest_col_add(c, b->data + done, left);
+		/* So do the lengths of a ragged attribute's frame whose items are to come. */
+		size_t lleft = c->ragged ? c->nlens - (size_t)g->pending : 0;
+		b->lens = c->lens;
+		b->lcap = c->lcap;
+		b->nlens = (size_t)g->pending;
+		c->lens = t.lens;
+		c->lcap = t.lcap;
+		c->nlens = 0;
+		if (lleft)
+			ingest_col_lens(c, b->lens + g->pending, lleft);
 	}
 	j->g = g;
 	j->rows = g->pending;
@@ -525,12 +590,8 @@ static int ingest_commit(struct ingest *g)
 	ingest_wrote(g, version);
 	g->versions++;
 	/* Frames of an npy batch still coming stay, after the committed rows. */
-	for (size_t i = 0; i < g->nattrs; i++) {
-		struct ingest_col *c = &g->cols[i];
-		size_t done = (size_t)g->pending * c->row_bytes;
-		memmove(c->data, c->data + done, c->len - done);
-		c->len -= done;
-	}
+	for (size_t i = 0; i < g->nattrs; i++)
+		ingest_col_drop(&g->cols[i], g->pending);
 	g->pending = 0;
 	g->spooled = 0;
 	if (g->k) {
@@ -567,6 +628,24 @@ static int ingest_bad(struct ingest *g, const char *what, uint64_t where, const 
 	return 0;
 }
 
+/* The record just parsed joins the waiting rows. */
+static void ingest_record(struct ingest *g)
+{
+	for (size_t i = 0; i < g->nattrs; i++) {
+		struct ingest_col *c = &g->cols[i];
+		if (!c->ragged) {
+			ingest_col_add(c, g->rows[i], c->row_bytes);
+			continue;
+		}
+		uint64_t items;
+		const void *p = app_records_ragged(g->rec, i, &items);
+		if (items)
+			ingest_col_add(c, p, (size_t)items * c->row_bytes);
+		ingest_col_lens(c, &items, 1);
+	}
+	ingest_rows_added(g, 1);
+}
+
 /* One line of text: the CSV header, or a record. */
 static int ingest_line(struct ingest *g, const char *line, size_t len)
 {
@@ -590,9 +669,7 @@ static int ingest_line(struct ingest *g, const char *line, size_t len)
 		if (bad) {
 			rc = ingest_bad(g, "line", g->line, why);
 		} else {
-			for (size_t i = 0; i < g->nattrs; i++)
-				ingest_col_add(&g->cols[i], rows[i], g->cols[i].row_bytes);
-			ingest_rows_added(g, 1);
+			ingest_record(g);
 		}
 	}
 	return rc;
@@ -600,30 +677,87 @@ static int ingest_line(struct ingest *g, const char *line, size_t len)
 
 /* ---- npy frames ---- */
 
-/* Check a frame's header against the attribute it is for; -1 with why. */
+/* Check a frame's header against what comes next: attribute frame_attr's
+ * rows, or for a ragged attribute its rows' lengths (int64, one a row) and
+ * then their items (as many as the lengths add up to); -1 with why. */
 static int ingest_frame_check(struct ingest *g, const mt_npy_info *ni, char *why, size_t cap)
 {
 	const mt_attr *at = &g->attrs[g->frame_attr];
-	int ok = ni->rank == at->rank + 1;
-	for (int d = 0; ok && d < at->rank; d++)
-		ok = ni->shape[d + 1] == at->shape[d];
+	int lengths = at->ragged && !g->frame_items;
+	mt_attr want = *at;
+	if (lengths) {
+		want.dtype = MT_INT64;
+		want.rank = 0;
+	}
+	const char *part = lengths ? " (lengths)" : at->ragged ? " (items)" : "";
+	int ok = ni->rank == want.rank + 1;
+	for (int d = 0; ok && d < want.rank; d++)
+		ok = ni->shape[d + 1] == want.shape[d];
 	char shape[96];
-	if (ni->dtype != at->dtype)
-		return snprintf(why, cap, "field %s: dtype %s, the attribute's is %s", at->name,
-				mt_dtype_name(ni->dtype), mt_dtype_name(at->dtype)), -1;
+	if (ni->dtype != want.dtype)
+		return snprintf(why, cap, "field %s%s: dtype %s, %s %s", at->name, part,
+				mt_dtype_name(ni->dtype), lengths ? "lengths are" : "the attribute's is",
+				mt_dtype_name(want.dtype)), -1;
 	if (!ok)
-		return snprintf(why, cap, "field %s: rows of the wrong shape (the attribute's "
-				"rows are %s, after a leading rows dimension)", at->name,
-				app_shape_str(at, shape, sizeof shape)), -1;
+		return snprintf(why, cap, "field %s%s: rows of the wrong shape (the attribute's "
+				"%s are %s, after a leading %s dimension)", at->name, part,
+				at->ragged ? "items" : "rows", app_shape_str(at, shape, sizeof shape),
+				at->ragged && !lengths ? "items" : "rows"), -1;
 	if (ni->big_endian && mt_dtype_size(ni->dtype) > 1)
 		return snprintf(why, cap, "field %s: big-endian data; send little-endian", at->name), -1;
 	if (ni->fortran_order && ni->rank > 2)
 		return snprintf(why, cap, "field %s: Fortran order; send C order", at->name), -1;
-	if (g->frame_attr && ni->shape[0] != g->frame_rows)
-		return snprintf(why, cap, "field %s: %" PRIu64 " rows, but the batch's first frame (%s) "
-				"has %" PRIu64, at->name, ni->shape[0], g->attrs[0].name,
+	if (at->ragged && !lengths && ni->shape[0] != g->frame_total)
+		return snprintf(why, cap, "field %s (items): %" PRIu64 " items, but its lengths add up "
+				"to %" PRIu64, at->name, ni->shape[0], g->frame_total), -1;
+	if ((g->frame_attr || g->frame_items) && !(at->ragged && !lengths) &&
+	    ni->shape[0] != g->frame_rows)
+		return snprintf(why, cap, "field %s%s: %" PRIu64 " rows, but the batch's first frame "
+				"(%s) has %" PRIu64, at->name, part, ni->shape[0], g->attrs[0].name,
 				g->frame_rows), -1;
 	return 0;
+}
+
+/* A ragged attribute's lengths frame (checked): no length below zero; their
+ * sum is the items the next frame must hold. */
+static int ingest_frame_lengths(struct ingest *g, const mt_npy_info *ni, const char *p,
+				char *why, size_t cap)
+{
+	g->frame_total = 0;
+	for (uint64_t r = 0; r < ni->shape[0]; r++) {
+		int64_t v;
+		memcpy(&v, p + r * sizeof v, sizeof v);
+		if (v < 0 || __builtin_add_overflow(g->frame_total, (uint64_t)v, &g->frame_total))
+			return snprintf(why, cap, "field %s (lengths): row %" PRIu64 " has length %"
+					PRId64, g->attrs[g->frame_attr].name, r, v), -1;
+	}
+	return 0;
+}
+
+/* Frames in a batch (a ragged attribute has two), and the next one's place in it. */
+static size_t ingest_frames(const struct ingest *g, size_t upto)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < upto; i++)
+		n += g->attrs[i].ragged ? 2 : 1;
+	return n;
+}
+
+/* A bad frame: what waits is whole rows again (frames of this batch came
+ * after them), and the batch's other frames are read and dropped. */
+static int ingest_frame_bad(struct ingest *g, const char *why)
+{
+	for (size_t i = 0; i < g->nattrs; i++) {
+		struct ingest_col *c = &g->cols[i];
+		c->len = ingest_col_upto(c, g->pending);
+		if (c->ragged)
+			c->nlens = (size_t)g->pending;
+	}
+	g->skip_frames = ingest_frames(g, g->nattrs) - ingest_frames(g, g->frame_attr) -
+			 (size_t)g->frame_items - 1;
+	g->frame_attr = 0;
+	g->frame_items = 0;
+	return ingest_bad(g, "frame", g->line, why);
 }
 
 /* A whole frame's bytes are in the buffer at p: take its rows.  The rows of a
@@ -637,17 +771,27 @@ static int ingest_frame(struct ingest *g, const mt_npy_info *ni, const char *p)
 		g->skip_frames--;
 		return 0;
 	}
-	if (ingest_frame_check(g, ni, why, sizeof why)) {
-		/* What waits is whole rows; frames of this batch come after them. */
-		for (size_t i = 0; i < g->nattrs; i++)
-			g->cols[i].len = (size_t)g->pending * g->cols[i].row_bytes;
-		g->skip_frames = g->nattrs - g->frame_attr - 1;
-		g->frame_attr = 0;
-		return ingest_bad(g, "frame", g->line, why);
-	}
-	if (!g->frame_attr)
+	struct ingest_col *c = &g->cols[g->frame_attr];
+	int lengths = c->ragged && !g->frame_items;
+	const char *data = p + ni->header_bytes;
+	if (ingest_frame_check(g, ni, why, sizeof why) ||
+	    (lengths && ingest_frame_lengths(g, ni, data, why, sizeof why)))
+		return ingest_frame_bad(g, why);
+	if (!g->frame_attr && !g->frame_items)
 		g->frame_rows = ni->shape[0];
-	ingest_col_add(&g->cols[g->frame_attr], p + ni->header_bytes, (size_t)ni->data_bytes);
+	if (lengths) {
+		/* int64 and uint64 agree on lengths that passed the check. */
+		for (uint64_t r = 0; r < ni->shape[0]; r++) {
+			uint64_t v;
+			memcpy(&v, data + r * sizeof v, sizeof v);
+			ingest_col_lens(c, &v, 1);
+		}
+		g->frame_items = 1;
+		return 0;
+	}
+	g->frame_items = 0;
+	if (ni->data_bytes)
+		ingest_col_add(c, data, (size_t)ni->data_bytes);
 	if (++g->frame_attr == g->nattrs) {
 		g->frame_attr = 0;
 		ingest_rows_added(g, g->frame_rows);
@@ -807,7 +951,8 @@ static int ingest_loop(struct ingest *g)
 /* What is left at the end: a partial npy batch is an error, as is a frame cut short. */
 static int ingest_finish(struct ingest *g)
 {
-	if (g->format == FMT_NPY && g->in.eof && (g->frame_attr || g->in.pos < g->in.len))
+	if (g->format == FMT_NPY && g->in.eof &&
+	    (g->frame_attr || g->frame_items || g->in.pos < g->in.len))
 		return cli_error("ingest %s: frame %" PRIu64 ": the input ends inside a %s; "
 				 "stopped, %" PRIu64 " waiting row(s) not committed", g->dataset,
 				 g->line + 1, g->in.pos < g->in.len ? "frame" : "batch of frames",
@@ -821,11 +966,23 @@ static int ingest_finish(struct ingest *g)
 	return rc;
 }
 
-static void ingest_replay_rows(void *ud, uint64_t rows, const uint8_t *const *cols)
+static void ingest_replay_rows(void *ud, uint64_t rows, const uint8_t *const *cols,
+			       const uint64_t *const *lens)
 {
 	struct ingest *g = ud;
-	for (size_t i = 0; i < g->nattrs; i++)
-		ingest_col_add(&g->cols[i], cols[i], (size_t)rows * g->cols[i].row_bytes);
+	for (size_t i = 0; i < g->nattrs; i++) {
+		struct ingest_col *c = &g->cols[i];
+		size_t bytes = (size_t)rows * c->row_bytes;
+		if (c->ragged) {
+			uint64_t items = 0;
+			for (uint64_t r = 0; r < rows; r++)
+				items += lens[i][r];
+			bytes = (size_t)items * c->row_bytes;
+			ingest_col_lens(c, lens[i], (size_t)rows);
+		}
+		if (bytes)
+			ingest_col_add(c, cols[i], bytes);
+	}
 	ingest_rows_added(g, rows);
 	g->spooled = g->pending;
 }
@@ -837,6 +994,7 @@ static int ingest_spool_start(struct ingest *g)
 {
 	char *layout = NULL;
 	size_t *row_bytes = app_xcalloc(g->nattrs, sizeof *row_bytes);
+	int *ragged = app_xcalloc(g->nattrs, sizeof *ragged);
 	for (size_t i = 0; i < g->nattrs; i++) {
 		char shape[96];
 		char *l = app_xasprintf("%s%s%s=%s%s", layout ? layout : "", layout ? "," : "",
@@ -845,10 +1003,13 @@ static int ingest_spool_start(struct ingest *g)
 		free(layout);
 		layout = l;
 		row_bytes[i] = g->cols[i].row_bytes;
+		ragged[i] = g->cols[i].ragged;
 	}
-	int rc = cli_spool_open(g->spool_dir, g->dataset, layout, g->nattrs, row_bytes, &g->spool);
+	int rc = cli_spool_open(g->spool_dir, g->dataset, layout, g->nattrs, row_bytes, ragged,
+				&g->spool);
 	free(layout);
 	free(row_bytes);
+	free(ragged);
 	if (rc)
 		return rc;
 	uint64_t from = cli_spool_committed(g->spool), end = cli_spool_end(g->spool);

@@ -637,9 +637,9 @@ typedef struct mt_stream_opts {
 MT_API void mt_stream_opts_init_size(mt_stream_opts *o, size_t size);
 #define mt_stream_opts_init(o) mt_stream_opts_init_size((o), sizeof(mt_stream_opts))
 
-/* A stream of rows with these attributes (fixed-shape ones: a ragged
- * attribute is MT_EUNSUPPORTED).  Nothing is written before the first
- * commit; an existing dataset must have the same attributes then. */
+/* A stream of rows with these attributes (fixed-shape or ragged).  Nothing
+ * is written before the first commit; an existing dataset must have the same
+ * attributes then. */
 MT_API int mt_stream_open(mt_store *s, const char *dataset, const mt_attr *attrs,
 			  size_t nattrs, const mt_stream_opts *o, mt_stream **out, mt_error *err);
 /* Add nrows rows (data[i]: attribute i's values, C order, little-endian;
@@ -647,6 +647,14 @@ MT_API int mt_stream_open(mt_store *s, const char *dataset, const mt_attr *attrs
  * A failed commit keeps the rows waiting and returns its error. */
 MT_API int mt_stream_append(mt_stream *st, uint64_t nrows, const void *const *data,
 			    mt_error *err);
+/* mt_stream_append with ragged attributes, as mt_writer_append takes them:
+ * lengths[i] holds nrows row lengths in items and data[i] the rows' items
+ * back to back for a ragged attribute i (lengths[i] of a fixed one is not
+ * read; `lengths` may be NULL when none is ragged).  mt_stream_append is
+ * this call with NULL lengths, MT_EINVAL when some attribute is ragged.
+ * Rows and lengths are copied; a failed commit keeps both waiting. */
+MT_API int mt_stream_append_ragged(mt_stream *st, uint64_t nrows, const void *const *data,
+				   const uint64_t *const *lengths, mt_error *err);
 /* Commit if the oldest waiting row has waited commit_ms; *wait_ms (may be
  * NULL) is then how long until the next commit by time is due (UINT64_MAX:
  * none is).  For callers that wait for input with a timeout. */

@@ -1,5 +1,5 @@
 #!/bin/bash
-# ingest.sh — `matorage ingest`: each format round-trips, commits by rows, time, end and signal, bad records named, kill -9 leaves an exact prefix, concurrent ingesters lose nothing, and one run on S3.
+# ingest.sh — `matorage ingest`: each format round-trips (ragged attributes too, through the spool as well), commits by rows, time, end and signal, bad records named, kill -9 leaves an exact prefix, concurrent ingesters lose nothing, and one run on S3.
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
 I="$PY $top_srcdir/tests/e2e/ingest_tool.py"
@@ -113,6 +113,81 @@ check "--skip-bad in csv" bash -c "printf 'y\n1\nx\n3\n' | $M ingest skipc --for
 check "--skip-bad in npy drops the bad frame's whole batch" bash -c \
 	"$I gen npy 30 0 7 | $M ingest skipn --format npy --attr x=float32:3 --attr y=int32 --attr z=float16:2x2 --skip-bad 2> $WORK/skip.err; grep -q '3 bad record' $WORK/skip.err"
 
+# ---- ragged attributes: token sequences of any length, empty ones too ----
+RA=(--attr t=int32:* --attr y=int64 --attr p=float32:*x2)
+# rgot DATASET DIR: its ragged rows (and their lengths) fetched into DIR.
+rgot() {
+	mkdir -p "$2" &&
+		$M get "$1" t -o "$2/t.npy" --lengths "$2/tlen.npy" > /dev/null &&
+		$M get "$1" p -o "$2/p.npy" --lengths "$2/plen.npy" > /dev/null &&
+		$M get "$1" y -o "$2/y.npy" > /dev/null
+}
+for fmt in jsonl csv npy; do
+	check "$fmt: 300 records with ragged attributes, committed every 70 rows" bash -c \
+		"$I rgen $fmt 300 0 3 | $M ingest rag-$fmt --format $fmt ${RA[*]} --commit-rows 70 > /dev/null"
+	ok $(rgot rag-$fmt "$WORK/rag-$fmt" && [ "$($I rcheck "$WORK/rag-$fmt" 300 0 3)" = 300 ] &&
+		[ "$(versions rag-$fmt)" -eq 5 ]; echo $?) \
+		"$fmt: get --lengths gives back every row's items exactly, in 5 versions"
+done
+ok $($M info rag-jsonl | grep -Eq '^  t +int32 +\(\*,\) +ragged$' && $M cat rag-jsonl t --rows 0:2 | head -1 | grep -qx "3 20 37"; echo $?) \
+	"info calls t ragged; cat prints a row's tokens"
+fails "jsonl ragged: an array inside a flat row names line and item" 1 "line 3: field t\[1\]: expected a number, found an array" \
+	bash -c "($I rgen jsonl 2 0 3; echo '{\"t\": [1, [2], 3], \"y\": 2, \"p\": []}') | $M ingest ragbad ${RA[*]}"
+fails "jsonl ragged: a real among int32 tokens" 1 "line 1: field t\[2\]: 1.5 is not an integer \(int32\)" \
+	bash -c "echo '{\"t\": [1, 2, 1.5], \"y\": 2, \"p\": []}' | $M ingest ragbad ${RA[*]}"
+fails "jsonl ragged: a number where the array of items goes" 1 "line 1: field t: expected an array of items" \
+	bash -c "echo '{\"t\": 7, \"y\": 2, \"p\": []}' | $M ingest ragbad ${RA[*]}"
+fails "jsonl ragged: an item of the wrong shape" 1 "line 1: field p\[1\]: expected 2 values \(shape \(2,\)\), found 3" \
+	bash -c "echo '{\"t\": [], \"y\": 2, \"p\": [[1, 2], [1, 2, 3]]}' | $M ingest ragbad ${RA[*]}"
+fails "csv ragged: a value that is no number is named" 1 "line 2: field t.1: 'x' is not a number" \
+	bash -c "printf 'y,t,p\n1,5 x 7,\n' | $M ingest ragbad --format csv ${RA[*]}"
+fails "csv ragged: values that are not whole items" 1 "line 2: field p: 3 values are not whole items of 2" \
+	bash -c "printf 'y,t,p\n1,5,1 2 3\n' | $M ingest ragbad --format csv ${RA[*]}"
+ok $([ "$(versions ragbad)" -eq 0 ]; echo $?) "ragged: nothing of the bad inputs is committed"
+rag_skip() { $I rgen jsonl 4 0 3; echo '{"t": [[1]], "y": 99, "p": []}'; $I rgen jsonl 3 4 3; }
+check "ragged: --skip-bad goes on past a bad ragged record" bash -c \
+	"$(declare -f rag_skip); I='$I'; rag_skip | $M ingest ragskip ${RA[*]} --skip-bad 2> $WORK/skip.err"
+ok $(grep -q "skipped line 5: field t\[0\]" "$WORK/skip.err" && rgot ragskip "$WORK/ragskip" &&
+	[ "$($I rcheck "$WORK/ragskip" 7 0 3)" = 7 ]; echo $?) "ragged --skip-bad: the 7 good records, in order"
+check "ragged: a commit whose ragged rows are all empty" bash -c \
+	"echo '{\"t\": [], \"y\": 0, \"p\": []}' | $M ingest ragempty ${RA[*]} > /dev/null"
+ok $(rgot ragempty "$WORK/ragempty" && [ "$($I rcheck "$WORK/ragempty" 1 0 0)" = 1 ]; echo $?) \
+	"ragged: the empty rows come back empty"
+# npy batches of 2 rows: good, items short of the lengths, a negative length, lengths not
+# int64, good again.
+rag_npy() {
+	$PY - << 'PYEOF'
+import io, sys
+import numpy as np
+def w(*arrays):
+    for a in arrays:
+        b = io.BytesIO(); np.save(b, a); sys.stdout.buffer.write(b.getvalue())
+i64, none = (lambda *v: np.array(v, np.int64)), np.zeros((0, 2), np.float32)
+w(i64(3, 0), np.array([3, 20, 37], np.int32), i64(0, 1), i64(0, 0), none)
+w(i64(2, 1), np.array([1, 2], np.int32), i64(2, 3), i64(0, 0), none)
+w(i64(-1, 1), np.array([1, 2], np.int32), i64(2, 3), i64(0, 0), none)
+w(np.array([1, 1], np.int32), np.array([1, 2], np.int32), i64(2, 3), i64(0, 0), none)
+w(i64(0, 0), np.array([], np.int32), i64(2, 3), i64(0, 0), none)
+PYEOF
+}
+fails "npy ragged: items short of what the lengths add up to name the frame" 1 "frame 7: field t \(items\): 2 items, but its lengths add up to 3" \
+	bash -c "$(declare -f rag_npy); PY='$PY'; rag_npy | $M ingest ragnpy --format npy ${RA[*]}"
+check "npy ragged: --skip-bad drops each bad batch whole" bash -c \
+	"$(declare -f rag_npy); PY='$PY'; rag_npy | $M ingest ragnpy --format npy ${RA[*]} --skip-bad 2> $WORK/skip.err"
+ok $(grep -q "frame 11: field t (lengths): row 0 has length -1" "$WORK/skip.err" &&
+	grep -q "frame 16: field t (lengths): dtype int32, lengths are int64" "$WORK/skip.err" &&
+	[ "$($M cat ragnpy y | tr '\n' ' ')" = "0 1 2 3 " ] && [ "$($M cat ragnpy t | head -1)" = "3 20 37" ]; echo $?) \
+	"npy ragged: the bad frames are named, the good batches' 4 rows committed"
+# Arrays 30 ms apart: commits by time come between a batch's arrays, whose lengths and
+# items wait for the next commit (on the commit thread, and in line with a spool).
+for sp in "" "--spool $WORK/rag-npy-spool"; do
+	check "npy ragged, commits by time inside batches${sp:+ (spool)}" bash -c \
+		"$I rgen npy 100 0 3 0.03 | $M ingest ragtime${sp:+s} --format npy ${RA[*]} --commit-secs 1 $sp > /dev/null"
+	ok $(rgot ragtime${sp:+s} "$WORK/ragtime${sp:+s}" && [ "$($I rcheck "$WORK/ragtime${sp:+s}" 100 0 3)" = 100 ] &&
+		[ "$(versions ragtime${sp:+s})" -ge 2 ]; echo $?) "npy ragged${sp:+ (spool)}: every row exact across the commits"
+done
+fails "a ragged shape without its item shape is a usage error" 2 "an item shape must follow" $M ingest u --attr t=int32:*x
+
 # ---- usage ----
 fails "no --attr is a usage error" 2 "--attr" $M ingest u
 fails "a bad dtype is a usage error" 2 "unknown dtype 'float8'" $M ingest u --attr x=float8
@@ -191,7 +266,8 @@ sleep 0.5
 kill -9 $ing
 wait $ing 2> /dev/null
 exec 6>&-
-ok $( ! $M ls spd > /dev/null 2>&1; echo $?) "spool: killed before any commit, nothing is committed"
+ok $( ! $M ls spd > /dev/null 2>&1 && head -c 8 "$WORK/spool-d/log" | grep -qx MTSPOOL1; echo $?) \
+	"spool: killed before any commit, nothing is committed; fixed attributes spool as MTSPOOL1, as before"
 cp -a "$WORK/spool-d" "$WORK/spool-d.copy"
 check "spool: the rerun replays the 50 spooled rows" bash -c \
 	"$M ingest spd ${ATTRS[*]} --spool $WORK/spool-d < /dev/null 2>&1 >/dev/null | grep -q 'replaying 50 spooled row(s) (0..50)'"
@@ -215,6 +291,54 @@ fails "a spool in use by another ingest is refused" 1 "spool .* is in use by ano
 	bash -c "$M ingest sp-5 ${ATTRS[*]} --spool $WORK/spool-5 < /dev/null"
 exec 4>&-
 wait $holder
+
+# ---- --spool with ragged attributes: kill -9, replay, exactly once ----
+rm -f "$WORK/kfifo"
+mkfifo "$WORK/kfifo"
+$M ingest rspd ${RA[*]} --commit-rows 100000 --commit-secs 0 --spool "$WORK/rspool-d" < "$WORK/kfifo" > /dev/null 2>&1 &
+ing=$!
+exec 6> "$WORK/kfifo"
+$I rgen jsonl 50 0 9 >&6
+for _ in $(seq 100); do [ "$(stat -c %s "$WORK/rspool-d/log" 2>/dev/null || echo 0)" -ge 2800 ] && break; sleep 0.1; done
+sleep 0.5
+kill -9 $ing
+wait $ing 2> /dev/null
+exec 6>&-
+ok $( ! $M ls rspd > /dev/null 2>&1 && head -c 8 "$WORK/rspool-d/log" | grep -qx MTSPOOL2; echo $?) \
+	"ragged spool: killed before any commit, nothing committed, the batches spooled as MTSPOOL2"
+cp -a "$WORK/rspool-d" "$WORK/rspool-d.copy"
+check "ragged spool: the rerun replays the 50 spooled rows" bash -c \
+	"$M ingest rspd ${RA[*]} --spool $WORK/rspool-d < /dev/null 2>&1 >/dev/null | grep -q 'replaying 50 spooled row(s) (0..50)'"
+rm -rf "$WORK/rspool-d"
+mv "$WORK/rspool-d.copy" "$WORK/rspool-d"
+check "ragged spool: its commit unnoted, nothing is committed twice" bash -c \
+	"$M ingest rspd ${RA[*]} --spool $WORK/rspool-d < /dev/null 2>&1 >/dev/null | grep -q '50 spooled row(s) were already committed in rspd@v1'"
+ok $(rgot rspd "$WORK/rspd" && [ "$($I rcheck "$WORK/rspd" 50 0 9)" = 50 ] && [ "$(versions rspd)" -eq 1 ]; echo $?) \
+	"ragged spool: the 50 rows once, items and lengths exact, in one version"
+fails "a ragged spool is refused for fixed attributes" 1 "holds rows of other attributes" \
+	bash -c "$M ingest rspd --attr t=int32 --attr y=int64 --attr p=float32:2 --spool $WORK/rspool-d < /dev/null"
+seed=31
+delay=$($PY -c "import random; random.seed($seed); print(round(random.uniform(0.5, 2.5), 2))")
+echo "# ragged spool kill -9 seed $seed: after ${delay}s"
+rm -f "$WORK/kfifo"
+mkfifo "$WORK/kfifo"
+$I rgen jsonl 2000 0 $seed 0.002 > "$WORK/kfifo" 2> /dev/null &
+gen=$!
+$M ingest rsp ${RA[*]} --commit-rows 37 --spool "$WORK/rspool" < "$WORK/kfifo" > /dev/null 2>&1 &
+ing=$!
+sleep "$delay"
+kill -9 $ing 2> /dev/null
+kill $gen 2> /dev/null
+wait $ing $gen 2> /dev/null
+before=0
+rgot rsp "$WORK/rsp0" 2> /dev/null && before=$($I rcheck "$WORK/rsp0" 2000 0 $seed)
+$M ingest rsp ${RA[*]} --spool "$WORK/rspool" < /dev/null > /dev/null 2> "$WORK/replay.err"
+rc=$?
+spooled=$(sed -n 's/.*replaying [0-9]* spooled row(s) ([0-9]*\.\.\([0-9]*\)).*/\1/p' "$WORK/replay.err")
+after=$(rgot rsp "$WORK/rsp1" && $I rcheck "$WORK/rsp1" 2000 0 $seed)
+ok $([ $rc -eq 0 ] && [ -n "$after" ] && [ "$after" -ge "$before" ] && [ "$after" = "${spooled:-$before}" ] &&
+	[ $((before % 37)) -eq 0 -o "$before" -eq 2000 ]; echo $?) \
+	"ragged spool (seed $seed): $before rows (whole commits, an exact prefix) at the kill, every spooled row after the rerun ($after), once, in order"
 
 # ---- two ingesters at once into one dataset lose no rows ----
 $I gen jsonl 300 0 1 0.001 | $M ingest both ${ATTRS[*]} --commit-rows 20 > /dev/null 2>&1 &

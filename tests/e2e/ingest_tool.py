@@ -8,6 +8,13 @@ expect N FIRST SEED DIR           the arrays gen made, as DIR/{x,y,z}.npy
 same A.npy B.npy                  equal dtype, shape and values
 prefix Y.npy N FIRST              Y is FIRST, FIRST+1, ... (an exact prefix of N rows)
 interleaved Y.npy A:N B:N ...     Y holds each run FIRST..FIRST+N-1 exactly, each in order
+rgen FORMAT N FIRST SEED [DELAY]  N records with ragged attributes (jsonl, csv or npy batches
+                                  of 10 rows, a ragged attribute as two arrays: its rows'
+                                  int64 lengths, then their items): t int32
+                                  ragged (0 to 12 tokens), y int64 = FIRST + i, p float32
+                                  ragged items of (2,) (0 to 2 of them)
+rcheck DIR N FIRST SEED           DIR/{y,t,tlen,p,plen}.npy (get --lengths) are an exact
+                                  prefix of rgen's N records; prints how many rows
 spell N SEED DIR                  N records of a float64 (3,), b int32, c bool, d float32,
                                   h float16 spelled every way JSON allows (key order, blanks,
                                   exponents, -0, escaped keys, duplicate keys) on stdout; the
@@ -107,11 +114,76 @@ def spell(n, seed, outdir):
     np.save(outdir + "/h.npy", np.array(cols["h"], dtype=np.float16))
 
 
+def ragged_row(r, seed):
+    """Row r's tokens and points: a function of r alone, so any prefix can be checked."""
+    t = [(r * 31 + j * 17 + seed) % 50000 for j in range((r * 7 + seed) % 13)]
+    p = [[r + j * 0.5, -r - j] for j in range(r % 3)]
+    return t, p
+
+
+def rgen_npy(n, first, seed, delay, out):
+    """Batches of 10 rows: t's lengths and items, y, p's lengths and items."""
+    for b in range(first, first + n, 10):
+        rows = [ragged_row(r, seed) for r in range(b, min(b + 10, first + n))]
+        t = [np.array(x, dtype=np.int32) for x, _ in rows]
+        p = [np.array(q, dtype=np.float32).reshape(-1, 2) for _, q in rows]
+        for a in (np.array([len(x) for x in t], dtype=np.int64), np.concatenate(t),
+                  np.arange(b, b + len(rows), dtype=np.int64),
+                  np.array([len(x) for x in p], dtype=np.int64), np.concatenate(p)):
+            out.write(npy_bytes(a))
+            out.flush()
+            if delay:  # after each array: commits by time fall inside batches
+                time.sleep(delay)
+
+
+def rgen(fmt, n, first, seed, delay=0.0):
+    out = sys.stdout.buffer
+    if fmt == "npy":
+        return rgen_npy(n, first, seed, delay, out)
+    if fmt == "csv":
+        out.write(b"y,t,p\n")
+    for r in range(first, first + n):
+        t, p = ragged_row(r, seed)
+        if fmt == "jsonl":
+            line = '{"t": %s, "y": %d, "p": %s}\n' % (t, r, p)
+        else:
+            line = '%d,%s,"%s"\n' % (r, " ".join(map(str, t)),
+                                      " ".join(repr(v) for q in p for v in q))
+        out.write(line.encode())
+        out.flush()
+        if delay:
+            time.sleep(delay)
+
+
+def rcheck(d, n, first, seed):
+    y, t, tl, p, pl = (np.load("%s/%s.npy" % (d, a)) for a in ("y", "t", "tlen", "p", "plen"))
+    if t.dtype != np.int32 or p.dtype != np.float32 or p.shape[1:] != (2,):
+        sys.exit("dtypes: t %s, p %s %s" % (t.dtype, p.dtype, p.shape))
+    if len(y) > n or not np.array_equal(y, np.arange(first, first + len(y))):
+        sys.exit("y is not a prefix: %s" % y[:20])
+    if len(tl) != len(y) or len(pl) != len(y):
+        sys.exit("lengths: %d, %d for %d rows" % (len(tl), len(pl), len(y)))
+    to = np.concatenate([[0], np.cumsum(tl)])
+    po = np.concatenate([[0], np.cumsum(pl)])
+    if to[-1] != len(t) or po[-1] != len(p):
+        sys.exit("items: %d and %d, the lengths say %d and %d" % (len(t), len(p), to[-1], po[-1]))
+    for k, r in enumerate(y):
+        wt, wp = ragged_row(int(r), seed)
+        if list(t[to[k]:to[k + 1]]) != wt or p[po[k]:po[k + 1]].tolist() != wp:
+            sys.exit("row %d differs: %s %s" % (r, t[to[k]:to[k + 1]], p[po[k]:po[k + 1]]))
+    print(len(y))
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "gen":
         gen(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
             float(sys.argv[6]) if len(sys.argv) > 6 else 0.0)
+    elif cmd == "rgen":
+        rgen(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
+             float(sys.argv[6]) if len(sys.argv) > 6 else 0.0)
+    elif cmd == "rcheck":
+        rcheck(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     elif cmd == "spell":
         spell(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     elif cmd == "expect":

@@ -1,5 +1,5 @@
 #!/bin/bash
-# python-stream.sh — matorage.Stream (python/matorage/stream.py over mt_stream_*): rows appended from Python, committed by rows, time and on exit, read back by matorage get.
+# python-stream.sh — matorage.Stream (python/matorage/stream.py over mt_stream_*): rows appended from Python, committed by rows, time and on exit, read back by matorage get; ragged attributes too.
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
 mkdir -p "$WORK/store"
@@ -39,5 +39,36 @@ fails "rows of the wrong shape are refused" 1 "InvalidArgument: Stream.append: x
 import numpy as np, matorage
 s = matorage.Stream(matorage.Store('file://$WORK/store'), 'py', {'x': ('float32', (3,)), 'y': ('int64', ())})
 s.append(x=np.zeros((2, 4)), y=[1, 2])"
+
+check "ragged rows: lists of per-row arrays and a Ragged, empty rows too, committed by rows and on exit" pymt - "$WORK" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+from matorage.writer import Ragged
+work = sys.argv[1]
+with matorage.Stream("file://" + work + "/store", "tok",
+                     {"tokens": ("int32", (), True), "label": ("int64", ())},
+                     commit_rows=4) as s:
+    s.append(tokens=[[5, 17, 3], [], [8]], label=[0, 1, 2])
+    assert s.pending == 3
+    s.append(tokens=Ragged(np.array([9, 9, 1, 2]), [0, 2, 4]), label=[3, 4])
+    assert s.pending == 0, s.pending
+    s.append(tokens=[np.arange(6)], label=[5])
+r = matorage.Reader("file://" + work + "/store", "tok")
+vals, offs = r.read("tokens")
+assert r.rows == 6, r.rows
+assert list(offs) == [0, 3, 3, 4, 6, 8, 14], list(offs)
+assert list(vals) == [5, 17, 3, 8, 9, 9, 1, 2, 0, 1, 2, 3, 4, 5], list(vals)
+PYEOF
+fails "a ragged row of the wrong item shape is refused" 1 "InvalidArgument: Stream.append: p: row 1 has shape" pymt -c "
+import matorage
+s = matorage.Stream('file://$WORK/store', 'pts', {'p': ('float32', (2,), True)})
+s.append(p=[[[1, 2]], [[1, 2, 3]]])"
+check "a ragged attribute with an item shape: rows of (k, 2) items" pymt -c "
+import numpy as np, matorage
+with matorage.Stream('file://$WORK/store', 'pts', {'p': ('float32', (2,), True)}) as s:
+    s.append(p=[[[1, 2], [3, 4]], [], [[5, 6]]])
+v, o = matorage.Reader('file://$WORK/store', 'pts').read('p')
+assert v.shape == (3, 2) and list(o) == [0, 2, 2, 3], (v.shape, list(o))"
 
 done_testing

@@ -1,4 +1,4 @@
-/* test-stream.c — mt_stream: commits by rows, by time (poll), on demand; rows kept across a failed commit; two streams into one dataset lose nothing. */
+/* test-stream.c — mt_stream: commits by rows, by time (poll), on demand; rows kept across a failed commit; ragged rows (lengths and items) likewise; two streams into one dataset lose nothing. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include "tap.h"
 
 static mt_store *store;
+static char store_dir[300]; /* the store's directory */
 static const mt_attr attrs[] = {
 	{ "x", MT_FLOAT32, 1, { 2 }, 0 },
 	{ "y", MT_INT64, 0, { 0 }, 0 },
@@ -109,9 +110,6 @@ static void test_refusals(void)
 {
 	mt_error err = { 0 };
 	mt_stream *st = NULL;
-	const mt_attr ragged[] = { { "t", MT_INT32, 0, { 0 }, 1 } };
-	tap_ok(mt_stream_open(store, "r", ragged, 1, NULL, &st, &err) == MT_EUNSUPPORTED,
-	       "a ragged attribute is refused: %s", err.message);
 	const mt_attr other[] = { { "y", MT_INT32, 0, { 0 }, 0 } };
 	TAP_CALL(mt_stream_open(store, "s", other, 1, NULL, &st, &err), &err, "open with other attributes");
 	int32_t y = 1;
@@ -121,6 +119,117 @@ static void test_refusals(void)
 	       "committing onto a dataset of other attributes fails, the row still waits: %s",
 	       err.message);
 	mt_stream_close(st);
+}
+
+static const mt_attr rattrs[] = {
+	{ "tok", MT_INT32, 0, { 0 }, 1 },
+	{ "label", MT_INT64, 0, { 0 }, 0 },
+};
+
+/* Ragged rows: row k of this call has (first + k) % 4 tokens, token j being
+ * 100 * (first + k) + j, label first + k. */
+static int push_ragged(mt_stream *st, int64_t first, uint64_t n, mt_error *err)
+{
+	uint64_t *len = malloc(n * sizeof *len + 8), items = 0;
+	int64_t *label = malloc(n * sizeof *label + 8);
+	int32_t *tok = malloc(n * 4 * sizeof *tok + 8);
+	for (uint64_t k = 0; k < n; k++) {
+		int64_t row = first + (int64_t)k;
+		label[k] = row;
+		len[k] = (uint64_t)(row % 4);
+		for (uint64_t j = 0; j < len[k]; j++)
+			tok[items++] = (int32_t)(100 * row + (int64_t)j);
+	}
+	const void *data[2] = { tok, label };
+	const uint64_t *lengths[2] = { len, NULL };
+	int rc = mt_stream_append_ragged(st, n, data, lengths, err);
+	free(len);
+	free(label);
+	free(tok);
+	return rc;
+}
+
+/* The latest version of `dataset` holds rows 0..n-1 of push_ragged. */
+static int ragged_ok(const char *dataset, uint64_t want)
+{
+	mt_reader *r;
+	mt_error err = { 0 };
+	if (mt_reader_open(store, dataset, NULL, &r, &err))
+		return 0;
+	uint64_t n = mt_reader_info(r)->rows, total = 0;
+	uint64_t *len = malloc(n * sizeof *len + 8);
+	int ok = n == want && !mt_reader_ragged_lengths(r, 0, 0, n, len, &total, &err);
+	int32_t *tok = malloc(total * sizeof *tok + 8);
+	ok = ok && !mt_reader_read(r, 0, 0, n, tok, total * sizeof *tok, &err);
+	uint64_t at = 0;
+	for (uint64_t k = 0; ok && k < n; k++) {
+		ok = len[k] == k % 4;
+		for (uint64_t j = 0; ok && j < len[k]; j++)
+			ok = tok[at++] == (int32_t)(100 * k + j);
+	}
+	if (!ok)
+		tap_diag("%s: %llu rows, %s", dataset, (unsigned long long)n, err.message);
+	free(len);
+	free(tok);
+	mt_reader_close(r);
+	return ok;
+}
+
+static void test_ragged(void)
+{
+	mt_error err = { 0 };
+	mt_stream_opts o;
+	mt_stream_opts_init(&o);
+	o.commit_rows = 10;
+	mt_stream *st;
+	TAP_CALL(mt_stream_open(store, "rag", rattrs, 2, &o, &st, &err), &err,
+		 "open a stream with a ragged attribute");
+	int32_t one = 7;
+	int64_t lab = 0;
+	const void *data[2] = { &one, &lab };
+	tap_ok(mt_stream_append(st, 1, data, &err) == MT_EINVAL && !mt_stream_pending(st),
+	       "mt_stream_append without lengths is refused, no row added: %s", err.message);
+	push_ragged(st, 0, 7, &err);
+	tap_ok(!versions("rag") && mt_stream_pending(st) == 7, "7 ragged rows wait");
+	push_ragged(st, 7, 6, &err);
+	tap_ok(versions("rag") == 1 && !mt_stream_pending(st),
+	       "6 more: 13 rows by 10 make one version (%d versions)", versions("rag"));
+	push_ragged(st, 13, 0, &err);
+	push_ragged(st, 13, 4, &err);
+	TAP_CALL(mt_stream_commit(st, NULL, 0, &err), &err, "commit the ragged rows");
+	tap_ok(ragged_ok("rag", 17), "the latest holds the 17 ragged rows, lengths and tokens");
+	mt_stream_close(st);
+	TAP_CALL(mt_stream_open(store, "rag0", rattrs, 2, &o, &st, &err), &err, "open rag0");
+	push_ragged(st, 0, 1, &err);
+	TAP_CALL(mt_stream_commit(st, NULL, 0, &err), &err, "commit a row without tokens");
+	tap_ok(ragged_ok("rag0", 1), "a commit whose ragged rows are all empty holds them");
+	mt_stream_close(st);
+
+	/* A commit fails (the store's directory is away), then succeeds once it is
+	 * back, with the rows that waited through the failure first. */
+	char away[400];
+	snprintf(away, sizeof away, "%s.away", store_dir);
+	mt_store *s2;
+	char url[320];
+	snprintf(url, sizeof url, "file://%s", store_dir);
+	TAP_CALL(mt_store_open(url, &s2, &err), &err, "open the store again");
+	TAP_CALL(mt_stream_open(s2, "ragf", rattrs, 2, NULL, &st, &err), &err,
+		 "a ragged stream onto ragf");
+	push_ragged(st, 0, 5, &err);
+	int moved = !rename(store_dir, away);
+	FILE *f = fopen(store_dir, "w");
+	if (f)
+		fclose(f);
+	tap_ok(moved && f && mt_stream_commit(st, NULL, 0, &err) != 0 && mt_stream_pending(st) == 5,
+	       "its commit fails, the 5 ragged rows still wait: %s", err.message);
+	push_ragged(st, 5, 3, &err);
+	unlink(store_dir);
+	rename(away, store_dir);
+	char v[64];
+	TAP_CALL(mt_stream_commit(st, v, sizeof v, &err), &err, "the next commit");
+	tap_ok(ragged_ok("ragf", 8), "%s holds the 8 rows, the 5 kept across the failure first", v);
+	mt_stream_close(st);
+	mt_store_close(s2);
 }
 
 static void *feeder(void *arg)
@@ -171,8 +280,9 @@ int main(void)
 	char root[] = "/tmp/mt-test-stream.XXXXXX";
 	if (!mkdtemp(root))
 		return 1;
-	char url[300];
-	snprintf(url, sizeof url, "file://%s/store", root);
+	char url[320];
+	snprintf(store_dir, sizeof store_dir, "%s/store", root);
+	snprintf(url, sizeof url, "file://%s", store_dir);
 	mt_store_opts so;
 	mt_store_opts_init(&so);
 	so.create = 1;
@@ -183,6 +293,7 @@ int main(void)
 	}
 	test_rows_and_time();
 	test_refusals();
+	test_ragged();
 	test_two_streams();
 	mt_store_close(store);
 	char cmd[400];

@@ -177,7 +177,7 @@ static int fs_pread_full(fs_store *s, const char *key, int fd, uint64_t offset, 
 static int fs_open_range(fs_store *s, const char *key, uint64_t offset, uint64_t *len, int *fd,
 			 mt_error *err)
 {
-	uint64_t size;
+	uint64_t size = 0;
 	int rc = fs_open_object(s, key, fd, &size, err);
 	if (rc)
 		return rc;

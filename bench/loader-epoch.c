@@ -47,14 +47,13 @@ static int into_sizes(mt_store *s, const char *dataset, const char *version,
 /* The next batch; with into_bytes, gathered into fresh buffers the caller frees, as a
  * binding handing out arrays of their own (matorage.Loader's copies) has it. */
 static int next_batch(mt_loader *l, const size_t *into_bytes, size_t nattrs, size_t batch,
-		      const mt_batch **b, mt_error *err)
+		      void **into, const mt_batch **b, mt_error *err)
 {
 	if (!into_bytes)
 		return mt_loader_next(l, b, err);
-	void *into[16];
 	for (size_t c = 0; c < nattrs; c++)
 		into[c] = malloc(batch * into_bytes[c]);
-	int rc = mt_loader_next_into(l, into, batch, b, err);
+	int rc = mt_loader_next_into(l, (void *const *)into, batch, b, err);
 	if (rc || !*b)
 		for (size_t c = 0; c < nattrs; c++)
 			free(into[c]);
@@ -100,6 +99,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &topen);
 	size_t into_bytes[16];
 	const size_t *into = getenv("LOADER_INTO") ? into_bytes : NULL;
+	void *bufs[16];
 	if (into && into_sizes(s, argv[2], version, attrs, nattrs, into_bytes))
 		return 1;
 	/* LOADER_EPOCHS=N runs N epochs and times the last: the steady state of a
@@ -116,12 +116,12 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &tstart);
 		if (e)
 			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-		while (!(rc = next_batch(l, into, nattrs, o.batch_rows, &b, &err)) && b) {
+		while (!(rc = next_batch(l, into, nattrs, o.batch_rows, bufs, &b, &err)) && b) {
 			rows += b->rows;
 			for (size_t c = 0; c < b->ncols; c++)
 				bytes += b->cols[c].bytes;
 			for (size_t c = 0; into && c < nattrs; c++)
-				free((void *)b->cols[c].data);
+				free(bufs[c]);
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

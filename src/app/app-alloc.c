@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,20 @@ void *app_xreallocarray(void *p, size_t n, size_t size)
 	if (!q)
 		app_oom();
 	return q;
+}
+
+void *app_xgrow(void *p, size_t *cap, size_t need, size_t first)
+{
+	if (need <= *cap && p)
+		return p;
+	size_t c = *cap ? *cap : first;
+	while (c < need) {
+		if (c > SIZE_MAX / 2)
+			app_oom();
+		c *= 2;
+	}
+	*cap = c;
+	return app_xreallocarray(p, c, 1);
 }
 
 char *app_xstrdup(const char *s)

@@ -150,13 +150,7 @@ const void *app_records_ragged(const struct app_records *r, size_t i, uint64_t *
 static uint8_t *rag_room(struct app_records *r, size_t i, size_t bytes)
 {
 	struct rec_rag *g = &r->rag[i];
-	if (g->len + bytes > g->cap) {
-		size_t cap = g->cap ? g->cap : 256;
-		while (cap < g->len + bytes)
-			cap *= 2;
-		g->data = app_xreallocarray(g->data, cap, 1);
-		g->cap = cap;
-	}
+	g->data = app_xgrow(g->data, &g->cap, g->len + bytes, 256);
 	return g->data + g->len;
 }
 

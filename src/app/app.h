@@ -27,6 +27,8 @@ struct app_ctx {
 void *app_xmalloc(size_t n);
 void *app_xcalloc(size_t n, size_t size);
 void *app_xreallocarray(void *p, size_t n, size_t size);
+/* p (of *cap bytes) grown to hold need bytes, its size doubled from `first`. */
+void *app_xgrow(void *p, size_t *cap, size_t need, size_t first);
 char *app_xstrdup(const char *s);
 char *app_xasprintf(const char *fmt, ...) APP_PRINTF(1, 2);
 char *app_xvasprintf(const char *fmt, va_list ap) APP_PRINTF(1, 0);

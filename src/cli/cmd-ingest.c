@@ -236,13 +236,7 @@ static int ingest_parse(const struct cli_args *a, struct ingest *g)
 
 static void ingest_col_add(struct ingest_col *c, const void *src, size_t bytes)
 {
-	if (c->len + bytes > c->cap) {
-		size_t cap = c->cap ? c->cap : 4096;
-		while (cap < c->len + bytes)
-			cap *= 2;
-		c->data = app_xreallocarray(c->data, cap, 1);
-		c->cap = cap;
-	}
+	c->data = app_xgrow(c->data, &c->cap, c->len + bytes, 4096);
 	memcpy(c->data + c->len, src, bytes);
 	c->len += bytes;
 }

@@ -10,9 +10,11 @@
 MT_LOCAL int mti_dataset_load(mt_store *s, const char *dataset, const char *version,
 			     mt_manifest **m, char **json, mt_error *err);
 
-/* Replace m's description and tags with those of its version's metadata
- * object, when there is one (doc/FORMAT.md, "Curated metadata"). */
-MT_LOCAL int mti_dataset_load_meta(mt_store *s, mt_manifest *m, mt_error *err);
+/* mti_dataset_load, then m's description and tags replaced with those of
+ * its version's metadata object, when there is one (doc/FORMAT.md,
+ * "Curated metadata").  The manifest and that object are requested at once. */
+MT_LOCAL int mti_dataset_open(mt_store *s, const char *dataset, const char *version,
+			     mt_manifest **m, char **json, mt_error *err);
 
 /* The next free automatic version name ("v<N+1>" for the largest vN of
  * every manifest and tombstone: a removed version's name is not reused). */

@@ -35,9 +35,7 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	pthread_cond_init(&r->ix_done, NULL);
 	r->store = s;
 	r->threads = mti_ncpus();
-	int rc = mti_dataset_load(s, dataset, version, &r->m, &r->json, err);
-	if (!rc)
-		rc = mti_dataset_load_meta(s, r->m, err);
+	int rc = mti_dataset_open(s, dataset, version, &r->m, &r->json, err);
 	if (rc) {
 		mt_reader_close(r);
 		return rc;

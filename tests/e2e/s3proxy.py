@@ -741,6 +741,9 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default listen backlog is 5: a client opening more connections at
+    # once than that has the rest of its SYNs dropped and resent a second later.
+    request_queue_size = 128
 
 
 def main():

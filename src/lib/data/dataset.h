@@ -47,6 +47,15 @@ MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64
 
 /* Threads each read of r fetches and decodes chunks on (default: CPUs). */
 MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);
+/* Read the chunk indexes of shards[0..n) not read yet, all at once, and
+ * keep them: a caller about to read those shards pays one round trip for
+ * all of them, ahead of time.  A failure leaves that index unread; the
+ * read that needs it tries again and reports it. */
+MT_LOCAL void mti_reader_load_indexes(mt_reader *r, const size_t *shards, size_t n);
+/* Whether the reader's store is far away (each request costs a round trip). */
+MT_LOCAL int mti_reader_far(const mt_reader *r);
+/* The shard holding row `row`. */
+MT_LOCAL size_t mti_reader_shard_of(const mt_reader *r, uint64_t row);
 
 /* Current UTC time as RFC 3339 with milliseconds (malloc'ed). */
 MT_LOCAL char *mti_now_rfc3339(void);

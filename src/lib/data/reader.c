@@ -347,6 +347,44 @@ static size_t shard_of(const mt_manifest *m, uint64_t row)
 	return lo;
 }
 
+struct index_jobs {
+	mt_reader *r;
+	const size_t *shards;
+};
+
+static int index_job(void *ud, size_t i)
+{
+	struct index_jobs *j = ud;
+	const mt_index *ix;
+	mt_error e = {0};
+	if (j->shards[i] < j->r->m->nshards)
+		shard_index(j->r, j->shards[i], &ix, &e);
+	return 0;
+}
+
+void mti_reader_load_indexes(mt_reader *r, const size_t *shards, size_t n)
+{
+	struct index_jobs j = {r, shards};
+	/* Cached already: nothing to wait for. */
+	size_t missing = 0;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < n; i++)
+		missing += shards[i] < r->m->nshards && !r->ix[shards[i]];
+	pthread_mutex_unlock(&r->lock);
+	if (missing)
+		mti_parallel_for((int)(n < 16 ? n : 16), n, index_job, &j);
+}
+
+int mti_reader_far(const mt_reader *r)
+{
+	return r->store->ops->far;
+}
+
+size_t mti_reader_shard_of(const mt_reader *r, uint64_t row)
+{
+	return shard_of(r->m, row);
+}
+
 /* One chunk to fetch: units [u0, u1) of it land at dst. */
 struct job {
 	size_t shard;

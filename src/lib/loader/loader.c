@@ -45,9 +45,21 @@ typedef struct ld_slot {
 	int rc;
 } ld_slot;
 
-/* The thread decoding the windows ahead, two slots it fills in turn. */
-typedef struct ld_prefetch {
+struct mt_loader;
+
+/* One thread filling the windows first, first + step, first + 2 * step, ... */
+typedef struct ld_filler {
+	struct mt_loader *l;
+	size_t first, step;
 	pthread_t thread;
+} ld_filler;
+
+/* The threads decoding the windows ahead, two slots filled in turn: near,
+ * one thread fills both; far away, one thread a slot, so the next window's
+ * requests go out while the current one's are decoded. */
+typedef struct ld_prefetch {
+	ld_filler filler[2];
+	int nfillers;
 	int running, stop;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -80,6 +92,7 @@ struct mt_loader {
 	ld_prefetch fetch;
 	ld_out out;      /* mt_loader_next's batch */
 	ld_out rows_out; /* mt_loader_read_rows' batch */
+	int far;         /* the store is far away (mti_reader_far) */
 };
 
 /* ---- the prefetch thread ----------------------------------------------- */
@@ -241,10 +254,39 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 	return rc;
 }
 
+/* Far away, the chunk indexes of the shards window k and the next one
+ * read, fetched at once before window k's runs: each index otherwise costs
+ * a round trip of its own, in front of the runs that need it. */
+static void slot_indexes(mt_loader *l, size_t k)
+{
+	const mt_plan *p = &l->plan;
+	size_t u0 = p->window_unit[p->rank_windows[k]];
+	size_t u1 = p->window_unit[p->rank_windows[k] + 1];
+	size_t v0 = k + 1 < p->nrank_windows ? p->window_unit[p->rank_windows[k + 1]] : 0;
+	size_t v1 = k + 1 < p->nrank_windows ? p->window_unit[p->rank_windows[k + 1] + 1] : 0;
+	size_t n = (u1 - u0) + (v1 - v0), m = 0;
+	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
+	if (!shards)
+		return; /* the reads fetch them one by one */
+	for (size_t i = 0; i < n; i++) {
+		size_t u = i < u1 - u0 ? u0 + i : v0 + (i - (u1 - u0));
+		size_t sh = mti_reader_shard_of(l->reader, p->units[p->unit_order[u]].first_row);
+		size_t j = 0;
+		while (j < m && shards[j] != sh)
+			j++;
+		if (j == m)
+			shards[m++] = sh;
+	}
+	mti_reader_load_indexes(l->reader, shards, m);
+	free(shards);
+}
+
 /* Decode the rank's window number k into s. */
 static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 {
 	size_t w = l->plan.rank_windows[k];
+	if (l->far)
+		slot_indexes(l, k);
 	uint64_t n = mti_plan_window_rows(&l->plan, w);
 	s->index = k;
 	s->rows = n;
@@ -258,10 +300,12 @@ static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 
 static void *prefetch(void *arg)
 {
-	mt_loader *l = arg;
+	ld_filler *me = arg;
+	mt_loader *l = me->l;
 	ld_prefetch *f = &l->fetch;
+	size_t step = me->step;
 	pthread_mutex_lock(&f->lock);
-	for (size_t k = 0; k < l->plan.nrank_windows && !f->stop; k++) {
+	for (size_t k = me->first; k < l->plan.nrank_windows && !f->stop; k += step) {
 		ld_slot *s = &f->slot[k % 2];
 		while (s->state != SLOT_EMPTY && !f->stop)
 			pthread_cond_wait(&f->cond, &f->lock);
@@ -291,7 +335,8 @@ static void prefetch_stop(mt_loader *l)
 		f->stop = 1;
 		pthread_cond_broadcast(&f->cond);
 		pthread_mutex_unlock(&f->lock);
-		pthread_join(f->thread, NULL);
+		for (int i = 0; i < f->nfillers; i++)
+			pthread_join(f->filler[i].thread, NULL);
 		f->running = 0;
 	}
 	for (int i = 0; i < 2; i++)
@@ -301,12 +346,24 @@ static void prefetch_stop(mt_loader *l)
 
 static int prefetch_start(mt_loader *l, mt_error *err)
 {
-	l->fetch.next_window = 0;
+	ld_prefetch *f = &l->fetch;
+	f->next_window = 0;
 	if (!l->plan.nrank_windows)
 		return 0;
-	if (pthread_create(&l->fetch.thread, NULL, prefetch, l) != 0)
+	int want = l->far && l->plan.nrank_windows > 1 ? 2 : 1;
+	for (f->nfillers = 0; f->nfillers < want; f->nfillers++) {
+		ld_filler *t = &f->filler[f->nfillers];
+		*t = (ld_filler){l, (size_t)f->nfillers, (size_t)want, 0};
+		if (pthread_create(&t->thread, NULL, prefetch, t) != 0)
+			break;
+	}
+	if (f->nfillers < want) {
+		/* The threads started stop at once: none has a window yet. */
+		f->running = f->nfillers > 0;
+		prefetch_stop(l);
 		return mti_err(err, MT_ENOMEM, "loader: cannot start the prefetch thread");
-	l->fetch.running = 1;
+	}
+	f->running = 1;
 	return 0;
 }
 
@@ -806,6 +863,8 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 		rc = loader_open_reader(l, s, dataset, version, err);
 	if (!rc && l->opts.decode_threads > 0)
 		mti_reader_set_threads(l->reader, l->opts.decode_threads);
+	if (!rc)
+		l->far = mti_reader_far(l->reader);
 	if (!rc)
 		rc = loader_columns(l, &row_bytes, err);
 	if (!rc)

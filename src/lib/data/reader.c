@@ -16,12 +16,14 @@ struct mt_reader {
 	char **keys;          /* shard object keys */
 	const char **tags;
 	mt_version_info info;
-	pthread_mutex_t lock; /* guards ix and ix_busy */
+	pthread_mutex_t lock; /* guards ix, ix_busy and run_bytes */
 	pthread_cond_t ix_done;
 	mt_index **ix;        /* chunk index per shard, loaded on first use */
 	char *ix_busy;        /* a thread is reading that shard's index */
 	int threads;
 	mti_heal *heal;       /* damaged chunks rebuilt from parity */
+	pthread_cond_t room;  /* run buffers were freed */
+	uint64_t run_bytes;   /* of run buffers held now, by every read of r (guarded by lock) */
 };
 
 int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_reader **out,
@@ -33,6 +35,7 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->ix_done, NULL);
+	pthread_cond_init(&r->room, NULL);
 	r->store = s;
 	r->threads = mti_ncpus();
 	int rc = mti_dataset_open(s, dataset, version, &r->m, &r->json, err);
@@ -97,6 +100,7 @@ void mt_reader_close(mt_reader *r)
 	mti_manifest_free(r->m);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->ix_done);
+	pthread_cond_destroy(&r->room);
 	free(r);
 }
 
@@ -409,6 +413,9 @@ struct run {
 #define RUN_MIN (512u << 10)
 #define RUN_REQUESTS 16
 #define RUN_INFLIGHT (16u << 20)
+/* Run buffers of every read of one reader at once (run_room): the loader
+ * reads two windows at a time far away, each as many runs as before. */
+#define READER_INFLIGHT (2 * RUN_INFLIGHT)
 
 struct jobs {
 	mt_reader *r;
@@ -613,6 +620,27 @@ static int job_decode(mt_reader *r, const struct job *j, const uint8_t *z, mt_er
 	return rc;
 }
 
+/* Wait until a run buffer of len bytes fits in READER_INFLIGHT beside those
+ * every read of r holds now, and count it: the loader reads several
+ * windows at once, and their requests share one allowance of memory.  A
+ * run larger than all of it goes alone. */
+static void run_room(mt_reader *r, uint64_t len)
+{
+	pthread_mutex_lock(&r->lock);
+	while (r->run_bytes && r->run_bytes + len > READER_INFLIGHT)
+		pthread_cond_wait(&r->room, &r->lock);
+	r->run_bytes += len;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void run_room_free(mt_reader *r, uint64_t len)
+{
+	pthread_mutex_lock(&r->lock);
+	r->run_bytes -= len;
+	pthread_cond_broadcast(&r->room);
+	pthread_mutex_unlock(&r->lock);
+}
+
 /* One ranged read of run i's span, then each chunk checked and decoded
  * from its slice.  A chunk the span cannot give (the read failed, or the
  * slice fails its checksum) is fetched alone: that path reads it again and
@@ -624,7 +652,10 @@ static int run_run(void *ud, size_t i)
 	mt_reader *r = js->r;
 	size_t shard = js->v[u->first].shard;
 	uint8_t *buf = NULL;
-	if (u->n > 1 && !mti_heal_lost(r->heal, shard) && (buf = malloc((size_t)u->len))) {
+	int held = u->n > 1 && !mti_heal_lost(r->heal, shard);
+	if (held)
+		run_room(r, u->len);
+	if (held && (buf = malloc((size_t)u->len))) {
 		mt_error e = {0};
 		if (mti_store_read(r->store, r->keys[shard], u->off, buf, (size_t)u->len, &e)) {
 			free(buf);
@@ -641,6 +672,8 @@ static int run_run(void *ud, size_t i)
 		rc = job_decode(r, j, z, &js->errs[u->first + n]);
 	}
 	free(buf);
+	if (held)
+		run_room_free(r, u->len);
 	return rc;
 }
 

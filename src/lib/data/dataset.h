@@ -50,8 +50,15 @@ MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);
 /* Read the chunk indexes of shards[0..n) not read yet, all at once, and
  * keep them: a caller about to read those shards pays one round trip for
  * all of them, ahead of time.  A failure leaves that index unread; the
- * read that needs it tries again and reports it. */
-MT_LOCAL void mti_reader_load_indexes(mt_reader *r, const size_t *shards, size_t n);
+ * read that needs it tries again and reports it.  whole (may be NULL):
+ * whole[i] says the caller will read all of shards[i]; far away such a
+ * shard's object is read whole at once with its index (up to 32 MiB of
+ * them held), so its chunks cost no second round trip, and held until
+ * mti_reader_drop_whole. */
+MT_LOCAL void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const char *whole,
+				     size_t n);
+/* Free the whole objects of shards[0..n) (once the reads slicing them are done). */
+MT_LOCAL void mti_reader_drop_whole(mt_reader *r, const size_t *shards, size_t n);
 /* Whether the reader's store is far away (each request costs a round trip). */
 MT_LOCAL int mti_reader_far(const mt_reader *r);
 /* The shard holding row `row`. */

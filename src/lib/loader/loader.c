@@ -254,22 +254,14 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 	return rc;
 }
 
-/* Far away, the chunk indexes of the shards window k and the next one
- * read, fetched at once before window k's runs: each index otherwise costs
- * a round trip of its own, in front of the runs that need it. */
-static void slot_indexes(mt_loader *l, size_t k)
+/* The shards of the units of rank window k, each once, into shards (room
+ * for the window's units); with whole, whether the window reads (most of)
+ * all of that shard: three quarters of its rows or more, every attribute. */
+static size_t window_shards(mt_loader *l, size_t k, size_t *shards, char *whole)
 {
 	const mt_plan *p = &l->plan;
-	size_t u0 = p->window_unit[p->rank_windows[k]];
-	size_t u1 = p->window_unit[p->rank_windows[k] + 1];
-	size_t v0 = k + 1 < p->nrank_windows ? p->window_unit[p->rank_windows[k + 1]] : 0;
-	size_t v1 = k + 1 < p->nrank_windows ? p->window_unit[p->rank_windows[k + 1] + 1] : 0;
-	size_t n = (u1 - u0) + (v1 - v0), m = 0;
-	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
-	if (!shards)
-		return; /* the reads fetch them one by one */
-	for (size_t i = 0; i < n; i++) {
-		size_t u = i < u1 - u0 ? u0 + i : v0 + (i - (u1 - u0));
+	size_t w = p->rank_windows[k], m = 0;
+	for (size_t u = p->window_unit[w]; u < p->window_unit[w + 1]; u++) {
 		size_t sh = mti_reader_shard_of(l->reader, p->units[p->unit_order[u]].first_row);
 		size_t j = 0;
 		while (j < m && shards[j] != sh)
@@ -277,7 +269,52 @@ static void slot_indexes(mt_loader *l, size_t k)
 		if (j == m)
 			shards[m++] = sh;
 	}
-	mti_reader_load_indexes(l->reader, shards, m);
+	for (size_t j = 0; whole && j < m; j++) {
+		mt_shard_info si;
+		uint64_t rows = 0;
+		for (size_t u = p->window_unit[w]; u < p->window_unit[w + 1]; u++) {
+			const mt_plan_unit *un = &p->units[p->unit_order[u]];
+			if (mti_reader_shard_of(l->reader, un->first_row) == shards[j])
+				rows += un->rows;
+		}
+		/* Most of it is as good as all: what the window leaves of the
+		 * shard, another window reads, from the whole object while held. */
+		whole[j] = !mt_reader_shard(l->reader, shards[j], &si) && rows >= si.rows / 4 * 3 &&
+			   l->ncols == mt_reader_nattrs(l->reader);
+	}
+	return m;
+}
+
+/* Far away, the chunk indexes of the shards window k and the next one
+ * read, fetched at once before window k's runs: each index otherwise costs
+ * a round trip of its own, in front of the runs that need it.  Shards a
+ * window reads all of come whole, index and chunks in that one round trip. */
+static void slot_indexes(mt_loader *l, size_t k)
+{
+	const mt_plan *p = &l->plan;
+	size_t n = 0;
+	for (size_t i = k; i < k + 2 && i < p->nrank_windows; i++)
+		n += p->window_unit[p->rank_windows[i] + 1] - p->window_unit[p->rank_windows[i]];
+	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
+	char *whole = malloc(n ? n : 1);
+	if (shards && whole) {
+		size_t m = window_shards(l, k, shards, whole);
+		if (k + 1 < p->nrank_windows)
+			m += window_shards(l, k + 1, shards + m, whole + m);
+		mti_reader_load_indexes(l->reader, shards, whole, m);
+	}
+	free(shards);
+	free(whole);
+}
+
+/* After window k is read: the shard objects it read whole are let go. */
+static void slot_drop_whole(mt_loader *l, size_t k)
+{
+	const mt_plan *p = &l->plan;
+	size_t w = p->rank_windows[k], n = p->window_unit[w + 1] - p->window_unit[w];
+	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
+	if (shards)
+		mti_reader_drop_whole(l->reader, shards, window_shards(l, k, shards, NULL));
 	free(shards);
 }
 
@@ -295,7 +332,10 @@ static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 		return rc;
 	mti_plan_window_rowids(&l->plan, w, s->rowid);
 	mti_plan_window_perm(&l->plan, w, s->perm, n);
-	return slot_read(l, s, w);
+	rc = slot_read(l, s, w);
+	if (l->far)
+		slot_drop_whole(l, k);
+	return rc;
 }
 
 static void *prefetch(void *arg)

@@ -351,9 +351,10 @@ static int lost_error(const mt_reader *r, size_t i, int dmg, mt_error *err)
 }
 
 /* Shards read whole are held to this much at once; each is read in up to
- * WHOLE_PIECES ranged requests at once. */
+ * WHOLE_PIECES ranged requests at once, none below WHOLE_PIECE_MIN. */
 #define WHOLE_CAP (32u << 20)
 #define WHOLE_PIECES 4
+#define WHOLE_PIECE_MIN (1u << 20)
 
 struct whole_read {
 	mt_reader *r;
@@ -389,6 +390,8 @@ static void whole_fetch(mt_reader *r, size_t i)
 	if (!go)
 		return;
 	struct whole_read w = {r, i, malloc((size_t)bytes), (bytes + WHOLE_PIECES - 1) / WHOLE_PIECES};
+	if (w.piece < WHOLE_PIECE_MIN)
+		w.piece = WHOLE_PIECE_MIN;
 	size_t pieces = (size_t)((bytes + w.piece - 1) / w.piece);
 	if (!w.buf || mti_parallel_for((int)pieces, pieces, whole_piece, &w)) {
 		free(w.buf);

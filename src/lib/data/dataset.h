@@ -52,8 +52,8 @@ MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);
  * all of them, ahead of time.  A failure leaves that index unread; the
  * read that needs it tries again and reports it.  whole (may be NULL):
  * whole[i] says the caller will read all of shards[i]; far away such a
- * shard's object is read whole at once with its index (up to 32 MiB of
- * them held), so its chunks cost no second round trip, and held until
+ * shard's object is read whole at once with its index (within the 32 MiB
+ * a reader holds of run buffers), so its chunks cost no second round trip, and held until
  * mti_reader_drop_whole. */
 MT_LOCAL void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const char *whole,
 				     size_t n);

@@ -199,11 +199,17 @@ int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
 	return rc;
 }
 
-/* Give back bytes of WHOLE_CAP. */
+#define RUN_INFLIGHT (16u << 20)
+/* Run buffers of every read of one reader at once (run_room): the loader
+ * reads two windows at a time far away, each as many runs as before. */
+#define READER_INFLIGHT (2 * RUN_INFLIGHT)
+
+/* Give back bytes of READER_INFLIGHT taken for a shard read whole. */
 static void whole_release(mt_reader *r, uint64_t bytes)
 {
 	pthread_mutex_lock(&r->lock);
 	r->whole_bytes -= bytes;
+	pthread_cond_broadcast(&r->room);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -226,6 +232,7 @@ static void whole_free_locked(mt_reader *r, size_t i)
 		free(w->data);
 		w->data = NULL;
 		r->whole_bytes -= r->m->shards[i].bytes;
+		pthread_cond_broadcast(&r->room);
 	}
 }
 
@@ -350,9 +357,10 @@ static int lost_error(const mt_reader *r, size_t i, int dmg, mt_error *err)
 		      dmg == DMG_MISSING ? "missing" : "damaged");
 }
 
-/* Shards read whole are held to this much at once; each is read in up to
- * WHOLE_PIECES ranged requests at once, none below WHOLE_PIECE_MIN. */
-#define WHOLE_CAP (32u << 20)
+/* Shards read whole share READER_INFLIGHT with the run buffers (taken only
+ * when they fit: a run waits for room, a whole object does not, so a run
+ * always gets through in the end); each is read in up to WHOLE_PIECES
+ * ranged requests at once, none below WHOLE_PIECE_MIN. */
 #define WHOLE_PIECES 4
 #define WHOLE_PIECE_MIN (1u << 20)
 
@@ -373,13 +381,13 @@ static int whole_piece(void *ud, size_t k)
 }
 
 /* Shard i's object read whole when a caller wants it so and it fits
- * WHOLE_CAP beside the others held; nothing when it cannot be had. */
+ * READER_INFLIGHT beside the buffers held; nothing when it cannot be had. */
 static void whole_fetch(mt_reader *r, size_t i)
 {
 	uint64_t bytes = r->m->shards[i].bytes;
 	pthread_mutex_lock(&r->lock);
 	int go = r->whole[i].want && !r->whole[i].data && !r->whole[i].dropped && bytes &&
-		 r->whole_bytes + bytes <= WHOLE_CAP;
+		 r->run_bytes + r->whole_bytes + bytes <= READER_INFLIGHT;
 	if (go)
 		r->whole_bytes += bytes;
 	pthread_mutex_unlock(&r->lock);
@@ -559,10 +567,6 @@ struct run {
 #define RUN_BYTES (8u << 20)
 #define RUN_MIN (512u << 10)
 #define RUN_REQUESTS 16
-#define RUN_INFLIGHT (16u << 20)
-/* Run buffers of every read of one reader at once (run_room): the loader
- * reads two windows at a time far away, each as many runs as before. */
-#define READER_INFLIGHT (2 * RUN_INFLIGHT)
 
 struct jobs {
 	mt_reader *r;
@@ -768,13 +772,13 @@ static int job_decode(mt_reader *r, const struct job *j, const uint8_t *z, mt_er
 }
 
 /* Wait until a run buffer of len bytes fits in READER_INFLIGHT beside those
- * every read of r holds now, and count it: the loader reads several
+ * every read of r holds now (and the shards held whole), and count it: the loader reads several
  * windows at once, and their requests share one allowance of memory.  A
  * run larger than all of it goes alone. */
 static void run_room(mt_reader *r, uint64_t len)
 {
 	pthread_mutex_lock(&r->lock);
-	while (r->run_bytes && r->run_bytes + len > READER_INFLIGHT)
+	while (r->run_bytes && r->run_bytes + r->whole_bytes + len > READER_INFLIGHT)
 		pthread_cond_wait(&r->room, &r->lock);
 	r->run_bytes += len;
 	pthread_mutex_unlock(&r->lock);

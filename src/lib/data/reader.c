@@ -803,8 +803,8 @@ static int run_run(void *ud, size_t i)
 	mt_reader *r = js->r;
 	size_t shard = js->v[u->first].shard;
 	uint8_t *buf = NULL;
-	/* The shard read whole: the run is a slice of it. */
-	const uint8_t *whole = whole_ref(r, shard), *base = whole;
+	/* The shard read whole: the run is a slice of it (only ever far away). */
+	const uint8_t *whole = r->store->ops->far ? whole_ref(r, shard) : NULL, *base = whole;
 	uint64_t base_off = 0;
 	int held = !whole && u->n > 1 && !mti_heal_lost(r->heal, shard);
 	if (held)

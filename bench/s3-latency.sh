@@ -6,7 +6,8 @@
 # Usage: [THREADS=N] bench/s3-latency.sh [BUILD_DIR] [RUNS] [DELAY_MS]   (defaults: build/bench, 5, 30;
 # THREADS: the loader's decode_threads, by default one per core;
 # build with CFLAGS="-O2 -g" and no sanitizers;
-# BASE=DIR: another build's bench/loader-epoch too, run by run alternating with this one's, a table each)
+# BASE=DIR: another build's bench/loader-epoch too, run by run alternating with this one's, a table each;
+# VERSION=v1: open that version by name rather than the latest, which saves listing the versions)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
@@ -45,7 +46,7 @@ epoch() {
 	[ "$4" = 0 ] || s3_faults "{\"rules\": [{\"match\": \"^[A-Z]+ /bench/\", \"action\": \"delay\", \"count\": -1, \"delay_ms\": $4}]}"
 	s3_log_clear
 	local out
-	out=$("$bin" $S "$1" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
+	out=$("$bin" $S "$1${VERSION:+@$VERSION}" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
 	printf '%s %s\n' "$(echo "$out" | awk '{ printf "%.3f", $3 + $5 }')" "$(s3_log | grep -c '^GET ')"
 }
 builds="this"

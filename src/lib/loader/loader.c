@@ -307,15 +307,23 @@ static void slot_indexes(mt_loader *l, size_t k)
 	free(whole);
 }
 
-/* After window k is read: the shard objects it read whole are let go. */
+/* After window k is read: the shard objects it read whole are let go (not
+ * one the next window reads most of and this one only a little of). */
 static void slot_drop_whole(mt_loader *l, size_t k)
 {
 	const mt_plan *p = &l->plan;
 	size_t w = p->rank_windows[k], n = p->window_unit[w + 1] - p->window_unit[w];
 	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
-	if (shards)
-		mti_reader_drop_whole(l->reader, shards, window_shards(l, k, shards, NULL));
+	char *whole = malloc(n ? n : 1);
+	if (shards && whole) {
+		size_t m = window_shards(l, k, shards, whole), kept = 0;
+		for (size_t j = 0; j < m; j++)
+			if (whole[j])
+				shards[kept++] = shards[j];
+		mti_reader_drop_whole(l->reader, shards, kept);
+	}
 	free(shards);
+	free(whole);
 }
 
 /* Decode the rank's window number k into s. */

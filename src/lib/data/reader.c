@@ -25,7 +25,7 @@ struct mt_reader {
 	char **keys;          /* shard object keys */
 	const char **tags;
 	mt_version_info info;
-	pthread_mutex_t lock; /* guards ix, ix_busy and run_bytes */
+	pthread_mutex_t lock; /* guards ix, ix_busy, run_bytes and whole */
 	pthread_cond_t ix_done;
 	mt_index **ix;        /* chunk index per shard, loaded on first use */
 	char *ix_busy;        /* a thread is reading that shard's index */
@@ -33,7 +33,7 @@ struct mt_reader {
 	mti_heal *heal;       /* damaged chunks rebuilt from parity */
 	pthread_cond_t room;  /* run buffers were freed */
 	uint64_t run_bytes;   /* of run buffers held now, by every read of r (guarded by lock) */
-	struct whole *whole;  /* per shard: its object read whole ahead (guarded by lock) */
+	struct whole *whole;  /* per shard: its object read whole ahead */
 	uint64_t whole_bytes; /* held in whole[] */
 };
 

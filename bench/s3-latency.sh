@@ -5,7 +5,9 @@
 # "delay" rule adds the latency, so only the delay differs between the two.
 # Usage: [THREADS=N] bench/s3-latency.sh [BUILD_DIR] [RUNS] [DELAY_MS]   (defaults: build/bench, 5, 30;
 # THREADS: the loader's decode_threads, by default one per core;
-# build with CFLAGS="-O2 -g" and no sanitizers)
+# build with CFLAGS="-O2 -g" and no sanitizers;
+# BASE=DIR: another build's bench/loader-epoch too, run by run alternating with this one's, a table each;
+# VERSION=v1: open that version by name rather than the latest, which saves listing the versions)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
@@ -39,27 +41,37 @@ rm -f "$WORK"/*.npy
 
 # epoch DATASET ATTRS BATCH DELAY_MS: one shuffled epoch; prints "seconds gets".
 epoch() {
+	local bin=${BIN:-$EPOCH}
 	s3_faults clear
 	[ "$4" = 0 ] || s3_faults "{\"rules\": [{\"match\": \"^[A-Z]+ /bench/\", \"action\": \"delay\", \"count\": -1, \"delay_ms\": $4}]}"
 	s3_log_clear
 	local out
-	out=$("$EPOCH" $S "$1" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
+	out=$("$bin" $S "$1${VERSION:+@$VERSION}" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
 	printf '%s %s\n' "$(echo "$out" | awk '{ printf "%.3f", $3 + $5 }')" "$(s3_log | grep -c '^GET ')"
 }
+builds="this"
+[ -z "${BASE:-}" ] || builds="base this"
 for r in $(seq "$RUNS"); do
-	for d in 0 "$DELAY"; do
-		echo "small $d $(epoch small image,label 256 "$d")" >> "$WORK/times"
-		echo "large $d $(epoch large x,id 16 "$d")" >> "$WORK/times"
+	for b in $builds; do
+		BIN=$EPOCH
+		[ "$b" = this ] || BIN=$(cd "$BASE" && pwd)/bench/loader-epoch
+		for d in 0 "$DELAY"; do
+			echo "$b small $d $(BIN=$BIN epoch small image,label 256 "$d")" >> "$WORK/times"
+			echo "$b large $d $(BIN=$BIN epoch large x,id 16 "$d")" >> "$WORK/times"
+		done
 	done
 done
 s3_faults clear
 echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-col() { awk -v s="$1" -v d="$2" -v c="$3" '$1 == s && $2 == d { print $c }' "$WORK/times"; }
-printf '| dataset | s, no delay | s, +%d ms | ratio (no delay / delay) | GETs per epoch |\n|---|---|---|---|---|\n' "$DELAY"
-for s in small large; do
-	a=$(col $s 0 3 | med)
-	b=$(col $s "$DELAY" 3 | med)
-	printf '| %s | %.3f (%s) | %.3f (%s) | %.2fx | %s |\n' $s "$a" "$(col $s 0 3 | sort -n | tr '\n' ' ' | sed 's/ $//')" \
-		"$b" "$(col $s "$DELAY" 3 | sort -n | tr '\n' ' ' | sed 's/ $//')" "$(echo "$a / $b" | bc -l)" "$(col $s "$DELAY" 4 | med)"
+col() { awk -v b="$1" -v s="$2" -v d="$3" -v c="$4" '$1 == b && $2 == s && $3 == d { print $c }' "$WORK/times"; }
+for b in $builds; do
+	[ "$builds" = this ] || echo "# $b"
+	printf '| dataset | s, no delay | s, +%d ms | ratio (no delay / delay) | GETs per epoch |\n|---|---|---|---|---|\n' "$DELAY"
+	for s in small large; do
+		x=$(col $b $s 0 4 | med)
+		y=$(col $b $s "$DELAY" 4 | med)
+		printf '| %s | %.3f (%s) | %.3f (%s) | %.2fx | %s |\n' $s "$x" "$(col $b $s 0 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" \
+			"$y" "$(col $b $s "$DELAY" 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" "$(echo "$x / $y" | bc -l)" "$(col $b $s "$DELAY" 5 | med)"
+	done
 done

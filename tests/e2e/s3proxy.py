@@ -25,6 +25,9 @@ Control endpoints (never signature-checked):
                                "after": N (let the first N matching requests through)}]}
   DELETE /__faults clears the rules, GET /__faults lists what is left.
   GET /__log       one line per request: "METHOD /path?query STATUS" (drop: "drop")
+  GET /__log?times=1  the same lines, each led by when the request came in and when its
+                   answer went out, in milliseconds since the log was cleared ("START END
+                   METHOD /path?query STATUS"): which requests were in flight together.
   DELETE /__log    clears it.
 
 s3rver (3.7) prunes directories beneath a common prefix when listing with a delimiter, so
@@ -109,6 +112,8 @@ def write_order(method, query, bucket):
     return writes.hold(method == "DELETE" or (method == "POST" and "delete" in query))
 rules = []
 log = []
+log_times = []  # (start, end) of each log line, time.monotonic()
+log_epoch = time.monotonic()
 
 
 def error_xml(code, message, extra=()):
@@ -599,6 +604,7 @@ class Handler(BaseHTTPRequestHandler):
         if line is not None:
             with lock:
                 log.append(f"{line} {status}")
+                log_times.append((getattr(self, "started", None), time.monotonic()))
         self.send_response(status)
         sent = set()
         for k, v in headers:
@@ -615,8 +621,8 @@ class Handler(BaseHTTPRequestHandler):
         if not head:
             self.wfile.write(body)
 
-    def control(self, method, path, body):
-        global rules
+    def control(self, method, path, body, query=""):
+        global rules, log_epoch
         if path == "/__faults":
             with lock:
                 if method == "POST":
@@ -628,16 +634,23 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 if method == "DELETE":
                     log.clear()
-                text = ("\n".join(log) + ("\n" if log else "")).encode()
+                    log_times.clear()
+                    log_epoch = time.monotonic()
+                lines = log
+                if "times=1" in query:
+                    ms = lambda t: f"{(t - log_epoch) * 1000:.1f}" if t is not None else "-"
+                    lines = [f"{ms(a)} {ms(b)} {x}" for x, (a, b) in zip(log, log_times)]
+                text = ("\n".join(lines) + ("\n" if lines else "")).encode()
         self.reply(200, text, [("Content-Type", "text/plain")])
 
     def handle_any(self):
         method = self.command
         raw = self.path
+        self.started = time.monotonic()
         body = self.read_body()
         path_only = raw.split("?", 1)[0]
         if path_only in ("/__faults", "/__log"):
-            return self.control(method, path_only, body)
+            return self.control(method, path_only, body, raw.partition("?")[2])
         line = f"{method} {raw}"
         bad = verify_signature(method, raw, self.headers, body)
         if bad:
@@ -650,6 +663,7 @@ class Handler(BaseHTTPRequestHandler):
         if action == "drop":
             with lock:
                 log.append(f"{line} drop")
+                log_times.append((getattr(self, "started", None), time.monotonic()))
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return None
@@ -702,9 +716,11 @@ class Handler(BaseHTTPRequestHandler):
                 data[len(data) // 2 + 1:]
             with lock:
                 log.append(f"{line} corrupted")
+                log_times.append((getattr(self, "started", None), time.monotonic()))
         if action == "truncate" and len(data) > 1:
             with lock:
                 log.append(f"{line} truncated")
+                log_times.append((getattr(self, "started", None), time.monotonic()))
             self.send_response(status)
             for k, v in rheaders:
                 if k.lower() not in ("connection", "keep-alive", "transfer-encoding",
@@ -725,6 +741,9 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default listen backlog is 5: a client opening more connections at
+    # once than that has the rest of its SYNs dropped and resent a second later.
+    request_queue_size = 128
 
 
 def main():

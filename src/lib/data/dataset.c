@@ -8,6 +8,7 @@
 
 #include "dataset.h"
 #include "lock.h"
+#include "pool.h"
 #include "protect.h"
 
 #define VERSIONS_DIR "/versions/"
@@ -315,6 +316,66 @@ static int natural_cmp(const char *a, const char *b)
 	return *a ? 1 : *b ? -1 : 0;
 }
 
+/* A version's metadata object as read beside its manifest: data NULL and rc
+ * MT_ENOTFOUND when it has none. */
+struct meta_read {
+	char *key;
+	void *data;
+	size_t len;
+	int rc;
+	mt_error err;
+};
+
+static void meta_read_free(struct meta_read *r)
+{
+	free(r->key);
+	free(r->data);
+	*r = (struct meta_read){0};
+}
+
+static int load_manifest(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
+			 char **json, mt_error *err);
+
+/* The two reads of load_named: job 0 the manifest, job 1 the metadata object. */
+struct named_load {
+	mt_store *s;
+	const char *dataset, *version;
+	mt_manifest **m;
+	char **json;
+	mt_error *err;
+	struct meta_read *meta;
+	int rc;
+};
+
+static int named_load_job(void *ud, size_t i)
+{
+	struct named_load *j = ud;
+	struct meta_read *r = j->meta;
+	if (i == 0) {
+		j->rc = load_manifest(j->s, j->dataset, j->version, j->m, j->json, j->err);
+		return 0;
+	}
+	if (!(r->key = mti_key_meta(j->dataset, j->version)))
+		r->rc = mti_err(&r->err, MT_ENOMEM, "out of memory");
+	else
+		r->rc = mti_store_get(j->s, r->key, 0, UINT64_MAX, &r->data, &r->len, &r->err);
+	return 0;
+}
+
+/* dataset@version's manifest, and with meta its metadata object too: the
+ * two requests go out at once, since on a store far away each costs a
+ * round trip and neither needs the other. */
+static int load_named(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
+		      char **json, struct meta_read *meta, mt_error *err)
+{
+	if (!meta)
+		return load_manifest(s, dataset, version, m, json, err);
+	meta_read_free(meta);
+	struct named_load j = {s, dataset, version, m, json, err, meta, 0};
+	mti_parallel_for(2, 2, named_load_job, &j);
+	return j.rc;
+}
+
 struct dated {
 	char *name;
 	char *created;
@@ -431,6 +492,7 @@ static int versions_dated(mt_store *s, const char *dataset, int use_marks, struc
 struct newest {
 	mt_manifest *m;
 	char *json;
+	struct meta_read *meta; /* when not NULL, the version's metadata object read alongside */
 };
 
 /* Whether the newest of d, placed there by its marker, was created when the
@@ -444,7 +506,8 @@ static int newest_confirmed(mt_store *s, const char *dataset, const struct dated
 	mt_manifest *m = NULL;
 	char *json = NULL;
 	mt_error e = {0};
-	int rc = mti_dataset_load(s, dataset, d[n - 1].name, &m, keep ? &json : NULL, &e);
+	int rc = load_named(s, dataset, d[n - 1].name, &m, keep ? &json : NULL,
+			    keep ? keep->meta : NULL, &e);
 	if (rc == MT_ENOTFOUND)
 		return 0; /* gone since the listing: the next look finds the order */
 	if (rc)
@@ -510,10 +573,10 @@ int mt_store_versions(mt_store *s, const char *dataset, char ***versions, size_t
 
 /* The latest version: its manifest as read to confirm the order, or read now. */
 static int load_latest(mt_store *s, const char *dataset, mt_manifest **m, char **json,
-		       mt_error *err)
+		       struct meta_read *meta, mt_error *err)
 {
 	struct strv l = {0};
-	struct newest kept = {0};
+	struct newest kept = {.meta = meta};
 	int rc = versions_by_age(s, dataset, 1, &l, &kept, err);
 	if (!rc && l.n == 0)
 		rc = mti_err(err, MT_ENOTFOUND, "dataset %s: no such dataset in %s", dataset,
@@ -526,7 +589,7 @@ static int load_latest(mt_store *s, const char *dataset, mt_manifest **m, char *
 			kept.json = NULL;
 		}
 	} else if (!rc) {
-		rc = mti_dataset_load(s, dataset, l.v[l.n - 1], m, json, err);
+		rc = load_named(s, dataset, l.v[l.n - 1], m, json, meta, err);
 	}
 	mti_manifest_free(kept.m);
 	free(kept.json);
@@ -544,8 +607,19 @@ int mti_dataset_load(mt_store *s, const char *dataset, const char *version, mt_m
 	if (rc)
 		return rc;
 	if (!version || !*version || strcmp(version, "latest") == 0)
-		return load_latest(s, dataset, m, json, err);
-	if ((rc = mt_name_check(version, "version", err)))
+		return load_latest(s, dataset, m, json, NULL, err);
+	return load_named(s, dataset, version, m, json, NULL, err);
+}
+
+/* dataset@version's manifest (load_named without its metadata object). */
+static int load_manifest(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
+			 char **json, mt_error *err)
+{
+	*m = NULL;
+	if (json)
+		*json = NULL;
+	int rc = mt_name_check(version, "version", err);
+	if (rc)
 		return rc;
 	char *key = mti_key_manifest(dataset, version);
 	if (!key)
@@ -575,24 +649,32 @@ int mti_dataset_load(mt_store *s, const char *dataset, const char *version, mt_m
 	return rc;
 }
 
-int mti_dataset_load_meta(mt_store *s, mt_manifest *m, mt_error *err)
+int mti_dataset_open(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
+		    char **json, mt_error *err)
 {
-	char *key = mti_key_meta(m->dataset, m->version);
-	if (!key)
-		return mti_err(err, MT_ENOMEM, "out of memory");
-	void *data = NULL;
-	size_t len = 0;
-	/* No metadata object is the usual case, not an error to leave in err. */
-	mt_error e = {0};
-	int rc = mti_store_get(s, key, 0, UINT64_MAX, &data, &len, &e);
-	if (rc == MT_ENOTFOUND)
-		rc = 0;
-	else if (rc)
-		mti_err_copy(err, &e);
-	else
-		rc = mti_meta_apply(m, data, len, key, err);
-	free(data);
-	free(key);
+	*m = NULL;
+	if (json)
+		*json = NULL;
+	struct meta_read meta = {0};
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc && (!version || !*version || strcmp(version, "latest") == 0))
+		rc = load_latest(s, dataset, m, json, &meta, err);
+	else if (!rc)
+		rc = load_named(s, dataset, version, m, json, &meta, err);
+	/* No metadata object is the usual case, not an error. */
+	if (!rc && meta.rc && meta.rc != MT_ENOTFOUND)
+		rc = mti_err_copy(err, &meta.err);
+	else if (!rc && meta.data)
+		rc = mti_meta_apply(*m, meta.data, meta.len, meta.key, err);
+	meta_read_free(&meta);
+	if (rc) {
+		mti_manifest_free(*m);
+		*m = NULL;
+		if (json) {
+			free(*json);
+			*json = NULL;
+		}
+	}
 	return rc;
 }
 

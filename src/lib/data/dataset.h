@@ -10,9 +10,11 @@
 MT_LOCAL int mti_dataset_load(mt_store *s, const char *dataset, const char *version,
 			     mt_manifest **m, char **json, mt_error *err);
 
-/* Replace m's description and tags with those of its version's metadata
- * object, when there is one (doc/FORMAT.md, "Curated metadata"). */
-MT_LOCAL int mti_dataset_load_meta(mt_store *s, mt_manifest *m, mt_error *err);
+/* mti_dataset_load, then m's description and tags replaced with those of
+ * its version's metadata object, when there is one (doc/FORMAT.md,
+ * "Curated metadata").  The manifest and that object are requested at once. */
+MT_LOCAL int mti_dataset_open(mt_store *s, const char *dataset, const char *version,
+			     mt_manifest **m, char **json, mt_error *err);
 
 /* The next free automatic version name ("v<N+1>" for the largest vN of
  * every manifest and tombstone: a removed version's name is not reused). */
@@ -53,6 +55,22 @@ MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);
 typedef void (*mti_rows_fn)(void *ud, uint64_t at, uint64_t n, const void *rows);
 MT_LOCAL int mti_reader_read_each(mt_reader *r, size_t attr, uint64_t a, uint64_t b,
 				  mti_rows_fn fn, void *ud, mt_error *err);
+/* Read the chunk indexes of shards[0..n) not read yet, all at once, and
+ * keep them: a caller about to read those shards pays one round trip for
+ * all of them, ahead of time.  A failure leaves that index unread; the
+ * read that needs it tries again and reports it.  whole (may be NULL):
+ * whole[i] says the caller will read all of shards[i]; far away such a
+ * shard's object is read whole at once with its index (within the 32 MiB
+ * a reader holds of run buffers), so its chunks cost no second round trip, and held until
+ * mti_reader_drop_whole. */
+MT_LOCAL void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const char *whole,
+				     size_t n);
+/* Free the whole objects of shards[0..n) (once the reads slicing them are done). */
+MT_LOCAL void mti_reader_drop_whole(mt_reader *r, const size_t *shards, size_t n);
+/* Whether the reader's store is far away (each request costs a round trip). */
+MT_LOCAL int mti_reader_far(const mt_reader *r);
+/* The shard holding row `row`. */
+MT_LOCAL size_t mti_reader_shard_of(const mt_reader *r, uint64_t row);
 
 /* Current UTC time as RFC 3339 with milliseconds (malloc'ed). */
 MT_LOCAL char *mti_now_rfc3339(void);

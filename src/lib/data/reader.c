@@ -9,6 +9,15 @@
 #include "heal.h"
 #include "pool.h"
 
+/* A shard object read whole, for reads that want all of it (far away, the
+ * chunk index then costs no round trip of its own): want says a caller
+ * asked for it; refs counts the runs slicing data; dropped frees it when
+ * the last of them is done. */
+struct whole {
+	uint8_t *data;
+	int want, refs, dropped;
+};
+
 struct mt_reader {
 	mt_store *store;
 	mt_manifest *m;
@@ -16,12 +25,16 @@ struct mt_reader {
 	char **keys;          /* shard object keys */
 	const char **tags;
 	mt_version_info info;
-	pthread_mutex_t lock; /* guards ix and ix_busy */
+	pthread_mutex_t lock; /* guards ix, ix_busy, run_bytes and whole */
 	pthread_cond_t ix_done;
 	mt_index **ix;        /* chunk index per shard, loaded on first use */
 	char *ix_busy;        /* a thread is reading that shard's index */
 	int threads;
 	mti_heal *heal;       /* damaged chunks rebuilt from parity */
+	pthread_cond_t room;  /* run buffers were freed */
+	uint64_t run_bytes;   /* of run buffers held now, by every read of r (guarded by lock) */
+	struct whole *whole;  /* per shard: its object read whole ahead */
+	uint64_t whole_bytes; /* held in whole[] */
 };
 
 int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_reader **out,
@@ -33,11 +46,10 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->ix_done, NULL);
+	pthread_cond_init(&r->room, NULL);
 	r->store = s;
 	r->threads = mti_ncpus();
-	int rc = mti_dataset_load(s, dataset, version, &r->m, &r->json, err);
-	if (!rc)
-		rc = mti_dataset_load_meta(s, r->m, err);
+	int rc = mti_dataset_open(s, dataset, version, &r->m, &r->json, err);
 	if (rc) {
 		mt_reader_close(r);
 		return rc;
@@ -46,8 +58,9 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	r->keys = calloc(m->nshards ? m->nshards : 1, sizeof *r->keys);
 	r->ix = calloc(m->nshards ? m->nshards : 1, sizeof *r->ix);
 	r->ix_busy = calloc(m->nshards ? m->nshards : 1, 1);
+	r->whole = calloc(m->nshards ? m->nshards : 1, sizeof *r->whole);
 	r->tags = calloc(m->ntags ? m->ntags : 1, sizeof *r->tags);
-	if (!r->keys || !r->ix || !r->ix_busy || !r->tags)
+	if (!r->keys || !r->ix || !r->ix_busy || !r->tags || !r->whole)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
 		rc = mti_heal_new(s, m, &r->heal, err);
@@ -89,7 +102,10 @@ void mt_reader_close(mt_reader *r)
 			free(r->keys[i]);
 		if (r->ix)
 			mti_index_free(r->ix[i]);
+		if (r->whole)
+			free(r->whole[i].data);
 	}
+	free(r->whole);
 	free(r->keys);
 	free(r->ix);
 	free(r->ix_busy);
@@ -99,6 +115,7 @@ void mt_reader_close(mt_reader *r)
 	mti_manifest_free(r->m);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->ix_done);
+	pthread_cond_destroy(&r->room);
 	free(r);
 }
 
@@ -180,6 +197,63 @@ int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
 	}
 	free(key);
 	return rc;
+}
+
+#define RUN_INFLIGHT (16u << 20)
+/* Run buffers of every read of one reader at once (run_room): the loader
+ * reads two windows at a time far away, each as many runs as before. */
+#define READER_INFLIGHT (2 * RUN_INFLIGHT)
+
+/* Give back bytes of READER_INFLIGHT taken for a shard read whole. */
+static void whole_release(mt_reader *r, uint64_t bytes)
+{
+	pthread_mutex_lock(&r->lock);
+	r->whole_bytes -= bytes;
+	pthread_cond_broadcast(&r->room);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Shard i's object read whole, held until whole_unref; NULL when it is not. */
+static const uint8_t *whole_ref(mt_reader *r, size_t i)
+{
+	pthread_mutex_lock(&r->lock);
+	const uint8_t *d = r->whole[i].data;
+	if (d)
+		r->whole[i].refs++;
+	pthread_mutex_unlock(&r->lock);
+	return d;
+}
+
+/* Free shard i's whole object: now when nothing slices it, else when the last does. */
+static void whole_free_locked(mt_reader *r, size_t i)
+{
+	struct whole *w = &r->whole[i];
+	if (w->data && w->dropped && !w->refs) {
+		free(w->data);
+		w->data = NULL;
+		r->whole_bytes -= r->m->shards[i].bytes;
+		pthread_cond_broadcast(&r->room);
+	}
+}
+
+static void whole_unref(mt_reader *r, size_t i)
+{
+	pthread_mutex_lock(&r->lock);
+	r->whole[i].refs--;
+	whole_free_locked(r, i);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void mti_reader_drop_whole(mt_reader *r, const size_t *shards, size_t n)
+{
+	pthread_mutex_lock(&r->lock);
+	for (size_t k = 0; k < n; k++) {
+		if (shards[k] >= r->m->nshards)
+			continue;
+		r->whole[shards[k]].dropped = 1;
+		whole_free_locked(r, shards[k]);
+	}
+	pthread_mutex_unlock(&r->lock);
 }
 
 /* Why a shard's object, or a chunk of it, cannot be read as stored. */
@@ -283,6 +357,80 @@ static int lost_error(const mt_reader *r, size_t i, int dmg, mt_error *err)
 		      dmg == DMG_MISSING ? "missing" : "damaged");
 }
 
+/* Shards read whole share READER_INFLIGHT with the run buffers (taken only
+ * when they fit: a run waits for room, a whole object does not, so a run
+ * always gets through in the end); each is read in up to WHOLE_PIECES
+ * ranged requests at once, none below WHOLE_PIECE_MIN. */
+#define WHOLE_PIECES 4
+#define WHOLE_PIECE_MIN (1u << 20)
+
+struct whole_read {
+	mt_reader *r;
+	size_t shard;
+	uint8_t *buf;
+	uint64_t piece;
+};
+
+static int whole_piece(void *ud, size_t k)
+{
+	struct whole_read *w = ud;
+	uint64_t bytes = w->r->m->shards[w->shard].bytes, off = k * w->piece;
+	uint64_t len = bytes - off < w->piece ? bytes - off : w->piece;
+	mt_error e = {0};
+	return mti_store_read(w->r->store, w->r->keys[w->shard], off, w->buf + off, (size_t)len, &e);
+}
+
+/* Shard i's object read whole when a caller wants it so and it fits
+ * READER_INFLIGHT beside the buffers held; nothing when it cannot be had. */
+static void whole_fetch(mt_reader *r, size_t i)
+{
+	uint64_t bytes = r->m->shards[i].bytes;
+	pthread_mutex_lock(&r->lock);
+	int go = r->whole[i].want && !r->whole[i].data && !r->whole[i].dropped && bytes &&
+		 r->run_bytes + r->whole_bytes + bytes <= READER_INFLIGHT;
+	if (go)
+		r->whole_bytes += bytes;
+	pthread_mutex_unlock(&r->lock);
+	if (go && mti_heal_lost(r->heal, i)) {
+		whole_release(r, bytes);
+		return;
+	}
+	if (!go)
+		return;
+	struct whole_read w = {r, i, malloc((size_t)bytes), (bytes + WHOLE_PIECES - 1) / WHOLE_PIECES};
+	if (w.piece < WHOLE_PIECE_MIN)
+		w.piece = WHOLE_PIECE_MIN;
+	size_t pieces = (size_t)((bytes + w.piece - 1) / w.piece);
+	if (!w.buf || mti_parallel_for((int)pieces, pieces, whole_piece, &w)) {
+		free(w.buf);
+		whole_release(r, bytes);
+		return;
+	}
+	pthread_mutex_lock(&r->lock);
+	r->whole[i].data = w.buf;
+	whole_free_locked(r, i); /* dropped while it was read */
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Shard i's chunk index out of its object read whole: 0, or nonzero when
+ * it is not held or fails its checks (the index is then read alone, and a
+ * failure there is reported as usual). */
+static int index_from_whole(mt_reader *r, size_t i, const char *what, mt_index **ix)
+{
+	const mt_mshard *s = &r->m->shards[i];
+	whole_fetch(r, i);
+	const uint8_t *data = whole_ref(r, i);
+	if (!data)
+		return -1;
+	mt_error e = {0};
+	int rc = s->index_offset + s->index_bytes > s->bytes
+		? -1
+		: mti_index_decode_shard(data + s->index_offset, (size_t)s->index_bytes, s->bytes,
+					 r->m, i, what, ix, &e);
+	whole_unref(r, i);
+	return rc;
+}
+
 /* Read and decode the chunk index of shard i, checked against the manifest
  * (mti_index_decode_shard); rebuilt from parity when it is lost or damaged
  * and the version is protected. */
@@ -293,6 +441,10 @@ static int fetch_index(mt_reader *r, size_t i, mt_index **ix, mt_error *err)
 	if (!what)
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	int dmg = mti_heal_lost(r->heal, i);
+	if (!dmg && !index_from_whole(r, i, what, ix)) {
+		free(what);
+		return 0;
+	}
 	int rc = dmg ? lost_error(r, i, dmg, err) : index_fetch(r, i, what, ix, &dmg, err);
 	if (rc && dmg != DMG_NONE && mti_heal_protected(r->heal)) {
 		/* The object itself is gone: its chunks go straight to parity. */
@@ -349,6 +501,49 @@ static size_t shard_of(const mt_manifest *m, uint64_t row)
 	return lo;
 }
 
+struct index_jobs {
+	mt_reader *r;
+	const size_t *shards;
+};
+
+static int index_job(void *ud, size_t i)
+{
+	struct index_jobs *j = ud;
+	const mt_index *ix;
+	mt_error e = {0};
+	if (j->shards[i] < j->r->m->nshards)
+		shard_index(j->r, j->shards[i], &ix, &e);
+	return 0;
+}
+
+void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const char *whole, size_t n)
+{
+	struct index_jobs j = {r, shards};
+	/* Cached already: nothing to wait for. */
+	size_t missing = 0;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (shards[i] >= r->m->nshards || r->ix[shards[i]])
+			continue;
+		missing++;
+		if (whole && whole[i] && r->store->ops->far)
+			r->whole[shards[i]].want = 1;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (missing)
+		mti_parallel_for((int)(n < 16 ? n : 16), n, index_job, &j);
+}
+
+int mti_reader_far(const mt_reader *r)
+{
+	return r->store->ops->far;
+}
+
+size_t mti_reader_shard_of(const mt_reader *r, uint64_t row)
+{
+	return shard_of(r->m, row);
+}
+
 /* One chunk to fetch: units [u0, u1) of it land at dst. */
 struct job {
 	size_t shard;
@@ -373,7 +568,6 @@ struct run {
 #define RUN_BYTES (8u << 20)
 #define RUN_MIN (512u << 10)
 #define RUN_REQUESTS 16
-#define RUN_INFLIGHT (16u << 20)
 
 struct jobs {
 	mt_reader *r;
@@ -585,6 +779,27 @@ static int job_decode(const struct jobs *js, const struct job *j, const uint8_t 
 	return rc;
 }
 
+/* Wait until a run buffer of len bytes fits in READER_INFLIGHT beside those
+ * every read of r holds now (and the shards held whole), and count it: the loader reads several
+ * windows at once, and their requests share one allowance of memory.  A
+ * run larger than all of it goes alone. */
+static void run_room(mt_reader *r, uint64_t len)
+{
+	pthread_mutex_lock(&r->lock);
+	while (r->run_bytes && r->run_bytes + r->whole_bytes + len > READER_INFLIGHT)
+		pthread_cond_wait(&r->room, &r->lock);
+	r->run_bytes += len;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void run_room_free(mt_reader *r, uint64_t len)
+{
+	pthread_mutex_lock(&r->lock);
+	r->run_bytes -= len;
+	pthread_cond_broadcast(&r->room);
+	pthread_mutex_unlock(&r->lock);
+}
+
 /* One ranged read of run i's span, then each chunk checked and decoded
  * from its slice.  A chunk the span cannot give (the read failed, or the
  * slice fails its checksum) is fetched alone: that path reads it again and
@@ -596,23 +811,35 @@ static int run_run(void *ud, size_t i)
 	mt_reader *r = js->r;
 	size_t shard = js->v[u->first].shard;
 	uint8_t *buf = NULL;
-	if (u->n > 1 && !mti_heal_lost(r->heal, shard) && (buf = malloc((size_t)u->len))) {
+	/* The shard read whole: the run is a slice of it (only ever far away). */
+	const uint8_t *whole = r->store->ops->far ? whole_ref(r, shard) : NULL, *base = whole;
+	uint64_t base_off = 0;
+	int held = !whole && u->n > 1 && !mti_heal_lost(r->heal, shard);
+	if (held)
+		run_room(r, u->len);
+	if (held && (buf = malloc((size_t)u->len))) {
 		mt_error e = {0};
 		if (mti_store_read(r->store, r->keys[shard], u->off, buf, (size_t)u->len, &e)) {
 			free(buf);
 			buf = NULL;
 		}
+		base = buf;
+		base_off = u->off;
 	}
 	int rc = 0;
 	for (size_t n = 0; !rc && n < u->n; n++) {
 		const struct job *j = &js->v[u->first + n];
 		const mt_chunk *k = &j->e->chunks[j->chunk];
-		const uint8_t *z = buf ? buf + (k->offset - u->off) : NULL;
+		const uint8_t *z = base ? base + (k->offset - base_off) : NULL;
 		if (z && mti_xxh3(z, k->size) != k->xxh3)
 			z = NULL;
 		rc = job_decode(js, j, z, &js->errs[u->first + n]);
 	}
 	free(buf);
+	if (held)
+		run_room_free(r, u->len);
+	if (whole)
+		whole_unref(r, shard);
 	return rc;
 }
 

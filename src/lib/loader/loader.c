@@ -53,9 +53,21 @@ typedef struct ld_slot {
 	int rc;
 } ld_slot;
 
-/* The thread decoding the windows ahead, two slots it fills in turn. */
-typedef struct ld_prefetch {
+struct mt_loader;
+
+/* One thread filling the windows first, first + step, first + 2 * step, ... */
+typedef struct ld_filler {
+	struct mt_loader *l;
+	size_t first, step;
 	pthread_t thread;
+} ld_filler;
+
+/* The threads decoding the windows ahead, two slots filled in turn: near,
+ * one thread fills both; far away, one thread a slot, so the next window's
+ * requests go out while the current one's are decoded. */
+typedef struct ld_prefetch {
+	ld_filler filler[2];
+	int nfillers;
 	int running, stop;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -90,6 +102,7 @@ struct mt_loader {
 	ld_prefetch fetch;
 	ld_out out;      /* mt_loader_next's batch */
 	ld_out rows_out; /* mt_loader_read_rows' batch */
+	int far;         /* the store is far away (mti_reader_far) */
 };
 
 /* ---- the prefetch thread ----------------------------------------------- */
@@ -299,10 +312,84 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 	return rc;
 }
 
+/* The shards of the units of rank window k, each once, into shards (room
+ * for the window's units); with whole, whether the window reads (most of)
+ * all of that shard: three quarters of its rows or more, every attribute. */
+static size_t window_shards(mt_loader *l, size_t k, size_t *shards, char *whole)
+{
+	const mt_plan *p = &l->plan;
+	size_t w = p->rank_windows[k], m = 0;
+	for (size_t u = p->window_unit[w]; u < p->window_unit[w + 1]; u++) {
+		size_t sh = mti_reader_shard_of(l->reader, p->units[p->unit_order[u]].first_row);
+		size_t j = 0;
+		while (j < m && shards[j] != sh)
+			j++;
+		if (j == m)
+			shards[m++] = sh;
+	}
+	for (size_t j = 0; whole && j < m; j++) {
+		mt_shard_info si;
+		uint64_t rows = 0;
+		for (size_t u = p->window_unit[w]; u < p->window_unit[w + 1]; u++) {
+			const mt_plan_unit *un = &p->units[p->unit_order[u]];
+			if (mti_reader_shard_of(l->reader, un->first_row) == shards[j])
+				rows += un->rows;
+		}
+		/* Most of it is as good as all: what the window leaves of the
+		 * shard, another window reads, from the whole object while held. */
+		whole[j] = !mt_reader_shard(l->reader, shards[j], &si) && rows >= si.rows / 4 * 3 &&
+			   l->ncols == mt_reader_nattrs(l->reader);
+	}
+	return m;
+}
+
+/* Far away, the chunk indexes of the shards window k and the next one
+ * read, fetched at once before window k's runs: each index otherwise costs
+ * a round trip of its own, in front of the runs that need it.  Shards a
+ * window reads all of come whole, index and chunks in that one round trip. */
+static void slot_indexes(mt_loader *l, size_t k)
+{
+	const mt_plan *p = &l->plan;
+	size_t n = 0;
+	for (size_t i = k; i < k + 2 && i < p->nrank_windows; i++)
+		n += p->window_unit[p->rank_windows[i] + 1] - p->window_unit[p->rank_windows[i]];
+	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
+	char *whole = malloc(n ? n : 1);
+	if (shards && whole) {
+		size_t m = window_shards(l, k, shards, whole);
+		if (k + 1 < p->nrank_windows)
+			m += window_shards(l, k + 1, shards + m, whole + m);
+		mti_reader_load_indexes(l->reader, shards, whole, m);
+	}
+	free(shards);
+	free(whole);
+}
+
+/* After window k is read: the shard objects it read whole are let go (not
+ * one the next window reads most of and this one only a little of). */
+static void slot_drop_whole(mt_loader *l, size_t k)
+{
+	const mt_plan *p = &l->plan;
+	size_t w = p->rank_windows[k], n = p->window_unit[w + 1] - p->window_unit[w];
+	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
+	char *whole = malloc(n ? n : 1);
+	if (shards && whole) {
+		size_t m = window_shards(l, k, shards, whole), kept = 0;
+		for (size_t j = 0; j < m; j++)
+			if (whole[j])
+				shards[kept++] = shards[j];
+		mti_reader_drop_whole(l->reader, shards, kept);
+	}
+	free(shards);
+	free(whole);
+}
+
 /* Decode the rank's window number k into s. */
 static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 {
 	size_t w = l->plan.rank_windows[k];
+	if (l->far)
+		slot_indexes(l, k);
 	uint64_t n = mti_plan_window_rows(&l->plan, w);
 	s->index = k;
 	s->rows = n;
@@ -315,15 +402,20 @@ static int slot_load(mt_loader *l, ld_slot *s, size_t k)
 		s->inv[s->perm[i]] = i;
 		s->seqid[i] = s->rowid[s->perm[i]];
 	}
-	return slot_read(l, s, w);
+	rc = slot_read(l, s, w);
+	if (l->far)
+		slot_drop_whole(l, k);
+	return rc;
 }
 
 static void *prefetch(void *arg)
 {
-	mt_loader *l = arg;
+	ld_filler *me = arg;
+	mt_loader *l = me->l;
 	ld_prefetch *f = &l->fetch;
+	size_t step = me->step;
 	pthread_mutex_lock(&f->lock);
-	for (size_t k = 0; k < l->plan.nrank_windows && !f->stop; k++) {
+	for (size_t k = me->first; k < l->plan.nrank_windows && !f->stop; k += step) {
 		ld_slot *s = &f->slot[k % 2];
 		while (s->state != SLOT_EMPTY && !f->stop)
 			pthread_cond_wait(&f->cond, &f->lock);
@@ -353,7 +445,8 @@ static void prefetch_stop(mt_loader *l)
 		f->stop = 1;
 		pthread_cond_broadcast(&f->cond);
 		pthread_mutex_unlock(&f->lock);
-		pthread_join(f->thread, NULL);
+		for (int i = 0; i < f->nfillers; i++)
+			pthread_join(f->filler[i].thread, NULL);
 		f->running = 0;
 	}
 	for (int i = 0; i < 2; i++)
@@ -363,12 +456,24 @@ static void prefetch_stop(mt_loader *l)
 
 static int prefetch_start(mt_loader *l, mt_error *err)
 {
-	l->fetch.next_window = 0;
+	ld_prefetch *f = &l->fetch;
+	f->next_window = 0;
 	if (!l->plan.nrank_windows)
 		return 0;
-	if (pthread_create(&l->fetch.thread, NULL, prefetch, l) != 0)
+	int want = l->far && l->plan.nrank_windows > 1 ? 2 : 1;
+	for (f->nfillers = 0; f->nfillers < want; f->nfillers++) {
+		ld_filler *t = &f->filler[f->nfillers];
+		*t = (ld_filler){l, (size_t)f->nfillers, (size_t)want, 0};
+		if (pthread_create(&t->thread, NULL, prefetch, t) != 0)
+			break;
+	}
+	if (f->nfillers < want) {
+		/* The threads started stop at once: none has a window yet. */
+		f->running = f->nfillers > 0;
+		prefetch_stop(l);
 		return mti_err(err, MT_ENOMEM, "loader: cannot start the prefetch thread");
-	l->fetch.running = 1;
+	}
+	f->running = 1;
 	return 0;
 }
 
@@ -897,6 +1002,8 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 		rc = loader_open_reader(l, s, dataset, version, err);
 	if (!rc && l->opts.decode_threads > 0)
 		mti_reader_set_threads(l->reader, l->opts.decode_threads);
+	if (!rc)
+		l->far = mti_reader_far(l->reader);
 	if (!rc)
 		rc = loader_columns(l, &row_bytes, err);
 	if (!rc)

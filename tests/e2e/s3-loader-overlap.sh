@@ -1,0 +1,89 @@
+#!/bin/bash
+# s3-loader-overlap.sh — over S3 the loader's requests that need nothing of each other go out together: opening a version requests its manifest and metadata object at once, a shard a window reads all through comes whole with its chunk index, otherwise the chunk indexes of the next window come with the current window's, and the second window's requests are in flight with the first's.  Checked on the proxy's timed log, with 200 ms added to every request: the longest chain of requests each sent after the one before it answered.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/store.sh"
+MT_TEST_STORE=s3 use_store
+M=$MATORAGE
+T="$PY $top_srcdir/tests/e2e/npy_tool.py"
+
+# 4000 rows of x (float32[256], 1 KiB a row) in 4 shards of 1000: with a 4,096,000-byte budget
+# a window holds 2000 rows, so the epoch is 2 windows of 2 shards each.
+$T make "$WORK/x.npy" float32 4000x256 1
+$T make "$WORK/y.npy" int64 4000 2
+check "put a" $M put a x="$WORK/x.npy" --shard-rows 1000
+check "put b, with y too" $M put b x="$WORK/x.npy" y="$WORK/y.npy" --shard-rows 1000
+
+out=$(pymt - "$MATORAGE_STORE" "$WORK/x.npy" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url, x = sys.argv[1], np.load(sys.argv[2])
+rows, same = [], True
+for b in matorage.Loader(matorage.Store(url), "a", batch_rows=100, shuffle=True, seed=7,
+                         prefetch_bytes=4096000):
+    ids = np.asarray(b["_rows"], dtype=np.int64)
+    rows += ids.tolist()
+    same = same and np.array_equal(np.asarray(b["x"]).reshape(len(ids), 256), x[ids])
+print(sorted(rows) == list(range(len(x))), same)
+PYEOF
+)
+ok $([ "$out" = "True True" ]; echo $?) "a shuffled epoch of 2 windows over S3 delivers every row, x as put"
+
+# chain LOG: the longest run of requests in LOG each sent after the one before it was answered.
+chain() {
+	$PY - "$1" <<'PYEOF'
+import sys
+reqs = sorted((float(a), float(b)) for a, b, *_ in (l.split() for l in open(sys.argv[1])))
+depth = []
+for i, (s, e) in enumerate(reqs):
+    depth.append(1 + max([depth[j] for j, (_, f) in enumerate(reqs[:i]) if f <= s], default=0))
+print(max(depth, default=0))
+PYEOF
+}
+# overlap LOG A B: whether the requests whose paths hold A and B were in flight together.
+overlap() {
+	$PY - "$1" "$2" "$3" <<'PYEOF'
+import sys
+span = {}
+for l in open(sys.argv[1]):
+    a, b, _, path, *_ = l.split()
+    for k in sys.argv[2:]:
+        if k in path:
+            span[k] = (float(a), float(b))
+(a0, a1), (b0, b1) = span[sys.argv[2]], span[sys.argv[3]]
+sys.exit(0 if a0 < b1 and b0 < a1 else 1)
+PYEOF
+}
+# epoch DATASET ATTRS LOG BUDGET: the same epoch from C (the Python binding opens the version once
+# more for its columns), 200 ms added to every request; the proxy's timed log into LOG.
+epoch() {
+	s3_faults '{"rules": [{"match": "^[A-Z]+ /", "action": "delay", "count": -1, "delay_ms": 200}]}'
+	s3_log_clear
+	out=$("$top_builddir/bench/loader-epoch" "$MATORAGE_STORE" "$1" "$2" 100 1 "$4")
+	s3_faults clear
+	ok $([ "${out%% *}" = 4000 ]; echo $?) "$1: the epoch with 200 ms a request delivers 4000 rows"
+	curl -s -f "$S3_ENDPOINT/__log?times=1" | grep " /mt-test/" > "$3"
+	sed 's/^/# /; s/[0-9a-f]\{64\}/SHA/' "$3"
+}
+
+# Every attribute: each window reads its 2 shards all through, so each shard object comes
+# whole with its chunk index: the list of versions; the manifest with the metadata object;
+# the 4 shard objects.
+epoch a x "$WORK/log-a" 4096000
+n=$(chain "$WORK/log-a")
+echo "# longest chain of requests one after the other: $n"
+ok $([ "$n" -le 3 ]; echo $?) "a: the epoch is at most 3 round trips deep (got $n)"
+n=$(grep -c "/shards/" "$WORK/log-a" || true)
+ok $([ "$n" -eq 4 ]; echo $?) "a: one GET per shard object (got $n)"
+ok $(overlap "$WORK/log-a" /versions/v1.json /meta/v1.json; echo $?) \
+	"a: the manifest and the metadata object are requested at once"
+
+# Some of the attributes (x of x and y; the window is sized from whole rows, 1032 bytes, so
+# the budget is 2 windows of 2000 of them): chunk indexes first, all 4 at once, then the runs of
+# both windows at once.  One request at a time would take 7: the manifest, the metadata
+# object, and each window's indexes and runs in turn.
+epoch b x "$WORK/log-b" 4128000
+n=$(chain "$WORK/log-b")
+echo "# longest chain of requests one after the other: $n"
+ok $([ "$n" -le 4 ]; echo $?) "b: the epoch is at most 4 round trips deep (got $n)"
+done_testing

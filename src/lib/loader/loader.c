@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "dataset.h"
 #include "loader-plan.h"
@@ -20,6 +23,8 @@
 /* Window buffers of HUGE_MIN or more are aligned to and advised onto huge pages. */
 #define HUGE_PAGE (2u << 20)
 #define HUGE_MIN (8u << 20)
+/* Rows of at least this many bytes are scattered with streaming stores. */
+#define STREAM_MIN 256
 /* mt_loader_opts as the first matorage.h with a size field declared it. */
 #define LOADER_OPTS_FIRST MT_OPTS_SIZE_UPTO(mt_loader_opts, alloc_ud)
 
@@ -212,13 +217,35 @@ struct scatter {
 	const uint64_t *inv; /* from the unit's first row */
 };
 
+#ifdef __SSE2__
+/* A row to a random place in a window far larger than the caches: streaming
+ * stores skip reading each destination line in before overwriting it all
+ * (a steady-state epoch of 784-byte rows 0.085 -> 0.077 s, 150 KB rows
+ * 0.299 -> 0.290 s, medians of 7 and 5). */
+static void copy_stream(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i += 16)
+		_mm_stream_si128((__m128i *)(void *)(dst + i),
+				 _mm_loadu_si128((const __m128i *)(const void *)(src + i)));
+}
+#endif
+
 static void scatter_rows(void *ud, uint64_t at, uint64_t n, const void *rows)
 {
 	const struct scatter *sc = ud;
 	const uint8_t *src = rows;
+	size_t ub = sc->unit_bytes;
+#ifdef __SSE2__
+	/* Whole 16-byte lines at 16-byte places (the window is 2 MiB aligned). */
+	if (ub >= STREAM_MIN && ub % 16 == 0 && (uintptr_t)sc->base % 16 == 0) {
+		for (uint64_t k = 0; k < n; k++)
+			copy_stream(sc->base + sc->inv[at + k] * ub, src + k * ub, ub);
+		_mm_sfence(); /* before the window is handed over */
+		return;
+	}
+#endif
 	for (uint64_t k = 0; k < n; k++)
-		memcpy(sc->base + sc->inv[at + k] * sc->unit_bytes, src + k * sc->unit_bytes,
-		       sc->unit_bytes);
+		memcpy(sc->base + sc->inv[at + k] * ub, src + k * ub, ub);
 }
 
 /* Job i: column i % ncols of unit i / ncols. */

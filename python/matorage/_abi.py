@@ -166,6 +166,7 @@ def _signatures():
         "mt_loader_next_into": (ctypes.c_int, [vp, ctypes.POINTER(vp), sz,
                                                ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
         "mt_loader_batches": (u64, [vp]),
+        "mt_loader_reader": (vp, [vp]),
         "mt_loader_set_epoch": (ctypes.c_int, [vp, u64, err]),
         "mt_loader_state": (sz, [vp, cp, sz]),
         "mt_loader_read_rows": (ctypes.c_int, [vp, pu64, sz,

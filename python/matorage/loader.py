@@ -6,7 +6,6 @@ import numpy as np
 
 from . import _abi, _lib, _dtypes
 from .errors import InvalidArgument
-from .reader import Reader
 from .store import _Borrowed
 
 
@@ -175,24 +174,15 @@ class Loader:
             t = _check_resume(resume, shuffle, seed, shuffle_rows)
             version = version or t["version"]
         self._store = _Borrowed(store)
-        with Reader(self._store.store, name, version) as r:
-            info, self.rows, self.version = r.attributes, r.rows, r.version
         self.dataset = name
-        self.attrs = list(attrs) if attrs is not None else list(info)
-        for a in self.attrs:
-            if a not in info:
-                raise _lib.error_from(-4, f"{name}@{self.version}: no attribute {a!r} (it has "
-                                      f"{', '.join(info)})")
-        self.attributes = {a: info[a] for a in self.attrs}
-        self._cols = [info[a] for a in self.attrs]
-        # What convert needs of each attribute, worked out once rather than per batch.
-        self._layout = [(a, at.dtype, at.shape, at.ragged, at.item_bytes)
-                        for a, at in zip(self.attrs, self._cols)]
         o = _abi._Opts()
         lib = _lib.lib()
         lib.mt_loader_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
-        self._names = (ctypes.c_char_p * max(len(self.attrs), 1))(*[_lib.b(n) for n in self.attrs])
-        o.attrs, o.nattrs = self._names, len(self.attrs)
+        # No attrs: the loader takes every attribute (o.attrs stays NULL).
+        names = list(attrs) if attrs is not None else []
+        self._names = (ctypes.c_char_p * max(len(names), 1))(*[_lib.b(n) for n in names])
+        if attrs is not None:
+            o.attrs, o.nattrs = self._names, len(names)
         epoch = _check_int("epoch", epoch, 0)
         o.batch_rows, o.shuffle, o.seed, o.epoch = batch_rows, int(bool(shuffle)), seed or 0, epoch
         o.rank, o.world, o.drop_last = rank, world, int(drop_last)
@@ -202,9 +192,23 @@ class Loader:
         o.resume, o.cache_dir, o.cache_bytes = self._resume, self._cache, cache_bytes
         o.in_memory = int(in_memory)
         h = ctypes.c_void_p()
-        _lib.call("mt_loader_open", self._store.store.handle, _lib.b(name), _lib.b(self.version),
+        _lib.call("mt_loader_open", self._store.store.handle, _lib.b(name), _lib.b(version),
                   ctypes.byref(o), ctypes.byref(h))
         self._h = h
+        # The version as the loader opened it: one open (on S3, one round trip less).
+        r = lib.mt_loader_reader(h)
+        vi = lib.mt_reader_info(r).contents
+        self.version, self.rows = vi.version.decode(), int(vi.rows)
+        info = {}
+        for i in range(lib.mt_reader_nattrs(r)):
+            a = _dtypes.from_c(lib.mt_reader_attr(r, i).contents)
+            info[a.name] = a
+        self.attrs = names if attrs is not None else list(info)
+        self.attributes = {a: info[a] for a in self.attrs}
+        self._cols = [info[a] for a in self.attrs]
+        # What convert needs of each attribute, worked out once rather than per batch.
+        self._layout = [(a, at.dtype, at.shape, at.ragged, at.item_bytes)
+                        for a, at in zip(self.attrs, self._cols)]
 
     def _handle(self):
         if not self._h:

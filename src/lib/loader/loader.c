@@ -825,6 +825,11 @@ void mt_loader_stats(const mt_loader *l, mt_read_stats *out)
 	mt_reader_stats(l->reader, out);
 }
 
+const mt_reader *mt_loader_reader(const mt_loader *l)
+{
+	return l->reader;
+}
+
 uint64_t mt_loader_batches(const mt_loader *l)
 {
 	return l->plan.batches;
@@ -957,10 +962,24 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 }
 
 /* The columns to deliver; *row_bytes: the bytes of one row of them. */
+/* The error for an attribute the version lacks, naming those it has. */
+static int attr_missing(const mt_loader *l, const char *name, mt_error *err)
+{
+	const mt_version_info *vi = mt_reader_info(l->reader);
+	char has[512] = "";
+	size_t n = 0;
+	for (size_t i = 0; i < mt_reader_nattrs(l->reader) && n < sizeof has; i++) {
+		int k = snprintf(has + n, sizeof has - n, "%s%s", i ? ", " : "",
+				 mt_reader_attr(l->reader, i)->name);
+		n += k > 0 ? (size_t)k : 0;
+	}
+	return mti_err(err, MT_ENOTFOUND, "loader: %s@%s has no attribute %s (it has %s)",
+		      vi->dataset, vi->version, name, has);
+}
+
 static int loader_columns(mt_loader *l, uint64_t *row_bytes, mt_error *err)
 {
 	const mt_loader_opts *o = &l->opts;
-	const mt_version_info *vi = mt_reader_info(l->reader);
 	l->ncols = o->attrs ? o->nattrs : mt_reader_nattrs(l->reader);
 	l->cols = calloc(l->ncols ? l->ncols : 1, sizeof *l->cols);
 	if (!l->cols)
@@ -969,8 +988,7 @@ static int loader_columns(mt_loader *l, uint64_t *row_bytes, mt_error *err)
 	for (size_t c = 0; c < l->ncols; c++) {
 		int a = o->attrs ? mt_reader_attr_index(l->reader, o->attrs[c]) : (int)c;
 		if (a < 0)
-			return mti_err(err, MT_ENOTFOUND, "loader: %s@%s has no attribute %s",
-				      vi->dataset, vi->version, o->attrs[c]);
+			return attr_missing(l, o->attrs[c], err);
 		const mt_attr *at = mt_reader_attr(l->reader, (size_t)a);
 		l->cols[c] = (ld_col){(size_t)a, at->ragged,
 				      (size_t)(mt_attr_items(at) * mt_dtype_size(at->dtype))};

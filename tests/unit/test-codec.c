@@ -6,6 +6,7 @@
 #include <zstd.h>
 
 #include "codec.h"
+#include "pool.h"
 #include "tap.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
@@ -174,6 +175,44 @@ static void test_zstd_threads(void)
 	       failures);
 }
 
+/* ---- per-thread scratch ------------------------------------------------ */
+
+/* Each job writes its own pattern over both of its thread's buffers and
+ * checks it is still there: two threads never share one. */
+static int scratch_job(void *ud, size_t i)
+{
+	(void)ud;
+	uint8_t *a = mti_thread_scratch(0, 4096), *b = mti_thread_scratch(1, 1 << 20);
+	if (!a || !b || a == b)
+		return 1;
+	memset(a, (int)i, 4096);
+	memset(b, (int)i + 1, 1 << 20);
+	for (size_t k = 0; k < 4096; k++)
+		if (a[k] != (uint8_t)i || b[k] != (uint8_t)(i + 1))
+			return 1;
+	return 0;
+}
+
+static void test_thread_scratch(void)
+{
+	void *a = mti_thread_scratch(0, 100), *a2 = mti_thread_scratch(0, 50);
+	tap_ok(a && a == a2, "a thread's scratch is kept from call to call");
+	void *b = mti_thread_scratch(1, 100);
+	tap_ok(b && b != a, "each slot is a buffer of its own");
+	uint8_t *big = mti_thread_scratch(0, 3 << 20);
+	tap_ok(big != NULL, "a slot grows on demand (3 MiB)");
+	if (big)
+		memset(big, 7, 3 << 20); /* the whole of it is the caller's */
+	tap_ok(mti_thread_scratch(MTI_SCRATCH_SLOTS, 10) == NULL && mti_thread_scratch(-1, 10) == NULL,
+	       "a slot out of range is NULL");
+	/* Threads that end hand their buffers on; several rounds of threads reuse them. */
+	int bad = 0;
+	for (int round = 0; round < 6; round++) {
+		bad |= mti_parallel_for(4, 64, scratch_job, NULL);
+	}
+	tap_ok(!bad, "4 threads x 64 jobs x 6 rounds: every job's buffers are its thread's alone");
+}
+
 /* ---- HDF5 ------------------------------------------------------------- */
 
 #define ROWS 1000
@@ -334,6 +373,7 @@ int main(void)
 	test_xxh3();
 	test_zstd();
 	test_zstd_threads();
+	test_thread_scratch();
 	test_filter_register();
 	test_hdf5_round_trip();
 	test_hdf5_foreign_chunks();

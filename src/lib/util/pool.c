@@ -68,6 +68,8 @@ static int scratch_ok;
  * every thread's end faults in again in the next (a sixth of a loader's
  * cycles went to clearing those pages). */
 #define SCRATCH_SPARE 16
+/* Larger buffers (a version of huge chunks) are not kept past their thread. */
+#define SCRATCH_SPARE_MAX (8u << 20)
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct scratch *spare[SCRATCH_SPARE];
 static int nspare;
@@ -75,6 +77,12 @@ static int nspare;
 static void scratch_free(void *v)
 {
 	struct scratch *s = v;
+	for (int i = 0; i < MTI_SCRATCH_SLOTS; i++)
+		if (s->cap[i] > SCRATCH_SPARE_MAX) {
+			free(s->p[i]);
+			s->p[i] = NULL;
+			s->cap[i] = 0;
+		}
 	pthread_mutex_lock(&spare_lock);
 	if (nspare < SCRATCH_SPARE) {
 		spare[nspare++] = s;

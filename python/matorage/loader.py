@@ -1,5 +1,6 @@
 """Loader: the rows of a version as batches of numpy arrays (doc/loader.md), and its token."""
 import ctypes
+import os
 import weakref
 
 import numpy as np
@@ -194,7 +195,7 @@ class Loader:
         h = ctypes.c_void_p()
         _lib.call("mt_loader_open", self._store.store.handle, _lib.b(name), _lib.b(version),
                   ctypes.byref(o), ctypes.byref(h))
-        self._h = h
+        self._h, self._pid = h, os.getpid()
         # The version as the loader opened it: one open (on S3, one round trip less).
         r = lib.mt_loader_reader(h)
         vi = lib.mt_reader_info(r).contents
@@ -333,14 +334,19 @@ class Loader:
         return {name: int(getattr(st, name)) for name, _ in _abi._ReadStats._fields_[1:]}
 
     def close(self):
-        """Stop the loader's threads and free it (and the store it opened from a URL)."""
+        """Stop the loader's threads and free it (and the store it opened from a URL).
+        In a process forked from the one that opened it, the loader is only let go:
+        its threads are not there, and its locks may be as they were mid-work at the
+        fork, so stopping them would hang or crash the child (its own are opened anew)."""
         h, self._h = getattr(self, "_h", None), None
         views = getattr(self, "_views", None)
         if views is not None:
             views.slots.clear()  # views of buffers about to be freed
+        s, self._store = getattr(self, "_store", None), None
+        if getattr(self, "_pid", None) not in (None, os.getpid()):
+            return
         if h:
             _lib.lib().mt_loader_close(h)
-        s, self._store = getattr(self, "_store", None), None
         if s is not None:
             s.close()
 

@@ -1,5 +1,6 @@
 """Writer: a new version of a dataset, appended to in batches of rows and committed."""
 import ctypes
+import os
 
 import numpy as np
 
@@ -110,6 +111,7 @@ class Writer:
                 c.shape[i] = d
         _lib.call("mt_writer_open", self._store.store.handle, _lib.b(self.dataset), arr,
                   len(attrs), ctypes.byref(self._opts), ctypes.byref(self._h))
+        self._pid = os.getpid()
         self.attributes = {a.name: a for a in attrs}
 
     def _check(self, cols):
@@ -178,8 +180,11 @@ class Writer:
         self.close()
 
     def close(self):
-        """Free the writer; one not committed is aborted."""
+        """Free the writer; one not committed is aborted.  In a process forked from the
+        one that opened it, the writer is only let go (its threads are not there)."""
         h, self._h = getattr(self, "_h", None), ctypes.c_void_p()
+        if getattr(self, "_pid", None) not in (None, os.getpid()):
+            h, self._store = None, None
         if h:
             _lib.lib().mt_writer_close(h)
         if getattr(self, "_state", None) == "open":

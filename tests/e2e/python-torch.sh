@@ -117,6 +117,41 @@ check "2 ranks (gloo DDP, spawn) x 2 workers: every row once per epoch, set_epoc
 	pymt "$WORK/ddp.py" "$MATORAGE_STORE" "$PORT" "$WORK/ddp"
 check "both ranks finished" test -f "$WORK/ddp.0" -a -f "$WORK/ddp.1"
 
+# A loader (or a TorchMapDataset's) forked into a child mid-work: the child lets the
+# inherited one go rather than close it (its threads are not there; a close hung or
+# crashed there at random) and opens its own.  A child that hangs is killed by the alarm.
+check "a loader inherited across fork is let go in the child, which opens its own (20 rounds)" \
+	pymt - "$MATORAGE_STORE" <<'PYEOF'
+import os
+import signal
+import sys
+import matorage
+url = sys.argv[1]
+bad = []
+for trial in range(20):
+    parent = matorage.Loader(url, "tds", attrs=["id", "x"], batch_rows=1, prefetch_bytes=1 << 20)
+    m = matorage.TorchMapDataset(url, "tds@v1", attrs=["id", "x"])
+    assert m[17]["id"].item() == 17
+    pids = []
+    for w in range(2):
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)
+            del parent
+            ok = all(m[i]["id"].item() == i for i in range(w, 4800, 251))
+            own = matorage.Loader(url, "tds", attrs=["id"], batch_rows=600)
+            ok = ok and sum(len(b["id"]) for b in own) == 4800
+            own.close()
+            os._exit(0 if ok else 1)
+        pids.append(pid)
+    for p in pids:
+        st = os.waitpid(p, 0)[1]
+        if st:
+            bad.append((trial, st))
+    parent.close()
+assert not bad, bad
+PYEOF
+
 check "worker errors reach the parent as matorage errors; transform; setup errors; TorchMapDataset" \
 	pymt - "$MATORAGE_STORE" <<'PYEOF'
 import os

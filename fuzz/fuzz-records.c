@@ -26,6 +26,7 @@ static const mt_attr rattrs[] = {
 	{ .name = "p", .dtype = MT_FLOAT16, .rank = 1, .shape = { 2 }, .ragged = 1 },
 };
 #define NRATTRS (sizeof rattrs / sizeof rattrs[0])
+_Static_assert(NRATTRS <= NATTRS, "json_line sizes its arrays for NATTRS");
 
 /* The ragged rows the last parse left, copied (the next parse reuses r's buffers). */
 static uint8_t *ragged_copy(const struct app_records *r, size_t i, size_t *bytes)
@@ -39,14 +40,16 @@ static uint8_t *ragged_copy(const struct app_records *r, size_t i, size_t *bytes
 	return c;
 }
 
-/* The same for ragged attributes: whatever the fast path accepts, the tree
- * accepts with the same rows and items. */
-static void json_line_ragged(struct app_records *r, const char *line, size_t len)
+/* Whatever the fast path accepts, the tree accepts too, with the same bytes:
+ * the same row of each fixed attribute, the same items of each ragged one.
+ * at: the attributes r was made with (n of them, at most NATTRS). */
+static void json_line(struct app_records *r, const mt_attr *at, size_t n, const char *line,
+		      size_t len)
 {
-	uint8_t a[NRATTRS][64], b[NRATTRS][64];
-	void *ra[NRATTRS], *rb[NRATTRS];
+	uint8_t a[NATTRS][64], b[NATTRS][64];
+	void *ra[NATTRS], *rb[NATTRS];
 	char why[256];
-	for (size_t i = 0; i < NRATTRS; i++) {
+	for (size_t i = 0; i < n; i++) {
 		memset(a[i], 0, 64);
 		memset(b[i], 0xff, 64);
 		ra[i] = a[i];
@@ -56,44 +59,21 @@ static void json_line_ragged(struct app_records *r, const char *line, size_t len
 		app_records_json(r, line, len, rb, why, sizeof why);
 		return;
 	}
-	uint8_t *got[NRATTRS];
-	size_t bytes[NRATTRS];
-	for (size_t i = 0; i < NRATTRS; i++)
-		got[i] = rattrs[i].ragged ? ragged_copy(r, i, &bytes[i]) : NULL;
+	uint8_t *got[NATTRS];
+	size_t bytes[NATTRS];
+	for (size_t i = 0; i < n; i++)
+		got[i] = at[i].ragged ? ragged_copy(r, i, &bytes[i]) : NULL;
 	if (rec_json_tree(r, line, len, rb, why, sizeof why) != 0)
 		abort();
-	for (size_t i = 0; i < NRATTRS; i++) {
+	for (size_t i = 0; i < n; i++) {
 		uint64_t items;
-		const void *p = app_records_ragged(r, i, &items);
-		if (rattrs[i].ragged ? items * app_records_row_bytes(r, i) != bytes[i] ||
-					       (bytes[i] && memcmp(p, got[i], bytes[i]))
-				     : memcmp(a[i], b[i], app_records_row_bytes(r, i)) != 0)
+		const void *p = at[i].ragged ? app_records_ragged(r, i, &items) : NULL;
+		if (at[i].ragged ? items * app_records_row_bytes(r, i) != bytes[i] ||
+					   (bytes[i] && memcmp(p, got[i], bytes[i]))
+				 : memcmp(a[i], b[i], app_records_row_bytes(r, i)) != 0)
 			abort();
 		free(got[i]);
 	}
-}
-
-/* Whatever the fast path accepts, the tree accepts too, with the same bytes. */
-static void json_line(struct app_records *r, const char *line, size_t len, uint8_t (*a)[64],
-		      uint8_t (*b)[64])
-{
-	void *ra[NATTRS], *rb[NATTRS];
-	char why[256];
-	for (size_t i = 0; i < NATTRS; i++) {
-		memset(a[i], 0, 64);
-		memset(b[i], 0xff, 64);
-		ra[i] = a[i];
-		rb[i] = b[i];
-	}
-	if (rec_json_fast(r, line, len, ra) != 0) {
-		app_records_json(r, line, len, rb, why, sizeof why);
-		return;
-	}
-	if (rec_json_tree(r, line, len, rb, why, sizeof why) != 0)
-		abort();
-	for (size_t i = 0; i < NATTRS; i++)
-		if (memcmp(a[i], b[i], app_records_row_bytes(r, i)))
-			abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -103,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int csv = data[0] & 1, header = 0, ragged = data[0] & 2;
 	struct app_records *r = ragged ? app_records_new(rattrs, NRATTRS)
 				       : app_records_new(attrs, NATTRS);
-	uint8_t a[NATTRS][64], b[NATTRS][64];
+	uint8_t a[NATTRS][64];
 	const char *p = (const char *)data + 1, *end = (const char *)data + size;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -112,10 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		void *rows[NATTRS];
 		for (size_t i = 0; i < NATTRS; i++)
 			rows[i] = a[i];
-		if (!csv && ragged)
-			json_line_ragged(r, p, len);
-		else if (!csv)
-			json_line(r, p, len, a, b);
+		if (!csv)
+			json_line(r, ragged ? rattrs : attrs, ragged ? NRATTRS : NATTRS, p, len);
 		else if (!header)
 			header = app_records_csv_header(r, p, len, why, sizeof why) == 0;
 		else

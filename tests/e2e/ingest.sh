@@ -255,17 +255,24 @@ done
 # Deterministic: 50 rows spooled, none committed, kill -9; the rerun commits them; the
 # same spool brought back to before that rerun (as if it crashed before noting its
 # commit) finds them in the version's tag and commits nothing again.
-rm -f "$WORK/kfifo"
-mkfifo "$WORK/kfifo"
-$M ingest spd ${ATTRS[*]} --commit-rows 100000 --commit-secs 0 --spool "$WORK/spool-d" < "$WORK/kfifo" > /dev/null 2>&1 &
-ing=$!
-exec 6> "$WORK/kfifo"
-$I gen jsonl 50 0 9 >&6
-for _ in $(seq 100); do [ "$(stat -c %s "$WORK/spool-d/log" 2>/dev/null || echo 0)" -ge 1000 ] && break; sleep 0.1; done
-sleep 0.5
-kill -9 $ing
-wait $ing 2> /dev/null
-exec 6>&-
+# spool_then_kill GEN DATASET SPOOL MIN_BYTES ATTR...: 50 records (ingest_tool GEN, seed 9)
+# spooled by an ingest that commits none of them, killed -9 once its log holds MIN_BYTES.
+spool_then_kill() {
+	local gen=$1 ds=$2 spool=$3 min=$4 ing
+	shift 4
+	rm -f "$WORK/kfifo"
+	mkfifo "$WORK/kfifo"
+	$M ingest "$ds" "$@" --commit-rows 100000 --commit-secs 0 --spool "$spool" < "$WORK/kfifo" > /dev/null 2>&1 &
+	ing=$!
+	exec 6> "$WORK/kfifo"
+	$I "$gen" jsonl 50 0 9 >&6
+	for _ in $(seq 100); do [ "$(stat -c %s "$spool/log" 2>/dev/null || echo 0)" -ge "$min" ] && break; sleep 0.1; done
+	sleep 0.5
+	kill -9 $ing
+	wait $ing 2> /dev/null
+	exec 6>&-
+}
+spool_then_kill gen spd "$WORK/spool-d" 1000 ${ATTRS[*]}
 ok $( ! $M ls spd > /dev/null 2>&1 && head -c 8 "$WORK/spool-d/log" | grep -qx MTSPOOL1; echo $?) \
 	"spool: killed before any commit, nothing is committed; fixed attributes spool as MTSPOOL1, as before"
 cp -a "$WORK/spool-d" "$WORK/spool-d.copy"
@@ -293,17 +300,7 @@ exec 4>&-
 wait $holder
 
 # ---- --spool with ragged attributes: kill -9, replay, exactly once ----
-rm -f "$WORK/kfifo"
-mkfifo "$WORK/kfifo"
-$M ingest rspd ${RA[*]} --commit-rows 100000 --commit-secs 0 --spool "$WORK/rspool-d" < "$WORK/kfifo" > /dev/null 2>&1 &
-ing=$!
-exec 6> "$WORK/kfifo"
-$I rgen jsonl 50 0 9 >&6
-for _ in $(seq 100); do [ "$(stat -c %s "$WORK/rspool-d/log" 2>/dev/null || echo 0)" -ge 2800 ] && break; sleep 0.1; done
-sleep 0.5
-kill -9 $ing
-wait $ing 2> /dev/null
-exec 6>&-
+spool_then_kill rgen rspd "$WORK/rspool-d" 2800 ${RA[*]}
 ok $( ! $M ls rspd > /dev/null 2>&1 && head -c 8 "$WORK/rspool-d/log" | grep -qx MTSPOOL2; echo $?) \
 	"ragged spool: killed before any commit, nothing committed, the batches spooled as MTSPOOL2"
 cp -a "$WORK/rspool-d" "$WORK/rspool-d.copy"

@@ -20,27 +20,19 @@ static double seconds(struct timespec a, struct timespec b)
 	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 }
 
-/* LOADER_INTO: each attribute's bytes per row, for batches gathered into fresh buffers. */
-static int into_sizes(mt_store *s, const char *dataset, const char *version,
-		      const char *const *attrs, size_t nattrs, size_t *out)
+/* LOADER_INTO: each attribute's bytes per row, from the loader's own reader. */
+static int into_sizes(const mt_loader *l, const char *const *attrs, size_t nattrs, size_t *out)
 {
-	mt_reader *r;
-	mt_error err = {0};
-	if (mt_reader_open(s, dataset, version, &r, &err)) {
-		fprintf(stderr, "loader-epoch: %s\n", err.message);
-		return 1;
-	}
+	const mt_reader *r = mt_loader_reader(l);
 	for (size_t i = 0; i < nattrs; i++) {
 		int k = mt_reader_attr_index(r, attrs[i]);
 		const mt_attr *a = k < 0 ? NULL : mt_reader_attr(r, (size_t)k);
 		if (!a || a->ragged) {
 			fprintf(stderr, "loader-epoch: LOADER_INTO takes fixed-size attributes\n");
-			mt_reader_close(r);
 			return 1;
 		}
 		out[i] = (size_t)(mt_attr_items(a) * mt_dtype_size(a->dtype));
 	}
-	mt_reader_close(r);
 	return 0;
 }
 
@@ -100,7 +92,7 @@ int main(int argc, char **argv)
 	size_t into_bytes[16];
 	const size_t *into = getenv("LOADER_INTO") ? into_bytes : NULL;
 	void *bufs[16];
-	if (into && into_sizes(s, argv[2], version, attrs, nattrs, into_bytes))
+	if (into && into_sizes(l, attrs, nattrs, into_bytes))
 		return 1;
 	/* LOADER_EPOCHS=N runs N epochs and times the last: the steady state of a
 	 * training run, window buffers already faulted in by the epochs before. */

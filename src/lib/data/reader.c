@@ -1021,8 +1021,8 @@ int mt_reader_ragged_lengths(mt_reader *r, size_t attr, uint64_t a, uint64_t b,
 	return rc;
 }
 
-/* Rows [a, b) of attr into buf (cap bytes), or, with buf NULL, each
- * chunk's rows handed to js->each as they are decoded. */
+/* Rows [a, b) of attr into buf (cap bytes), or, with js.each set, each
+ * chunk's rows handed to it as they are decoded. */
 static int read_rows(struct jobs js, size_t attr, uint64_t a, uint64_t b, void *buf, size_t cap,
 		     mt_error *err)
 {
@@ -1055,12 +1055,12 @@ static int read_rows(struct jobs js, size_t attr, uint64_t a, uint64_t b, void *
 	} else {
 		need = (b - a) * unit;
 	}
-	if (!rc && buf && need > cap)
+	if (!rc && !js.each && need > cap)
 		rc = mti_err(err, MT_ERANGE, "%s@%s: %s rows %llu:%llu need %llu bytes, buffer "
 			    "holds %zu", r->m->dataset, r->m->version, at->name,
 			    (unsigned long long)a, (unsigned long long)b,
 			    (unsigned long long)need, cap);
-	uint8_t *dst = buf;
+	uint8_t *dst = js.each ? NULL : buf;
 	uint64_t done = 0;
 	const uint64_t *o = offs;
 	for (size_t s = shard_of(r->m, a); !rc && a < b && s < r->m->nshards; s++) {
@@ -1094,9 +1094,7 @@ static int read_rows(struct jobs js, size_t attr, uint64_t a, uint64_t b, void *
 int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf, size_t cap,
 		   mt_error *err)
 {
-	uint8_t none;
-	/* A read of no bytes still needs a buffer to tell it from the callback form. */
-	return read_rows((struct jobs){.r = r}, attr, a, b, buf ? buf : &none, buf ? cap : 0, err);
+	return read_rows((struct jobs){.r = r}, attr, a, b, buf, cap, err);
 }
 
 int mti_reader_read_each(mt_reader *r, size_t attr, uint64_t a, uint64_t b, mti_rows_fn fn,

@@ -958,7 +958,10 @@ MT_API int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows
 /* Batches this rank gets in the current epoch (all ranks get as many). */
 MT_API uint64_t mt_loader_batches(const mt_loader *l);
 /* The reader the loader reads the version through (borrowed, valid until
- * mt_loader_close): its info and attributes, with no second open. */
+ * mt_loader_close): its info and attributes, with no second open.  The
+ * loader does not read the version's metadata object: the info's
+ * description and tags are those of the manifest (as committed, before any
+ * `describe`); mt_reader_open gives the edited ones. */
 MT_API const mt_reader *mt_loader_reader(const mt_loader *l);
 /* Start epoch `epoch` from its beginning. */
 MT_API int mt_loader_set_epoch(mt_loader *l, uint64_t epoch, mt_error *err);

@@ -45,12 +45,19 @@ n=$(s3_log | grep -c "^GET [^ ]*/shards/" || true)
 echo "# GETs of shard objects in the epoch: $n"
 ok $([ "$n" -ge 3 ] && [ "$n" -le 12 ]; echo $?) "the epoch reads 3 shards in at most 12 GETs (one per chunk: over 120)"
 
-# Opening the latest version reads its manifest once: the read that confirms the order
-# marker is the one the reader keeps.
+# Opening the latest version takes its manifest from the dataset's head (doc/FORMAT.md,
+# "Head"), read with the listing; without a head it reads the manifest once: the read that
+# confirms the order marker is the one the reader keeps.
 s3_log_clear
 check "info of the latest over S3" $M info b
 n=$(s3_log | grep -c "^GET [^ ]*/versions/v1.json" || true)
-ok $([ "$n" -eq 1 ]; echo $?) "opening the latest GETs its manifest once (got $n)"
+h=$(s3_log | grep -c "^GET [^ ]*/datasets/b/head.json" || true)
+ok $([ "$n" -eq 0 ] && [ "$h" -eq 1 ]; echo $?) "opening the latest GETs the head once and no manifest (got $h, $n)"
+obj_rm datasets/b/head.json
+s3_log_clear
+check "info of the latest over S3, no head" $M info b
+n=$(s3_log | grep -c "^GET [^ ]*/versions/v1.json" || true)
+ok $([ "$n" -eq 1 ]; echo $?) "without a head, opening the latest GETs its manifest once (got $n)"
 
 # damage DATASET I CHUNK: one bit in the middle of x's chunk CHUNK of shard I, in the bucket.
 damage() {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# s3-loader-overlap.sh — over S3 the loader's requests that need nothing of each other go out together: opening a version requests its manifest and metadata object at once, a shard a window reads all through comes whole with its chunk index, otherwise the chunk indexes of the next window come with the current window's, and the second window's requests are in flight with the first's.  Checked on the proxy's timed log, with 200 ms added to every request: the longest chain of requests each sent after the one before it answered.
+# s3-loader-overlap.sh — over S3 the loader's requests that need nothing of each other go out together: opening the latest requests the listing of versions and the dataset's head at once (and a named version's manifest alone), a shard a window reads all through comes whole with its chunk index, otherwise the chunk indexes of the next window come with the current window's, and the second window's requests are in flight with the first's.  Checked on the proxy's timed log, with 200 ms added to every request: the longest chain of requests each sent after the one before it answered.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/store.sh"
 MT_TEST_STORE=s3 use_store
@@ -67,23 +67,35 @@ epoch() {
 }
 
 # Every attribute: each window reads its 2 shards all through, so each shard object comes
-# whole with its chunk index: the list of versions; the manifest with the metadata object;
-# the 4 shard objects.
+# whole with its chunk index: the list of versions with the head (the newest manifest); the
+# 4 shard objects.
 epoch a x "$WORK/log-a" 4096000
 n=$(chain "$WORK/log-a")
 echo "# longest chain of requests one after the other: $n"
-ok $([ "$n" -le 3 ]; echo $?) "a: the epoch is at most 3 round trips deep (got $n)"
+ok $([ "$n" -le 2 ]; echo $?) "a: the epoch is at most 2 round trips deep (got $n)"
 n=$(grep -c "/shards/" "$WORK/log-a" || true)
 ok $([ "$n" -eq 4 ]; echo $?) "a: one GET per shard object (got $n)"
-ok $(overlap "$WORK/log-a" /versions/v1.json /meta/v1.json; echo $?) \
-	"a: the manifest and the metadata object are requested at once"
+ok $(overlap "$WORK/log-a" "datasets%2Fa%2Fversions" /a/head.json; echo $?) \
+	"a: the listing of versions and the head are requested at once"
+n=$(grep -c -E "/versions/v1.json|/meta/" "$WORK/log-a" || true)
+ok $([ "$n" -eq 0 ]; echo $?) "a: neither the manifest nor the metadata object is read (got $n)"
 
 # Some of the attributes (x of x and y; the window is sized from whole rows, 1032 bytes, so
 # the budget is 2 windows of 2000 of them): chunk indexes first, all 4 at once, then the runs of
-# both windows at once.  One request at a time would take 7: the manifest, the metadata
-# object, and each window's indexes and runs in turn.
+# both windows at once.  One request at a time would take 7: the listing, the manifest, and
+# each window's indexes and runs in turn.
 epoch b x "$WORK/log-b" 4128000
 n=$(chain "$WORK/log-b")
 echo "# longest chain of requests one after the other: $n"
-ok $([ "$n" -le 4 ]; echo $?) "b: the epoch is at most 4 round trips deep (got $n)"
+ok $([ "$n" -le 3 ]; echo $?) "b: the epoch is at most 3 round trips deep (got $n)"
+
+# A version named: its manifest alone (no listing, no metadata object), then the shards.
+s3_faults '{"rules": [{"match": "^[A-Z]+ /", "action": "delay", "count": -1, "delay_ms": 200}]}'
+s3_log_clear
+out=$("$top_builddir/bench/loader-epoch" "$MATORAGE_STORE" a@v1 x 100 1 4096000)
+s3_faults clear
+curl -s -f "$S3_ENDPOINT/__log?times=1" | grep " /mt-test/" > "$WORK/log-v"
+sed 's/^/# /; s/[0-9a-f]\{64\}/SHA/' "$WORK/log-v"
+n=$(chain "$WORK/log-v")
+ok $([ "${out%% *}" = 4000 ] && [ "$n" -le 2 ]; echo $?) "a@v1: 4000 rows, at most 2 round trips deep (got $n)"
 done_testing

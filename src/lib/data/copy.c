@@ -363,6 +363,9 @@ static int copy_commit(copy_ctx *c, const mt_manifest *m, const char *key, const
 		mti_dataset_unmark(c->dst, m->dataset, m->version, m->created);
 	if (!rc)
 		c->st->versions++;
+	/* Versions go over oldest first: the last one copied is the head. */
+	if (!rc)
+		mti_dataset_put_head(c->dst, m->dataset, json, len);
 	return rc;
 }
 

@@ -12,6 +12,9 @@
 #include "protect.h"
 
 #define VERSIONS_DIR "/versions/"
+/* A head holds a manifest up to this size; a bigger one is read by name
+ * (its transfer, not a round trip, is then what an open waits for). */
+#define HEAD_MAX (1u << 20)
 #define MANIFEST_EXT ".json"
 #define TOMBSTONE_EXT ".removed"
 
@@ -144,6 +147,11 @@ struct version_list {
 	struct strv stray;   /* keys of manifests with a name no reader resolves */
 	struct strv marks;   /* order markers: "<version>.at.<stamp>" */
 	size_t prefix_len;
+	/* With want_objs: each manifest of l as listed (size and digest,
+	 * key NULL), objs[i] that of l.v[i]; a head is checked against it. */
+	int want_objs;
+	mt_obj *objs;
+	size_t nobjs, objs_cap;
 };
 
 /* A name readers resolve: valid, and not the word that means "newest" (an
@@ -205,6 +213,38 @@ static char *mark_key(const char *dataset, const char *version, const char *crea
 			    stamp);
 }
 
+void mti_dataset_put_head(mt_store *s, const char *dataset, const char *json, size_t len)
+{
+	if (!s->ops->far || len > HEAD_MAX)
+		return;
+	char *key = mti_key_head(dataset);
+	mt_error e = {0};
+	/* A hint: a head that fails to land leaves an older one, which the
+	 * listing tells from the newest. */
+	if (key)
+		mti_store_put(s, key, json, len, 0, &e);
+	free(key);
+}
+
+/* After dataset@version was removed: its head (if the head names it) goes
+ * too, so the removed manifest's text is not kept in it. */
+static void head_forget(mt_store *s, const char *dataset, const char *version)
+{
+	char *key = s->ops->far ? mti_key_head(dataset) : NULL;
+	void *data = NULL;
+	size_t len = 0;
+	mt_manifest *m = NULL;
+	mt_error e = {0};
+	if (key && !mti_store_get(s, key, 0, HEAD_MAX + 1, &data, &len, &e) &&
+	    !mti_manifest_decode(data, len, key, &m, &e) && !strcmp(m->version, version)) {
+		const char *k = key;
+		mti_store_del(s, &k, 1, &e);
+	}
+	mti_manifest_free(m);
+	free(data);
+	free(key);
+}
+
 int mti_dataset_mark(mt_store *s, const char *dataset, const char *version, const char *created,
 		     mt_error *err)
 {
@@ -238,6 +278,18 @@ static int is_mark(const char *name, size_t len)
 	       !created_of(name + len - STAMP_LEN, created);
 }
 
+/* objs[l.n - 1] for the manifest just added to l. */
+static int listed_push(struct version_list *vl, const mt_obj *o)
+{
+	mt_obj *g = mti_grow(vl->objs, vl->nobjs, &vl->objs_cap, sizeof *g, 16);
+	if (!g)
+		return MT_ENOMEM;
+	vl->objs = g;
+	mt_obj *c = &g[vl->nobjs++];
+	*c = (mt_obj){NULL, o->size, o->mtime, o->etag ? mti_strdup(o->etag) : NULL};
+	return o->etag && !c->etag ? MT_ENOMEM : 0;
+}
+
 static int collect_version(void *ud, const mt_obj *o)
 {
 	struct version_list *vl = ud;
@@ -254,9 +306,12 @@ static int collect_version(void *ud, const mt_obj *o)
 	char *n = strndup(name, len - strlen(MANIFEST_EXT));
 	if (!n)
 		return MT_ENOMEM;
-	int rc = readable_version(n) ? strv_push(&vl->l, n, strlen(n))
-				     : strv_push(&vl->stray, o->key, strlen(o->key));
+	int readable = readable_version(n);
+	int rc = readable ? strv_push(&vl->l, n, strlen(n))
+			  : strv_push(&vl->stray, o->key, strlen(o->key));
 	free(n);
+	if (!rc && readable && vl->want_objs)
+		rc = listed_push(vl, o);
 	return rc;
 }
 
@@ -266,13 +321,17 @@ static void version_list_free(struct version_list *vl)
 	mt_strv_free(vl->removed.v, vl->removed.n);
 	mt_strv_free(vl->stray.v, vl->stray.n);
 	mt_strv_free(vl->marks.v, vl->marks.n);
+	for (size_t i = 0; i < vl->nobjs; i++)
+		free(vl->objs[i].etag);
+	free(vl->objs);
 	*vl = (struct version_list){0};
 }
 
 /* Manifests and tombstones of a dataset, in key order. */
-static int version_scan(mt_store *s, const char *dataset, struct version_list *out, mt_error *err)
+static int version_scan(mt_store *s, const char *dataset, int want_objs, struct version_list *out,
+			mt_error *err)
 {
-	*out = (struct version_list){0};
+	*out = (struct version_list){.want_objs = want_objs};
 	int rc = mt_name_check(dataset, "dataset", err);
 	if (rc)
 		return rc;
@@ -347,18 +406,23 @@ struct named_load {
 	int rc;
 };
 
+/* dataset@version's metadata object into r (see struct meta_read). */
+static void meta_load(mt_store *s, const char *dataset, const char *version, struct meta_read *r)
+{
+	meta_read_free(r);
+	if (!(r->key = mti_key_meta(dataset, version)))
+		r->rc = mti_err(&r->err, MT_ENOMEM, "out of memory");
+	else
+		r->rc = mti_store_get(s, r->key, 0, UINT64_MAX, &r->data, &r->len, &r->err);
+}
+
 static int named_load_job(void *ud, size_t i)
 {
 	struct named_load *j = ud;
-	struct meta_read *r = j->meta;
-	if (i == 0) {
+	if (i == 0)
 		j->rc = load_manifest(j->s, j->dataset, j->version, j->m, j->json, j->err);
-		return 0;
-	}
-	if (!(r->key = mti_key_meta(j->dataset, j->version)))
-		r->rc = mti_err(&r->err, MT_ENOMEM, "out of memory");
 	else
-		r->rc = mti_store_get(j->s, r->key, 0, UINT64_MAX, &r->data, &r->len, &r->err);
+		meta_load(j->s, j->dataset, j->version, j->meta);
 	return 0;
 }
 
@@ -380,6 +444,7 @@ struct dated {
 	char *name;
 	char *created;
 	int marked; /* created comes from the version's marker */
+	size_t li;  /* its place in the listing (version_list.l) */
 };
 
 static int dated_cmp(const void *x, const void *y)
@@ -450,14 +515,76 @@ static int dated_fill(mt_store *s, const char *dataset, const char *name, const 
 	return 0;
 }
 
+/* The newest version's manifest as read to confirm its marker, kept for a
+ * caller that wants the latest anyway: on S3 that saves a GET.  On a store
+ * far away the head object (doc/FORMAT.md, "Head") is read alongside the
+ * listing, and when it holds the very bytes listed for the newest manifest
+ * it serves as that manifest: the latest in one round trip. */
+struct newest {
+	mt_manifest *m;
+	char *json;
+	struct meta_read *meta; /* when not NULL, the version's metadata object read alongside */
+	int want_head;          /* read the head with the listing (once) */
+	void *head;             /* what was read of it, NULL: none */
+	size_t head_len;
+	mt_obj listed;          /* the newest manifest as listed (key NULL) */
+};
+
+static void newest_free(struct newest *k)
+{
+	mti_manifest_free(k->m);
+	free(k->json);
+	free(k->head);
+	free(k->listed.etag);
+}
+
+/* The listing of version_scan and the head object, requested at once. */
+struct head_scan {
+	mt_store *s;
+	const char *dataset;
+	struct version_list *vl;
+	struct newest *keep;
+	mt_error *err;
+	int rc;
+};
+
+static int head_scan_job(void *ud, size_t i)
+{
+	struct head_scan *j = ud;
+	if (i == 0) {
+		j->rc = version_scan(j->s, j->dataset, 1, j->vl, j->err);
+		return 0;
+	}
+	char *key = mti_key_head(j->dataset);
+	mt_error e = {0};
+	/* A head is only a hint: missing, unreadable or too big, it is none. */
+	if (key && mti_store_get(j->s, key, 0, HEAD_MAX + 1, &j->keep->head, &j->keep->head_len,
+				 &e) == 0 && j->keep->head_len > HEAD_MAX) {
+		free(j->keep->head);
+		j->keep->head = NULL;
+	}
+	free(key);
+	return 0;
+}
+
+static int scan_with_head(mt_store *s, const char *dataset, struct version_list *vl,
+			  struct newest *keep, mt_error *err)
+{
+	keep->want_head = 0;
+	struct head_scan j = {s, dataset, vl, keep, err, 0};
+	mti_parallel_for(2, 2, head_scan_job, &j);
+	return j.rc;
+}
+
 /* Versions oldest first: the manifests' creation times decide, names
  * break ties.  With use_marks, the order markers say them where they can,
  * and only the manifests of unmarked versions are read. */
-static int versions_dated(mt_store *s, const char *dataset, int use_marks, struct dated **out,
-			  size_t *n, mt_error *err)
+static int versions_dated(mt_store *s, const char *dataset, int use_marks, struct newest *keep,
+			  struct dated **out, size_t *n, mt_error *err)
 {
 	struct version_list vl;
-	int rc = version_scan(s, dataset, &vl, err);
+	int rc = keep && keep->want_head ? scan_with_head(s, dataset, &vl, keep, err)
+					 : version_scan(s, dataset, 0, &vl, err);
 	if (rc)
 		return rc;
 	struct dated *d = calloc(vl.l.n ? vl.l.n : 1, sizeof *d);
@@ -472,28 +599,55 @@ static int versions_dated(mt_store *s, const char *dataset, int use_marks, struc
 	size_t kept = 0;
 	for (size_t i = 0; !rc && i < vl.l.n; i++) {
 		rc = dated_fill(s, dataset, vl.l.v[i], m, vl.marks.n, &d[kept], err);
+		d[kept].li = i;
 		kept += rc == 0;
 		rc = rc == 1 ? 0 : rc;
 	}
 	free(m);
-	version_list_free(&vl);
 	if (rc) {
+		version_list_free(&vl);
 		dated_free(d, kept + 1);
 		return rc;
 	}
 	qsort(d, kept, sizeof *d, dated_cmp);
+	/* The newest manifest as listed, for the head to be checked against. */
+	if (kept && vl.nobjs == vl.l.n && keep) {
+		free(keep->listed.etag);
+		keep->listed = vl.objs[d[kept - 1].li];
+		vl.objs[d[kept - 1].li].etag = NULL;
+	}
+	version_list_free(&vl);
 	*out = d;
 	*n = kept;
 	return 0;
 }
 
-/* The newest version's manifest as read to confirm its marker, kept for a
- * caller that wants the latest anyway: on S3 that saves a GET. */
-struct newest {
-	mt_manifest *m;
-	char *json;
-	struct meta_read *meta; /* when not NULL, the version's metadata object read alongside */
-};
+
+/* The head as dataset@version's manifest, when the listing says the manifest
+ * holds exactly the head's bytes: 0 (with the metadata object read now when
+ * keep asks for it), or 1 when the manifest must be read. */
+static int head_load(mt_store *s, const char *dataset, const char *version, struct newest *keep,
+		     mt_manifest **m, char **json)
+{
+	if (!keep->head || !mti_store_listed_holds(s, &keep->listed, keep->head, keep->head_len))
+		return 1;
+	char *key = mti_key_manifest(dataset, version);
+	mt_error e = {0};
+	int rc = key ? mti_manifest_decode(keep->head, keep->head_len, key, m, &e) : MT_ENOMEM;
+	free(key);
+	if (!rc && (strcmp((*m)->dataset, dataset) || strcmp((*m)->version, version)))
+		rc = MT_ECORRUPT; /* the manifest's own check names it when read */
+	if (!rc && !(*json = strndup(keep->head, keep->head_len)))
+		rc = MT_ENOMEM;
+	if (rc) {
+		mti_manifest_free(*m);
+		*m = NULL;
+		return 1;
+	}
+	if (keep->meta)
+		meta_load(s, dataset, version, keep->meta);
+	return 0;
+}
 
 /* Whether the newest of d, placed there by its marker, was created when the
  * marker says: 1 yes (or it has no marker), 0 no, or an error.  With keep,
@@ -506,8 +660,10 @@ static int newest_confirmed(mt_store *s, const char *dataset, const struct dated
 	mt_manifest *m = NULL;
 	char *json = NULL;
 	mt_error e = {0};
-	int rc = load_named(s, dataset, d[n - 1].name, &m, keep ? &json : NULL,
-			    keep ? keep->meta : NULL, &e);
+	int rc = keep ? head_load(s, dataset, d[n - 1].name, keep, &m, &json) : 1;
+	if (rc)
+		rc = load_named(s, dataset, d[n - 1].name, &m, keep ? &json : NULL,
+				keep ? keep->meta : NULL, &e);
 	if (rc == MT_ENOTFOUND)
 		return 0; /* gone since the listing: the next look finds the order */
 	if (rc)
@@ -532,7 +688,7 @@ static int versions_by_age(mt_store *s, const char *dataset, int use_marks, stru
 {
 	struct dated *d;
 	size_t n;
-	int rc = versions_dated(s, dataset, use_marks, &d, &n, err);
+	int rc = versions_dated(s, dataset, use_marks, keep, &d, &n, err);
 	if (rc)
 		return rc;
 	int ok = use_marks ? newest_confirmed(s, dataset, d, n, keep, err) : 1;
@@ -576,7 +732,7 @@ static int load_latest(mt_store *s, const char *dataset, mt_manifest **m, char *
 		       struct meta_read *meta, mt_error *err)
 {
 	struct strv l = {0};
-	struct newest kept = {.meta = meta};
+	struct newest kept = {.meta = meta, .want_head = s->ops->far};
 	int rc = versions_by_age(s, dataset, 1, &l, &kept, err);
 	if (!rc && l.n == 0)
 		rc = mti_err(err, MT_ENOTFOUND, "dataset %s: no such dataset in %s", dataset,
@@ -591,8 +747,7 @@ static int load_latest(mt_store *s, const char *dataset, mt_manifest **m, char *
 	} else if (!rc) {
 		rc = load_named(s, dataset, l.v[l.n - 1], m, json, meta, err);
 	}
-	mti_manifest_free(kept.m);
-	free(kept.json);
+	newest_free(&kept);
 	mt_strv_free(l.v, l.n);
 	return rc;
 }
@@ -649,18 +804,18 @@ static int load_manifest(mt_store *s, const char *dataset, const char *version, 
 	return rc;
 }
 
-int mti_dataset_open(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
-		    char **json, mt_error *err)
+int mti_dataset_open(mt_store *s, const char *dataset, const char *version, int with_meta,
+		    mt_manifest **m, char **json, mt_error *err)
 {
 	*m = NULL;
 	if (json)
 		*json = NULL;
-	struct meta_read meta = {0};
+	struct meta_read meta = {0}, *mp = with_meta ? &meta : NULL;
 	int rc = mt_name_check(dataset, "dataset", err);
 	if (!rc && (!version || !*version || strcmp(version, "latest") == 0))
-		rc = load_latest(s, dataset, m, json, &meta, err);
+		rc = load_latest(s, dataset, m, json, mp, err);
 	else if (!rc)
-		rc = load_named(s, dataset, version, m, json, &meta, err);
+		rc = load_named(s, dataset, version, m, json, mp, err);
 	/* No metadata object is the usual case, not an error. */
 	if (!rc && meta.rc && meta.rc != MT_ENOTFOUND)
 		rc = mti_err_copy(err, &meta.err);
@@ -738,7 +893,7 @@ static int next_auto_name(const struct version_list *vl, char **out, mt_error *e
 int mti_dataset_next_version(mt_store *s, const char *dataset, char **out, mt_error *err)
 {
 	struct version_list vl;
-	int rc = version_scan(s, dataset, &vl, err);
+	int rc = version_scan(s, dataset, 0, &vl, err);
 	if (rc)
 		return rc;
 	rc = next_auto_name(&vl, out, err);
@@ -845,6 +1000,7 @@ int mt_store_delete_version(mt_store *s, const char *dataset, const char *versio
 		rc = unmark_all(s, dataset, version, err);
 	if (rc)
 		return rc;
+	head_forget(s, dataset, version);
 	/* The protection record goes last: while it is there without its
 	 * manifest, the tombstone already says the version is gone. */
 	char *keys[2] = {mti_key_meta(dataset, version), mti_key_protect(dataset, version)};
@@ -1076,7 +1232,7 @@ static int gc_mark_staged(struct gc_state *g, const char *dataset, mt_error *err
 static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 {
 	struct version_list vl;
-	int rc = version_scan(g->s, dataset, &vl, err);
+	int rc = version_scan(g->s, dataset, 0, &vl, err);
 	for (size_t i = 0; !rc && i < vl.l.n + g->pins->nversions; i++) {
 		int pinned = i >= vl.l.n;
 		const char *name = pinned ? g->pins->versions[i - vl.l.n] : vl.l.v[i];

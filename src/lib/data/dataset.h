@@ -10,11 +10,18 @@
 MT_LOCAL int mti_dataset_load(mt_store *s, const char *dataset, const char *version,
 			     mt_manifest **m, char **json, mt_error *err);
 
-/* mti_dataset_load, then m's description and tags replaced with those of
- * its version's metadata object, when there is one (doc/FORMAT.md,
- * "Curated metadata").  The manifest and that object are requested at once. */
+/* mti_dataset_load, then with with_meta m's description and tags replaced
+ * with those of its version's metadata object, when there is one
+ * (doc/FORMAT.md, "Curated metadata").  The manifest and that object are
+ * requested at once. */
 MT_LOCAL int mti_dataset_open(mt_store *s, const char *dataset, const char *version,
-			     mt_manifest **m, char **json, mt_error *err);
+			     int with_meta, mt_manifest **m, char **json, mt_error *err);
+
+/* After dataset's newest version was created with manifest text json: keep
+ * a copy as the dataset's head (doc/FORMAT.md, "Head"), on a store far away
+ * and for a manifest of at most 1 MiB.  Never fails: the head is a hint. */
+MT_LOCAL void mti_dataset_put_head(mt_store *s, const char *dataset, const char *json,
+				  size_t len);
 
 /* The next free automatic version name ("v<N+1>" for the largest vN of
  * every manifest and tombstone: a removed version's name is not reused). */
@@ -47,6 +54,11 @@ MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64
 
 /* Threads each read of r fetches and decodes chunks on (default: CPUs). */
 MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);
+/* mt_reader_open; with with_meta 0 the version's metadata object is not
+ * read (the info's description and tags are as committed): for readers of
+ * the data alone, one request less. */
+MT_LOCAL int mti_reader_open_as(mt_store *s, const char *dataset, const char *version,
+			       int with_meta, mt_reader **out, mt_error *err);
 /* Rows [a, b) of fixed-size attribute attr, each chunk's rows handed to fn
  * as soon as they are decoded (on the reader's threads, in no order): n
  * rows, the first the read's row number `at` (0 is row a).  The rows go

@@ -40,6 +40,12 @@ struct mt_reader {
 int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_reader **out,
 		   mt_error *err)
 {
+	return mti_reader_open_as(s, dataset, version, 1, out, err);
+}
+
+int mti_reader_open_as(mt_store *s, const char *dataset, const char *version, int with_meta,
+		       mt_reader **out, mt_error *err)
+{
 	*out = NULL;
 	mt_reader *r = calloc(1, sizeof *r);
 	if (!r)
@@ -49,7 +55,7 @@ int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_rea
 	pthread_cond_init(&r->room, NULL);
 	r->store = s;
 	r->threads = mti_ncpus();
-	int rc = mti_dataset_open(s, dataset, version, &r->m, &r->json, err);
+	int rc = mti_dataset_open(s, dataset, version, with_meta, &r->m, &r->json, err);
 	if (rc) {
 		mt_reader_close(r);
 		return rc;

@@ -1047,6 +1047,8 @@ static int commit_once(mt_writer *w, char **name, mt_error *err)
 		rc = 0;
 	if (rc && marked)
 		mti_dataset_unmark(w->store, w->dataset, *name, created);
+	if (!rc)
+		mti_dataset_put_head(w->store, w->dataset, json, strlen(json));
 	free(created);
 	free(json);
 	free(key);

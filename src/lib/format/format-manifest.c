@@ -42,6 +42,11 @@ char *mti_key_meta(const char *dataset, const char *version)
 	return mti_asprintf("datasets/%s/meta/%s.json", dataset, version);
 }
 
+char *mti_key_head(const char *dataset)
+{
+	return mti_asprintf("datasets/%s/head.json", dataset);
+}
+
 char *mti_key_recipe(const char *dataset, const char *sha256)
 {
 	return mti_asprintf("datasets/%s/recipes/%s.lua", dataset, sha256);

@@ -171,6 +171,8 @@ MT_LOCAL void mti_shard_image_free(mt_shard_image *s);
 MT_LOCAL char *mti_key_manifest(const char *dataset, const char *version);
 MT_LOCAL char *mti_key_shard(const char *dataset, const char *sha256);
 MT_LOCAL char *mti_key_meta(const char *dataset, const char *version);
+/* datasets/<dataset>/head.json: a copy of the newest manifest (a hint). */
+MT_LOCAL char *mti_key_head(const char *dataset);
 MT_LOCAL char *mti_key_recipe(const char *dataset, const char *sha256);
 /* datasets/<dataset>/staged/<id>/<k>.json: part k of a staged version. */
 MT_LOCAL char *mti_key_staged(const char *dataset, const char *id, uint64_t k);

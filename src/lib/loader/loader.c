@@ -922,7 +922,7 @@ static int loader_open_token(mt_loader *l, mt_store *s, const char *dataset, con
 		rc = mti_err(err, MT_EINVAL, "loader: the resume token is for %s@%s, not @%s",
 			    t.dataset, t.version, version);
 	if (!rc)
-		rc = mt_reader_open(s, t.dataset, t.version, &l->reader, err);
+		rc = mti_reader_open_as(s, t.dataset, t.version, 0, &l->reader, err);
 	if (!rc && mt_reader_info(l->reader)->rows != t.rows)
 		rc = mti_err(err, MT_EINVAL, "loader: the resume token counts %" PRIu64
 			    " rows, %s@%s has %" PRIu64, t.rows, t.dataset, t.version,
@@ -958,7 +958,8 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 		return rc;
 	if (o->resume)
 		return loader_open_token(l, s, dataset, version, err);
-	return mt_reader_open(s, dataset, version, &l->reader, err);
+	/* A loader needs the data, not the edited description: no metadata object. */
+	return mti_reader_open_as(s, dataset, version, 0, &l->reader, err);
 }
 
 /* The columns to deliver; *row_bytes: the bytes of one row of them. */

@@ -741,6 +741,7 @@ static int fs_walk_add(struct fs_walk *w, const char *key, uint64_t size, int64_
 		return fs_nomem(w->s, key, err);
 	p->objs[p->n].size = size;
 	p->objs[p->n].mtime = mtime;
+	p->objs[p->n].etag = NULL;
 	p->n++;
 	return 0;
 }

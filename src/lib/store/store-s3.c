@@ -703,6 +703,24 @@ static void expected_etag(const void *data, size_t len, char out[48])
 		snprintf(out + 32, 16, "-%zu", parts);
 }
 
+/* An ETag as S3 sends it (in quotes) without the quotes. */
+static char *unquoted_etag(const char *t)
+{
+	t += *t == '"';
+	return strndup(t, strcspn(t, "\""));
+}
+
+/* A listed object is these bytes when its size and ETag are what they give;
+ * another ETag says nothing either way (see s3_holds). */
+static int s3_listed_holds(const mt_obj *o, const void *data, size_t len)
+{
+	char want[48];
+	if (!o->etag || o->size != len)
+		return 0;
+	expected_etag(data, len, want);
+	return !strcasecmp(o->etag, want);
+}
+
 /* Whether key holds these bytes: a HEAD, and when the ETag is the one these
  * bytes give (computed here, no download) that settles it.  Another ETag
  * may still be the same bytes (uploaded in other parts, or encrypted with
@@ -1092,6 +1110,7 @@ static int list_entry(s3_store *s, mt_xml_span e, int delimited, const char *pre
 	char *key = mti_xml_get(e, delimited ? "Prefix" : "Key");
 	char *size = delimited ? NULL : mti_xml_get(e, "Size");
 	char *lm = delimited ? NULL : mti_xml_get(e, "LastModified");
+	char *etag = delimited ? NULL : mti_xml_get(e, "ETag");
 	int rc = 0;
 	if (!key || strncmp(key, s->prefix, plen) != 0) {
 		rc = mti_err(err, MT_EIO, "store %s: listing %s: an entry without a key under the "
@@ -1108,14 +1127,20 @@ static int list_entry(s3_store *s, mt_xml_span e, int delimited, const char *pre
 		o->key = mti_strdup(key + plen);
 		o->size = size ? strtoull(size, NULL, 10) : 0;
 		o->mtime = lm ? parse_date(lm, ISO_DATE) : 0;
-		if (!o->key)
+		o->etag = etag ? unquoted_etag(etag) : NULL;
+		if (!o->key || (etag && !o->etag))
 			rc = mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
-		else
+		if (rc) {
+			free(o->key);
+			free(o->etag);
+		} else {
 			page->n++;
+		}
 	}
 	free(key);
 	free(size);
 	free(lm);
+	free(etag);
 	return rc;
 }
 
@@ -1353,6 +1378,7 @@ static const mt_store_ops s3_ops = {
 	.sweep = s3_sweep,
 	.close = s3_close,
 	.holds = s3_holds,
+	.listed_holds = s3_listed_holds,
 };
 
 /* Bucket names as S3 allows them (and older, looser ones: upper case,

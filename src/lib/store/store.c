@@ -13,11 +13,18 @@ void mti_list_page_free(mt_list_page *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->n; i++)
+	for (size_t i = 0; i < p->n; i++) {
 		free(p->objs[i].key);
+		free(p->objs[i].etag);
+	}
 	free(p->objs);
 	free(p->next);
 	*p = (mt_list_page){0};
+}
+
+int mti_store_listed_holds(mt_store *s, const mt_obj *o, const void *data, size_t len)
+{
+	return s->ops->listed_holds ? s->ops->listed_holds(o, data, len) : 0;
 }
 
 /* An absolute path with "." and empty segments dropped and ".." applied,

@@ -11,6 +11,7 @@ typedef struct mt_obj {
 	char *key;
 	uint64_t size;
 	int64_t mtime; /* seconds since the epoch */
+	char *etag;    /* the server's digest of the object (S3's ETag, unquoted); NULL: none */
 } mt_obj;
 
 /* One page of a listing.  `next` is the continuation token for the next
@@ -82,6 +83,10 @@ typedef struct mt_store_ops {
 	 * exactly these bytes, answered as mti_store_holds does but cheaper
 	 * where the server keeps a digest of each object (S3's ETag). */
 	int (*holds)(mt_store *s, const char *key, const void *data, size_t len, mt_error *err);
+	/* Optional (NULL: cannot tell): 1 when a listed object o holds exactly
+	 * these bytes by its size and digest, 0 when it does not or the digest
+	 * cannot say (an ETag of another upload form, or of encryption). */
+	int (*listed_holds)(const mt_obj *o, const void *data, size_t len);
 	/* Optional (NULL: through get or put and a copy): read the bytes at
 	 * offset scattered over iov, or put an object gathered from it, for a
 	 * large object laid out in the caller's memory with small headers
@@ -141,6 +146,8 @@ MT_LOCAL int mti_store_del(mt_store *s, const char *const *keys, size_t n, mt_er
  * Uses the backend's holds when it has one. */
 MT_LOCAL int mti_store_holds(mt_store *s, const char *key, const void *data, size_t len,
 			     mt_error *err);
+/* ops->listed_holds, or 0 where the backend has none. */
+MT_LOCAL int mti_store_listed_holds(mt_store *s, const mt_obj *o, const void *data, size_t len);
 /* Call fn for every object under prefix, page by page; stop early when fn
  * returns nonzero (that value is returned).  With `prefixes`, fn gets the
  * next path segments instead (ops->list_prefixes). */

@@ -70,5 +70,9 @@ int mti_sha256_hex(const void *data, size_t len, char out[MT_SHA256_HEX], mt_err
 
 uint64_t mti_xxh3(const void *data, size_t len)
 {
+#if MTI_XXH3_AVX2
+	if (__builtin_cpu_supports("avx2"))
+		return mti_xxh3_avx2(data, len);
+#endif
 	return XXH3_64bits(data, len);
 }

@@ -21,6 +21,14 @@ MT_LOCAL void mti_sha256_free(mt_sha256 *h);
 
 /* 64-bit XXH3 of a buffer (seed 0). */
 MT_LOCAL uint64_t mti_xxh3(const void *data, size_t len);
+/* codec-xxh3.c: the same hash built for AVX2 (x86-64 with GCC or clang);
+ * mti_xxh3 calls it when the CPU has AVX2. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define MTI_XXH3_AVX2 1
+MT_LOCAL uint64_t mti_xxh3_avx2(const void *data, size_t len);
+#else
+#define MTI_XXH3_AVX2 0
+#endif
 
 /* Compress src into a new zstd frame that records its content size (what
  * the HDF5 zstd filter expects).  *out is malloc'ed. */

@@ -622,7 +622,6 @@ static int versions_dated(mt_store *s, const char *dataset, int use_marks, struc
 	return 0;
 }
 
-
 /* The head as dataset@version's manifest, when the listing says the manifest
  * holds exactly the head's bytes: 0 (with the metadata object read now when
  * keep asks for it), or 1 when the manifest must be read. */

@@ -123,7 +123,7 @@ ok $([ "$code" = 200 ] && [ "$(grep -o '<Key>[^<]*</Key>' "$WORK/reply" | tr -d 
 
 # --debug traces every request, and neither secret nor signature appears in it.
 dbg=$($M --debug --store $S info ds 2>&1 >/dev/null)
-ok $(echo "$dbg" | grep -q 'GET .*datasets/ds/versions'; echo $?) "--debug traces requests"
+ok $(echo "$dbg" | grep -q 'GET .*datasets/ds/head.json'; echo $?) "--debug traces requests"
 ok $(! echo "$dbg" | grep -q -- "$AWS_SECRET_ACCESS_KEY" && ! echo "$dbg" | grep -q 'Signature='; echo $?) \
 	"--debug shows neither the secret nor a signature"
 

@@ -12,12 +12,12 @@ VEP="http://s3.localhost:${S3_ENDPOINT##*:}"
 check "put with --addressing virtual" $M --store s3://vbucket/p --endpoint "$VEP" --addressing virtual \
 	put ds x="$WORK/x.npy" --shard-rows 100
 dbg=$($M --debug --store s3://vbucket/p --endpoint "$VEP" --addressing virtual info ds 2>&1 >/dev/null)
-ok $(echo "$dbg" | grep -q 'GET http://vbucket.s3.localhost:[0-9]*/p/datasets/ds/versions/v1.json'; echo $?) \
+ok $(echo "$dbg" | grep -q 'GET http://vbucket.s3.localhost:[0-9]*/p/datasets/ds/head.json'; echo $?) \
 	"requests go to http://vbucket.s3.localhost/KEY"
 check "read back path-style: the same bucket" bash -c \
 	"$M --store s3://vbucket/p --addressing path get ds x -o $WORK/o.npy && $T same $WORK/x.npy $WORK/o.npy"
 dbg=$($M --debug --store s3://vbucket/p info ds 2>&1 >/dev/null)
-ok $(echo "$dbg" | grep -q "GET $S3_ENDPOINT/vbucket/p/datasets/ds/versions/v1.json"; echo $?) \
+ok $(echo "$dbg" | grep -q "GET $S3_ENDPOINT/vbucket/p/datasets/ds/head.json"; echo $?) \
 	"auto addressing is path-style for a non-AWS endpoint"
 
 # https: s3rver with a self-signed certificate for 127.0.0.1 (the client's TLS, whatever the

@@ -35,6 +35,7 @@ typedef struct copy_ctx {
 	copy_shard *shards;
 	size_t nshards;
 	mt_dlock *dlock; /* on the dataset in dst: pins what the copy reuses or sends */
+	int last;        /* the version being copied is the last of its dataset's */
 } copy_ctx;
 
 /* Keep the first error any worker hit; return its code. */
@@ -363,8 +364,9 @@ static int copy_commit(copy_ctx *c, const mt_manifest *m, const char *key, const
 		mti_dataset_unmark(c->dst, m->dataset, m->version, m->created);
 	if (!rc)
 		c->st->versions++;
-	/* Versions go over oldest first: the last one copied is the head. */
-	if (!rc)
+	/* Versions go over oldest first: the last one copied is the head (the
+	 * ones before it would each be overwritten at once). */
+	if (!rc && c->last)
 		mti_dataset_put_head(c->dst, m->dataset, json, len);
 	return rc;
 }
@@ -475,8 +477,10 @@ int mt_copy(mt_store *src, mt_store *dst, const char *dataset, const char *versi
 		/* "latest" is the newest version only. */
 		size_t first = latest && nvers ? nvers - 1 : 0;
 		/* Oldest first: a parent lands before the versions appended to it. */
-		for (size_t v = first; !rc && v < nvers; v++)
+		for (size_t v = first; !rc && v < nvers; v++) {
+			c.last = v + 1 == nvers;
 			rc = copy_version(&c, threads, names[d], vers[v], err);
+		}
 		mti_dlock_close(c.dlock);
 		c.dlock = NULL;
 		mt_strv_free(vers, nvers);

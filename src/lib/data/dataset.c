@@ -226,17 +226,33 @@ void mti_dataset_put_head(mt_store *s, const char *dataset, const char *json, si
 	free(key);
 }
 
+/* The dataset's head into *data, or NULL: missing, unreadable or too big,
+ * a head is none (it is only a hint). */
+static void head_read(mt_store *s, const char *dataset, void **data, size_t *len)
+{
+	char *key = mti_key_head(dataset);
+	mt_error e = {0};
+	*data = NULL;
+	if (key && !mti_store_get(s, key, 0, HEAD_MAX + 1, data, len, &e) && *len > HEAD_MAX) {
+		free(*data);
+		*data = NULL;
+	}
+	free(key);
+}
+
 /* After dataset@version was removed: its head (if the head names it) goes
  * too, so the removed manifest's text is not kept in it. */
 static void head_forget(mt_store *s, const char *dataset, const char *version)
 {
-	char *key = s->ops->far ? mti_key_head(dataset) : NULL;
+	if (!s->ops->far)
+		return;
 	void *data = NULL;
 	size_t len = 0;
+	head_read(s, dataset, &data, &len);
+	char *key = data ? mti_key_head(dataset) : NULL;
 	mt_manifest *m = NULL;
 	mt_error e = {0};
-	if (key && !mti_store_get(s, key, 0, HEAD_MAX + 1, &data, &len, &e) &&
-	    !mti_manifest_decode(data, len, key, &m, &e) && !strcmp(m->version, version)) {
+	if (key && !mti_manifest_decode(data, len, key, &m, &e) && !strcmp(m->version, version)) {
 		const char *k = key;
 		mti_store_del(s, &k, 1, &e);
 	}
@@ -394,6 +410,25 @@ static void meta_read_free(struct meta_read *r)
 
 static int load_manifest(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
 			 char **json, mt_error *err);
+
+/* The bytes of key, the manifest of dataset@version: decoded and checked
+ * (its checksum, and that it names that version), and with json its text.
+ * On failure *m stays NULL. */
+static int manifest_from_bytes(const void *data, size_t len, const char *key, const char *dataset,
+			       const char *version, mt_manifest **m, char **json, mt_error *err)
+{
+	int rc = mti_manifest_decode(data, len, key, m, err);
+	if (!rc && (strcmp((*m)->dataset, dataset) != 0 || strcmp((*m)->version, version) != 0))
+		rc = mti_err(err, MT_ECORRUPT, "%s: names %s@%s, not %s@%s", key, (*m)->dataset,
+			    (*m)->version, dataset, version);
+	if (!rc && json && !(*json = strndup(data, len)))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (rc) {
+		mti_manifest_free(*m);
+		*m = NULL;
+	}
+	return rc;
+}
 
 /* The two reads of load_named: job 0 the manifest, job 1 the metadata object. */
 struct named_load {
@@ -555,15 +590,7 @@ static int head_scan_job(void *ud, size_t i)
 		j->rc = version_scan(j->s, j->dataset, 1, j->vl, j->err);
 		return 0;
 	}
-	char *key = mti_key_head(j->dataset);
-	mt_error e = {0};
-	/* A head is only a hint: missing, unreadable or too big, it is none. */
-	if (key && mti_store_get(j->s, key, 0, HEAD_MAX + 1, &j->keep->head, &j->keep->head_len,
-				 &e) == 0 && j->keep->head_len > HEAD_MAX) {
-		free(j->keep->head);
-		j->keep->head = NULL;
-	}
-	free(key);
+	head_read(j->s, j->dataset, &j->keep->head, &j->keep->head_len);
 	return 0;
 }
 
@@ -632,17 +659,13 @@ static int head_load(mt_store *s, const char *dataset, const char *version, stru
 		return 1;
 	char *key = mti_key_manifest(dataset, version);
 	mt_error e = {0};
-	int rc = key ? mti_manifest_decode(keep->head, keep->head_len, key, m, &e) : MT_ENOMEM;
+	/* A failure here is read again by name, which reports it. */
+	int rc = key ? manifest_from_bytes(keep->head, keep->head_len, key, dataset, version, m,
+					   json, &e)
+		     : MT_ENOMEM;
 	free(key);
-	if (!rc && (strcmp((*m)->dataset, dataset) || strcmp((*m)->version, version)))
-		rc = MT_ECORRUPT; /* the manifest's own check names it when read */
-	if (!rc && !(*json = strndup(keep->head, keep->head_len)))
-		rc = MT_ENOMEM;
-	if (rc) {
-		mti_manifest_free(*m);
-		*m = NULL;
+	if (rc)
 		return 1;
-	}
 	if (keep->meta)
 		meta_load(s, dataset, version, keep->meta);
 	return 0;
@@ -785,19 +808,7 @@ static int load_manifest(mt_store *s, const char *dataset, const char *version, 
 		rc = mti_err(err, rc, "%s@%s: no such version in %s", dataset, version,
 			    mt_store_url(s));
 	if (!rc)
-		rc = mti_manifest_decode(data, len, key, m, err);
-	if (!rc && (strcmp((*m)->dataset, dataset) != 0 || strcmp((*m)->version, version) != 0))
-		rc = mti_err(err, MT_ECORRUPT, "%s: names %s@%s, not %s@%s", key, (*m)->dataset,
-			    (*m)->version, dataset, version);
-	if (!rc && json) {
-		*json = strndup(data, len);
-		if (!*json)
-			rc = mti_err(err, MT_ENOMEM, "out of memory");
-	}
-	if (rc) {
-		mti_manifest_free(*m);
-		*m = NULL;
-	}
+		rc = manifest_from_bytes(data, len, key, dataset, version, m, json, err);
 	free(data);
 	free(key);
 	return rc;

@@ -20,6 +20,27 @@ pymt() {
 	env "${env[@]}" "$PY" "$@"
 }
 
+# free_port: a loopback port nobody listens on now, chosen at random below the kernel's
+# ephemeral range, so that no outgoing connection (of this test or another running beside
+# it) can take it before the server that is told it binds it.  A server that still finds it
+# taken is started again on another (s3_start).
+free_port() {
+	"$PY" - <<'PYEOF'
+import random, socket
+with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+    low = int(f.read().split()[0])
+ports = random.sample(range(10000, low), 200) if low > 12000 else []
+for port in ports + [0]:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    print(s.getsockname()[1])
+    break
+PYEOF
+}
+
 T_N=0
 T_FAILED=0
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mt-e2e.XXXXXX")
@@ -115,11 +136,14 @@ s3_require() {
 	s3_start || { echo "Bail out! cannot start $S3_TARGET and the signing proxy"; exit 1; }
 }
 
-# s3_wait URL [CURL OPTIONS...]: until something answers there (at most 15 s).
+# s3_wait URL [CURL OPTIONS...]: until something answers there (at most 15 s) while every
+# server started is still running: one that could not bind its port has exited, and what
+# answers there is somebody else's.
 s3_wait() {
-	local url=$1
+	local url=$1 p
 	shift
 	for _ in $(seq 150); do
+		for p in "${S3_PIDS[@]}"; do kill -0 "$p" 2> /dev/null || return 1; done
 		curl -s -o /dev/null --max-time 1 "$@" "$url" && return 0
 		sleep 0.1
 	done
@@ -161,8 +185,7 @@ s3_launch() {
 # s3_start: start both, and point every S3 client (matorage, aws, botocore) at the proxy
 # with the test's key pair; the real ~/.aws is never read.
 s3_start() {
-	S3_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	S3_PROXY_PORT=0
+	local try
 	unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CA_BUNDLE AWS_DEFAULT_REGION AWS_ENDPOINT_URL_S3
 	# s3rver knows this one key id (and checks no V4 signature); the proxy checks them with the
 	# secret, and so does RGW, whose user is made with this pair.
@@ -174,7 +197,16 @@ s3_start() {
 	: > "$WORK/aws/credentials"
 	export AWS_CONFIG_FILE="$WORK/aws/config" AWS_SHARED_CREDENTIALS_FILE="$WORK/aws/credentials"
 	export AWS_PAGER="" AWS_EC2_METADATA_DISABLED=true
-	s3_launch || return 1
+	# A port taken between its choice and the server's bind (RGW binds it some seconds
+	# later) fails the launch: the servers are stopped and started on other ports.
+	for try in 1 2 3; do
+		S3_PORT=$(free_port)
+		S3_PROXY_PORT=0
+		s3_launch && break
+		s3_kill
+		[ "$try" -lt 3 ] || return 1
+		echo "# $S3_TARGET did not start on port $S3_PORT; trying another" >&2
+	done
 	export S3_ENDPOINT="http://127.0.0.1:$S3_PROXY_PORT" S3_DIRECT="http://127.0.0.1:$S3_PORT"
 	export AWS_ENDPOINT_URL=$S3_ENDPOINT
 }

@@ -112,7 +112,7 @@ def run(rank, world):
 if __name__ == "__main__":
     mp.spawn(run, args=(2,), nprocs=2, join=True)
 PYEOF
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 check "2 ranks (gloo DDP, spawn) x 2 workers: every row once per epoch, set_epoch, resume" \
 	pymt "$WORK/ddp.py" "$MATORAGE_STORE" "$PORT" "$WORK/ddp"
 check "both ranks finished" test -f "$WORK/ddp.0" -a -f "$WORK/ddp.1"

@@ -13,19 +13,14 @@ rgw_available() {
 	done
 }
 
-# rgw_free_port: a loopback port nobody listens on now.
-rgw_free_port() {
-	"$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# rgw_conf DIR MON_PORT RGW_PORT FSID: the cluster's one configuration file (the OSD holds
+# rgw_conf DIR MON_PORT FSID: the cluster's one configuration file (the OSD holds
 # RGW_MEMSTORE_BYTES, 3 GiB by default).  Pools of one
 # replica on one OSD with no CRUSH host level, in memory: nothing touches the disk but logs.
 rgw_conf() {
 	local d=$1
 	cat <<CONF
 [global]
-fsid = $4
+fsid = $3
 mon_host = v2:127.0.0.1:$2
 run_dir = $d/run
 log_file = $d/log/\$name.log
@@ -51,7 +46,6 @@ osd_data = $d/osd
 osd_objectstore = memstore
 memstore_device_bytes = ${RGW_MEMSTORE_BYTES:-3221225472}
 [client.rgw]
-rgw_frontends = beast endpoint=127.0.0.1:$3
 rgw_dns_name = s3.localhost
 rgw_data = $d/rgw
 CONF
@@ -62,7 +56,7 @@ rgw_setup() {
 	local d=$CEPH_DIR fsid
 	fsid=$(cat /proc/sys/kernel/random/uuid)
 	mkdir -p "$d/run" "$d/log" "$d/mon" "$d/osd" "$d/rgw"
-	rgw_conf "$d" "$(rgw_free_port)" "$RGW_PORT" "$fsid" > "$d/ceph.conf"
+	rgw_conf "$d" "$(free_port)" "$fsid" > "$d/ceph.conf"
 	ceph-authtool --create-keyring "$d/keyring" --gen-key -n mon. --cap mon 'allow *' &&
 		ceph-authtool "$d/keyring" --gen-key -n client.admin --cap mon 'allow *' \
 			--cap osd 'allow *' --cap mgr 'allow *' &&
@@ -73,9 +67,10 @@ rgw_setup() {
 		ceph-mon -c "$d/ceph.conf" --id a --mkfs --monmap "$d/monmap" --keyring "$d/keyring"
 }
 
-# rgw_gateway: start radosgw (again, after s3_kill: same port, same data) and add it to S3_PIDS.
+# rgw_gateway: start radosgw on $S3_PORT (again, after s3_kill: same data) and add it to S3_PIDS.
 rgw_gateway() {
-	radosgw -f -c "$CEPH_DIR/ceph.conf" -n client.rgw >> "$CEPH_DIR/log/radosgw.out" 2>&1 &
+	radosgw -f -c "$CEPH_DIR/ceph.conf" -n client.rgw --rgw_frontends "beast endpoint=127.0.0.1:$S3_PORT" \
+		>> "$CEPH_DIR/log/radosgw.out" 2>&1 &
 	S3_PIDS+=($!)
 }
 
@@ -85,7 +80,6 @@ rgw_launch() {
 	local c
 	if [ ${#CEPH_PIDS[@]} -eq 0 ]; then
 		CEPH_DIR=$WORK/ceph
-		RGW_PORT=$S3_PORT
 		rgw_setup > "$WORK/ceph-setup.log" 2>&1 || { tail -n 5 "$WORK/ceph-setup.log" >&2; return 1; }
 		c=(-c "$CEPH_DIR/ceph.conf")
 		# -f: in the foreground, so $! is the daemon itself.

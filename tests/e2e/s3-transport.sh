@@ -29,7 +29,7 @@ fi
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
 	-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
 	-keyout "$WORK/tls.key" -out "$WORK/tls.crt" > /dev/null 2>&1
-TLS_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+TLS_PORT=$(free_port)
 mkdir -p "$WORK/tlsdata"
 node --openssl-legacy-provider "$S3RVER_JS" --address 127.0.0.1 --port "$TLS_PORT" \
 	--directory "$WORK/tlsdata" --key "$WORK/tls.key" --cert "$WORK/tls.crt" --silent \

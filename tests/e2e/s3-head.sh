@@ -86,6 +86,29 @@ check "put h@v3" $M put h x="$WORK/x1.npy"
 obj_get $HEAD "$WORK/head3" && obj_get datasets/h/versions/v3.json "$WORK/v3.json"
 ok $(cmp -s "$WORK/head3" "$WORK/v3.json"; echo $?) "the next commit writes the head again"
 
+# gc keeps a head while its version is listed, and collects one whose version is gone (an rm
+# that died between the manifest and the head) or that is garbage, once past the grace.
+$M gc h --grace 0 --delete > /dev/null
+ok $(obj_ls datasets/h/ | grep -qx $HEAD; echo $?) "gc keeps the head of a listed version"
+obj_put "$WORK/v2.json" $HEAD
+out=$($M gc h --grace 0)
+ok $(echo "$out" | grep -q "	$HEAD$" && obj_ls datasets/h/ | grep -qx $HEAD; echo $?) \
+	"gc without --delete lists the head of a removed version, and leaves it"
+$M gc h --grace 3600 --delete > /dev/null
+ok $(obj_ls datasets/h/ | grep -qx $HEAD; echo $?) "a head younger than the grace stays"
+check "gc --delete" $M gc h --grace 0 --delete
+ok $(obj_ls datasets/h/ | grep -qx $HEAD && echo 1 || echo 0) "gc deleted the head of a removed version"
+ok $($M info h | grep -Eq "^version: +v3$"; echo $?) "the latest is still v3"
+printf 'not a manifest' > "$WORK/junk"
+obj_put "$WORK/junk" $HEAD
+check "gc --delete (a garbage head)" $M gc h --grace 0 --delete
+ok $(obj_ls datasets/h/ | grep -qx $HEAD && echo 1 || echo 0) "gc deleted the garbage head"
+obj_put "$WORK/junk" datasets/h/head.json.mine
+check "gc --delete (a key beside it)" $M gc h --grace 0 --delete
+ok $(obj_ls datasets/h/ | grep -qx datasets/h/head.json.mine; echo $?) \
+	"an object whose key only begins with the head's is not gc's"
+obj_rm datasets/h/head.json.mine
+
 # A copy into S3 leaves the newest version it copied as the head; a local store keeps none.
 mkdir -p "$WORK/local"
 check "put to a local store" $M --store "$WORK/local" put c x="$WORK/x1.npy"

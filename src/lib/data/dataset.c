@@ -1236,6 +1236,38 @@ static int gc_mark_staged(struct gc_state *g, const char *dataset, mt_error *err
 	return rc;
 }
 
+/* The dataset's head stays while the version it copies is listed; one of a
+ * removed version (an rm that died before head_forget), or of no version
+ * at all, is a candidate like any other object. */
+static int gc_reference_head(struct gc_state *g, const char *dataset, const struct version_list *vl,
+			     mt_error *err)
+{
+	void *data = NULL;
+	size_t len = 0;
+	head_read(g->s, dataset, &data, &len);
+	char *key = data ? mti_key_head(dataset) : NULL;
+	mt_manifest *m = NULL;
+	mt_error e = {0};
+	int keep = 0;
+	if (key && !mti_manifest_decode(data, len, key, &m, &e))
+		for (size_t i = 0; !keep && i < vl->l.n; i++)
+			keep = !strcmp(vl->l.v[i], m->version);
+	mti_manifest_free(m);
+	free(data);
+	int rc = keep ? gc_push(g, key, err) : 0;
+	if (!keep)
+		free(key);
+	return rc;
+}
+
+/* The head is the one object directly under datasets/<d>/ a listing of its
+ * key finds, with any longer key beside it (not ours) left alone. */
+static int gc_consider_head(void *ud, const mt_obj *o)
+{
+	const char *name = strrchr(o->key, '/');
+	return name && !strcmp(name, "/head.json") ? gc_consider(ud, o) : 0;
+}
+
 /* Everything a version of the dataset or a live writer uses.  Every manifest
  * must load: a shard of an unreadable manifest may still be needed, so gc
  * refuses rather than guesses. */
@@ -1266,6 +1298,8 @@ static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 		rc = gc_reference_marks(g, dataset, &vl, err);
 	if (!rc)
 		rc = gc_mark_staged(g, dataset, err);
+	if (!rc)
+		rc = gc_reference_head(g, dataset, &vl, err);
 	version_list_free(&vl);
 	if (rc)
 		return mti_err_prefix(err, "gc refused: ");
@@ -1323,6 +1357,12 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	if (!rc)
 		rc = mti_store_list_all(g->s, vdir, gc_consider_mark, g, err);
 	free(vdir);
+	char *head = rc ? NULL : mti_key_head(dataset);
+	if (!rc && !head)
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = mti_store_list_all(g->s, head, gc_consider_head, g, err);
+	free(head);
 	if (!rc && !dry_run && g->doomed.n)
 		rc = mti_store_del(g->s, (const char *const *)g->doomed.v, g->doomed.n, err);
 	/* Uploads a crashed writer never finished are garbage as well; while a

@@ -1,9 +1,16 @@
-/* cli-readahead.c — reading rows in batches of about CLI_BATCH_BYTES, the next batch fetched on a thread meanwhile. */
+/* cli-readahead.c — reading rows in batches of about READ_BATCH_BYTES, the next batch fetched on a thread meanwhile. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
+
+/* Each batch is decoded on the reader's threads while the caller writes the one
+ * before, and both wait for each other at its end: at 8 MiB (8 chunks of 1 MiB
+ * over 2 threads) those waits and the threads' uneven shares left a 1 GiB get
+ * using 1.1 of 2 cores; 32 MiB took 14% off it (doc/BENCHMARKS.md).  Two
+ * batches are held at once. */
+#define READ_BATCH_BYTES (32u << 20)
 
 /* Ragged rows: lengths are fetched this many rows at a time, so a version of a
  * billion rows needs no billion-entry array. */
@@ -33,7 +40,7 @@ static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli
 {
 	const mt_attr *at = mt_reader_attr(r, attr);
 	uint64_t row_bytes = mt_attr_items(at) * mt_dtype_size(at->dtype);
-	uint64_t batch = row_bytes ? CLI_BATCH_BYTES / row_bytes : b - a;
+	uint64_t batch = row_bytes ? READ_BATCH_BYTES / row_bytes : b - a;
 	if (batch == 0)
 		batch = 1;
 	size_t cap = (size_t)((b - a < batch ? b - a : batch) * row_bytes);
@@ -66,7 +73,7 @@ static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli
 	return rc;
 }
 
-/* A window of row lengths at a time, then groups of rows of about CLI_BATCH_BYTES. */
+/* A window of row lengths at a time, then groups of rows of about READ_BATCH_BYTES. */
 static int cli_read_ragged(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn,
 			   void *ud)
 {
@@ -85,7 +92,7 @@ static int cli_read_ragged(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cl
 		}
 		for (uint64_t g0 = s, g1; !rc && g0 < e; g0 = g1) {
 			uint64_t bytes = 0;
-			for (g1 = g0; g1 < e && (g1 == g0 || bytes < CLI_BATCH_BYTES); g1++)
+			for (g1 = g0; g1 < e && (g1 == g0 || bytes < READ_BATCH_BYTES); g1++)
 				bytes += lens[g1 - s] * item_bytes;
 			if (bytes > cap) {
 				buf = app_xreallocarray(buf, (size_t)bytes, 1);

@@ -192,7 +192,7 @@ int cli_spool_commit(struct cli_spool *sp, uint64_t committed, const char *versi
  * NULL).  A nonzero return stops the reading and is returned by cli_read_rows. */
 typedef int (*cli_rows_fn)(void *ud, uint64_t first, uint64_t n, const void *values,
 			   size_t bytes, const uint64_t *lengths);
-/* Read rows [a, b) of attribute attr in batches of about CLI_BATCH_BYTES (at least
+/* Read rows [a, b) of attribute attr in batches of about 32 MiB (at least
  * one row, however long), so memory stays flat; library errors are printed. */
 int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud);
 

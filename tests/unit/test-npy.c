@@ -655,6 +655,34 @@ static void test_writer(int numpy)
 	memcpy(dir, keep, sizeof dir);
 }
 
+/* A file larger than the writer's write-back step (32 MiB), written in uneven
+ * pieces, so that step runs several times: every byte lands where it belongs. */
+static void test_writer_large(void)
+{
+	uint64_t shape[] = {(80u << 20) / 8};
+	size_t bytes = 80u << 20, piece = (5u << 20) + 7;
+	uint64_t *v = malloc(bytes);
+	mt_npy_writer *w = NULL;
+	mt_error err = {0};
+	for (size_t i = 0; v && i < shape[0]; i++)
+		v[i] = i * 0x9e3779b97f4a7c15ull;
+	int rc = v ? mt_npy_create(path_in("large.npy"), MT_UINT64, 1, shape, &w, &err) : MT_ENOMEM;
+	for (size_t at = 0; !rc && at < bytes; at += piece)
+		rc = mt_npy_write(w, (const uint8_t *)v + at, bytes - at < piece ? bytes - at : piece,
+				  &err);
+	if (!rc)
+		rc = mt_npy_finish(w, &err);
+	mt_npy_writer_close(w);
+	size_t len = 0;
+	uint8_t *back = rc ? NULL : read_file(path_in("large.npy"), &len);
+	tap_ok(back && len == 128 + bytes && memcmp(back + 128, v, bytes) == 0,
+	       "an 80 MiB file written in pieces of 5 MiB and 7 bytes reads back whole%s%s",
+	       rc ? ": " : "", rc ? err.message : "");
+	free(back);
+	free(v);
+	unlink(path_in("large.npy"));
+}
+
 /* Write the 7-byte uint8 array "1234567" to path; 0 or the error code. */
 static int write_seven(const char *path, mt_error *err)
 {
@@ -755,6 +783,7 @@ int main(void)
 	else
 		tap_diag("no numpy at " PY ": numpy fixtures skipped");
 	test_writer(numpy);
+	test_writer_large();
 	test_writer_targets();
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return tap_done();

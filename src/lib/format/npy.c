@@ -1,4 +1,5 @@
 /* npy.c — NumPy .npy files: header parser, reader of any order and byte order, stream writer. */
+#define _GNU_SOURCE /* sync_file_range */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -623,8 +624,14 @@ struct mt_npy_writer {
 	char *tmp;       /* the name written until finish renames it; NULL when written in place */
 	uint64_t want;   /* data bytes the shape holds */
 	uint64_t done;
+	uint64_t pos;    /* bytes written to fd, the header's included */
+	uint64_t kicked; /* bytes before this are on their way to the disk */
 	int state;       /* 0 writing, 1 finished, -1 failed */
 };
+
+/* Written bytes are sent on their way to the disk in steps of this many
+ * (npy_kick). */
+#define NPY_KICK_BYTES (32u << 20)
 
 /* Symbolic links followed before a path is called a loop (Linux's own limit). */
 #define NPY_MAX_LINKS 40
@@ -668,8 +675,26 @@ static int npy_write_all(mt_npy_writer *w, const void *data, size_t len, mt_erro
 		}
 		p += put;
 		len -= (size_t)put;
+		w->pos += (uint64_t)put;
 	}
 	return 0;
+}
+
+/* A file finish fsyncs (a temporary one renamed into place) starts its
+ * write-back as it is written: otherwise the disk idles until that fsync and
+ * then the writer waits for all of it (a third of a second at the end of a
+ * 1 GiB get).  A hint only: a failure shows at the fsync. */
+static void npy_kick(mt_npy_writer *w)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (!w->tmp || w->pos - w->kicked < NPY_KICK_BYTES)
+		return;
+	(void)sync_file_range(w->fd, (off_t)w->kicked, (off_t)(w->pos - w->kicked),
+			      SYNC_FILE_RANGE_WRITE);
+	w->kicked = w->pos;
+#else
+	(void)w;
+#endif
 }
 
 /* A symbolic link's target, read relative to the link's own directory. */
@@ -844,8 +869,10 @@ int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_error *err
 			      "shape holds", w->path, bytes, (unsigned long long)w->done,
 			      (unsigned long long)w->want);
 	int rc = npy_write_all(w, data, bytes, err);
-	if (!rc)
+	if (!rc) {
 		w->done += bytes;
+		npy_kick(w);
+	}
 	return rc;
 }
 

@@ -98,4 +98,24 @@ curl -s -f "$S3_ENDPOINT/__log?times=1" | grep " /mt-test/" > "$WORK/log-v"
 sed 's/^/# /; s/[0-9a-f]\{64\}/SHA/' "$WORK/log-v"
 n=$(chain "$WORK/log-v")
 ok $([ "${out%% *}" = 4000 ] && [ "$n" -le 2 ]; echo $?) "a@v1: 4000 rows, at most 2 round trips deep (got $n)"
+
+# The bytes in flight follow the latency: one shard of 62 MB (256 rows of 64k random float32)
+# is read in runs of 8 MiB after its chunk index; 32 MiB would hold four of them at a time, and
+# with 200 ms a request the loader allows 128 MiB, so more go out together.
+"$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(3).standard_normal((256, 65536)).astype(np.float32))' "$WORK/big.npy"
+check "put big (one shard of 62 MB)" $M put big x="$WORK/big.npy"
+s3_faults '{"rules": [{"match": "^[A-Z]+ /", "action": "delay", "count": -1, "delay_ms": 200}]}'
+s3_log_clear
+out=$("$top_builddir/bench/loader-epoch" "$MATORAGE_STORE" big x 16 1 268435456)
+s3_faults clear
+curl -s -f "$S3_ENDPOINT/__log?times=1" | grep " /mt-test/.*/shards/" > "$WORK/log-big"
+n=$($PY - "$WORK/log-big" <<'PYEOF'
+import sys
+spans = [(float(a), float(b)) for a, b, *_ in (l.split() for l in open(sys.argv[1]))]
+print(max((sum(1 for s, e in spans if s <= t < e) for t, _ in spans), default=0))
+PYEOF
+)
+echo "# shard requests in flight at once, at most: $n ($(wc -l < "$WORK/log-big") in all)"
+ok $([ "${out%% *}" = 256 ] && [ "$n" -ge 6 ]; echo $?) \
+	"big: 256 rows, and with 200 ms a request more runs in flight than 32 MiB holds (got $n)"
 done_testing

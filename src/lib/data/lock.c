@@ -49,13 +49,6 @@ double mti_lock_ttl(void)
 	return t;
 }
 
-static double mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ---- who holds a lock ---------------------------------------------------
  * A lock says which process holds it.  When that process would be ours to
  * see (same host, same boot, same pid namespace) and it is gone, its lock
@@ -168,7 +161,7 @@ static int lock_write(mt_dlock *l, mt_error *err)
 	int rc = body ? mti_store_put(l->s, l->key, body, strlen(body), MT_PUT_NOSYNC, err)
 		      : mti_err(err, MT_ENOMEM, "out of memory");
 	free(body);
-	double now = mono_now();
+	double now = mti_mono_seconds();
 	pthread_mutex_lock(&l->lock);
 	double last = (double)l->last_ok.tv_sec + (double)l->last_ok.tv_nsec / 1e9;
 	if (!rc && l->last_ok.tv_sec && now - last > l->ttl * 0.75 && !l->lapsed) {

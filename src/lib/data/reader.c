@@ -31,11 +31,28 @@ struct mt_reader {
 	char *ix_busy;        /* a thread is reading that shard's index */
 	int threads;
 	mti_heal *heal;       /* damaged chunks rebuilt from parity */
-	pthread_cond_t room;  /* run buffers were freed */
+	pthread_cond_t room_freed; /* run buffers were freed, or the room changed */
 	uint64_t run_bytes;   /* of run buffers held now, by every read of r (guarded by lock) */
 	struct whole *whole;  /* per shard: its object read whole ahead */
 	uint64_t whole_bytes; /* held in whole[] */
+	uint64_t room;        /* what run buffers and whole objects may hold together (run_room) */
+	double latency;       /* seconds, the quickest chunk index read so far (0: none yet) */
 };
+
+#define RUN_INFLIGHT (16u << 20)
+/* Run buffers of every read of one reader at once (run_room): the loader
+ * reads two windows at a time far away, each as many runs as before. */
+#define READER_INFLIGHT (2 * RUN_INFLIGHT)
+/* Far away, the room grows with the latency: by READER_INFLIGHT for every
+ * ROOM_LATENCY of it, up to ROOM_MAX.  A request's buffer is held for its
+ * round trip, its transfer and its decode, so at 100 ms the runs of 32 MiB
+ * went out in rounds of four that each waited out the latency (an epoch of
+ * 62 MB shards took 1.05 s against 0.42 s without it, and 0.73 s with
+ * 128 MiB).  The memory follows the latency, not a guess at the bandwidth:
+ * a link slower than READER_INFLIGHT per ROOM_LATENCY only holds more than
+ * it needed. */
+#define ROOM_LATENCY 0.025
+#define ROOM_MAX (128u << 20)
 
 int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_reader **out,
 		   mt_error *err)
@@ -52,9 +69,10 @@ int mti_reader_open_as(mt_store *s, const char *dataset, const char *version, in
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->ix_done, NULL);
-	pthread_cond_init(&r->room, NULL);
+	pthread_cond_init(&r->room_freed, NULL);
 	r->store = s;
 	r->threads = mti_ncpus();
+	r->room = READER_INFLIGHT;
 	int rc = mti_dataset_open(s, dataset, version, with_meta, &r->m, &r->json, err);
 	if (rc) {
 		mt_reader_close(r);
@@ -121,7 +139,7 @@ void mt_reader_close(mt_reader *r)
 	mti_manifest_free(r->m);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->ix_done);
-	pthread_cond_destroy(&r->room);
+	pthread_cond_destroy(&r->room_freed);
 	free(r);
 }
 
@@ -205,17 +223,13 @@ int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
 	return rc;
 }
 
-#define RUN_INFLIGHT (16u << 20)
-/* Run buffers of every read of one reader at once (run_room): the loader
- * reads two windows at a time far away, each as many runs as before. */
-#define READER_INFLIGHT (2 * RUN_INFLIGHT)
 
 /* Give back bytes of READER_INFLIGHT taken for a shard read whole. */
 static void whole_release(mt_reader *r, uint64_t bytes)
 {
 	pthread_mutex_lock(&r->lock);
 	r->whole_bytes -= bytes;
-	pthread_cond_broadcast(&r->room);
+	pthread_cond_broadcast(&r->room_freed);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -238,7 +252,7 @@ static void whole_free_locked(mt_reader *r, size_t i)
 		free(w->data);
 		w->data = NULL;
 		r->whole_bytes -= r->m->shards[i].bytes;
-		pthread_cond_broadcast(&r->room);
+		pthread_cond_broadcast(&r->room_freed);
 	}
 }
 
@@ -273,6 +287,22 @@ static const char *const damage_words[] = {
 	[DMG_REFUSED] = "is lost: the shard object is damaged",
 };
 
+/* A chunk index read took `seconds`: a few KiB, so about one round trip
+ * (the quickest is kept: others waited behind other requests), and the
+ * room is sized from it. */
+static void room_measured(mt_reader *r, double seconds)
+{
+	pthread_mutex_lock(&r->lock);
+	if (!r->latency || seconds < r->latency) {
+		r->latency = seconds;
+		double room = (double)READER_INFLIGHT * seconds / ROOM_LATENCY;
+		r->room = room < READER_INFLIGHT ? READER_INFLIGHT
+			: room > ROOM_MAX ? ROOM_MAX : (uint64_t)room;
+		pthread_cond_broadcast(&r->room_freed);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
 /* One read of shard i's chunk index, decoded and checked against the
  * manifest (mti_index_decode_shard); *dmg says what a failure means. */
 static int index_read(mt_reader *r, size_t i, const char *what, mt_index **ix, int *dmg,
@@ -281,8 +311,11 @@ static int index_read(mt_reader *r, size_t i, const char *what, mt_index **ix, i
 	const mt_mshard *s = &r->m->shards[i];
 	void *data = NULL;
 	size_t got = 0;
+	double t0 = mti_mono_seconds();
 	int rc = mti_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data, &got,
 			      err);
+	if (!rc && r->store->ops->far)
+		room_measured(r, mti_mono_seconds() - t0);
 	*dmg = rc == MT_ENOTFOUND ? DMG_MISSING : rc == MT_ERANGE ? DMG_SHORT
 		: rc == MT_ECORRUPT ? DMG_REFUSED : DMG_NONE;
 	if (!rc && (rc = mti_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err)))
@@ -785,15 +818,15 @@ static int job_decode(const struct jobs *js, const struct job *j, const uint8_t 
 	return rc;
 }
 
-/* Wait until a run buffer of len bytes fits in READER_INFLIGHT beside those
- * every read of r holds now (and the shards held whole), and count it: the loader reads several
- * windows at once, and their requests share one allowance of memory.  A
- * run larger than all of it goes alone. */
+/* Wait until a run buffer of len bytes fits in the room beside those every
+ * read of r holds now (and the shards held whole), and count it: the loader
+ * reads several windows at once, and their requests share one allowance of
+ * memory.  A run larger than all of it goes alone. */
 static void run_room(mt_reader *r, uint64_t len)
 {
 	pthread_mutex_lock(&r->lock);
-	while (r->run_bytes && r->run_bytes + r->whole_bytes + len > READER_INFLIGHT)
-		pthread_cond_wait(&r->room, &r->lock);
+	while (r->run_bytes && r->run_bytes + r->whole_bytes + len > r->room)
+		pthread_cond_wait(&r->room_freed, &r->lock);
 	r->run_bytes += len;
 	pthread_mutex_unlock(&r->lock);
 }
@@ -802,7 +835,7 @@ static void run_room_free(mt_reader *r, uint64_t len)
 {
 	pthread_mutex_lock(&r->lock);
 	r->run_bytes -= len;
-	pthread_cond_broadcast(&r->room);
+	pthread_cond_broadcast(&r->room_freed);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -889,8 +922,8 @@ static int plan_runs(struct jobs *js)
 }
 
 /* Threads for the runs.  Far away, a thread mostly waits on its request:
- * more of the read's runs go out at once, up to RUN_INFLIGHT bytes of
- * buffers (the store caps the requests in flight). */
+ * more of the read's runs go out at once, up to half the room in buffers
+ * (the store caps the requests in flight). */
 static int run_threads(const struct jobs *js)
 {
 	int threads = js->r->threads;
@@ -899,7 +932,10 @@ static int run_threads(const struct jobs *js)
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < js->nruns; i++)
 		bytes += js->runs[i].len;
-	uint64_t fit = RUN_INFLIGHT / (bytes / js->nruns + 1);
+	pthread_mutex_lock(&js->r->lock);
+	uint64_t half = js->r->room / 2;
+	pthread_mutex_unlock(&js->r->lock);
+	uint64_t fit = half / (bytes / js->nruns + 1);
 	uint64_t n = js->nruns < fit ? js->nruns : fit;
 	return n > (uint64_t)threads ? (int)(n < RUN_REQUESTS ? n : RUN_REQUESTS) : threads;
 }

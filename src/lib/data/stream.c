@@ -32,9 +32,7 @@ struct mt_stream {
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)(mti_mono_seconds() * 1000.0);
 }
 
 void mt_stream_opts_init_size(mt_stream_opts *o, size_t size)

@@ -225,6 +225,13 @@ int mti_add_ok(uint64_t a, uint64_t b, uint64_t *out)
 	return !__builtin_add_overflow(a, b, out);
 }
 
+double mti_mono_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int mti_ncpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);

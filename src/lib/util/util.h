@@ -100,4 +100,7 @@ MT_LOCAL uint64_t mti_random_u64(void);
 /* Number of online CPUs (at least 1). */
 MT_LOCAL int mti_ncpus(void);
 
+/* Seconds on the monotonic clock (intervals only). */
+MT_LOCAL double mti_mono_seconds(void);
+
 #endif

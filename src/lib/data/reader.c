@@ -223,7 +223,6 @@ int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
 	return rc;
 }
 
-
 /* Give back bytes of READER_INFLIGHT taken for a shard read whole. */
 static void whole_release(mt_reader *r, uint64_t bytes)
 {

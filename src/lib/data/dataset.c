@@ -240,25 +240,39 @@ static void head_read(mt_store *s, const char *dataset, void **data, size_t *len
 	free(key);
 }
 
-/* After dataset@version was removed: its head (if the head names it) goes
- * too, so the removed manifest's text is not kept in it. */
-static void head_forget(mt_store *s, const char *dataset, const char *version)
+/* The version the dataset's head copies, or NULL: no head, or one that is
+ * no manifest (free it). */
+static char *head_version(mt_store *s, const char *dataset)
 {
-	if (!s->ops->far)
-		return;
 	void *data = NULL;
 	size_t len = 0;
 	head_read(s, dataset, &data, &len);
 	char *key = data ? mti_key_head(dataset) : NULL;
 	mt_manifest *m = NULL;
 	mt_error e = {0};
-	if (key && !mti_manifest_decode(data, len, key, &m, &e) && !strcmp(m->version, version)) {
-		const char *k = key;
-		mti_store_del(s, &k, 1, &e);
-	}
+	char *version = key && !mti_manifest_decode(data, len, key, &m, &e)
+		? mti_strdup(m->version) : NULL;
 	mti_manifest_free(m);
 	free(data);
 	free(key);
+	return version;
+}
+
+/* After dataset@version was removed: its head (if the head names it) goes
+ * too, so the removed manifest's text is not kept in it. */
+static void head_forget(mt_store *s, const char *dataset, const char *version)
+{
+	if (!s->ops->far)
+		return;
+	char *named = head_version(s, dataset);
+	char *key = named && !strcmp(named, version) ? mti_key_head(dataset) : NULL;
+	if (key) {
+		const char *k = key;
+		mt_error e = {0};
+		mti_store_del(s, &k, 1, &e);
+	}
+	free(key);
+	free(named);
 }
 
 int mti_dataset_mark(mt_store *s, const char *dataset, const char *version, const char *created,
@@ -1242,22 +1256,12 @@ static int gc_mark_staged(struct gc_state *g, const char *dataset, mt_error *err
 static int gc_reference_head(struct gc_state *g, const char *dataset, const struct version_list *vl,
 			     mt_error *err)
 {
-	void *data = NULL;
-	size_t len = 0;
-	head_read(g->s, dataset, &data, &len);
-	char *key = data ? mti_key_head(dataset) : NULL;
-	mt_manifest *m = NULL;
-	mt_error e = {0};
+	char *named = head_version(g->s, dataset);
 	int keep = 0;
-	if (key && !mti_manifest_decode(data, len, key, &m, &e))
-		for (size_t i = 0; !keep && i < vl->l.n; i++)
-			keep = !strcmp(vl->l.v[i], m->version);
-	mti_manifest_free(m);
-	free(data);
-	int rc = keep ? gc_push(g, key, err) : 0;
-	if (!keep)
-		free(key);
-	return rc;
+	for (size_t i = 0; named && !keep && i < vl->l.n; i++)
+		keep = !strcmp(vl->l.v[i], named);
+	free(named);
+	return keep ? gc_push(g, mti_key_head(dataset), err) : 0;
 }
 
 /* The head is the one object directly under datasets/<d>/ a listing of its

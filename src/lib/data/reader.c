@@ -39,10 +39,9 @@ struct mt_reader {
 	double latency;       /* seconds, the quickest chunk index read so far (0: none yet) */
 };
 
-#define RUN_INFLIGHT (16u << 20)
 /* Run buffers of every read of one reader at once (run_room): the loader
  * reads two windows at a time far away, each as many runs as before. */
-#define READER_INFLIGHT (2 * RUN_INFLIGHT)
+#define READER_INFLIGHT (32u << 20)
 /* Far away, the room grows with the latency: by READER_INFLIGHT for every
  * ROOM_LATENCY of it, up to ROOM_MAX.  A request's buffer is held for its
  * round trip, its transfer and its decode, so at 100 ms the runs of 32 MiB

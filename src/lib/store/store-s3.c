@@ -398,15 +398,14 @@ static void req_setopts(const s3_store *s, s3_req *r, CURL *c, const char *url,
 /* The transfer on a pooled handle; milliseconds it took. */
 static double req_perform(s3_store *s, s3_req *r, CURL *c, s3_outcome *o)
 {
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double t0 = mti_mono_seconds();
 	r->curl = c;
 	o->cc = curl_easy_perform(c);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double ms = (mti_mono_seconds() - t0) * 1e3;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 	handle_put(s, c, o->cc == CURLE_OK);
 	r->curl = NULL;
-	return (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	return ms;
 }
 
 /* Sign and send r once; its answer in r, how it went in o.  Fails only

@@ -12,6 +12,11 @@
  * batches are held at once. */
 #define READ_BATCH_BYTES (32u << 20)
 
+/* Batches of fixed-size rows are whole multiples of this and start at the
+ * caller's phase modulo it: the block a direct-I/O writer needs lined up
+ * (mt_npy_writer_offset) to write a batch from where it lies. */
+#define READ_ALIGN 4096u
+
 /* Ragged rows: lengths are fetched this many rows at a time, so a version of a
  * billion rows needs no billion-entry array. */
 #define CLI_LENGTH_WINDOW 65536
@@ -24,6 +29,7 @@ struct prefetch {
 	uint64_t first, n;
 	void *buf;
 	size_t bytes;
+	void *mem; /* buf's allocation */
 	mt_error err;
 	int rc;
 };
@@ -35,17 +41,39 @@ static void *prefetch_run(void *arg)
 	return NULL;
 }
 
-static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn,
-			  void *ud)
+/* Rows per batch: about READ_BATCH_BYTES, and a whole number of READ_ALIGN
+ * blocks where that is at most the batch, so every batch keeps the phase. */
+static uint64_t fixed_batch_rows(uint64_t row_bytes, uint64_t rows)
+{
+	if (!row_bytes)
+		return rows ? rows : 1;
+	uint64_t batch = READ_BATCH_BYTES / row_bytes;
+	uint64_t low = row_bytes & -row_bytes; /* the largest power of 2 dividing it */
+	uint64_t step = low >= READ_ALIGN ? 1 : READ_ALIGN / low;
+	if (batch >= step)
+		batch -= batch % step;
+	return batch ? batch : 1;
+}
+
+/* A batch buffer of cap bytes whose address is phase modulo READ_ALIGN. */
+static void prefetch_alloc(struct prefetch *p, size_t cap, size_t phase)
+{
+	p->mem = app_xmalloc(cap + READ_ALIGN);
+	size_t off = (phase + READ_ALIGN - (uintptr_t)p->mem % READ_ALIGN) % READ_ALIGN;
+	p->buf = (char *)p->mem + off;
+}
+
+static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, size_t phase,
+			  cli_rows_fn fn, void *ud)
 {
 	const mt_attr *at = mt_reader_attr(r, attr);
 	uint64_t row_bytes = mt_attr_items(at) * mt_dtype_size(at->dtype);
-	uint64_t batch = row_bytes ? READ_BATCH_BYTES / row_bytes : b - a;
-	if (batch == 0)
-		batch = 1;
+	uint64_t batch = fixed_batch_rows(row_bytes, b - a);
 	size_t cap = (size_t)((b - a < batch ? b - a : batch) * row_bytes);
-	struct prefetch p[2] = {{r, attr, a, 0, app_xmalloc(cap), 0, {0}, 0},
-				{r, attr, a, 0, app_xmalloc(cap), 0, {0}, 0}};
+	struct prefetch p[2] = {{r, attr, a, 0, NULL, 0, NULL, {0}, 0},
+				{r, attr, a, 0, NULL, 0, NULL, {0}, 0}};
+	prefetch_alloc(&p[0], cap, phase);
+	prefetch_alloc(&p[1], cap, phase);
 	p[0].n = b - a < batch ? b - a : batch;
 	p[0].bytes = (size_t)(p[0].n * row_bytes);
 	prefetch_run(&p[0]);
@@ -68,8 +96,8 @@ static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli
 			prefetch_run(next);
 		now->n = 0;
 	}
-	free(p[0].buf);
-	free(p[1].buf);
+	free(p[0].mem);
+	free(p[1].mem);
 	return rc;
 }
 
@@ -125,10 +153,11 @@ static void cli_heal_note(mt_reader *r)
 		vi->dataset, vi->version);
 }
 
-int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud)
+int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, size_t phase,
+		  cli_rows_fn fn, void *ud)
 {
 	int rc = mt_reader_attr(r, attr)->ragged ? cli_read_ragged(r, attr, a, b, fn, ud)
-						 : cli_read_fixed(r, attr, a, b, fn, ud);
+						 : cli_read_fixed(r, attr, a, b, phase, fn, ud);
 	cli_heal_note(r);
 	return rc;
 }

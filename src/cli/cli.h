@@ -193,8 +193,12 @@ int cli_spool_commit(struct cli_spool *sp, uint64_t committed, const char *versi
 typedef int (*cli_rows_fn)(void *ud, uint64_t first, uint64_t n, const void *values,
 			   size_t bytes, const uint64_t *lengths);
 /* Read rows [a, b) of attribute attr in batches of about 32 MiB (at least
- * one row, however long), so memory stays flat; library errors are printed. */
-int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, cli_rows_fn fn, void *ud);
+ * one row, however long), so memory stays flat; library errors are printed.
+ * Fixed-size rows come at an address that is phase modulo 4096, in batches of
+ * whole 4 KiB blocks where rows allow: what a writer asks for with
+ * mt_npy_writer_offset to write them without a copy. */
+int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, size_t phase,
+		  cli_rows_fn fn, void *ud);
 
 /* ---- cmd-sync.c ---- */
 

@@ -126,7 +126,7 @@ static int cat_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	int lead = j.at->ragged ? 1 : 0;
 	memcpy(j.dims + lead, j.at->shape, (size_t)j.at->rank * sizeof *j.dims);
 	if (!(rc = cli_rows_resolve(&rows, vi->rows, what, &first, &end)))
-		rc = cli_read_rows(r, (size_t)idx, first, end, cat_batch, &j);
+		rc = cli_read_rows(r, (size_t)idx, first, end, 0, cat_batch, &j);
 	free(what);
 out:
 	cli_ref_close(&ref, r);

@@ -1046,6 +1046,12 @@ MT_API int mt_npy_create(const char *path, mt_dtype dtype, int rank, const uint6
 MT_API int mt_npy_create_fd(int fd, const char *name, mt_dtype dtype, int rank,
 			    const uint64_t *shape, mt_npy_writer **out, mt_error *err);
 MT_API int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_error *err);
+/* Where the next byte written lands in the file, the header's counted.  A
+ * large file (64 MiB or more, written under a temporary name) goes to the
+ * disk past the page cache where its file system allows: then a piece whose
+ * address is congruent to this offset modulo 4096 is written from where it
+ * lies, any other is copied first. */
+MT_API uint64_t mt_npy_writer_offset(const mt_npy_writer *w);
 /* MT_ESTATE when fewer or more bytes were written than the shape holds. */
 MT_API int mt_npy_finish(mt_npy_writer *w, mt_error *err);
 MT_API void mt_npy_writer_close(mt_npy_writer *w);

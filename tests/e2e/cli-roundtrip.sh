@@ -85,6 +85,15 @@ check "through a pipe too" bash -c \
 fails "-o and --lengths cannot both be -" 2 "both be standard output" \
 	$M get outs x -o - --lengths -
 fails "a directory is refused" 1 "out: Is a directory" $M get outs x -o "$WORK/out"
+# An output of 64 MiB or more goes past the page cache, in whole 4 KiB blocks: rows of
+# 1000 bytes and a first row of 7 put the blocks and the rows out of step.
+$T make "$WORK/big.npy" uint8 67500x1000 5
+$M put big x="$WORK/big.npy" > /dev/null
+check "get of a 67 MB attribute" bash -c \
+	"$M get big x -o $WORK/out/big.npy && cmp $WORK/big.npy $WORK/out/big.npy"
+check "get --rows 7: of it" bash -c \
+	"$M get big x --rows 7: -o $WORK/out/big.npy && $T same $WORK/big.npy $WORK/out/big.npy 7:"
+rm -f "$WORK/big.npy" "$WORK/out/big.npy"
 # Writing to /dev/null is harmless; run as root, the old code replaced it with a file.
 if [ -c /dev/null ] && [ -w /dev/null ]; then
 	check "get -o /dev/null" $M get outs x -o /dev/null

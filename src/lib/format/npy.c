@@ -1,5 +1,5 @@
 /* npy.c — NumPy .npy files: header parser, reader of any order and byte order, stream writer. */
-#define _GNU_SOURCE /* sync_file_range */
+#define _GNU_SOURCE /* sync_file_range, O_DIRECT */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -627,11 +627,28 @@ struct mt_npy_writer {
 	uint64_t pos;    /* bytes written to fd, the header's included */
 	uint64_t kicked; /* bytes before this are on their way to the disk */
 	int state;       /* 0 writing, 1 finished, -1 failed */
+	int direct;      /* fd is in direct I/O (O_DIRECT): pos stays a multiple of NPY_DIRECT_ALIGN */
+	uint8_t *stage;  /* NPY_DIRECT_STAGE aligned bytes for what is written after pos */
+	size_t staged;
 };
 
 /* Written bytes are sent on their way to the disk in steps of this many
  * (npy_kick). */
 #define NPY_KICK_BYTES (32u << 20)
+
+/* A file finish fsyncs and of at least this many bytes is written with
+ * direct I/O: the fsync waits for the disk anyway, and going past the page
+ * cache saves the kernel's copy and its fresh pages (half a second of system
+ * time for 1 GiB here, several seconds when the VM is slow to hand them out)
+ * and leaves the cache to what was there, the shards read among them.  Small
+ * files stay buffered: they gain nothing and are often read right back. */
+#define NPY_DIRECT_MIN (64u << 20)
+/* Offset, length and address of every direct write are multiples of this:
+ * the largest logical block size file systems commonly ask for. */
+#define NPY_DIRECT_ALIGN 4096u
+/* What a direct writer collects before writing it, for pieces whose address
+ * is not NPY_DIRECT_ALIGN-aligned where their file offset is. */
+#define NPY_DIRECT_STAGE (4u << 20)
 
 /* Symbolic links followed before a path is called a loop (Linux's own limit). */
 #define NPY_MAX_LINKS 40
@@ -687,7 +704,7 @@ static int npy_write_all(mt_npy_writer *w, const void *data, size_t len, mt_erro
 static void npy_kick(mt_npy_writer *w)
 {
 #ifdef SYNC_FILE_RANGE_WRITE
-	if (!w->tmp || w->pos - w->kicked < NPY_KICK_BYTES)
+	if (!w->tmp || w->direct || w->pos - w->kicked < NPY_KICK_BYTES)
 		return;
 	(void)sync_file_range(w->fd, (off_t)w->kicked, (off_t)(w->pos - w->kicked),
 			      SYNC_FILE_RANGE_WRITE);
@@ -695,6 +712,109 @@ static void npy_kick(mt_npy_writer *w)
 #else
 	(void)w;
 #endif
+}
+
+/* Turn direct I/O off: the fd writes through the page cache from here on. */
+static int npy_buffered(mt_npy_writer *w, mt_error *err)
+{
+	int fl = fcntl(w->fd, F_GETFL);
+	w->direct = 0;
+	if (fl < 0 || fcntl(w->fd, F_SETFL, fl & ~O_DIRECT) < 0) {
+		w->state = -1;
+		return mti_err(err, MT_EIO, "%s: fcntl: %s", w->path, strerror(errno));
+	}
+	return 0;
+}
+
+/* p[0..n) at pos with direct I/O (p, n and pos aligned).  Where the file
+ * system refuses (EINVAL: a larger block than NPY_DIRECT_ALIGN) or a write
+ * comes back short of a block, the rest goes through the page cache. */
+static int npy_write_direct(mt_npy_writer *w, const uint8_t *p, size_t n, mt_error *err)
+{
+	while (n > 0 && w->direct) {
+		ssize_t put = write(w->fd, p, n);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0 && errno != EINVAL) {
+			w->state = -1;
+			return mti_err(err, MT_EIO, "%s: write: %s", w->path, strerror(errno));
+		}
+		if (put > 0) {
+			p += put;
+			n -= (size_t)put;
+			w->pos += (uint64_t)put;
+		}
+		int rc = put < 0 || put % NPY_DIRECT_ALIGN ? npy_buffered(w, err) : 0;
+		if (rc)
+			return rc;
+	}
+	return n ? npy_write_all(w, p, n, err) : 0;
+}
+
+/* The staged bytes up to the last whole block go out; the rest moves to the front. */
+static int npy_flush_stage(mt_npy_writer *w, mt_error *err)
+{
+	size_t n = w->staged - w->staged % NPY_DIRECT_ALIGN;
+	int rc = npy_write_direct(w, w->stage, n, err);
+	if (rc)
+		return rc;
+	memmove(w->stage, w->stage + n, w->staged - n);
+	w->staged -= n;
+	return 0;
+}
+
+/* Every byte a writer takes, the header's too.  In direct I/O a piece whose
+ * address lines up with its file offset is written from where it lies; the
+ * rest is collected in the stage, a block or a stage at a time. */
+static int npy_put(mt_npy_writer *w, const void *data, size_t len, mt_error *err)
+{
+	const uint8_t *p = data;
+	while (len > 0 && w->direct) {
+		size_t part = w->staged % NPY_DIRECT_ALIGN;
+		if (!part && (uintptr_t)p % NPY_DIRECT_ALIGN == 0 && len >= NPY_DIRECT_ALIGN) {
+			size_t n = len - len % NPY_DIRECT_ALIGN;
+			int rc = w->staged ? npy_flush_stage(w, err) : 0;
+			if (rc || (rc = npy_write_direct(w, p, n, err)))
+				return rc;
+			p += n;
+			len -= n;
+			continue;
+		}
+		size_t room = part ? NPY_DIRECT_ALIGN - part : NPY_DIRECT_STAGE - w->staged;
+		size_t n = len < room ? len : room;
+		memcpy(w->stage + w->staged, p, n);
+		w->staged += n;
+		p += n;
+		len -= n;
+		int rc = w->staged == NPY_DIRECT_STAGE ? npy_flush_stage(w, err) : 0;
+		if (rc)
+			return rc;
+	}
+	/* Direct I/O given up, or finishing: what is staged goes first. */
+	if (!w->direct && w->staged) {
+		size_t n = w->staged;
+		w->staged = 0;
+		int rc = npy_write_all(w, w->stage, n, err);
+		if (rc)
+			return rc;
+	}
+	return len ? npy_write_all(w, p, len, err) : 0;
+}
+
+/* A temporary file of a large array goes into direct I/O when its file
+ * system allows it (F_SETFL refuses O_DIRECT where it does not). */
+static void npy_try_direct(mt_npy_writer *w)
+{
+	int fl = fcntl(w->fd, F_GETFL);
+	if (!w->tmp || w->want < NPY_DIRECT_MIN || fl < 0 ||
+	    posix_memalign((void **)&w->stage, NPY_DIRECT_ALIGN, NPY_DIRECT_STAGE))
+		return;
+	if (fcntl(w->fd, F_SETFL, fl | O_DIRECT) == 0) {
+		w->direct = 1;
+		return;
+	}
+	free(w->stage);
+	w->stage = NULL;
 }
 
 /* A symbolic link's target, read relative to the link's own directory. */
@@ -817,7 +937,8 @@ static int npy_writer_start(mt_npy_writer *w, mt_dtype dtype, int rank, const ui
 			    mt_npy_writer **out, mt_error *err)
 {
 	char hdr[512];
-	int rc = npy_write_all(w, hdr, npy_header(dtype, rank, shape, hdr, sizeof hdr), err);
+	npy_try_direct(w);
+	int rc = npy_put(w, hdr, npy_header(dtype, rank, shape, hdr, sizeof hdr), err);
 	if (rc) {
 		mt_npy_writer_close(w);
 		return rc;
@@ -868,12 +989,17 @@ int mt_npy_write(mt_npy_writer *w, const void *data, size_t bytes, mt_error *err
 		return mti_err(err, MT_ESTATE, "%s: writing %zu bytes at %llu overruns the %llu the "
 			      "shape holds", w->path, bytes, (unsigned long long)w->done,
 			      (unsigned long long)w->want);
-	int rc = npy_write_all(w, data, bytes, err);
+	int rc = npy_put(w, data, bytes, err);
 	if (!rc) {
 		w->done += bytes;
 		npy_kick(w);
 	}
 	return rc;
+}
+
+uint64_t mt_npy_writer_offset(const mt_npy_writer *w)
+{
+	return w->pos + w->staged;
 }
 
 int mt_npy_finish(mt_npy_writer *w, mt_error *err)
@@ -885,9 +1011,13 @@ int mt_npy_finish(mt_npy_writer *w, mt_error *err)
 	if (w->done != w->want)
 		rc = mti_err(err, MT_ESTATE, "%s: wrote %llu of the %llu data bytes the shape holds",
 			    w->path, (unsigned long long)w->done, (unsigned long long)w->want);
+	/* The last partial block cannot go direct: it goes buffered, the staged
+	 * bytes before it. */
+	else if (w->direct && (rc = npy_buffered(w, err)) == 0)
+		rc = npy_put(w, NULL, 0, err);
 	/* The data reaches the disk before the name does, so a crash leaves
 	 * no file or the whole new one, never a short one. */
-	else if (w->tmp && fsync(w->fd) < 0)
+	if (!rc && w->tmp && fsync(w->fd) < 0)
 		rc = mti_err(err, MT_EIO, "%s: fsync: %s", w->tmp, strerror(errno));
 	if (w->own_fd && close(w->fd) < 0 && !rc)
 		rc = mti_err(err, MT_EIO, "%s: close: %s", w->tmp ? w->tmp : w->path,
@@ -914,5 +1044,6 @@ void mt_npy_writer_close(mt_npy_writer *w)
 	free(w->tmp);
 	free(w->target);
 	free(w->path);
+	free(w->stage);
 	free(w);
 }

@@ -51,21 +51,27 @@ fd = os.open(dst, os.O_RDONLY)
 os.fsync(fd)
 os.close(fd)
 PYEOF
-# The output file alone: the same 1 GiB .npy written from memory, as every get must.
+# The output file alone: the same 1 GiB .npy written from memory and fsynced, as every
+# get must (matorage's get returns once its output is on disk).
 cat > "$DIR/npwrite.py" <<'PYEOF'
-import sys, time
+import os, sys, time
 import numpy as np
 a = np.load(sys.argv[1])
 a[...] = a  # every page resident before the timer
 t = time.perf_counter()
-np.save(sys.argv[2], a)
+with open(sys.argv[2], "wb") as f:
+    np.save(f, a)
+    f.flush()
+    os.fsync(f.fileno())
 print(f"{time.perf_counter() - t:.3f}")
 PYEOF
 cat > "$DIR/h5get.py" <<'PYEOF'
-import sys
+import os, sys
 import h5py, hdf5plugin, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    np.save(sys.argv[2], f["x"][...])
+with h5py.File(sys.argv[1], "r") as f, open(sys.argv[2], "wb") as out:
+    np.save(out, f["x"][...])
+    out.flush()
+    os.fsync(out.fileno())  # as durable as matorage's output
 PYEOF
 
 t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
@@ -101,7 +107,7 @@ for line in open(sys.argv[1]):
 mib = float(sys.argv[2]) * 1024
 label = {("put", "limit"): "limit: zstd -3 -T0 of the file + sha256sum + fsync",
          ("get", "limit"): "limit: zstd decode of the stored frames, all cores, in memory",
-         ("get", "write"): "floor: np.save of the same array from memory (the output file alone)"}
+         ("get", "write"): "floor: np.save of the same array from memory + fsync (the output file alone)"}
 print(f"| step | contender | s, median (min–max) of {sys.argv[3]} | MB/s (median) | matorage's time / this |")
 print("|---|---|---|---|---|")
 for step in ("put", "get"):

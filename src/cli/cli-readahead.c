@@ -1,27 +1,33 @@
-/* cli-readahead.c — reading rows in batches of about READ_BATCH_BYTES, the next batch fetched on a thread meanwhile. */
+/* cli-readahead.c — reading rows in batches of about READ_BATCH_BYTES, the next ones fetched on threads meanwhile. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "cli.h"
 
 /* Each batch is decoded on the reader's threads while the caller writes the one
- * before, and both wait for each other at its end: at 8 MiB (8 chunks of 1 MiB
- * over 2 threads) those waits and the threads' uneven shares left a 1 GiB get
- * using 1.1 of 2 cores; 32 MiB took 14% off it (doc/BENCHMARKS.md).  Two
- * batches are held at once. */
+ * before: at 8 MiB (8 chunks of 1 MiB over 2 threads) the waits at each batch's
+ * end and the threads' uneven shares left a 1 GiB get using 1.1 of 2 cores;
+ * 32 MiB took 14% off it (doc/BENCHMARKS.md). */
 #define READ_BATCH_BYTES (32u << 20)
+
+/* Batches decoded at once beside the one the caller has: a batch's last
+ * chunks leave cores idle unless the next batch is already under way (a
+ * fifth of a 1 GiB get with one).  READ_AHEAD + 1 batches are held. */
+#define READ_AHEAD 2
 
 /* Batches of fixed-size rows are whole multiples of this and start at the
  * caller's phase modulo it: the block a direct-I/O writer needs lined up
  * (mt_npy_writer_offset) to write a batch from where it lies. */
 #define READ_ALIGN 4096u
+#define READ_HUGE_PAGE (2u << 20)
 
 /* Ragged rows: lengths are fetched this many rows at a time, so a version of a
  * billion rows needs no billion-entry array. */
 #define CLI_LENGTH_WINDOW 65536
 
-/* One batch read on a thread of its own, so the next batch is fetched and
+/* One batch read on a thread of its own, so the next batches are fetched and
  * decompressed while the caller writes out the current one. */
 struct prefetch {
 	mt_reader *r;
@@ -32,6 +38,8 @@ struct prefetch {
 	void *mem; /* buf's allocation */
 	mt_error err;
 	int rc;
+	int threaded; /* thread runs it: join before use */
+	pthread_t thread;
 };
 
 static void *prefetch_run(void *arg)
@@ -55,12 +63,39 @@ static uint64_t fixed_batch_rows(uint64_t row_bytes, uint64_t rows)
 	return batch ? batch : 1;
 }
 
-/* A batch buffer of cap bytes whose address is phase modulo READ_ALIGN. */
+/* A batch buffer of cap bytes whose address is phase modulo READ_ALIGN, on
+ * transparent huge pages: a direct write pins every page it sends, and
+ * 4 KiB pages made that cost a third of a 1 GiB get's system time and
+ * slowed the decoders beside it (doc/BENCHMARKS.md). */
 static void prefetch_alloc(struct prefetch *p, size_t cap, size_t phase)
 {
-	p->mem = app_xmalloc(cap + READ_ALIGN);
+	size_t len = (cap + READ_ALIGN + READ_HUGE_PAGE - 1) & ~(size_t)(READ_HUGE_PAGE - 1);
+	if (posix_memalign(&p->mem, READ_HUGE_PAGE, len))
+		p->mem = app_xmalloc(len);
+	madvise(p->mem, len, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
 	size_t off = (phase + READ_ALIGN - (uintptr_t)p->mem % READ_ALIGN) % READ_ALIGN;
 	p->buf = (char *)p->mem + off;
+}
+
+/* Batch p: the rows after *next, up to batch of them, read on a thread (or
+ * here when no thread starts). */
+static void prefetch_start(struct prefetch *p, uint64_t *next, uint64_t b, uint64_t batch,
+			   uint64_t row_bytes)
+{
+	p->first = *next;
+	p->n = b - *next < batch ? b - *next : batch;
+	p->bytes = (size_t)(p->n * row_bytes);
+	*next += p->n;
+	p->threaded = p->n && pthread_create(&p->thread, NULL, prefetch_run, p) == 0;
+	if (p->n && !p->threaded)
+		prefetch_run(p);
+}
+
+static void prefetch_wait(struct prefetch *p)
+{
+	if (p->threaded)
+		pthread_join(p->thread, NULL);
+	p->threaded = 0;
 }
 
 static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, size_t phase,
@@ -68,36 +103,33 @@ static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, siz
 {
 	const mt_attr *at = mt_reader_attr(r, attr);
 	uint64_t row_bytes = mt_attr_items(at) * mt_dtype_size(at->dtype);
-	uint64_t batch = fixed_batch_rows(row_bytes, b - a);
+	uint64_t batch = fixed_batch_rows(row_bytes, b - a), next = a;
 	size_t cap = (size_t)((b - a < batch ? b - a : batch) * row_bytes);
-	struct prefetch p[2] = {{r, attr, a, 0, NULL, 0, NULL, {0}, 0},
-				{r, attr, a, 0, NULL, 0, NULL, {0}, 0}};
-	prefetch_alloc(&p[0], cap, phase);
-	prefetch_alloc(&p[1], cap, phase);
-	p[0].n = b - a < batch ? b - a : batch;
-	p[0].bytes = (size_t)(p[0].n * row_bytes);
-	prefetch_run(&p[0]);
+	struct prefetch p[READ_AHEAD + 1];
+	for (int k = 0; k <= READ_AHEAD; k++) {
+		p[k] = (struct prefetch){.r = r, .attr = attr};
+		prefetch_alloc(&p[k], cap, phase);
+	}
+	for (int k = 0; k < READ_AHEAD; k++)
+		prefetch_start(&p[k], &next, b, batch, row_bytes);
 	int rc = 0;
-	for (int cur = 0; !rc && p[cur].n; cur ^= 1) {
-		struct prefetch *now = &p[cur], *next = &p[cur ^ 1];
+	for (int cur = 0; !rc; cur = (cur + 1) % (READ_AHEAD + 1)) {
+		struct prefetch *now = &p[cur];
+		prefetch_wait(now);
+		if (!now->n)
+			break;
 		if (now->rc) {
 			rc = cli_fail(&now->err);
 			break;
 		}
-		next->first = now->first + now->n;
-		next->n = b - next->first < batch ? b - next->first : batch;
-		next->bytes = (size_t)(next->n * row_bytes);
-		pthread_t t;
-		int threaded = next->n && pthread_create(&t, NULL, prefetch_run, next) == 0;
+		/* Into the buffer the caller gave back last. */
+		prefetch_start(&p[(cur + READ_AHEAD) % (READ_AHEAD + 1)], &next, b, batch, row_bytes);
 		rc = fn(ud, now->first, now->n, now->buf, now->bytes, NULL);
-		if (threaded)
-			pthread_join(t, NULL);
-		else if (next->n)
-			prefetch_run(next);
-		now->n = 0;
 	}
-	free(p[0].mem);
-	free(p[1].mem);
+	for (int k = 0; k <= READ_AHEAD; k++) {
+		prefetch_wait(&p[k]);
+		free(p[k].mem);
+	}
 	return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -726,13 +727,29 @@ static int npy_buffered(mt_npy_writer *w, mt_error *err)
 	return 0;
 }
 
-/* p[0..n) at pos with direct I/O (p, n and pos aligned).  Where the file
- * system refuses (EINVAL: a larger block than NPY_DIRECT_ALIGN) or a write
- * comes back short of a block, the rest goes through the page cache. */
-static int npy_write_direct(mt_npy_writer *w, const uint8_t *p, size_t n, mt_error *err)
+/* Drop the first put bytes of the iovecs. */
+static void npy_iov_advance(struct iovec **iov, int *cnt, size_t put)
 {
-	while (n > 0 && w->direct) {
-		ssize_t put = write(w->fd, p, n);
+	while (*cnt > 0 && put >= (*iov)->iov_len) {
+		put -= (*iov)->iov_len;
+		(*iov)++;
+		(*cnt)--;
+	}
+	if (*cnt > 0) {
+		(*iov)->iov_base = (uint8_t *)(*iov)->iov_base + put;
+		(*iov)->iov_len -= put;
+	}
+}
+
+/* The iovecs at pos with direct I/O, in one call (every piece aligned).
+ * Where the file system refuses (EINVAL: a larger block than
+ * NPY_DIRECT_ALIGN) or a write comes back short of a block, the rest goes
+ * through the page cache. */
+static int npy_write_direct(mt_npy_writer *w, struct iovec *iov, int cnt, mt_error *err)
+{
+	int rc = 0;
+	while (!rc && cnt > 0 && w->direct) {
+		ssize_t put = writev(w->fd, iov, cnt);
 		if (put < 0 && errno == EINTR)
 			continue;
 		if (put < 0 && errno != EINVAL) {
@@ -740,22 +757,23 @@ static int npy_write_direct(mt_npy_writer *w, const uint8_t *p, size_t n, mt_err
 			return mti_err(err, MT_EIO, "%s: write: %s", w->path, strerror(errno));
 		}
 		if (put > 0) {
-			p += put;
-			n -= (size_t)put;
 			w->pos += (uint64_t)put;
+			npy_iov_advance(&iov, &cnt, (size_t)put);
 		}
-		int rc = put < 0 || put % NPY_DIRECT_ALIGN ? npy_buffered(w, err) : 0;
-		if (rc)
-			return rc;
+		if (put < 0 || put % NPY_DIRECT_ALIGN)
+			rc = npy_buffered(w, err);
 	}
-	return n ? npy_write_all(w, p, n, err) : 0;
+	for (int k = 0; !rc && k < cnt; k++)
+		rc = npy_write_all(w, iov[k].iov_base, iov[k].iov_len, err);
+	return rc;
 }
 
 /* The staged bytes up to the last whole block go out; the rest moves to the front. */
 static int npy_flush_stage(mt_npy_writer *w, mt_error *err)
 {
 	size_t n = w->staged - w->staged % NPY_DIRECT_ALIGN;
-	int rc = npy_write_direct(w, w->stage, n, err);
+	struct iovec iov = {w->stage, n};
+	int rc = npy_write_direct(w, &iov, 1, err);
 	if (rc)
 		return rc;
 	memmove(w->stage, w->stage + n, w->staged - n);
@@ -772,10 +790,15 @@ static int npy_put(mt_npy_writer *w, const void *data, size_t len, mt_error *err
 	while (len > 0 && w->direct) {
 		size_t part = w->staged % NPY_DIRECT_ALIGN;
 		if (!part && (uintptr_t)p % NPY_DIRECT_ALIGN == 0 && len >= NPY_DIRECT_ALIGN) {
+			/* The staged blocks and the piece in one call: a small
+			 * direct write of its own waits out the big one before it. */
 			size_t n = len - len % NPY_DIRECT_ALIGN;
-			int rc = w->staged ? npy_flush_stage(w, err) : 0;
-			if (rc || (rc = npy_write_direct(w, p, n, err)))
+			struct iovec iov[2] = {{w->stage, w->staged}, {(void *)(uintptr_t)p, n}};
+			int rc = w->staged ? npy_write_direct(w, iov, 2, err)
+					   : npy_write_direct(w, iov + 1, 1, err);
+			if (rc)
 				return rc;
+			w->staged = 0;
 			p += n;
 			len -= n;
 			continue;

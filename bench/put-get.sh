@@ -78,19 +78,30 @@ t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc;
 zput() { zstd -q -$LEVEL -T0 -f "$DIR/x.npy" -o "$DIR/x.npy.zst" && sha256sum "$DIR/x.npy.zst" && sync "$DIR/x.npy.zst"; }
 res=$DIR/results
 for r in $(seq "$RUNS"); do
-	rm -rf "$DIR/store" "$DIR"/h5py.h5 "$DIR"/*out.npy "$DIR/x.npy.zst"
+	rm -rf "$DIR/store" "$DIR"/h5py.h5 "$DIR/x.npy.zst"
 	sync
 	echo "put matorage $(t "$M" put bench x="$DIR/x.npy" --level $LEVEL)" >> "$res"
 	echo "put h5py $(t $PY "$DIR/h5put.py" "$DIR/x.npy" "$DIR/h5py.h5" $LEVEL $CHUNK_ROWS)" >> "$res"
 	echo "put limit $(t zput)" >> "$res"
-	sync
-	echo "get matorage $(t "$M" get bench x -o "$DIR/out.npy")" >> "$res"
-	echo "get h5py $(t $PY "$DIR/h5get.py" "$DIR/h5py.h5" "$DIR/h5out.npy")" >> "$res"
-	echo "get limit $($PY "$here/loader-baselines.py" limit "$DIR/store" bench x 1 1 1 "$(nproc)" | cut -d' ' -f3)" >> "$res"
-	rm -f "$DIR"/*out.npy
-	echo "get write $($PY "$DIR/npwrite.py" "$DIR/x.npy" "$DIR/wout.npy")" >> "$res"
-	rm -f "$DIR"/*out.npy
 done
+# The gets read what the last puts stored, after the disk has taken in the puts' 2.4 GB:
+# a get right after them competed with that write-back (its output and the floor's
+# spread 0.44-1.22 s).  Every output is removed and synced before each get, and the
+# disk given a few seconds: this VM's file system discards a deleted file's blocks, and
+# the host's work on 1 GiB of discards slowed whichever write came next.
+sync
+sleep 10
+clean() { rm -f "$DIR"/*out.npy; sync; sleep 3; }
+for r in $(seq "$RUNS"); do
+	clean
+	echo "get matorage $(t "$M" get bench x -o "$DIR/out.npy")" >> "$res"
+	clean
+	echo "get h5py $(t $PY "$DIR/h5get.py" "$DIR/h5py.h5" "$DIR/h5out.npy")" >> "$res"
+	clean
+	echo "get limit $($PY "$here/loader-baselines.py" limit "$DIR/store" bench x 1 1 1 "$(nproc)" | cut -d' ' -f3)" >> "$res"
+	echo "get write $($PY "$DIR/npwrite.py" "$DIR/x.npy" "$DIR/wout.npy")" >> "$res"
+done
+clean
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$M" get bench x -o "$DIR/out.npy"
 cmp "$DIR/x.npy" "$DIR/out.npy" >/dev/null 2>&1 || $PY -c "
@@ -119,4 +130,6 @@ for step in ("put", "get"):
         med = statistics.median(v)
         print(f"| {step} | {label.get((step, who), who)} | {med:.2f} ({min(v):.2f}–{max(v):.2f}) | "
               f"{mib / med:,.0f} | {m / med:.2f} |")
+for (step, who), v in runs.items():
+    print(f"# {step} {who}, run by run: " + " ".join(f"{x:.2f}" for x in v))
 PYEOF

@@ -22,6 +22,7 @@
  * (mt_npy_writer_offset) to write a batch from where it lies. */
 #define READ_ALIGN 4096u
 #define READ_HUGE_PAGE (2u << 20)
+#define READ_HUGE_MIN (8u << 20)
 
 /* Ragged rows: lengths are fetched this many rows at a time, so a version of a
  * billion rows needs no billion-entry array. */
@@ -63,16 +64,21 @@ static uint64_t fixed_batch_rows(uint64_t row_bytes, uint64_t rows)
 	return batch ? batch : 1;
 }
 
-/* A batch buffer of cap bytes whose address is phase modulo READ_ALIGN, on
- * transparent huge pages: a direct write pins every page it sends, and
- * 4 KiB pages made that cost a third of a 1 GiB get's system time and
- * slowed the decoders beside it (doc/BENCHMARKS.md). */
+/* A batch buffer of cap bytes whose address is phase modulo READ_ALIGN.  A
+ * large one is on transparent huge pages: a direct write pins every page it
+ * sends, and 4 KiB pages made that cost a third of a 1 GiB get's system time
+ * and slowed the decoders beside it (doc/BENCHMARKS.md). */
 static void prefetch_alloc(struct prefetch *p, size_t cap, size_t phase)
 {
-	size_t len = (cap + READ_ALIGN + READ_HUGE_PAGE - 1) & ~(size_t)(READ_HUGE_PAGE - 1);
-	if (posix_memalign(&p->mem, READ_HUGE_PAGE, len))
+	size_t len = cap + READ_ALIGN;
+	if (cap < READ_HUGE_MIN) {
 		p->mem = app_xmalloc(len);
-	madvise(p->mem, len, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
+	} else {
+		len = (len + READ_HUGE_PAGE - 1) & ~(size_t)(READ_HUGE_PAGE - 1);
+		if (posix_memalign(&p->mem, READ_HUGE_PAGE, len))
+			p->mem = app_xmalloc(len);
+		madvise(p->mem, len, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
+	}
 	size_t off = (phase + READ_ALIGN - (uintptr_t)p->mem % READ_ALIGN) % READ_ALIGN;
 	p->buf = (char *)p->mem + off;
 }

@@ -760,7 +760,7 @@ static int npy_write_direct(mt_npy_writer *w, struct iovec *iov, int cnt, mt_err
 			w->pos += (uint64_t)put;
 			npy_iov_advance(&iov, &cnt, (size_t)put);
 		}
-		if (put < 0 || put % NPY_DIRECT_ALIGN)
+		if (put <= 0 || put % NPY_DIRECT_ALIGN)
 			rc = npy_buffered(w, err);
 	}
 	for (int k = 0; !rc && k < cnt; k++)

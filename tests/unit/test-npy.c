@@ -1,6 +1,8 @@
 /* test-npy.c — .npy headers; rows of each dtype, order, byte order and version; the writer. */
 #define _GNU_SOURCE /* O_DIRECT, mincore */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -8,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -721,57 +724,132 @@ static int dir_has_direct_io(void)
 	return ok;
 }
 
-/* A file of 64 MiB or more goes to the disk past the page cache: pieces
- * whose address lines up with their file offset are written from where they
- * lie, the others (and the header) through the writer's stage, in any mix
- * and any size.  Every byte lands, and the file is hardly in the cache. */
-static void test_writer_direct(void)
+/* Faults for the direct writer, on the writev calls of a descriptor in direct
+ * I/O from the second on (the first has sent data direct): EINVAL (a file
+ * system wanting larger blocks), a write that comes back short of a block, or
+ * ENOSPC.  This definition takes the library's calls; the rest go to libc. */
+enum { FAULT_NONE, FAULT_EINVAL, FAULT_SHORT, FAULT_ENOSPC };
+static int writev_fault, writev_direct_calls;
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	size_t bytes = (72u << 20) + 5, at = 0;
-	uint64_t shape[] = {bytes};
+	static ssize_t (*real)(int, const struct iovec *, int);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "writev");
+	int fl = fcntl(fd, F_GETFL);
+	if (!writev_fault || fl < 0 || !(fl & O_DIRECT) || ++writev_direct_calls < 2)
+		return real(fd, iov, cnt);
+	if (writev_fault != FAULT_SHORT) {
+		errno = writev_fault == FAULT_EINVAL ? EINVAL : ENOSPC;
+		return -1;
+	}
+	/* 5000 bytes of the first piece, through the page cache. */
+	fcntl(fd, F_SETFL, fl & ~O_DIRECT);
+	ssize_t put = write(fd, iov[0].iov_base, iov[0].iov_len < 5000 ? iov[0].iov_len : 5000);
+	fcntl(fd, F_SETFL, fl);
+	return put;
+}
+
+#define DIRECT_BYTES ((72u << 20) + 5)
+
+/* Write v (DIRECT_BYTES) to name: pieces lined up with their file offset
+ * (v's address is) and pieces copied one byte off, of 1 byte to 16 MiB.
+ * 0 or the error code; *offsets_ok whether mt_npy_writer_offset followed. */
+static int write_direct(const char *name, const uint8_t *v, int *offsets_ok, mt_error *err)
+{
 	size_t pieces[] = {16u << 20, 1, 4095, (5u << 20) + 3, 12u << 20, 7, (8u << 20) + 4096,
 			   (2u << 20) + 1};
-	uint8_t *mem = NULL, *odd = malloc((16u << 20) + 1);
+	uint64_t shape[] = {DIRECT_BYTES};
+	uint8_t *odd = malloc((16u << 20) + 1);
 	mt_npy_writer *w = NULL;
-	mt_error err = {0};
-	int rc = odd && posix_memalign((void **)&mem, 4096, bytes + 4096) == 0 ? 0 : MT_ENOMEM;
-	/* v[i] goes at file offset 128 + i: v's address lines up with it. */
-	uint8_t *v = rc ? NULL : mem + 128;
-	for (size_t i = 0; v && i < bytes; i++)
-		v[i] = (uint8_t)(i * 2654435761u >> 13);
-	if (!rc)
-		rc = mt_npy_create(path_in("direct.npy"), MT_UINT8, 1, shape, &w, &err);
-	int offsets_ok = !rc && mt_npy_writer_offset(w) == 128;
-	for (size_t k = 0; !rc && at < bytes; k++) {
-		size_t n = k < sizeof pieces / sizeof pieces[0] ? pieces[k] : bytes - at;
-		n = n < bytes - at ? n : bytes - at;
+	int rc = odd ? mt_npy_create(path_in(name), MT_UINT8, 1, shape, &w, err) : MT_ENOMEM;
+	*offsets_ok = !rc && mt_npy_writer_offset(w) == 128;
+	for (size_t k = 0, at = 0; !rc && at < DIRECT_BYTES; k++) {
+		size_t n = k < sizeof pieces / sizeof pieces[0] ? pieces[k] : DIRECT_BYTES - at;
+		n = n < DIRECT_BYTES - at ? n : DIRECT_BYTES - at;
 		const uint8_t *src = v + at;
 		if (k % 2) { /* a copy one byte off: never lined up */
 			memcpy(odd + 1, src, n);
 			src = odd + 1;
 		}
-		rc = mt_npy_write(w, src, n, &err);
+		rc = mt_npy_write(w, src, n, err);
 		at += n;
-		offsets_ok = offsets_ok && (rc || mt_npy_writer_offset(w) == 128 + at);
+		*offsets_ok = *offsets_ok && (rc || mt_npy_writer_offset(w) == 128 + at);
 	}
 	if (!rc)
-		rc = mt_npy_finish(w, &err);
+		rc = mt_npy_finish(w, err);
 	mt_npy_writer_close(w);
-	long cached = rc ? -1 : cached_pages(path_in("direct.npy"));
+	free(odd);
+	return rc;
+}
+
+/* Whether name holds v whole after a 128-byte header. */
+static int holds_direct(const char *name, const uint8_t *v)
+{
 	size_t len = 0;
-	uint8_t *back = rc ? NULL : read_file(path_in("direct.npy"), &len);
-	tap_ok(back && len == 128 + bytes && memcmp(back + 128, v, bytes) == 0 && offsets_ok,
+	uint8_t *back = read_file(path_in(name), &len);
+	int ok = back && len == 128 + DIRECT_BYTES && memcmp(back + 128, v, DIRECT_BYTES) == 0;
+	free(back);
+	return ok;
+}
+
+/* A file of 64 MiB or more goes to the disk past the page cache: pieces
+ * whose address lines up with their file offset are written from where they
+ * lie, the others (and the header) through the writer's stage, in any mix
+ * and any size.  Every byte lands, and the file is hardly in the cache.
+ * Where direct writes are refused or come back short midway, the rest goes
+ * through the page cache; a full disk fails naming the file. */
+static void test_writer_direct(void)
+{
+	uint8_t *mem = NULL;
+	mt_error err = {0};
+	if (posix_memalign((void **)&mem, 4096, DIRECT_BYTES + 4096)) {
+		tap_ok(0, "memory for the direct I/O tests");
+		return;
+	}
+	/* v[i] goes at file offset 128 + i: v's address lines up with it. */
+	uint8_t *v = mem + 128;
+	for (size_t i = 0; i < DIRECT_BYTES; i++)
+		v[i] = (uint8_t)(i * 2654435761u >> 13);
+	int offsets_ok = 0, direct = dir_has_direct_io();
+	int rc = write_direct("direct.npy", v, &offsets_ok, &err);
+	long cached = rc ? -1 : cached_pages(path_in("direct.npy"));
+	tap_ok(rc == 0 && holds_direct("direct.npy", v) && offsets_ok,
 	       "a 72 MiB file from pieces lined up and not, of 1 byte to 16 MiB, reads back "
 	       "whole%s%s", rc ? ": " : "", rc ? err.message : "");
-	if (dir_has_direct_io())
+	if (direct)
 		tap_ok(cached >= 0 && cached <= 4, "it was written past the page cache: %ld of "
-		       "its %zu pages cached", cached, (128 + bytes + 4095) / 4096);
+		       "its %zu pages cached", cached, (128 + (size_t)DIRECT_BYTES + 4095) / 4096);
 	else
-		tap_diag("no direct I/O where the test writes: the page cache check is skipped");
-	free(back);
-	free(mem);
-	free(odd);
+		tap_diag("no direct I/O where the test writes: the page cache and fault checks "
+			 "are skipped");
 	unlink(path_in("direct.npy"));
+
+	static const char *const what[] = {"", "refused (EINVAL)", "short of a block"};
+	for (int f = FAULT_EINVAL; direct && f <= FAULT_SHORT; f++) {
+		writev_fault = f;
+		writev_direct_calls = 0;
+		rc = write_direct("direct.npy", v, &offsets_ok, &err);
+		tap_ok(rc == 0 && writev_direct_calls >= 2 && holds_direct("direct.npy", v),
+		       "a direct write %s midway: the rest goes buffered and the file is whole%s%s",
+		       what[f], rc ? ": " : "", rc ? err.message : "");
+		unlink(path_in("direct.npy"));
+	}
+	if (direct) {
+		char keep[sizeof dir];
+		memcpy(keep, dir, sizeof dir);
+		strcat(dir, "/full");
+		mkdir(dir, 0700);
+		writev_fault = FAULT_ENOSPC;
+		writev_direct_calls = 0;
+		rc = write_direct("direct.npy", v, &offsets_ok, &err);
+		tap_ok(rc == MT_EIO && strstr(err.message, "direct.npy") &&
+			       strstr(err.message, strerror(ENOSPC)) && dir_entries() == 0,
+		       "a full disk fails naming the file and leaves nothing: %s", err.message);
+		memcpy(dir, keep, sizeof dir);
+	}
+	writev_fault = FAULT_NONE;
+	free(mem);
 }
 
 /* Write the 7-byte uint8 array "1234567" to path; 0 or the error code. */

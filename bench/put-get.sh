@@ -84,14 +84,10 @@ for r in $(seq "$RUNS"); do
 	echo "put h5py $(t $PY "$DIR/h5put.py" "$DIR/x.npy" "$DIR/h5py.h5" $LEVEL $CHUNK_ROWS)" >> "$res"
 	echo "put limit $(t zput)" >> "$res"
 done
-# The gets read what the last puts stored, after the disk has taken in the puts' 2.4 GB:
-# a get right after them competed with that write-back (its output and the floor's
-# spread 0.44-1.22 s).  Every output is removed and synced before each get, and the
-# disk given a few seconds: this VM's file system discards a deleted file's blocks, and
-# the host's work on 1 GiB of discards slowed whichever write came next.
+# The gets read what the last puts stored, all puts done: a get between two rounds of
+# puts competed with their write-back.  Every output is removed and synced before each get.
 sync
-sleep 10
-clean() { rm -f "$DIR"/*out.npy; sync; sleep 3; }
+clean() { rm -f "$DIR"/*out.npy; sync; }
 for r in $(seq "$RUNS"); do
 	clean
 	echo "get matorage $(t "$M" get bench x -o "$DIR/out.npy")" >> "$res"

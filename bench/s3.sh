@@ -110,6 +110,37 @@ diff -r "$DIR/store/datasets" "$OUT/n/datasets" > /dev/null || { echo "s3.sh: ng
 (cd "$DIR/store" && find datasets -type f) | sed "s|^|http://127.0.0.1:$NGPORT/bench/|" > "$DIR/urls"
 mkdir -p "$OUT/c"
 curls=$(t bash -c "cd '$OUT/c' && xargs -P $THREADS -n 1 curl -s -f -O < '$DIR/urls'")
+med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# CPU seconds the whole machine spent (every process, the servers' too) while "$@" ran.
+busy() {
+	local a b
+	a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)
+	"$@" > /dev/null
+	b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)
+	echo "scale=2; ($b - $a) / $(getconf CLK_TCK)" | bc
+}
+# A loader epoch straight from nginx (shuffled, 256-row batches, 256 MiB budget, no local
+# cache, open included; the version by name, as nginx lists nothing) against the same
+# parallel curl of every object, alternating, 5 each: the loader reads and decodes, curl
+# only moves the bytes.
+ne=() nc=()
+ngep() {
+	AWS_ENDPOINT_URL=http://127.0.0.1:$NGPORT "$EPOCH" s3://bench bench@v1 x 256 1 \
+		$((256 << 20)) | awk '{ print $3 + $5 }' > "$DIR/ngep"
+}
+ngcurl() { (cd "$OUT/c" && xargs -P $THREADS -n 1 curl -s -f -O < "$DIR/urls"); }
+for i in 1 2 3 4 5; do
+	cpu=$(busy ngep)
+	ne+=("$(cat "$DIR/ngep")")
+	echo "# loader epoch from nginx: $(cat "$DIR/ngep") s, the machine's CPU $cpu s"
+	rm -rf "$OUT/c" && mkdir -p "$OUT/c"
+	s=$(date +%s.%N)
+	cpu=$(busy ngcurl)
+	nc+=("$(echo "$(date +%s.%N) - $s" | bc)")
+	echo "# parallel curl: ${nc[-1]} s, the machine's CPU $cpu s"
+done
+ngepoch=$(printf '%s\n' "${ne[@]}" | med)
+ngcurl=$(printf '%s\n' "${nc[@]}" | med)
 
 # RADOS Gateway (tests/e2e/rgw.sh: one mon, one memstore OSD; RGW keeps more than the objects'
 # bytes in it, and a full OSD blocks every write, hence the room).
@@ -123,7 +154,6 @@ if [ -x /usr/bin/radosgw ]; then
 	RGW_MEMSTORE_BYTES=$((stored * 8 + 2147483648)) rgw_launch
 	pids+=("${S3_PIDS[@]}" "${CEPH_PIDS[@]}")
 	aws s3 mb s3://bench > /dev/null
-	med() { sort -n | sed -n 2p; }
 	rp=() ra=() rl=() rb=()
 	for i in 1 2 3; do
 		rp+=("$(t "$M" -q --store "$DIR/store" push bench s3://bench/m --threads $THREADS)")
@@ -153,6 +183,7 @@ printf '| step | matorage s | MB/s | baseline s | MB/s | ratio (baseline time / 
 row "push to s3rver vs aws s3 cp --recursive" "$push" "$awspush"
 row "pull from s3rver vs aws s3 cp --recursive" "$pull" "$awspull"
 row "pull from nginx vs $THREADS parallel curl" "$ngpull" "$curls"
+row "loader epoch from nginx vs $THREADS parallel curl (median of 5)" "$ngepoch" "$ngcurl"
 if [ ${#rgw[@]} -eq 6 ]; then
 	row "push to RGW vs aws s3 cp --recursive (median of 3)" "${rgw[0]}" "${rgw[1]}"
 	row "pull from RGW vs aws s3 cp --recursive (median of 3)" "${rgw[2]}" "${rgw[3]}"

@@ -18,7 +18,7 @@
 #define READ_AHEAD 2
 
 /* Batches of fixed-size rows are whole multiples of this and start at the
- * caller's phase modulo it: the block a direct-I/O writer needs lined up
+ * caller's file offset modulo it: the block a direct-I/O writer needs lined up
  * (mt_npy_writer_offset) to write a batch from where it lies. */
 #define READ_ALIGN 4096u
 #define READ_HUGE_PAGE (2u << 20)
@@ -51,7 +51,7 @@ static void *prefetch_run(void *arg)
 }
 
 /* Rows per batch: about READ_BATCH_BYTES, and a whole number of READ_ALIGN
- * blocks where that is at most the batch, so every batch keeps the phase. */
+ * blocks where that is at most the batch, so every batch stays in step. */
 static uint64_t fixed_batch_rows(uint64_t row_bytes, uint64_t rows)
 {
 	if (!row_bytes)
@@ -64,11 +64,11 @@ static uint64_t fixed_batch_rows(uint64_t row_bytes, uint64_t rows)
 	return batch ? batch : 1;
 }
 
-/* A batch buffer of cap bytes whose address is phase modulo READ_ALIGN.  A
- * large one is on transparent huge pages: a direct write pins every page it
- * sends, and 4 KiB pages made that cost a third of a 1 GiB get's system time
- * and slowed the decoders beside it (doc/BENCHMARKS.md). */
-static void prefetch_alloc(struct prefetch *p, size_t cap, size_t phase)
+/* A batch buffer of cap bytes whose address is congruent to offset modulo
+ * READ_ALIGN.  A large one is on transparent huge pages: a direct write pins
+ * every page it sends, and 4 KiB pages made that cost a third of a 1 GiB
+ * get's system time and slowed the decoders beside it (doc/BENCHMARKS.md). */
+static void prefetch_alloc(struct prefetch *p, size_t cap, uint64_t offset)
 {
 	size_t len = cap + READ_ALIGN;
 	if (cap < READ_HUGE_MIN) {
@@ -79,7 +79,8 @@ static void prefetch_alloc(struct prefetch *p, size_t cap, size_t phase)
 			p->mem = app_xmalloc(len);
 		madvise(p->mem, len, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
 	}
-	size_t off = (phase + READ_ALIGN - (uintptr_t)p->mem % READ_ALIGN) % READ_ALIGN;
+	size_t off = (size_t)(offset % READ_ALIGN + READ_ALIGN - (uintptr_t)p->mem % READ_ALIGN) %
+		     READ_ALIGN;
 	p->buf = (char *)p->mem + off;
 }
 
@@ -104,7 +105,7 @@ static void prefetch_wait(struct prefetch *p)
 	p->threaded = 0;
 }
 
-static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, size_t phase,
+static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, uint64_t offset,
 			  cli_rows_fn fn, void *ud)
 {
 	const mt_attr *at = mt_reader_attr(r, attr);
@@ -114,7 +115,7 @@ static int cli_read_fixed(mt_reader *r, size_t attr, uint64_t a, uint64_t b, siz
 	struct prefetch p[READ_AHEAD + 1];
 	for (int k = 0; k <= READ_AHEAD; k++) {
 		p[k] = (struct prefetch){.r = r, .attr = attr};
-		prefetch_alloc(&p[k], cap, phase);
+		prefetch_alloc(&p[k], cap, offset);
 	}
 	for (int k = 0; k < READ_AHEAD; k++)
 		prefetch_start(&p[k], &next, b, batch, row_bytes);
@@ -191,11 +192,11 @@ static void cli_heal_note(mt_reader *r)
 		vi->dataset, vi->version);
 }
 
-int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, size_t phase,
+int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, uint64_t offset,
 		  cli_rows_fn fn, void *ud)
 {
 	int rc = mt_reader_attr(r, attr)->ragged ? cli_read_ragged(r, attr, a, b, fn, ud)
-						 : cli_read_fixed(r, attr, a, b, phase, fn, ud);
+						 : cli_read_fixed(r, attr, a, b, offset, fn, ud);
 	cli_heal_note(r);
 	return rc;
 }

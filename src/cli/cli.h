@@ -194,10 +194,11 @@ typedef int (*cli_rows_fn)(void *ud, uint64_t first, uint64_t n, const void *val
 			   size_t bytes, const uint64_t *lengths);
 /* Read rows [a, b) of attribute attr in batches of about 32 MiB (at least
  * one row, however long), so memory stays flat; library errors are printed.
- * Fixed-size rows come at an address that is phase modulo 4096, in batches of
- * whole 4 KiB blocks where rows allow: what a writer asks for with
- * mt_npy_writer_offset to write them without a copy. */
-int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, size_t phase,
+ * Fixed-size rows come at an address congruent modulo 4096 to offset, the
+ * file offset a writer puts the first row at (mt_npy_writer_offset), in
+ * batches of whole 4 KiB blocks where rows allow, so that writer takes them
+ * without a copy. */
+int cli_read_rows(mt_reader *r, size_t attr, uint64_t a, uint64_t b, uint64_t offset,
 		  cli_rows_fn fn, void *ud);
 
 /* ---- cmd-sync.c ---- */

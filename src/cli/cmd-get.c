@@ -73,8 +73,8 @@ static int get_run(struct cli_ctx *ctx, struct get_job *j, const char *path,
 	if (!rc) {
 		cli_catch_interrupt();
 		j->p = cli_progress_begin(ctx, j->what, total * item_bytes);
-		rc = cli_read_rows(j->r, j->attr, j->a, j->b,
-				   (size_t)(mt_npy_writer_offset(j->out) % 4096), get_batch, j);
+		rc = cli_read_rows(j->r, j->attr, j->a, j->b, mt_npy_writer_offset(j->out),
+				   get_batch, j);
 		cli_progress_end(j->p);
 	}
 	if (!rc)

@@ -4,6 +4,9 @@
 # is installed, push, pull and a loader epoch through a one-node RADOS Gateway too (median of 3 runs each).
 # Usage: bench/s3.sh [BUILD_DIR] [GIB]   (defaults: build/bench, 1)
 # Needs: s3rver (scripts/install-deps.sh puts it under tests/s3), /usr/bin/aws, nginx, curl.
+# As root with tc and the kernel's htb: the loader and curl from nginx again with nginx's
+# replies capped (CAPS, by default "2500mbit 5gbit"; CAPS= skips it); the cap is taken off
+# the loopback device when the script ends.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
@@ -24,7 +27,9 @@ done
 rm -rf "$DIR" "$OUT"
 mkdir -p "$DIR/s3data" "$DIR/nginx" "$OUT"
 pids=()
+capped=0
 cleanup() {
+	[ "$capped" = 0 ] || tc qdisc del dev lo root 2> /dev/null || true
 	for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
 	for p in "${pids[@]}"; do
 		if declare -F rgw_reap > /dev/null; then rgw_reap "$p" || true; else wait "$p" 2> /dev/null || true; fi
@@ -104,13 +109,32 @@ pids+=($!)
 wait_port "$NGPORT"
 # Anonymous requests: nginx knows nothing of signatures.
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
-ngpull=$(t "$M" -q --store "$OUT/n" --endpoint "http://127.0.0.1:$NGPORT" --addressing path \
-	pull s3://bench bench@v1 --threads $THREADS)
-diff -r "$DIR/store/datasets" "$OUT/n/datasets" > /dev/null || { echo "s3.sh: nginx pull differs" >&2; exit 1; }
 (cd "$DIR/store" && find datasets -type f) | sed "s|^|http://127.0.0.1:$NGPORT/bench/|" > "$DIR/urls"
-mkdir -p "$OUT/c"
-curls=$(t bash -c "cd '$OUT/c' && xargs -P $THREADS -n 1 curl -s -f -O < '$DIR/urls'")
 med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# The pull from nginx against the same parallel curl, and against curl with each object's
+# sha256 computed after it lands (the check the pull makes of every shard on the way):
+# alternating, 5 each.
+ngpull() {
+	rm -rf "$OUT/n"
+	"$M" -q --store "$OUT/n" --endpoint "http://127.0.0.1:$NGPORT" --addressing path \
+		pull s3://bench bench@v1 --threads $THREADS
+}
+curlsha() { curl -s -f -O "$1" && openssl dgst -sha256 "${1##*/}"; }
+export -f curlsha
+np=() nk=() nh=()
+for i in 1 2 3 4 5; do
+	np+=("$(t ngpull)")
+	diff -r "$DIR/store/datasets" "$OUT/n/datasets" > /dev/null || { echo "s3.sh: nginx pull differs" >&2; exit 1; }
+	rm -rf "$OUT/n" "$OUT/c" && mkdir -p "$OUT/c"
+	nk+=("$(t bash -c "cd '$OUT/c' && xargs -P $THREADS -n 1 curl -s -f -O < '$DIR/urls'")")
+	rm -rf "$OUT/c" && mkdir -p "$OUT/c"
+	nh+=("$(t bash -c "cd '$OUT/c' && xargs -P $THREADS -n 1 bash -c 'curlsha \"\$1\"' _ < '$DIR/urls'")")
+	rm -rf "$OUT/c" && mkdir -p "$OUT/c"
+done
+echo "# pull from nginx: ${np[*]}; parallel curl: ${nk[*]}; curl + sha256: ${nh[*]}"
+ngpull=$(printf '%s\n' "${np[@]}" | med)
+curls=$(printf '%s\n' "${nk[@]}" | med)
+curlsha=$(printf '%s\n' "${nh[@]}" | med)
 # CPU seconds the whole machine spent (every process, the servers' too) while "$@" ran.
 busy() {
 	local a b
@@ -141,6 +165,36 @@ for i in 1 2 3 4 5; do
 done
 ngepoch=$(printf '%s\n' "${ne[@]}" | med)
 ngcurl=$(printf '%s\n' "${nc[@]}" | med)
+
+# The same two with nginx's replies capped (an htb class for its port on the loopback
+# device, the rest of the traffic unlimited): a link slower than the 2 cores' decode, as a
+# training node's link to its S3 often is.  Both contenders share the cap; what is measured is
+# whether the loader keeps enough requests in flight to fill it.
+caprows=()
+if [ -n "${CAPS-2500mbit 5gbit}" ] && [ "$(id -u)" = 0 ] && command -v tc > /dev/null &&
+	tc qdisc show dev lo | grep -q '^qdisc noqueue' &&
+	tc qdisc add dev lo root handle 1: htb default 10 2> /dev/null; then
+	capped=1
+	tc class add dev lo parent 1: classid 1:10 htb rate 100gbit quantum 200000
+	tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip sport "$NGPORT" 0xffff flowid 1:20
+	for cap in ${CAPS-2500mbit 5gbit}; do
+		tc class replace dev lo parent 1: classid 1:20 htb rate "$cap" ceil "$cap" burst 256kb \
+			cburst 256kb quantum 200000
+		ce=() cc=()
+		for i in 1 2 3 4 5; do
+			ngep
+			ce+=("$(cat "$DIR/ngep")")
+			rm -rf "$OUT/c" && mkdir -p "$OUT/c"
+			cc+=("$(t ngcurl)")
+		done
+		echo "# capped at $cap: loader ${ce[*]}; parallel curl ${cc[*]}"
+		caprows+=("$cap" "$(printf '%s\n' "${ce[@]}" | med)" "$(printf '%s\n' "${cc[@]}" | med)")
+	done
+	tc qdisc del dev lo root
+	capped=0
+else
+	echo "# no capped runs: they need root, tc, the kernel's htb and no qdisc on lo (CAPS=\"${CAPS-}\")"
+fi
 
 # RADOS Gateway (tests/e2e/rgw.sh: one mon, one memstore OSD; RGW keeps more than the objects'
 # bytes in it, and a full OSD blocks every write, hence the room).
@@ -182,8 +236,13 @@ fi
 printf '| step | matorage s | MB/s | baseline s | MB/s | ratio (baseline time / matorage time) |\n|---|---|---|---|---|---|\n'
 row "push to s3rver vs aws s3 cp --recursive" "$push" "$awspush"
 row "pull from s3rver vs aws s3 cp --recursive" "$pull" "$awspull"
-row "pull from nginx vs $THREADS parallel curl" "$ngpull" "$curls"
+row "pull from nginx vs $THREADS parallel curl (median of 5)" "$ngpull" "$curls"
+row "pull from nginx vs $THREADS parallel curl + sha256 of each object (median of 5)" "$ngpull" "$curlsha"
 row "loader epoch from nginx vs $THREADS parallel curl (median of 5)" "$ngepoch" "$ngcurl"
+for ((i = 0; i < ${#caprows[@]}; i += 3)); do
+	row "loader epoch vs $THREADS parallel curl, nginx capped at ${caprows[i]} (median of 5)" \
+		"${caprows[i + 1]}" "${caprows[i + 2]}"
+done
 if [ ${#rgw[@]} -eq 6 ]; then
 	row "push to RGW vs aws s3 cp --recursive (median of 3)" "${rgw[0]}" "${rgw[1]}"
 	row "pull from RGW vs aws s3 cp --recursive (median of 3)" "${rgw[2]}" "${rgw[3]}"

@@ -2,7 +2,9 @@
 # s3-latency.sh — a shuffled loader epoch straight from S3 (no shard cache) with and without 30 ms
 # added to every request (the proxy delays each one), for small rows and large rows: seconds, GET requests per epoch, and the
 # ratio; five runs of each, alternating, medians.  s3rver behind tests/e2e/s3proxy.py, whose
-# "delay" rule adds the latency, so only the delay differs between the two.
+# "delay" rule adds the latency, so only the delay differs between the two.  Each dataset twice:
+# the first epoch of a fresh process (the open included), and the third epoch of one loader
+# (mt_loader_set_epoch; a training run's steady state, as bench/loader.sh's third epoch).
 # Usage: [THREADS=N] bench/s3-latency.sh [BUILD_DIR] [RUNS] [DELAY_MS]   (defaults: build/bench, 5, 30;
 # THREADS: the loader's decode_threads, by default one per core;
 # build with CFLAGS="-O2 -g" and no sanitizers;
@@ -39,15 +41,18 @@ S=s3://bench/lat
 "$MATORAGE" -q --store $S put large x="$WORK/big.npy" id="$WORK/id.npy" > /dev/null
 rm -f "$WORK"/*.npy
 
-# epoch DATASET ATTRS BATCH DELAY_MS: one shuffled epoch; prints "seconds gets".
+# epoch DATASET ATTRS BATCH DELAY_MS: one shuffled epoch; prints "seconds gets".  With
+# EPOCHS=3, the third epoch of one loader (its open and the epochs before not timed; gets
+# counts all three).
 epoch() {
 	local bin=${BIN:-$EPOCH}
 	s3_faults clear
 	[ "$4" = 0 ] || s3_faults "{\"rules\": [{\"match\": \"^[A-Z]+ /bench/\", \"action\": \"delay\", \"count\": -1, \"delay_ms\": $4}]}"
 	s3_log_clear
 	local out
-	out=$("$bin" $S "$1${VERSION:+@$VERSION}" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
-	printf '%s %s\n' "$(echo "$out" | awk '{ printf "%.3f", $3 + $5 }')" "$(s3_log | grep -c '^GET ')"
+	out=$(LOADER_EPOCHS=${EPOCHS:-1} "$bin" $S "$1${VERSION:+@$VERSION}" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
+	printf '%s %s\n' "$(echo "$out" | awk -v e="${EPOCHS:-1}" '{ printf "%.3f", (e > 1 ? $3 : $3 + $5) }')" \
+		"$(s3_log | grep -c '^GET ')"
 }
 builds="this"
 [ -z "${BASE:-}" ] || builds="base this"
@@ -58,6 +63,8 @@ for r in $(seq "$RUNS"); do
 		for d in 0 "$DELAY"; do
 			echo "$b small $d $(BIN=$BIN epoch small image,label 256 "$d")" >> "$WORK/times"
 			echo "$b large $d $(BIN=$BIN epoch large x,id 16 "$d")" >> "$WORK/times"
+			echo "$b small3 $d $(EPOCHS=3 BIN=$BIN epoch small image,label 256 "$d")" >> "$WORK/times"
+			echo "$b large3 $d $(EPOCHS=3 BIN=$BIN epoch large x,id 16 "$d")" >> "$WORK/times"
 		done
 	done
 done
@@ -69,11 +76,13 @@ for b in $builds; do
 	[ "$builds" = this ] || echo "# $b"
 	# The latency's cost (delay median minus no-delay median) moves less from session to
 	# session than the ratio, whose no-delay epoch alone spans a third of its value.
-	printf '| dataset | s, no delay | s, +%d ms | ratio (no delay / delay) | latency'"'"'s cost, ms | GETs per epoch |\n|---|---|---|---|---|---|\n' "$DELAY"
-	for s in small large; do
+	printf '| dataset (epoch) | s, no delay | s, +%d ms | ratio (no delay / delay) | latency'"'"'s cost, ms | GETs (all epochs) |\n|---|---|---|---|---|---|\n' "$DELAY"
+	for s in small large small3 large3; do
 		x=$(col $b $s 0 4 | med)
 		y=$(col $b $s "$DELAY" 4 | med)
-		printf '| %s | %.3f (%s) | %.3f (%s) | %.2fx | %.0f | %s |\n' $s "$x" "$(col $b $s 0 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" \
+		name=$s
+		case $s in *3) name="${s%3} (3rd of one loader)" ;; *) name="$s (first, open included)" ;; esac
+		printf '| %s | %.3f (%s) | %.3f (%s) | %.2fx | %.0f | %s |\n' "$name" "$x" "$(col $b $s 0 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" \
 			"$y" "$(col $b $s "$DELAY" 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" "$(echo "$x / $y" | bc -l)" \
 			"$(echo "($y - $x) * 1000" | bc -l)" "$(col $b $s "$DELAY" 5 | med)"
 	done

@@ -6,7 +6,10 @@
  * CPU time of every thread of the process over the open and the epoch: on a busy machine
  * it moves less than the wall time (bench/python-overhead.sh compares it).  With
  * LOADER_EPOCHS=N it runs N epochs and seconds and cpu_seconds cover the last alone; with
- * LOADER_INTO=1 each batch is gathered into fresh malloc'ed buffers, freed after it. */
+ * LOADER_INTO=1 each batch is gathered into fresh malloc'ed buffers, freed after it; with
+ * LOADER_STEP_US=N the program sleeps N microseconds after each batch, as a training step
+ * on an accelerator leaves the CPU to the loader, and prints a seventh field: the seconds
+ * those sleeps took in the timed epoch (the steps alone, the floor of the epoch). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,19 +100,30 @@ int main(int argc, char **argv)
 	/* LOADER_EPOCHS=N runs N epochs and times the last: the steady state of a
 	 * training run, window buffers already faulted in by the epochs before. */
 	const char *ne = getenv("LOADER_EPOCHS");
+	const char *stepv = getenv("LOADER_STEP_US");
+	long step_us = stepv ? atol(stepv) : 0;
 	int epochs = ne && atoi(ne) > 1 ? atoi(ne) : 1;
 	unsigned long long rows = 0, bytes = 0;
+	double stepped = 0;
 	const mt_batch *b;
 	int rc = 0;
 	for (int e = 0; !rc && e < epochs; e++) {
 		if (e && (rc = mt_loader_set_epoch(l, (uint64_t)e, &err)))
 			break;
 		rows = bytes = 0;
+		stepped = 0;
 		clock_gettime(CLOCK_MONOTONIC, &tstart);
 		if (e)
 			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 		while (!(rc = next_batch(l, into, nattrs, o.batch_rows, bufs, &b, &err)) && b) {
 			rows += b->rows;
+			if (step_us > 0) {
+				struct timespec ts = {step_us / 1000000, step_us % 1000000 * 1000}, s0, s1;
+				clock_gettime(CLOCK_MONOTONIC, &s0);
+				nanosleep(&ts, NULL);
+				clock_gettime(CLOCK_MONOTONIC, &s1);
+				stepped += seconds(s0, s1);
+			}
 			for (size_t c = 0; c < b->ncols; c++)
 				bytes += b->cols[c].bytes;
 			for (size_t c = 0; into && c < nattrs; c++)
@@ -131,8 +145,11 @@ int main(int argc, char **argv)
 			(unsigned long long)st.heal_bytes);
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	printf("%llu %llu %.3f %ld %.3f %.3f\n", rows, bytes, seconds(tstart, t1), ru.ru_maxrss,
+	printf("%llu %llu %.3f %ld %.3f %.3f", rows, bytes, seconds(tstart, t1), ru.ru_maxrss,
 	       seconds(t0, topen), seconds(c0, c1));
+	if (step_us > 0)
+		printf(" %.3f", stepped);
+	putchar('\n');
 	mt_loader_close(l);
 	mt_store_close(s);
 	return 0;

@@ -963,7 +963,10 @@ MT_API uint64_t mt_loader_batches(const mt_loader *l);
  * description and tags are those of the manifest (as committed, before any
  * `describe`); mt_reader_open gives the edited ones. */
 MT_API const mt_reader *mt_loader_reader(const mt_loader *l);
-/* Start epoch `epoch` from its beginning. */
+/* Start epoch `epoch` from its beginning.  Once it has been called, the
+ * loader reads the next epoch's first windows while this epoch's last is
+ * handed out: set_epoch(epoch + 1) after the last batch keeps them (see
+ * doc/loader.md, "Across epochs"). */
 MT_API int mt_loader_set_epoch(mt_loader *l, uint64_t epoch, mt_error *err);
 /* The resume token (a NUL-terminated line) into buf; returns its length,
  * which may be >= cap (then call again with a bigger buffer). */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "loader.h"
 #include "matorage.h"
 #include "tap.h"
 
@@ -237,6 +238,84 @@ static void test_ranks(int drop)
 	}
 	for (int k = 0; k < 3; k++)
 		free(r[k].rows);
+}
+
+/* Wait (up to 10 s) for a window of the next epoch to be read ahead. */
+static int ahead_within(mt_loader *l, int ms)
+{
+	for (int i = 0; i < ms && !mti_loader_ahead_ready(l); i++)
+		usleep(1000);
+	return mti_loader_ahead_ready(l);
+}
+
+/* Epoch e of a fresh loader opened at it: what set_epoch(e) must give. */
+static int fresh_epoch(mt_loader_opts o, uint64_t e, run *out)
+{
+	o.epoch = e;
+	mt_loader *l = open_loader(&o, "fresh");
+	int rc = l ? collect(l, out, 1000) : -1;
+	mt_loader_close(l);
+	return rc;
+}
+
+/* A loader moved from epoch to epoch reads the next epoch's first windows
+ * while the last ones of this epoch are handed out; the rows, their order
+ * and values are still those of a loader opened at that epoch, however
+ * the epochs are moved (in turn, skipped, restarted, left midway). */
+static void test_epoch_ahead(unsigned world, int drop)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	o.batch_rows = 48;
+	o.shuffle = 1;
+	o.seed = 11;
+	o.shuffle_rows = 150; /* 7 windows: the next epoch's first lands in the other slot */
+	o.world = world;
+	o.rank = world - 1;
+	o.drop_last = drop;
+	mt_loader *l = open_loader(&o, "ahead");
+	if (!l)
+		return;
+	mt_error err = {0};
+	/* (epoch to set, batches to take of it: 0 = all) */
+	static const uint64_t steps[][2] = {{0, 0}, {1, 0}, {2, 3}, {3, 0}, {5, 0}, {5, 2},
+					    {5, 0}, {6, 0}, {7, 0}};
+	int same = 1, ahead = 1, bad = 0;
+	for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+		if (mt_loader_set_epoch(l, steps[i][0], &err)) {
+			tap_ok(0, "ahead: set_epoch %llu: %s", (unsigned long long)steps[i][0],
+			       err.message);
+			break;
+		}
+		run got, want;
+		collect(l, &got, steps[i][1] ? steps[i][1] : 1000);
+		fresh_epoch(o, steps[i][0], &want);
+		size_t n = got.n < want.n ? got.n : want.n;
+		same &= (steps[i][1] || got.n == want.n) &&
+			!memcmp(got.rows, want.rows, n * sizeof *got.rows);
+		bad += got.bad_values + got.bad_sizes;
+		/* A whole epoch taken: the next one's first window comes without asking. */
+		if (!steps[i][1] && i + 1 < sizeof steps / sizeof *steps)
+			ahead &= ahead_within(l, 10000) > 0;
+		free(got.rows);
+		free(want.rows);
+	}
+	tap_ok(same && !bad, "world %u%s: epochs moved in turn, skipped, restarted and left midway "
+	       "give a fresh loader's rows, order and values", world, drop ? ", drop_last" : "");
+	tap_ok(ahead, "world %u%s: after each whole epoch the next one's first window is read "
+	       "ahead", world, drop ? ", drop_last" : "");
+	mt_loader_close(l);
+
+	/* A loader never moved on reads nothing past its epoch. */
+	l = open_loader(&o, "no ahead");
+	if (l) {
+		run r;
+		collect(l, &r, 1000);
+		tap_ok(!ahead_within(l, 100), "world %u%s: a loader never moved by set_epoch reads "
+		       "nothing of the next epoch", world, drop ? ", drop_last" : "");
+		free(r.rows);
+		mt_loader_close(l);
+	}
 }
 
 static void test_resume(void)
@@ -771,6 +850,8 @@ int main(void)
 	test_shuffle();
 	test_ranks(0);
 	test_ranks(1);
+	test_epoch_ahead(1, 0);
+	test_epoch_ahead(3, 1);
 	test_resume();
 	test_read_no_rows();
 	test_next_into();

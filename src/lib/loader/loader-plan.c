@@ -88,6 +88,19 @@ int mti_plan_add_shard(mt_plan *p, uint64_t first_row, uint64_t rows, mt_error *
 }
 
 /* The arrays an epoch fills, sized for the units once they are all added. */
+int mti_plan_copy_layout(mt_plan *dst, const mt_plan *src, mt_error *err)
+{
+	mti_plan_init(dst, src->rows, src->window_rows, src->unit_rows, src->shuffle, src->seed);
+	dst->epoch = src->epoch;
+	dst->units = malloc((src->nunits ? src->nunits : 1) * sizeof *dst->units);
+	if (!dst->units)
+		return mti_err(err, MT_ENOMEM, "loader: out of memory");
+	if (src->nunits)
+		memcpy(dst->units, src->units, src->nunits * sizeof *dst->units);
+	dst->nunits = dst->units_cap = src->nunits;
+	return 0;
+}
+
 static int plan_alloc(mt_plan *p, mt_error *err)
 {
 	if (p->unit_order)

@@ -75,6 +75,9 @@ MT_LOCAL void mti_plan_init(mt_plan *p, uint64_t rows, uint64_t window_rows, uin
 			   int shuffle, uint64_t seed);
 /* Cut shard [first_row, first_row + rows) into units. */
 MT_LOCAL int mti_plan_add_shard(mt_plan *p, uint64_t first_row, uint64_t rows, mt_error *err);
+/* dst (uninitialized or freed) as an empty plan with src's parameters and
+ * units: another epoch's plan of the same version. */
+MT_LOCAL int mti_plan_copy_layout(mt_plan *dst, const mt_plan *src, mt_error *err);
 /* The sequence of `epoch`, the positions the shares in stages[0..nstages)
  * left, and rank's share of them under `share` (its batches_taken unused). */
 MT_LOCAL int mti_plan_epoch(mt_plan *p, uint64_t epoch, const mt_plan_share *stages,

@@ -47,7 +47,7 @@ enum { SLOT_EMPTY, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
  * in again. */
 typedef struct ld_slot {
 	int state;
-	size_t index; /* into the plan's rank_windows */
+	uint64_t index; /* the window's place in the sequence that runs on into the next epoch */
 	uint64_t rows;
 	uint64_t *rowid, *perm, *inv, *seqid;
 	uint64_t rows_cap;
@@ -60,16 +60,26 @@ typedef struct ld_slot {
 
 struct mt_loader;
 
-/* One thread filling the windows first, first + step, first + 2 * step, ... */
+/* One thread filling the windows first, first + step, first + 2 * step, ...
+ * of the sequence of this rank's windows that runs on into the next epoch. */
 typedef struct ld_filler {
 	struct mt_loader *l;
 	size_t first, step;
 	pthread_t thread;
 } ld_filler;
 
+enum { AHEAD_NONE, AHEAD_BUILDING, AHEAD_READY, AHEAD_FAILED };
+
 /* The threads decoding the windows ahead, two slots filled in turn: near,
  * one thread fills both; far away, one thread a slot, so the next window's
- * requests go out while the current one's are decoded. */
+ * requests go out while the current one's are decoded.  Window g of the
+ * sequence is slot g % 2's: the epoch's windows from `base` on, then those
+ * of the next epoch (the loader's `ahead` plan), so that the next epoch's
+ * first windows are read while this one's last are handed out, and a
+ * training loop that moves on with mt_loader_set_epoch(epoch + 1) finds
+ * them ready: no wait for a first window at each epoch's start.  Only for a
+ * caller that has called mt_loader_set_epoch: one that reads a single epoch
+ * and closes would pay for reads it never uses. */
 typedef struct ld_prefetch {
 	ld_filler filler[2];
 	int nfillers;
@@ -77,7 +87,10 @@ typedef struct ld_prefetch {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	ld_slot slot[2];
-	size_t next_window; /* the first of the rank's windows still needed */
+	uint64_t base;      /* the sequence's place of this epoch's first window */
+	size_t next_window; /* the first of the rank's windows still needed, from base */
+	int ahead_state;    /* AHEAD_*: the next epoch's plan */
+	int ahead_on;       /* the caller moves the epochs on (it called set_epoch) */
 } ld_prefetch;
 
 /* A batch being handed out: buffers per column. */
@@ -100,7 +113,9 @@ struct mt_loader {
 	mt_reader *reader;
 	ld_col *cols;
 	size_t ncols;
-	mt_plan plan;
+	mt_plan plans[2];
+	mt_plan *plan;  /* this epoch's: plans[0] or plans[1] */
+	mt_plan *ahead; /* the other: the next epoch's, made by a filler (fetch.ahead_state) */
 	mt_plan_share *stages; /* earlier shares of this epoch (from a resume token) */
 	size_t nstages;
 	uint64_t batches_taken; /* this epoch, by this rank */
@@ -155,17 +170,17 @@ static int grow(void **p, size_t *cap, size_t n)
 
 /* Rows a window may hold: slots are sized for that at once, so that the
  * windows of later epochs, shuffled into other sizes, reuse their pages. */
-static uint64_t window_cap(const mt_loader *l, uint64_t n)
+static uint64_t window_cap(const mt_plan *p, uint64_t n)
 {
-	uint64_t cap = l->plan.window_rows < l->plan.rows ? l->plan.window_rows : l->plan.rows;
+	uint64_t cap = p->window_rows < p->rows ? p->window_rows : p->rows;
 	return n > cap ? n : cap;
 }
 
 /* Room in s for a window of n rows: row numbers, order, ragged offsets. */
-static int slot_reserve(mt_loader *l, ld_slot *s, uint64_t n)
+static int slot_reserve(mt_loader *l, const mt_plan *p, ld_slot *s, uint64_t n)
 {
 	mt_error *err = &s->err;
-	n = window_cap(l, n);
+	n = window_cap(p, n);
 	size_t ncols = l->ncols ? l->ncols : 1;
 	if (!s->values) {
 		s->values = calloc(ncols, sizeof *s->values);
@@ -202,6 +217,7 @@ static int slot_reserve(mt_loader *l, ld_slot *s, uint64_t n)
  * pass 1 every column's values. */
 typedef struct unit_jobs {
 	mt_loader *l;
+	const mt_plan *p;
 	ld_slot *s;
 	size_t first_unit;  /* of the window, in the plan's unit_order */
 	const uint64_t *at; /* each unit's first row in the window */
@@ -255,7 +271,7 @@ static int unit_job(void *ud, size_t i)
 	mt_loader *l = j->l;
 	ld_slot *s = j->s;
 	size_t u = i / l->ncols, c = i % l->ncols;
-	const mt_plan_unit *un = &l->plan.units[l->plan.unit_order[j->first_unit + u]];
+	const mt_plan_unit *un = &j->p->units[j->p->unit_order[j->first_unit + u]];
 	uint64_t a = un->first_row, b = un->first_row + un->rows, at = j->at[u];
 	const ld_col *col = &l->cols[c];
 	if (j->pass == 0 && col->ragged) {
@@ -276,11 +292,11 @@ static int unit_job(void *ud, size_t i)
 }
 
 /* Ragged columns: row lengths into offsets; then every column's room. */
-static int slot_size_values(mt_loader *l, ld_slot *s)
+static int slot_size_values(mt_loader *l, const mt_plan *p, ld_slot *s)
 {
 	for (size_t c = 0; c < l->ncols; c++) {
 		const ld_col *col = &l->cols[c];
-		uint64_t total = window_cap(l, s->rows);
+		uint64_t total = window_cap(p, s->rows);
 		if (col->ragged) {
 			uint64_t *offs = s->offsets[c];
 			offs[0] = 0;
@@ -300,9 +316,9 @@ static int slot_size_values(mt_loader *l, ld_slot *s)
  * fetch_threads units' worth of them run at a time, each decoded on the
  * reader's threads: a store far away keeps several requests in flight, and
  * a unit's columns do not wait for each other's round trips. */
-static int slot_read(mt_loader *l, ld_slot *s, size_t w)
+static int slot_read(mt_loader *l, const mt_plan *p, ld_slot *s, size_t w)
 {
-	size_t u0 = l->plan.window_unit[w], nu = l->plan.window_unit[w + 1] - u0;
+	size_t u0 = p->window_unit[w], nu = p->window_unit[w + 1] - u0;
 	size_t njobs = nu * l->ncols;
 	int threads = l->opts.fetch_threads * (int)(l->ncols < 4 ? l->ncols : 4);
 	uint64_t *at = malloc((nu ? nu : 1) * sizeof *at);
@@ -315,9 +331,9 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 	uint64_t sum = 0;
 	for (size_t i = 0; i < nu; i++) {
 		at[i] = sum;
-		sum += l->plan.units[l->plan.unit_order[u0 + i]].rows;
+		sum += p->units[p->unit_order[u0 + i]].rows;
 	}
-	unit_jobs jobs = {l, s, u0, at, 0, errs};
+	unit_jobs jobs = {l, p, s, u0, at, 0, errs};
 	int ragged = 0, rc = 0;
 	for (size_t c = 0; c < l->ncols; c++)
 		ragged |= l->cols[c].ragged;
@@ -325,7 +341,7 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 	if (ragged)
 		rc = mti_parallel_for(threads, njobs, unit_job, &jobs);
 	if (!rc)
-		rc = slot_size_values(l, s);
+		rc = slot_size_values(l, p, s);
 	jobs.pass = 1;
 	if (!rc)
 		rc = mti_parallel_for(threads, njobs, unit_job, &jobs);
@@ -342,9 +358,9 @@ static int slot_read(mt_loader *l, ld_slot *s, size_t w)
 /* The shards of the units of rank window k, each once, into shards (room
  * for the window's units); with whole, whether the window reads (most of)
  * all of that shard: three quarters of its rows or more, every attribute. */
-static size_t window_shards(mt_loader *l, size_t k, size_t *shards, char *whole)
+static size_t window_shards(mt_loader *l, const mt_plan *p, size_t k, size_t *shards,
+			    char *whole)
 {
-	const mt_plan *p = &l->plan;
 	size_t w = p->rank_windows[k], m = 0;
 	for (size_t u = p->window_unit[w]; u < p->window_unit[w + 1]; u++) {
 		size_t sh = mti_reader_shard_of(l->reader, p->units[p->unit_order[u]].first_row);
@@ -374,18 +390,17 @@ static size_t window_shards(mt_loader *l, size_t k, size_t *shards, char *whole)
  * read, fetched at once before window k's runs: each index otherwise costs
  * a round trip of its own, in front of the runs that need it.  Shards a
  * window reads all of come whole, index and chunks in that one round trip. */
-static void slot_indexes(mt_loader *l, size_t k)
+static void slot_indexes(mt_loader *l, const mt_plan *p, size_t k)
 {
-	const mt_plan *p = &l->plan;
 	size_t n = 0;
 	for (size_t i = k; i < k + 2 && i < p->nrank_windows; i++)
 		n += p->window_unit[p->rank_windows[i] + 1] - p->window_unit[p->rank_windows[i]];
 	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
 	char *whole = malloc(n ? n : 1);
 	if (shards && whole) {
-		size_t m = window_shards(l, k, shards, whole);
+		size_t m = window_shards(l, p, k, shards, whole);
 		if (k + 1 < p->nrank_windows)
-			m += window_shards(l, k + 1, shards + m, whole + m);
+			m += window_shards(l, p, k + 1, shards + m, whole + m);
 		mti_reader_load_indexes(l->reader, shards, whole, m);
 	}
 	free(shards);
@@ -394,14 +409,13 @@ static void slot_indexes(mt_loader *l, size_t k)
 
 /* After window k is read: the shard objects it read whole are let go (not
  * one the next window reads most of and this one only a little of). */
-static void slot_drop_whole(mt_loader *l, size_t k)
+static void slot_drop_whole(mt_loader *l, const mt_plan *p, size_t k)
 {
-	const mt_plan *p = &l->plan;
 	size_t w = p->rank_windows[k], n = p->window_unit[w + 1] - p->window_unit[w];
 	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
 	char *whole = malloc(n ? n : 1);
 	if (shards && whole) {
-		size_t m = window_shards(l, k, shards, whole), kept = 0;
+		size_t m = window_shards(l, p, k, shards, whole), kept = 0;
 		for (size_t j = 0; j < m; j++)
 			if (whole[j])
 				shards[kept++] = shards[j];
@@ -411,28 +425,72 @@ static void slot_drop_whole(mt_loader *l, size_t k)
 	free(whole);
 }
 
-/* Decode the rank's window number k into s. */
-static int slot_load(mt_loader *l, ld_slot *s, size_t k)
+/* Decode the rank's window number k of plan p into s. */
+static int slot_load(mt_loader *l, const mt_plan *p, ld_slot *s, size_t k)
 {
-	size_t w = l->plan.rank_windows[k];
+	size_t w = p->rank_windows[k];
 	if (l->far)
-		slot_indexes(l, k);
-	uint64_t n = mti_plan_window_rows(&l->plan, w);
-	s->index = k;
+		slot_indexes(l, p, k);
+	uint64_t n = mti_plan_window_rows(p, w);
 	s->rows = n;
-	int rc = slot_reserve(l, s, n);
+	int rc = slot_reserve(l, p, s, n);
 	if (rc)
 		return rc;
-	mti_plan_window_rowids(&l->plan, w, s->rowid);
-	mti_plan_window_perm(&l->plan, w, s->perm, n);
+	mti_plan_window_rowids(p, w, s->rowid);
+	mti_plan_window_perm(p, w, s->perm, n);
 	for (uint64_t i = 0; i < n; i++) {
 		s->inv[s->perm[i]] = i;
 		s->seqid[i] = s->rowid[s->perm[i]];
 	}
-	rc = slot_read(l, s, w);
+	rc = slot_read(l, p, s, w);
 	if (l->far)
-		slot_drop_whole(l, k);
+		slot_drop_whole(l, p, k);
 	return rc;
+}
+
+/* The next epoch's plan into l->ahead, made by a filler (f->lock not held):
+ * the epoch set_epoch(epoch + 1) would start, with no stages. */
+static int ahead_build(mt_loader *l)
+{
+	const mt_loader_opts *o = &l->opts;
+	mt_plan_share share = {o->world, o->batch_rows, o->drop_last, 0};
+	mt_error e = {0};
+	return mti_plan_epoch(l->ahead, l->plan->epoch + 1, NULL, 0, o->rank, &share, &e);
+}
+
+/* Where window g of the sequence lies: plan *p's rank window *k.  Past this
+ * epoch's windows, in the next epoch's (its plan made first, by the filler
+ * that gets there first); past those, it waits for the loader to move on.
+ * 0 when the filler is to stop.  Called and returns with f->lock held. */
+static int window_locate(mt_loader *l, uint64_t g, const mt_plan **p, size_t *k)
+{
+	ld_prefetch *f = &l->fetch;
+	while (!f->stop) {
+		if (g < f->base + l->plan->nrank_windows) {
+			*p = l->plan;
+			*k = (size_t)(g - f->base);
+			return 1;
+		}
+		uint64_t next = g - f->base - l->plan->nrank_windows;
+		if (f->ahead_state == AHEAD_FAILED)
+			return 0;
+		if (f->ahead_state == AHEAD_NONE && f->ahead_on) {
+			f->ahead_state = AHEAD_BUILDING;
+			pthread_mutex_unlock(&f->lock);
+			int rc = ahead_build(l);
+			pthread_mutex_lock(&f->lock);
+			f->ahead_state = rc ? AHEAD_FAILED : AHEAD_READY;
+			pthread_cond_broadcast(&f->cond);
+			continue;
+		}
+		if (f->ahead_state == AHEAD_READY && next < l->ahead->nrank_windows) {
+			*p = l->ahead;
+			*k = (size_t)next;
+			return 1;
+		}
+		pthread_cond_wait(&f->cond, &f->lock);
+	}
+	return 0;
 }
 
 static void *prefetch(void *arg)
@@ -440,20 +498,28 @@ static void *prefetch(void *arg)
 	ld_filler *me = arg;
 	mt_loader *l = me->l;
 	ld_prefetch *f = &l->fetch;
-	size_t step = me->step;
+	const mt_plan *p;
+	size_t k;
 	pthread_mutex_lock(&f->lock);
-	for (size_t k = me->first; k < l->plan.nrank_windows && !f->stop; k += step) {
-		ld_slot *s = &f->slot[k % 2];
+	for (uint64_t g = me->first; window_locate(l, g, &p, &k); g += me->step) {
+		ld_slot *s = &f->slot[g % 2];
 		while (s->state != SLOT_EMPTY && !f->stop)
 			pthread_cond_wait(&f->cond, &f->lock);
 		if (f->stop)
 			break;
-		/* Only this thread touches a slot while it is loading. */
+		/* The loader moved on to the next epoch meanwhile, past a window
+		 * it never asked for (drop_last's last): not read, and p, its
+		 * plan, is the next epoch's to make now. */
+		if (g < f->base)
+			continue;
+		/* Only this thread touches a slot while it is loading; the loader
+		 * moving on to the next epoch leaves window g where it was. */
 		s->state = SLOT_LOADING;
+		s->index = g;
 		pthread_mutex_unlock(&f->lock);
-		int rc = slot_load(l, s, k);
+		int rc = slot_load(l, p, s, k);
 		pthread_mutex_lock(&f->lock);
-		s->index = k;
+		s->index = g;
 		s->rc = rc;
 		s->state = rc ? SLOT_FAILED : SLOT_READY;
 		pthread_cond_broadcast(&f->cond);
@@ -484,10 +550,12 @@ static void prefetch_stop(mt_loader *l)
 static int prefetch_start(mt_loader *l, mt_error *err)
 {
 	ld_prefetch *f = &l->fetch;
+	f->base = 0;
 	f->next_window = 0;
-	if (!l->plan.nrank_windows)
+	f->ahead_state = AHEAD_NONE;
+	if (!l->plan->nrank_windows)
 		return 0;
-	int want = l->far && l->plan.nrank_windows > 1 ? 2 : 1;
+	int want = l->far && l->plan->nrank_windows > 1 ? 2 : 1;
 	for (f->nfillers = 0; f->nfillers < want; f->nfillers++) {
 		ld_filler *t = &f->filler[f->nfillers];
 		*t = (ld_filler){l, (size_t)f->nfillers, (size_t)want, 0};
@@ -511,20 +579,21 @@ static int window_get(mt_loader *l, size_t w, ld_slot **out, mt_error *err)
 	pthread_mutex_lock(&f->lock);
 	int rc = 0;
 	for (;;) {
-		if (f->next_window >= l->plan.nrank_windows) {
+		if (f->next_window >= l->plan->nrank_windows) {
 			rc = mti_err(err, MT_ESTATE, "loader: window %zu is not in this rank's share", w);
 			break;
 		}
-		ld_slot *s = &f->slot[f->next_window % 2];
-		if (s->state == SLOT_FAILED && s->index == f->next_window) {
+		uint64_t g = f->base + f->next_window;
+		ld_slot *s = &f->slot[g % 2];
+		if (s->state == SLOT_FAILED && s->index == g) {
 			rc = mti_err_copy(err, &s->err);
 			break;
 		}
-		if (s->state != SLOT_READY || s->index != f->next_window) {
+		if (s->state != SLOT_READY || s->index != g) {
 			pthread_cond_wait(&f->cond, &f->lock);
 			continue;
 		}
-		if (l->plan.rank_windows[f->next_window] == w) {
+		if (l->plan->rank_windows[f->next_window] == w) {
 			*out = s;
 			break;
 		}
@@ -714,7 +783,7 @@ static void out_end(mt_loader *l, ld_out *b, size_t n)
 static int batch_put_padding(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt_error *err)
 {
 	uint64_t row;
-	int rc = mti_plan_row_at(&l->plan, mti_plan_position(&l->plan, idx), &row, err);
+	int rc = mti_plan_row_at(l->plan, mti_plan_position(l->plan, idx), &row, err);
 	if (rc)
 		return rc;
 	b->row_ids[i] = row;
@@ -729,15 +798,15 @@ static int batch_put_padding(mt_loader *l, ld_out *b, size_t i, uint64_t idx, mt
 static int batch_put_run(mt_loader *l, ld_out *b, size_t i, uint64_t idx, size_t n,
 			 size_t batch_rows, size_t *done, mt_error *err)
 {
-	uint64_t pos = mti_plan_position(&l->plan, idx);
-	size_t w = mti_plan_window_of(&l->plan, pos);
+	uint64_t pos = mti_plan_position(l->plan, idx);
+	size_t w = mti_plan_window_of(l->plan, pos);
 	ld_slot *s = NULL;
 	int rc = window_get(l, w, &s, err);
 	if (rc)
 		return rc;
-	uint64_t start = l->plan.window_start[w], end = l->plan.window_start[w + 1];
+	uint64_t start = l->plan->window_start[w], end = l->plan->window_start[w + 1];
 	size_t k = 1;
-	while (k < n && pos + k < end && mti_plan_position(&l->plan, idx + k) == pos + k)
+	while (k < n && pos + k < end && mti_plan_position(l->plan, idx + k) == pos + k)
 		k++;
 	uint64_t at = pos - start;
 	int in_place = i == 0 && k == batch_rows && !l->opts.alloc;
@@ -771,10 +840,10 @@ int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows, const
 			mt_error *err)
 {
 	*out = NULL;
-	if (l->batches_taken >= l->plan.batches)
+	if (l->batches_taken >= l->plan->batches)
 		return 0;
 	uint64_t first, rows;
-	mti_plan_batch(&l->plan, l->batches_taken, &first, &rows);
+	mti_plan_batch(l->plan, l->batches_taken, &first, &rows);
 	size_t n = (size_t)rows;
 	if (into && n > into_rows)
 		return mti_err(err, MT_EINVAL, "loader: the caller's buffers hold %zu rows, the batch "
@@ -784,11 +853,11 @@ int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows, const
 	for (size_t i = 0, done = 1; !rc && i < n; i += done) {
 		uint64_t idx = first + i;
 		done = 1;
-		if (idx >= l->plan.live_rows)
+		if (idx >= l->plan->live_rows)
 			rc = batch_put_padding(l, b, i, idx, err);
 		else
-			rc = batch_put_run(l, b, i, idx, (size_t)(l->plan.live_rows - idx < n - i
-								     ? l->plan.live_rows - idx
+			rc = batch_put_run(l, b, i, idx, (size_t)(l->plan->live_rows - idx < n - i
+								     ? l->plan->live_rows - idx
 								     : n - i), n, &done, err);
 	}
 	if (rc)
@@ -805,9 +874,9 @@ int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n, const mt_b
 	*out = NULL;
 	ld_out *b = &l->rows_out;
 	for (size_t i = 0; i < n; i++)
-		if (rows[i] >= l->plan.rows)
+		if (rows[i] >= l->plan->rows)
 			return mti_err(err, MT_ERANGE, "loader: row %" PRIu64 " is past the %" PRIu64
-				      " rows of the version", rows[i], l->plan.rows);
+				      " rows of the version", rows[i], l->plan->rows);
 	int rc = out_begin(l, b, n, NULL, err);
 	for (size_t i = 0; !rc && i < n; i++) {
 		b->row_ids[i] = rows[i];
@@ -832,17 +901,29 @@ const mt_reader *mt_loader_reader(const mt_loader *l)
 
 uint64_t mt_loader_batches(const mt_loader *l)
 {
-	return l->plan.batches;
+	return l->plan->batches;
 }
 
 uint64_t mti_loader_batches_left(const mt_loader *l)
 {
-	return l->plan.batches - l->batches_taken;
+	return l->plan->batches - l->batches_taken;
 }
 
 uint64_t mti_loader_epoch(const mt_loader *l)
 {
-	return l->plan.epoch;
+	return l->plan->epoch;
+}
+
+int mti_loader_ahead_ready(mt_loader *l)
+{
+	ld_prefetch *f = &l->fetch;
+	int n = 0;
+	pthread_mutex_lock(&f->lock);
+	for (int i = 0; i < 2; i++)
+		n += f->slot[i].state == SLOT_READY &&
+		     f->slot[i].index >= f->base + l->plan->nrank_windows;
+	pthread_mutex_unlock(&f->lock);
+	return n;
 }
 
 /* The plan of `epoch` after the stages, and its windows fetched ahead. */
@@ -851,12 +932,57 @@ static int loader_start(mt_loader *l, uint64_t epoch, mt_error *err)
 	const mt_loader_opts *o = &l->opts;
 	mt_plan_share share = {o->world, o->batch_rows, o->drop_last, 0};
 	l->batches_taken = 0;
-	int rc = mti_plan_epoch(&l->plan, epoch, l->stages, l->nstages, o->rank, &share, err);
+	int rc = mti_plan_epoch(l->plan, epoch, l->stages, l->nstages, o->rank, &share, err);
 	return rc ? rc : prefetch_start(l, err);
+}
+
+/* set_epoch(epoch) without stopping the fillers: 1 when nothing needs
+ * undoing.  The epoch already started, untouched: it stays as it is (its
+ * first windows may be read already).  The next one, after all of this
+ * one: its plan, made ahead, becomes the loader's, and the windows read of
+ * it stay.  Not when a read failed (set_epoch is how a caller tries again)
+ * or this epoch's windows are still being read (drop_last leaves the last
+ * one unused). */
+static int epoch_keep(mt_loader *l, uint64_t epoch)
+{
+	ld_prefetch *f = &l->fetch;
+	int keep = 0;
+	pthread_mutex_lock(&f->lock);
+	f->ahead_on = 1;
+	pthread_cond_broadcast(&f->cond);
+	uint64_t end = f->base + l->plan->nrank_windows;
+	int busy = 0;
+	for (int i = 0; i < 2; i++)
+		busy |= f->slot[i].state == SLOT_FAILED ||
+			(f->slot[i].state == SLOT_LOADING && f->slot[i].index < end);
+	if (f->running && !busy && epoch == l->plan->epoch && !l->nstages && !l->batches_taken)
+		keep = 1;
+	else if (f->running && !busy && epoch == l->plan->epoch + 1 &&
+		 l->batches_taken >= l->plan->batches && f->ahead_state == AHEAD_READY) {
+		for (int i = 0; i < 2; i++)
+			if (f->slot[i].state == SLOT_READY && f->slot[i].index < end)
+				f->slot[i].state = SLOT_EMPTY;
+		f->base = end;
+		f->next_window = 0;
+		mt_plan *t = l->plan;
+		l->plan = l->ahead;
+		l->ahead = t;
+		f->ahead_state = AHEAD_NONE;
+		l->batches_taken = 0;
+		free(l->stages);
+		l->stages = NULL;
+		l->nstages = 0;
+		pthread_cond_broadcast(&f->cond);
+		keep = 1;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return keep;
 }
 
 int mt_loader_set_epoch(mt_loader *l, uint64_t epoch, mt_error *err)
 {
+	if (epoch_keep(l, epoch))
+		return 0;
 	prefetch_stop(l);
 	free(l->stages);
 	l->stages = NULL;
@@ -867,7 +993,7 @@ int mt_loader_set_epoch(mt_loader *l, uint64_t epoch, mt_error *err)
 size_t mt_loader_state(const mt_loader *l, char *buf, size_t cap)
 {
 	const mt_version_info *vi = mt_reader_info(l->reader);
-	const mt_plan *p = &l->plan;
+	const mt_plan *p = l->plan;
 	mt_token t = {
 		.dataset = vi->dataset,
 		.version = vi->version,
@@ -928,8 +1054,8 @@ static int loader_open_token(mt_loader *l, mt_store *s, const char *dataset, con
 			    " rows, %s@%s has %" PRIu64, t.rows, t.dataset, t.version,
 			    mt_reader_info(l->reader)->rows);
 	if (!rc) {
-		mti_plan_init(&l->plan, t.rows, t.window_rows, t.unit_rows, t.shuffle, t.seed);
-		l->plan.epoch = t.epoch;
+		mti_plan_init(l->plan, t.rows, t.window_rows, t.unit_rows, t.shuffle, t.seed);
+		l->plan->epoch = t.epoch;
 		l->stages = t.stages;
 		l->nstages = t.nstages;
 		t.stages = NULL;
@@ -1014,8 +1140,8 @@ static int loader_plan(mt_loader *l, uint64_t row_bytes, mt_error *err)
 		uint64_t window = o->shuffle_rows ? o->shuffle_rows : o->prefetch_bytes / 2 / row_bytes;
 		if (window < 2)
 			window = 2;
-		mti_plan_init(&l->plan, vi->rows, window, window / 2, o->shuffle, o->seed);
-		l->plan.epoch = o->epoch;
+		mti_plan_init(l->plan, vi->rows, window, window / 2, o->shuffle, o->seed);
+		l->plan->epoch = o->epoch;
 	}
 	/* Units: runs of at most unit_rows rows inside one shard. */
 	for (size_t i = 0; i < (size_t)vi->nshards; i++) {
@@ -1023,10 +1149,11 @@ static int loader_plan(mt_loader *l, uint64_t row_bytes, mt_error *err)
 		int rc = mt_reader_shard(l->reader, i, &si);
 		if (rc)
 			return mti_err(err, rc, "loader: shard %zu of %s@%s", i, vi->dataset, vi->version);
-		if ((rc = mti_plan_add_shard(&l->plan, si.first_row, si.rows, err)))
+		if ((rc = mti_plan_add_shard(l->plan, si.first_row, si.rows, err)))
 			return rc;
 	}
-	return 0;
+	/* The next epoch's plan, made ahead by the fillers, has the same units. */
+	return mti_plan_copy_layout(l->ahead, l->plan, err);
 }
 
 int mt_loader_open(mt_store *s, const char *dataset, const char *version,
@@ -1038,6 +1165,8 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&l->fetch.lock, NULL);
 	pthread_cond_init(&l->fetch.cond, NULL);
+	l->plan = &l->plans[0];
+	l->ahead = &l->plans[1];
 	mt_loader_opts_init(&l->opts);
 	int rc = opts ? mti_opts_take(&l->opts, sizeof l->opts, opts, LOADER_OPTS_FIRST,
 				     "mt_loader_opts", err)
@@ -1055,7 +1184,7 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 	if (!rc)
 		rc = loader_plan(l, row_bytes, err);
 	if (!rc)
-		rc = loader_start(l, l->plan.epoch, err);
+		rc = loader_start(l, l->plan->epoch, err);
 	if (rc) {
 		mt_loader_close(l);
 		return rc;
@@ -1077,7 +1206,8 @@ void mt_loader_close(mt_loader *l)
 	if (l->cache)
 		l->cache->ops->close(l->cache);
 	free(l->cols);
-	mti_plan_free(&l->plan);
+	mti_plan_free(&l->plans[0]);
+	mti_plan_free(&l->plans[1]);
 	free(l->stages);
 	pthread_mutex_destroy(&l->fetch.lock);
 	pthread_cond_destroy(&l->fetch.cond);

@@ -8,5 +8,7 @@
 MT_LOCAL uint64_t mti_loader_batches_left(const mt_loader *l);
 /* The epoch the loader is in. */
 MT_LOCAL uint64_t mti_loader_epoch(const mt_loader *l);
+/* Windows of the next epoch read ahead and ready (for tests). */
+MT_LOCAL int mti_loader_ahead_ready(mt_loader *l);
 
 #endif

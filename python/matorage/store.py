@@ -1,5 +1,6 @@
 """Stores, and what they hold: datasets and their versions."""
 import ctypes
+import os
 
 from . import _abi, _lib
 
@@ -32,7 +33,7 @@ class Store:
             setattr(o, k, v)
         o.create = int(bool(create))
         _lib.call("mt_store_open_opts", _lib.b(url), ctypes.byref(o), ctypes.byref(self._h))
-        self.url, self.options = url, dict(s3)
+        self.url, self.options, self._pid = url, dict(s3), os.getpid()
 
     @property
     def handle(self):
@@ -54,9 +55,10 @@ class Store:
         return _strv("mt_store_versions", self.handle, _lib.b(dataset))
 
     def close(self):
-        """Close the store (safe to call twice)."""
+        """Close the store (safe to call twice).  In a process forked from the one that
+        opened it, the store is only let go: its connections are the parent's too."""
         h, self._h = getattr(self, "_h", None), ctypes.c_void_p()
-        if h:
+        if h and getattr(self, "_pid", None) in (None, os.getpid()):
             _lib.lib().mt_store_close(h)
 
     def __enter__(self):

@@ -161,6 +161,7 @@ class TorchDataset(tud.IterableDataset):
         self._resumed = 0
         self._left_rows = None  # rows left in the epoch after a resumed state, for len()
         self._loaded = None     # the state loaded for this epoch
+        self._kept = None       # (key, store, loader) an iteration left for the next epoch
 
     # ---- the parent's side ----------------------------------------------------------
 
@@ -276,9 +277,22 @@ class TorchDataset(tud.IterableDataset):
         token = _loader.token_with_taken(sh.resume_token.value.decode(), n // k)
         return self.rank * k + sub, self.world * k, token, int(sub < off), True
 
-    def __iter__(self):
-        rank, world, token, skip, resuming = self._plan()
-        in_worker = tud.get_worker_info() is not None
+    def _open(self, rank, world, token, resuming):
+        """The store and loader for this epoch: the ones the last epoch in this process left
+        (moved on with set_epoch, so the loader has read ahead into this epoch, as a
+        persistent worker's does from its third epoch), else new ones."""
+        key = (rank, world, os.getpid())
+        kept, self._kept = self._kept, None
+        if kept is not None and (kept[0] != key or token is not None or resuming):
+            _close_kept(kept)
+            kept = None
+        if kept is not None:
+            try:
+                kept[2].set_epoch(self.epoch)
+            except BaseException:
+                _close_kept(kept)
+                raise
+            return key, kept[1], kept[2]
         opts = dict(self.opts)
         if resuming:
             for k in ("shuffle", "seed", "shuffle_rows"):
@@ -290,6 +304,13 @@ class TorchDataset(tud.IterableDataset):
         except BaseException:
             store.close()
             raise
+        return key, store, loader
+
+    def __iter__(self):
+        rank, world, token, skip, resuming = self._plan()
+        in_worker = tud.get_worker_info() is not None
+        key, store, loader = self._open(rank, world, token, resuming)
+        keep = False
         try:
             if not resuming:
                 # The same on every worker and rank: the epoch's stage, nothing taken yet.
@@ -303,9 +324,33 @@ class TorchDataset(tud.IterableDataset):
                 if not in_worker:
                     self._consumed += 1
                 yield batch
+            keep = True
+        except GeneratorExit:
+            keep = True  # left midway: set_epoch starts the next iteration over
+            raise
         finally:
-            loader.close()
-            store.close()
+            if keep and self._kept is None:
+                self._kept = (key, store, loader)
+            else:
+                _close_kept((key, store, loader))
+
+    def close(self):
+        """Close the loader an iteration left open for the next epoch (also done when the
+        dataset is collected)."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            _close_kept(kept)
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_kept"] = None  # a worker opens its own
+        return d
+
+
+def _close_kept(kept):
+    """Close a kept (key, store, loader); in a forked child both only let go."""
+    kept[2].close()
+    kept[1].close()
 
 
 def _left_before(t):

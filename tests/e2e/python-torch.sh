@@ -152,6 +152,65 @@ for trial in range(20):
 assert not bad, bad
 PYEOF
 
+# From one epoch to the next, an iteration's loader is kept and moved on with set_epoch (so it
+# reads ahead into the epoch after), in the main process and in persistent workers; the rows
+# and their order are still those of a loader opened at each epoch.
+cat > "$WORK/kept.py" <<'PYEOF'
+import sys
+import torch
+import matorage
+
+
+def run(url):
+    opts = dict(attrs=["id"], batch_rows=64, shuffle=True, seed=5, shuffle_rows=700)
+
+    def fresh(epoch, rank=0, world=1):
+        with matorage.Loader(url, "tds", rank=rank, world=world, epoch=epoch, **opts) as l:
+            return torch.cat([torch.as_tensor(b["id"]) for b in l.batches()])
+
+    ds = matorage.TorchDataset(url, "tds", rank=0, world=1, **opts)
+    first = None
+    for e in range(4):
+        ds.set_epoch(e)
+        got = torch.cat([b["id"] for b in ds])
+        assert torch.equal(got, fresh(e)), f"epoch {e}: rows differ from a fresh loader's"
+        if first is None:
+            first = ds._kept[2]
+        assert ds._kept[2] is first, f"epoch {e}: the loader was not kept"
+    half = []  # an epoch left midway, then the next one whole
+    for b in ds:
+        half.append(b["id"])
+        if len(half) == 3:
+            break
+    ds.set_epoch(4)
+    assert torch.equal(torch.cat([b["id"] for b in ds]), fresh(4)), "after an epoch left midway"
+
+    def epochs(dl, n):
+        out = []
+        for e in range(n):
+            ds.set_epoch(e)
+            out.append(torch.cat([b["id"] for b in dl]))
+        return out
+
+    kept = epochs(ds.dataloader(num_workers=2, persistent_workers=True,
+                                multiprocessing_context="fork"), 4)
+    new = epochs(ds.dataloader(num_workers=2, multiprocessing_context="fork"), 4)
+    for e in range(4):
+        assert sorted(kept[e].tolist()) == list(range(4800)), f"persistent epoch {e}"
+        assert torch.equal(kept[e], new[e]), f"epoch {e}: persistent workers differ from new ones"
+    # The dataset, holding its kept loader, still goes to spawned workers (they open their own).
+    spawned = epochs(ds.dataloader(num_workers=2, multiprocessing_context="spawn"), 1)
+    assert torch.equal(spawned[0], new[0]), "spawned workers differ"
+    ds.close()
+    assert ds._kept is None
+
+
+if __name__ == "__main__":
+    run(sys.argv[1])
+PYEOF
+check "epoch after epoch on a kept loader: main process, persistent workers, then spawned ones" \
+	pymt "$WORK/kept.py" "$MATORAGE_STORE"
+
 check "worker errors reach the parent as matorage errors; transform; setup errors; TorchMapDataset" \
 	pymt - "$MATORAGE_STORE" <<'PYEOF'
 import os

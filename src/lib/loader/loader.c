@@ -519,7 +519,6 @@ static void *prefetch(void *arg)
 		pthread_mutex_unlock(&f->lock);
 		int rc = slot_load(l, p, s, k);
 		pthread_mutex_lock(&f->lock);
-		s->index = g;
 		s->rc = rc;
 		s->state = rc ? SLOT_FAILED : SLOT_READY;
 		pthread_cond_broadcast(&f->cond);

@@ -17,15 +17,7 @@ STEP=${3:-250}
 DIR=$(mktemp -d /tmp/mt-bench-step.XXXXXX)
 trap 'rm -rf "$DIR"' EXIT
 echo "# machine: $(nproc) cores; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-/usr/bin/python3 - "$DIR" <<'PYEOF'
-import sys
-import numpy as np
-d = sys.argv[1]
-rng = np.random.default_rng(0)
-img = (rng.random((180000, 28, 28)) < 0.3).astype(np.uint8) * rng.integers(0, 255, (180000, 1, 1), dtype=np.uint8)
-np.save(f"{d}/image.npy", img)
-np.save(f"{d}/label.npy", rng.integers(0, 10, 180000).astype(np.int64))
-PYEOF
+/usr/bin/python3 "$here/make-images.py" "$DIR"
 MATORAGE_CATALOG=$DIR/catalog.db "$BUILD/src/cli/matorage" -q --store "$DIR/store" put small \
 	image="$DIR/image.npy" label="$DIR/label.npy" > /dev/null
 rm -f "$DIR"/*.npy

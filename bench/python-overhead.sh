@@ -24,15 +24,7 @@ trap 'rm -rf "$DIR"' EXIT
 export HOME=$DIR MATORAGE_CATALOG=$DIR/catalog.db
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 # 180,000 rows of a 784-byte uint8 image and an int64 label, as bench/loader.sh's small rows.
-"$PY" - "$DIR" <<'PYEOF'
-import sys
-import numpy as np
-d = sys.argv[1]
-rng = np.random.default_rng(0)
-img = (rng.random((180000, 28, 28)) < 0.3).astype(np.uint8) * rng.integers(0, 255, (180000, 1, 1), dtype=np.uint8)
-np.save(f"{d}/image.npy", img)
-np.save(f"{d}/label.npy", rng.integers(0, 10, 180000).astype(np.int64))
-PYEOF
+"$PY" "$here/make-images.py" "$DIR"
 "$M" -q --store "$DIR/store" put small image="$DIR/image.npy" label="$DIR/label.npy" > /dev/null
 cat "$DIR"/store/datasets/*/shards/* > /dev/null
 for r in 1 2 3 4 5; do

@@ -71,6 +71,17 @@ show_failures() {
 	done < <(grep -rlE '^:test-result: (FAIL|ERROR|XPASS)' "$1" --include='*.trs' 2>/dev/null | sort)
 }
 
+# slowest DIR: the ten end-to-end tests that ran longest (lib.sh logs "# elapsed N s"), so a
+# test that creeps towards the per-test limit (Makefile.am's TEST_TIMEOUT) shows before it fails.
+slowest() {
+	local list
+	list=$(grep -rsH --include='*.log' -E '^# elapsed [0-9]+ s$' "$1/tests" |
+		sed -E 's|^.*/(tests/[^:]*)\.log:# elapsed ([0-9]+) s$|\2 \1|' | sort -rn | head -n 10)
+	[ -n "$list" ] || return 0
+	echo "    slowest tests (seconds; the limit is 600):"
+	sed 's/^/        /' <<< "$list"
+}
+
 # tests_done NAME RC LOG DIR: count what a make check (or distcheck) that exited RC ran.
 tests_done() {
 	local name=$1 rc=$2
@@ -103,6 +114,7 @@ check_build() {
 	rm -f "$dir/test-suite.log"
 	run "$name-check" env MT_FUZZ_DIR="$ROOT/build/fuzz/fuzz" make -C "$dir" -j"$JOBS" check
 	tests_done "$name" $? "$dir/test-suite.log" "$dir"
+	slowest "$dir"
 }
 
 rm -rf "$LOGS"

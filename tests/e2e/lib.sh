@@ -93,6 +93,8 @@ fails() {
 }
 
 done_testing() {
+	# The run time goes into the log, so scripts/test.sh can list the tests nearest their limit.
+	echo "# elapsed ${SECONDS} s"
 	echo "1..$T_N"
 	[ "$T_FAILED" -eq 0 ]
 }

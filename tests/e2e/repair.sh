@@ -16,47 +16,21 @@ shard() {
 }
 # damage KEY HOW: damage a raw object in place: flip (one bit in the middle, same size),
 # truncate (half of it), zero (a zero-filled range), rm.
-damage() {
-	local key=$1 how=$2
-	if [ "$how" = rm ]; then
-		obj_rm "$key"
-		return
-	fi
-	obj_get "$key" "$WORK/dmg"
-	$PY - "$WORK/dmg" "$how" <<'PYEOF'
-import sys
-path, how = sys.argv[1:]
-b = bytearray(open(path, "rb").read())
-if how == "flip":
-    b[len(b) // 2] ^= 0x10
-elif how == "truncate":
-    b = b[: len(b) // 2]
-elif how == "zero":
-    n = len(b) // 3
-    b[n : 2 * n] = bytes(n)
-open(path, "wb").write(b)
-PYEOF
-	obj_put "$WORK/dmg" "$key"
-}
+damage() { obj_damage "$1" "$2"; }
 # sound DATASET[@V] [STORE]: verify passes.
 sound() { $M ${2:+--store "$2"} verify "$1" > /dev/null 2>&1; }
 # named_right PREFIX: every object under PREFIX (shards/, parity/) holds the bytes its name
 # is the sha256 of: nothing was ever written under a name but its right bytes.
 named_right() {
-	local k
-	for k in $(obj_ls "$1"); do
+	local k h sums
+	sums=$(obj_sums "$1") && [ -n "$sums" ] || return 1
+	while read -r k h; do
 		case $k in */.tmp.*) continue ;; esac # an interrupted write's, for gc to sweep
-		obj_get "$k" "$WORK/nr" || return 1
-		[ "$(sha256sum < "$WORK/nr" | cut -c1-64)" = "$(basename "$k" .h5)" ] || { echo "# $k"; return 1; }
-	done
+		[ "$h" = "$(basename "$k" .h5)" ] || { echo "# $k"; return 1; }
+	done <<< "$sums"
 }
 # snapshot PREFIX: each key under PREFIX with the sha256 of its bytes.
-snapshot() {
-	local k
-	for k in $(obj_ls "$1"); do
-		obj_get "$k" "$WORK/sn" && echo "$k $(sha256sum < "$WORK/sn" | cut -c1-64)"
-	done
-}
+snapshot() { obj_sums "$1"; }
 # record DATASET V: "group row key" for every member and parity object of the version's record.
 record() {
 	obj_get "datasets/$1/protect/$2.json" "$WORK/rec.json"

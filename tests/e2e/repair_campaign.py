@@ -4,7 +4,9 @@
 Usage: repair_campaign.py MATORAGE WORKDIR file|s3
 The store is $MATORAGE_STORE (a directory, or an S3 prefix behind the test proxy at
 $S3_ENDPOINT, whose fault rules are set during repairs).  MT_SEED picks the seed (the
-default is fixed, so a run is reproducible); MT_CAMPAIGN_SECONDS bounds the time.
+default is fixed, so a run is reproducible); MT_CAMPAIGN_ROUNDS sets the rounds, a fixed
+number by default so that every run does the same work however loaded the machine;
+MT_CAMPAIGN_SECONDS instead runs rounds for that long (exploration).
 Prints TAP lines; the seed is printed first, to run a failure again.
 """
 import hashlib
@@ -21,7 +23,8 @@ import numpy as np
 
 MT, WORK, MODE = sys.argv[1], sys.argv[2], sys.argv[3]
 SEED = int(os.environ.get("MT_SEED", "20261123"))
-BUDGET = float(os.environ.get("MT_CAMPAIGN_SECONDS", "40"))
+ROUNDS = int(os.environ.get("MT_CAMPAIGN_ROUNDS", "6" if MODE == "file" else "4"))
+BUDGET = float(os.environ.get("MT_CAMPAIGN_SECONDS", "0"))
 STORE = os.environ["MATORAGE_STORE"]
 rng = random.Random(SEED)
 T_N = 0
@@ -247,7 +250,7 @@ def main():
     print("# seed %d (MT_SEED=%d to run this campaign again)" % (SEED, SEED))
     start = time.time()
     r = 0
-    while r < 2 or time.time() - start < BUDGET:
+    while (r < 2 or time.time() - start < BUDGET) if BUDGET else r < ROUNDS:
         ds, a, rec, shard_rows, chunk_rows = make_version(r)
         repairable_round(ds, a, rec)
         if r % 2 == 0:

@@ -23,6 +23,12 @@ obj_ls() {
 	fi
 }
 
+# obj_sums PREFIX: "KEY SHA256" for every object under PREFIX (keys relative to the store), sorted;
+# obj_damage KEY HOW: damage a raw object in place (obj_tool.py: flip, truncate, zero or rm).
+# One process each, where an aws call per object would cost a second on S3.
+obj_sums() { "$PY" "$top_srcdir/tests/e2e/obj_tool.py" "$OBJ_BASE" "${S3_ENDPOINT:-}" sums "$1"; }
+obj_damage() { "$PY" "$top_srcdir/tests/e2e/obj_tool.py" "$OBJ_BASE" "${S3_ENDPOINT:-}" damage "$1" "$2"; }
+
 # obj_get KEY FILE / obj_put FILE KEY / obj_rm KEY: raw object access, bypassing matorage.
 obj_get() {
 	if [ "$OBJ_MODE" = s3 ]; then aws_cli s3 cp --quiet "$OBJ_BASE/$1" "$2"; else cp "$OBJ_BASE/$1" "$2"; fi

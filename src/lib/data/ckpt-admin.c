@@ -163,10 +163,22 @@ struct gc {
 	void *ud;
 };
 
+/* Whether a key under tensors/ is a tensor's, named by 64 lowercase hex
+ * digits: gc leaves any other name there, it is not its own. */
+static int gc_tensor_name(const char *key)
+{
+	const char *name = strrchr(key, '/');
+	name = name ? name + 1 : key;
+	return strlen(name) == 64 && strspn(name, "0123456789abcdef") == 64 &&
+	       strstr(key, "/tensors/") == name - strlen("/tensors/");
+}
+
 static int gc_consider(void *ud, const mt_obj *o)
 {
 	struct gc *g = ud;
 	const char *k = o->key;
+	if (!gc_tensor_name(k))
+		return 0;
 	if (g->nref && bsearch(&k, g->ref, g->nref, sizeof(char *), str_cmp))
 		return 0;
 	if (o->mtime > g->cutoff || mti_pins_has_key(g->pins, k))

@@ -1,4 +1,5 @@
 /* dataset.c — datasets and versions in a store: listing, ordering, loading manifests, deleting, garbage collection. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1050,12 +1051,59 @@ struct gc_state {
 	void *ud;
 	const char *staged_dataset; /* gc_mark_staged's, for its callback */
 	mt_error staged_err;
+	const char *kind; /* the directory listed (gc_own_name), NULL: names checked by the caller */
+	size_t kind_off;  /* where a listed key's name below it starts */
 };
+
+/* Whether n bytes at p are lowercase hex digits (a sha256 name's). */
+static int gc_hex(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* Whether [p, p + n) is a name as dataset, version and staged ids are. */
+static int gc_plain_name(const char *p, size_t n)
+{
+	if (n == 0 || n > 128 || p[0] == '.' || p[0] == '-')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)p[i]) && !strchr("._-", p[i]))
+			return 0;
+	return 1;
+}
+
+/* Whether name (the key below datasets/<dataset>/<kind>/) has a form gc's
+ * own writers give there (doc/FORMAT.md, "Object layout"): anything else in
+ * those directories was put there by someone else, and gc leaves it. */
+static int gc_own_name(const char *kind, const char *name)
+{
+	size_t n = strlen(name);
+	const char *ext = !strcmp(kind, "shards") ? ".h5" : !strcmp(kind, "recipes") ? ".lua"
+			  : !strcmp(kind, "parity") ? "" : NULL;
+	if (ext)
+		return n == 64 + strlen(ext) && gc_hex(name, 64) && !strcmp(name + 64, ext);
+	if (n <= strlen(MANIFEST_EXT) || !ends_with(name, n, MANIFEST_EXT))
+		return 0;
+	n -= strlen(MANIFEST_EXT);
+	if (strcmp(kind, "staged"))
+		return !memchr(name, '/', n) && gc_plain_name(name, n);
+	/* staged/<id>/<k>.json */
+	const char *slash = memchr(name, '/', n);
+	if (!slash || !gc_plain_name(name, (size_t)(slash - name)))
+		return 0;
+	size_t kd = n - (size_t)(slash + 1 - name);
+	return kd > 0 && kd <= 20 && strspn(slash + 1, "0123456789") == kd && slash[1] != '0';
+}
 
 static int gc_consider(void *ud, const mt_obj *o)
 {
 	struct gc_state *g = ud;
 	const char *k = o->key;
+	if (g->kind && !gc_own_name(g->kind, k + g->kind_off))
+		return 0;
 	if (g->referenced.n &&
 	    bsearch(&k, g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp))
 		return 0;
@@ -1347,10 +1395,13 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	size_t nkinds = sizeof kinds / sizeof kinds[0] - (g->keep_parity ? 1 : 0);
 	for (size_t i = 0; !rc && i < nkinds; i++) {
 		char *prefix = mti_asprintf("datasets/%s/%s/", dataset, kinds[i]);
+		g->kind = kinds[i];
+		g->kind_off = prefix ? strlen(prefix) : 0;
 		if (!prefix)
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		else
 			rc = mti_store_list_all(g->s, prefix, gc_consider, g, err);
+		g->kind = NULL;
 		free(prefix);
 		if (rc == MT_ENOMEM)
 			rc = mti_err(err, rc, "out of memory");

@@ -10,9 +10,13 @@
 #include <string.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef SYS_openat2
+#include <linux/openat2.h>
+#endif
 
 #include "store.h"
 
@@ -23,6 +27,7 @@
 typedef struct fs_store {
 	mt_store base;
 	char *root;
+	atomic_int rootfd;         /* -1 until the root exists (a store opened with create -1) */
 	pthread_mutex_t lock;      /* guards cache */
 	struct fs_dircache *cache; /* see fs_scan */
 } fs_store;
@@ -30,8 +35,9 @@ typedef struct fs_store {
 struct mt_upload {
 	fs_store *s;
 	char *key;
-	char *path, *tmp;
-	int fd;
+	const char *base; /* the key's last segment, inside key */
+	char *tmp;        /* the temporary file's name in dirfd */
+	int dirfd, fd;
 	int flags;
 };
 
@@ -50,8 +56,26 @@ static int fs_errno_code(int e, int reading)
 		return MT_EAUTH;
 	case ENOMEM:
 		return MT_ENOMEM;
+	case ELOOP:
+	case EXDEV:
+	case ENXIO:
+		return MT_ECORRUPT;
 	default:
 		return MT_EIO;
+	}
+}
+
+/* What a store's own resolution refused, said in the store's words. */
+static const char *fs_strerror(int e)
+{
+	switch (e) {
+	case ELOOP:
+	case EXDEV:
+		return "a symbolic link on the way (the file store follows none below its root)";
+	case ENXIO:
+		return "not a regular file";
+	default:
+		return strerror(e);
 	}
 }
 
@@ -59,7 +83,7 @@ static int fs_fail(fs_store *s, const char *key, const char *what, int e, int re
 		   mt_error *err)
 {
 	return mti_err(err, fs_errno_code(e, reading), "store %s: %s: %s%s%s", s->base.url, key,
-		      what ? what : "", what ? ": " : "", strerror(e));
+		      what ? what : "", what ? ": " : "", fs_strerror(e));
 }
 
 static int fs_nomem(fs_store *s, const char *key, mt_error *err)
@@ -102,37 +126,160 @@ static int fs_key_check(fs_store *s, const char *key, mt_error *err)
 	return 0;
 }
 
-static char *fs_path(fs_store *s, const char *key)
+/* ---- resolution beneath the root ----------------------------------------
+ * Every object, directory and temporary file is reached from the root's
+ * descriptor one segment at a time, following no symbolic link: a link
+ * (planted in a shared directory, or left by hand) can neither make a read
+ * return a file from elsewhere nor make a delete or a write land outside
+ * the store.  The root itself is resolved once, when the store opens.
+ * Functions here return a descriptor, or a negative errno value. */
+
+static atomic_int fs_no_openat2; /* the kernel has no openat2(2) */
+
+/* The root's descriptor; a store opened before its root existed looks again. */
+static int fs_root(fs_store *s)
 {
-	return mti_asprintf("%s/%s", s->root, key);
+	int fd = atomic_load(&s->rootfd);
+	if (fd >= 0)
+		return fd;
+	fd = open(*s->root ? s->root : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int none = -1;
+	if (!atomic_compare_exchange_strong(&s->rootfd, &none, fd)) {
+		close(fd);
+		fd = none;
+	}
+	return fd;
 }
 
-/* The file of a key given by a caller: the key checked first. */
-static int fs_key_path(fs_store *s, const char *key, char **path, mt_error *err)
+/* One segment below dir, a directory, made first when missing and mk. */
+static int fs_subdir(int dir, const char *name, int mk)
+{
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && mk && (mkdirat(dir, name, 0777) == 0 || errno == EEXIST))
+		fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* rel ("" for the root; segments of a checked key, a trailing '/' allowed)
+ * opened with flags, one openat per segment.  With mk the directories on
+ * the way are made, and with O_DIRECTORY in flags the last one too. */
+static int fs_walk_open(int root, const char *rel, int flags, int mk)
+{
+	int cur = root;
+	const char *seg = rel;
+	for (const char *slash; (slash = strchr(seg, '/')); seg = slash + 1) {
+		char name[NAME_MAX + 1];
+		size_t n = (size_t)(slash - seg);
+		int next = n > NAME_MAX ? -ENAMETOOLONG : 0;
+		if (!next) {
+			memcpy(name, seg, n);
+			name[n] = '\0';
+			next = fs_subdir(cur, name, mk);
+		}
+		if (cur != root)
+			close(cur);
+		if (next < 0)
+			return next;
+		cur = next;
+	}
+	int fd = (flags & O_DIRECTORY) && *seg ? fs_subdir(cur, seg, mk)
+		 : openat(cur, *seg ? seg : ".", flags | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && !((flags & O_DIRECTORY) && *seg))
+		fd = -errno;
+	if (cur != root)
+		close(cur);
+	return fd;
+}
+
+/* rel opened beneath the root, no link followed: openat2(2) in one call
+ * where the kernel has it, else segment by segment. */
+static int fs_open_beneath(fs_store *s, const char *rel, int flags)
+{
+	int root = fs_root(s);
+	if (root < 0)
+		return root;
+#ifdef SYS_openat2
+	if (!atomic_load_explicit(&fs_no_openat2, memory_order_relaxed)) {
+		struct open_how how = {
+			.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		};
+		long fd = syscall(SYS_openat2, root, *rel ? rel : ".", &how, sizeof how);
+		if (fd >= 0)
+			return (int)fd;
+		/* A sandbox's filter may answer EPERM for a call it does not know. */
+		if (errno != ENOSYS && errno != EPERM)
+			return -errno;
+		if (errno == ENOSYS)
+			atomic_store(&fs_no_openat2, 1);
+	}
+#endif
+	return fs_walk_open(root, rel, flags, 0);
+}
+
+/* The directory holding key, made when missing and mk; *base: key's last
+ * segment. */
+static int fs_open_parent(fs_store *s, const char *key, int mk, const char **base)
+{
+	const char *slash = strrchr(key, '/');
+	*base = slash ? slash + 1 : key;
+	char *dir = strndup(key, slash ? (size_t)(slash - key) : 0);
+	if (!dir)
+		return -ENOMEM;
+	int fd = fs_open_beneath(s, dir, O_RDONLY | O_DIRECTORY);
+	if (fd == -ENOENT && mk) {
+		int root = fs_root(s);
+		fd = root < 0 ? root : fs_walk_open(root, dir, O_RDONLY | O_DIRECTORY, 1);
+	}
+	free(dir);
+	return fd;
+}
+
+/* Flush the directory holding key, so that a rename or link in it
+ * survives a crash. */
+static void fs_sync_parent(fs_store *s, const char *key)
+{
+	const char *base;
+	int fd = fs_open_parent(s, key, 0, &base);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/* What an object's file is when it is not one: refused by name, so that a
+ * FIFO or a device planted at a key cannot stall a reader. */
+static int fs_not_regular(fs_store *s, const char *key, mode_t mode, mt_error *err)
+{
+	if (S_ISDIR(mode))
+		return mti_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
+	const char *what = S_ISFIFO(mode) ? "a FIFO" : S_ISLNK(mode) ? "a symbolic link"
+			   : S_ISSOCK(mode) ? "a socket" : "a device";
+	return mti_err(err, MT_ECORRUPT, "store %s: %s: %s, not a regular file: refused",
+		      s->base.url, key, what);
+}
+
+/* Open a key for reading; fails unless it is a regular file.  O_NONBLOCK
+ * keeps the open of a FIFO from waiting for a writer; it is cleared once
+ * the file is known to be regular. */
+static int fs_open_object(fs_store *s, const char *key, int *fd, uint64_t *size,
+			  mt_error *err)
 {
 	int rc = fs_key_check(s, key, err);
 	if (rc)
 		return rc;
-	if (!(*path = fs_path(s, key)))
-		return fs_nomem(s, key, err);
-	return 0;
-}
-
-/* Open a key for reading; fails unless it is a regular file. */
-static int fs_open_object(fs_store *s, const char *key, int *fd, uint64_t *size,
-			  mt_error *err)
-{
-	char *path;
-	int rc = fs_key_path(s, key, &path, err);
-	if (rc)
-		return rc;
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
+	*fd = fs_open_beneath(s, key, O_RDONLY | O_NONBLOCK);
 	struct stat sb;
-	if (*fd < 0 || fstat(*fd, &sb) != 0)
+	if (*fd < 0)
+		rc = fs_fail(s, key, NULL, -*fd, 1, err);
+	else if (fstat(*fd, &sb) != 0)
 		rc = fs_fail(s, key, NULL, errno, 1, err);
 	else if (!S_ISREG(sb.st_mode))
-		rc = mti_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
+		rc = fs_not_regular(s, key, sb.st_mode, err);
+	else if (fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK) != 0)
+		rc = fs_fail(s, key, NULL, errno, 1, err);
 	else
 		*size = (uint64_t)sb.st_size;
 	if (rc && *fd >= 0)
@@ -302,32 +449,17 @@ static int fs_mkdirs(const char *path, size_t from, int last)
 	return e;
 }
 
-/* Flush a directory so that a rename or link in it survives a crash. */
-static void fs_sync_dir(const char *path)
-{
-	char *d = mti_strdup(path);
-	char *slash = d ? strrchr(d, '/') : NULL;
-	if (slash) {
-		*slash = '\0';
-		int fd = open(*d ? d : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0) {
-			fsync(fd);
-			close(fd);
-		}
-	}
-	free(d);
-}
-
 static void fs_upload_abort(mt_upload *u)
 {
 	if (!u)
 		return;
 	if (u->fd >= 0) {
 		close(u->fd);
-		unlink(u->tmp);
+		unlinkat(u->dirfd, u->tmp, 0);
 	}
+	if (u->dirfd >= 0)
+		close(u->dirfd);
 	free(u->key);
-	free(u->path);
 	free(u->tmp);
 	free(u);
 }
@@ -343,28 +475,26 @@ static int fs_upload_open(mt_store *st, const char *key, int flags, mt_upload **
 	if (!u)
 		return fs_nomem(s, key, err);
 	u->s = s;
-	u->fd = -1;
+	u->fd = u->dirfd = -1;
 	u->flags = flags;
-	u->key = mti_strdup(key);
-	u->path = fs_path(s, key);
-	if (!u->key || !u->path) {
+	if (!(u->key = mti_strdup(key))) {
 		fs_upload_abort(u);
 		return fs_nomem(s, key, err);
 	}
-	const char *base = strrchr(u->path, '/') + 1;
-	int e = fs_mkdirs(u->path, strlen(s->root) + 1, 0);
+	u->dirfd = fs_open_parent(s, u->key, 1, &u->base);
+	int e = u->dirfd < 0 ? -u->dirfd : 0;
 	for (int tries = 0; !e && u->fd < 0 && tries < 8; tries++) {
 		free(u->tmp);
 		/* The key's name is there for people looking at the directory;
 		 * it is cut so the temporary name stays under NAME_MAX. */
-		u->tmp = mti_asprintf("%.*s" TMP_PREFIX "%.128s.%ld.%u.%016llx",
-				     (int)(base - u->path), u->path, base, (long)getpid(),
+		u->tmp = mti_asprintf(TMP_PREFIX "%.128s.%ld.%u.%016llx", u->base, (long)getpid(),
 				     atomic_fetch_add(&fs_tmp_serial, 1),
 				     (unsigned long long)mti_random_u64());
 		if (!u->tmp)
 			e = ENOMEM;
-		else if ((u->fd = open(u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-				       0666)) < 0 && errno != EEXIST)
+		else if ((u->fd = openat(u->dirfd, u->tmp,
+					 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+					 0666)) < 0 && errno != EEXIST)
 			e = errno;
 	}
 	if (!e && u->fd < 0)
@@ -415,17 +545,17 @@ static int fs_upload_commit(mt_upload *u, mt_error *err)
 	if (close(fd) != 0 && !rc)
 		rc = fs_fail(s, u->key, "close", errno, 0, err);
 	int exclusive = u->flags & MT_PUT_EXCLUSIVE;
-	if (!rc && exclusive && link(u->tmp, u->path) != 0)
+	if (!rc && exclusive && linkat(u->dirfd, u->tmp, u->dirfd, u->base, 0) != 0)
 		rc = errno == EEXIST ? mti_err(err, MT_EEXIST, "store %s: %s already exists",
 					      s->base.url, u->key)
 				     : fs_fail(s, u->key, "link", errno, 0, err);
-	else if (!rc && !exclusive && rename(u->tmp, u->path) != 0)
+	else if (!rc && !exclusive && renameat(u->dirfd, u->tmp, u->dirfd, u->base) != 0)
 		rc = fs_fail(s, u->key, "rename", errno, 0, err);
 	/* After link(2) the temporary name is a second name of the object. */
 	if (rc || exclusive)
-		unlink(u->tmp);
+		unlinkat(u->dirfd, u->tmp, 0);
 	if (!rc && sync)
-		fs_sync_dir(u->path);
+		fsync(u->dirfd);
 	fs_upload_abort(u);
 	return rc;
 }
@@ -460,19 +590,30 @@ static int fs_putv(mt_store *st, const char *key, const struct iovec *iov, size_
 	return fs_upload_commit(u, err);
 }
 
+/* The metadata of the file at key, never of a link's target: O_PATH opens
+ * a FIFO without waiting and a link as itself.  0 or an errno value. */
+static int fs_stat_key(fs_store *s, const char *key, struct stat *sb)
+{
+	int fd = fs_open_beneath(s, key, O_PATH);
+	if (fd < 0)
+		return -fd;
+	int e = fstat(fd, sb) != 0 ? errno : 0;
+	close(fd);
+	return e;
+}
+
 static int fs_head(mt_store *st, const char *key, uint64_t *size, int64_t *mtime, mt_error *err)
 {
 	fs_store *s = (fs_store *)st;
-	char *path;
-	int rc = fs_key_path(s, key, &path, err);
+	int rc = fs_key_check(s, key, err);
 	if (rc)
 		return rc;
 	struct stat sb;
-	if (stat(path, &sb) != 0)
-		rc = fs_fail(s, key, NULL, errno, 1, err);
+	int e = fs_stat_key(s, key, &sb);
+	if (e)
+		rc = fs_fail(s, key, NULL, e, 1, err);
 	else if (!S_ISREG(sb.st_mode))
-		rc = mti_err(err, MT_ENOTFOUND, "store %s: %s: not an object", s->base.url, key);
-	free(path);
+		rc = fs_not_regular(s, key, sb.st_mode, err);
 	if (!rc) {
 		if (size)
 			*size = (uint64_t)sb.st_size;
@@ -666,17 +807,16 @@ static int fs_dircache_match(const struct fs_dircache *c, const struct fs_walk *
 /* The entries of directory `rel` ("" or ending in '/') this page of the
  * walk may reach, sorted; *rest as for fs_slice. */
 static int fs_scan(struct fs_walk *w, const char *rel, struct fs_ents *out, int *rest,
-		   mt_error *err)
+		   int *dfd, mt_error *err)
 {
 	fs_store *s = w->s;
 	*out = (struct fs_ents){0};
 	*rest = 0;
-	char *dirpath = mti_asprintf("%s/%s", s->root, rel);
-	if (!dirpath)
-		return fs_nomem(s, *rel ? rel : w->prefix, err);
-	DIR *d = opendir(dirpath);
-	int e = d ? 0 : errno;
-	free(dirpath);
+	int fd = fs_open_beneath(s, rel, O_RDONLY | O_DIRECTORY);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	int e = fd < 0 ? -fd : d ? 0 : errno;
+	if (fd >= 0 && !d)
+		close(fd);
 	/* A prefix nothing was stored under yet is an empty listing. */
 	if (!d)
 		return e == ENOENT || e == ENOTDIR ? 0 : fs_fail(s, rel, "list", e, 1, err);
@@ -705,6 +845,10 @@ static int fs_scan(struct fs_walk *w, const char *rel, struct fs_ents *out, int 
 		if (!rc)
 			rc = fs_slice(w, &c->all, out, rest);
 	}
+	/* The walk goes on in this very directory, not in whatever its path
+	 * names by then. */
+	if (!rc && (*dfd = fcntl(dirfd(d), F_DUPFD_CLOEXEC, 0)) < 0)
+		rc = errno;
 	closedir(d);
 	if (c && !rc && *rest && (c->rel = mti_strdup(rel)) && (c->prefix = mti_strdup(w->prefix))) {
 		c->want = w->want;
@@ -718,6 +862,9 @@ static int fs_scan(struct fs_walk *w, const char *rel, struct fs_ents *out, int 
 	fs_dircache_free(c);
 	if (rc) {
 		fs_ents_free(out);
+		if (*dfd >= 0)
+			close(*dfd);
+		*dfd = -1;
 		return rc == ENOMEM ? fs_nomem(s, *rel ? rel : w->prefix, err)
 				    : fs_fail(s, rel, "list", rc, 1, err);
 	}
@@ -746,42 +893,44 @@ static int fs_walk_add(struct fs_walk *w, const char *key, uint64_t size, int64_
 	return 0;
 }
 
-/* A file the walk reached: list it, or sweep it. */
-static int fs_walk_file(struct fs_walk *w, const char *key, mt_error *err)
+/* A file the walk reached in the directory open as dfd: list it, or sweep
+ * it.  Never through a link: a link is not an object, and the directory
+ * was reached beneath the root. */
+static int fs_walk_file(struct fs_walk *w, int dfd, const char *key, mt_error *err)
 {
-	char *path = fs_path(w->s, key);
-	if (!path)
-		return fs_nomem(w->s, key, err);
+	const char *name = strrchr(key, '/');
+	name = name ? name + 1 : key;
 	struct stat sb;
 	int rc = 0;
 	/* A file deleted since the scan is simply not there. */
-	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+	if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode)) {
 		if (w->want == FS_OBJECTS) {
 			rc = fs_walk_add(w, key, (uint64_t)sb.st_size, (int64_t)sb.st_mtime, err);
 		} else if ((int64_t)sb.st_mtime < w->before) {
 			w->n++;
 			w->bytes += (uint64_t)sb.st_size;
-			if (!w->dry_run && unlink(path) != 0 && errno != ENOENT)
+			if (!w->dry_run && unlinkat(dfd, name, 0) != 0 && errno != ENOENT)
 				rc = fs_fail(w->s, key, "delete", errno, 0, err);
 		}
 	}
-	free(path);
 	return rc;
 }
 
 static int fs_walk_dir(struct fs_walk *w, const char *rel, mt_error *err)
 {
 	struct fs_ents a;
-	int rest;
-	int rc = fs_scan(w, rel, &a, &rest, err);
+	int rest, dfd = -1;
+	int rc = fs_scan(w, rel, &a, &rest, &dfd, err);
 	for (size_t i = 0; !rc && !w->more && i < a.n; i++) {
 		if (w->want == FS_PREFIXES)
 			rc = fs_walk_add(w, a.v[i].key, 0, 0, err);
 		else if (a.v[i].dir)
 			rc = fs_walk_dir(w, a.v[i].key, err);
 		else
-			rc = fs_walk_file(w, a.v[i].key, err);
+			rc = fs_walk_file(w, dfd, a.v[i].key, err);
 	}
+	if (dfd >= 0)
+		close(dfd);
 	/* Files deleted since the scan left the page short of the entries
 	 * it could reach: end the page here, the next one goes on. */
 	if (!rc && rest)
@@ -845,62 +994,68 @@ static int fs_sweep(mt_store *st, const char *prefix, int64_t before, int dry_ru
 	return rc;
 }
 
-/* fn on the file of each key in turn (keys[i], its path), keys checked
- * first; the first failure stops it. */
-static int fs_each_key(fs_store *s, const char *const *keys, size_t n,
-		       int (*fn)(fs_store *s, const char *const *keys, size_t i, const char *path,
-				 mt_error *err),
-		       mt_error *err)
-{
-	for (size_t i = 0; i < n; i++) {
-		char *path;
-		int rc = fs_key_path(s, keys[i], &path, err);
-		if (!rc) {
-			rc = fn(s, keys, i, path, err);
-			free(path);
-		}
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static int fs_del_one(fs_store *s, const char *const *keys, size_t i, const char *path,
-		      mt_error *err)
-{
-	if (unlink(path) != 0 && errno != ENOENT)
-		return fs_fail(s, keys[i], "delete", errno, 0, err);
-	return 0;
-}
-
-static int fs_del(mt_store *st, const char *const *keys, size_t n, mt_error *err)
-{
-	return fs_each_key((fs_store *)st, keys, n, fs_del_one, err);
-}
-
 static int fs_same_dir(const char *a, const char *b)
 {
 	const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
 	return sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
 }
 
-static int fs_sync_one(fs_store *s, const char *const *keys, size_t i, const char *path,
-		       mt_error *err)
+/* Delete each key's file from its directory, reached beneath the root: a
+ * key whose directory is (or passes) a link deletes nothing and fails.
+ * unlinkat(2) removes a link itself, never its target.  Keys of one
+ * directory (gc's, sorted) share one open of it. */
+static int fs_del(mt_store *st, const char *const *keys, size_t n, mt_error *err)
 {
-	int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) != 0)
+	fs_store *s = (fs_store *)st;
+	int dfd = -1, rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		const char *base;
+		if ((rc = fs_key_check(s, keys[i], err)))
+			break;
+		if (dfd < 0 || !fs_same_dir(keys[i - 1], keys[i])) {
+			if (dfd >= 0)
+				close(dfd);
+			dfd = fs_open_parent(s, keys[i], 0, &base);
+		} else {
+			base = strrchr(keys[i], '/') + 1;
+		}
+		/* No directory: no such key. */
+		int e = dfd == -ENOENT || dfd == -ENOTDIR ? 0 : dfd < 0 ? -dfd
+			: unlinkat(dfd, base, 0) != 0 && errno != ENOENT ? errno : 0;
+		if (e)
+			rc = fs_fail(s, keys[i], "delete", e, 0, err);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}
+
+static int fs_sync_one(fs_store *s, const char *const *keys, size_t i, mt_error *err)
+{
+	int rc = fs_key_check(s, keys[i], err);
+	if (rc)
+		return rc;
+	int fd = fs_open_beneath(s, keys[i], O_RDONLY);
+	if (fd < 0)
+		rc = fs_fail(s, keys[i], "fsync", -fd, 1, err);
+	else if (fsync(fd) != 0)
 		rc = fs_fail(s, keys[i], "fsync", errno, 1, err);
 	if (fd >= 0)
 		close(fd);
 	/* Objects of one writer share a directory: flush it once. */
 	if (!rc && (i == 0 || !fs_same_dir(keys[i - 1], keys[i])))
-		fs_sync_dir(path);
+		fs_sync_parent(s, keys[i]);
 	return rc;
 }
 
 static int fs_sync(mt_store *st, const char *const *keys, size_t n, mt_error *err)
 {
-	return fs_each_key((fs_store *)st, keys, n, fs_sync_one, err);
+	for (size_t i = 0; i < n; i++) {
+		int rc = fs_sync_one((fs_store *)st, keys, i, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 static void fs_close(mt_store *st)
@@ -908,6 +1063,8 @@ static void fs_close(mt_store *st)
 	fs_store *s = (fs_store *)st;
 	fs_dircache_free(s->cache);
 	pthread_mutex_destroy(&s->lock);
+	if (s->rootfd >= 0)
+		close(s->rootfd);
 	free(s->root);
 	free(s->base.url);
 	free(s);
@@ -951,6 +1108,7 @@ int mti_store_fs_open(const char *root, int create, mt_store **out, mt_error *er
 	if (!s)
 		return mti_err(err, MT_ENOMEM, "store file://%s: out of memory", root);
 	s->base.ops = &fs_ops;
+	s->rootfd = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	/* The root directory "/" must not become "//key". */
 	s->root = mti_strdup(strcmp(root, "/") ? root : "");

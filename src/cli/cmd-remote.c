@@ -124,6 +124,20 @@ static void remote_table(const mt_remote *r, size_t n)
 	free(extras);
 }
 
+/* Replace a remote's URL and endpoint by the forms messages show. */
+static void remote_redact(mt_remote *r)
+{
+	char **fields[] = { &r->url, &r->endpoint };
+	for (size_t k = 0; k < 2; k++) {
+		if (!*fields[k])
+			continue;
+		char *shown = mt_url_redact(*fields[k]);
+		mt_free(*fields[k]);
+		*fields[k] = app_xstrdup(shown ? shown : "***");
+		mt_free(shown);
+	}
+}
+
 static int remote_ls(const struct cli_args *a)
 {
 	if (a->argc != 1)
@@ -133,6 +147,9 @@ static int remote_ls(const struct cli_args *a)
 	mt_error err = { 0 };
 	if (mt_remotes_list(&r, &n, &err))
 		return cli_fail(&err);
+	/* A configuration written by hand may hold credentials in a URL. */
+	for (size_t i = 0; i < n; i++)
+		remote_redact(&r[i]);
 	if (cli_has(a, "json")) {
 		json_t *arr = json_array();
 		for (size_t i = 0; arr && i < n; i++) {

@@ -262,6 +262,9 @@ MT_API void mt_strv_free(char **v, size_t n);
  * mt_ckpt_commit, say) where the caller's free() may not be the library's:
  * bindings through a foreign-function interface.  Accepts NULL. */
 MT_API void mt_free(void *p);
+/* url as messages show it: any user:password@ replaced by "***@".
+ * malloc'ed (free it with mt_free); NULL when out of memory. */
+MT_API char *mt_url_redact(const char *url);
 
 /* 0 when `name` may name a dataset or a version: [A-Za-z0-9._-], 1 to 128
  * characters, not starting with '.' or '-'; else MT_EINVAL, the message

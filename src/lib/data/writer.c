@@ -399,15 +399,10 @@ static int writer_take_recipe(mt_writer *w, const mt_writer_opts *o, mt_error *e
  * credentials of a store never go in a manifest). */
 static char *source_url(const char *url)
 {
-	const char *scheme = strstr(url, "://"), *at = NULL;
-	if (scheme) {
-		size_t host = strcspn(scheme + 3, "/");
-		const char *a = memchr(scheme + 3, '@', host);
-		at = a;
-	}
-	if (!at)
+	size_t off, len;
+	if (!mti_url_userinfo(url, &off, &len))
 		return mti_strdup(url);
-	return mti_asprintf("%.*s%s", (int)(scheme + 3 - url), url, at + 1);
+	return mti_asprintf("%.*s%s", (int)off, url, url + off + len);
 }
 
 /* Keep the sources, the written store's own recorded as "". */

@@ -266,6 +266,14 @@ static int remote_check(const mt_remote *r, mt_error *err)
 	int rc = mt_name_check(r->name, "remote", err);
 	if (rc)
 		return rc;
+	size_t off, len;
+	const char *secret = mti_url_userinfo(r->url, &off, &len) ? "URL"
+			     : mti_url_userinfo(r->endpoint, &off, &len) ? "endpoint" : NULL;
+	if (secret)
+		return mti_err(err, MT_EINVAL, "remote %s: the %s holds credentials (user:password@), "
+			      "which are never stored: give them with an AWS profile (--profile, "
+			      "~/.aws/credentials) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+			      r->name, secret);
 	const char *u = r->url ? r->url : "";
 	int s3 = !strncmp(u, "s3://", 5), file = !strncmp(u, "file:///", 8);
 	if ((!s3 && !file) || (s3 && (u[5] == '\0' || u[5] == '/')))

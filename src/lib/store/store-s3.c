@@ -1405,6 +1405,19 @@ static int s3_route(s3_store *s, const mt_store_opts *o, mt_error *err)
 	if (!ep)
 		return mti_err(err, MT_ENOMEM, "store %s: out of memory", s->base.url);
 	int rc = 0;
+	size_t uoff, ulen;
+	/* S3 requests are signed, never sent with a user and password: an
+	 * endpoint that holds them is refused, and shown without them. */
+	if (mti_url_userinfo(ep, &uoff, &ulen)) {
+		char *shown = mti_url_redact(ep);
+		rc = mti_err(err, MT_EINVAL, "store %s: endpoint %s holds credentials "
+			    "(user:password@): give them with an AWS profile (--profile, "
+			    "~/.aws/credentials) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+			    s->base.url, shown ? shown : "(out of memory)");
+		free(shown);
+		free(def);
+		return rc;
+	}
 	const char *hp = NULL;
 	if (!strncmp(ep, "http://", 7))
 		hp = ep + 7;

@@ -63,3 +63,8 @@ uint64_t mt_attr_items(const mt_attr *a)
 		n *= a->shape[i];
 	return n;
 }
+
+char *mt_url_redact(const char *url)
+{
+	return mti_url_redact(url);
+}

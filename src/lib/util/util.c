@@ -51,6 +51,31 @@ char *mti_strdup(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+int mti_url_userinfo(const char *url, size_t *off, size_t *len)
+{
+	const char *scheme = url ? strstr(url, "://") : NULL;
+	if (!scheme)
+		return 0;
+	const char *auth = scheme + 3;
+	const char *at = memchr(auth, '@', strcspn(auth, "/?#"));
+	if (!at)
+		return 0;
+	/* The last '@' of the authority ends the userinfo (a password may hold one). */
+	for (const char *a; (a = memchr(at + 1, '@', strcspn(at + 1, "/?#")));)
+		at = a;
+	*off = (size_t)(auth - url);
+	*len = (size_t)(at + 1 - auth);
+	return 1;
+}
+
+char *mti_url_redact(const char *url)
+{
+	size_t off, len;
+	if (!mti_url_userinfo(url, &off, &len))
+		return mti_strdup(url);
+	return mti_asprintf("%.*s***@%s", (int)off, url, url + off + len);
+}
+
 char *mti_asprintf(const char *fmt, ...)
 {
 	va_list ap;

@@ -23,6 +23,12 @@ MT_LOCAL int mti_err_copy(mt_error *err, const mt_error *from);
 /* Allocation that returns NULL on failure (the library never aborts). */
 MT_LOCAL char *mti_strdup(const char *s);
 MT_LOCAL char *mti_asprintf(const char *fmt, ...) MT_PRINTF(1, 2);
+/* The user:password@ of a URL's authority: 1 with its offset and length
+ * (the '@' included), 0 when it has none. */
+MT_LOCAL int mti_url_userinfo(const char *url, size_t *off, size_t *len);
+/* url with any user:password@ shown as "***@" (malloc'ed, NULL when out of
+ * memory): the only form in which a message shows a URL. */
+MT_LOCAL char *mti_url_redact(const char *url);
 
 /* A growable byte buffer. */
 typedef struct mt_buf {

@@ -298,6 +298,8 @@ int mti_ckpt_decode(const char *json, size_t len, const char *name, const char *
 		rc = mti_json_check_sum(json, len, json_string_value(sum), what, err);
 	if (!rc)
 		rc = ckpt_fill(c, name, version, what, err);
+	if (!rc)
+		rc = mti_ckpt_meta_caps(json_object_get(c->root, "meta"), MT_ECORRUPT, what, err);
 	c->manifest = rc ? NULL : strndup(json, len);
 	if (!rc && !c->manifest)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
@@ -348,7 +350,7 @@ int mt_ckpt_open(mt_store *s, const char *spec, mt_ckpt **out, mt_error *err)
 	if (!rc && !key)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
-		rc = mti_store_get(s, key, 0, UINT64_MAX, &data, &len, err);
+		rc = mti_store_get_max(s, key, MT_MANIFEST_MAX_BYTES, &data, &len, err);
 	if (rc == MT_ENOTFOUND)
 		rc = mti_err(err, rc, "model %s: no checkpoint %s in %s", name, version,
 			    mt_store_url(s));

@@ -334,7 +334,34 @@ static int meta_check(const char *name, json_t *m, mt_error *err)
 	size_t i;
 	json_array_foreach(v, i, sv) if (!json_is_string(sv)) return mti_err(
 		err, MT_EINVAL, "model %s: meta \"tags\" must hold strings", name);
-	return 0;
+	char *what = mti_asprintf("model %s: meta", name);
+	int rc = what ? mti_ckpt_meta_caps(m, MT_EINVAL, what, err)
+		      : mti_err(err, MT_ENOMEM, "out of memory");
+	free(what);
+	return rc;
+}
+
+/* The caps of a manifest's author, description and tags (doc/FORMAT.md,
+ * "Size caps") on a checkpoint's "meta" object; anything not a string
+ * there is left to the other checks. */
+int mti_ckpt_meta_caps(json_t *meta, int code, const char *what, mt_error *err)
+{
+	json_t *a = json_object_get(meta, "author"), *d = json_object_get(meta, "description");
+	json_t *tags = json_object_get(meta, "tags");
+	size_t n = json_is_array(tags) ? json_array_size(tags) : 0;
+	if (json_is_string(a) && json_string_length(a) > MT_TEXT_MAX)
+		return mti_err(err, code, "%s: the author is %zu bytes, over its cap of %u "
+			      "(doc/FORMAT.md, \"Size caps\")", what, json_string_length(a),
+			      MT_TEXT_MAX);
+	const char **t = calloc(n ? n : 1, sizeof *t);
+	if (!t)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		t[i] = json_string_value(json_array_get(tags, i));
+	int rc = mti_meta_caps(json_is_string(d) ? json_string_value(d) : NULL, t, n, code, what,
+			       err);
+	free(t);
+	return rc;
 }
 
 int mt_ckpt_set_meta(mt_ckpt_writer *w, const char *json, mt_error *err)

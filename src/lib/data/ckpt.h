@@ -21,4 +21,10 @@ MT_LOCAL int mti_ckpt_versions(mt_store *s, const char *name, char ***out, size_
 MT_LOCAL int mti_ckpt_decode(const char *json, size_t len, const char *name, const char *version,
 			    const char *what, mt_ckpt **out, mt_error *err);
 
+/* The size caps of a checkpoint's "meta" (a json_t *): its author,
+ * description and tags as a manifest's (doc/FORMAT.md, "Size caps");
+ * `code` is what a breach returns. */
+struct json_t;
+MT_LOCAL int mti_ckpt_meta_caps(struct json_t *meta, int code, const char *what, mt_error *err);
+
 #endif

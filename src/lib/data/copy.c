@@ -377,7 +377,7 @@ static int copy_commit(copy_ctx *c, const mt_manifest *m, const char *key, const
 static int copy_source(copy_ctx *c, const char *dataset, const char *version, const char *key,
 		       const char *what, void **json, size_t *len, mt_manifest **m, mt_error *err)
 {
-	int rc = c->src->ops->get(c->src, key, 0, UINT64_MAX, json, len, err);
+	int rc = mti_store_get_max(c->src, key, MT_MANIFEST_MAX_BYTES, json, len, err);
 	if (rc == MT_ENOTFOUND)
 		return mti_err(err, MT_ENOTFOUND, "%s: no such version in %s", what,
 			      mt_store_url(c->src));

@@ -463,7 +463,7 @@ static void meta_load(mt_store *s, const char *dataset, const char *version, str
 	if (!(r->key = mti_key_meta(dataset, version)))
 		r->rc = mti_err(&r->err, MT_ENOMEM, "out of memory");
 	else
-		r->rc = mti_store_get(s, r->key, 0, UINT64_MAX, &r->data, &r->len, &r->err);
+		r->rc = mti_store_get_max(s, r->key, MT_META_MAX_BYTES, &r->data, &r->len, &r->err);
 }
 
 static int named_load_job(void *ud, size_t i)
@@ -818,7 +818,7 @@ static int load_manifest(mt_store *s, const char *dataset, const char *version, 
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	void *data = NULL;
 	size_t len = 0;
-	rc = mti_store_get(s, key, 0, UINT64_MAX, &data, &len, err);
+	rc = mti_store_get_max(s, key, MT_MANIFEST_MAX_BYTES, &data, &len, err);
 	if (rc == MT_ENOTFOUND)
 		rc = mti_err(err, rc, "%s@%s: no such version in %s", dataset, version,
 			    mt_store_url(s));
@@ -1154,7 +1154,7 @@ static int gc_reference_stray(struct gc_state *g, const char *dataset, const cha
 	void *data = NULL;
 	size_t len = 0;
 	mt_manifest *m = NULL;
-	int rc = mti_store_get(g->s, key, 0, UINT64_MAX, &data, &len, err);
+	int rc = mti_store_get_max(g->s, key, MT_MANIFEST_MAX_BYTES, &data, &len, err);
 	if (!rc)
 		rc = mti_manifest_decode(data, len, key, &m, err);
 	free(data);

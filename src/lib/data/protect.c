@@ -518,7 +518,7 @@ static int pr_check_manifest(mt_store *s, const mti_prec *p, const char *key, mt
 	mt_error e = {0};
 	if (!mkey)
 		return mti_err(err, MT_ENOMEM, "out of memory");
-	int rc = mti_store_get(s, mkey, 0, UINT64_MAX, &data, &len, &e);
+	int rc = mti_store_get_max(s, mkey, MT_MANIFEST_MAX_BYTES, &data, &len, &e);
 	mt_manifest *m = NULL;
 	if (!rc && (len != p->manifest_len || memcmp(data, p->manifest, len) != 0) &&
 	    mti_manifest_decode(data, len, mkey, &m, &e) == 0)
@@ -543,7 +543,7 @@ int mti_prec_load(mt_store *s, const char *dataset, const char *version, mti_pre
 	void *data = NULL;
 	size_t len = 0;
 	mt_error e = {0};
-	int rc = mti_store_get(s, key, 0, UINT64_MAX, &data, &len, &e);
+	int rc = mti_store_get_max(s, key, MT_MANIFEST_MAX_BYTES, &data, &len, &e);
 	if (rc == MT_ENOTFOUND)
 		rc = mti_err(err, rc, "%s@%s is not protected (no %s)", dataset, version, key);
 	else if (rc)

@@ -344,7 +344,7 @@ int mti_rp_manifest_find(rp_ctx *c, mt_error *err)
 	void *json = NULL;
 	size_t len = 0;
 	mt_manifest *m = NULL;
-	rc = mti_store_get(c->s, c->mobj.key, 0, UINT64_MAX, &json, &len, &e);
+	rc = mti_store_get_max(c->s, c->mobj.key, MT_MANIFEST_MAX_BYTES, &json, &len, &e);
 	if (rc && rc != MT_ENOTFOUND)
 		return mti_err_copy(err, &e);
 	c->mobj.read = len;

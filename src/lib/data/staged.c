@@ -105,7 +105,7 @@ static int staging_take(struct staging *st, mt_store *s, const char *key, mt_err
 	void *data = NULL;
 	size_t len = 0;
 	mt_manifest *m = NULL;
-	int rc = mti_store_get(s, key, 0, UINT64_MAX, &data, &len, err);
+	int rc = mti_store_get_max(s, key, MT_MANIFEST_MAX_BYTES, &data, &len, err);
 	if (!rc)
 		rc = mti_manifest_decode(data, len, key, &m, err);
 	free(data);

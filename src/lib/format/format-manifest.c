@@ -283,6 +283,9 @@ static json_t *fm_enc_sources(const mt_manifest *m)
 int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 {
 	*json = NULL;
+	int caps = mti_manifest_caps(m, MT_EINVAL, m->version ? m->version : "manifest", err);
+	if (caps)
+		return caps;
 	const char *failed = NULL;
 	json_t *root = json_object(), *tags = json_array(), *comp = json_object();
 	for (size_t i = 0; tags && i < m->ntags; i++)
@@ -910,6 +913,9 @@ int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manif
 {
 	*out = NULL;
 	struct fm_dec d = {what ? what : "manifest", err, json, len, NULL, 0};
+	int caps = mti_json_caps_scan(json, len, MT_MANIFEST_MAX_BYTES, d.what, err);
+	if (caps)
+		return caps;
 	json_error_t je;
 	char *rest = NULL;
 	size_t restlen = 0;
@@ -935,6 +941,8 @@ int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manif
 		rc = fm_dec_sources(&d, json_object_get(root, "sources"), m);
 	if (!rc)
 		rc = fm_dec_part(&d, json_object_get(root, "part"), m);
+	if (!rc)
+		rc = mti_manifest_caps(m, MT_ECORRUPT, d.what, err);
 	json_decref(root);
 	free(d.fast); /* when the placeholder was not reached */
 	if (rc) {
@@ -977,6 +985,9 @@ int mti_meta_encode(const mt_manifest *m, const char *updated, const char *descr
 		   const char *const *tags, size_t ntags, char **json, mt_error *err)
 {
 	*json = NULL;
+	int caps = mti_meta_caps(description, tags, ntags, MT_EINVAL, m->version, err);
+	if (caps)
+		return caps;
 	const char *failed = NULL;
 	json_t *root = json_object(), *jt = json_array();
 	for (size_t i = 0; jt && i < ntags; i++)
@@ -1001,6 +1012,9 @@ int mti_meta_apply(mt_manifest *m, const char *json, size_t len, const char *wha
 		  mt_error *err)
 {
 	struct fm_dec d = {what, err, json, len, NULL, 0};
+	int caps = mti_json_caps_scan(json, len, MT_META_MAX_BYTES, what, err);
+	if (caps)
+		return caps;
 	json_error_t je;
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
@@ -1019,6 +1033,9 @@ int mti_meta_apply(mt_manifest *m, const char *json, size_t len, const char *wha
 		rc = fm_fail(&d, "does not name %s@%s", m->dataset, m->version);
 	if (!rc && !(rc = fm_dec_str(&d, root, "description", 1, &tmp.description)))
 		rc = fm_dec_tags(&d, json_object_get(root, "tags"), &tmp);
+	if (!rc)
+		rc = mti_meta_caps(tmp.description, (const char *const *)tmp.tags, tmp.ntags,
+				   MT_ECORRUPT, what, err);
 	json_decref(root);
 	if (!rc) {
 		free(m->description);

@@ -114,6 +114,30 @@ MT_LOCAL int mti_json_seal(char **json);
 MT_LOCAL int mti_json_check_sum(const char *json, size_t len, const char *sum, const char *what,
 			       mt_error *err);
 
+/* ---- size caps (doc/FORMAT.md, "Size caps") -------------------------------
+ * A manifest's object is read only when its size is under the cap (a few
+ * million shards at ~170 bytes each fit), and every string in it has a cap
+ * of its own: a crafted description costs a reader no more than its bytes. */
+#define MT_MANIFEST_MAX_BYTES (512ull << 20)
+#define MT_META_MAX_BYTES (4ull << 20) /* meta/<version>.json */
+#define MT_DESCRIPTION_MAX (64u << 10)
+#define MT_TEXT_MAX 4096u /* author, a recipe argument KEY=VALUE, a source's store URL */
+#define MT_TAG_MAX 256u
+#define MT_TAGS_MAX 1024u
+#define MT_ATTRS_MAX 65536u
+#define MT_RECIPE_ARGS_MAX 1024u
+#define MT_SOURCES_MAX 65536u
+/* format-caps.c: JSON text of len bytes over max_bytes, or holding a
+ * string literal longer than any member's cap allows, is MT_ECORRUPT
+ * naming `what`, before a parser copies any of it. */
+MT_LOCAL int mti_json_caps_scan(const char *json, size_t len, uint64_t max_bytes,
+				const char *what, mt_error *err);
+/* The caps of a manifest's strings and counts; `code` is what a breach
+ * returns (MT_ECORRUPT reading, MT_EINVAL writing). */
+MT_LOCAL int mti_manifest_caps(const mt_manifest *m, int code, const char *what, mt_error *err);
+MT_LOCAL int mti_meta_caps(const char *description, const char *const *tags, size_t ntags,
+			   int code, const char *what, mt_error *err);
+
 /* Compact JSON text (malloc'ed, NUL-terminated), ending with the
  * "checksum" member over the rest of the text. */
 MT_LOCAL int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err);

@@ -208,6 +208,41 @@ int mti_store_get(mt_store *s, const char *key, uint64_t offset, uint64_t len, v
 	return store_name_key(s->ops->get(s, key, offset, len, data, got, err), key, err);
 }
 
+static int store_too_big(mt_store *s, const char *key, uint64_t size, uint64_t max, int exact,
+			 mt_error *err)
+{
+	return mti_err(err, MT_ECORRUPT, "store %s: %s: %s%llu bytes, over the cap of %llu bytes "
+		      "for such an object (doc/FORMAT.md, \"Size caps\"): not read",
+		      s->url, key, exact ? "" : "more than ", (unsigned long long)(exact ? size : max),
+		      (unsigned long long)max);
+}
+
+int mti_store_get_max(mt_store *s, const char *key, uint64_t max, void **data, size_t *got,
+		      mt_error *err)
+{
+	*data = NULL;
+	*got = 0;
+	uint64_t size = 0;
+	int rc;
+	if (s->ops->far) {
+		rc = mti_store_get(s, key, 0, max + 1, data, got, err);
+	} else {
+		rc = mti_store_head(s, key, &size, NULL, err);
+		if (!rc && size > max)
+			return store_too_big(s, key, size, max, 1, err);
+		if (!rc)
+			rc = mti_store_get(s, key, 0, UINT64_MAX, data, got, err);
+	}
+	/* Grown since the HEAD, or past the cap on a far store. */
+	if (!rc && *got > max) {
+		free(*data);
+		*data = NULL;
+		*got = 0;
+		return store_too_big(s, key, 0, max, 0, err);
+	}
+	return rc;
+}
+
 int mti_store_read(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
 		  mt_error *err)
 {

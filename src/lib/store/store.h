@@ -129,6 +129,12 @@ MT_LOCAL void mti_remotes_free_one(mt_remote *r);
 /* Convenience over ops that also name the key in errors. */
 MT_LOCAL int mti_store_get(mt_store *s, const char *key, uint64_t offset, uint64_t len,
 			  void **data, size_t *got, mt_error *err);
+/* The whole object, refused (MT_ECORRUPT naming the key) when it holds
+ * more than max bytes: decided before it is read (a HEAD on a local store;
+ * a range one byte past the cap on a far one), so an object of any size
+ * costs at most max + 1 bytes. */
+MT_LOCAL int mti_store_get_max(mt_store *s, const char *key, uint64_t max, void **data,
+			      size_t *got, mt_error *err);
 MT_LOCAL int mti_store_read(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
 			   mt_error *err);
 MT_LOCAL int mti_store_put(mt_store *s, const char *key, const void *data, size_t len, int flags,

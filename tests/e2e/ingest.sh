@@ -49,8 +49,8 @@ check "commit every 30 rows" bash -c "$I gen jsonl 100 0 7 | $M ingest rows ${AT
 ok $([ "$(versions rows)" -eq 4 ]; echo $?) "100 rows by 30 make 4 versions (30, 60, 90, the rest at the end)"
 ok $([ "$(rows_of rows@v2)" = 60 ] && [ "$(rows_of rows)" = 100 ]; echo $?) "v2 holds 60 rows, the latest all 100"
 check "commit by time while standard input is idle" bash -c \
-	"$I gen jsonl 3 0 7 2.5 | $M ingest timed ${ATTRS[*]} --commit-secs 1"
-ok $([ "$(versions timed)" -eq 3 ]; echo $?) "three records 2.5 s apart, --commit-secs 1: three versions"
+	"$I gen jsonl 3 0 7 4 | $M ingest timed ${ATTRS[*]} --commit-secs 1"
+ok $([ "$(versions timed)" -eq 3 ]; echo $?) "three records 4 s apart, --commit-secs 1: three versions"
 check "--commit-secs 0 never commits by time" bash -c \
 	"$I gen jsonl 3 0 7 1.2 | $M ingest untimed ${ATTRS[*]} --commit-secs 0"
 ok $([ "$(versions untimed)" -eq 1 ]; echo $?) "one version at the end"
@@ -178,11 +178,11 @@ ok $(grep -q "frame 11: field t (lengths): row 0 has length -1" "$WORK/skip.err"
 	grep -q "frame 16: field t (lengths): dtype int32, lengths are int64" "$WORK/skip.err" &&
 	[ "$($M cat ragnpy y | tr '\n' ' ')" = "0 1 2 3 " ] && [ "$($M cat ragnpy t | head -1)" = "3 20 37" ]; echo $?) \
 	"npy ragged: the bad frames are named, the good batches' 4 rows committed"
-# Arrays 30 ms apart: commits by time come between a batch's arrays, whose lengths and
+# Arrays 50 ms apart: commits by time come between a batch's arrays, whose lengths and
 # items wait for the next commit (on the commit thread, and in line with a spool).
 for sp in "" "--spool $WORK/rag-npy-spool"; do
 	check "npy ragged, commits by time inside batches${sp:+ (spool)}" bash -c \
-		"$I rgen npy 100 0 3 0.03 | $M ingest ragtime${sp:+s} --format npy ${RA[*]} --commit-secs 1 $sp > /dev/null"
+		"$I rgen npy 100 0 3 0.05 | $M ingest ragtime${sp:+s} --format npy ${RA[*]} --commit-secs 1 $sp > /dev/null"
 	ok $(rgot ragtime${sp:+s} "$WORK/ragtime${sp:+s}" && [ "$($I rcheck "$WORK/ragtime${sp:+s}" 100 0 3)" = 100 ] &&
 		[ "$(versions ragtime${sp:+s})" -ge 2 ]; echo $?) "npy ragged${sp:+ (spool)}: every row exact across the commits"
 done
@@ -221,16 +221,23 @@ done
 check "after kill -9 every version verifies" bash -c "for s in 11 23 37; do $M ls kill-\$s > /dev/null 2>&1 || continue; $M verify kill-\$s > /dev/null || exit 1; done"
 
 # ---- --spool: kill -9, then a run with the same spool commits the rest exactly once ----
+# spooled_then_sleep SPOOL DELAY: wait until SPOOL's log holds records (at most 30 s), then DELAY
+# seconds.  The delay counts from there: under load an ingest's start alone can take longer
+# than it, and a kill before anything was spooled would test nothing.
+spooled_then_sleep() {
+	for _ in $(seq 300); do [ "$(stat -c %s "$1/log" 2>/dev/null || echo 0)" -ge 1000 ] && break; sleep 0.1; done
+	sleep "$2"
+}
 for seed in 5 19; do
-	delay=$($PY -c "import random; random.seed($seed); print(round(random.uniform(0.5, 2.5), 2))")
-	echo "# spool kill -9 seed $seed: after ${delay}s"
+	delay=$($PY -c "import random; random.seed($seed); print(round(random.uniform(0.0, 2.0), 2))")
+	echo "# spool kill -9 seed $seed: ${delay}s after the first records are spooled"
 	rm -f "$WORK/kfifo"
 	mkfifo "$WORK/kfifo"
 	$I gen jsonl 2000 0 $seed 0.002 > "$WORK/kfifo" 2> /dev/null &
 	gen=$!
 	$M ingest sp-$seed ${ATTRS[*]} --commit-rows 37 --spool "$WORK/spool-$seed" < "$WORK/kfifo" > /dev/null 2>&1 &
 	ing=$!
-	sleep "$delay"
+	spooled_then_sleep "$WORK/spool-$seed" "$delay"
 	kill -9 $ing 2> /dev/null
 	kill $gen 2> /dev/null
 	wait $ing $gen 2> /dev/null
@@ -266,7 +273,7 @@ spool_then_kill() {
 	ing=$!
 	exec 6> "$WORK/kfifo"
 	$I "$gen" jsonl 50 0 9 >&6
-	for _ in $(seq 100); do [ "$(stat -c %s "$spool/log" 2>/dev/null || echo 0)" -ge "$min" ] && break; sleep 0.1; done
+	for _ in $(seq 300); do [ "$(stat -c %s "$spool/log" 2>/dev/null || echo 0)" -ge "$min" ] && break; sleep 0.1; done
 	sleep 0.5
 	kill -9 $ing
 	wait $ing 2> /dev/null
@@ -315,15 +322,15 @@ ok $(rgot rspd "$WORK/rspd" && [ "$($I rcheck "$WORK/rspd" 50 0 9)" = 50 ] && [ 
 fails "a ragged spool is refused for fixed attributes" 1 "holds rows of other attributes" \
 	bash -c "$M ingest rspd --attr t=int32 --attr y=int64 --attr p=float32:2 --spool $WORK/rspool-d < /dev/null"
 seed=31
-delay=$($PY -c "import random; random.seed($seed); print(round(random.uniform(0.5, 2.5), 2))")
-echo "# ragged spool kill -9 seed $seed: after ${delay}s"
+delay=$($PY -c "import random; random.seed($seed); print(round(random.uniform(0.0, 2.0), 2))")
+echo "# ragged spool kill -9 seed $seed: ${delay}s after the first records are spooled"
 rm -f "$WORK/kfifo"
 mkfifo "$WORK/kfifo"
 $I rgen jsonl 2000 0 $seed 0.002 > "$WORK/kfifo" 2> /dev/null &
 gen=$!
 $M ingest rsp ${RA[*]} --commit-rows 37 --spool "$WORK/rspool" < "$WORK/kfifo" > /dev/null 2>&1 &
 ing=$!
-sleep "$delay"
+spooled_then_sleep "$WORK/rspool" "$delay"
 kill -9 $ing 2> /dev/null
 kill $gen 2> /dev/null
 wait $ing $gen 2> /dev/null

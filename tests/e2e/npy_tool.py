@@ -43,6 +43,26 @@ def same(a, b, rows=None):
         sys.exit("values differ")
 
 
+def makeall(folder, seed, *shapes):
+    """FOLDER/DTYPE-SHAPE.npy for every dtype and shape: one process, where a make each costs a
+    python start."""
+    for dt in DTYPES:
+        for shape in shapes:
+            make("%s/%s-%s.npy" % (folder, dt, shape), dt, shape, seed)
+
+
+def sameall(folder, out):
+    """For each FOLDER/NAME.npy, "NAME ok" when OUT/NAME.npy holds the same values, else
+    "NAME <what differs>"."""
+    import os
+    for name in sorted(n[:-4] for n in os.listdir(folder) if n.endswith(".npy")):
+        try:
+            same("%s/%s.npy" % (folder, name), "%s/%s.npy" % (out, name))
+            print(name, "ok")
+        except (SystemExit, OSError, ValueError) as e:
+            print(name, e)
+
+
 def h5(shard, name, npy, plugin):
     """Read dataset `name` of a shard with h5py (+hdf5plugin or our plugin)."""
     if plugin == "hdf5plugin":

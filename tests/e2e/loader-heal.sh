@@ -113,13 +113,15 @@ def idx(name):
     ndim = data[3]
     shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
-for part, pre in (("train", "train"), ("test", "t10k")):
-    np.save(f"{dst}/{part}-image.npy", idx(f"{pre}-images-idx3"))
-    np.save(f"{dst}/{part}-label.npy", idx(f"{pre}-labels-idx1").astype(np.int64))
+# A fifth of each set, in shards of 1,000 rows: the same three groups of 4+2 as the whole set
+# in shards of 5,000, at a fifth of the training time (two runs under ASan on a loaded machine).
+for part, pre, n in (("train", "train", 12000), ("test", "t10k", 2000)):
+    np.save(f"{dst}/{part}-image.npy", idx(f"{pre}-images-idx3")[:n])
+    np.save(f"{dst}/{part}-label.npy", idx(f"{pre}-labels-idx1")[:n].astype(np.int64))
 PYEOF
 	for s in fm fm-intact; do
 		$M --store "$WORK/$s" put fm-train image="$WORK/train-image.npy" label="$WORK/train-label.npy" \
-			--shard-rows 5000 > /dev/null
+			--shard-rows 1000 > /dev/null
 		$M --store "$WORK/$s" put fm-test image="$WORK/test-image.npy" label="$WORK/test-label.npy" \
 			> /dev/null
 	done

@@ -68,16 +68,51 @@ static void verify_state_line(mt_store *s, const char *dataset, const char *vers
 		       v->sources[0] ? "; the rest is repairable from " : "", v->sources);
 }
 
-/* The version's protection record exists but fails its checks (a small
- * object, read whole): said on its own line, as a damaged shard is. */
-static int record_damaged(mt_store *s, const char *dataset, const char *version)
+struct protection_out {
+	pthread_mutex_t lock;
+	uint64_t parity, damaged; /* parity objects */
+};
+
+static void protection_report(void *ud, const mt_repair_report *r)
 {
-	mt_protection p;
+	struct protection_out *o = ud;
+	pthread_mutex_lock(&o->lock);
+	o->parity += r->kind == MT_REPAIR_PARITY;
+	o->damaged += r->kind == MT_REPAIR_PARITY && r->state != MT_REPAIR_SOUND;
+	if (r->state == MT_REPAIR_SOUND) {
+		pthread_mutex_unlock(&o->lock);
+		return;
+	}
+	cli_progress_hide();
+	if (r->kind == MT_REPAIR_RECORD)
+		printf("BAD protection record: %s\n", r->problem ? r->problem : "damaged");
+	else
+		printf("BAD parity of group %zu %s: %s\n", r->number, r->key,
+		       r->problem ? r->problem : "damaged");
+	fflush(stdout);
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* The version's protection, checked as repair checks it: its record and
+ * every parity object against their sha256.  Damage is said on its own
+ * line, as a damaged shard is; 1 when there is some (or the check failed). */
+static int protection_damaged(struct cli_ctx *ctx, const char *dataset, const char *version)
+{
+	struct protection_out out = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	mt_repair_opts o;
+	mt_repair_opts_init(&o);
+	o.report = protection_report;
+	o.report_ud = &out;
 	mt_error err = { 0 };
-	if (mt_protect_info(s, dataset, version, &p, &err) != MT_ECORRUPT)
-		return 0;
-	printf("BAD protection record: %s\n", err.message);
-	return 1;
+	int rc = mt_repair_check_protection(cli_store(ctx), dataset, version, &o, NULL, &err);
+	if (rc && rc != MT_ECORRUPT) {
+		cli_fail(&err);
+		return 1;
+	}
+	if (out.parity)
+		printf("%" PRIu64 " parity objects verified, %" PRIu64 " damaged\n", out.parity,
+		       out.damaged);
+	return rc != 0;
 }
 
 /* Check the version open in r; rc: CLI_OK or CLI_FAIL. */
@@ -93,10 +128,9 @@ static int verify_version(struct cli_ctx *ctx, mt_reader *r, struct app_health *
 	/* Damage was reported shard by shard above; any other failure stopped the check. */
 	if (vrc && vrc != MT_ECORRUPT)
 		return cli_fail(&err);
-	/* Sound shards with a damaged record: their protection is damaged. */
-	int bad_record = !vrc && !v.damaged &&
-			 record_damaged(cli_store(ctx), vi->dataset, vi->version);
 	printf("%" PRIu64 " shards verified, %" PRIu64 " damaged\n", v.checked, v.damaged);
+	/* Sound shards with damaged parity or record: their protection is damaged. */
+	int bad_record = protection_damaged(ctx, vi->dataset, vi->version);
 	int rc = vrc == MT_ECORRUPT || v.damaged || bad_record ? CLI_FAIL : CLI_OK;
 	if (rc == CLI_FAIL) {
 		verify_state_line(cli_store(ctx), vi->dataset, vi->version, h);

@@ -479,6 +479,16 @@ typedef struct mt_repair_stats {
  * callbacks may be called from several threads, one at a time. */
 MT_API int mt_repair(mt_store *s, const char *dataset, const char *version,
 		     const mt_repair_opts *o, mt_repair_stats *stats, mt_error *err);
+/* Check dataset@version's protection alone, as mt_repair checks it: the
+ * record and every parity object it names against its sha256 and size.
+ * o->report hears of each damaged object (MT_REPAIR_UNREPAIRABLE: nothing
+ * is rebuilt here; mt_repair says from what it can be); o->threads and
+ * o->progress apply, the rest of o is ignored.  Returns 0 when the version
+ * is unprotected or its protection is sound, MT_ECORRUPT when the record
+ * or a parity object is damaged or missing (err names the first). */
+MT_API int mt_repair_check_protection(mt_store *s, const char *dataset, const char *version,
+				      const mt_repair_opts *o, mt_repair_stats *stats,
+				      mt_error *err);
 
 /* ---- writing a version ------------------------------------------------ */
 

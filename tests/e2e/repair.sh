@@ -156,8 +156,8 @@ check "push p@v1 to a third store, protected there with the same 3+2" $M push p@
 obj_get datasets/p/protect/v1.json "$WORK/prec.json"
 damage datasets/p/protect/v1.json flip
 out=$($M repair p@v1 --no-remotes 2>&1)
-ok $([ $? -eq 0 ] && echo "$out" | grep -q '^UNREPAIRABLE p@v1 record datasets/p/protect/v1.json: '; echo $?) \
-	"a damaged record nothing else holds is reported unrepairable (the data is sound): $(echo "$out" | tail -1)"
+ok $([ $? -eq 1 ] && echo "$out" | grep -q '^UNREPAIRABLE p@v1 record datasets/p/protect/v1.json: '; echo $?) \
+	"a damaged record nothing else holds is reported unrepairable, exit 1 (the data is sound): $(echo "$out" | tail -1)"
 out=$($M verify p@v1 2>&1)
 ok $([ $? -eq 1 ] && echo "$out" | grep -q "^BAD protection record: datasets/p/protect/v1.json: " &&
 	echo "$out" | grep -q "^p@v1: damaged, unrepairable: lost protection record"; echo $?) \

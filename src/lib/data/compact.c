@@ -260,7 +260,10 @@ int mt_compact(mt_store *s, const char *dataset, const char *version, const mt_w
 		return rc;
 	snprintf(st->base, sizeof st->base, "%s", base->version);
 	st->shards_before = base->nshards;
-	rc = compact_write(s, dataset, &base, o, st, out, cap, err);
+	/* Repacked rows must be rows a reader gets: an unsound version stays as it is. */
+	rc = mti_version_sound(s, dataset, base->version, "compact", err);
+	if (!rc)
+		rc = compact_write(s, dataset, &base, o, st, out, cap, err);
 	mti_manifest_free(base);
 	return rc;
 }

@@ -90,6 +90,12 @@ MT_LOCAL char *mti_now_rfc3339(void);
  * one millisecond after prev when the clock has not passed it. */
 MT_LOCAL char *mti_created_after(const char *prev);
 
+/* 0 when every shard of dataset@version passes mt_reader_verify's checks;
+ * MT_ECORRUPT naming the first that does not, and saying that `what`
+ * (the operation) refuses it; another code when the check could not run. */
+MT_LOCAL int mti_version_sound(mt_store *s, const char *dataset, const char *version,
+			       const char *what, mt_error *err);
+
 /* MT_EEXIST (err says so) when dataset@version was removed: its tombstone
  * keeps the name from being used again.  0 when it was not. */
 MT_LOCAL int mti_dataset_removed(mt_store *s, const char *dataset, const char *version,

@@ -396,7 +396,10 @@ static int pv_run(pv *p, const char *version, mt_error *err)
 		p->st.already = have == 1;
 	if (have)
 		return have == 1 ? 0 : have;
-	rc = pv_plan(p, err);
+	/* Parity over shards no one can read would protect nothing. */
+	rc = mti_version_sound(p->s, p->dataset, p->version, "protect", err);
+	if (!rc)
+		rc = pv_plan(p, err);
 	for (size_t g = p->st.groups_reused; !rc && g < p->rec->ngroups; g++)
 		rc = pv_code_group(p, &p->rec->groups[g], err);
 	if (!rc)

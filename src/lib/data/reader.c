@@ -1211,10 +1211,20 @@ static int verify_shard(mt_reader *r, size_t i, char *msg, size_t cap)
 		mt_error ie;
 		int irc = mti_index_decode_shard((uint8_t *)data + s->index_offset, s->index_bytes,
 						got, r->m, i, r->keys[i], &ix, &ie);
+		int sha_only = rc == MT_ECORRUPT && !irc && got == s->bytes;
 		if (irc && !rc)
 			rc = mti_err_copy(&e, &ie);
-		if (ix && damaged_chunks(r, i, ix, data, e.message, sizeof e.message))
+		if (ix && damaged_chunks(r, i, ix, data, e.message, sizeof e.message)) {
 			rc = MT_ECORRUPT;
+			sha_only = 0;
+		}
+		/* Index and every chunk intact: the reads are right, and the
+		 * bytes that differ are HDF5's own, which the writer makes again. */
+		if (sha_only) {
+			size_t n = strlen(e.message);
+			snprintf(e.message + n, sizeof e.message - n, "; HDF5 metadata damaged; data "
+				 "intact; repair rebuilds it");
+		}
 		mti_index_free(ix);
 	}
 	free(data);
@@ -1245,4 +1255,18 @@ int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn pro
 				      r->m->version);
 	}
 	return bad ? MT_ECORRUPT : 0;
+}
+
+int mti_version_sound(mt_store *s, const char *dataset, const char *version, const char *what,
+		      mt_error *err)
+{
+	mt_reader *r = NULL;
+	int rc = mt_reader_open(s, dataset, version, &r, err);
+	if (!rc)
+		rc = mt_reader_verify(r, NULL, NULL, NULL, NULL, err);
+	if (rc == MT_ECORRUPT)
+		mti_err_prefix(err, "%s refuses a version that is not sound (see matorage verify "
+			       "and repair): ", what);
+	mt_reader_close(r);
+	return rc;
 }

@@ -99,7 +99,8 @@ static int vlist_has(const vlist *l, const char *v)
 	return 0;
 }
 
-/* A protection record whose version is not listed: its manifest is gone. */
+/* A manifest or protection record key under l->prefix whose version is not
+ * listed yet (for records: the manifest is gone). */
 static int vlist_record(void *ud, const mt_obj *o)
 {
 	vlist *l = ud;
@@ -121,6 +122,21 @@ static int vlist_record(void *ud, const mt_obj *o)
 	return 0;
 }
 
+/* Every version whose manifest key is listed, in listing order. */
+static int versions_by_key(rp_ctx *c, vlist *l, mt_error *err)
+{
+	char *prefix = mti_asprintf("datasets/%s/versions/", c->dataset);
+	if (!prefix)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	l->prefix = prefix;
+	int rc = mti_store_list_all(c->s, prefix, vlist_record, l, err);
+	if (rc == MT_ENOMEM)
+		mti_err(err, rc, "out of memory");
+	l->prefix = NULL;
+	free(prefix);
+	return rc;
+}
+
 int mti_rp_versions(rp_ctx *c, const char *version, char ***out, size_t *n, mt_error *err)
 {
 	vlist l = {0};
@@ -135,6 +151,10 @@ int mti_rp_versions(rp_ctx *c, const char *version, char ***out, size_t *n, mt_e
 		rc = mt_store_versions(c->s, c->dataset, &l.v, &l.n, err);
 		if (rc == MT_ENOTFOUND && !latest)
 			rc = 0;
+		/* The versions are ordered by their manifests; when one is the
+		 * damaged object, every version there is has its name as a key. */
+		if ((rc == MT_ECORRUPT || rc == MT_EFORMAT) && !latest)
+			rc = versions_by_key(c, &l, err);
 	}
 	if (!rc && latest) {
 		for (size_t i = 0; i + 1 < l.n; i++)

@@ -1,8 +1,10 @@
-/* repair-salvage.c — a new version holding every row of a damaged one that can still be read, and the list of the rows that cannot. */
+/* repair-salvage.c — what a damaged version's own bytes still give: a shard whose HDF5 metadata alone is damaged, written again from its chunks; a new version holding every row that can still be read, and the list of the rows that cannot. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "dataset.h"
+#include "pool.h"
 #include "repair.h"
 
 /* Rows are copied to the new version in batches of about this many bytes. */
@@ -265,5 +267,80 @@ int mti_rp_salvage(rp_ctx *c, mt_error *err)
 	free(sv.keep.r);
 	free(sv.lost.r);
 	mt_reader_close(sv.r);
+	return rc;
+}
+
+/* ---- a shard's own chunks ------------------------------------------------ */
+
+/* The zstd levels tried after the manifest's: a shard an append reused may
+ * have been written at its parent's level. */
+#define LEVEL_MAX 22
+
+/* Shard o written again from its own index and chunks, when those are
+ * intact (the index as the manifest names it, every chunk's xxh3) and only
+ * the HDF5 metadata around them is damaged: the writer is deterministic,
+ * so the image it makes of them is the original, which its sha256 proves. */
+static int container_image(rp_ctx *c, const rp_obj *o, const uint8_t *data, size_t len,
+			   mt_shard_image *img, mt_error *e)
+{
+	const mt_mshard *sh = &c->m->shards[o->number];
+	mt_index *ix = NULL;
+	if (len != sh->bytes || sh->index_offset > len || sh->index_bytes > len - sh->index_offset ||
+	    mti_index_decode_shard(data + sh->index_offset, sh->index_bytes, len, c->m, o->number,
+				   o->key, &ix, e))
+		return MT_ECORRUPT;
+	int rc = 0, found = 0;
+	for (size_t k = 0; !rc && k < ix->n; k++)
+		for (size_t j = 0; !rc && j < ix->e[k].nchunks; j++) {
+			const mt_chunk *ch = &ix->e[k].chunks[j];
+			if (mti_xxh3(data + ch->offset, ch->size) != ch->xxh3)
+				rc = MT_ECORRUPT;
+		}
+	for (int n = 0; !rc && !found && n <= LEVEL_MAX; n++) {
+		int level = n ? n : c->m->level;
+		if (n && level == c->m->level)
+			continue;
+		rc = mti_shard_rebuild(c->dataset, ix, data, len, level, img, e);
+		if (!rc && !strcmp(img->sha256, o->sha256))
+			found = 1;
+		else if (!rc)
+			mti_shard_image_free(img);
+	}
+	mti_index_free(ix);
+	if (rc == MT_ENOMEM)
+		return rc;
+	return found ? 0 : MT_ECORRUPT;
+}
+
+static int container_job(void *ud, size_t i)
+{
+	rp_ctx *c = ud;
+	rp_obj *o = &c->objs[i];
+	if (o->state != RP_DAMAGED || o->kind != MT_REPAIR_SHARD)
+		return 0;
+	void *data = NULL;
+	size_t len = 0;
+	mt_error e = {0};
+	if (mti_store_get(c->s, o->key, 0, UINT64_MAX, &data, &len, &e))
+		return 0; /* missing, or unreadable: another source's */
+	mti_rp_add_read(c, o, len);
+	mt_shard_image img = {0};
+	int rc = container_image(c, o, data, len, &img, &e);
+	free(data);
+	if (rc == MT_ENOMEM)
+		return mti_rp_fail(c, rc, &e);
+	if (rc)
+		return 0; /* more than its metadata is damaged */
+	o->data = img.image.data; /* the image's buffer, taken over */
+	o->source = "its own chunks (HDF5 metadata rebuilt)";
+	rc = mti_rp_write_back(c, o, &e);
+	return rc ? mti_rp_fail(c, rc, &e) : 0;
+}
+
+int mti_rp_container(rp_ctx *c, mt_error *err)
+{
+	int rc = c->m ? mti_parallel_for(c->o.threads, c->nobjs, container_job, c) : 0;
+	if (rc && c->failed)
+		mti_err_copy(err, &c->failure);
 	return rc;
 }

@@ -148,7 +148,7 @@ static int rp_add(rp_ctx *c, char *key, const char *sha256, uint64_t bytes, int 
 static int rp_plan(rp_ctx *c, mt_error *err)
 {
 	int rc = 0;
-	for (size_t i = 0; !rc && i < c->m->nshards; i++)
+	for (size_t i = 0; !rc && c->m && i < c->m->nshards; i++)
 		rc = rp_add(c, mti_key_shard(c->dataset, c->m->shards[i].sha256),
 			    c->m->shards[i].sha256, c->m->shards[i].bytes, MT_REPAIR_SHARD, i, err);
 	for (size_t g = 0; !rc && c->p && g < c->p->ngroups; g++)
@@ -397,6 +397,8 @@ static int rp_objects(rp_ctx *c, mt_error *err)
 	if (!rc)
 		rc = mti_parallel_for(c->o.threads, c->nobjs, source_job, c);
 	if (!rc)
+		rc = mti_rp_container(c, err);
+	if (!rc)
 		rc = mti_rp_parity(c, err);
 	else if (c->failed)
 		mti_err_copy(err, &c->failure);
@@ -433,6 +435,12 @@ static int rp_version(rp_ctx *c, const char *version, mt_error *err)
 		if ((rc = mti_rp_salvage(c, &se)))
 			mti_err_copy(err, &se);
 	}
+	/* A record left damaged was reported unrepairable: the version's
+	 * protection is lost, though its rows are all there. */
+	if (!rc && !left && c->robj.key && c->robj.state == RP_DAMAGED)
+		left = mti_err(err, MT_ECORRUPT, "%s@%s: %s: %s; no store holds a sound copy "
+			      "(matorage protect writes a new one)", c->dataset, version,
+			      c->robj.key, c->robj.problem ? c->robj.problem : "damaged");
 	rp_objs_free(c);
 	mti_rp_obj_clear(&c->mobj);
 	mti_rp_obj_clear(&c->robj);
@@ -491,4 +499,65 @@ int mt_repair(mt_store *s, const char *dataset, const char *version, const mt_re
 	pthread_mutex_destroy(&c.lock);
 	pthread_mutex_destroy(&c.wlock);
 	return rc ? rc : worst;
+}
+
+/* The record as c->robj, damaged; or loaded into c->p; or none. */
+static int check_record(rp_ctx *c, mt_error *err)
+{
+	mt_error e = {0};
+	int rc = mti_prec_load(c->s, c->dataset, c->version, &c->p, &e);
+	if (rc == MT_ENOTFOUND || !rc)
+		return 0;
+	if (rc != MT_ECORRUPT && rc != MT_EFORMAT)
+		return mti_err_copy(err, &e);
+	c->p = NULL;
+	c->robj.kind = MT_REPAIR_RECORD;
+	c->robj.state = RP_DAMAGED;
+	c->robj.key = mti_key_protect(c->dataset, c->version);
+	c->robj.problem = mti_strdup(e.message);
+	return c->robj.key && c->robj.problem ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+}
+
+int mt_repair_check_protection(mt_store *s, const char *dataset, const char *version,
+			       const mt_repair_opts *o, mt_repair_stats *stats, mt_error *err)
+{
+	mt_repair_stats local;
+	rp_ctx c = {.s = s, .dataset = dataset, .version = version,
+		    .st = stats ? stats : &local};
+	memset(c.st, 0, sizeof *c.st);
+	mt_repair_opts_init(&c.o);
+	int rc = o ? mti_opts_take(&c.o, sizeof c.o, o, REPAIR_OPTS_FIRST, "mt_repair_opts", err)
+		   : 0;
+	if (!rc)
+		rc = mt_name_check(dataset, "dataset", err);
+	if (!rc)
+		rc = mti_version_name_check(version, err);
+	if (rc)
+		return rc;
+	if (c.o.threads <= 0)
+		c.o.threads = DEFAULT_THREADS;
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_mutex_init(&c.wlock, NULL);
+	rc = check_record(&c, err);
+	if (!rc && c.p)
+		rc = rp_plan(&c, err); /* no manifest: parity objects alone */
+	if (!rc)
+		rc = rp_check(&c, err);
+	for (size_t i = 0; !rc && i < c.nobjs; i++)
+		rp_report(&c, &c.objs[i]);
+	if (!rc && c.robj.key)
+		rp_report(&c, &c.robj);
+	for (size_t i = 0; !rc && i < c.nobjs; i++)
+		if (c.objs[i].state == RP_DAMAGED)
+			rc = mti_err(err, MT_ECORRUPT, "%s@%s: parity object %s of group %zu: %s",
+				     dataset, version, c.objs[i].key, c.objs[i].number,
+				     c.objs[i].problem ? c.objs[i].problem : "damaged");
+	if (!rc && c.robj.key)
+		rc = mti_err(err, MT_ECORRUPT, "%s@%s: %s", dataset, version, c.robj.problem);
+	rp_objs_free(&c);
+	mti_rp_obj_clear(&c.robj);
+	mti_prec_free(c.p);
+	pthread_mutex_destroy(&c.lock);
+	pthread_mutex_destroy(&c.wlock);
+	return rc;
 }

@@ -92,5 +92,8 @@ MT_LOCAL int mti_rp_parity(rp_ctx *c, mt_error *err);
 
 /* repair-salvage.c */
 MT_LOCAL int mti_rp_salvage(rp_ctx *c, mt_error *err);
+/* Damaged shards whose index and chunks are intact, written again from
+ * them (only their HDF5 metadata was damaged). */
+MT_LOCAL int mti_rp_container(rp_ctx *c, mt_error *err);
 
 #endif

@@ -1,6 +1,7 @@
 /* format-shard.c — build one shard: compress chunks in parallel, assemble the HDF5 file image in memory, index it. */
 #include <hdf5.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ struct part {
 	const uint8_t *data;
 	mt_index_entry *entry; /* units, chunk_units, unit_bytes, chunks */
 	void **zbuf;           /* compressed chunk bytes */
+	int borrowed;          /* zbuf points into the caller's bytes */
 };
 
 struct compress_job {
@@ -169,7 +171,8 @@ static int write_part(hid_t file, struct part *pt, int level, const char *datase
 		off[0] = e->chunks[c].first;
 		if (H5Dwrite_chunk(ds, H5P_DEFAULT, 0, off, e->chunks[c].size, pt->zbuf[c]) < 0)
 			rc = h5_fail(err, dataset, pt->name);
-		free(pt->zbuf[c]);
+		if (!pt->borrowed)
+			free(pt->zbuf[c]);
 		pt->zbuf[c] = NULL;
 	}
 	if (ds >= 0)
@@ -506,4 +509,80 @@ void mti_shard_image_free(mt_shard_image *s)
 {
 	if (s)
 		mti_buf_free(&s->image);
+}
+
+/* The parts of a shard as its decoded index describes them, each chunk's
+ * compressed bytes borrowed from the shard's `data`; entries are copied
+ * into ix2 (the chunk offsets are found again). */
+static int rebuild_parts(const mt_index *ix, const uint8_t *data, size_t len, struct part *parts,
+			 mt_index *ix2, const char *dataset, mt_error *err)
+{
+	for (size_t p = 0; p < ix->n; p++) {
+		const mt_index_entry *e = &ix->e[p];
+		mt_index_entry *c = &ix2->e[p];
+		ix2->n = p + 1;
+		*c = *e;
+		c->name = NULL;
+		c->chunks = calloc(e->nchunks ? e->nchunks : 1, sizeof *c->chunks);
+		parts[p].zbuf = calloc(e->nchunks ? e->nchunks : 1, sizeof *parts[p].zbuf);
+		if (!(c->name = mti_strdup(e->name)) || !c->chunks || !parts[p].zbuf)
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		if (e->rank < 0 || strlen(e->name) >= sizeof parts[p].name)
+			return mti_err(err, MT_EFORMAT, "dataset %s: shard: index entry %s cannot be "
+				      "written again (index version 1 or name too long)", dataset,
+				      e->name);
+		memcpy(c->chunks, e->chunks, e->nchunks * sizeof *c->chunks);
+		struct part *pt = &parts[p];
+		snprintf(pt->name, sizeof pt->name, "%s", e->name);
+		pt->dtype = e->dtype;
+		pt->rank = e->rank;
+		for (int d = 0; d < e->rank; d++)
+			pt->shape[d] = e->shape[d];
+		pt->entry = c;
+		pt->borrowed = 1;
+		for (size_t k = 0; k < e->nchunks; k++) {
+			if (e->chunks[k].offset > len || e->chunks[k].size > len - e->chunks[k].offset)
+				return mti_err(err, MT_ECORRUPT, "dataset %s: shard: %s chunk %zu lies "
+					      "past its end", dataset, e->name, k);
+			/* Only read (H5Dwrite_chunk), never freed: pt->borrowed. */
+			pt->zbuf[k] = (void *)(uintptr_t)(data + e->chunks[k].offset);
+		}
+	}
+	return 0;
+}
+
+int mti_shard_rebuild(const char *dataset, const mt_index *ix, const void *data, size_t len,
+		      int level, mt_shard_image *out, mt_error *err)
+{
+	memset(out, 0, sizeof *out);
+	int rc = mti_zstd_filter_register(err);
+	if (rc)
+		return rc;
+	struct part *parts = calloc(ix->n ? ix->n : 1, sizeof *parts);
+	mt_index ix2 = {0, calloc(ix->n ? ix->n : 1, sizeof(mt_index_entry)), ix->version,
+			ix->rows, 0};
+	if (!parts || !ix2.e)
+		rc = mti_err(err, MT_ENOMEM, "dataset %s: shard: out of memory", dataset);
+	if (!rc)
+		rc = rebuild_parts(ix, data, len, parts, &ix2, dataset, err);
+	uint64_t zbytes = 0;
+	for (size_t p = 0; !rc && p < ix2.n; p++)
+		for (size_t c = 0; c < ix2.e[p].nchunks; c++)
+			zbytes += ix2.e[p].chunks[c].size;
+	mt_buf reuse = {0};
+	if (!rc)
+		rc = assemble(dataset, ix->rows, parts, ix2.n, &ix2, level, zbytes, &reuse, out, err);
+	if (!rc)
+		rc = mti_sha256_hex(out->image.data, out->image.len, out->sha256, err);
+	for (size_t p = 0; parts && p < ix2.n; p++)
+		free(parts[p].zbuf);
+	for (size_t i = 0; i < ix2.n; i++) {
+		free(ix2.e[i].name);
+		free(ix2.e[i].chunks);
+	}
+	free(ix2.e);
+	free(parts);
+	if (rc)
+		mti_shard_image_free(out);
+	return rc;
 }

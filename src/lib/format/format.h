@@ -190,6 +190,13 @@ MT_LOCAL int mti_shard_build(const char *dataset, const mt_attr *attrs, size_t n
 			    uint64_t rows, const mt_shard_col *cols, uint64_t chunk_bytes,
 			    int level, int threads, mt_shard_image *out, mt_error *err);
 MT_LOCAL void mti_shard_image_free(mt_shard_image *s);
+/* The same file image again from a shard whose HDF5 metadata is damaged:
+ * its decoded (version 2) index and the compressed chunks it names in the
+ * shard's `data` (len bytes), as mti_shard_build wrote them at zstd
+ * `level` (the filter records it).  The writer is deterministic, so the
+ * caller holds out->sha256 against the manifest's. */
+MT_LOCAL int mti_shard_rebuild(const char *dataset, const mt_index *ix, const void *data,
+			       size_t len, int level, mt_shard_image *out, mt_error *err);
 
 /* Store keys of the layout. */
 MT_LOCAL char *mti_key_manifest(const char *dataset, const char *version);

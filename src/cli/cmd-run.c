@@ -9,9 +9,15 @@
 
 const struct cli_option cli_script_options[] = {
 	{ "allow", 0, "DIR", "let the script read and write files under DIR; may be repeated" },
-	{ "unsafe", 0, NULL, "lift the sandbox: every Lua library, any file, C modules" },
+	{ "allow-store", 0, "URL", "let the script open the store at URL (a path, file://, s3:// "
+	  "or a remote's name) besides the one it runs against; may be repeated; never taken "
+	  "from a stored recipe" },
+	{ "unsafe", 0, NULL, "lift the sandbox: every Lua library, any file, any store, C modules" },
 	{ "max-instructions", 0, "N", "stop the script after N Lua instructions (default: no limit)" },
-	{ "max-memory", 0, "BYTES", "stop the script when it holds more than BYTES (default: no limit)" },
+	{ "max-memory", 0, "BYTES", "stop the script when it holds more than BYTES (default: a "
+	  "quarter of the memory, or of the cgroup's limit; 0: no limit)" },
+	{ "max-time", 0, "SECONDS", "stop the script after SECONDS of wall-clock time (default: "
+	  "3600; 0: no limit)" },
 	{ "parity", 0, "K+M", "protect the versions it commits with K+M Reed–Solomon parity "
 	  "(default: the remote's, if it has one)" },
 	{ "part", 0, "K/N", "run part K of N: matorage.part() returns K, N and every writer stages "
@@ -100,9 +106,11 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 	int rc = run_part(a, code, len, args, nargs, &o, stage_id, sizeof stage_id);
 	if (rc)
 		return rc;
-	/* 0 would mean "no limit": leaving the option out says that. */
+	/* A limit not given keeps its default (mt_script_opts_init); 0 lifts
+	 * memory and time, and leaving --max-instructions out says the same. */
 	if ((rc = cli_opt_u64(a, "max-instructions", 1, &o.max_instructions)) ||
-	    (rc = cli_opt_bytes(a, "max-memory", 1, &o.max_memory)))
+	    (rc = cli_opt_bytes(a, "max-memory", 0, &o.max_memory)) ||
+	    (rc = cli_opt_u64(a, "max-time", 0, &o.max_seconds)))
 		return rc;
 	int k, m;
 	if ((rc = cli_parity_opt(a, ctx->app.store_url, &k, &m)))
@@ -117,6 +125,8 @@ int cli_script_run(struct cli_ctx *ctx, const struct cli_args *a, const char *na
 		paths[i + 1] = allow[i];
 	o.allowed_paths = paths;
 	o.nallowed = nallow + 1;
+	/* Only from this command line: `rerun` reads none from the recipe. */
+	o.allowed_stores = cli_get_all(a, "allow-store", &o.nallowed_stores);
 	/* A recipe writes new versions: its stores are made when missing. */
 	ctx->app.store_opts.create = 1;
 	if (!(o.store = cli_store(ctx))) {

@@ -45,7 +45,7 @@ static lt_store *push_store(lua_State *L, mt_store *st, int owned)
 	return s;
 }
 
-/* matorage.store([url]) — the run's store without a URL. */
+/* matorage.store([url]) — the run's store without a URL; another only when allowed. */
 static int l_store(lua_State *L)
 {
 	if (lua_isnoneornil(L, 1)) {
@@ -53,6 +53,7 @@ static int l_store(lua_State *L)
 		return 1;
 	}
 	const char *url = luaL_checkstring(L, 1);
+	lt_check_store(L, url);
 	lt_store *s = push_store(L, NULL, 1);
 	mt_error err = {0};
 	mt_store *st = NULL;

@@ -126,6 +126,10 @@ struct lt_ctx *lt_ctx(lua_State *L);
 /* Raise a Lua error unless `path` lies under an allowed directory (or the
  * script is unsafe); `what` names the argument. */
 void lt_check_path(lua_State *L, const char *path, int write, const char *what);
+/* Raise a Lua error unless the store `url` names is the one the script runs
+ * against or an allowed one (mt_script_store_key), or the script is unsafe.
+ * Called before the store is opened: a refused one is never contacted. */
+void lt_check_store(lua_State *L, const char *url);
 /* The store a script gets when it names none (borrowed). */
 mt_store *lt_default_store(lua_State *L);
 const mt_store_opts *lt_store_opts(lua_State *L);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <lualib.h>
 
@@ -22,14 +24,29 @@ struct lt_ctx {
 	mt_script *s;
 };
 
+/* Why a limit stopped the run (mt_script.stop). */
+enum { STOP_NONE, STOP_MEMORY, STOP_TIME, STOP_INSTRUCTIONS };
+
 struct mt_script {
 	lua_State *L;
 	mt_script_opts o;
 	char **allowed; /* canonical directories */
 	size_t nallowed;
+	char **stores; /* mt_script_store_key of each allowed store */
+	size_t nstores;
+	char *run_store; /* the key of the store the script runs against, once asked */
 	mt_store *own_store; /* opened when o.store is NULL */
 	uint64_t mem, instructions;
 	int mem_exceeded; /* the last allocation refused was refused by the limit */
+	/* A limit reached: sticky.  While the script runs, from then on every
+	 * allocation that grows is refused and every instruction raises, so a
+	 * pcall that catches the error cannot go on; the host then fails the
+	 * run and aborts its writers. */
+	int stop;
+	int running;  /* inside the run's lua_pcall */
+	int finished; /* the run is over: any Lua left (a __gc at close) stops at once */
+	struct timespec started;
+	char stop_where[200]; /* "FILE:LINE: " where a time or instruction limit hit */
 	atomic_int cancel;
 	/* Why the run fails once canceled or past its instruction limit: from
 	 * then on every instruction raises, so no pcall can catch it. */
@@ -64,6 +81,19 @@ struct lt_ctx *lt_ctx(lua_State *L)
 	return &script_of(L)->ctx;
 }
 
+static void script_hook(lua_State *L, lua_Debug *ar);
+
+/* Note the first limit reached; from now on the main thread's hook runs at
+ * every instruction (a coroutine's within HOOK_EVERY instructions, and it
+ * cannot allocate meanwhile). */
+static void stop_run(mt_script *s, int why)
+{
+	if (!s->stop)
+		s->stop = why;
+	if (s->running)
+		lua_sethook(s->L, script_hook, LUA_MASKCOUNT, 1);
+}
+
 /* Counts every byte the state holds, tensors included (lt_alloc), so the
  * limit is one number the user can reason about. */
 static void *script_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
@@ -75,8 +105,13 @@ static void *script_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 		s->mem -= old;
 		return NULL;
 	}
+	if (nsize > old && s->stop && s->running) {
+		s->mem_exceeded = s->stop == STOP_MEMORY;
+		return NULL;
+	}
 	if (s->o.max_memory && nsize > old && s->mem + (nsize - old) > s->o.max_memory) {
 		s->mem_exceeded = 1;
+		stop_run(s, STOP_MEMORY);
 		return NULL;
 	}
 	void *p = realloc(ptr, nsize);
@@ -126,32 +161,59 @@ void lt_free(lua_State *L, void *p, size_t bytes)
 		script_alloc(script_of(L), p, bytes ? bytes : 1, 0);
 }
 
+static int time_is_up(const mt_script *s)
+{
+	if (!s->o.max_seconds)
+		return 0;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double spent = (double)(now.tv_sec - s->started.tv_sec) +
+		       (double)(now.tv_nsec - s->started.tv_nsec) / 1e9;
+	return spent >= (double)s->o.max_seconds;
+}
+
 /* Errors raised here name the line the script was running (luaL_where
  * would look for a caller of the hook, and there is none). */
 static void script_hook(lua_State *L, lua_Debug *ar)
 {
 	mt_script *s = script_of(L);
+	if (s->finished) {
+		lua_pushliteral(L, "the recipe has ended");
+		lua_error(L);
+	}
 	s->instructions += HOOK_EVERY;
 	int canceled = atomic_load(&s->cancel);
-	int limit = s->o.max_instructions && s->instructions > s->o.max_instructions;
-	if (!canceled && !limit)
+	if (!s->stop && s->o.max_instructions && s->instructions > s->o.max_instructions)
+		stop_run(s, STOP_INSTRUCTIONS);
+	else if (!s->stop && time_is_up(s))
+		stop_run(s, STOP_TIME);
+	if (!canceled && !s->stop)
 		return;
 	lua_getinfo(L, "Sl", ar);
-	s->fail_code = canceled ? MT_ECANCELED : MT_ERANGE;
+	/* Where the loop was; a memory limit hit somewhere before. */
+	if (!s->stop_where[0] && s->stop != STOP_MEMORY && ar->currentline > 0)
+		snprintf(s->stop_where, sizeof s->stop_where, "%s:%d: ", ar->short_src,
+			 ar->currentline);
+	if (canceled && !s->stop)
+		s->fail_code = MT_ECANCELED;
 	/* From now on every instruction raises again: a script that catches the
-	 * error with pcall cannot keep running. */
+	 * error with pcall cannot keep running.  After a limit nothing may
+	 * allocate, so the error is the state's own memory error. */
 	lua_sethook(L, script_hook, LUA_MASKCOUNT, 1);
-	if (canceled)
-		lua_pushfstring(L, "%s:%d: canceled", ar->short_src, ar->currentline);
-	else
-		lua_pushfstring(L, "%s:%d: instruction limit of %I exceeded", ar->short_src,
-				ar->currentline, (lua_Integer)s->o.max_instructions);
+	if (s->stop)
+		luaL_error(L, "recipe stopped by a limit");
+	lua_pushfstring(L, "%s:%d: canceled", ar->short_src, ar->currentline);
 	lua_error(L);
 }
 
 void lt_check_cancel(lua_State *L)
 {
 	mt_script *s = script_of(L);
+	/* Reads and writes spend long stretches in C, out of the hook's sight. */
+	if (!s->stop && time_is_up(s))
+		stop_run(s, STOP_TIME);
+	if (s->stop)
+		luaL_error(L, "recipe stopped by a limit");
 	if (atomic_load(&s->cancel)) {
 		s->fail_code = MT_ECANCELED;
 		lt_error(L, "canceled");
@@ -336,6 +398,153 @@ void lt_check_path(lua_State *L, const char *path, int write, const char *what)
 			   "directory, or run unsafe)", what, path, write ? "write" : "read");
 }
 
+/* ---- stores ---------------------------------------------------------------- */
+
+/* in, an absolute path, into out with "." and empty segments dropped and
+ * ".." applied, as the store opens it; its length. */
+static size_t clean_path(const char *in, char *out)
+{
+	size_t n = 0;
+	for (const char *p = in; *p;) {
+		p += strspn(p, "/");
+		size_t len = strcspn(p, "/");
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			n -= n > 0;
+		} else if (len > 0 && !(len == 1 && p[0] == '.')) {
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* The path made absolute and clean (clean_path), then the real path of its
+ * longest existing part, so that a link to a store and the store are one. */
+static char *path_key(const char *path)
+{
+	char *cwd = path[0] == '/' ? NULL : getcwd(NULL, 0);
+	if (path[0] != '/' && !cwd)
+		return NULL;
+	size_t cap = (cwd ? strlen(cwd) : 0) + strlen(path) + 3;
+	char *in = malloc(cap), *out = malloc(cap);
+	if (in && out)
+		snprintf(in, cap, "%s/%s", cwd ? cwd : "", path);
+	free(cwd);
+	if (!in || !out) {
+		free(in);
+		free(out);
+		return NULL;
+	}
+	size_t n = clean_path(in, out);
+	free(in);
+	/* out[0..cut) exists (cut 0: the root); what follows is kept as written. */
+	for (size_t cut = n;; cut--) {
+		if (cut < n && out[cut] != '/')
+			continue;
+		char keep = out[cut];
+		out[cut] = '\0';
+		char *real = cut ? realpath(out, NULL) : strdup("");
+		out[cut] = keep;
+		if (real || cut == 0) {
+			char *key = real ? malloc(strlen(real) + strlen(out + cut) + 9) : NULL;
+			if (key)
+				sprintf(key, "file://%s%s", strcmp(real, "/") ? real : "",
+					out[cut] || *real ? out + cut : "/");
+			free(real);
+			free(out);
+			return key;
+		}
+	}
+}
+
+/* "s3://BUCKET/PREFIX" without doubled or trailing slashes, as the store
+ * names itself. */
+static char *s3_key(const char *url)
+{
+	char *out = malloc(strlen(url) + 1);
+	if (!out)
+		return NULL;
+	size_t n = 0;
+	for (const char *p = url + 5; *p; p++)
+		if (*p != '/' || (n > 0 && out[n - 1] != '/'))
+			out[n++] = *p;
+	while (n > 0 && out[n - 1] == '/')
+		n--;
+	out[n] = '\0';
+	char *key = malloc(n + 6);
+	if (key)
+		sprintf(key, "s3://%s", out);
+	free(out);
+	return key;
+}
+
+/* A remote's URL (malloc'd), or NULL when no remote has that name. */
+static char *remote_url(const char *name)
+{
+	mt_remote *r = NULL;
+	size_t n = 0;
+	mt_error err = {0};
+	if (strchr(name, '/') || !*name || mt_remotes_list(&r, &n, &err))
+		return NULL;
+	char *url = NULL;
+	for (size_t i = 0; i < n && !url; i++)
+		if (!strcmp(r[i].name, name))
+			url = strdup(r[i].url);
+	mt_remotes_free(r, n);
+	return url;
+}
+
+char *mt_script_store_key(const char *url)
+{
+	if (!url)
+		url = "";
+	char *remote = strstr(url, "://") ? NULL : remote_url(url);
+	const char *u = remote ? remote : url;
+	char *key;
+	if (!strncmp(u, "s3://", 5))
+		key = s3_key(u);
+	else if (!strncmp(u, "file://", 7))
+		key = path_key(u + 7);
+	else if (strstr(u, "://") || !*u)
+		key = strdup(u); /* no store, or one no backend opens */
+	else
+		key = path_key(u);
+	free(remote);
+	return key;
+}
+
+static const char *run_store_key(lua_State *L)
+{
+	mt_script *s = script_of(L);
+	if (!s->run_store && !(s->run_store = mt_script_store_key(mt_store_url(lt_default_store(L)))))
+		lt_error(L, "out of memory");
+	return s->run_store;
+}
+
+void lt_check_store(lua_State *L, const char *url)
+{
+	mt_script *s = script_of(L);
+	if (s->o.unsafe)
+		return;
+	const char *run = run_store_key(L);
+	char *key = mt_script_store_key(url);
+	if (!key)
+		lt_error(L, "out of memory");
+	int ok = !strcmp(key, run);
+	for (size_t i = 0; !ok && i < s->nstores; i++)
+		ok = !strcmp(key, s->stores[i]);
+	free(key);
+	if (!ok)
+		lt_error(L, "store '%s' is not the store this recipe runs against (%s): "
+			   "allow it with --allow-store %s", url, mt_store_url(lt_default_store(L)),
+			   url);
+}
+
 /* ---- the sandbox ---------------------------------------------------------- */
 
 /* print goes to the host's log callback, which the TUI shows in a pane. */
@@ -495,6 +704,28 @@ static int open_matorage(lua_State *L)
 void mt_script_opts_init(mt_script_opts *o)
 {
 	memset(o, 0, sizeof *o);
+	o->max_memory = mt_script_default_memory(NULL);
+	o->max_seconds = MT_SCRIPT_DEFAULT_SECONDS;
+}
+
+uint64_t mt_script_default_memory(const char *cgroup_file)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	FILE *f = fopen(cgroup_file ? cgroup_file : "/sys/fs/cgroup/memory.max", "r");
+	char line[64];
+	if (f && fgets(line, sizeof line, f)) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(line, &end, 10);
+		/* "max" reads as no number: no cgroup limit. */
+		if (end != line && !errno && v > 0 && (!total || v < total))
+			total = v;
+	}
+	if (f)
+		fclose(f);
+	/* Neither known: a gigabyte, as a guess that stops a runaway script. */
+	return total ? total / 4 : (uint64_t)1 << 30;
 }
 
 int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err)
@@ -520,6 +751,17 @@ int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err)
 		s->nallowed++;
 	}
 	s->o.allowed_paths = NULL; /* the caller's array need not outlive open */
+	s->stores = calloc(s->o.nallowed_stores ? s->o.nallowed_stores : 1, sizeof *s->stores);
+	for (size_t i = 0; s->stores && i < s->o.nallowed_stores; i++) {
+		if (!(s->stores[i] = mt_script_store_key(s->o.allowed_stores[i])))
+			break;
+		s->nstores++;
+	}
+	if (!s->stores || s->nstores < s->o.nallowed_stores) {
+		mt_script_close(s);
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	}
+	s->o.allowed_stores = NULL;
 	s->ctx.s = s;
 	if (!(s->L = lua_newstate(script_alloc, s))) {
 		mt_script_close(s);
@@ -598,6 +840,47 @@ static void set_errtext(mt_script *s, const char *text)
 	s->errtext = strdup(text ? text : "");
 }
 
+static void format_bytes(char *buf, size_t cap, uint64_t n)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+	if (n < 1024) {
+		snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
+		return;
+	}
+	double v = (double)n / 1024;
+	size_t u = 0;
+	for (; v >= 1024 && u + 1 < sizeof units / sizeof *units; u++)
+		v /= 1024;
+	snprintf(buf, cap, "%.1f %s", v, units[u]);
+}
+
+/* A limit stopped the run, whatever the script did after: nothing it wrote
+ * is committed, and the message names the limit and the flag that raises it. */
+static int run_stopped(mt_script *s, mt_error *err)
+{
+	s->finished = 1;
+	char what[96];
+	if (s->stop == STOP_MEMORY) {
+		char size[32];
+		format_bytes(size, sizeof size, s->o.max_memory);
+		snprintf(what, sizeof what, "memory limit %s reached (raise with --max-memory)",
+			 size);
+	} else if (s->stop == STOP_TIME) {
+		snprintf(what, sizeof what, "time limit %llu s reached (raise with --max-time)",
+			 (unsigned long long)s->o.max_seconds);
+	} else {
+		snprintf(what, sizeof what, "instruction limit %llu reached (raise with "
+			 "--max-instructions)", (unsigned long long)s->o.max_instructions);
+	}
+	char text[sizeof s->stop_where + sizeof what + 32];
+	snprintf(text, sizeof text, "%srecipe stopped: %s", s->stop_where, what);
+	set_errtext(s, text);
+	mt_error_set(err, MT_ERANGE, "%s", text);
+	finish_writers(s, 0, NULL);
+	lua_settop(s->L, 0);
+	return MT_ERANGE;
+}
+
 int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
 		  const char *const *args, size_t nargs, mt_error *err)
 {
@@ -630,7 +913,17 @@ int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
 			lua_settable(L, -3);
 		}
 		lua_setglobal(L, "arg");
+		clock_gettime(CLOCK_MONOTONIC, &s->started);
+		s->running = 1;
 		st = lua_pcall(L, 0, 0, 1);
+		s->running = 0;
+	}
+	/* Checked whatever the script returned: it may have caught the error. */
+	if (s->stop)
+		return run_stopped(s, err);
+	if (st == LUA_OK && s->fail_code) { /* canceled, and the script caught it */
+		lua_pushliteral(L, "canceled");
+		st = LUA_ERRRUN;
 	}
 	int rc = 0;
 	if (st != LUA_OK) {
@@ -649,8 +942,9 @@ int mt_script_run(mt_script *s, const char *name, const void *code, size_t len,
 		mt_error_set(err, rc, "%s", s->errtext);
 		finish_writers(s, 0, NULL);
 	} else {
-		/* Commits need no Lua and must not be cut by the instruction limit. */
-		lua_sethook(L, NULL, 0, 0);
+		/* Commits run no Lua of the script's (a finalizer run by the
+		 * collector meanwhile stops at once) and are not cut by a limit. */
+		s->finished = 1;
 		rc = finish_writers(s, 1, err);
 		if (rc)
 			set_errtext(s, err ? err->message : "commit failed");
@@ -683,12 +977,21 @@ void mt_script_close(mt_script *s)
 {
 	if (!s)
 		return;
-	if (s->L)
+	if (s->L) {
+		/* A finalizer the script left runs at close: it stops at its
+		 * first instruction. */
+		s->finished = 1;
+		lua_sethook(s->L, script_hook, LUA_MASKCOUNT, 1);
 		lua_close(s->L);
+	}
 	mt_store_close(s->own_store);
 	for (size_t i = 0; i < s->nallowed; i++)
 		free(s->allowed[i]);
 	free(s->allowed);
+	for (size_t i = 0; i < s->nstores; i++)
+		free(s->stores[i]);
+	free(s->stores);
+	free(s->run_store);
 	for (size_t i = 0; i < s->nversions; i++)
 		free(s->versions[i]);
 	free(s->versions);

@@ -30,9 +30,19 @@ typedef struct mt_script_opts {
 	 * C modules or environment. */
 	const char *const *allowed_paths;
 	size_t nallowed;
+	/* Without unsafe, matorage.store(URL) opens only the store the script
+	 * runs against and these (URLs, paths or remote names; compared as
+	 * mt_script_store_key forms them).  Copied by mt_script_open. */
+	const char *const *allowed_stores;
+	size_t nallowed_stores;
 	int unsafe;
-	uint64_t max_instructions; /* Lua VM instructions; 0: no limit */
-	uint64_t max_memory;       /* bytes held by the state and its tensors; 0: no limit */
+	/* Limits; 0: none.  mt_script_opts_init sets the defaults.  A limit
+	 * that is reached stops the script for good: no pcall catches it, and
+	 * nothing it wrote is committed. */
+	uint64_t max_instructions; /* Lua VM instructions (default: none) */
+	uint64_t max_memory;       /* bytes held by the state and its tensors
+				    * (default: mt_script_default_memory) */
+	uint64_t max_seconds;      /* wall-clock seconds (default: MT_SCRIPT_DEFAULT_SECONDS) */
 	/* Rows done of total (0: unknown) while the script writes; return
 	 * nonzero to cancel.  Called on the running thread. */
 	mt_progress_fn progress;
@@ -49,7 +59,23 @@ typedef struct mt_script_opts {
 	uint64_t part, parts;
 } mt_script_opts;
 
+/* The default time limit: an hour of wall-clock time. */
+#define MT_SCRIPT_DEFAULT_SECONDS 3600
+
+/* Zero options with the default limits. */
 void mt_script_opts_init(mt_script_opts *o);
+/* The default memory limit: a quarter of the physical memory, or of the
+ * cgroup's memory limit when that is lower.  cgroup_file: the cgroup v2
+ * memory.max to read (NULL: /sys/fs/cgroup/memory.max; absent or "max":
+ * no cgroup limit). */
+uint64_t mt_script_default_memory(const char *cgroup_file);
+/* The form in which stores are compared (malloc'd; NULL when out of
+ * memory): a remote's name becomes its URL; a path or file:// URL becomes
+ * "file://" and the absolute path with "." and ".." applied, symbolic links
+ * resolved as far as the path exists; an s3:// URL loses doubled and
+ * trailing slashes.  Two names reach the same store when their keys are
+ * equal; a store below another is another store. */
+char *mt_script_store_key(const char *url);
 int mt_script_open(const mt_script_opts *o, mt_script **out, mt_error *err);
 
 /* Run `code` (len bytes; `name` is the file named in errors) with its

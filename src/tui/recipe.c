@@ -16,6 +16,9 @@ struct recipe {
 	size_t nargs;
 	char **allow;  /* "." and every --allow DIR */
 	size_t nallow;
+	char **stores; /* every --allow-store URL typed: no other grant */
+	size_t nstores;
+	uint64_t max_memory, max_seconds; /* the defaults unless typed */
 	mt_script *script; /* while it runs; under the job's lock */
 };
 
@@ -30,6 +33,9 @@ static void recipe_free(void *arg)
 	for (size_t i = 0; i < r->nallow; i++)
 		free(r->allow[i]);
 	free(r->allow);
+	for (size_t i = 0; i < r->nstores; i++)
+		free(r->stores[i]);
+	free(r->stores);
 	free(r);
 }
 
@@ -89,6 +95,10 @@ static int recipe_job(struct tui_job *j)
 	o.store_opts = &so;
 	o.allowed_paths = (const char *const *)r->allow;
 	o.nallowed = r->nallow;
+	o.allowed_stores = (const char *const *)r->stores;
+	o.nallowed_stores = r->nstores;
+	o.max_memory = r->max_memory;
+	o.max_seconds = r->max_seconds;
 	o.progress = tui_job_progress;
 	o.progress_ud = j;
 	o.log = recipe_log;
@@ -138,25 +148,72 @@ static int recipe_job(struct tui_job *j)
 	return rc;
 }
 
-/* line: [--allow DIR]... SCRIPT.lua [KEY=VALUE ...], split at spaces. */
+static void add_word(char ***v, size_t *n, const char *w)
+{
+	*v = app_xreallocarray(*v, *n + 1, sizeof **v);
+	(*v)[(*n)++] = app_xstrdup(w);
+}
+
+/* A number with an optional K, M or G (powers of 1024) when bytes. */
+static int parse_limit(const char *text, int bytes, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	unsigned shift = 0;
+	if (bytes && *end && strchr("kK", *end))
+		shift = 10;
+	else if (bytes && *end && strchr("mM", *end))
+		shift = 20;
+	else if (bytes && *end && strchr("gG", *end))
+		shift = 30;
+	end += shift != 0;
+	if (end == text || *end || errno || *text == '-' || (v << shift) >> shift != v)
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* One of the options before the script's name; NULL when it is fine, else
+ * what is wrong.  They are those of `matorage run`, and the only grants. */
+static const char *recipe_option(struct recipe *r, const char *name, const char *value)
+{
+	if (!value)
+		return "an option needs a value: :run [--allow DIR] [--allow-store URL] "
+		       "[--max-memory BYTES] [--max-time SECONDS] SCRIPT.lua [KEY=VALUE ...]";
+	if (!strcmp(name, "--allow"))
+		add_word(&r->allow, &r->nallow, value);
+	else if (!strcmp(name, "--allow-store"))
+		add_word(&r->stores, &r->nstores, value);
+	else if (!strcmp(name, "--max-memory"))
+		return parse_limit(value, 1, &r->max_memory) ? "--max-memory: not a size" : NULL;
+	else if (!strcmp(name, "--max-time"))
+		return parse_limit(value, 0, &r->max_seconds) ? "--max-time: not a number" : NULL;
+	return NULL;
+}
+
+static int is_option(const char *w)
+{
+	return !strcmp(w, "--allow") || !strcmp(w, "--allow-store") ||
+	       !strcmp(w, "--max-memory") || !strcmp(w, "--max-time");
+}
+
+/* line: [OPTION VALUE]... SCRIPT.lua [KEY=VALUE ...], split at spaces. */
 void tui_recipe_run(struct tui *t, const char *line)
 {
 	struct recipe *r = app_xcalloc(1, sizeof *r);
 	r->store = app_xstrdup(app_store_name(t->app));
 	/* The working directory is allowed as on the command line. */
-	r->allow = app_xcalloc(1, sizeof *r->allow);
-	r->allow[r->nallow++] = app_xstrdup(".");
+	add_word(&r->allow, &r->nallow, ".");
+	mt_script_opts defaults;
+	mt_script_opts_init(&defaults);
+	r->max_memory = defaults.max_memory;
+	r->max_seconds = defaults.max_seconds;
 	char *copy = app_xstrdup(line), *save = NULL;
 	const char *bad = NULL;
 	for (char *w = strtok_r(copy, " \t", &save); w && !bad; w = strtok_r(NULL, " \t", &save)) {
-		if (!r->path && !strcmp(w, "--allow")) {
-			char *dir = strtok_r(NULL, " \t", &save);
-			if (!dir) {
-				bad = "--allow needs a directory";
-				break;
-			}
-			r->allow = app_xreallocarray(r->allow, r->nallow + 1, sizeof *r->allow);
-			r->allow[r->nallow++] = app_xstrdup(dir);
+		if (!r->path && is_option(w)) {
+			bad = recipe_option(r, w, strtok_r(NULL, " \t", &save));
 		} else if (!r->path) {
 			r->path = app_xstrdup(w);
 		} else if (!strchr(w + 1, '=') || *w == '=') {
@@ -169,7 +226,7 @@ void tui_recipe_run(struct tui *t, const char *line)
 	}
 	free(copy);
 	if (!bad && !r->path)
-		bad = "which script? :run [--allow DIR] SCRIPT.lua [KEY=VALUE ...]";
+		bad = "which script? :run [--allow DIR] [--allow-store URL] SCRIPT.lua [KEY=VALUE ...]";
 	if (bad) {
 		if (*bad)
 			tui_status(t, 1, "run: %s", bad);

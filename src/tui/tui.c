@@ -173,7 +173,7 @@ void tui_command(struct tui *t, const char *line)
 		tui_status(t, 1, "unknown command '%s' (try: sync, search TEXT, filter TEXT, %sjobs, "
 				 "repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, "
 				 "history, error, help, quit)", line,
-			   t->recipe ? "run [--allow DIR] SCRIPT.lua [KEY=VALUE ...], " : "");
+			   t->recipe ? "run [--allow DIR] [--allow-store URL] SCRIPT.lua [KEY=VALUE ...], " : "");
 	}
 }
 

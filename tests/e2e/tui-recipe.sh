@@ -88,6 +88,11 @@ expect "a missing script is named" "notthere.lua: No such file or directory"
 keys : 'run good.lua rows' Enter
 expect "an argument that is not KEY=VALUE is refused" "'rows' is not KEY=VALUE"
 
+echo 'require("matorage").store("s3://b/p")' > steal.lua
+keys : 'run steal.lua' Enter
+expect "a :run gets no grant to another store" "'s3://b/p' is not the store"
+keys : 'run --max-time 1 endless.lua' Enter
+expect "a :run past its time limit stops for good, naming the limit" "recipe stopped: time limit 1 s"
 keys : 'run endless.lua' Enter
 expect "an endless script runs as a job" "started: run endless.lua"
 keys J

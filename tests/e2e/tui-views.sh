@@ -105,7 +105,7 @@ local m = require("matorage")
 local far = m.store(arg.far):open("far")
 m.derive({ from = "tiny", to = "mixed" })
 EOF2
-check "a recipe reading two datasets" $M run mix.lua far="file://$WORK/other"
+check "a recipe reading two datasets (the other store allowed)" $M run mix.lua far="file://$WORK/other" --allow-store "file://$WORK/other"
 "$PY" - "$WORK/store/datasets/mixed/versions/v1.json" "file://$WORK/other" << 'EOF2'
 import json, sys
 m = json.load(open(sys.argv[1]))

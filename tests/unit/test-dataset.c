@@ -12,6 +12,7 @@
 
 #include "codec.h"
 #include "dataset.h"
+#include "lock.h"
 #include "tap.h"
 
 static char root[256];
@@ -654,6 +655,107 @@ static void test_markers(void)
 	tap_ok(versions_are("ord", "v1 v2 v3 v4 v5"), "versions after rm and gc");
 }
 
+/* Pin objects a writer holds under datasets/<dataset>/locks/. */
+static size_t count_pins(const char *dataset)
+{
+	char dir[400];
+	snprintf(dir, sizeof dir, "%s/datasets/%s/locks", root, dataset);
+	DIR *d = opendir(dir);
+	size_t n = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		n += len > 4 && !strcmp(e->d_name + len - 4, ".pin");
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* 1 when what a gc reads of the locks pins keys[0..n). */
+static int pins_cover(const mt_dlock *self, char **keys, int n)
+{
+	mt_pins p;
+	mt_error err = {0};
+	if (mti_dlock_pins(store, "pins", self, &p, &err))
+		return 0;
+	int all = 1;
+	for (int j = 0; j < n; j++)
+		all &= mti_pins_has_key(&p, keys[j]);
+	mti_pins_free(&p);
+	return all;
+}
+
+struct gc_wait {
+	mt_dlock *l;
+	atomic_int done;
+	int rc;
+};
+
+static void *wait_for_gc(void *arg)
+{
+	struct gc_wait *g = arg;
+	mt_error err = {0};
+	g->rc = mti_dlock_wait_gc(g->l, &err);
+	atomic_store(&g->done, 1);
+	return NULL;
+}
+
+/* A writer pins each of its objects before it looks for it.  Its older pin
+ * objects are folded into newer ones, so it holds few at once whatever it
+ * wrote; yet what a gc reads always covers every key, and an object folded
+ * away is not deleted while a gc is live (that gc may have listed it and
+ * not its replacement). */
+static void test_pins(void)
+{
+	enum { N = 5000, MORE = 8 };
+	mt_error err = {0};
+	mt_dlock *w = NULL, *gc = NULL;
+	TAP_CALL(mti_dlock_open(store, "pins", MT_LOCK_WRITE, &w, &err), &err, "a writer lock");
+	char **keys = calloc(N + MORE, sizeof *keys);
+	int rc = keys ? 0 : MT_ENOMEM, covered = 1;
+	size_t most = 0;
+	for (int i = 0; i < N + MORE && !rc; i++)
+		if (!(keys[i] = mti_asprintf("datasets/pins/shards/%064d.h5", i)))
+			rc = MT_ENOMEM;
+	for (int i = 0; i < N && !rc; i++) {
+		rc = mti_dlock_pin_keys(w, (const char *const *)&keys[i], 1, &err);
+		if (!rc)
+			rc = mti_dlock_wait_gc(w, &err);
+		size_t n = count_pins("pins");
+		most = n > most ? n : most;
+		if (!rc && (i % 499 == 0 || i == N - 1))
+			covered &= pins_cover(NULL, keys, i + 1);
+	}
+	tap_ok(!rc, "%d objects pinned one by one (%s)", N, rc ? err.message : "ok");
+	tap_ok(covered, "what a gc reads covers every key pinned so far (checked 12 times)");
+	tap_ok(most <= 32, "the writer held at most %zu pin objects at once", most);
+
+	TAP_CALL(mti_dlock_open(store, "pins", MT_LOCK_GC, &gc, &err), &err, "a gc lock");
+	size_t before = count_pins("pins");
+	for (int i = N; i < N + MORE && !rc; i++)
+		rc = mti_dlock_pin_keys(w, (const char *const *)&keys[i], 1, &err);
+	struct gc_wait g = {.l = w};
+	pthread_t t;
+	int started = !rc && pthread_create(&t, NULL, wait_for_gc, &g) == 0;
+	usleep(400000);
+	tap_ok(started && !atomic_load(&g.done), "the writer waits while the gc is live");
+	tap_ok(count_pins("pins") == before + MORE,
+	       "no pin object was deleted while the gc is live (%zu, %zu before %d more pins)",
+	       count_pins("pins"), before, MORE);
+	tap_ok(pins_cover(gc, keys, N + MORE), "that gc sees every key");
+	mti_dlock_close(gc);
+	if (started)
+		pthread_join(t, NULL);
+	tap_ok(started && g.rc == 0, "the writer goes on once the gc is gone");
+	tap_ok(count_pins("pins") < before + MORE, "and then deletes the pin objects folded away");
+	tap_ok(pins_cover(NULL, keys, N + MORE), "still covering every key");
+	mti_dlock_close(w);
+	tap_ok(count_pins("pins") == 0, "released: no pin object is left");
+	for (int i = 0; keys && i < N + MORE; i++)
+		free(keys[i]);
+	free(keys);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "%s/mt-dataset-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -678,6 +780,7 @@ int main(void)
 	test_threads();
 	test_hdf5_view();
 	test_markers();
+	test_pins();
 	store->ops = real_ops;
 	mt_store_close(store);
 	char cmd[300];

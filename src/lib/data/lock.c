@@ -24,8 +24,10 @@ struct mt_dlock {
 	char *dataset, *id, *key, *prefix, *started;
 	char **versions;
 	size_t nversions;
-	char **pins; /* keys of the pin objects written */
-	size_t npins;
+	struct pin_obj **pins; /* the pin objects this lock wrote and has not deleted */
+	size_t npins, pcap;
+	size_t pin_next;  /* <n> of the next pin object's key */
+	uint64_t pin_seq; /* counts pin objects written whole */
 	/* Serialises writes of the lock object, so a refresh never puts back
 	 * a body older than a pin_version's. */
 	pthread_mutex_t io;
@@ -272,30 +274,184 @@ int mti_dlock_pin_version(mt_dlock *l, const char *version, mt_error *err)
 	return rc;
 }
 
+/* ---- pins ----------------------------------------------------------------
+ * A pin object is never rewritten, so a gc reads each whole or not at all.
+ * Were every pin its own object for the writer's whole life, each look for
+ * a gc (a listing of locks/) would list all of them again: a writer of N
+ * shards would cost N^2.  So a new pin object also carries the keys of
+ * PIN_FANOUT - 1 older ones of the same level (a binary counter of base
+ * PIN_FANOUT), which are then deleted: a writer holds a few pin objects per
+ * level, O(log N) in all, and writes each key O(log N) times.
+ *
+ * An absorbed object is deleted only after a look for gc locks that began
+ * once the object replacing it was written, and found none live.  A gc
+ * whose listing of locks/ saw the absorbed object and not its replacement
+ * took its own lock before that listing, so before the look, which then
+ * saw it live and left the object in place; any later gc lists the
+ * replacement.  Either way no gc misses a key that was ever pinned. */
+
+#define PIN_FANOUT 4
+
+/* TAKEN: being absorbed by an object not yet written; STALE: deleted at release only. */
+enum { PIN_WRITING, PIN_WRITTEN, PIN_TAKEN, PIN_ABSORBED, PIN_STALE };
+
+struct pin_obj {
+	char *key;
+	mt_buf body; /* the keys it holds, a line each (freed once absorbed) */
+	unsigned level;
+	int state;
+	uint64_t after; /* PIN_ABSORBED: deletable after a clean look that began past this seq */
+	struct pin_obj **absorbed; /* PIN_WRITING: the objects it replaces */
+	size_t nabsorbed;
+};
+
+static void pin_obj_free(struct pin_obj *o)
+{
+	if (!o)
+		return;
+	free(o->key);
+	mti_buf_free(&o->body);
+	free(o->absorbed);
+	free(o);
+}
+
+static int pins_push(mt_dlock *l, struct pin_obj *o)
+{
+	struct pin_obj **v = mti_grow(l->pins, l->npins, &l->pcap, sizeof *v, 8);
+	if (!v)
+		return MT_ENOMEM;
+	l->pins = v;
+	l->pins[l->npins++] = o;
+	return 0;
+}
+
+/* Take older written objects of o's level into o while there are enough of
+ * them, raising its level each time.  Called with l->lock held. */
+static int pin_absorb(mt_dlock *l, struct pin_obj *o)
+{
+	for (;;) {
+		size_t have = 0;
+		for (size_t i = 0; i < l->npins; i++)
+			have += l->pins[i]->state == PIN_WRITTEN && l->pins[i]->level == o->level;
+		if (have < PIN_FANOUT - 1)
+			return 0;
+		struct pin_obj **a = realloc(o->absorbed, (o->nabsorbed + have) * sizeof *a);
+		if (!a)
+			return MT_ENOMEM;
+		o->absorbed = a;
+		for (size_t i = 0; i < l->npins; i++) {
+			struct pin_obj *p = l->pins[i];
+			if (p->state != PIN_WRITTEN || p->level != o->level)
+				continue;
+			if (mti_buf_append(&o->body, p->body.data, p->body.len))
+				return MT_ENOMEM;
+			p->state = PIN_TAKEN;
+			o->absorbed[o->nabsorbed++] = p;
+		}
+		o->level++;
+	}
+}
+
+/* The put of o is over: on success its absorbed objects may go once a gc
+ * look has followed; on failure they stay as they were, and o's key (which
+ * may have landed all the same) is only deleted at release. */
+static void pin_done(mt_dlock *l, struct pin_obj *o, int ok)
+{
+	pthread_mutex_lock(&l->lock);
+	uint64_t seq = ok ? ++l->pin_seq : 0;
+	for (size_t i = 0; i < o->nabsorbed; i++) {
+		struct pin_obj *p = o->absorbed[i];
+		p->state = ok ? PIN_ABSORBED : PIN_WRITTEN;
+		p->after = seq;
+		if (ok)
+			mti_buf_free(&p->body);
+	}
+	free(o->absorbed);
+	o->absorbed = NULL;
+	o->nabsorbed = 0;
+	o->state = ok ? PIN_WRITTEN : PIN_STALE;
+	if (!ok)
+		mti_buf_free(&o->body);
+	pthread_mutex_unlock(&l->lock);
+}
+
 int mti_dlock_pin_keys(mt_dlock *l, const char *const *keys, size_t n, mt_error *err)
 {
 	if (!n)
 		return 0;
-	mt_buf b = {0};
-	int rc = 0;
+	struct pin_obj *o = calloc(1, sizeof *o);
+	int rc = o ? 0 : MT_ENOMEM;
 	for (size_t i = 0; !rc && i < n; i++)
-		if (mti_buf_append(&b, keys[i], strlen(keys[i])) || mti_buf_append(&b, "\n", 1))
+		if (mti_buf_append(&o->body, keys[i], strlen(keys[i])) ||
+		    mti_buf_append(&o->body, "\n", 1))
 			rc = MT_ENOMEM;
 	pthread_mutex_lock(&l->lock);
-	char *key = rc ? NULL : mti_asprintf("%s%s.%zu.pin", l->prefix, l->id, l->npins);
-	if (key && strv_add(&l->pins, &l->npins, key)) {
-		free(key);
-		key = NULL;
+	if (!rc && !(o->key = mti_asprintf("%s%s.%zu.pin", l->prefix, l->id, l->pin_next)))
+		rc = MT_ENOMEM;
+	if (!rc)
+		rc = pins_push(l, o);
+	if (!rc) {
+		l->pin_next++;
+		/* Kept on failure too: pins_push made it ours to delete. */
+		if (pin_absorb(l, o)) {
+			for (size_t i = 0; i < o->nabsorbed; i++)
+				o->absorbed[i]->state = PIN_WRITTEN;
+			o->nabsorbed = 0;
+			rc = MT_ENOMEM;
+			o->state = PIN_STALE;
+		}
+	} else if (o) {
+		pin_obj_free(o);
 	}
 	pthread_mutex_unlock(&l->lock);
-	if (!key) {
-		mti_buf_free(&b);
+	if (rc)
 		return mti_err(err, MT_ENOMEM, "out of memory");
-	}
-	rc = mti_store_put(l->s, key, b.data, b.len, MT_PUT_NOSYNC, err);
-	free(key);
-	mti_buf_free(&b);
+	rc = mti_store_put(l->s, o->key, o->body.data, o->body.len, MT_PUT_NOSYNC, err);
+	pin_done(l, o, rc == 0);
 	return rc;
+}
+
+/* After a look for gc locks that began at pin_seq `seen` and found none
+ * live: delete the pin objects replaced before it. */
+static void pins_prune(mt_dlock *l, uint64_t seen)
+{
+	pthread_mutex_lock(&l->lock);
+	size_t n = 0, kept = 0;
+	for (size_t i = 0; i < l->npins; i++)
+		n += l->pins[i]->state == PIN_ABSORBED && l->pins[i]->after <= seen;
+	struct pin_obj **gone = n ? calloc(n, sizeof *gone) : NULL;
+	const char **keys = n ? calloc(n, sizeof *keys) : NULL;
+	if (!gone || !keys) {
+		pthread_mutex_unlock(&l->lock);
+		free(gone);
+		free(keys);
+		return; /* nothing to do, or no memory: release deletes them */
+	}
+	n = 0;
+	for (size_t i = 0; i < l->npins; i++) {
+		struct pin_obj *p = l->pins[i];
+		if (p->state == PIN_ABSORBED && p->after <= seen) {
+			keys[n] = p->key;
+			gone[n++] = p;
+		} else {
+			l->pins[kept++] = p;
+		}
+	}
+	l->npins = kept;
+	pthread_mutex_unlock(&l->lock);
+	mt_error e = {0};
+	int rc = mti_store_del(l->s, keys, n, &e);
+	pthread_mutex_lock(&l->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (rc && !pins_push(l, gone[i])) {
+			gone[i]->state = PIN_STALE; /* release tries again */
+			continue;
+		}
+		pin_obj_free(gone[i]);
+	}
+	pthread_mutex_unlock(&l->lock);
+	free(gone);
+	free(keys);
 }
 
 /* ---- reading the locks of a dataset ------------------------------------ */
@@ -397,6 +553,9 @@ static int read_lock(mt_store *s, const char *key, double *ttl, json_t **body, m
 int mti_dlock_wait_gc(mt_dlock *l, mt_error *err)
 {
 	for (int round = 0;; round++) {
+		pthread_mutex_lock(&l->lock);
+		uint64_t seen = l->pin_seq;
+		pthread_mutex_unlock(&l->lock);
 		struct lock_list ll;
 		int rc = list_locks(l->s, l->dataset, &ll, err), live = 0;
 		for (size_t i = 0; !rc && i < ll.n && !live; i++) {
@@ -412,6 +571,8 @@ int mti_dlock_wait_gc(mt_dlock *l, mt_error *err)
 			rc = rc == 1 ? 0 : rc;
 		}
 		lock_list_free(&ll);
+		if (!rc && !live)
+			pins_prune(l, seen);
 		if (rc || !live)
 			return rc;
 		/* A gc is deleting: what we saw may be gone when it ends. */
@@ -447,11 +608,17 @@ void mti_dlock_close(mt_dlock *l)
 	/* Pins first: a pin whose lock is gone protects nothing, and a gc
 	 * removes leftovers of either kind once they are old. */
 	mt_error e = {0};
-	if (l->npins)
-		mti_store_del(l->s, (const char *const *)l->pins, l->npins, &e);
+	const char **keys = l->npins ? calloc(l->npins, sizeof *keys) : NULL;
+	for (size_t i = 0; keys && i < l->npins; i++)
+		keys[i] = l->pins[i]->key;
+	if (keys)
+		mti_store_del(l->s, keys, l->npins, &e);
+	free(keys);
 	if (l->key && l->last_ok.tv_sec)
 		mti_store_del(l->s, (const char *const *)&l->key, 1, &e);
-	mt_strv_free(l->pins, l->npins);
+	for (size_t i = 0; i < l->npins; i++)
+		pin_obj_free(l->pins[i]);
+	free(l->pins);
 	mt_strv_free(l->versions, l->nversions);
 	free(l->dataset);
 	free(l->id);

@@ -176,6 +176,25 @@ static int decode_entry(struct cursor *c, uint32_t version, uint32_t i, uint64_t
 	return check_entry(e, shard_bytes, what, err);
 }
 
+/* By name, then by place: the first of equal names stays the one found. */
+static int byname_cmp(const void *a, const void *b)
+{
+	const mt_index_entry *x = *(const mt_index_entry *const *)a;
+	const mt_index_entry *y = *(const mt_index_entry *const *)b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x > y) - (x < y);
+}
+
+static int index_sort(mt_index *ix)
+{
+	if (!(ix->byname = malloc((ix->n ? ix->n : 1) * sizeof *ix->byname)))
+		return MT_ENOMEM;
+	for (size_t i = 0; i < ix->n; i++)
+		ix->byname[i] = &ix->e[i];
+	qsort(ix->byname, ix->n, sizeof *ix->byname, byname_cmp);
+	return 0;
+}
+
 int mti_index_decode(const void *data, size_t len, uint64_t shard_bytes, const char *what,
 		    mt_index **out, mt_error *err)
 {
@@ -207,7 +226,7 @@ int mti_index_decode(const void *data, size_t len, uint64_t shard_bytes, const c
 		free(ix);
 		return mti_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
 	}
-	*ix = (mt_index){0, ix->e, version, rows, sum};
+	*ix = (mt_index){0, ix->e, version, rows, sum, NULL};
 	int rc = 0;
 	for (uint32_t i = 0; i < n && !rc; i++) {
 		ix->n = i + 1;
@@ -215,6 +234,8 @@ int mti_index_decode(const void *data, size_t len, uint64_t shard_bytes, const c
 	}
 	if (!rc && c.left != 0)
 		rc = mti_err(err, MT_ECORRUPT, "%s: chunk index: %zu trailing bytes", what, c.left);
+	if (!rc && index_sort(ix))
+		rc = mti_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
 	if (rc) {
 		mti_index_free(ix);
 		return rc;
@@ -225,6 +246,17 @@ int mti_index_decode(const void *data, size_t len, uint64_t shard_bytes, const c
 
 const mt_index_entry *mti_index_find(const mt_index *ix, const char *name)
 {
+	if (ix->byname) {
+		size_t lo = 0, hi = ix->n; /* the first entry whose name is not below */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (strcmp(ix->byname[mid]->name, name) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return lo < ix->n && !strcmp(ix->byname[lo]->name, name) ? ix->byname[lo] : NULL;
+	}
 	for (size_t i = 0; i < ix->n; i++)
 		if (strcmp(ix->e[i].name, name) == 0)
 			return &ix->e[i];
@@ -240,6 +272,7 @@ void mti_index_free(mt_index *ix)
 		free(ix->e[i].chunks);
 	}
 	free(ix->e);
+	free(ix->byname);
 	free(ix);
 }
 

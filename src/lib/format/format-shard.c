@@ -445,7 +445,7 @@ int mti_shard_build(const char *dataset, const mt_attr *attrs, size_t nattrs, ui
 		nparts += attrs[i].ragged ? 2 : 1;
 	struct part *parts = calloc(nparts ? nparts : 1, sizeof *parts);
 	mt_index ix = {0, calloc(nparts ? nparts : 1, sizeof(mt_index_entry)), MT_INDEX_VERSION,
-		       rows, 0};
+		       rows, 0, NULL};
 	size_t *first_job = calloc(nparts + 1, sizeof *first_job);
 	mt_error *errs = NULL;
 	if (!parts || !ix.e || !first_job) {
@@ -560,7 +560,7 @@ int mti_shard_rebuild(const char *dataset, const mt_index *ix, const void *data,
 		return rc;
 	struct part *parts = calloc(ix->n ? ix->n : 1, sizeof *parts);
 	mt_index ix2 = {0, calloc(ix->n ? ix->n : 1, sizeof(mt_index_entry)), ix->version,
-			ix->rows, 0};
+			ix->rows, 0, NULL};
 	if (!parts || !ix2.e)
 		rc = mti_err(err, MT_ENOMEM, "dataset %s: shard: out of memory", dataset);
 	if (!rc)

@@ -39,6 +39,10 @@ typedef struct mt_index {
 	uint32_t version; /* 1 or 2; the encoder writes this version */
 	uint64_t rows;    /* version 2: the shard's rows */
 	uint64_t xxh3;    /* decoded: the index's trailing checksum */
+	/* decoded: the entries sorted by name (equal names in index order), so
+	 * a shard of many attributes is bound and read without a scan per
+	 * attribute; NULL in an index built in memory, which is scanned. */
+	mt_index_entry **byname;
 } mt_index;
 
 MT_LOCAL int mti_index_encode(const mt_index *ix, mt_buf *out, mt_error *err);

@@ -236,6 +236,12 @@ int cli_safetensors_import(mt_store *s, const char *name, const char *path, int 
 
 /* After a write: bring the catalog's view of `dataset` (NULL: every dataset) of store s,
  * called `name`, up to date; a failure is a warning on stderr, never an error. */
+/* Open the catalog (create: make it when missing), saying once on stderr
+ * when a damaged one was moved aside for a new one. */
+int cli_catalog_open(int create, mt_catalog **c, mt_error *err);
+/* After a call on *c failed: 1 when SQLite found the catalog malformed and a
+ * new one is open in its place (said once), for the call to be tried again. */
+int cli_catalog_heal(mt_catalog **c);
 void cli_catalog_note(const char *name, mt_store *s, const char *dataset);
 /* After writing versions of `dataset`: the catalog learns those versions alone (the
  * cost does not grow with the dataset's other versions); a failure is a warning. */

@@ -31,6 +31,12 @@ static int search_model_row(void *ud, const mt_catalog_row *row)
 	return 0;
 }
 
+static int search_lists(mt_catalog *c, const char *text, size_t *n, mt_error *err)
+{
+	int rc = mt_catalog_list(c, MT_CAT_SEARCH, 0, text, search_row, n, err);
+	return rc ? rc : mt_catalog_list(c, MT_CAT_SEARCH_MODELS, 0, text, search_model_row, n, err);
+}
+
 static int search_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	size_t len = 0;
@@ -48,11 +54,12 @@ static int search_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	size_t n = 0;
 	int rc = CLI_OK;
 	/* A search reads: no catalog yet is an empty one, and none is made. */
-	int open = mt_catalog_open_existing(NULL, &c, &err);
-	if ((open && open != MT_ENOTFOUND) ||
-	    (!open && (mt_catalog_list(c, MT_CAT_SEARCH, 0, text, search_row, &n, &err) ||
-		       mt_catalog_list(c, MT_CAT_SEARCH_MODELS, 0, text, search_model_row, &n,
-				       &err))))
+	int open = cli_catalog_open(0, &c, &err);
+	int lrc = open ? 0 : search_lists(c, text, &n, &err);
+	/* A catalog found damaged only now: a new, empty one (it says so). */
+	if (lrc && lrc != MT_EINVAL && cli_catalog_heal(&c))
+		lrc = search_lists(c, text, &n, &err);
+	if ((open && open != MT_ENOTFOUND) || lrc)
 		rc = err.code == MT_EINVAL ? cli_usage_error(a->cmd, "%s", err.message)
 					   : cli_fail(&err);
 	/* Nothing found is a result, not a failure; say so where people look. */

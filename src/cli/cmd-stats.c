@@ -131,7 +131,7 @@ static int stats_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	}
 	/* Statistics go to the catalog when there is one; a stats makes none. */
 	mt_error err;
-	if (mt_catalog_open_existing(NULL, &u.cat, &err))
+	if (cli_catalog_open(0, &u.cat, &err))
 		u.cat = NULL;
 	u.url = mt_store_url(cli_store(ctx));
 	u.cache = u.cat && u.bins == MT_STATS_BINS && !cli_has(a, "recompute");

@@ -143,18 +143,29 @@ static int sync_refresh_one(struct cli_ctx *ctx, mt_catalog *c, const char *name
 	return rc;
 }
 
+/* sync_refresh_one, once more on a new catalog when this one turns out
+ * damaged (the errors said meanwhile were the old one's). */
+static int sync_refresh_healing(struct cli_ctx *ctx, mt_catalog **c, const char *name,
+				const char *url, int flags)
+{
+	int rc = sync_refresh_one(ctx, *c, name, url, flags);
+	if (rc != CLI_OK && cli_catalog_heal(c))
+		rc = sync_refresh_one(ctx, *c, name, url, flags);
+	return *c ? rc : CLI_FAIL;
+}
+
 /* `sync [REMOTE]`: the default store and every remote, or the one named. */
 static int sync_refresh(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	mt_catalog *c;
 	mt_error err = { 0 };
 	int flags = cli_has(a, "full") ? MT_CATALOG_FULL : 0;
-	if (mt_catalog_open(NULL, &c, &err))
+	if (cli_catalog_open(1, &c, &err))
 		return cli_fail(&err);
 	int rc = CLI_OK;
 	if (a->argc == 1) {
 		const char *name = a->argv[0];
-		rc = sync_refresh_one(ctx, c, name, strcmp(name, APP_LOCAL) ? name : NULL, flags);
+		rc = sync_refresh_healing(ctx, &c, name, strcmp(name, APP_LOCAL) ? name : NULL, flags);
 	} else {
 		mt_remote *r = NULL;
 		size_t n = 0;
@@ -163,14 +174,14 @@ static int sync_refresh(struct cli_ctx *ctx, const struct cli_args *a)
 		if (app_catalog_prune(c, &err))
 			rc = cli_fail(&err);
 		const char *name = app_store_name(&ctx->app);
-		if (sync_refresh_one(ctx, c, name, ctx->app.store_url, flags) != CLI_OK)
+		if (sync_refresh_healing(ctx, &c, name, ctx->app.store_url, flags) != CLI_OK)
 			rc = CLI_FAIL;
 		if (mt_remotes_list(&r, &n, &err))
 			rc = cli_fail(&err);
 		/* One unreachable remote does not keep the others stale. */
-		for (size_t i = 0; i < n && !cli_interrupted; i++)
+		for (size_t i = 0; c && i < n && !cli_interrupted; i++)
 			if (strcmp(r[i].name, name) &&
-			    sync_refresh_one(ctx, c, r[i].name, r[i].name, flags) != CLI_OK)
+			    sync_refresh_healing(ctx, &c, r[i].name, r[i].name, flags) != CLI_OK)
 				rc = CLI_FAIL;
 		mt_remotes_free(r, n);
 	}

@@ -47,6 +47,17 @@ MT_CATALOG_API int mt_catalog_open_existing(const char *path, mt_catalog **out, 
 MT_CATALOG_API void mt_catalog_close(mt_catalog *c);
 /* Its file (borrowed). */
 MT_CATALOG_API const char *mt_catalog_path(const mt_catalog *c);
+/* The catalog is a cache, so a file SQLite finds malformed (truncated,
+ * overwritten) is not an error: opening moves it aside as
+ * <path>.corrupt-<UTC time> (the newest two of those are kept) and makes a
+ * new, empty catalog, which a sync fills.  The file moved aside when c was
+ * opened (borrowed), or NULL. */
+MT_CATALOG_API const char *mt_catalog_moved_aside(const mt_catalog *c);
+/* After a call on *c failed: when SQLite found the file malformed only
+ * then, move it aside and open a new, empty catalog in *c's place, as
+ * opening does: 1 (mt_catalog_moved_aside names the file), 0 when the
+ * catalog was not found malformed, or an error (*c is then NULL). */
+MT_CATALOG_API int mt_catalog_heal(mt_catalog **c, mt_error *err);
 
 typedef struct mt_catalog_sync_stats {
 	uint64_t datasets;         /* datasets seen */

@@ -1,6 +1,7 @@
 /* catalog.c — libmatorage-catalog: the local SQLite index of remotes, buckets, datasets, versions, shards, tags, jobs and statistics of attributes: schema, migrations, sync, listings, search. */
 #define _GNU_SOURCE /* vasprintf */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "catalog.h"
 
@@ -47,6 +49,85 @@ static int cat_make_dirs(const char *path, mt_error *err)
 	return rc;
 }
 
+/* ---- a damaged catalog is moved aside -------------------------------------- */
+
+/* Files moved aside kept beside the catalog, the newest: enough to look at
+ * what went wrong, never a pile of them. */
+#define CAT_ASIDE_KEEP 2
+#define CAT_ASIDE_MAX 64
+
+static int cat_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Remove the oldest <path>.corrupt-* files but CAT_ASIDE_KEEP - 1, before
+ * one more is moved there (their UTC stamps sort by time). */
+static void cat_aside_prune(const char *path)
+{
+	char *dir = strdup(path);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	if (!slash) {
+		free(dir);
+		return;
+	}
+	*slash = '\0';
+	char prefix[512];
+	snprintf(prefix, sizeof prefix, "%s.corrupt-", slash + 1);
+	DIR *d = opendir(*dir ? dir : "/");
+	char *names[CAT_ASIDE_MAX];
+	size_t n = 0;
+	for (struct dirent *e; d && n < CAT_ASIDE_MAX && (e = readdir(d));)
+		if (!strncmp(e->d_name, prefix, strlen(prefix)) && (names[n] = strdup(e->d_name)))
+			n++;
+	if (d)
+		closedir(d);
+	qsort(names, n, sizeof *names, cat_name_cmp);
+	for (size_t i = 0; i < n; i++) {
+		char full[4096];
+		if (i + CAT_ASIDE_KEEP <= n &&
+		    snprintf(full, sizeof full, "%s/%s", dir, names[i]) < (int)sizeof full)
+			unlink(full);
+		free(names[i]);
+	}
+	free(dir);
+}
+
+/* Move the damaged catalog at path aside (when it is still the file `ino`
+ * that was found damaged: another process may have moved it and made a new
+ * one meanwhile), with its write-ahead log, which must not be replayed into
+ * the new one.  *moved: the new name, NULL when another process moved it. */
+static int cat_move_aside(const char *path, ino_t ino, char **moved, mt_error *err)
+{
+	*moved = NULL;
+	struct stat sb;
+	if (stat(path, &sb) != 0 || sb.st_ino != ino)
+		return 0;
+	cat_aside_prune(path);
+	char stamp[32];
+	struct tm tm;
+	time_t now = time(NULL);
+	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime_r(&now, &tm));
+	size_t len = strlen(path) + 64;
+	char *to = malloc(len);
+	if (!to)
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	snprintf(to, len, "%s.corrupt-%s-%ld", path, stamp, (long)getpid());
+	if (rename(path, to) != 0) {
+		int e = errno;
+		free(to);
+		return e == ENOENT ? 0 : mt_error_set(err, MT_EIO, "catalog %s is damaged and "
+						   "cannot be moved aside: %s", path, strerror(e));
+	}
+	static const char *const sides[] = {"-wal", "-shm"};
+	for (size_t i = 0; i < sizeof sides / sizeof *sides; i++) {
+		char side[4096];
+		if (snprintf(side, sizeof side, "%s%s", path, sides[i]) < (int)sizeof side)
+			unlink(side);
+	}
+	*moved = to;
+	return 0;
+}
 
 /* ---- schema ---------------------------------------------------------------- */
 
@@ -255,6 +336,8 @@ static const char *const migrations[] = {
 static int cat_sqlerr(mt_catalog *c, mt_error *err, const char *what)
 {
 	int code = sqlite3_errcode(c->db);
+	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+		c->corrupt = 1;
 	int rc = code == SQLITE_NOMEM ? MT_ENOMEM
 		 : code == SQLITE_CORRUPT || code == SQLITE_NOTADB ? MT_ECORRUPT
 								   : MT_EIO;
@@ -406,22 +489,21 @@ static int cat_default_path(char **out, mt_error *err)
 	return rc;
 }
 
-/* Open the catalog; without `create` a missing one is MT_ENOTFOUND and
- * neither its file nor its directory is made. */
-static int cat_open(const char *path, int schema, int create, mt_catalog **out, mt_error *err)
+/* Open the catalog at path; without `create` a missing one is MT_ENOTFOUND
+ * and neither its file nor its directory is made.  *ino: the file's. */
+static int cat_open_file(char *path, int schema, int create, mt_catalog **out, ino_t *ino,
+			 mt_error *err)
 {
 	*out = NULL;
 	mt_catalog *c = calloc(1, sizeof *c);
-	if (!c)
+	if (!c) {
+		free(path);
 		return mt_error_set(err, MT_ENOMEM, "out of memory");
-	int rc = path ? ((c->path = strdup(path)) ? 0 : mt_error_set(err, MT_ENOMEM, "out of memory"))
-		      : cat_default_path(&c->path, err);
-	if (rc) {
-		free(c);
-		return rc;
 	}
+	c->path = path;
 	pthread_mutex_init(&c->lock, NULL);
 	struct stat sb;
+	int rc = 0;
 	if (create)
 		rc = cat_make_dirs(c->path, err);
 	else if (stat(c->path, &sb) != 0)
@@ -432,6 +514,7 @@ static int cat_open(const char *path, int schema, int create, mt_catalog **out, 
 					   SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK)
 		rc = c->db ? cat_sqlerr(c, err, "opening")
 			   : mt_error_set(err, MT_ENOMEM, "catalog %s: out of memory", c->path);
+	*ino = stat(c->path, &sb) == 0 ? sb.st_ino : 0;
 	/* Another matorage (a CLI write while the TUI runs) may hold the write
 	 * lock for a moment; WAL lets readers go on meanwhile. */
 	if (!rc)
@@ -448,6 +531,36 @@ static int cat_open(const char *path, int schema, int create, mt_catalog **out, 
 	}
 	*out = c;
 	return 0;
+}
+
+/* Open the catalog (path NULL: the default); a malformed one is moved aside
+ * and a new one made in its place. */
+static int cat_open(const char *path, int schema, int create, mt_catalog **out, mt_error *err)
+{
+	*out = NULL;
+	char *p = NULL;
+	int rc = path ? ((p = strdup(path)) ? 0 : mt_error_set(err, MT_ENOMEM, "out of memory"))
+		      : cat_default_path(&p, err);
+	char *again = rc ? NULL : strdup(p);
+	if (!rc && !again)
+		rc = mt_error_set(err, MT_ENOMEM, "out of memory");
+	ino_t ino = 0;
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	rc = cat_open_file(p, schema, create, out, &ino, err);
+	char *moved = NULL;
+	if (rc == MT_ECORRUPT && ino && !(rc = cat_move_aside(again, ino, &moved, err))) {
+		rc = cat_open_file(again, schema, 1, out, &ino, err);
+		again = NULL;
+		if (!rc)
+			(*out)->moved = moved;
+		else
+			free(moved);
+	}
+	free(again);
+	return rc;
 }
 
 int mti_catalog_open_schema(const char *path, int schema, mt_catalog **out, mt_error *err)
@@ -472,7 +585,39 @@ void mt_catalog_close(mt_catalog *c)
 	sqlite3_close_v2(c->db);
 	pthread_mutex_destroy(&c->lock);
 	free(c->path);
+	free(c->moved);
 	free(c);
+}
+
+const char *mt_catalog_moved_aside(const mt_catalog *c)
+{
+	return c ? c->moved : NULL;
+}
+
+int mt_catalog_heal(mt_catalog **c, mt_error *err)
+{
+	if (!*c || !(*c)->corrupt)
+		return 0;
+	struct stat sb;
+	char *path = strdup((*c)->path);
+	ino_t ino = path && stat(path, &sb) == 0 ? sb.st_ino : 0;
+	mt_catalog_close(*c);
+	*c = NULL;
+	char *moved = NULL;
+	int rc = path ? cat_move_aside(path, ino, &moved, err)
+		      : mt_error_set(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = cat_open(path, MT_CATALOG_SCHEMA, 1, c, err);
+	free(path);
+	if (rc) {
+		free(moved);
+		return rc;
+	}
+	if (moved && !(*c)->moved)
+		(*c)->moved = moved;
+	else
+		free(moved);
+	return 1;
 }
 
 const char *mt_catalog_path(const mt_catalog *c)

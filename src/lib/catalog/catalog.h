@@ -21,6 +21,8 @@ struct mt_catalog {
 	sqlite3 *db;
 	char *path;
 	pthread_mutex_t lock;
+	int corrupt;  /* SQLite said the file is malformed (mt_catalog_heal) */
+	char *moved;  /* a damaged file moved aside when this handle opened */
 };
 
 /* Statements, as catalog.c runs them (errors name the catalog and `what`);

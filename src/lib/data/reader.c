@@ -29,6 +29,7 @@ struct mt_reader {
 	pthread_cond_t ix_done;
 	mt_index **ix;        /* chunk index per shard, loaded on first use */
 	char *ix_busy;        /* a thread is reading that shard's index */
+	char *offs_ok;        /* that shard's ragged offsets were found sound (guarded by lock) */
 	int threads;
 	mti_heal *heal;       /* damaged chunks rebuilt from parity */
 	pthread_cond_t room_freed; /* run buffers were freed, or the room changed */
@@ -81,9 +82,10 @@ int mti_reader_open_as(mt_store *s, const char *dataset, const char *version, in
 	r->keys = calloc(m->nshards ? m->nshards : 1, sizeof *r->keys);
 	r->ix = calloc(m->nshards ? m->nshards : 1, sizeof *r->ix);
 	r->ix_busy = calloc(m->nshards ? m->nshards : 1, 1);
+	r->offs_ok = calloc(m->nshards ? m->nshards : 1, 1);
 	r->whole = calloc(m->nshards ? m->nshards : 1, sizeof *r->whole);
 	r->tags = calloc(m->ntags ? m->ntags : 1, sizeof *r->tags);
-	if (!r->keys || !r->ix || !r->ix_busy || !r->tags || !r->whole)
+	if (!r->keys || !r->ix || !r->ix_busy || !r->offs_ok || !r->tags || !r->whole)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
 		rc = mti_heal_new(s, m, &r->heal, err);
@@ -132,6 +134,7 @@ void mt_reader_close(mt_reader *r)
 	free(r->keys);
 	free(r->ix);
 	free(r->ix_busy);
+	free(r->offs_ok);
 	free(r->tags);
 	mti_heal_free(r->heal);
 	free(r->json);
@@ -468,6 +471,30 @@ static int index_from_whole(mt_reader *r, size_t i, const char *what, mt_index *
 	return rc;
 }
 
+/* Shard i starts with HDF5's signature (mti_shard_check): checked with its
+ * index where that costs no request of its own, from a local store or an
+ * object read whole. */
+static int signature_check(mt_reader *r, size_t i, const char *what, mt_error *err)
+{
+	uint8_t head[8] = {0};
+	const uint8_t *w = whole_ref(r, i);
+	if (w) {
+		memcpy(head, w, r->m->shards[i].bytes < 8 ? (size_t)r->m->shards[i].bytes : 8);
+		whole_unref(r, i);
+	} else if (r->store->ops->far) {
+		return 0;
+	} else {
+		mt_error e = {0};
+		/* A read that fails here fails again where rows are read, and is reported there. */
+		if (mti_store_read(r->store, r->keys[i], 0, head, sizeof head, &e))
+			return 0;
+	}
+	if (!mti_shard_is_hdf5(head, sizeof head))
+		return mti_err(err, MT_ECORRUPT, "%s is not an HDF5 file (no HDF5 signature at byte 0)",
+			      what);
+	return 0;
+}
+
 /* Read and decode the chunk index of shard i, checked against the manifest
  * (mti_index_decode_shard); rebuilt from parity when it is lost or damaged
  * and the version is protected. */
@@ -479,10 +506,19 @@ static int fetch_index(mt_reader *r, size_t i, mt_index **ix, mt_error *err)
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	int dmg = mti_heal_lost(r->heal, i);
 	if (!dmg && !index_from_whole(r, i, what, ix)) {
+		int rc = signature_check(r, i, what, err);
+		if (rc) {
+			mti_index_free(*ix);
+			*ix = NULL;
+		}
 		free(what);
-		return 0;
+		return rc;
 	}
 	int rc = dmg ? lost_error(r, i, dmg, err) : index_fetch(r, i, what, ix, &dmg, err);
+	if (!rc && !dmg && (rc = signature_check(r, i, what, err))) {
+		mti_index_free(*ix);
+		*ix = NULL;
+	}
 	if (rc && dmg != DMG_NONE && mti_heal_protected(r->heal)) {
 		/* The object itself is gone: its chunks go straight to parity. */
 		if (dmg == DMG_MISSING || dmg == DMG_REFUSED)
@@ -796,22 +832,31 @@ static int job_decode(const struct jobs *js, const struct job *j, const uint8_t 
 	const char *key = r->keys[j->shard];
 	/* Both buffers are the thread's own, reused chunk after chunk. */
 	uint8_t *own = z ? NULL : mti_thread_scratch(0, (size_t)k->size);
+	/* Bounded by mti_index_decode (MT_CHUNK_MAX_BYTES, MT_ZSTD_MAX_RATIO). */
 	size_t full = (size_t)(j->e->chunk_units * j->e->unit_bytes);
 	int whole = j->dst && j->u0 == k->first && j->u1 == k->first + k->count &&
 		    k->count == j->e->chunk_units;
-	uint8_t *plain = whole ? j->dst : mti_thread_scratch(1, full);
+	uint8_t *plain = NULL;
 	int rc = 0;
-	if ((!z && !own) || !plain)
+	if (!z && !own)
 		rc = mti_err(err, MT_ENOMEM, "%s: out of memory", key);
 	if (!rc && !z && !(rc = chunk_fetch(r, j, own, err)))
 		z = own;
+	/* The frame's declared size is checked before its buffer is had. */
+	if (!rc && mti_zstd_frame_check(z, k->size, full, err))
+		rc = mti_err_prefix(err, "%s@%s: shard %zu (%s): %s chunk %zu: ", r->m->dataset,
+				   r->m->version, j->shard, key, j->e->name, j->chunk);
+	if (!rc && !(plain = whole ? j->dst : mti_thread_scratch(1, full)))
+		rc = mti_err(err, MT_ENOMEM, "%s: out of memory", key);
 	if (!rc && mti_zstd_decompress(z, k->size, plain, full, err))
 		rc = mti_err_prefix(err, "%s@%s: shard %zu (%s): %s chunk %zu: ", r->m->dataset,
 				   r->m->version, j->shard, key, j->e->name, j->chunk);
+	if (rc)
+		return rc;
 	const uint8_t *part = plain + (j->u0 - k->first) * j->e->unit_bytes;
-	if (!rc && !j->dst)
+	if (!j->dst)
 		js->each(js->each_ud, j->at, j->u1 - j->u0, part);
-	else if (!rc && !whole)
+	else if (!whole)
 		memcpy(j->dst, part, (size_t)((j->u1 - j->u0) * j->e->unit_bytes));
 	return rc;
 }
@@ -988,6 +1033,89 @@ static int entry_of(mt_reader *r, size_t shard, const char *attr, const char *su
 	return 0;
 }
 
+/* One ragged attribute's offsets in a shard, chunk by chunk (the runs may
+ * decode them on several threads, each chunk into its own slot): its first
+ * and last offset, and whether they decrease inside it. */
+struct offs_scan {
+	const mt_index_entry *e;
+	uint64_t (*ends)[3]; /* per chunk: first, last, decreasing */
+};
+
+static void offs_each(void *ud, uint64_t at, uint64_t n, const void *rows)
+{
+	struct offs_scan *sc = ud;
+	const uint8_t *p = rows;
+	size_t c = (size_t)(at / sc->e->chunk_units);
+	if (c >= sc->e->nchunks || !n)
+		return;
+	uint64_t prev = mti_get_u64(p), bad = 0;
+	sc->ends[c][0] = prev;
+	for (uint64_t u = 1; u < n; u++) {
+		uint64_t v = mti_get_u64(p + 8 * u);
+		bad |= v < prev;
+		prev = v;
+	}
+	sc->ends[c][1] = prev;
+	sc->ends[c][2] = bad;
+}
+
+/* The offsets of attribute attr in shard s start at 0, never decrease and
+ * end at the items its values hold (mti_shard_check's rule), all of them
+ * read once before any of them is used: a read of some rows could not
+ * tell that the shard around them is unsound. */
+static int offsets_scan(mt_reader *r, size_t s, size_t attr, mt_error *err)
+{
+	const char *name = r->m->attrs[attr].name;
+	const mt_index_entry *o, *v;
+	int rc = entry_of(r, s, name, "/offsets", &o, err);
+	if (!rc)
+		rc = entry_of(r, s, name, "/values", &v, err);
+	if (rc)
+		return rc;
+	struct offs_scan sc = {o, calloc(o->nchunks ? o->nchunks : 1, sizeof *sc.ends)};
+	struct jobs js = {.r = r, .each = offs_each, .each_ud = &sc};
+	if (!sc.ends || plan_units(&js, s, o, 0, o->units, NULL, 0)) {
+		free(sc.ends);
+		free(js.v);
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	rc = run_jobs(&js, err);
+	const char *bad = NULL;
+	uint64_t prev = 0;
+	for (size_t c = 0; !rc && !bad && c < o->nchunks; c++) {
+		if (c == 0 && sc.ends[0][0] != 0)
+			bad = "do not start at 0";
+		else if (sc.ends[c][2] || sc.ends[c][0] < prev)
+			bad = "decrease";
+		prev = sc.ends[c][1];
+	}
+	if (!rc && !bad && prev != v->units)
+		bad = "do not end at the number of items its values hold";
+	free(sc.ends);
+	if (!rc && bad)
+		rc = mti_err(err, MT_ECORRUPT, "%s@%s: shard %zu (%s): %s/offsets %s", r->m->dataset,
+			    r->m->version, s, r->keys[s], name, bad);
+	return rc;
+}
+
+/* Shard s's ragged offsets checked by offsets_scan, once for the reader's life. */
+static int offsets_sound(mt_reader *r, size_t s, mt_error *err)
+{
+	pthread_mutex_lock(&r->lock);
+	int ok = r->offs_ok[s];
+	pthread_mutex_unlock(&r->lock);
+	int rc = 0;
+	for (size_t a = 0; !ok && !rc && a < r->m->nattrs; a++)
+		if (r->m->attrs[a].ragged)
+			rc = offsets_scan(r, s, a, err);
+	if (!ok && !rc) {
+		pthread_mutex_lock(&r->lock);
+		r->offs_ok[s] = 1;
+		pthread_mutex_unlock(&r->lock);
+	}
+	return rc;
+}
+
 /* The per-shard ragged offsets for rows [a, b): offs receives b-a+1
  * values per shard piece, relative to the shard. */
 static int ragged_offsets(mt_reader *r, size_t attr, uint64_t a, uint64_t b, uint64_t *offs,
@@ -1004,7 +1132,9 @@ static int ragged_offsets(mt_reader *r, size_t attr, uint64_t a, uint64_t b, uin
 		if (sh->first_row >= b)
 			break;
 		const mt_index_entry *e;
-		rc = entry_of(r, s, name, "/offsets", &e, err);
+		rc = offsets_sound(r, s, err);
+		if (!rc)
+			rc = entry_of(r, s, name, "/offsets", &e, err);
 		if (!rc && plan_units(&js, s, e, la, lb + 1, (uint8_t *)dst, 0))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		dst += lb - la + 1;
@@ -1186,38 +1316,31 @@ static int damaged_chunks(const mt_reader *r, size_t i, const mt_index *ix, cons
 	return bad;
 }
 
+/* Shard i read whole and checked by mti_shard_check, the one definition
+ * of sound; a failure also names every chunk that fails its checksum when
+ * the index still decodes: repair can salvage the rest. */
 static int verify_shard(mt_reader *r, size_t i, char *msg, size_t cap)
 {
 	const mt_mshard *s = &r->m->shards[i];
 	mt_error e = {0};
 	void *data = NULL;
 	size_t got = 0;
-	char sha[MT_SHA256_HEX];
+	uint64_t end;
 	int rc = mti_store_get(r->store, r->keys[i], 0, UINT64_MAX, &data, &got, &e);
 	if (rc == MT_ENOTFOUND)
 		rc = mti_err(&e, rc, "shard object %s is missing", r->keys[i]);
-	if (!rc && got != s->bytes)
-		rc = mti_err(&e, MT_ECORRUPT, "%s holds %zu bytes, the manifest says %llu",
-			    r->keys[i], got, (unsigned long long)s->bytes);
 	if (!rc)
-		rc = mti_sha256_hex(data, got, sha, &e);
-	if (!rc && strcmp(sha, s->sha256) != 0)
-		rc = mti_err(&e, MT_ECORRUPT, "%s: sha256 is %s", r->keys[i], sha);
-	/* The index must be the one the manifest names and agree with its
-	 * attributes; then name the damaged chunks too: repair can salvage
-	 * the rest. */
+		rc = mti_shard_check(data, got, r->m, i, r->keys[i], NULL, &e);
 	mt_index *ix = NULL;
-	if (rc != MT_ENOTFOUND && data && got >= s->index_offset + s->index_bytes) {
+	if (rc == MT_ECORRUPT && got == s->bytes && mti_add_ok(s->index_offset, s->index_bytes, &end) &&
+	    end <= got) {
 		mt_error ie;
-		int irc = mti_index_decode_shard((uint8_t *)data + s->index_offset, s->index_bytes,
-						got, r->m, i, r->keys[i], &ix, &ie);
-		int sha_only = rc == MT_ECORRUPT && !irc && got == s->bytes;
-		if (irc && !rc)
-			rc = mti_err_copy(&e, &ie);
-		if (ix && damaged_chunks(r, i, ix, data, e.message, sizeof e.message)) {
-			rc = MT_ECORRUPT;
+		mt_error be;
+		int sha_only = !mti_shard_check_body(data, got, r->m, i, r->keys[i], NULL, &be);
+		if (!mti_index_decode_shard((uint8_t *)data + s->index_offset, s->index_bytes, got,
+					    r->m, i, r->keys[i], &ix, &ie) &&
+		    damaged_chunks(r, i, ix, data, e.message, sizeof e.message))
 			sha_only = 0;
-		}
 		/* Index and every chunk intact: the reads are right, and the
 		 * bytes that differ are HDF5's own, which the writer makes again. */
 		if (sha_only) {

@@ -96,6 +96,33 @@ static int check_shape(const mt_index_entry *e)
 	return bytes == e->unit_bytes ? 0 : MT_ECORRUPT;
 }
 
+/* Whether a frame of `size` bytes cannot decode to `full`. */
+static int too_dense(uint64_t full, uint64_t size)
+{
+	uint64_t q = full / MT_ZSTD_MAX_RATIO;
+	return q > size || (q == size && full % MT_ZSTD_MAX_RATIO);
+}
+
+/* The chunk grid of e: chunk c holds units [c * chunk_units, ...), every
+ * chunk but the last full (readers find a unit's chunk by division), each
+ * inside the shard, and none declaring more than its compressed bytes can
+ * hold (MT_ZSTD_MAX_RATIO) or more than MT_CHUNK_MAX_BYTES. */
+static int check_chunks(const mt_index_entry *e, uint64_t full, uint64_t shard_bytes)
+{
+	uint64_t next = 0, end;
+	for (size_t c = 0; c < e->nchunks; c++) {
+		const mt_chunk *k = &e->chunks[c];
+		int last = c + 1 == e->nchunks;
+		if (k->first != next || k->count == 0 || k->count > e->chunk_units ||
+		    (!last && k->count != e->chunk_units) || k->size == 0 ||
+		    too_dense(full, k->size) ||
+		    !mti_add_ok(k->offset, k->size, &end) || (shard_bytes && end > shard_bytes) ||
+		    !mti_add_ok(next, k->count, &next))
+			return (int)c;
+	}
+	return -1;
+}
+
 static int check_entry(const mt_index_entry *e, uint64_t shard_bytes, const char *what,
 		       mt_error *err)
 {
@@ -105,27 +132,62 @@ static int check_entry(const mt_index_entry *e, uint64_t shard_bytes, const char
 	if (e->unit_bytes == 0 || e->chunk_units == 0)
 		return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has a zero chunk shape", what,
 			      e->name);
+	uint64_t full, bytes;
+	if (!mti_mul_ok(e->chunk_units, e->unit_bytes, &full) || full > MT_CHUNK_MAX_BYTES)
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' chunks of %llu units of %llu "
+			      "bytes exceed %llu bytes", what, e->name,
+			      (unsigned long long)e->chunk_units, (unsigned long long)e->unit_bytes,
+			      (unsigned long long)MT_CHUNK_MAX_BYTES);
+	if (!mti_mul_ok(e->units, e->unit_bytes, &bytes))
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has %llu units of %llu bytes, "
+			      "more than can be addressed", what, e->name,
+			      (unsigned long long)e->units, (unsigned long long)e->unit_bytes);
 	if (e->rank >= 0 && check_shape(e))
 		return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' has a shape that is not its "
 			      "%llu bytes a unit", what, e->name,
 			      (unsigned long long)e->unit_bytes);
-	uint64_t next = 0;
-	for (size_t c = 0; c < e->nchunks; c++) {
-		const mt_chunk *k = &e->chunks[c];
-		uint64_t end;
-		if (k->first != next || k->count == 0 || k->count > e->chunk_units ||
-		    k->size == 0 || !mti_add_ok(k->offset, k->size, &end) ||
-		    (shard_bytes && end > shard_bytes))
-			return mti_err(err, MT_ECORRUPT,
-				      "%s: chunk index: '%s' chunk %zu is inconsistent", what,
-				      e->name, c);
-		next += k->count;
-	}
-	if (next != e->units)
+	int bad = check_chunks(e, full, shard_bytes);
+	if (bad >= 0)
+		return mti_err(err, MT_ECORRUPT, "%s: chunk index: '%s' chunk %d is inconsistent", what,
+			      e->name, bad);
+	uint64_t held = e->nchunks ? e->chunks[e->nchunks - 1].first +
+				     e->chunks[e->nchunks - 1].count : 0;
+	if (held != e->units)
 		return mti_err(err, MT_ECORRUPT,
 			      "%s: chunk index: '%s' chunks hold %llu units, not %llu", what,
-			      e->name, (unsigned long long)next, (unsigned long long)e->units);
+			      e->name, (unsigned long long)held, (unsigned long long)e->units);
 	return 0;
+}
+
+static int chunk_cmp(const void *a, const void *b)
+{
+	const mt_chunk *x = *(const mt_chunk *const *)a, *y = *(const mt_chunk *const *)b;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* No two chunks of the index share a byte of the shard. */
+static int check_overlap(const mt_index *ix, const char *what, mt_error *err)
+{
+	size_t n = 0, k = 0;
+	for (size_t i = 0; i < ix->n; i++)
+		n += ix->e[i].nchunks;
+	if (n < 2)
+		return 0;
+	const mt_chunk **v = malloc(n * sizeof *v);
+	if (!v)
+		return mti_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
+	for (size_t i = 0; i < ix->n; i++)
+		for (size_t c = 0; c < ix->e[i].nchunks; c++)
+			v[k++] = &ix->e[i].chunks[c];
+	qsort(v, n, sizeof *v, chunk_cmp);
+	int rc = 0;
+	for (size_t i = 1; i < n && !rc; i++)
+		if (v[i - 1]->offset + v[i - 1]->size > v[i]->offset)
+			rc = mti_err(err, MT_ECORRUPT, "%s: chunk index: chunks at bytes %llu and %llu "
+				    "overlap", what, (unsigned long long)v[i - 1]->offset,
+				    (unsigned long long)v[i]->offset);
+	free(v);
+	return rc;
 }
 
 /* Entry i: name, dtype, (version 2) shape, chunk grid and chunks. */
@@ -234,6 +296,8 @@ int mti_index_decode(const void *data, size_t len, uint64_t shard_bytes, const c
 	}
 	if (!rc && c.left != 0)
 		rc = mti_err(err, MT_ECORRUPT, "%s: chunk index: %zu trailing bytes", what, c.left);
+	if (!rc)
+		rc = check_overlap(ix, what, err);
 	if (!rc && index_sort(ix))
 		rc = mti_err(err, MT_ENOMEM, "%s: chunk index: out of memory", what);
 	if (rc) {
@@ -374,6 +438,10 @@ int mti_index_decode_shard(const void *data, size_t len, uint64_t shard_bytes,
 {
 	const mt_mshard *s = &m->shards[i];
 	*out = NULL;
+	if (s->rows >= MT_SHARD_MAX_ROWS)
+		return mti_err(err, MT_ECORRUPT, "%s: the manifest gives the shard %llu rows, more "
+			      "than %llu", what, (unsigned long long)s->rows,
+			      (unsigned long long)MT_SHARD_MAX_ROWS);
 	/* Checked first: another shard's index would fail the checks below
 	 * with a message that hides what happened. */
 	if (s->has_index_xxh3 && (len < 8 || mti_get_u64((const uint8_t *)data + len - 8) !=

@@ -571,6 +571,12 @@ static int fm_shard_check(struct fm_dec *d, size_t i, uint64_t *next, const mt_m
 {
 	if (s->rows == 0)
 		return fm_fail(d, "shards[%zu].rows: expected at least 1 row", i);
+	/* Every row takes at least one byte decoded, which a shard's bytes
+	 * bound (MT_ZSTD_MAX_RATIO): readers size plans by rows before they
+	 * see a chunk. */
+	if (s->rows >= MT_SHARD_MAX_ROWS || s->rows / MT_ZSTD_MAX_RATIO > s->bytes)
+		return fm_fail(d, "shards[%zu].rows: %llu rows cannot fit in %llu bytes", i,
+			       (unsigned long long)s->rows, (unsigned long long)s->bytes);
 	if (s->first_row != *next)
 		return fm_fail(d, "shards[%zu].first_row: is %llu, but the shards before it hold "
 			       "%llu rows", i, (unsigned long long)s->first_row,

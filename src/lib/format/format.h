@@ -13,6 +13,16 @@
 
 #define MT_INDEX_VERSION 2
 
+/* Caps on what a chunk index may declare (doc/FORMAT.md, "Sound shards"),
+ * checked before anything is multiplied or allocated: a chunk decodes to
+ * at most MT_CHUNK_MAX_BYTES (HDF5's own limit on a chunk), and to at most
+ * MT_ZSTD_MAX_RATIO times its compressed bytes (no zstd frame expands
+ * more: a 4-byte RLE block makes at most 128 KiB); a shard has fewer than
+ * MT_SHARD_MAX_ROWS rows. */
+#define MT_CHUNK_MAX_BYTES 0xffffffffull
+#define MT_ZSTD_MAX_RATIO 32768u
+#define MT_SHARD_MAX_ROWS (1ull << 48)
+
 typedef struct mt_chunk {
 	uint64_t offset; /* byte offset of the compressed chunk in the shard */
 	uint64_t size;   /* compressed bytes */
@@ -161,6 +171,38 @@ MT_LOCAL void mti_manifest_free(mt_manifest *m);
 MT_LOCAL int mti_index_decode_shard(const void *data, size_t len, uint64_t shard_bytes,
 				   const mt_manifest *m, size_t i, const char *what,
 				   mt_index **out, mt_error *err);
+/* ---- soundness: the one check of a shard ----------------------------------
+ * A shard is sound (doc/FORMAT.md, "Sound shards") when
+ *   - its bytes are as many as the manifest says and match its sha256;
+ *   - it is an HDF5 file (the signature at byte 0);
+ *   - its chunk index lies inside it, decodes, is coherent (sizes
+ *     overflow-checked and within the caps above, chunks on the grid,
+ *     inside the object, apart from each other and from the index) and is
+ *     the one the manifest names (mti_index_decode_shard: rows, dtypes,
+ *     shapes and units against the manifest);
+ *   - every chunk matches its xxh3 and is one zstd frame whose declared
+ *     content size is the index's chunk size;
+ *   - every ragged attribute's offsets start at 0, never decrease and end
+ *     at the number of items its values hold.
+ * verify, protect, compact, copy and repair apply mti_shard_check to a
+ * shard read whole; the reader applies the same checks to the parts it
+ * reads (the index, each frame before it is decoded, the signature and a
+ * shard's offsets before its ragged rows are used).
+ *
+ * mti_shard_check: data is shard i of m, `len` bytes read whole; `what`
+ * names it in errors.  0 when sound, with *out (when out is not NULL) the
+ * decoded index, to free with mti_index_free; else MT_ECORRUPT (or
+ * MT_ENOMEM) and err says the first thing wrong.
+ * mti_shard_check_body: the same without the sha256, for a caller that
+ * knows the hash fails and asks whether the chunks and index still hold.
+ * mti_shard_is_hdf5: whether len bytes from byte 0 start with HDF5's
+ * signature. */
+MT_LOCAL int mti_shard_check(const void *data, size_t len, const mt_manifest *m, size_t i,
+			    const char *what, mt_index **out, mt_error *err);
+MT_LOCAL int mti_shard_check_body(const void *data, size_t len, const mt_manifest *m, size_t i,
+				 const char *what, mt_index **out, mt_error *err);
+MT_LOCAL int mti_shard_is_hdf5(const void *head, size_t len);
+
 /* Deep copies of attribute arrays (names duplicated). */
 MT_LOCAL int mti_attrs_dup(const mt_attr *a, size_t n, mt_attr **out);
 MT_LOCAL void mti_attrs_free(mt_attr *a, size_t n);

@@ -214,7 +214,8 @@ double mti_zstd_ratio_guess(const void *src, size_t len, int level)
 	return in ? (double)outb / (double)in : 0;
 }
 
-int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen, mt_error *err)
+/* strict: a frame that does not declare its content size is refused too. */
+static int frame_check(const void *src, size_t len, uint64_t want, int strict, mt_error *err)
 {
 	/* One whole frame and nothing after it: anything else is damage. */
 	size_t flen = ZSTD_findFrameCompressedSize(src, len);
@@ -224,10 +225,25 @@ int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen, m
 	if (flen != len)
 		return mti_err(err, MT_ECORRUPT, "zstd: %zu stray bytes after the %zu-byte frame",
 			      len - flen, flen);
-	unsigned long long want = ZSTD_getFrameContentSize(src, len);
-	if (want != ZSTD_CONTENTSIZE_UNKNOWN && want != dstlen)
-		return mti_err(err, MT_ECORRUPT, "zstd: frame holds %llu bytes, expected %zu", want,
-			      dstlen);
+	unsigned long long has = ZSTD_getFrameContentSize(src, len);
+	if (has == ZSTD_CONTENTSIZE_ERROR || (strict && has == ZSTD_CONTENTSIZE_UNKNOWN))
+		return mti_err(err, MT_ECORRUPT, "zstd: the frame does not declare its size");
+	if (has != ZSTD_CONTENTSIZE_UNKNOWN && has != want)
+		return mti_err(err, MT_ECORRUPT, "zstd: frame holds %llu bytes, expected %llu", has,
+			      (unsigned long long)want);
+	return 0;
+}
+
+int mti_zstd_frame_check(const void *src, size_t len, uint64_t want, mt_error *err)
+{
+	return frame_check(src, len, want, 1, err);
+}
+
+int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen, mt_error *err)
+{
+	int rc = frame_check(src, len, dstlen, 0, err);
+	if (rc)
+		return rc;
 	int owned;
 	ZSTD_DCtx *d = zstd_ctx(0, &owned);
 	if (!d)

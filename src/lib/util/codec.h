@@ -62,6 +62,10 @@ MT_LOCAL int mti_zstd_raw_hdr_ok(const unsigned char *hdr, size_t len);
  * 8 spread samples of 16 KiB (the whole buffer when smaller): a guess that
  * costs about 1% of compressing all of a large buffer. */
 MT_LOCAL double mti_zstd_ratio_guess(const void *src, size_t len, int level);
+/* Whether src is one whole zstd frame, nothing after it, whose header
+ * declares exactly `want` content bytes: checked before anything is
+ * allocated for it (a frame may claim any size).  MT_ECORRUPT otherwise. */
+MT_LOCAL int mti_zstd_frame_check(const void *src, size_t len, uint64_t want, mt_error *err);
 /* Decompress a frame that must expand to exactly `dstlen` bytes. */
 MT_LOCAL int mti_zstd_decompress(const void *src, size_t len, void *dst, size_t dstlen,
 				mt_error *err);

@@ -607,7 +607,13 @@ static int rec_json_tree(struct app_records *r, const char *line, size_t len, vo
 			 char *why, size_t cap)
 {
 	json_error_t je;
-	json_t *o = json_loadb(line, len, 0, &je);
+	json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	/* A key given twice would silently keep its last value. */
+	static const char dup[] = "duplicate object key near '\"";
+	size_t klen = strlen(je.text) - (sizeof dup - 1);
+	if (!o && !strncmp(je.text, dup, sizeof dup - 1) && klen >= 2)
+		return rec_fail(why, cap, "field %.*s: given twice in one record (column %d)",
+				(int)(klen - 2), je.text + sizeof dup - 1, je.column);
 	if (!o)
 		return rec_fail(why, cap, "not JSON: %s (column %d)", je.text, je.column);
 	int rc = 0;

@@ -260,24 +260,37 @@ static int st_tensors(const struct st_file *f, mt_ckpt_writer *w, mt_error *err)
 	return CLI_OK;
 }
 
+/* A refused matorage.state or matorage.meta, named where it was found. */
+static int st_extra_fail(const struct st_file *f, const char *field, const mt_error *err)
+{
+	return cli_error("%s: __metadata__ \"%s\": %s; nothing committed", f->path, field,
+			 err->message[0] ? err->message : mt_strerror(err->code));
+}
+
 /* state and meta saved by an export come back; anything else in __metadata__
  * goes to meta as it is (strings). */
 static int st_extras(const struct st_file *f, mt_ckpt_writer *w, mt_error *err)
 {
 	json_t *md = json_object_get(f->header, "__metadata__");
-	const char *state = json_string_value(json_object_get(md, "matorage.state"));
-	const char *meta = json_string_value(json_object_get(md, "matorage.meta"));
+	json_t *js = json_object_get(md, "matorage.state"), *jm = json_object_get(md, "matorage.meta");
+	if (md && !json_is_object(md))
+		return cli_error("%s: __metadata__ is not an object of strings", f->path);
+	if ((js && !json_is_string(js)) || (jm && !json_is_string(jm)))
+		return cli_error("%s: __metadata__ \"%s\" is not a string (safetensors metadata "
+				 "holds strings only)", f->path,
+				 js && !json_is_string(js) ? "matorage.state" : "matorage.meta");
+	const char *state = json_string_value(js), *meta = json_string_value(jm);
 	if (state && mt_ckpt_set_state(w, state, err))
-		return -1;
+		return st_extra_fail(f, "matorage.state", err);
 	if (meta)
-		return mt_ckpt_set_meta(w, meta, err) ? -1 : 0;
+		return mt_ckpt_set_meta(w, meta, err) ? st_extra_fail(f, "matorage.meta", err) : 0;
 	json_t *m = json_object();
 	const char *k;
 	json_t *v;
 	json_object_foreach(md, k, v) if (json_is_string(v) && strncmp(k, "matorage.", 9))
 		json_object_set(m, k, v);
 	char *text = json_dumps(m, JSON_COMPACT);
-	int rc = text && mt_ckpt_set_meta(w, text, err) ? -1 : 0;
+	int rc = text && mt_ckpt_set_meta(w, text, err) ? st_extra_fail(f, "(the rest)", err) : 0;
 	free(text);
 	json_decref(m);
 	return rc;
@@ -295,16 +308,18 @@ int cli_safetensors_import(mt_store *s, const char *name, const char *path, int 
 	mt_ckpt_writer *w = NULL;
 	mt_error err = { 0 };
 	char *version = NULL;
+	int extras = 0;
 	if (!rc && (mt_ckpt_writer_open(s, name, &o, &w, &err) || st_tensors(&f, w, &err) ||
-		    st_extras(&f, w, &err) ||
-		    mt_ckpt_commit(w, &version, &err))) {
+		    (extras = st_extras(&f, w, &err)) || mt_ckpt_commit(w, &version, &err))) {
+		const char *why = err.message[0] ? err.message : mt_strerror(err.code);
 		/* A commit that landed hands out its name even when --keep then fails. */
-		if (version)
-			cli_error("%s: committed as %s@%s, but removing older checkpoints failed",
-				  path, name, version);
+		if (extras)
+			rc = CLI_FAIL; /* st_extras said what and where */
+		else if (version)
+			rc = cli_error("%s: committed as %s@%s, but removing older checkpoints "
+				       "failed: %s", path, name, version, why);
 		else
-			cli_error("%s: import into model %s failed, nothing committed", path, name);
-		rc = cli_fail(&err);
+			rc = cli_error("%s: nothing committed: %s", path, why);
 	}
 	if (!rc)
 		printf("imported %s as %s@%s: %zu tensor(s)\n", path, name, version,

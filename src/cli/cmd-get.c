@@ -98,6 +98,9 @@ static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		return rc;
 	if (!path)
 		return cli_usage_error(a->cmd, "missing -o FILE, the .npy file to write");
+	if (!*path || (lengths_path && !*lengths_path))
+		return cli_usage_error(a->cmd, "%s names no file: give a path, or - for standard "
+				       "output", !*path ? "-o ''" : "--lengths ''");
 	if (lengths_path && !strcmp(path, "-") && !strcmp(lengths_path, "-"))
 		return cli_usage_error(a->cmd, "-o and --lengths cannot both be standard output");
 	if ((!strcmp(path, "-") || (lengths_path && !strcmp(lengths_path, "-"))) &&

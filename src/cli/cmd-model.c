@@ -161,7 +161,7 @@ static int model_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		return cli_usage_error(a->cmd, "'%s': not one of ls, info, export, import", sub);
 	if (a->argc < want || (want > 1 && a->argc != want))
 		return cli_usage_error(a->cmd, "%s: wrong number of arguments", sub);
-	if (!strcmp(sub, "export") && !cli_get(a, "output"))
+	if (!strcmp(sub, "export") && (!cli_get(a, "output") || !*cli_get(a, "output")))
 		return cli_usage_error(a->cmd, "export: give the file to write with -o FILE");
 	if (!strcmp(sub, "import"))
 		ctx->app.store_opts.create = 1;

@@ -17,7 +17,7 @@ rcheck DIR N FIRST SEED           DIR/{y,t,tlen,p,plen}.npy (get --lengths) are 
                                   prefix of rgen's N records; prints how many rows
 spell N SEED DIR                  N records of a float64 (3,), b int32, c bool, d float32,
                                   h float16 spelled every way JSON allows (key order, blanks,
-                                  exponents, -0, escaped keys, duplicate keys) on stdout; the
+                                  exponents, -0, escaped keys) on stdout; the
                                   values they mean as DIR/{a,b,c,d,h}.npy
 """
 import io
@@ -103,8 +103,6 @@ def spell(n, seed, outdir):
         keys = list(text)
         rng.shuffle(keys)
         parts = [key(k) + blank() + ":" + blank() + text[k] for k in keys]
-        if rng.random() < 0.05:  # a duplicate key: the last one counts
-            parts.insert(0, '"b": 7')
         sys.stdout.write("{" + blank() + ("," + blank()).join(parts) + blank() + "}\n")
         cols["a"].append(a); cols["b"].append(b); cols["c"].append(c)
         cols["d"].append(d); cols["h"].append(hv)

@@ -81,13 +81,19 @@ static int key_check(const mt_ckpt_writer *w, const char *key, mt_error *err)
 	size_t len = key ? strlen(key) : 0;
 	if (!len)
 		return mti_err(err, MT_EINVAL, "model %s: a tensor key must not be empty", w->name);
+	/* A key is shown only up to its first control character: the message
+	 * must not carry one to the terminal. */
+	size_t shown = 0;
+	while (shown < len && shown < 40 && (unsigned char)key[shown] >= 0x20 && key[shown] != 0x7f)
+		shown++;
 	if (len > KEY_MAX)
-		return mti_err(err, MT_EINVAL, "model %s: tensor key '%.40s...' is longer than %d "
-			      "bytes", w->name, key, KEY_MAX);
+		return mti_err(err, MT_EINVAL, "model %s: tensor key '%.*s...' is %zu bytes, longer "
+			      "than the %d a key may have", w->name, (int)shown, key, len, KEY_MAX);
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)key[i] < 0x20 || key[i] == 0x7f)
-			return mti_err(err, MT_EINVAL, "model %s: tensor key '%s' holds a control "
-				      "character", w->name, key);
+			return mti_err(err, MT_EINVAL, "model %s: tensor key '%.*s%s' holds a control "
+				      "character (byte 0x%02x at offset %zu)", w->name, (int)shown,
+				      key, shown < len ? "..." : "", (unsigned char)key[i], i);
 	/* jansson refuses keys that are not UTF-8: check before anything else. */
 	json_t *probe = json_string(key);
 	if (!probe)

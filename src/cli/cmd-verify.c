@@ -32,13 +32,33 @@ static void verify_shard(void *ud, size_t shard, const mt_shard_info *info, int 
 	pthread_mutex_unlock(&v->lock);
 }
 
+/* Count a shard's damage without saying it, for still_damaged. */
+static void count_damage(void *ud, size_t shard, const mt_shard_info *info, int code,
+			 const char *message)
+{
+	if (code)
+		__atomic_add_fetch((uint64_t *)ud, 1, __ATOMIC_RELAXED);
+}
+
+/* Whether the check of r's version, run again, still finds damage. */
+static int still_damaged(mt_reader *r)
+{
+	uint64_t damaged = 0;
+	mt_error err = { 0 };
+	int rc = mt_reader_verify(r, count_damage, &damaged, NULL, NULL, &err);
+	return damaged || rc == MT_ECORRUPT;
+}
+
 /* The version's state, from a repair that writes nothing: sound, damaged
  * but repairable (from what), or unrepairable (what is lost); h gathers it
  * for the catalog.  It runs after the check saw damage; the repair reads
  * everything again, so when it finds none the damage was in what was read
- * (a fault in transit), not in what is stored. */
-static void verify_state_line(mt_store *s, const char *dataset, const char *version,
-			      struct app_health *h)
+ * (a fault in transit), not in what is stored -- unless the check, run again
+ * on r (when there is one), still fails: then the stored bytes are the ones
+ * the manifest names, and they are what is unsound (a crafted or miswritten
+ * version), which no repair can rebuild. */
+static void verify_state_line(mt_store *s, mt_reader *r, const char *dataset,
+			      const char *version, struct app_health *h)
 {
 	mt_repair_opts o;
 	mt_repair_opts_init(&o);
@@ -57,9 +77,17 @@ static void verify_state_line(mt_store *s, const char *dataset, const char *vers
 		       version, err.message);
 		return;
 	}
-	if (!v->damaged)
+	if (!v->damaged && r && still_damaged(r)) {
+		v->state = MT_HEALTH_UNREPAIRABLE;
+		v->state_set = 1;
+		snprintf(v->message, sizeof v->message, "%s",
+			 "its shards hold the bytes their manifest names, and these fail the check");
+		printf("%s@%s: damaged, unrepairable: lost the shards above: they hold the bytes "
+		       "their manifest names, and these fail the check\n", dataset, version);
+	} else if (!v->damaged) {
 		printf("%s@%s: sound when read again: what was read was damaged, not what is "
 		       "stored\n", dataset, version);
+	}
 	else if (!v->unrepairable)
 		printf("%s@%s: damaged, repairable from %s (matorage repair)\n", dataset, version,
 		       v->sources[0] ? v->sources : "?");
@@ -133,7 +161,7 @@ static int verify_version(struct cli_ctx *ctx, mt_reader *r, struct app_health *
 	int bad_record = protection_damaged(ctx, vi->dataset, vi->version);
 	int rc = vrc == MT_ECORRUPT || v.damaged || bad_record ? CLI_FAIL : CLI_OK;
 	if (rc == CLI_FAIL) {
-		verify_state_line(cli_store(ctx), vi->dataset, vi->version, h);
+		verify_state_line(cli_store(ctx), r, vi->dataset, vi->version, h);
 	} else {
 		struct app_health_version *hv = app_health_version(h, vi->version);
 		hv->objects = v.checked;
@@ -163,7 +191,7 @@ static int verify_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		rc = verify_version(ctx, r, &h);
 	} else if (s && ref.version) {
 		/* A damaged or lost manifest may still come back from elsewhere. */
-		verify_state_line(s, ref.dataset, ref.version, &h);
+		verify_state_line(s, NULL, ref.dataset, ref.version, &h);
 		rc = CLI_FAIL;
 	} else {
 		rc = CLI_FAIL;

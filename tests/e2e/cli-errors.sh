@@ -61,9 +61,12 @@ for o in "--shard-size 0" "--chunk-size 0" "--shard-rows 0" "--threads 0" "--chu
 		$M put ds x="$WORK/good.npy" $o
 done
 echo 'return 1' > "$WORK/one.lua"
-for o in "--max-instructions 0" "--max-memory 0"; do
+fails "run --max-instructions 0 is a usage error naming the option" 2 "--max-instructions: '0'" \
+	$M run "$WORK/one.lua" --max-instructions 0
+# The memory and time limits have defaults, so 0 is the way to ask for none.
+for o in "--max-memory 0" "--max-time 0"; do
 	# shellcheck disable=SC2086
-	fails "run $o is a usage error naming the option" 2 "${o%% *}: '0'" $M run "$WORK/one.lua" $o
+	check "run $o runs with no such limit" $M run "$WORK/one.lua" $o
 done
 ok $(nothing_committed ds; echo $?) "none of them committed anything"
 fails "rm needs an explicit version" 2 "version|usage" $M rm ds

@@ -71,8 +71,10 @@ key=datasets/ds/shards/$sha.h5 shard=e/datasets/ds/shards/$sha.h5
 obj_get "$shard" "$WORK/shard.h5"
 printf 'X' | dd of="$WORK/shard.h5" bs=1 seek=100 conv=notrunc 2> /dev/null
 obj_put "$WORK/shard.h5" "$shard"
-fails "a damaged source shard fails the copy" 1 "sha256 is [0-9a-f]+, not the" \
+fails "push refuses a version that is not sound" 1 "ds@v1 is not sound, so it is not spread" \
 	$M --store "$E" push ds@v1 "$F"
+fails "with --force, the damaged shard still fails the copy by its hash" 1 "sha256 is [0-9a-f]+, not the" \
+	$M --store "$E" push ds@v1 "$F" --force
 ok $([ -z "$($M --store "$F" ls 2>/dev/null)" ]; echo $?) "no version appears in the destination"
 ok $([ -z "$(obj_ls "f/$key")" ]; echo $?) "the damaged shard was not stored there"
 

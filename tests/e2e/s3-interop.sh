@@ -48,13 +48,14 @@ check "get it back" bash -c "$M --store '$O' get odd x -o $WORK/o3.npy && $T sam
 check "awscli sees the literal key" bash -c \
 	"aws_cli s3api list-objects-v2 --bucket interop --prefix 'odd dir+a=b%20c/é/datasets/odd/versions/' --query 'Contents[].Key' --output text | grep -q 'odd dir+a=b%20c/é/datasets/odd/versions/v1.json'"
 
-# More than 1000 keys: ListObjectsV2 pages with continuation tokens.
+# More than 1000 keys: ListObjectsV2 pages with continuation tokens.  The junk has shard
+# names (64 hex digits, here starting with 13 zeros), the only names gc takes in shards/.
 $PY - "$S3_DIRECT" <<'PYEOF' || echo "# could not create the junk objects"
 import sys, botocore.session
 s = botocore.session.get_session()
 c = s.create_client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
 for i in range(1100):
-    c.put_object(Bucket="interop", Key="team/datasets/ds/shards/junk-%04d" % i, Body=b"j")
+    c.put_object(Bucket="interop", Key="team/datasets/ds/shards/%064x.h5" % i, Body=b"j")
 PYEOF
 out=$($M --store $S gc ds --grace 0 2>&1)
 ok $(echo "$out" | grep -Eq '1100 (objects|shards)'; echo $?) "gc finds all 1100 unreferenced objects across pages"
@@ -63,7 +64,7 @@ s3_log_clear
 check "gc --delete removes them" $M --store $S gc ds --grace 0 --delete
 nbatch=$(s3_log | grep -Ec '^POST /interop/?\?delete.* 200')
 ok $([ "$nbatch" -eq 2 ]; echo $?) "in two DeleteObjects batches of at most 1000 keys ($nbatch)"
-left=$(aws_cli s3 ls --recursive $S/datasets/ds/shards/ | grep -c junk)
+left=$(aws_cli s3 ls --recursive $S/datasets/ds/shards/ | grep -c '/0000000000000[0-9a-f]*\.h5$')
 ok $([ "$left" -eq 0 ]; echo $?) "no junk objects left ($left)"
 check "the dataset still reads after gc" bash -c "$M --store $S get ds y -o $WORK/o4.npy && $T same $WORK/y.npy $WORK/o4.npy"
 

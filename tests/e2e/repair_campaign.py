@@ -220,8 +220,13 @@ def beyond_round(ds, a, rec, shard_rows, chunk_rows):
     first = rng.choice(members)
     pick = [first] + rng.sample([kw for kw in rows if kw != first], m)
     shards = [kw[0] for kw in all_objects(rec, ds) if kw[1][0] == "shard"]
-    for key, _ in pick:
-        damage(key, rng.choice(KINDS), [s for s in shards if s != key])
+    for key, what in pick:
+        kind = rng.choice(KINDS)
+        # A shard whose chunks and index survive is rebuilt from them (its HDF5 metadata
+        # alone damaged): beyond parity, a member must lose its data.
+        if what[0] == "shard" and kind not in ("delete", "replace"):
+            kind = "delete"
+        damage(key, kind, [s for s in shards if s != key])
     faults(fault_rules())
     rc, out = mt("repair", ds, "--no-remotes")
     faults(None)

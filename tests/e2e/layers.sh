@@ -8,11 +8,18 @@ declare -A BELOW=(
 	[util]=""
 	[store]="util"
 	[format]="util"
-	[data]="util store format"
-	[loader]="util store format data"
+	[parity]="util store format"
+	[dataset]="util store format parity"
+	[ingest]="util store format dataset"
+	[copy]="util store format parity dataset"
+	[stats]="util store format dataset"
+	[repair]="util store format parity dataset"
+	[model]="util store format parity dataset"
+	[loader]="util store format parity dataset"
 	[catalog]=""
 )
-for room in util store format data loader catalog; do
+ROOMS="util store format parity dataset ingest copy stats repair model loader catalog"
+for room in $ROOMS; do
 	allowed="$room ${BELOW[$room]}"
 	bad=""
 	for f in "$LIB/$room"/*.[ch]; do
@@ -20,7 +27,7 @@ for room in util store format data loader catalog; do
 			[ "$h" = matorage.h ] && continue
 			[ "$room" = catalog ] && [ "$h" = matorage-catalog.h ] && continue
 			home=""
-			for r in util store format data loader catalog; do
+			for r in $ROOMS; do
 				[ -e "$LIB/$r/$h" ] && home=$r
 			done
 			case " $allowed " in *" $home "*) ;; *) bad="$bad ${f#"$LIB"/}:$h(${home:-?})" ;; esac
@@ -44,4 +51,11 @@ bad=$(grep -rhoE '(MT_LOCAL|MT_CATALOG_LOCAL)[^;(]*\<mt_[a-z0-9_]+ *\(' "$LIB" |
 ok $([ -z "$bad" ]; echo $?) "internal functions are mti_, never mt_${bad:+: $bad}"
 # The catalog is a library above libmatorage: the public header only.
 ok $([ -z "$(ls "$LIB"/*.c 2>/dev/null)" ]; echo $?) "src/lib holds no code outside its rooms"
+# Every room is in the table above, so a new room cannot escape the check.
+bad=""
+for d in "$LIB"/*/; do
+	d=$(basename "$d")
+	case " $ROOMS " in *" $d "*) ;; *) bad="$bad $d" ;; esac
+done
+ok $([ -z "$bad" ]; echo $?) "every room of src/lib has its arrows in layers.sh${bad:+ — not:$bad}"
 done_testing

@@ -113,7 +113,7 @@ static void protection_report(void *ud, const mt_repair_report *r)
 	}
 	cli_progress_hide();
 	if (r->kind == MT_REPAIR_RECORD)
-		printf("BAD protection record: %s\n", r->problem ? r->problem : "damaged");
+		printf("BAD protection record: %s: %s\n", r->key, r->problem ? r->problem : "damaged");
 	else
 		printf("BAD parity of group %zu %s: %s\n", r->number, r->key,
 		       r->problem ? r->problem : "damaged");

@@ -262,7 +262,7 @@ static int manifest_elsewhere(rp_ctx *c, uint64_t *nread)
 /* The record, when there is one.  A damaged one is no record (its parity
  * cannot be trusted): it is noted in c->robj, and a sound copy may still
  * come from another store once the manifest is known. */
-static int record_load(rp_ctx *c, mt_error *err)
+int mti_rp_record_load(rp_ctx *c, mt_error *err)
 {
 	mt_error e = {0};
 	int rc = mti_prec_load(c->s, c->dataset, c->version, &c->p, &e);
@@ -359,7 +359,7 @@ int mti_rp_manifest_find(rp_ctx *c, mt_error *err)
 	c->mobj.kind = MT_REPAIR_MANIFEST;
 	if (!(c->mobj.key = mti_key_manifest(c->dataset, c->version)))
 		return mti_err(err, MT_ENOMEM, "out of memory");
-	if ((rc = record_load(c, err)))
+	if ((rc = mti_rp_record_load(c, err)))
 		return rc;
 	void *json = NULL;
 	size_t len = 0;

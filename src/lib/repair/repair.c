@@ -458,25 +458,43 @@ static int rp_version(rp_ctx *c, const char *version, mt_error *err)
 	return rc ? rc : left;
 }
 
+/* What mt_repair and mt_repair_check_protection share: the options, the
+ * names (version, when given, must be a version's own name) and the locks. */
+static int rp_begin(rp_ctx *c, const mt_repair_opts *o, const char *version, mt_error *err)
+{
+	memset(c->st, 0, sizeof *c->st);
+	mt_repair_opts_init(&c->o);
+	int rc = o ? mti_opts_take(&c->o, sizeof c->o, o, REPAIR_OPTS_FIRST, "mt_repair_opts",
+				   err)
+		   : 0;
+	if (!rc)
+		rc = mt_name_check(c->dataset, "dataset", err);
+	if (!rc && version)
+		rc = mti_version_name_check(version, err);
+	if (rc)
+		return rc;
+	if (c->o.threads <= 0)
+		c->o.threads = DEFAULT_THREADS;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->wlock, NULL);
+	return 0;
+}
+
+static void rp_end(rp_ctx *c)
+{
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->wlock);
+}
+
 int mt_repair(mt_store *s, const char *dataset, const char *version, const mt_repair_opts *o,
 	      mt_repair_stats *stats, mt_error *err)
 {
 	mt_repair_stats local;
 	rp_ctx c = {.s = s, .dataset = dataset, .st = stats ? stats : &local};
-	memset(c.st, 0, sizeof *c.st);
-	mt_repair_opts_init(&c.o);
-	int rc = o ? mti_opts_take(&c.o, sizeof c.o, o, REPAIR_OPTS_FIRST, "mt_repair_opts", err)
-		   : 0;
-	if (!rc)
-		rc = mt_name_check(dataset, "dataset", err);
-	if (!rc && version && *version && strcasecmp(version, "latest"))
-		rc = mti_version_name_check(version, err);
+	int latest = !version || !*version || !strcasecmp(version, "latest");
+	int rc = rp_begin(&c, o, latest ? NULL : version, err);
 	if (rc)
 		return rc;
-	if (c.o.threads <= 0)
-		c.o.threads = DEFAULT_THREADS;
-	pthread_mutex_init(&c.lock, NULL);
-	pthread_mutex_init(&c.wlock, NULL);
 	char **vers = NULL;
 	size_t nvers = 0;
 	rc = mti_rp_sources_open(&c, err);
@@ -496,26 +514,8 @@ int mt_repair(mt_store *s, const char *dataset, const char *version, const mt_re
 	}
 	mt_strv_free(vers, nvers);
 	mti_rp_sources_close(&c);
-	pthread_mutex_destroy(&c.lock);
-	pthread_mutex_destroy(&c.wlock);
+	rp_end(&c);
 	return rc ? rc : worst;
-}
-
-/* The record as c->robj, damaged; or loaded into c->p; or none. */
-static int check_record(rp_ctx *c, mt_error *err)
-{
-	mt_error e = {0};
-	int rc = mti_prec_load(c->s, c->dataset, c->version, &c->p, &e);
-	if (rc == MT_ENOTFOUND || !rc)
-		return 0;
-	if (rc != MT_ECORRUPT && rc != MT_EFORMAT)
-		return mti_err_copy(err, &e);
-	c->p = NULL;
-	c->robj.kind = MT_REPAIR_RECORD;
-	c->robj.state = RP_DAMAGED;
-	c->robj.key = mti_key_protect(c->dataset, c->version);
-	c->robj.problem = mti_strdup(e.message);
-	return c->robj.key && c->robj.problem ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
 }
 
 int mt_repair_check_protection(mt_store *s, const char *dataset, const char *version,
@@ -524,21 +524,12 @@ int mt_repair_check_protection(mt_store *s, const char *dataset, const char *ver
 	mt_repair_stats local;
 	rp_ctx c = {.s = s, .dataset = dataset, .version = version,
 		    .st = stats ? stats : &local};
-	memset(c.st, 0, sizeof *c.st);
-	mt_repair_opts_init(&c.o);
-	int rc = o ? mti_opts_take(&c.o, sizeof c.o, o, REPAIR_OPTS_FIRST, "mt_repair_opts", err)
-		   : 0;
-	if (!rc)
-		rc = mt_name_check(dataset, "dataset", err);
-	if (!rc)
-		rc = mti_version_name_check(version, err);
+	if (!version)
+		return mti_err(err, MT_EINVAL, "%s: which version's protection to check?", dataset);
+	int rc = rp_begin(&c, o, version, err);
 	if (rc)
 		return rc;
-	if (c.o.threads <= 0)
-		c.o.threads = DEFAULT_THREADS;
-	pthread_mutex_init(&c.lock, NULL);
-	pthread_mutex_init(&c.wlock, NULL);
-	rc = check_record(&c, err);
+	rc = mti_rp_record_load(&c, err);
 	if (!rc && c.p)
 		rc = rp_plan(&c, err); /* no manifest: parity objects alone */
 	if (!rc)
@@ -553,11 +544,11 @@ int mt_repair_check_protection(mt_store *s, const char *dataset, const char *ver
 				     dataset, version, c.objs[i].key, c.objs[i].number,
 				     c.objs[i].problem ? c.objs[i].problem : "damaged");
 	if (!rc && c.robj.key)
-		rc = mti_err(err, MT_ECORRUPT, "%s@%s: %s", dataset, version, c.robj.problem);
+		rc = mti_err(err, MT_ECORRUPT, "%s@%s: %s: %s", dataset, version, c.robj.key,
+			     c.robj.problem);
 	rp_objs_free(&c);
 	mti_rp_obj_clear(&c.robj);
 	mti_prec_free(c.p);
-	pthread_mutex_destroy(&c.lock);
-	pthread_mutex_destroy(&c.wlock);
+	rp_end(&c);
 	return rc;
 }

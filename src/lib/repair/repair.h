@@ -88,6 +88,9 @@ MT_LOCAL int mti_rp_manifest_write(rp_ctx *c, mt_error *err);
 /* A damaged record back from another store's copy, once its parity objects
  * are all sound: before the manifest, which stays the last write. */
 MT_LOCAL int mti_rp_record_write(rp_ctx *c, mt_error *err);
+/* Loads the version's protection record into c->p; a damaged one goes to
+ * c->robj (RP_DAMAGED, its problem without the key) and c->p stays NULL. */
+MT_LOCAL int mti_rp_record_load(rp_ctx *c, mt_error *err);
 MT_LOCAL int mti_rp_parity(rp_ctx *c, mt_error *err);
 
 /* repair-salvage.c */

@@ -22,6 +22,8 @@ PACKAGES=(
 	python3-botocore awscli s3cmd curl nginx-light
 	# S3 tests against a real server: a one-node Ceph (mon, memstore OSD, RADOS Gateway)
 	ceph-mon ceph-osd radosgw ceph-common
+	# the Slurm test: a one-node cluster (controller, node daemon, munge) and sbatch, squeue
+	slurmctld slurmd slurm-client munge
 	# the loader's training example and its data
 	dataset-fashion-mnist
 	# the Python loader's torch test

@@ -1,9 +1,10 @@
-/* catalog.h — internal entry points of the catalog library: for tests (opening at an older schema, upgrading) and for its files (the handle, statements, store listings). */
+/* catalog.h — internal entry points of the catalog library: for tests (opening at an older schema, upgrading) and for its files (the handle, statements, shared SQL, store listings). */
 #ifndef MT_CATALOG_H
 #define MT_CATALOG_H
 
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include "matorage-catalog.h"
 
@@ -27,6 +28,10 @@ struct mt_catalog {
 
 /* Statements, as catalog.c runs them (errors name the catalog and `what`);
  * callers hold c->lock. */
+/* sql run once; mti_cat_exec_retry tries again while the catalog is busy. */
+MT_CATALOG_LOCAL int mti_cat_exec(mt_catalog *c, const char *sql, const char *what, mt_error *err);
+MT_CATALOG_LOCAL int mti_cat_exec_retry(mt_catalog *c, const char *sql, const char *what,
+					mt_error *err);
 /* fn(ud, i) for every i in [0, n) on up to `threads` threads (at most 8, the
  * caller's among them), returning when all are done: reads of the store
  * for a sync, which wait on the network, not the CPU. */
@@ -49,6 +54,43 @@ MT_CATALOG_LOCAL int mti_cat_end(mt_catalog *c, const char *name, int top, int r
 /* The id of the row a query finds by ?1 key and ?2 text; 0 when none. */
 MT_CATALOG_LOCAL int mti_cat_lookup(mt_catalog *c, const char *sql, int64_t key,
 				    const char *text, int64_t *id, mt_error *err);
+
+/* The current time, UTC, as text (2006-01-02T15:04:05Z). */
+MT_CATALOG_LOCAL void mti_cat_now(char *buf, size_t cap);
+
+/* How a sync left a remote. */
+enum { REMOTE_KEEP = -1, REMOTE_OFFLINE, REMOTE_SYNCED, REMOTE_TROUBLED };
+
+/* The bucket row of (remote, url), created with its remote when new; the
+ * remote's state changes unless it is REMOTE_KEEP (catalog.c). */
+MT_CATALOG_LOCAL int mti_cat_bucket(mt_catalog *c, const char *remote, const char *url, int state,
+				    const char *why, int64_t *bucket, mt_error *err);
+
+/* Move the damaged catalog file at path aside, when it is still the file
+ * `ino` (catalog-schema.c); *moved: its new name, NULL when another process
+ * moved it first. */
+MT_CATALOG_LOCAL int mti_cat_move_aside(const char *path, ino_t ino, char **moved, mt_error *err);
+
+/* SQL that both the schema's migrations and the sync run. */
+/* The dataset summary the lists show, kept in the dataset's row so that
+ * listing 10k datasets reads 10k rows, not their versions. */
+#define SUMMARY_UPDATE                                                                     \
+	"UPDATE datasets SET "                                                             \
+	"nversions = (SELECT count(*) FROM versions v WHERE v.dataset_id = datasets.id), " \
+	"(latest, rows, stored_bytes, description, latest_id) = (SELECT v.name, v.rows, "  \
+	" v.stored_bytes, v.description, v.id FROM versions v WHERE v.dataset_id = "       \
+	" datasets.id ORDER BY v.created DESC, v.id DESC LIMIT 1), "                       \
+	"tags = coalesce((SELECT group_concat(t.tag, ' ') FROM tags t WHERE t.version_id = " \
+	" (SELECT v.id FROM versions v WHERE v.dataset_id = datasets.id ORDER BY v.created "  \
+	" DESC, v.id DESC LIMIT 1)), '')"
+
+/* One version's row of the full-text index (rowid = version id). */
+#define SEARCH_INSERT                                                                      \
+	"INSERT INTO search(rowid, dataset, version, description, tags, attrs) "          \
+	"SELECT v.id, d.name, v.name, v.description, "                                     \
+	" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''), " \
+	" coalesce((SELECT group_concat(name, ' ') FROM attrs WHERE version_id = v.id), '') " \
+	"FROM versions v JOIN datasets d ON d.id = v.dataset_id"
 
 /* A listed manifest or metadata object. */
 struct listed {

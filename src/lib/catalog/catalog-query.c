@@ -1,0 +1,386 @@
+/* catalog-query.c — reading the catalog: the lists of every level (remotes down to shards, jobs, models), full-text search, and locating a row's store, dataset and version. */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+
+/* ---- listings ------------------------------------------------------------------- */
+
+/* A level's listing: ncols text columns after the row id (matorage-catalog.h
+ * names them), from one query. */
+struct level {
+	size_t ncols;
+	const char *sql; /* ?1 parent id, ?2 the filter as a LIKE pattern (NULL: none) */
+};
+
+#define LIKE_FILTER(cols) " AND (?2 IS NULL OR " cols ")"
+
+/* A version's protection as "K+M" (p: the table's prefix); '?' when its
+ * record could not be read, NULL when it has none. */
+#define PROTECTION(p) \
+	"CASE WHEN " p "protect_k > 0 THEN " p "protect_k || '+' || " p "protect_m" \
+	" WHEN " p "protect_k < 0 THEN '?' END"
+
+/* A version's last check (its state, and from what or what is lost), what
+ * that check was, and its last repair, as text. */
+#define CHECK_FIELDS                                                                        \
+	"(SELECT state || CASE WHEN sources <> '' THEN ' from ' || sources ELSE '' END ||" \
+	" CASE WHEN message <> '' THEN ': ' || message ELSE '' END FROM checks WHERE"      \
+	" version_id = v.id ORDER BY id DESC LIMIT 1) AS health,"                          \
+	" (SELECT kind || ' at ' || at || ': ' || objects || ' objects, ' || damaged ||"   \
+	" ' damaged, ' || rebuilt || ' rebuilt, ' || bytes_read || ' bytes read' FROM"     \
+	" checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1) AS lastcheck,"          \
+	" (SELECT at || ': ' || rebuilt || ' rebuilt' || CASE WHEN sources <> '' THEN"     \
+	" ' from ' || sources ELSE '' END || ', ' || unrepairable || ' unrepairable' FROM" \
+	" checks WHERE version_id = v.id AND kind = 'repair' ORDER BY id DESC LIMIT 1)"    \
+	" AS lastrepair"
+
+/* Field rows of one version: (name, value) pairs in display order. */
+#define FIELD(name, expr) "SELECT 0, " name ", " expr " FROM v UNION ALL "
+
+/* How many of version v's shards its parent lists too (by sha256), NULL
+ * without a parent, 0 when the parent is not in the catalog.  Along a chain
+ * (one list) the parent's shards are all shared, and only v's own rows are
+ * looked up, by sha256 (the unary + keeps SQLite from scanning the list's
+ * prefix instead); else the two lists are compared. */
+#define NSHARED                                                                             \
+	"CASE v.parent WHEN '' THEN NULL ELSE coalesce((SELECT CASE WHEN pv.shard_list ="  \
+	" v.shard_list AND pv.nshards <= v.nshards THEN pv.nshards + (SELECT count(*) FROM"  \
+	" shards s WHERE s.list_id = v.shard_list AND s.idx >= pv.nshards AND s.idx <"      \
+	" v.nshards AND EXISTS (SELECT 1 FROM shards x WHERE x.sha256 = s.sha256 AND"       \
+	" +x.list_id = v.shard_list AND +x.idx < pv.nshards)) ELSE (SELECT count(*) FROM"    \
+	" shards s WHERE s.list_id = v.shard_list AND s.idx < v.nshards AND s.sha256 IN"     \
+	" (SELECT ps.sha256 FROM shards ps WHERE ps.list_id = pv.shard_list AND ps.idx <"    \
+	" pv.nshards)) END FROM versions pv WHERE pv.dataset_id = v.dataset_id AND"          \
+	" pv.name = v.parent), 0) END"
+
+/* A shard row's id names its version and index: rows are shared by the
+ * versions of a chain, and the browser opens a shard of one version. */
+#define SHARD_ID "((v.id << 32) | s.idx)"
+
+static const struct level levels[MT_CAT_NLEVELS] = {
+	[MT_CAT_REMOTES] = {6,
+		"SELECT r.id, r.name, r.url, r.online,"
+		" (SELECT count(*) FROM datasets d JOIN buckets b ON b.id = d.bucket_id"
+		"  WHERE b.remote_id = r.id), r.synced, r.error FROM remotes r WHERE 1"
+		LIKE_FILTER("r.name LIKE ?2 ESCAPE '\\' OR r.url LIKE ?2 ESCAPE '\\'")
+		" ORDER BY r.name = 'local' DESC, r.name"},
+	[MT_CAT_BUCKETS] = {4,
+		"SELECT b.id, b.url, count(d.id), coalesce(sum(d.nversions), 0),"
+		" coalesce(sum(d.stored_bytes), 0) FROM buckets b LEFT JOIN datasets d"
+		" ON d.bucket_id = b.id WHERE b.remote_id = ?1"
+		LIKE_FILTER("b.url LIKE ?2 ESCAPE '\\'") " GROUP BY b.id ORDER BY b.url"},
+	[MT_CAT_DATASETS] = {7,
+		"SELECT id, name, nversions, latest, rows, stored_bytes, tags, description"
+		" FROM datasets WHERE bucket_id = ?1"
+		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
+			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
+	[MT_CAT_VERSIONS] = {12,
+		"SELECT v.id, v.name, v.created, v.rows, v.nshards, v.stored_bytes, v.parent,"
+		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
+		" v.description, " PROTECTION("v.") ", v.protect_overhead,"
+		" (SELECT state FROM checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1),"
+		" " NSHARED
+		" FROM versions v WHERE v.dataset_id = ?1"
+		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"
+			    " EXISTS (SELECT 1 FROM tags t WHERE t.version_id = v.id AND"
+			    " t.tag LIKE ?2 ESCAPE '\\')") " ORDER BY v.created, v.id"},
+	[MT_CAT_SHARDS] = {8,
+		"SELECT " SHARD_ID ", s.idx, s.sha256, s.first_row, s.rows, s.bytes,"
+		" nullif(s.verified, ''), nullif(s.health, ''), nullif(s.health_note, '')"
+		" FROM versions v JOIN shards s ON s.list_id = v.shard_list AND s.idx < v.nshards"
+		" WHERE v.id = ?1" LIKE_FILTER("s.sha256 LIKE ?2 ESCAPE '\\'") " ORDER BY s.idx"},
+	[MT_CAT_ATTRS] = {4,
+		"SELECT idx, name, dtype, shape, ragged"
+		" FROM attrs WHERE version_id = ?1" LIKE_FILTER("name LIKE ?2 ESCAPE '\\'")
+		" ORDER BY idx"},
+	[MT_CAT_VERSION] = {2,
+		"WITH v AS (SELECT v.*, d.name AS dataset, b.url AS url, r.name AS remote,"
+		" (SELECT group_concat(tag, ', ') FROM tags WHERE version_id = v.id) AS tagl,"
+		" (SELECT ltrim(args || '  script ' || substr(sha256, 1, 12)) FROM recipes"
+		" WHERE version_id = v.id) AS recipe,"
+		" (SELECT group_concat(p.name, ' < ') FROM (WITH RECURSIVE up(name, n) AS"
+		"  (SELECT v.parent, 0 UNION ALL SELECT pv.parent, up.n + 1 FROM up JOIN versions pv"
+		"   ON pv.dataset_id = v.dataset_id AND pv.name = up.name WHERE up.name <> ''"
+		"   AND up.n < 64) SELECT name FROM up WHERE name <> '' ORDER BY n) p) AS lineage,"
+		" (SELECT count(*) FROM shards WHERE list_id = v.shard_list AND idx < v.nshards"
+		"  AND verified = 'ok') AS nok,"
+		" coalesce(" NSHARED ", 0) AS nshared,"
+		" (SELECT count(*) FROM shards WHERE list_id = v.shard_list AND idx < v.nshards"
+		"  AND verified NOT IN ('', 'ok')) AS nbad, " CHECK_FIELDS
+		" FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"
+		" ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id WHERE v.id = ?1)"
+		FIELD("'dataset'", "dataset") FIELD("'version'", "name")
+		FIELD("'remote'", "remote || '  ' || url")
+		FIELD("'parent'", "nullif(parent, '')")
+		FIELD("'lineage'", "coalesce(name || ' < ' || lineage, name)")
+		FIELD("'shared'", "CASE WHEN parent = '' THEN NULL ELSE nshared || ' of ' ||"
+		      " nshards || ' shards with ' || parent || CASE nshared WHEN nshards THEN"
+		      " ' (all)' ELSE '' END END")
+		FIELD("'created'", "created")
+		FIELD("'author'", "nullif(author, '')")
+		FIELD("'description'", "nullif(description, '')")
+		FIELD("'tags'", "tagl") FIELD("'rows'", "rows")
+		FIELD("'shards'", "nshards") FIELD("'stored bytes'", "stored_bytes")
+		FIELD("'raw bytes'", "raw_bytes")
+		FIELD("'ratio'", "1.0 * raw_bytes / nullif(stored_bytes, 0)")
+		FIELD("'zstd level'", "level")
+		FIELD("'recipe'", "recipe")
+		/* A row per source, its id the source's version where the catalog
+		 * knows it (0: not indexed), so the browser can go there. */
+		"SELECT * FROM (SELECT coalesce((SELECT sv.id FROM versions sv JOIN datasets sd"
+		" ON sd.id = sv.dataset_id JOIN buckets sb ON sb.id = sd.bucket_id WHERE"
+		" sd.name = s.dataset AND sv.name = s.version AND sb.url = CASE s.store WHEN ''"
+		" THEN v.url ELSE s.store END), 0), 'source', s.dataset || '@' || s.version ||"
+		" CASE s.store WHEN '' THEN '' ELSE '  ' || s.store END FROM sources s, v"
+		" WHERE s.version_id = v.id ORDER BY s.idx) UNION ALL "
+		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN NULL ELSE"
+		      " nok || ' of ' || nshards || ' shards sound, ' || nbad || ' damaged' END")
+
+		"SELECT 0, 'attributes', (SELECT count(*) FROM attrs WHERE version_id = ?1) FROM v"
+		" UNION ALL " FIELD("'protection'", PROTECTION("") " || printf(', overhead %.1f%%',"
+				    " 100 * protect_overhead)")
+		FIELD("'health'", "health") FIELD("'checked'", "lastcheck")
+		"SELECT 0, 'repaired', lastrepair FROM v"},
+	[MT_CAT_SHARD] = {2,
+		"WITH s AS (SELECT s.*, d.name AS dataset, v.name AS version FROM versions v"
+		" JOIN shards s ON s.list_id = v.shard_list AND s.idx = (?1 & 4294967295) AND"
+		" s.idx < v.nshards JOIN datasets d ON d.id = v.dataset_id WHERE v.id = ?1 >> 32)"
+		"SELECT 0, 'shard', idx FROM s UNION ALL SELECT 0, 'version', dataset || '@' ||"
+		" version FROM s UNION ALL SELECT 0, 'sha256', sha256 FROM s UNION ALL SELECT 0,"
+		" 'key', 'datasets/' || dataset || '/shards/' || sha256 || '.h5' FROM s UNION ALL"
+		" SELECT 0, 'rows', rows FROM s UNION ALL SELECT 0, 'first row', first_row FROM s"
+		" UNION ALL SELECT 0, 'bytes', bytes FROM s UNION ALL SELECT 0, 'verified',"
+		" CASE verified WHEN '' THEN NULL ELSE verified || ' at ' || verified_at END"
+		" FROM s UNION ALL SELECT 0, 'health', CASE health WHEN '' THEN NULL ELSE health ||"
+		" CASE health_note WHEN '' THEN '' ELSE ': ' || health_note END || ' at ' ||"
+		" health_at END FROM s"},
+	[MT_CAT_JOBS] = {6,
+		"SELECT id, id, kind, target, started, finished, CASE WHEN code IS NULL THEN"
+		" 'running' WHEN code = 0 THEN 'ok' ELSE message END FROM jobs WHERE 1"
+		LIKE_FILTER("kind LIKE ?2 ESCAPE '\\' OR target LIKE ?2 ESCAPE '\\'")
+		" ORDER BY id DESC"},
+	[MT_CAT_JOB] = {2,
+		"SELECT rowid, item, CASE code WHEN 0 THEN 'ok' ELSE message END FROM job_results"
+		" WHERE job_id = ?1" LIKE_FILTER("item LIKE ?2 ESCAPE '\\'") " ORDER BY rowid"},
+	[MT_CAT_SEARCH] = {5,
+		"SELECT s.rowid, r.name, s.dataset, s.version, s.tags,"
+		" snippet(search, -1, '[', ']', '...', 8) FROM search s"
+		" JOIN versions v ON v.id = s.rowid JOIN datasets d ON d.id = v.dataset_id"
+		" JOIN buckets b ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id"
+		" WHERE search MATCH ?2 ORDER BY rank, r.name, s.dataset, v.created"},
+	[MT_CAT_MODELS] = {7,
+		"SELECT id, name, ncheckpoints, latest, step, stored_bytes, tags, description"
+		" FROM models WHERE bucket_id = ?1"
+		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
+			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
+	[MT_CAT_CHECKPOINTS] = {12,
+		"SELECT id, name, created, step, ntensors, bytes, stored_bytes, new_bytes, parent,"
+		" metrics, tags, description, author FROM checkpoints WHERE model_id = ?1"
+		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
+			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY num"},
+	[MT_CAT_TENSORS] = {7,
+		"SELECT t.idx, t.key, t.dtype, t.shape, t.bytes, t.stored, t.sha256,"
+		" CASE WHEN k.parent = '' THEN 0 WHEN p.id IS NULL THEN NULL ELSE EXISTS (SELECT 1 FROM"
+		"  ckpt_tensors pt WHERE pt.checkpoint_id = p.id AND pt.sha256 = t.sha256) END"
+		" FROM ckpt_tensors t JOIN checkpoints k ON k.id = t.checkpoint_id LEFT JOIN"
+		" checkpoints p ON p.model_id = k.model_id AND p.name = k.parent"
+		" WHERE t.checkpoint_id = ?1" LIKE_FILTER("t.key LIKE ?2 ESCAPE '\\'")
+		" ORDER BY t.idx"},
+	[MT_CAT_SEARCH_MODELS] = {5,
+		"SELECT s.rowid, r.name, s.model, s.version, s.tags,"
+		" snippet(ckpt_search, -1, '[', ']', '...', 8) FROM ckpt_search s"
+		" JOIN checkpoints k ON k.id = s.rowid JOIN models m ON m.id = k.model_id"
+		" JOIN buckets b ON b.id = m.bucket_id JOIN remotes r ON r.id = b.remote_id"
+		" WHERE ckpt_search MATCH ?2 ORDER BY rank, r.name, s.model, k.num"},
+};
+
+/* "%text%" with LIKE's wildcards escaped. */
+static char *cat_like(const char *text)
+{
+	size_t n = strlen(text);
+	char *p = malloc(2 * n + 3), *q = p;
+	if (!p)
+		return NULL;
+	*q++ = '%';
+	for (const char *s = text; *s; s++) {
+		if (*s == '%' || *s == '_' || *s == '\\')
+			*q++ = '\\';
+		*q++ = *s;
+	}
+	*q++ = '%';
+	*q = '\0';
+	return p;
+}
+
+/* Words of free text as an FTS5 query: each a quoted prefix, all required,
+ * so no user input is read as query syntax. */
+static char *cat_fts_query(const char *text)
+{
+	size_t n = strlen(text);
+	char *p = malloc(4 * n + 8), *q = p;
+	if (!p)
+		return NULL;
+	const char *s = text;
+	while (*s) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s)
+			break;
+		if (q != p)
+			*q++ = ' ';
+		*q++ = '"';
+		for (; *s && *s != ' ' && *s != '\t'; s++) {
+			if (*s == '"')
+				*q++ = '"';
+			*q++ = *s;
+		}
+		*q++ = '"';
+		*q++ = '*';
+	}
+	*q = '\0';
+	return p;
+}
+
+int mt_catalog_list(mt_catalog *c, int level, int64_t parent, const char *filter,
+		    mt_catalog_fn fn, void *ud, mt_error *err)
+{
+	if (level < 0 || level >= MT_CAT_NLEVELS)
+		return mt_error_set(err, MT_EINVAL, "catalog: no list %d", level);
+	const struct level *lv = &levels[level];
+	char *pattern = NULL;
+	if (level == MT_CAT_SEARCH || level == MT_CAT_SEARCH_MODELS) {
+		if (!filter || !*filter)
+			return mt_error_set(err, MT_EINVAL, "search: empty query");
+		pattern = cat_fts_query(filter);
+	} else if (filter && *filter) {
+		pattern = cat_like(filter);
+	}
+	if (filter && *filter && !pattern)
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	if ((level == MT_CAT_SEARCH || level == MT_CAT_SEARCH_MODELS) && !*pattern) {
+		free(pattern);
+		return mt_error_set(err, MT_EINVAL, "search: empty query");
+	}
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, lv->sql, &st, err);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, parent);
+		if (pattern)
+			sqlite3_bind_text(st, 2, pattern, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 2);
+		const char *cols[16];
+		mt_catalog_row row = {0, lv->ncols, cols};
+		int r;
+		while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+			row.id = sqlite3_column_int64(st, 0);
+			for (size_t i = 0; i < lv->ncols; i++) {
+				const unsigned char *t = sqlite3_column_text(st, (int)i + 1);
+				cols[i] = (const char *)t;
+			}
+			if ((rc = fn(ud, &row)))
+				break;
+		}
+		if (!rc && r != SQLITE_DONE)
+			rc = mti_cat_sqlerr(c, err, "listing");
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(pattern);
+	return rc;
+}
+
+/* ---- locating rows ----------------------------------------------------------------- */
+
+static char *cat_col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	return t ? strdup((const char *)t) : NULL;
+}
+
+int mt_catalog_locate(mt_catalog *c, int level, int64_t id, mt_catalog_ref *out, mt_error *err)
+{
+	static const char *const sql[MT_CAT_NLEVELS] = {
+		[MT_CAT_REMOTES] = "SELECT name, url, NULL, NULL, NULL, -1 FROM remotes WHERE id = ?1",
+		[MT_CAT_BUCKETS] = "SELECT r.name, b.url, NULL, NULL, NULL, -1 FROM buckets b JOIN "
+				   "remotes r ON r.id = b.remote_id WHERE b.id = ?1",
+		[MT_CAT_DATASETS] = "SELECT r.name, b.url, d.name, NULL, NULL, -1 FROM datasets d "
+				    "JOIN buckets b ON b.id = d.bucket_id JOIN remotes r ON r.id = "
+				    "b.remote_id WHERE d.id = ?1",
+		[MT_CAT_VERSIONS] = "SELECT r.name, b.url, d.name, v.name, NULL, -1 FROM versions v "
+				    "JOIN datasets d ON d.id = v.dataset_id JOIN buckets b ON b.id = "
+				    "d.bucket_id JOIN remotes r ON r.id = b.remote_id WHERE v.id = ?1",
+		[MT_CAT_SHARDS] = "SELECT r.name, b.url, d.name, v.name, s.sha256, s.idx FROM versions "
+				  "v JOIN shards s ON s.list_id = v.shard_list AND s.idx = (?1 & "
+				  "4294967295) AND s.idx < v.nshards JOIN datasets d ON d.id = "
+				  "v.dataset_id JOIN buckets b ON b.id = d.bucket_id JOIN remotes r "
+				  "ON r.id = b.remote_id WHERE v.id = ?1 >> 32",
+		[MT_CAT_MODELS] = "SELECT r.name, b.url, NULL, NULL, NULL, -1, m.name FROM models m "
+				  "JOIN buckets b ON b.id = m.bucket_id JOIN remotes r ON r.id = "
+				  "b.remote_id WHERE m.id = ?1",
+		[MT_CAT_CHECKPOINTS] = "SELECT r.name, b.url, NULL, k.name, NULL, -1, m.name FROM "
+				       "checkpoints k JOIN models m ON m.id = k.model_id JOIN buckets "
+				       "b ON b.id = m.bucket_id JOIN remotes r ON r.id = b.remote_id "
+				       "WHERE k.id = ?1",
+	};
+	memset(out, 0, sizeof *out);
+	out->shard = -1;
+	int lv = level == MT_CAT_VERSION || level == MT_CAT_SEARCH ? MT_CAT_VERSIONS
+		 : level == MT_CAT_SHARD				 ? MT_CAT_SHARDS
+		 : level == MT_CAT_SEARCH_MODELS			 ? MT_CAT_CHECKPOINTS
+									 : level;
+	int model = lv == MT_CAT_MODELS || lv == MT_CAT_CHECKPOINTS;
+	if (lv < 0 || lv >= MT_CAT_NLEVELS || !sql[lv])
+		return mt_error_set(err, MT_EINVAL, "catalog: rows of list %d have no place", level);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, sql[lv], &st, err);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, id);
+		int r = sqlite3_step(st);
+		if (r == SQLITE_ROW) {
+			out->remote = cat_col_dup(st, 0);
+			out->url = cat_col_dup(st, 1);
+			out->dataset = cat_col_dup(st, 2);
+			out->version = cat_col_dup(st, 3);
+			out->sha256 = cat_col_dup(st, 4);
+			out->shard = sqlite3_column_int64(st, 5);
+			out->model = model ? cat_col_dup(st, 6) : NULL;
+			if (!out->remote || !out->url || (model && !out->model) ||
+			    (!model && lv >= MT_CAT_DATASETS && !out->dataset) ||
+			    ((lv == MT_CAT_VERSIONS || lv == MT_CAT_SHARDS ||
+			      lv == MT_CAT_CHECKPOINTS) && !out->version) ||
+			    (lv == MT_CAT_SHARDS && !out->sha256))
+				rc = mt_error_set(err, MT_ENOMEM, "out of memory");
+		} else if (r == SQLITE_DONE) {
+			rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no such row any more (sync?)");
+		} else {
+			rc = mti_cat_sqlerr(c, err, "locating a row");
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		mt_catalog_ref_free(out);
+	return rc;
+}
+
+void mt_catalog_ref_free(mt_catalog_ref *r)
+{
+	if (!r)
+		return;
+	free(r->remote);
+	free(r->url);
+	free(r->dataset);
+	free(r->version);
+	free(r->sha256);
+	free(r->model);
+	memset(r, 0, sizeof *r);
+	r->shard = -1;
+}

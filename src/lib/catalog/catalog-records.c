@@ -1,0 +1,286 @@
+/* catalog-records.c — what commands note in the catalog: jobs and their per-item results, checks of versions and the health of shards, statistics of attributes. */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+
+/* ---- jobs --------------------------------------------------------------------------- */
+
+/* Run one statement with ?1 a, ?2 b, ?3 code, ?4 msg, ?5 the time; a
+ * statement may leave some out (binding those fails harmlessly). */
+static int cat_run(mt_catalog *c, const char *sql, int64_t a, const char *b, int code,
+		   const char *msg, const char *what, mt_error *err)
+{
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, sql, &st, err);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, a);
+		sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 3, code);
+		sqlite3_bind_text(st, 4, msg, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+		rc = mti_cat_step_done(c, st, what, err);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_job_begin(mt_catalog *c, const char *kind, const char *target, int64_t *id,
+			 mt_error *err)
+{
+	pthread_mutex_lock(&c->lock);
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, "INSERT INTO jobs(kind, target, started) VALUES(?1, ?2, ?3)", &st,
+				 err);
+	if (!rc) {
+		sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, target, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+		rc = mti_cat_step_done(c, st, "recording a job", err);
+		sqlite3_finalize(st);
+		*id = rc ? 0 : sqlite3_last_insert_rowid(c->db);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_job_result(mt_catalog *c, int64_t job, const char *item, int code,
+			  const char *message, mt_error *err)
+{
+	return cat_run(c, "INSERT INTO job_results VALUES(?1, ?2, ?3, coalesce(?4, ''))", job,
+		       item, code, message, "recording a job result", err);
+}
+
+int mt_catalog_job_end(mt_catalog *c, int64_t job, int code, const char *message,
+		       mt_error *err)
+{
+	return cat_run(c, "UPDATE jobs SET finished = ?5, code = ?3, message = coalesce(?4, '') "
+		       "WHERE id = ?1", job, NULL, code, message,
+		       "recording a job's end", err);
+}
+
+/* The versions of dataset ?2 in bucket ?1: a shard's results hold for
+ * every version listing it. */
+#define SHARDS_OF_DATASET                                                                  \
+	"SELECT v.id FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b" \
+	" ON b.id = d.bucket_id WHERE b.url = ?1 AND d.name = ?2"
+/* The shard lists of a dataset: a shard object's rows there are every row of
+ * it the dataset's versions list. */
+#define LISTS_OF_DATASET                                                                   \
+	"SELECT l.id FROM shard_lists l JOIN datasets d ON d.id = l.dataset_id JOIN buckets b" \
+	" ON b.id = d.bucket_id WHERE b.url = ?1 AND d.name = ?2"
+
+int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
+			      const char *sha256, int code, const char *message, mt_error *err)
+{
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, "UPDATE shards SET verified = ?4, verified_at = ?5, health = ?6, "
+				 "health_note = '', health_at = ?5 WHERE sha256 = ?3 AND list_id IN "
+				 "(" LISTS_OF_DATASET ")", &st, err);
+	if (!rc) {
+		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, sha256, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, code ? (message && *message ? message : mt_strerror(code))
+					      : "ok", -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, mt_catalog_health_name(code ? MT_HEALTH_DAMAGED
+								     : MT_HEALTH_SOUND), -1,
+				  SQLITE_STATIC);
+		rc = mti_cat_step_done(c, st, "recording a verification", err);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* ---- health ------------------------------------------------------------------------ */
+
+const char *mt_catalog_health_name(int state)
+{
+	static const char *const names[MT_HEALTH_NSTATES] = {
+		[MT_HEALTH_SOUND] = "sound",		   [MT_HEALTH_REPAIRABLE] = "repairable",
+		[MT_HEALTH_UNREPAIRABLE] = "unrepairable", [MT_HEALTH_DAMAGED] = "damaged",
+		[MT_HEALTH_REBUILT] = "rebuilt",
+	};
+	return state >= 0 && state < MT_HEALTH_NSTATES ? names[state] : NULL;
+}
+
+void mt_catalog_check_init_size(mt_catalog_check *k, size_t size)
+{
+	memset(k, 0, size);
+	k->size = size;
+}
+
+static void cat_bind_u64(sqlite3_stmt *st, int i, uint64_t v)
+{
+	sqlite3_bind_int64(st, i, v > INT64_MAX ? INT64_MAX : (int64_t)v);
+}
+
+/* Parameters 1..3 of a statement about dataset@version in bucket url. */
+static void cat_bind_version(sqlite3_stmt *st, const char *url, const char *dataset,
+			     const char *version)
+{
+	sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, version, -1, SQLITE_STATIC);
+}
+
+/* A write about a version that changed no row found no version. */
+static int cat_version_written(mt_catalog *c, int rc, const char *url, const char *dataset,
+			       const char *version, mt_error *err)
+{
+	if (!rc && sqlite3_changes(c->db) == 0)
+		rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no version %s@%s in %s (sync?)",
+				  dataset, version, url);
+	return rc;
+}
+
+int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *dataset,
+			       const char *version, const mt_catalog_check *k, mt_error *err)
+{
+	const char *state = mt_catalog_health_name(k->state);
+	if (!state || !k->kind)
+		return mt_error_set(err, MT_EINVAL, "catalog: a check of %s@%s without %s", dataset,
+			      version, state ? "a kind" : "a known state");
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, "INSERT INTO checks(version_id, kind, at, state, sources, message,"
+				 " objects, damaged, rebuilt, unrepairable, bytes_read) SELECT v.id,"
+				 " ?4, ?5, ?6, coalesce(?7, ''), coalesce(?8, ''), ?9, ?10, ?11, ?12, ?13"
+				 " FROM versions v WHERE v.name = ?3 AND v.id IN (" SHARDS_OF_DATASET ")",
+				 &st, err);
+	if (!rc) {
+		cat_bind_version(st, url, dataset, version);
+		sqlite3_bind_text(st, 4, k->kind, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, state, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 7, k->sources, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 8, k->message, -1, SQLITE_STATIC);
+		cat_bind_u64(st, 9, k->objects);
+		cat_bind_u64(st, 10, k->damaged);
+		cat_bind_u64(st, 11, k->rebuilt);
+		cat_bind_u64(st, 12, k->unrepairable);
+		cat_bind_u64(st, 13, k->bytes_read);
+		rc = mti_cat_step_done(c, st, "recording a check", err);
+		sqlite3_finalize(st);
+	}
+	rc = cat_version_written(c, rc, url, dataset, version, err);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
+			    const char *sha256, int state, const char *note, mt_error *err)
+{
+	const char *name = mt_catalog_health_name(state);
+	if (!name)
+		return mt_error_set(err, MT_EINVAL, "catalog: shard %s of %s: no state %d", sha256,
+			      dataset, state);
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	/* A rebuilt shard was read back against its sha256: verified too. */
+	int rc = mti_cat_prepare(c, "UPDATE shards SET health = ?4, health_note = coalesce(?5, ''),"
+				 " health_at = ?6, verified = CASE ?4 WHEN 'rebuilt' THEN 'ok' ELSE"
+				 " verified END, verified_at = CASE ?4 WHEN 'rebuilt' THEN ?6 ELSE"
+				 " verified_at END WHERE sha256 = ?3 AND list_id IN ("
+				 LISTS_OF_DATASET ")", &st, err);
+	if (!rc) {
+		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, sha256, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, note, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+		rc = mti_cat_step_done(c, st, "recording a shard's health", err);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* ---- statistics of attributes ------------------------------------------------- */
+
+#define VERSION_IN_BUCKET                                                                  \
+	"SELECT v.id FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"  \
+	" ON b.id = d.bucket_id WHERE b.url = ?1 AND d.name = ?2 AND v.name = ?3"
+
+int mt_catalog_stats_put(mt_catalog *c, const char *url, const char *dataset,
+			 const char *version, const char *attr, const char *json, mt_error *err)
+{
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, "INSERT OR REPLACE INTO attr_stats(version_id, attr, json, computed)"
+				 " SELECT id, ?4, ?5, ?6 FROM (" VERSION_IN_BUCKET ")", &st, err);
+	if (!rc) {
+		cat_bind_version(st, url, dataset, version);
+		sqlite3_bind_text(st, 4, attr, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, json, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+		rc = mti_cat_step_done(c, st, "recording statistics", err);
+		sqlite3_finalize(st);
+	}
+	rc = cat_version_written(c, rc, url, dataset, version, err);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_stats_get(mt_catalog *c, const char *url, const char *dataset,
+			 const char *version, const char *attr, char **json, char **computed,
+			 mt_error *err)
+{
+	*json = NULL;
+	if (computed)
+		*computed = NULL;
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, "SELECT json, computed FROM attr_stats WHERE attr = ?4 AND"
+				 " version_id IN (" VERSION_IN_BUCKET ")", &st, err);
+	if (!rc) {
+		cat_bind_version(st, url, dataset, version);
+		sqlite3_bind_text(st, 4, attr, -1, SQLITE_STATIC);
+		int r = sqlite3_step(st);
+		if (r == SQLITE_ROW) {
+			*json = strdup((const char *)sqlite3_column_text(st, 0));
+			if (computed)
+				*computed = strdup((const char *)sqlite3_column_text(st, 1));
+			if (!*json || (computed && !*computed))
+				rc = mt_error_set(err, MT_ENOMEM, "out of memory");
+		} else if (r == SQLITE_DONE) {
+			rc = mt_error_set(err, MT_ENOTFOUND, "catalog: no statistics of %s@%s %s",
+					  dataset, version, attr);
+		} else {
+			rc = mti_cat_sqlerr(c, err, "reading statistics");
+		}
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc) {
+		free(*json);
+		*json = NULL;
+		if (computed) {
+			free(*computed);
+			*computed = NULL;
+		}
+	}
+	return rc;
+}

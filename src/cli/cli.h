@@ -28,6 +28,13 @@ struct cli_option {
 	const char *help;  /* one line for --help */
 };
 
+/* Options that several writing commands take with the same meaning. */
+#define CLI_OPT_LEVEL { "level", 0, "N", "zstd compression level, 1 to 22 (default 3)" }
+#define CLI_OPT_THREADS { "threads", 0, "N", "compression threads (default: one per CPU)" }
+#define CLI_OPT_PARITY_NEW                                                                   \
+	{ "parity", 0, "K+M", "protect the new version with K+M Reed–Solomon parity (default: " \
+	  "the remote's, if it has one)" }
+
 /* What the parser found: positional arguments in order, and every value given
  * for each option of the command's table (an option may repeat). */
 struct cli_args {
@@ -301,6 +308,8 @@ int cli_compact(struct cli_ctx *ctx, mt_store *s, const char *dataset, const cha
 extern volatile sig_atomic_t cli_interrupted;
 /* Catch the first SIGINT (a second one kills as usual). */
 void cli_catch_interrupt(void);
+/* Catch the first `sig` with fn, without SA_RESTART (a second one kills as usual). */
+void cli_catch_signal(int sig, void (*fn)(int));
 
 /* A progress bar on stderr, drawn only when stderr is a terminal and not --quiet,
  * redrawn at most ten times a second.  Safe to update from several threads. */

@@ -10,8 +10,7 @@ static const struct cli_option commit_options[] = {
 	{ "description", 0, "TEXT", "what this version holds (default: part 1's)" },
 	{ "tag", 0, "TAG", "a tag for this version; may be given several times (default: part 1's "
 	  "tags)" },
-	{ "parity", 0, "K+M", "protect the new version with K+M Reed–Solomon parity (default: "
-	  "the remote's, if it has one)" },
+	CLI_OPT_PARITY_NEW,
 	{ NULL, 0, NULL, NULL },
 };
 

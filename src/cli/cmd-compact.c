@@ -10,11 +10,10 @@ static const struct cli_option compact_options[] = {
 	{ "target-mb", 0, "M", "uncompressed MiB per shard of the new version (default 64)" },
 	{ "level", 0, "N", "zstd level of the shards written again, 1 to 22 (default: the "
 	  "version's)" },
-	{ "threads", 0, "N", "compression threads (default: one per CPU)" },
+	CLI_OPT_THREADS,
 	{ "author", 0, "NAME", "who made the new version (default: $USER)" },
 	{ "description", 0, "TEXT", "what the new version holds (default: the version's)" },
-	{ "parity", 0, "K+M", "protect the new version with K+M Reed–Solomon parity (default: "
-	  "the remote's, if it has one)" },
+	CLI_OPT_PARITY_NEW,
 	{ NULL, 0, NULL, NULL },
 };
 

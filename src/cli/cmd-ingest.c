@@ -25,8 +25,8 @@ static const struct cli_option ingest_options[] = {
 	{ "spool", 0, "DIR", "write each batch of records to a local spool in DIR (fsynced) before "
 	  "it counts as received; a later run commits what the spool holds and no version does; "
 	  "while the store is unreachable, keep spooling and retry" },
-	{ "level", 0, "N", "zstd compression level, 1 to 22 (default 3)" },
-	{ "threads", 0, "N", "compression threads (default: one per CPU)" },
+	CLI_OPT_LEVEL,
+	CLI_OPT_THREADS,
 	{ "author", 0, "NAME", "who made the versions (default: $USER)" },
 	{ "description", 0, "TEXT", "what the versions hold" },
 	{ "parity", 0, "K+M", "protect each committed version with K+M Reed–Solomon parity "
@@ -121,17 +121,12 @@ static void ingest_on_signal(int sig)
 	ingest_signal = sig;
 }
 
-/* No SA_RESTART: poll and read return EINTR and the loop commits what waits.
- * SA_RESETHAND: a second signal, while a commit hangs, kills as usual. */
+/* Poll and read return EINTR and the loop commits what waits; a second
+ * signal, while a commit hangs, kills as usual. */
 static void ingest_catch_signals(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = ingest_on_signal;
-	sa.sa_flags = SA_RESETHAND;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_signal(SIGINT, ingest_on_signal);
+	cli_catch_signal(SIGTERM, ingest_on_signal);
 }
 
 static double ingest_now(void)

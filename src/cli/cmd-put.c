@@ -12,13 +12,12 @@ static const struct cli_option put_options[] = {
 	{ "shard-size", 0, "BYTES", "uncompressed bytes per shard (default 64M)" },
 	{ "shard-rows", 0, "N", "rows per shard (default: decided by --shard-size)" },
 	{ "chunk-size", 0, "BYTES", "uncompressed bytes per compressed chunk (default 1M)" },
-	{ "level", 0, "N", "zstd compression level, 1 to 22 (default 3)" },
-	{ "threads", 0, "N", "compression threads (default: one per CPU)" },
+	CLI_OPT_LEVEL,
+	CLI_OPT_THREADS,
 	{ "author", 0, "NAME", "who made this version (default: $USER)" },
 	{ "description", 0, "TEXT", "what this version holds" },
 	{ "tag", 0, "TAG", "a tag for this version; may be given several times" },
-	{ "parity", 0, "K+M", "protect the new version with K+M Reed–Solomon parity (default: "
-	  "the remote's, if it has one)" },
+	CLI_OPT_PARITY_NEW,
 	{ NULL, 0, NULL, NULL },
 };
 

@@ -17,15 +17,22 @@ static void cli_on_sigint(int sig)
 	cli_interrupted = 1;
 }
 
-void cli_catch_interrupt(void)
+void cli_catch_signal(int sig, void (*fn)(int))
 {
-	/* SA_RESETHAND: if cancelling hangs, a second Ctrl-C still kills the process. */
+	/* No SA_RESTART: a blocking read or poll returns EINTR and the loop sees
+	 * the flag.  SA_RESETHAND: if cancelling hangs, a second signal still
+	 * kills the process. */
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = cli_on_sigint;
+	sa.sa_handler = fn;
 	sa.sa_flags = SA_RESETHAND;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
+	sigaction(sig, &sa, NULL);
+}
+
+void cli_catch_interrupt(void)
+{
+	cli_catch_signal(SIGINT, cli_on_sigint);
 }
 
 struct cli_progress {

@@ -300,7 +300,15 @@ $M ingest sp-5 ${ATTRS[*]} --spool "$WORK/spool-5" < "$WORK/lfifo" > /dev/null 2
 holder=$!
 exec 4> "$WORK/lfifo"
 # Until the holder has taken the spool's lock (under load its start can take seconds).
-for _ in $(seq 300); do flock -n "$WORK/spool-5/lock" true 2> /dev/null || break; sleep 0.1; done
+# Watched in /proc/locks, never by taking it: a probe that held it for an instant
+# would make the holder's own attempt fail.
+held=0
+for _ in $(seq 1200); do
+	ino=$(stat -c %i "$WORK/spool-5/lock" 2> /dev/null) &&
+		grep -q ":$ino " /proc/locks && { held=1; break; }
+	sleep 0.1
+done
+ok $([ $held = 1 ]; echo $?) "the first ingest holds the spool's lock"
 fails "a spool in use by another ingest is refused" 1 "spool .* is in use by another ingest" \
 	bash -c "$M ingest sp-5 ${ATTRS[*]} --spool $WORK/spool-5 < /dev/null"
 exec 4>&-

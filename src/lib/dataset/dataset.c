@@ -63,11 +63,6 @@ static int strv_push(struct strv *l, const char *s, size_t len)
 	return mti_strv_push(&l->v, &l->n, s, len);
 }
 
-static int strv_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 struct dataset_list {
 	mt_store *s;
 	struct strv l;
@@ -1104,10 +1099,7 @@ static int gc_consider(void *ud, const mt_obj *o)
 	const char *k = o->key;
 	if (g->kind && !gc_own_name(g->kind, k + g->kind_off))
 		return 0;
-	if (g->referenced.n &&
-	    bsearch(&k, g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp))
-		return 0;
-	if (o->mtime > g->cutoff || mti_pins_has_key(g->pins, k))
+	if (!mti_gc_may_delete(o, g->referenced.v, g->referenced.n, g->cutoff, g->pins))
 		return 0;
 	g->nobjects++;
 	g->nbytes += o->size;
@@ -1251,14 +1243,14 @@ static int gc_reference_marks(struct gc_state *g, const char *dataset, struct ve
 			      mt_error *err)
 {
 	if (vl->l.n)
-		qsort(vl->l.v, vl->l.n, sizeof(char *), strv_cmp);
+		qsort(vl->l.v, vl->l.n, sizeof(char *), mti_strp_cmp);
 	int rc = 0;
 	for (size_t i = 0; !rc && i < vl->marks.n; i++) {
 		const char *mk = vl->marks.v[i];
 		char *v = strndup(mk, strlen(mk) - STAMP_LEN - strlen(MARK_SEP));
 		if (!v)
 			return mti_err(err, MT_ENOMEM, "out of memory");
-		if (vl->l.n && bsearch(&v, vl->l.v, vl->l.n, sizeof(char *), strv_cmp))
+		if (vl->l.n && bsearch(&v, vl->l.v, vl->l.n, sizeof(char *), mti_strp_cmp))
 			rc = gc_push(g, mti_asprintf("datasets/%s" VERSIONS_DIR "%s", dataset, mk), err);
 		free(v);
 	}
@@ -1356,7 +1348,7 @@ static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 	if (rc)
 		return mti_err_prefix(err, "gc refused: ");
 	if (g->referenced.n)
-		qsort(g->referenced.v, g->referenced.n, sizeof(char *), strv_cmp);
+		qsort(g->referenced.v, g->referenced.n, sizeof(char *), mti_strp_cmp);
 	return 0;
 }
 

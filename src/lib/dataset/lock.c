@@ -750,11 +750,6 @@ static int pins_read_pins(mt_store *s, const struct lock_list *ll, const int *st
 	return 0;
 }
 
-static int key_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int mti_dlock_pins(mt_store *s, const char *dataset, const mt_dlock *self, mt_pins *out,
 		  mt_error *err)
 {
@@ -782,13 +777,22 @@ int mti_dlock_pins(mt_store *s, const char *dataset, const mt_dlock *self, mt_pi
 		return mti_err_prefix(err, "dataset %s: reading locks: ", dataset);
 	}
 	if (out->nkeys)
-		qsort(out->keys, out->nkeys, sizeof *out->keys, key_cmp);
+		qsort(out->keys, out->nkeys, sizeof *out->keys, mti_strp_cmp);
 	return 0;
 }
 
 int mti_pins_has_key(const mt_pins *p, const char *key)
 {
-	return p->nkeys && bsearch(&key, p->keys, p->nkeys, sizeof *p->keys, key_cmp);
+	return p->nkeys && bsearch(&key, p->keys, p->nkeys, sizeof *p->keys, mti_strp_cmp);
+}
+
+int mti_gc_may_delete(const mt_obj *o, char *const *ref, size_t nref, int64_t cutoff,
+		      const mt_pins *p)
+{
+	const char *k = o->key;
+	if (nref && bsearch(&k, ref, nref, sizeof *ref, mti_strp_cmp))
+		return 0;
+	return o->mtime <= cutoff && !mti_pins_has_key(p, k);
 }
 
 void mti_pins_free(mt_pins *p)

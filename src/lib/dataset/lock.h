@@ -57,6 +57,11 @@ typedef struct mt_pins {
 MT_LOCAL int mti_dlock_pins(mt_store *s, const char *dataset, const mt_dlock *self, mt_pins *out,
 			   mt_error *err);
 MT_LOCAL int mti_pins_has_key(const mt_pins *p, const char *key);
+/* gc's rule for a listed object: 1 when it may go, for no reference names
+ * it (ref[0..nref), sorted), it is no newer than cutoff (the grace period)
+ * and no live writer pins it. */
+MT_LOCAL int mti_gc_may_delete(const mt_obj *o, char *const *ref, size_t nref, int64_t cutoff,
+			      const mt_pins *p);
 MT_LOCAL void mti_pins_free(mt_pins *p);
 
 #endif

@@ -563,15 +563,9 @@ static int shard_index(mt_reader *r, size_t i, const mt_index **out, mt_error *e
 /* Shard holding row `row` (binary search over first_row). */
 static size_t shard_of(const mt_manifest *m, uint64_t row)
 {
-	size_t lo = 0, hi = m->nshards;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->shards[mid].first_row <= row)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	if (!m->nshards)
+		return 0;
+	return mti_bisect_u64(&m->shards[0].first_row, m->nshards, sizeof m->shards[0], row);
 }
 
 struct index_jobs {

@@ -327,16 +327,24 @@ const mt_index_entry *mti_index_find(const mt_index *ix, const char *name)
 	return NULL;
 }
 
-void mti_index_free(mt_index *ix)
+void mti_index_clear(mt_index *ix)
 {
-	if (!ix)
-		return;
 	for (size_t i = 0; i < ix->n; i++) {
 		free(ix->e[i].name);
 		free(ix->e[i].chunks);
 	}
 	free(ix->e);
 	free(ix->byname);
+	ix->e = NULL;
+	ix->byname = NULL;
+	ix->n = 0;
+}
+
+void mti_index_free(mt_index *ix)
+{
+	if (!ix)
+		return;
+	mti_index_clear(ix);
 	free(ix);
 }
 

@@ -491,11 +491,7 @@ done:
 			free(parts[p].zbuf[c]);
 		free(parts[p].zbuf);
 	}
-	for (size_t i = 0; i < ix.n; i++) {
-		free(ix.e[i].name);
-		free(ix.e[i].chunks);
-	}
-	free(ix.e);
+	mti_index_clear(&ix);
 	free(parts);
 	free(first_job);
 	free(errs);
@@ -576,11 +572,7 @@ int mti_shard_rebuild(const char *dataset, const mt_index *ix, const void *data,
 		rc = mti_sha256_hex(out->image.data, out->image.len, out->sha256, err);
 	for (size_t p = 0; parts && p < ix2.n; p++)
 		free(parts[p].zbuf);
-	for (size_t i = 0; i < ix2.n; i++) {
-		free(ix2.e[i].name);
-		free(ix2.e[i].chunks);
-	}
-	free(ix2.e);
+	mti_index_clear(&ix2);
 	free(parts);
 	if (rc)
 		mti_shard_image_free(out);

@@ -63,6 +63,8 @@ MT_LOCAL int mti_index_decode(const void *data, size_t len, uint64_t shard_bytes
 			     mt_index **out, mt_error *err);
 MT_LOCAL const mt_index_entry *mti_index_find(const mt_index *ix, const char *name);
 MT_LOCAL void mti_index_free(mt_index *ix);
+/* Frees what an index holds, not the index itself (one on the stack). */
+MT_LOCAL void mti_index_clear(mt_index *ix);
 
 /* ---- manifest ---------------------------------------------------------- */
 

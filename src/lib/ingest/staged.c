@@ -29,11 +29,6 @@ static int ids_add(struct ids *l, const char *s, size_t len)
 	return 0;
 }
 
-static int ids_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* staged/<id>/<k>.json: the id. */
 static int collect_id(void *ud, const mt_obj *o)
 {
@@ -64,7 +59,7 @@ int mt_staged_list(mt_store *s, const char *dataset, char ***ids, size_t *n, mt_
 		return rc;
 	}
 	if (l.n)
-		qsort(l.v, l.n, sizeof *l.v, ids_cmp);
+		qsort(l.v, l.n, sizeof *l.v, mti_strp_cmp);
 	*ids = l.v;
 	*n = l.n;
 	return 0;

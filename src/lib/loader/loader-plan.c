@@ -143,15 +143,7 @@ static void plan_windows(mt_plan *p)
 
 size_t mti_plan_window_of(const mt_plan *p, uint64_t pos)
 {
-	size_t lo = 0, hi = p->nwindows;
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (p->window_start[mid] <= pos)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return mti_bisect_u64(p->window_start, p->nwindows, sizeof *p->window_start, pos);
 }
 
 uint64_t mti_plan_window_rows(const mt_plan *p, size_t w)
@@ -196,14 +188,7 @@ uint64_t mti_plan_position(const mt_plan *p, uint64_t i)
 {
 	if (i >= p->live_rows)
 		i = (i - p->live_rows) % p->live_rows;
-	size_t lo = 0, hi = p->nlive;
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (p->live_before[mid] <= i)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	size_t lo = mti_bisect_u64(p->live_before, p->nlive, sizeof *p->live_before, i);
 	return p->live[lo].begin + (i - p->live_before[lo]);
 }
 

@@ -8,11 +8,6 @@
 #include "lock.h"
 #include "pool.h"
 
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* The checkpoints to work on: `version`, or every one (oldest first). */
 static int pick_versions(mt_store *s, const char *name, const char *version, char ***v,
 			 size_t *n, mt_error *err)
@@ -179,9 +174,7 @@ static int gc_consider(void *ud, const mt_obj *o)
 	const char *k = o->key;
 	if (!gc_tensor_name(k))
 		return 0;
-	if (g->nref && bsearch(&k, g->ref, g->nref, sizeof(char *), str_cmp))
-		return 0;
-	if (o->mtime > g->cutoff || mti_pins_has_key(g->pins, k))
+	if (!mti_gc_may_delete(o, g->ref, g->nref, g->cutoff, g->pins))
 		return 0;
 	g->nobjects++;
 	g->nbytes += o->size;
@@ -213,7 +206,7 @@ static int gc_mark(struct gc *g, const char *name, mt_error *err)
 	if (rc == MT_ENOMEM)
 		return mti_err(err, rc, "model %s: gc: out of memory", name);
 	if (g->nref)
-		qsort(g->ref, g->nref, sizeof(char *), str_cmp);
+		qsort(g->ref, g->nref, sizeof(char *), mti_strp_cmp);
 	return rc;
 }
 

@@ -323,6 +323,18 @@ static void record_find(rp_ctx *c)
 	c->st->bytes_read += n;
 }
 
+/* Before a version's record or manifest is written back: 1 for a dry run
+ * (the object marked repairable), else the dataset's lock, still held. */
+static int write_start(rp_ctx *c, rp_obj *o, mt_error *err)
+{
+	if (c->o.dry_run) {
+		o->state = RP_REPAIRABLE;
+		return 1;
+	}
+	int rc = mti_rp_lock(c, err);
+	return rc ? rc : mti_dlock_check(c->dlock, err);
+}
+
 int mti_rp_record_write(rp_ctx *c, mt_error *err)
 {
 	rp_obj *o = &c->robj;
@@ -332,13 +344,9 @@ int mti_rp_record_write(rp_ctx *c, mt_error *err)
 	for (size_t i = 0; i < c->nobjs; i++)
 		if (c->objs[i].kind == MT_REPAIR_PARITY && c->objs[i].state == RP_DAMAGED)
 			return 0;
-	if (c->o.dry_run) {
-		o->state = RP_REPAIRABLE;
+	int rc = write_start(c, o, err);
+	if (rc == 1)
 		return 0;
-	}
-	int rc = mti_rp_lock(c, err);
-	if (!rc)
-		rc = mti_dlock_check(c->dlock, err);
 	if (!rc)
 		rc = mti_store_put(c->s, o->key, c->rjson, c->rlen, 0, err);
 	int same = rc ? rc : mti_store_holds(c->s, o->key, c->rjson, c->rlen, err);
@@ -398,13 +406,9 @@ int mti_rp_manifest_write(rp_ctx *c, mt_error *err)
 	int missing = c->mmissing;
 	if (o->state != RP_DAMAGED || !c->mjson)
 		return 0;
-	if (c->o.dry_run) {
-		o->state = RP_REPAIRABLE;
+	int rc = write_start(c, o, err);
+	if (rc == 1)
 		return 0;
-	}
-	int rc = mti_rp_lock(c, err);
-	if (!rc)
-		rc = mti_dlock_check(c->dlock, err);
 	/* A manifest put back gets its order marker first, as at its commit. */
 	if (!rc && missing && c->m)
 		rc = mti_dataset_mark(c->s, c->dataset, c->version, c->m->created, err);

@@ -54,6 +54,20 @@ static void *zstd_ctx(int compress, int *owned)
 	return c;
 }
 
+/* A compression's result: dst (n bytes) handed out, or freed with the error. */
+static int compressed(size_t n, void *dst, size_t len, int level, void **out, size_t *outlen,
+		      mt_error *err)
+{
+	if (ZSTD_isError(n)) {
+		free(dst);
+		return mti_err(err, MT_ECODEC, "zstd: cannot compress %zu bytes at level %d: %s",
+			      len, level, ZSTD_getErrorName(n));
+	}
+	*out = dst;
+	*outlen = n;
+	return 0;
+}
+
 int mti_zstd_compress(const void *src, size_t len, int level, void **out, size_t *outlen,
 		     mt_error *err)
 {
@@ -71,14 +85,7 @@ int mti_zstd_compress(const void *src, size_t len, int level, void **out, size_t
 	size_t n = ZSTD_compressCCtx(c, dst, cap, src, len, level);
 	if (owned)
 		ZSTD_freeCCtx(c);
-	if (ZSTD_isError(n)) {
-		free(dst);
-		return mti_err(err, MT_ECODEC, "zstd: cannot compress %zu bytes at level %d: %s",
-			      len, level, ZSTD_getErrorName(n));
-	}
-	*out = dst;
-	*outlen = n;
-	return 0;
+	return compressed(n, dst, len, level, out, outlen, err);
 }
 
 int mti_zstd_compress_mt(const void *src, size_t len, int level, int threads, void **out,
@@ -101,14 +108,7 @@ int mti_zstd_compress_mt(const void *src, size_t len, int level, int threads, vo
 		ZSTD_CCtx_setParameter(c, ZSTD_c_nbWorkers, threads);
 	size_t n = ZSTD_compress2(c, dst, cap, src, len);
 	ZSTD_freeCCtx(c);
-	if (ZSTD_isError(n)) {
-		free(dst);
-		return mti_err(err, MT_ECODEC, "zstd: cannot compress %zu bytes at level %d: %s",
-			      len, level, ZSTD_getErrorName(n));
-	}
-	*out = dst;
-	*outlen = n;
-	return 0;
+	return compressed(n, dst, len, level, out, outlen, err);
 }
 
 /* RFC 8878: magic, a frame header with an 8-byte content size and a 128 KiB

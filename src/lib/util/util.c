@@ -240,6 +240,27 @@ int mti_version_name_check(const char *name, mt_error *err)
 	return 0;
 }
 
+int mti_strp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+size_t mti_bisect_u64(const void *base, size_t n, size_t stride, uint64_t v)
+{
+	const unsigned char *b = base;
+	size_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t x;
+		memcpy(&x, b + mid * stride, sizeof x);
+		if (x <= v)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int mti_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 {
 	return !__builtin_mul_overflow(a, b, out);

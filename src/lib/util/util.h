@@ -89,6 +89,13 @@ MT_LOCAL int mti_version_name_check(const char *name, mt_error *err);
 MT_LOCAL int mti_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
 MT_LOCAL int mti_add_ok(uint64_t a, uint64_t b, uint64_t *out);
 
+/* In n ascending uint64_t values, the first at base and each `stride` bytes
+ * after the one before (an array, or a field of an array of structs): the
+ * index of the last one <= v, or 0 when none is. */
+/* strcmp of two char * array elements, for qsort and bsearch. */
+MT_LOCAL int mti_strp_cmp(const void *a, const void *b);
+MT_LOCAL size_t mti_bisect_u64(const void *base, size_t n, size_t stride, uint64_t v);
+
 /* mkdir -p of path's directory, private to the user; `what` names the
  * directory in errors. */
 MT_LOCAL int mti_mkdir_parent(const char *path, const char *what, mt_error *err);

@@ -547,7 +547,10 @@ MT_API void mt_writer_opts_init_size(mt_writer_opts *o, size_t size);
 
 /* Start a new version of `dataset` with these attributes.  With
  * o->append, `attrs` may be NULL (take the parent's) or must equal the
- * parent's.  Nothing is visible to readers before mt_writer_commit. */
+ * parent's; an append to the latest of a dataset that has no version yet,
+ * given attributes, starts empty and commits its first version (or
+ * continues whichever version another writer committed first).  Nothing is
+ * visible to readers before mt_writer_commit. */
 MT_API int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs,
 			  size_t nattrs, const mt_writer_opts *o, mt_writer **out,
 			  mt_error *err);

@@ -47,6 +47,23 @@ rows = [l.split() for l in sys.stdin]
 print('ok' if all(rows[i][1] == rows[i - 1][0] for i in range(1, len(rows))) and len(rows) == 13 else rows)")
 ok $([ "$chain" = ok ]; echo $?) "the 13 versions form one chain, each the parent of the next ($chain)"
 
+# ---- concurrent first appends: a dataset with no version yet ------------------------------
+# Independent savers need no first version made apart: every append that finds no version
+# starts empty, and whichever commits second continues the first's rows.
+pids=()
+for i in $(seq 1 6); do
+	$M put fresh id="$WORK/a$((i - 1)).npy" --append > /dev/null 2> "$WORK/fresh$i.err" &
+	pids+=($!)
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+ok $bad "6 concurrent appends to a dataset with no version all exit 0"
+[ $bad -eq 0 ] || cat "$WORK"/fresh*.err | sed 's/^/# /'
+ok $(rows_are fresh 600; echo $?) "the latest holds every appended row once (600 rows)"
+ok $([ "$($M ls fresh | wc -l)" -eq 6 ]; echo $?) "six versions, one per append"
+fails "an append with other attributes than the first's is refused" 1 "appended attributes differ" \
+	$M put fresh other="$WORK/a1.npy" --append
+
 # ---- removed names stay removed -----------------------------------------------------------
 $M rm log@v13 > /dev/null
 check "after rm of the newest, the next put is v14, not v13" \

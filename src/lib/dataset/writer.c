@@ -481,10 +481,36 @@ static int writer_set_parent(mt_writer *w, const mt_manifest *pm)
 	return 0;
 }
 
-/* Start from the parent version: its attributes, shards and rows. */
+/* 1 when the dataset has a version, 0 when it has none (never made, or
+ * every version removed), or an error. */
+static int writer_dataset_has_versions(mt_writer *w, mt_error *err)
+{
+	char **v = NULL;
+	size_t n = 0;
+	mt_error e = {0};
+	int rc = mt_store_versions(w->store, w->dataset, &v, &n, &e);
+	mt_strv_free(v, n);
+	if (rc == MT_ENOTFOUND)
+		return 0;
+	return rc ? mti_err_copy(err, &e) : n > 0;
+}
+
+/* Start from the parent version: its attributes, shards and rows.  An
+ * append to the latest of a dataset with no version yet, given its
+ * attributes, starts empty: independent writers need no first version made
+ * apart, and the commit continues whatever another one committed first. */
 static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 			      const mt_writer_opts *o, mt_error *err)
 {
+	if (o->append && !o->parent && attrs && nattrs) {
+		int has = writer_dataset_has_versions(w, err);
+		if (has < 0)
+			return has;
+		if (!has) {
+			w->auto_parent = 1;
+			return 0;
+		}
+	}
 	mt_manifest *pm = NULL;
 	int rc = writer_load_parent(w, o->parent, &pm, err);
 	if (rc)
@@ -821,7 +847,12 @@ static int writer_follow_latest(mt_writer *w, mt_error *err)
 {
 	char **v;
 	size_t n;
-	int rc = mt_store_versions(w->store, w->dataset, &v, &n, err);
+	mt_error e = {0};
+	int rc = mt_store_versions(w->store, w->dataset, &v, &n, &e);
+	if (rc == MT_ENOTFOUND && !*w->parent)
+		return 0; /* started empty, and still the first version */
+	if (rc && rc != MT_ENOTFOUND)
+		return mti_err_copy(err, &e);
 	if (rc == MT_ENOTFOUND)
 		return mti_err(err, MT_ESTATE, "%s@%s, which this append continues, was removed "
 			      "while it ran, with every other version; nothing was committed",
@@ -844,7 +875,7 @@ static int writer_follow_latest(mt_writer *w, mt_error *err)
 		return 1;
 	/* Its parent removed, the latest is older: continuing that one would
 	 * silently drop what the parent held. */
-	if (!rc && gone && strcmp(lm->created, w->parent_created) < 0)
+	if (!rc && gone && w->parent_created && strcmp(lm->created, w->parent_created) < 0)
 		rc = mti_err(err, MT_ESTATE, "%s@%s, which this append continues, was removed "
 			    "while it ran; nothing was committed", w->dataset, w->parent);
 	if (!rc)

@@ -1,6 +1,8 @@
 /* test-codec.c — sha256/xxh3 known values, zstd round trips and damage, filter 32015 in HDF5. */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #include <hdf5.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -205,6 +207,28 @@ static int scratch_job(void *ud, size_t i)
 	return 0;
 }
 
+/* Threads "one per CPU" are one per CPU the process may run on: a Slurm task given one CPU
+ * (task/affinity, task/cgroup) or a command under taskset gets one thread, not the node's. */
+static void test_ncpus_affinity(void)
+{
+	cpu_set_t all, one;
+	if (sched_getaffinity(0, sizeof all, &all) != 0) {
+		tap_ok(1, "mti_ncpus # SKIP no affinity mask");
+		return;
+	}
+	int want = CPU_COUNT(&all) > 256 ? 256 : CPU_COUNT(&all), first = 0;
+	tap_ok(mti_ncpus() == want, "mti_ncpus: the %d CPUs of the affinity mask (%d)", want,
+	       mti_ncpus());
+	while (!CPU_ISSET(first, &all))
+		first++;
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	int pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+	tap_ok(pinned && mti_ncpus() == 1, "pinned to CPU %d: mti_ncpus is 1 (%d)", first,
+	       mti_ncpus());
+	sched_setaffinity(0, sizeof all, &all);
+}
+
 static void test_thread_scratch(void)
 {
 	void *a = mti_thread_scratch(0, 100), *a2 = mti_thread_scratch(0, 50);
@@ -385,6 +409,7 @@ int main(void)
 	test_xxh3();
 	test_zstd();
 	test_zstd_threads();
+	test_ncpus_affinity();
 	test_thread_scratch();
 	test_filter_register();
 	test_hdf5_round_trip();

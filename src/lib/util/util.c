@@ -1,7 +1,9 @@
 /* util.c — error records, string and buffer helpers shared by the library's modules. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "util.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,9 +280,14 @@ double mti_mono_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The CPUs this process may run on, not all the machine's: a batch scheduler's task
+ * (Slurm's task/affinity or task/cgroup), taskset or a container's cpuset gets as many
+ * threads as CPUs it was given. */
 int mti_ncpus(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+							      : sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 

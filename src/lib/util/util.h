@@ -110,7 +110,7 @@ MT_LOCAL int mti_home_file(const char *var, const char *rel, char **out, mt_erro
  * for names and pauses that must differ between processes, not for secrets. */
 MT_LOCAL uint64_t mti_random_u64(void);
 
-/* Number of online CPUs (at least 1). */
+/* Number of CPUs this process may run on (its affinity mask; at least 1, at most 256). */
 MT_LOCAL int mti_ncpus(void);
 
 /* Seconds on the monotonic clock (intervals only). */

@@ -15,6 +15,12 @@ is stored once; the structure goes into the checkpoint's manifest as JSON, tenso
 there by their flattened keys ("optim.state.0.exp_avg").  A checkpoint exists once its
 manifest is written, last (doc/FORMAT.md, "Models").
 
+Each tensor comes back as the type it was saved as: numpy stays numpy, torch stays torch,
+with its dtype.  The keys of the numpy arrays are listed in the checkpoint's metadata under
+"numpy_tensors" (checkpoints without it, older ones and those written from C or imported,
+load their tensors as torch when torch can be imported).  Where torch has no such dtype
+(uint16, uint32 and uint64 in torch before 2.3) a torch tensor comes back as numpy.
+
 save_checkpoint(..., wait=False) returns once every tensor is copied to host memory and
 uploads in a background thread: the returned handle's wait() gives "name@vN" or raises.
 """
@@ -27,13 +33,16 @@ import numpy as np
 
 from . import _abi, _lib
 from ._dtypes import BFLOAT16, BY_CODE, code_of
-from .errors import InvalidArgument
+from .errors import InvalidArgument, NotFound
 from .store import _Borrowed, _strv
 
 # JSON tags for what JSON itself cannot say; a dict whose keys are all strings and none
 # starts with "__" is stored as itself.
 _TENSOR, _TUPLE, _DICT, _FLOAT, _BYTES, _TORCH = ("__tensor__", "__tuple__", "__dict__",
                                                   "__float__", "__bytes__", "__torch__")
+# The metadata member listing the keys of the tensors saved as numpy arrays: kept beside
+# the state, not in it, so that a reader that predates it still reads the state.
+NUMPY_KEYS = "numpy_tensors"
 
 
 def _torch():
@@ -49,6 +58,7 @@ class _Flat:
 
     def __init__(self, copy):
         self.tensors = {}          # key -> (numpy array, mt_dtype code)
+        self.numpy_keys = []       # the keys of the tensors given as numpy arrays
         self.copy = copy           # copy arrays (an async save must not see later changes)
         self.torch = _torch()
 
@@ -78,6 +88,8 @@ class _Flat:
         arr = arr.astype(arr.dtype.newbyteorder("<"), order="C", copy=self.copy)
         key = self.key(path)
         self.tensors[key] = (arr, code)
+        if not is_torch:
+            self.numpy_keys.append(key)
         return {_TENSOR: key}
 
     def walk(self, value, path):
@@ -149,8 +161,13 @@ def _torch_thing(text):
     return t.device(text)
 
 
-def _meta(step, metadata):
+def _meta(step, metadata, numpy_keys):
     meta = dict(metadata or {})
+    if NUMPY_KEYS in meta:
+        raise InvalidArgument(f"save_checkpoint: metadata: {NUMPY_KEYS!r} is kept for the "
+                              "keys of the numpy tensors; name yours otherwise")
+    if numpy_keys:
+        meta[NUMPY_KEYS] = numpy_keys
     if step is not None:
         if not isinstance(step, int) or isinstance(step, bool) or step < 0:
             raise InvalidArgument(f"save_checkpoint: step is an integer >= 0, not {step!r}")
@@ -239,7 +256,7 @@ def save_checkpoint(store, name, state, step=None, metadata=None, keep=0, level=
     flat = _Flat(copy=not wait)
     structure = flat.walk(state, [])
     state_json = json.dumps(structure, allow_nan=False)
-    meta_json = _meta(step, metadata)
+    meta_json = _meta(step, metadata, flat.numpy_keys)
     s = _Borrowed(store, create=True)
 
     def run():
@@ -256,6 +273,17 @@ def _dtype_name(code):
     return "bfloat16" if code == BFLOAT16 else BY_CODE[code].name
 
 
+def _as_torch(arr, bf16):
+    """arr as a torch tensor; arr itself where this torch has no such dtype."""
+    t = _torch()
+    if bf16:
+        return t.from_numpy(arr.view(np.int16)).view(t.bfloat16)
+    try:
+        return t.from_numpy(arr)
+    except TypeError:          # uint16/32/64 before torch 2.3
+        return arr
+
+
 def _read_tensor(ck, key, as_torch):
     lib = _lib.lib()
     i = lib.mt_ckpt_find(ck, key.encode())
@@ -268,27 +296,80 @@ def _read_tensor(ck, key, as_torch):
                    dtype=np.uint16 if bf16 else BY_CODE[info.dtype])
     _lib.call("mt_ckpt_read", ck, key.encode(), arr.ctypes.data_as(ctypes.c_void_p),
               ctypes.c_size_t(arr.nbytes))
-    if as_torch:
-        t = _torch().from_numpy(arr.view(np.int16) if bf16 else arr)
-        return t.view(_torch().bfloat16) if bf16 else t
-    return arr
+    return _as_torch(arr, bf16) if as_torch(key) else arr
 
 
-def load_checkpoint(store, spec, as_numpy=None):
+def _tensor_keys(ck):
+    lib = _lib.lib()
+    keys = []
+    for i in range(lib.mt_ckpt_ntensors(ck)):
+        t = _abi._CkptTensorInfo()
+        _lib.call("mt_ckpt_tensor", ck, ctypes.c_size_t(i), ctypes.byref(t))
+        keys.append(t.key.decode())
+    return keys
+
+
+def _open(store, spec):
+    ck = ctypes.c_void_p()
+    _lib.call("mt_ckpt_open", store.handle, spec.encode(), ctypes.byref(ck))
+    return ck
+
+
+def _spec_of_step(store, spec, step):
+    """"name@vN" of the newest checkpoint of model `spec` whose metadata says `step`."""
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise InvalidArgument(f"load_checkpoint: step is an integer >= 0, not {step!r}")
+    if "@" in spec:
+        raise InvalidArgument(f"load_checkpoint: {spec}: give a version or a step, not both")
+    lib = _lib.lib()
+    seen = []
+    for version in reversed(_strv("mt_ckpt_list", store.handle, _lib.b(spec))):
+        ck = _open(store, f"{spec}@{version}")
+        try:
+            got = json.loads(lib.mt_ckpt_meta(ck).decode()).get("step")
+        finally:
+            lib.mt_ckpt_close(ck)
+        if got == step:
+            return f"{spec}@{version}"
+        if got is not None:
+            seen.append(f"{got} ({version})")
+    have = ", ".join(reversed(seen)) if seen else "none records a step"
+    raise NotFound(f"model {spec}: no checkpoint has step {step} (steps: {have})")
+
+
+def load_checkpoint(store, spec, as_numpy=None, step=None):
     """The state saved as checkpoint spec ("name" for the newest, or "name@vN").
 
-    Tensors come back as torch tensors when torch can be imported (as_numpy=True: numpy
-    arrays), each read once and checked against the checksum its manifest records
-    (Corrupt when it differs). A bfloat16 tensor comes back as torch.bfloat16, or as a
-    numpy uint16 array of its bits."""
+    step=N: the newest checkpoint of model `spec` saved with step=N (NotFound naming the
+    steps there are when none was).  Each tensor comes back as what was saved: a numpy
+    array as numpy, a torch tensor as torch with its dtype (as numpy where this torch has
+    no such dtype: uint16/32/64 before torch 2.3, or without torch).  as_numpy=True: every
+    tensor as numpy; as_numpy=False: every tensor as torch where it can be.  A bfloat16
+    tensor comes back as torch.bfloat16, or as a numpy uint16 array of its bits.  Each is
+    read once and checked against the checksum its manifest records (Corrupt when it
+    differs).  A checkpoint with no state, written from C or imported from safetensors,
+    comes back as its flat {key: tensor} (torch when torch can be imported)."""
     if not isinstance(spec, str) or not spec:
         raise InvalidArgument(f"load_checkpoint: a checkpoint is 'name[@version]', not {spec!r}")
-    as_torch = not as_numpy and _torch() is not None
+    have_torch = _torch() is not None
     s = _Borrowed(store)
-    ck = ctypes.c_void_p()
+    ck = None
     try:
-        _lib.call("mt_ckpt_open", s.store.handle, spec.encode(), ctypes.byref(ck))
-        structure = json.loads(_lib.lib().mt_ckpt_state(ck).decode())
+        if step is not None:
+            spec = _spec_of_step(s.store, spec, step)
+        ck = _open(s.store, spec)
+        lib = _lib.lib()
+        structure = json.loads(lib.mt_ckpt_state(ck).decode())
+        numpy_keys = set(json.loads(lib.mt_ckpt_meta(ck).decode()).get(NUMPY_KEYS) or ())
+
+        def as_torch(key):
+            if as_numpy is not None:
+                return have_torch and not as_numpy
+            return have_torch and key not in numpy_keys
+        if structure is None:
+            keys = _tensor_keys(ck)
+            if keys:
+                return {k: _read_tensor(ck, k, as_torch) for k in keys}
         return _unflatten(structure, lambda key: _read_tensor(ck, key, as_torch))
     finally:
         if ck:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# python-ckpt.sh — checkpoints from Python: exact resume of a torch model with Adam, nested state round trips, dedup of unchanged tensors, async saves, keep, bad state refused with nothing committed; on the file store or (MT_TEST_STORE=s3) S3.
+# python-ckpt.sh — checkpoints from Python: exact resume of a torch model with Adam, nested state round trips, types kept (numpy, torch, a numpy RNG state), imported checkpoints, loading by step, dedup of unchanged tensors, async saves, keep, bad state refused with nothing committed; on the file store or (MT_TEST_STORE=s3) S3.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/store.sh"
 use_store
@@ -182,6 +182,98 @@ out=$($M model info bf2 2>&1)
 ok "$(printf '%s' "$out" | grep -q bfloat16; echo $?)" "model info shows the imported tensors as bfloat16"
 fails "a dataset attribute refuses bfloat16" 2 "bfloat16 is for model checkpoints only" \
 	$M ingest bfds --attr x=bfloat16 --format jsonl </dev/null
+
+check "a safetensors file with no matorage state, imported, loads from Python as its flat {key: tensor}" pymt - "$MATORAGE_STORE" "$M" "$WORK/plain.safetensors" <<'PYEOF'
+import json, struct, subprocess, sys
+import numpy as np
+import torch
+import matorage
+url, m, path = sys.argv[1:4]
+w, ids = np.arange(12, dtype=np.float32).reshape(3, 4), np.array([7, -1], np.int64)
+head = json.dumps({"layer.w": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]},
+                   "ids": {"dtype": "I64", "shape": [2], "data_offsets": [48, 64]}}).encode()
+with open(path, "wb") as f:
+    f.write(struct.pack("<Q", len(head)) + head + w.tobytes() + ids.tobytes())
+subprocess.run([m, "model", "import", "imp", path], check=True)
+back = matorage.load_checkpoint(url, "imp")
+assert isinstance(back, dict) and sorted(back) == ["ids", "layer.w"], back
+assert isinstance(back["layer.w"], torch.Tensor) and torch.equal(back["layer.w"], torch.from_numpy(w))
+assert back["ids"].dtype == torch.int64 and back["ids"].tolist() == [7, -1]
+flat = matorage.load_checkpoint(url, "imp@v1", as_numpy=True)
+assert flat["layer.w"].dtype == np.float32 and (flat["layer.w"] == w).all(), flat
+PYEOF
+
+check "types kept: numpy stays numpy and torch stays torch with their dtypes; a numpy RNG state resumes" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import numpy as np
+import torch
+import matorage
+url = sys.argv[1]
+np.random.seed(1234)
+np.random.random(5)
+g = torch.Generator().manual_seed(7)
+state = {"np": np.random.get_state(), "torch_rng": torch.get_rng_state(),
+         "u16": np.arange(5, dtype=np.uint16), "u32": np.arange(6, dtype=np.uint32),
+         "u64": np.arange(7, dtype=np.uint64) << np.uint64(40), "f16": np.ones(3, np.float16),
+         "w": torch.randn(4, 3, generator=g), "i": torch.arange(5, dtype=torch.int64),
+         "b": torch.ones(2, dtype=torch.bool), "bf": torch.ones(2, dtype=torch.bfloat16),
+         "py": (3, 2.5, "s", [1, "x"]), "n": 7}
+assert matorage.save_checkpoint(url, "types", state) == "types@v1"
+want = np.random.random(8)
+np.random.seed(0)
+back = matorage.load_checkpoint(url, "types")
+np.random.set_state(back["np"])
+assert (np.random.random(8) == want).all(), "the numpy RNG does not resume"
+assert back["np"][0] == "MT19937" and isinstance(back["np"], tuple), back["np"][:1]
+for k in ("u16", "u32", "u64", "f16"):
+    assert isinstance(back[k], np.ndarray) and back[k].dtype == state[k].dtype, (k, back[k])
+    assert (back[k] == state[k]).all(), k
+assert isinstance(back["np"][1], np.ndarray) and back["np"][1].dtype == np.uint32
+for k in ("torch_rng", "w", "i", "b", "bf"):
+    assert isinstance(back[k], torch.Tensor) and back[k].dtype == state[k].dtype, (k, back[k])
+    assert torch.equal(back[k], state[k]), k
+assert back["py"] == (3, 2.5, "s", [1, "x"]) and back["n"] == 7, (back["py"], back["n"])
+meta = matorage.checkpoint_info(url, "types")["meta"]
+assert sorted(meta["numpy_tensors"]) == ["f16", "np.1", "u16", "u32", "u64"], meta
+# as_numpy=True: all numpy; as_numpy=False: torch wherever torch has the dtype.
+allnp = matorage.load_checkpoint(url, "types", as_numpy=True)
+assert all(isinstance(allnp[k], np.ndarray) for k in ("w", "i", "u32", "torch_rng"))
+allt = matorage.load_checkpoint(url, "types", as_numpy=False)
+assert isinstance(allt["f16"], torch.Tensor) and isinstance(allt["np"][1], (np.ndarray, torch.Tensor))
+try:
+    matorage.save_checkpoint(url, "types", {}, metadata={"numpy_tensors": []})
+    raise AssertionError("the reserved metadata member was accepted")
+except matorage.InvalidArgument as e:
+    assert "numpy_tensors" in str(e), str(e)
+PYEOF
+
+check "load_checkpoint(step=N) finds the newest checkpoint saved with that step; a missing step names those there are" pymt - "$MATORAGE_STORE" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url = sys.argv[1]
+for i, st in enumerate([10, 20, 20, 30]):
+    matorage.save_checkpoint(url, "steps", {"i": i, "w": np.full(3, i)}, step=st)
+matorage.save_checkpoint(url, "steps", {"i": 4})
+assert matorage.load_checkpoint(url, "steps", step=10)["i"] == 0
+assert matorage.load_checkpoint(url, "steps", step=20)["i"] == 2
+assert (matorage.load_checkpoint(url, "steps", step=30)["w"] == 3).all()
+try:
+    matorage.load_checkpoint(url, "steps", step=25)
+    raise AssertionError("step 25 loaded")
+except matorage.NotFound as e:
+    msg = str(e)
+    assert "step 25" in msg and "10 (v1), 20 (v2), 20 (v3), 30 (v4)" in msg, msg
+    print("#", msg)
+for bad, exc in ((("steps@v1",), {"step": 10}), matorage.InvalidArgument), \
+                 ((("steps",), {"step": -1}), matorage.InvalidArgument), \
+                 ((("nosteps",), {"step": 1}), matorage.NotFound):
+    try:
+        matorage.load_checkpoint(url, *bad[0], **bad[1])
+        raise AssertionError(f"{bad} loaded")
+    except exc:
+        pass
+PYEOF
 
 check "the command line sees what Python saved" $M model info mlp@v1
 out=$($M model ls 2>&1)

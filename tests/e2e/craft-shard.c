@@ -1,4 +1,4 @@
-/* craft-shard.c — for crafted.sh: rewrite shard 0 of a version in a file store into a hostile but self-consistent one (index xxh3, sha256, manifest checksum all fixed up). */
+/* craft-shard.c — for crafted.sh: rewrite shard 0 of a version in a file store into a hostile but self-consistent one (index xxh3, sha256, manifest checksum all fixed up); also writes fuzz-shard's inputs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +152,27 @@ static void c_frame_1g(struct craft *c)
 	free(z);
 }
 
+/* A frame that declares the chunk's size and holds one raw block a byte
+ * short of it: its header, its block walk and its checksum all pass, and
+ * it does not decode. */
+static void c_frame_short(struct craft *c)
+{
+	size_t full = (size_t)(c->e->chunk_units * c->e->unit_bytes), n = full - 1;
+	size_t len = 4 + 1 + 8 + 3 + n;
+	uint8_t *z = calloc(1, len);
+	if (!z)
+		die("out of memory");
+	mti_put_u32(z, 0xFD2FB528u);
+	z[4] = 0xE0; /* 8-byte content size, single segment */
+	mti_put_u64(z + 5, full);
+	uint32_t h = 1u | (uint32_t)n << 3; /* the last block, raw */
+	z[13] = (uint8_t)h;
+	z[14] = (uint8_t)(h >> 8);
+	z[15] = (uint8_t)(h >> 16);
+	set_frame(c, c->e, 0, z, len);
+	free(z);
+}
+
 static void c_frame_size(struct craft *c)
 {
 	size_t full = (size_t)(c->e->chunk_units * c->e->unit_bytes) + 8;
@@ -273,6 +294,7 @@ static const struct kase cases[] = {
 	{"units-ne-rows", "f", c_units_ne_rows, NULL, "index units one short of the rows"},
 	{"frame-1g", "f", c_frame_1g, NULL, "a zstd frame declaring 1 GiB, the index 800 bytes"},
 	{"frame-size", "f", c_frame_size, NULL, "frame content size 8 bytes over the index's"},
+	{"frame-short", "f", c_frame_short, NULL, "a frame declaring the chunk's size, a byte short"},
 	{"frame-truncated", "f", c_frame_truncated, NULL, "a frame cut in half"},
 	{"frame-garbage", "f", c_frame_garbage, NULL, "64 bytes of garbage as a frame"},
 	{"not-hdf5", "f", c_not_hdf5, NULL, "no HDF5 signature at byte 0"},
@@ -331,14 +353,51 @@ static void list(void)
 		printf("%s %s %s\n", cases[i].name, cases[i].data, cases[i].about);
 }
 
+/* Shard 0 of a version as an input of fuzz/fuzz-shard.c: u32 index offset,
+ * u32 index bytes (little-endian), u8 tweak, the shard object.  The tweak
+ * asks the target to set the index's and the chunks' xxh3 to the bytes'
+ * (so that mutations reach the frames), which keeps a sealed shard as is. */
+static void fuzz_input(const char *dir, const char *ds, const char *ver, const char *out)
+{
+	char path[4096];
+	size_t len, slen;
+	mt_error err;
+	mt_manifest *m;
+	snprintf(path, sizeof path, "%s/datasets/%s/versions/%s.json", dir, ds, ver);
+	char *json = slurp(path, &len);
+	if (mti_manifest_decode(json, len, path, &m, &err))
+		die(err.message);
+	const mt_mshard *s = &m->shards[0];
+	if (s->index_offset > UINT32_MAX || s->index_bytes > UINT32_MAX)
+		die("the chunk index lies past 4 GiB");
+	snprintf(path, sizeof path, "%s/datasets/%s/shards/%s.h5", dir, ds, s->sha256);
+	uint8_t *sh = slurp(path, &slen);
+	uint8_t head[9];
+	mti_put_u32(head, (uint32_t)s->index_offset);
+	mti_put_u32(head + 4, (uint32_t)s->index_bytes);
+	head[8] = 8 | 16;
+	FILE *f = fopen(out, "wb");
+	if (!f || fwrite(head, 1, sizeof head, f) != sizeof head || fwrite(sh, 1, slen, f) != slen ||
+	    fclose(f))
+		die(out);
+	free(sh);
+	free(json);
+	mti_manifest_free(m);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
 		list();
 		return 0;
 	}
+	if (argc == 6 && strcmp(argv[1], "--fuzz-input") == 0) {
+		fuzz_input(argv[2], argv[3], argv[4], argv[5]);
+		return 0;
+	}
 	if (argc != 5)
-		die("usage: craft-shard STORE_DIR DATASET VERSION CASE | --list");
+		die("usage: craft-shard STORE_DIR DATASET VERSION CASE | --list | "
+		    "--fuzz-input STORE_DIR DATASET VERSION OUT");
 	const char *dir = argv[1], *ds = argv[2], *ver = argv[3];
 	const struct kase *k = find_case(argv[4]);
 	if (!k)

@@ -15,22 +15,33 @@ int mti_shard_is_hdf5(const void *head, size_t len)
 
 /* Every chunk of e: its bytes match its xxh3, and it is one zstd frame
  * declaring the chunk's decoded size (checked from the header, before
- * anything would be allocated for it). */
+ * anything is allocated for it) that decodes to that size.  Decoding is
+ * what a reader does: a frame whose header is right and whose blocks are
+ * not, under a checksum made for those bytes, would pass everything else
+ * and fail every read of its rows. */
 static int check_frames(const uint8_t *data, const mt_index_entry *e, const char *what,
 			mt_error *err)
 {
 	uint64_t full = e->chunk_units * e->unit_bytes; /* bounded by mti_index_decode */
-	for (size_t c = 0; c < e->nchunks; c++) {
+	uint8_t *buf = NULL;
+	int rc = 0;
+	for (size_t c = 0; !rc && c < e->nchunks; c++) {
 		const mt_chunk *k = &e->chunks[c];
 		const uint8_t *z = data + k->offset;
 		if (mti_xxh3(z, (size_t)k->size) != k->xxh3)
-			return mti_err(err, MT_ECORRUPT, "%s: %s chunk %zu (units %llu..%llu) fails its "
-				      "checksum", what, e->name, c, (unsigned long long)k->first,
-				      (unsigned long long)(k->first + k->count - 1));
-		if (mti_zstd_frame_check(z, (size_t)k->size, full, err))
-			return mti_err_prefix(err, "%s: %s chunk %zu: ", what, e->name, c);
+			rc = mti_err(err, MT_ECORRUPT, "%s: %s chunk %zu (units %llu..%llu) fails its "
+				    "checksum", what, e->name, c, (unsigned long long)k->first,
+				    (unsigned long long)(k->first + k->count - 1));
+		else if (mti_zstd_frame_check(z, (size_t)k->size, full, err))
+			rc = mti_err_prefix(err, "%s: %s chunk %zu: ", what, e->name, c);
+		else if (!buf && !(buf = malloc(full ? (size_t)full : 1)))
+			rc = mti_err(err, MT_ENOMEM, "%s: out of memory for a %llu-byte chunk of %s",
+				    what, (unsigned long long)full, e->name);
+		else if (mti_zstd_decompress(z, (size_t)k->size, buf, (size_t)full, err))
+			rc = mti_err_prefix(err, "%s: %s chunk %zu: ", what, e->name, c);
 	}
-	return 0;
+	free(buf);
+	return rc;
 }
 
 /* Ragged offsets o of the entry: from 0, never decreasing, ending at the

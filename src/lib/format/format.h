@@ -183,7 +183,7 @@ MT_LOCAL int mti_index_decode_shard(const void *data, size_t len, uint64_t shard
  *     the one the manifest names (mti_index_decode_shard: rows, dtypes,
  *     shapes and units against the manifest);
  *   - every chunk matches its xxh3 and is one zstd frame whose declared
- *     content size is the index's chunk size;
+ *     content size is the index's chunk size, and which decodes to it;
  *   - every ragged attribute's offsets start at 0, never decrease and end
  *     at the number of items its values hold.
  * verify, protect, compact, copy and repair apply mti_shard_check to a

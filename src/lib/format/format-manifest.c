@@ -171,7 +171,14 @@ static json_t *fm_enc_attrs(const mt_manifest *m)
 		fm_set(o, "shape", shape, &failed);
 		if (a->ragged)
 			fm_set(o, "ragged", json_true(), &failed);
-		if (!o || failed || json_array_append_new(attrs, o)) {
+		/* o is the caller's until appended: a shape that cannot be
+		 * encoded (a dimension past INT64_MAX) must not leak it. */
+		if (!o || failed) {
+			json_decref(o);
+			json_decref(attrs);
+			return NULL;
+		}
+		if (json_array_append_new(attrs, o)) {
 			json_decref(attrs);
 			return NULL;
 		}

@@ -1,7 +1,7 @@
 #!/bin/bash
 # fuzz-explore.sh — fuzz one target at random for a while, to find new crashes; run on purpose, never by make check.
 # Usage: scripts/fuzz-explore.sh TARGET [SECONDS] [LIBFUZZER-OPTION...]
-#   TARGET is npy, manifest, index, s3-xml or readers; SECONDS defaults to 600.
+#   TARGET is npy, manifest, index, s3-xml, readers, records or shard; SECONDS defaults to 600.
 # Builds the target in build/fuzz when it is not there (clang, as scripts/test.sh does).
 # Keeps its working corpus in build/fuzz-explore/TARGET/corpus, so runs build on each
 # other, and what it finds in build/fuzz-explore/TARGET/crash-*.  Once a crash is fixed,
@@ -9,7 +9,7 @@
 # tests/e2e/fuzz-smoke.sh replays it in every make check.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TARGETS="npy manifest index s3-xml readers"
+TARGETS="npy manifest index s3-xml readers records shard"
 
 usage() {
 	echo "usage: $0 TARGET [SECONDS] [LIBFUZZER-OPTION...]  (TARGET: $TARGETS)" >&2

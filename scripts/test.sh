@@ -144,7 +144,7 @@ if [ $AUTOGEN -eq 0 ]; then
 	then
 		# A target that no longer builds must not leave its old binary to be tested.
 		FUZZ_TARGETS=(fuzz/fuzz-npy fuzz/fuzz-manifest fuzz/fuzz-index fuzz/fuzz-s3-xml
-			fuzz/fuzz-readers fuzz/fuzz-records)
+			fuzz/fuzz-readers fuzz/fuzz-records fuzz/fuzz-shard)
 		(cd build/fuzz && rm -f "${FUZZ_TARGETS[@]}")
 		run fuzz-build make -C build/fuzz -k -j"$JOBS" "${FUZZ_TARGETS[@]}" || broken "fuzz: build"
 	else

@@ -6,8 +6,9 @@
 : "${top_builddir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 DIR=${MT_FUZZ_DIR:-$top_builddir/fuzz}
 SEED=1
-# TARGET:RUNS — a few seconds each here; the readers start a Lua state per input.
-TARGETS="npy:50000 manifest:50000 index:50000 s3-xml:50000 readers:2000 records:50000"
+# TARGET:RUNS — a few seconds each here; the readers start a Lua state per input, and a
+# shard input opens a reader and decodes its chunks (the check, then the reads).
+TARGETS="npy:50000 manifest:50000 index:50000 s3-xml:50000 readers:2000 records:50000 shard:5000"
 
 built=0
 for tr in $TARGETS; do

@@ -252,4 +252,17 @@ ok $([ -z "$err" ] && echo 0 || echo 1) "a failed Loader(...) leaves nothing on 
 fails "a missing library: a clear error naming MATORAGE_LIB" 1 "MATORAGE_LIB=/nonexistent/libmatorage.so.0: cannot load" \
 	env MATORAGE_LIB=/nonexistent/libmatorage.so.0 PYTHONPATH="$top_srcdir/python" "$PY" -c 'import matorage; matorage.Store()'
 
+check "Writer(append=True) on a dataset with no version makes v1; a second saver continues it" pymt - "$URL" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+store = matorage.Store(sys.argv[1])
+for i in range(2):
+    with matorage.Writer(store, "savers", append=True) as w:
+        w.append(x=np.arange(i * 5, i * 5 + 5, dtype=np.int64))
+r = matorage.Reader(store, "savers")
+assert r.version == "v2" and len(r) == 10, (r.version, len(r))
+assert r.read("x").tolist() == list(range(10)), r.read("x")
+PYEOF
+
 done_testing

@@ -43,9 +43,7 @@ int mt_catalog_job_begin(mt_catalog *c, const char *kind, const char *target, in
 	int rc = mti_cat_prepare(c, "INSERT INTO jobs(kind, target, started) VALUES(?1, ?2, ?3)", &st,
 				 err);
 	if (!rc) {
-		sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, target, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+		mti_cat_bind_texts(st, 1, (const char *const[]){kind, target, now}, 3);
 		rc = mti_cat_step_done(c, st, "recording a job", err);
 		sqlite3_finalize(st);
 		*id = rc ? 0 : sqlite3_last_insert_rowid(c->db);
@@ -91,9 +89,7 @@ int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *datase
 				 "health_note = '', health_at = ?5 WHERE sha256 = ?3 AND list_id IN "
 				 "(" LISTS_OF_DATASET ")", &st, err);
 	if (!rc) {
-		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, sha256, -1, SQLITE_STATIC);
+		mti_cat_bind_texts(st, 1, (const char *const[]){url, dataset, sha256}, 3);
 		sqlite3_bind_text(st, 4, code ? (message && *message ? message : mt_strerror(code))
 					      : "ok", -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
@@ -134,9 +130,7 @@ static void cat_bind_u64(sqlite3_stmt *st, int i, uint64_t v)
 static void cat_bind_version(sqlite3_stmt *st, const char *url, const char *dataset,
 			     const char *version)
 {
-	sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, version, -1, SQLITE_STATIC);
+	mti_cat_bind_texts(st, 1, (const char *const[]){url, dataset, version}, 3);
 }
 
 /* A write about a version that changed no row found no version. */
@@ -167,11 +161,8 @@ int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *datas
 				 &st, err);
 	if (!rc) {
 		cat_bind_version(st, url, dataset, version);
-		sqlite3_bind_text(st, 4, k->kind, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 6, state, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 7, k->sources, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 8, k->message, -1, SQLITE_STATIC);
+		mti_cat_bind_texts(st, 4, (const char *const[]){k->kind, now, state, k->sources,
+							   k->message}, 5);
 		cat_bind_u64(st, 9, k->objects);
 		cat_bind_u64(st, 10, k->damaged);
 		cat_bind_u64(st, 11, k->rebuilt);
@@ -203,12 +194,7 @@ int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
 				 " verified_at END WHERE sha256 = ?3 AND list_id IN ("
 				 LISTS_OF_DATASET ")", &st, err);
 	if (!rc) {
-		sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, dataset, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, sha256, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 5, note, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+		mti_cat_bind_texts(st, 1, (const char *const[]){url, dataset, sha256, name, note, now}, 6);
 		rc = mti_cat_step_done(c, st, "recording a shard's health", err);
 		sqlite3_finalize(st);
 	}
@@ -233,9 +219,7 @@ int mt_catalog_stats_put(mt_catalog *c, const char *url, const char *dataset,
 				 " SELECT id, ?4, ?5, ?6 FROM (" VERSION_IN_BUCKET ")", &st, err);
 	if (!rc) {
 		cat_bind_version(st, url, dataset, version);
-		sqlite3_bind_text(st, 4, attr, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 5, json, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+		mti_cat_bind_texts(st, 4, (const char *const[]){attr, json, now}, 3);
 		rc = mti_cat_step_done(c, st, "recording statistics", err);
 		sqlite3_finalize(st);
 	}

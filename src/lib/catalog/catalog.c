@@ -109,6 +109,12 @@ int mti_cat_prepare(mt_catalog *c, const char *sql, sqlite3_stmt **st, mt_error 
 	return 0;
 }
 
+void mti_cat_bind_texts(sqlite3_stmt *st, int first, const char *const *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		sqlite3_bind_text(st, first + i, v[i], -1, SQLITE_STATIC);
+}
+
 /* Run a statement that returns no rows. */
 int mti_cat_step_done(mt_catalog *c, sqlite3_stmt *st, const char *what, mt_error *err)
 {

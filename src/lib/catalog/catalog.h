@@ -43,6 +43,10 @@ MT_CATALOG_LOCAL int mti_cat_prepare(mt_catalog *c, const char *sql, sqlite3_stm
 /* Step a statement that returns no rows (or whose rows are not wanted), then reset it. */
 MT_CATALOG_LOCAL int mti_cat_step_done(mt_catalog *c, sqlite3_stmt *st, const char *what,
 				       mt_error *err);
+/* Bind n strings (NULL binds NULL) to ?first, ?first+1, ...; the strings
+ * must outlive the statement's next step. */
+MT_CATALOG_LOCAL void mti_cat_bind_texts(sqlite3_stmt *st, int first, const char *const *v,
+					 int n);
 /* A statement whose one parameter is ?1 = id. */
 MT_CATALOG_LOCAL int mti_cat_exec_id(mt_catalog *c, const char *sql, int64_t id,
 				     const char *what, mt_error *err);

@@ -99,7 +99,10 @@ tests_done() {
 configure_in() {
 	local dir=$1
 	shift
-	mkdir -p "$dir" && cd "$dir" && "$ROOT/configure" "$@"
+	# The Python the tests use (tests/e2e/lib.sh): the package is installed for it.
+	local py=()
+	[ -z "${PYTHON:-}" ] && [ -x /usr/bin/python3 ] && py=(PYTHON=/usr/bin/python3)
+	mkdir -p "$dir" && cd "$dir" && "$ROOT/configure" "${py[@]}" "$@"
 	local rc=$?
 	cd "$ROOT" || return 1
 	return $rc

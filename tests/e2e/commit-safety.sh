@@ -15,6 +15,18 @@ wait_for() {
 	for _ in $(seq 1 600); do "$@" && return 0; sleep 0.1; done
 	return 1
 }
+# appends_at_once DATASET FIRST LAST TEXT: put --append of a$FIRST.npy..a$LAST.npy, all at
+# once; ok when every one exits 0 (their errors shown otherwise).
+appends_at_once() {
+	local pids=() bad=0 i p
+	for i in $(seq "$2" "$3"); do
+		$M put "$1" id="$WORK/a$i.npy" --append > /dev/null 2> "$WORK/$1-app$i.err" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+	ok $bad "$4"
+	[ $bad -eq 0 ] || cat "$WORK/$1"-app*.err | sed 's/^/# /'
+}
 # rows_are DATASET@VERSION N: the version holds ids 0..N-1, each once (attribute id).
 rows_are() {
 	$M get "$1" id -o "$WORK/ids.npy" > /dev/null &&
@@ -31,15 +43,7 @@ np.save('$WORK/big.npy', np.random.default_rng(7).standard_normal((4000, 16)).as
 
 # ---- concurrent appends: none drops another's rows ----------------------------------------
 $M put log id="$WORK/a0.npy" > /dev/null
-pids=()
-for i in $(seq 1 12); do
-	$M put log id="$WORK/a$i.npy" --append > "$WORK/app$i.out" 2> "$WORK/app$i.err" &
-	pids+=($!)
-done
-bad=0
-for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
-ok $bad "12 concurrent appends all exit 0"
-[ $bad -eq 0 ] || cat "$WORK"/app*.err | sed 's/^/# /'
+appends_at_once log 1 12 "12 concurrent appends all exit 0"
 ok $(rows_are log 1300; echo $?) "the latest holds every appended row once (1300 rows)"
 chain=$($M ls -l log | awk 'NR > 1 { print $1, $NF }' | $PY -c "
 import sys
@@ -50,15 +54,7 @@ ok $([ "$chain" = ok ]; echo $?) "the 13 versions form one chain, each the paren
 # ---- concurrent first appends: a dataset with no version yet ------------------------------
 # Independent savers need no first version made apart: every append that finds no version
 # starts empty, and whichever commits second continues the first's rows.
-pids=()
-for i in $(seq 1 6); do
-	$M put fresh id="$WORK/a$((i - 1)).npy" --append > /dev/null 2> "$WORK/fresh$i.err" &
-	pids+=($!)
-done
-bad=0
-for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
-ok $bad "6 concurrent appends to a dataset with no version all exit 0"
-[ $bad -eq 0 ] || cat "$WORK"/fresh*.err | sed 's/^/# /'
+appends_at_once fresh 0 5 "6 concurrent appends to a dataset with no version all exit 0"
 ok $(rows_are fresh 600; echo $?) "the latest holds every appended row once (600 rows)"
 ok $([ "$($M ls fresh | wc -l)" -eq 6 ]; echo $?) "six versions, one per append"
 fails "an append with other attributes than the first's is refused" 1 "appended attributes differ" \

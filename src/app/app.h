@@ -107,17 +107,24 @@ int app_stats_cached(mt_catalog *c, const char *url, const char *dataset, const 
 int app_stats_record(mt_catalog *c, const char *url, const mt_stats *s, mt_error *err);
 /* ---- app-diff.c ---- */
 
-/* What two versions A and B have in common, shard by shard (by sha256): the
- * shards of A that B holds too, those only A holds (new against B), those
- * only B holds (removed going from B to A). */
+/* What two versions A and B have in common, by shard reference (a shard
+ * listed twice in a version is two references, of its rows twice): the
+ * references of A matched one for one with references of B to the same
+ * object (by sha256), the rest of A's (new against B) and the rest of B's
+ * (removed going from B to A).  So shared rows never exceed either side's
+ * and "0 new" means A holds no row B does not. */
 enum { APP_DIFF_SHARED, APP_DIFF_ADDED, APP_DIFF_REMOVED, APP_DIFF_N };
 struct app_diff_shard {
 	char sha256[72];
 	uint64_t bytes, rows, first_row;
 	int change; /* APP_DIFF_* */
+	int repeat; /* new or removed, but its object is no new one: the other
+		     * side holds it too, or its side listed it before */
 };
 struct app_diff {
 	uint64_t shards[APP_DIFF_N], bytes[APP_DIFF_N], rows[APP_DIFF_N];
+	uint64_t repeats[APP_DIFF_N]; /* of shards[], the repeat references */
+	int same_order;               /* A and B list the same shards in order */
 	struct app_diff_shard *s; /* A's shards in order, then the removed ones in B's */
 	size_t ns;
 };
@@ -126,6 +133,11 @@ void app_diff_readers(const mt_reader *a, const mt_reader *b, struct app_diff *d
 void app_diff_free(struct app_diff *d);
 /* "shared", "new", "removed". */
 const char *app_diff_change_name(int change);
+/* A shard's change as a listing spells it: a new repeat reference "repeat". */
+const char *app_diff_shard_change(const struct app_diff_shard *s);
+/* When nothing is new or removed, a sentence saying so and whether the order
+ * of the rows is the same; NULL otherwise. */
+const char *app_diff_verdict(const struct app_diff *d);
 /* One change's totals as a line: "new  1 shard  1.2 MiB  100 rows". */
 const char *app_diff_line(const struct app_diff *d, int change, char *buf, size_t cap);
 

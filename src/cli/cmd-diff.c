@@ -19,12 +19,14 @@ static void diff_print(const struct cli_ref *ra, const struct cli_ref *rb, const
 	       mt_reader_info(b)->version);
 	for (int c = 0; c < APP_DIFF_N; c++)
 		printf("%s\n", app_diff_line(&d, c, line, sizeof line));
+	if (app_diff_verdict(&d))
+		printf("%s\n", app_diff_verdict(&d));
 	if (shards && d.ns) {
 		printf("\n  %-8s %-64s %12s %12s %12s\n", "CHANGE", "SHA256", "FIRST_ROW", "ROWS",
 		       "BYTES");
 		for (size_t i = 0; i < d.ns; i++)
 			printf("  %-8s %-64s %12llu %12llu %12llu\n",
-			       app_diff_change_name(d.s[i].change), d.s[i].sha256,
+			       app_diff_shard_change(&d.s[i]), d.s[i].sha256,
 			       (unsigned long long)d.s[i].first_row, (unsigned long long)d.s[i].rows,
 			       (unsigned long long)d.s[i].bytes);
 	}

@@ -35,7 +35,7 @@ typedef struct mt_catalog mt_catalog;
 
 /* The schema version this library writes; older catalogs are upgraded in
  * place when opened. */
-#define MT_CATALOG_SCHEMA 8
+#define MT_CATALOG_SCHEMA 9
 
 /* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/..., mt_user_path).  A catalog
@@ -117,8 +117,10 @@ enum mt_catalog_level {
 	MT_CAT_DATASETS, /* name, versions, latest, rows, stored bytes, tags, description */
 	MT_CAT_VERSIONS, /* name, created, rows, shards, stored bytes, parent, tags, description,
 			  * protection ("K+M"), parity overhead (ratio), health (the
-			  * state of its last check: mt_catalog_health_name), shards
-			  * shared with the parent (NULL: no parent) */
+			  * state of its last check: mt_catalog_health_name), shard
+			  * references shared with the parent, one for one (NULL: no
+			  * parent, or a removed one whose share is not known), the
+			  * parent removed (1|0; NULL: no parent) */
 	MT_CAT_SHARDS,   /* index, sha256, first row, rows, bytes, verified, health (a
 			  * state's name), what repaired it or would, or what is wrong */
 	MT_CAT_ATTRS,    /* name, dtype, shape, ragged (1|0) */

@@ -92,7 +92,7 @@ static const struct {
 } levels[MT_CAT_NLEVELS] = {
 	[MT_CAT_REMOTES] = COLS(remote_cols),  [MT_CAT_BUCKETS] = COLS(bucket_cols),
 	[MT_CAT_DATASETS] = COLS(dataset_cols),
-	[MT_CAT_VERSIONS] = COLS_ORDER(version_cols, version_order, 12),
+	[MT_CAT_VERSIONS] = COLS_ORDER(version_cols, version_order, 13),
 	[MT_CAT_SHARDS] = COLS_ORDER(shard_cols, shard_order, 8), [MT_CAT_ATTRS] = COLS(attr_cols),
 	[MT_CAT_VERSION] = COLS(field_cols),   [MT_CAT_SHARD] = COLS(field_cols),
 	[MT_CAT_JOBS] = COLS(job_cols),        [MT_CAT_JOB] = COLS(result_cols),
@@ -189,6 +189,26 @@ static const char *none_text(int kind)
 	}
 }
 
+/* A version's parent with how much of it the version shares: "v1 (all
+ * shared)"; a removed one says so, with what the version still holds of it. */
+static const char *parent_cell(const char *const *cols, const char *v, char *buf, size_t cap)
+{
+	const char *nshared = cols[11], *nshards = cols[3];
+	if (cols[12] && !strcmp(cols[12], "1")) {
+		if (nshared && nshards)
+			snprintf(buf, cap, "%s (removed, %s/%s shared)", v, nshared, nshards);
+		else
+			snprintf(buf, cap, "%s (removed)", v);
+	} else if (nshared && nshards && !strcmp(nshared, nshards)) {
+		snprintf(buf, cap, "%s (all shared)", v);
+	} else if (nshared && nshards) {
+		snprintf(buf, cap, "%s (%s/%s shared)", v, nshared, nshards);
+	} else {
+		return v;
+	}
+	return buf;
+}
+
 const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap)
 {
 	if (level == MT_CAT_VERSION || level == MT_CAT_SHARD)
@@ -198,14 +218,8 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	const char *v = cols[src];
 	if (level == MT_CAT_SHARDS && kind == COL_HEALTH)
 		return shard_health(cols, buf, cap);
-	/* The parent with how much of it the version shares: "v1 (all shared)". */
-	if (level == MT_CAT_VERSIONS && src == 5 && v && v[0] && cols[11] && cols[3]) {
-		if (!strcmp(cols[11], cols[3]))
-			snprintf(buf, cap, "%s (all shared)", v);
-		else
-			snprintf(buf, cap, "%s (%s/%s shared)", v, cols[11], cols[3]);
-		return buf;
-	}
+	if (level == MT_CAT_VERSIONS && src == 5 && v && v[0])
+		return parent_cell(cols, v, buf, cap);
 	/* Every version removed, its shards not yet collected. */
 	if (level == MT_CAT_DATASETS && c == 2 && cols[1] && !strcmp(cols[1], "0"))
 		return "(removed)";

@@ -57,14 +57,14 @@ static char **diff_lines(const struct diff_arg *da, size_t *n)
 				   da->tg->ref.dataset, da->other);
 	for (int c = 0; c < APP_DIFF_N; c++)
 		lines[k++] = app_xstrdup(app_diff_line(d, c, line, sizeof line));
-	if (!d->shards[APP_DIFF_ADDED] && !d->shards[APP_DIFF_REMOVED])
-		lines[k++] = app_xasprintf("every shard is shared: the same data");
+	if (app_diff_verdict(d))
+		lines[k++] = app_xstrdup(app_diff_verdict(d));
 	lines[k++] = app_xstrdup("");
 	lines[k++] = app_xasprintf("%-8s %-16s %12s %10s %10s", "CHANGE", "SHARD", "FIRST ROW",
 				   "ROWS", "BYTES");
 	for (size_t i = 0; i < d->ns; i++)
 		lines[k++] = app_xasprintf("%-8s %-16.16s %12llu %10llu %10s",
-					   app_diff_change_name(d->s[i].change), d->s[i].sha256,
+					   app_diff_shard_change(&d->s[i]), d->s[i].sha256,
 					   (unsigned long long)d->s[i].first_row,
 					   (unsigned long long)d->s[i].rows,
 					   app_human_bytes(d->s[i].bytes, human, sizeof human));

@@ -42,21 +42,15 @@ struct level {
 /* Field rows of one version: (name, value) pairs in display order. */
 #define FIELD(name, expr) "SELECT 0, " name ", " expr " FROM v UNION ALL "
 
-/* How many of version v's shards its parent lists too (by sha256), NULL
- * without a parent, 0 when the parent is not in the catalog.  Along a chain
- * (one list) the parent's shards are all shared, and only v's own rows are
- * looked up, by sha256 (the unary + keeps SQLite from scanning the list's
- * prefix instead); else the two lists are compared. */
-#define NSHARED                                                                             \
-	"CASE v.parent WHEN '' THEN NULL ELSE coalesce((SELECT CASE WHEN pv.shard_list ="  \
-	" v.shard_list AND pv.nshards <= v.nshards THEN pv.nshards + (SELECT count(*) FROM"  \
-	" shards s WHERE s.list_id = v.shard_list AND s.idx >= pv.nshards AND s.idx <"      \
-	" v.nshards AND EXISTS (SELECT 1 FROM shards x WHERE x.sha256 = s.sha256 AND"       \
-	" +x.list_id = v.shard_list AND +x.idx < pv.nshards)) ELSE (SELECT count(*) FROM"    \
-	" shards s WHERE s.list_id = v.shard_list AND s.idx < v.nshards AND s.sha256 IN"     \
-	" (SELECT ps.sha256 FROM shards ps WHERE ps.list_id = pv.shard_list AND ps.idx <"    \
-	" pv.nshards)) END FROM versions pv WHERE pv.dataset_id = v.dataset_id AND"          \
-	" pv.name = v.parent), 0) END"
+/* How many of version v's shard references match one of its parent's
+ * (NULL without a parent; when the parent is no longer in the catalog, what
+ * was counted while it was: cat_keep_shared).  CAT_NSHARED_LIVE counts. */
+#define NSHARED "CASE v.parent WHEN '' THEN NULL ELSE coalesce(" CAT_NSHARED_LIVE ", v.parent_shared) END"
+/* 1 when v's parent is no longer in the catalog (removed), 0 when it is,
+ * NULL without a parent. */
+#define PARENT_GONE                                                                         \
+	"CASE v.parent WHEN '' THEN NULL ELSE NOT EXISTS (SELECT 1 FROM versions pv WHERE"  \
+	" pv.dataset_id = v.dataset_id AND pv.name = v.parent) END"
 
 /* A shard row's id names its version and index: rows are shared by the
  * versions of a chain, and the browser opens a shard of one version. */
@@ -79,12 +73,12 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" FROM datasets WHERE bucket_id = ?1"
 		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
 			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
-	[MT_CAT_VERSIONS] = {12,
+	[MT_CAT_VERSIONS] = {13,
 		"SELECT v.id, v.name, v.created, v.rows, v.nshards, v.stored_bytes, v.parent,"
 		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
 		" v.description, " PROTECTION("v.") ", v.protect_overhead,"
 		" (SELECT state FROM checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1),"
-		" " NSHARED
+		" " NSHARED ", " PARENT_GONE
 		" FROM versions v WHERE v.dataset_id = ?1"
 		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"
 			    " EXISTS (SELECT 1 FROM tags t WHERE t.version_id = v.id AND"
@@ -109,7 +103,8 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		"   AND up.n < 64) SELECT name FROM up WHERE name <> '' ORDER BY n) p) AS lineage,"
 		" (SELECT count(*) FROM shards WHERE list_id = v.shard_list AND idx < v.nshards"
 		"  AND verified = 'ok') AS nok,"
-		" coalesce(" NSHARED ", 0) AS nshared,"
+		" coalesce(" NSHARED ", 0) AS nshared, " PARENT_GONE " AS pgone,"
+		" " NSHARED " AS pshared,"
 		" (SELECT count(*) FROM shards WHERE list_id = v.shard_list AND idx < v.nshards"
 		"  AND verified NOT IN ('', 'ok')) AS nbad, " CHECK_FIELDS
 		" FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"
@@ -118,9 +113,10 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		FIELD("'remote'", "remote || '  ' || url")
 		FIELD("'parent'", "nullif(parent, '')")
 		FIELD("'lineage'", "coalesce(name || ' < ' || lineage, name)")
-		FIELD("'shared'", "CASE WHEN parent = '' THEN NULL ELSE nshared || ' of ' ||"
-		      " nshards || ' shards with ' || parent || CASE nshared WHEN nshards THEN"
-		      " ' (all)' ELSE '' END END")
+		FIELD("'shared'", "CASE WHEN parent = '' THEN NULL WHEN pgone AND pshared IS NULL"
+		      " THEN parent || ' was removed' ELSE nshared || ' of ' || nshards ||"
+		      " ' shards with ' || parent || CASE WHEN pgone THEN ' (removed; it still"
+		      " holds them)' WHEN nshared = nshards THEN ' (all)' ELSE '' END END")
 		FIELD("'created'", "created")
 		FIELD("'author'", "nullif(author, '')")
 		FIELD("'description'", "nullif(description, '')")

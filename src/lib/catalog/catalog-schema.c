@@ -271,6 +271,10 @@ static const char *const migrations[] = {
 
 	/* 7 -> 8: shard lists shared along append chains. */
 	MIGRATE_SHARD_LISTS,
+
+	/* 8 -> 9: what a version shared with its parent, kept when the parent
+	 * is removed (NULL: not known). */
+	"ALTER TABLE versions ADD COLUMN parent_shared INTEGER;",
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -844,6 +844,24 @@ static int cat_gc_lists(mt_catalog *c, int64_t ds, mt_error *err)
 	return rc;
 }
 
+/* Before version `name` of dataset ds leaves the catalog, its children keep
+ * how many of their shard references it shared with them, so a child can
+ * still say what it holds of a removed parent. */
+static int cat_keep_shared(mt_catalog *c, int64_t ds, const char *name, mt_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, "UPDATE versions SET parent_shared = (SELECT "
+				 CAT_NSHARED_LIVE " FROM versions v WHERE v.id = versions.id)"
+				 " WHERE dataset_id = ?1 AND parent = ?2", &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, ds);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	rc = mti_cat_step_done(c, st, "keeping what a removed version shared", err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* Drop the versions the store no longer lists, then refresh the dataset's
  * summary, or drop the dataset when no version is left; one transaction. */
 static int ds_sync_finish(struct ds_sync *d, mt_error *err)
@@ -857,7 +875,8 @@ static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 		if (mti_listing_find(&d->man, d->known[i].name))
 			continue;
 		sqlite3_stmt *st;
-		if (!(rc = mti_cat_prepare(c, "DELETE FROM versions WHERE dataset_id = ?1 AND name = ?2",
+		rc = cat_keep_shared(c, d->ds, d->known[i].name, err);
+		if (!rc && !(rc = mti_cat_prepare(c, "DELETE FROM versions WHERE dataset_id = ?1 AND name = ?2",
 					   &st, err))) {
 			sqlite3_bind_int64(st, 1, d->ds);
 			sqlite3_bind_text(st, 2, d->known[i].name, -1, SQLITE_STATIC);

@@ -18,6 +18,22 @@ MT_CATALOG_LOCAL int mti_catalog_open_schema(const char *path, int schema, mt_ca
 MT_CATALOG_LOCAL int mti_catalog_migrate(mt_catalog *c, int target, mt_error *err);
 
 
+/* How many of version v's shard references match one reference of its
+ * parent's each (a shard listed twice counts twice), NULL when the parent
+ * is not in the catalog.  Along a chain (one list) the parent's references
+ * are a prefix of v's, so all of them match and none more; else each of v's
+ * references to an object matches while its rank among v's references to it
+ * is below the parent's count of them (lookups by sha256; the unary + keeps
+ * SQLite on the sha256 index). */
+#define CAT_NSHARED_LIVE                                                                    \
+	"(SELECT CASE WHEN pv.shard_list = v.shard_list AND pv.nshards <= v.nshards THEN"   \
+	" pv.nshards ELSE (SELECT count(*) FROM shards s WHERE s.list_id = v.shard_list AND" \
+	" s.idx < v.nshards AND (SELECT count(*) FROM shards y WHERE y.sha256 = s.sha256 AND" \
+	" +y.list_id = v.shard_list AND +y.idx < s.idx) < (SELECT count(*) FROM shards ps"   \
+	" WHERE ps.sha256 = s.sha256 AND +ps.list_id = pv.shard_list AND +ps.idx <"          \
+	" pv.nshards)) END FROM versions pv WHERE pv.dataset_id = v.dataset_id AND"          \
+	" pv.name = v.parent)"
+
 struct mt_catalog {
 	sqlite3 *db;
 	char *path;

@@ -22,6 +22,9 @@ void tui_ask(struct tui *t, const char *label, const char *initial,
 	snprintf(t->prompt.label, sizeof t->prompt.label, "%s", label);
 	snprintf(t->prompt.text, sizeof t->prompt.text, "%s", initial ? initial : "");
 	t->prompt.cur = strlen(t->prompt.text);
+	/* A default shows selected: Enter takes it, typing replaces it, and a
+	 * key that moves or edits keeps it for changing. */
+	t->prompt.selected = t->prompt.text[0] != '\0';
 	t->dirty = 1;
 }
 
@@ -271,6 +274,18 @@ static int prompt_edit(struct tui_prompt *p, int k)
 	return 1;
 }
 
+/* The first key on a selected default: a character replaces it, an erasing
+ * key erases it (returns 1: the key is used up), any other keeps it. */
+static int unselect(struct tui_prompt *p, int k)
+{
+	p->selected = 0;
+	int typed = k >= 0x20 && !(k & DISP_FN) && k != 0x7f && k < 0x110000;
+	int erase = k == 127 || k == 8 || k == (DISP_FN | KEY_BACKSPACE) || k == (DISP_FN | KEY_DC);
+	if (typed || erase)
+		cut(p, 0, strlen(p->text));
+	return erase;
+}
+
 void tui_prompt_key(struct tui *t, int k)
 {
 	struct tui_prompt *p = &t->prompt;
@@ -283,7 +298,9 @@ void tui_prompt_key(struct tui *t, int k)
 		prompt_end(t, 1);
 		return;
 	}
-	if (k == '\t') {
+	if (p->selected && unselect(p, k)) {
+		/* the selection erased: nothing more to do with the key */
+	} else if (k == '\t') {
 		complete(t);
 	} else if (k == (DISP_FN | KEY_UP) || k == (DISP_FN | KEY_DOWN)) {
 		history_move(t, k == (DISP_FN | KEY_UP) ? -1 : 1);
@@ -315,7 +332,7 @@ void tui_prompt_draw(struct tui *t, int y)
 		while (cont_byte(*shown))
 			shown++;
 	}
-	x += disp_text(y, x, w - x, R_NORMAL, shown);
+	x += disp_text(y, x, w - x, p->selected ? R_SELECTED : R_NORMAL, shown);
 	const char *at = p->text + p->cur;
 	char under[8] = " ";
 	if (*at)

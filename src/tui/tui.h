@@ -187,6 +187,7 @@ struct tui_prompt {
 	char label[700];
 	char text[512];
 	size_t cur;        /* the cursor, a byte offset into text */
+	int selected;      /* the text given at the start, untouched: typing replaces it */
 	int hist;          /* TUI_HIST_* */
 	int hpos;          /* the history entry shown, -1: the line being typed */
 	char saved[512];   /* the line being typed while browsing the history */

@@ -30,6 +30,8 @@ struct list {
 	size_t cur, top;
 	int first_y; /* screen line of row `top`, for clicks */
 	int *widths;
+	unsigned char *shown; /* the columns on screen (list_layout) */
+	size_t last;          /* the last of them: it takes the rest of the line */
 	char filter[256];
 	char search[256];
 	char error[512];
@@ -127,7 +129,11 @@ static void list_sort(struct list *l)
 static void list_widths(struct list *l)
 {
 	free(l->widths);
+	free(l->shown);
 	l->widths = app_xcalloc(l->ncols, sizeof *l->widths);
+	l->shown = app_xcalloc(l->ncols, 1);
+	memset(l->shown, 1, l->ncols);
+	l->last = l->ncols ? l->ncols - 1 : 0;
 	for (size_t c = 0; c < l->ncols; c++) {
 		int w = disp_columns(l->cols[c].name);
 		for (size_t i = 0; i < l->n && i < 5000; i++) {
@@ -232,6 +238,31 @@ static int list_has_header(const struct list *l)
 	return l->src != SRC_TEXT && l->src != SRC_JOBLOG;
 }
 
+/* Which columns fit in w screen columns whole.  A value cut short misleads
+ * ("810.1" of "810.1 KiB", "1" of 10000), so a column that does not fit is
+ * left out, in the order of importance the headers have (the first, the
+ * row's name, always shows); only free text at the end of the line may show
+ * cut, with a mark. */
+static void list_layout(struct list *l, int w)
+{
+	if (l->wrap || l->ncols < 2)
+		return;
+	memset(l->shown, 0, l->ncols);
+	int used = l->widths[0];
+	l->shown[0] = 1;
+	l->last = 0;
+	for (size_t c = 1; c < l->ncols; c++) {
+		int need = l->widths[c] + 2;
+		int head = disp_columns(l->cols[c].name);
+		int text_end = c + 1 == l->ncols && l->cols[c].kind == COL_TEXT;
+		if (used + need <= w || (text_end && w - used - 2 >= (head > 8 ? head : 8))) {
+			l->shown[c] = 1;
+			l->last = c;
+			used += need;
+		}
+	}
+}
+
 /* Where the last column starts, and its width (the rest of the line). */
 static int list_last_x(const struct list *l)
 {
@@ -286,7 +317,9 @@ static void draw_header(const struct list *l, int y)
 	int w = disp_width(), x = 0;
 	disp_fill(y, 0, w, R_HEADER);
 	for (size_t c = 0; c < l->ncols && x < w; c++) {
-		int cw = c + 1 == l->ncols ? w - x : l->widths[c];
+		if (!l->shown[c])
+			continue;
+		int cw = c == l->last ? w - x : l->widths[c];
 		tui_text_cut(y, x, cw, R_HEADER, l->cols[c].name);
 		x += cw + 2;
 	}
@@ -302,9 +335,11 @@ static int draw_row(const struct list *l, size_t i, int y, int bottom)
 		disp_fill(y + k, 0, w, role);
 	int x = 0;
 	for (size_t c = 0; c < l->ncols && x < w; c++) {
-		int cw = c + 1 == l->ncols ? w - x : l->widths[c];
+		if (!l->shown[c])
+			continue;
+		int cw = c == l->last ? w - x : l->widths[c];
 		int num = (l->cols[c].kind == COL_COUNT || l->cols[c].kind == COL_BYTES) &&
-			  c + 1 < l->ncols;
+			  c != l->last;
 		int tw = disp_columns(r->cols[c]);
 		int pad = num && tw < cw ? cw - tw : 0;
 		if (c + 1 == l->ncols && l->wrap && !wraps_below(l, i))
@@ -342,6 +377,11 @@ static void list_draw(struct tui *t, struct view *v, int top, int bottom)
 	if (l->src == SRC_JOBS || l->src == SRC_JOBLOG)
 		list_load(t, l);
 	int w = disp_width(), y = top;
+	/* The place in a long list shows on the header line's right end. */
+	char pos[48];
+	snprintf(pos, sizeof pos, " %zu/%zu ", l->cur + 1, l->n);
+	int npos = l->n > (size_t)(bottom - y - list_has_header(l)) ? disp_columns(pos) : 0;
+	list_layout(l, w - npos);
 	if (list_has_header(l))
 		draw_header(l, y++);
 	int rows = bottom - y;
@@ -360,11 +400,8 @@ static void list_draw(struct tui *t, struct view *v, int top, int bottom)
 	for (size_t i = l->top; i < l->n && y < bottom; i++)
 		y += draw_row(l, i, y, bottom);
 	/* Where the cursor is in a long list. */
-	if (l->n > (size_t)rows) {
-		char pos[48];
-		snprintf(pos, sizeof pos, " %zu/%zu ", l->cur + 1, l->n);
-		disp_text(top, w - disp_columns(pos), disp_columns(pos), R_HEADER, pos);
-	}
+	if (npos)
+		disp_text(top, w - npos, npos, R_HEADER, pos);
 }
 
 /* ---- keys ---- */
@@ -811,6 +848,7 @@ static void list_free(struct view *v)
 	list_clear(l);
 	free(l->rows);
 	free(l->widths);
+	free(l->shown);
 	free(l);
 }
 

@@ -404,7 +404,7 @@ static void chunks_read(struct tui *t, struct tui_job *j)
 	pthread_mutex_unlock(&j->lock);
 	char title[64];
 	snprintf(title, sizeof title, "chunks of shard %lld", (long long)tg->ref.shard);
-	tui_push(t, tui_text_view(title, lines, n));
+	tui_job_show(t, j, tui_text_view(title, lines, n));
 }
 
 void tui_chunks_action(struct tui *t, int64_t shard_id)

@@ -81,7 +81,7 @@ static void diff_show(struct tui *t, struct tui_job *j)
 	char **lines = diff_lines(da, &n);
 	char title[300];
 	snprintf(title, sizeof title, "diff %s against %s", da->tg->ref.version, da->other);
-	tui_push(t, tui_text_view(title, lines, n));
+	tui_job_show(t, j, tui_text_view(title, lines, n));
 }
 
 static void diff_submit(struct tui *t, const char *text, void *arg)

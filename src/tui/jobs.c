@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 	struct tui_job *j = app_xcalloc(1, sizeof *j);
 	*j = (struct tui_job){.id = ++t->next_job, .unit = unit, .t = t, .run = run,
 			      .finish = finish, .arg = arg, .free_arg = free_arg};
+	j->from_view = tui_top(t) ? tui_top(t)->serial : 0;
 	snprintf(j->kind, sizeof j->kind, "%s", kind);
 	snprintf(j->title, sizeof j->title, "%s", title);
 	pthread_mutex_init(&j->lock, NULL);
@@ -51,6 +53,9 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 	if (!strcmp(kind, "watch") ||
 	    mt_catalog_job_begin(t->cat, kind, title, &j->catalog_id, &err))
 		j->catalog_id = 0;
+	/* The number :history shows for it too. */
+	if (j->catalog_id > 0 && (uint64_t)j->catalog_id <= UINT_MAX)
+		j->id = (unsigned)j->catalog_id;
 	if (pthread_create(&j->thread, NULL, job_thread, j)) {
 		tui_status(t, 1, "%s: cannot start a thread", title);
 		if (free_arg)
@@ -116,6 +121,20 @@ int tui_jobs_poll(struct tui *t)
 		tui_reload_all(t);
 	}
 	return changed;
+}
+
+void tui_job_show(struct tui *t, struct tui_job *j, struct view *v)
+{
+	struct view *top = tui_top(t);
+	if (top && top->serial == j->from_view && !t->prompt.active) {
+		tui_push(t, v);
+		return;
+	}
+	if (j->view)
+		j->view->ops->free(j->view);
+	j->view = v;
+	tui_status(t, 0, "%s: done; its result waits in the jobs list (J, Enter opens it)",
+		   j->title);
 }
 
 void tui_job_progress_text(const struct tui_job *j, char *buf, size_t cap)
@@ -185,6 +204,8 @@ void tui_jobs_stop(struct tui *t)
 		free(j->log);
 		if (j->free_arg)
 			j->free_arg(j->arg);
+		if (j->view)
+			j->view->ops->free(j->view);
 		pthread_mutex_destroy(&j->lock);
 		free(j);
 	}

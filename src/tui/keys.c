@@ -24,8 +24,8 @@ const struct tui_key tui_keys[] = {
 	{ FN(KEY_RIGHT), 'l', "Right/l", NULL, "open (lists); scroll right (matrix)", ACT_RIGHT, K_ALL, 0 },
 	{ FN(KEY_PPAGE), DISP_CTRL('b'), "PgUp", NULL, "a page up", ACT_PGUP, K_ALL, 0 },
 	{ FN(KEY_NPAGE), DISP_CTRL('f'), "PgDn", NULL, "a page down", ACT_PGDN, K_ALL, 0 },
-	{ FN(KEY_HOME), 'g', "Home/g", NULL, "first row", ACT_HOME, K_ALL, 0 },
-	{ FN(KEY_END), 'G', "End/G", NULL, "last row", ACT_END, K_ALL, 0 },
+	{ FN(KEY_HOME), 'g', "Home/g", NULL, "first row (top)", ACT_HOME, K_ALL, 0 },
+	{ FN(KEY_END), 'G', "End/G", NULL, "last row (bottom)", ACT_END, K_ALL, 0 },
 	{ '/', 0, "/", "search", "search the rows on screen; n and N go to the next and previous match", ACT_SEARCH, K_LIST | K_VERSION | K_JOBS | K_TEXT, 2 },
 	{ 'n', 0, "n", NULL, "next match", ACT_NEXT, K_LIST | K_VERSION | K_JOBS | K_TEXT, 0 },
 	{ 'N', 0, "N", NULL, "previous match", ACT_PREV, K_LIST | K_VERSION | K_JOBS | K_TEXT, 0 },
@@ -38,6 +38,7 @@ const struct tui_key tui_keys[] = {
 	{ 'm', 0, "m", "matrix", "matrix viewer on the first attribute (or the one under the cursor)", ACT_MATRIX, K_VERSION | K_ACT, 0 },
 	{ 'd', 0, "d", "diff", "compare the version with another of its dataset (its parent unless told): shards shared, new and removed, bytes and rows (a job)", ACT_DIFF, K_ACT | K_VERSION, 2 },
 	{ 'u', 0, "u", "source", "go to a version this one was built from (the source under the cursor, else the first; Enter on a source row too)", ACT_SOURCE, K_VERSION, 2 },
+	{ 'U', 0, "U", "parent", "go to the version's parent (in the versions list, or its details from a version's)", ACT_PARENT, K_ACT | K_VERSION, 0 },
 	{ 'v', 0, "v", "verify", "verify the version: every shard's size, sha256 and chunk checksums; or a checkpoint: every tensor against its sha256 (a job)", ACT_VERIFY, K_ACT | K_VERSION | K_CKPT, 1 },
 	{ 'p', 0, "p", "copy", "push/pull: copy the version to another remote (a job; only missing shards travel)", ACT_COPY, K_ACT | K_VERSION | K_WRITE, 1 },
 	{ 't', 0, "t", "tags", "edit the version's tags (written to its bucket)", ACT_TAGS, K_ACT | K_VERSION | K_WRITE, 1 },
@@ -55,6 +56,8 @@ const struct tui_key tui_keys[] = {
 	{ '[', 0, "[", "row-", "previous row of the attribute", ACT_ROW_PREV, K_MATRIX, 1 },
 	{ '#', 0, "#", "goto", "go to a row by number", ACT_ROW_GOTO, K_MATRIX, 1 },
 	{ 'x', 0, "x", "export", "export a row range of the attribute to a local .npy file (a job; asks before replacing a file; allowed read-only)", ACT_EXPORT, K_MATRIX, 1 },
+	{ '0', 0, "0", NULL, "first column", ACT_FIRST_COL, K_MATRIX | K_TENSOR, 0 },
+	{ '$', 0, "$", NULL, "last column", ACT_LAST_COL, K_MATRIX | K_TENSOR, 0 },
 	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX | K_TENSOR, 1 },
 	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
@@ -77,6 +80,14 @@ enum tui_action tui_key_action(const struct tui *t, int k, int scope)
 		if ((e->key == k || (e->alt && e->alt == k)) && key_allowed(t, e, scope))
 			return e->action;
 	return ACT_NONE;
+}
+
+const struct tui_key *tui_key_entry(int k)
+{
+	for (const struct tui_key *e = tui_keys; e->label; e++)
+		if (e->key == k || (e->alt && e->alt == k))
+			return e;
+	return NULL;
 }
 
 const struct tui_key *tui_key_refused(const struct tui *t, int k, int scope)

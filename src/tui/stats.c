@@ -90,7 +90,7 @@ static void st_finish(struct tui *t, struct tui_job *j)
 	snprintf(source, sizeof source, "computed now in %.1f s, reading %llu bytes%s", j->seconds,
 		 (unsigned long long)a->s->bytes_read,
 		 a->kept[0] ? a->kept : "; kept in the catalog (s opens it again at once)");
-	tui_push(t, st_view(a->s, source));
+	tui_job_show(t, j, st_view(a->s, source));
 }
 
 void tui_stats_start(struct tui *t, const mt_catalog_ref *ref, const char *attr)

@@ -97,7 +97,7 @@ void tui_status(struct tui *t, int error, const char *fmt, ...)
 		if (*p == '\n' || *p == '\r' || *p == '\t')
 			*p = ' ';
 	t->status_error = error;
-	t->status_view = 0;
+	t->status_view = tui_top(t) ? tui_top(t)->serial : 0;
 	t->dirty = 1;
 }
 
@@ -149,7 +149,7 @@ void tui_command(struct tui *t, const char *line)
 	} else if (!strcmp(word, "sync")) {
 		tui_sync_all(t);
 	} else if (!strcmp(word, "jobs")) {
-		tui_push(t, tui_jobs_view(t));
+		tui_jobs_open(t);
 	} else if (!strcmp(word, "history")) {
 		tui_push(t, tui_list_view(t, MT_CAT_JOBS, 0, "job history"));
 	} else if (!strcmp(word, "error")) {
@@ -247,6 +247,20 @@ static void mouse_key(struct tui *t, struct view *v)
 
 static void global_action(struct tui *t, enum tui_action a);
 
+/* A key that does nothing in this view says so: typed blind, the keys after
+ * it would otherwise act unseen. */
+static void key_unbound(struct tui *t, int k)
+{
+	const struct tui_key *e = tui_key_entry(k);
+	if (e)
+		tui_status(t, 0, "%s (%s) does nothing here (? for keys)", e->label,
+			   e->name ? e->name : e->help);
+	else if (k > 0x20 && k < 0x7f)
+		tui_status(t, 0, "'%c' does nothing here (? for keys)", k);
+	else
+		tui_status(t, 0, "that key does nothing here (? for keys)");
+}
+
 void tui_key(struct tui *t, int k)
 {
 	if (k == (DISP_FN | KEY_RESIZE)) {
@@ -279,7 +293,11 @@ void tui_key(struct tui *t, int k)
 			   refused->label, refused->name);
 		return;
 	}
-	int r = v && a != ACT_NONE ? v->ops->key(t, v, a, k) : V_IGNORED;
+	if (a == ACT_NONE) {
+		key_unbound(t, k);
+		return;
+	}
+	int r = v ? v->ops->key(t, v, a, k) : V_IGNORED;
 	if (r == V_CLOSE) {
 		if (t->depth > 1)
 			tui_pop(t);
@@ -309,7 +327,7 @@ static void global_action(struct tui *t, enum tui_action a)
 		tui_push(t, tui_help_view(t));
 		break;
 	case ACT_JOBS:
-		tui_push(t, tui_jobs_view(t));
+		tui_jobs_open(t);
 		break;
 	case ACT_COMMAND:
 		tui_ask(t, ":", "", command_submit, NULL, NULL);
@@ -402,6 +420,13 @@ static void draw_status(struct tui *t, int y)
 		disp_fill(y, 0, w, R_ERROR);
 		tui_text_cut(y, 0, w, R_ERROR, t->question);
 		return;
+	}
+	/* What was said on another view is not news here. */
+	const struct view *top = tui_top(t);
+	if (t->status_view && (!top || top->serial != t->status_view)) {
+		t->status[0] = '\0';
+		t->status_error = 0;
+		t->status_view = 0;
 	}
 	disp_fill(y, 0, w, t->status_error ? R_ERROR : R_STATUS);
 	/* The newest running job's progress stays in view at the right. */

@@ -24,7 +24,7 @@ enum tui_action {
 	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
 	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
 	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT, ACT_STATS, ACT_DIFF, ACT_SORT, ACT_SOURCE,
-	ACT_EXPORT, ACT_MODELS,
+	ACT_EXPORT, ACT_MODELS, ACT_PARENT, ACT_FIRST_COL, ACT_LAST_COL,
 };
 
 /* Where a binding applies (a view says which it is). */
@@ -61,6 +61,8 @@ enum tui_action tui_key_action(const struct tui *t, int k, int scope);
 /* The binding of key k that --read-only turns off in a view of kind `scope`
  * (NULL: none), to say why nothing happens. */
 const struct tui_key *tui_key_refused(const struct tui *t, int k, int scope);
+/* The binding of key k in any view (NULL: none), to say it does nothing here. */
+const struct tui_key *tui_key_entry(int k);
 /* Draw the footer line for a view of kind `scope`. */
 void tui_footer(const struct tui *t, int y, int scope);
 /* The help text, a line per binding, generated from the table. */
@@ -133,6 +135,8 @@ struct tui_job {
 	 * does not report progress often enough to see j->cancel (may be NULL). */
 	void (*on_cancel)(struct tui_job *j);
 	int quiet;             /* a view's own reading: no status line, not listed */
+	unsigned from_view;    /* the view on top when it started (its serial) */
+	struct view *view;     /* its result, waiting in the jobs list (tui_job_show) */
 };
 
 /* Start a job (takes arg); NULL when the thread could not start (status set). */
@@ -140,6 +144,13 @@ struct tui_job *tui_job_start(struct tui *t, const char *kind, const char *title
 			      const char *unit, int (*run)(struct tui_job *j),
 			      void (*finish)(struct tui *t, struct tui_job *j), void *arg,
 			      void (*free_arg)(void *arg));
+/* Show the view a finished job made: at once while the view it was started
+ * from is still on top, else it waits in the jobs list (Enter opens it), so a
+ * job never pulls the user away from where they went meanwhile. */
+void tui_job_show(struct tui *t, struct tui_job *j, struct view *v);
+/* Open the jobs list, going back to it when it is open already (the
+ * breadcrumb stays the path from the root). */
+void tui_jobs_open(struct tui *t);
 /* A failure as the job's one-line result; returns the code. */
 int tui_job_fail(struct tui_job *j, const mt_error *err);
 /* An mt_progress_fn whose ud is the job: records progress, returns cancel. */
@@ -221,7 +232,8 @@ struct tui {
 	struct tui_words history[TUI_HIST_N];
 	char status[512];
 	int status_error;
-	unsigned status_view; /* the view the status speaks of (0: none): cleared with it */
+	unsigned status_view; /* the view the status was given on: it shows only there,
+			       * and leaving that view clears it */
 	char last_error[1024]; /* the last error in full, lines and all (E shows it) */
 	size_t last_error_job; /* 1 + the index of the job it came from, 0: none */
 	struct tui_job **jobs;

@@ -156,7 +156,8 @@ static void jobs_fill(struct tui *t, struct list *l)
 		snprintf(id, sizeof id, "%u", j->id);
 		tui_job_progress_text(j, prog, sizeof prog);
 		int st = atomic_load(&j->state);
-		const char *cols[] = { id, j->kind, states[st], prog, j->title };
+		const char *cols[] = { id, j->kind, j->view ? "done, Enter: result" : states[st],
+				       prog, j->title };
 		list_add(l, (int64_t)i, cols, st == JOB_FAILED ? R_OFFLINE : R_NORMAL);
 	}
 }
@@ -342,7 +343,9 @@ static int draw_row(const struct list *l, size_t i, int y, int bottom)
 			  c != l->last;
 		int tw = disp_columns(r->cols[c]);
 		int pad = num && tw < cw ? cw - tw : 0;
-		if (c + 1 == l->ncols && l->wrap && !wraps_below(l, i))
+		if (c + 1 == l->ncols && l->wrap && wraps_below(l, i))
+			break; /* the value goes under the row, whole */
+		if (c + 1 == l->ncols && l->wrap)
 			tui_text_wrap(y, x, cw, bottom - y, role, r->cols[c]);
 		else
 			tui_text_cut(y, x + pad, cw - pad, role, r->cols[c]);
@@ -535,6 +538,59 @@ static int list_source(struct tui *t, struct list *l)
 	return V_HANDLED;
 }
 
+static void list_open(struct tui *t, struct list *l);
+
+/* The row of the versions list l named `name` (the first word of its
+ * first column); 0 when none. */
+static int list_find_version(struct list *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->rows[i].cols[0], name)) {
+			l->cur = i;
+			return 1;
+		}
+	return 0;
+}
+
+/* U: to the version's parent, in the versions list (the cursor), or from a
+ * version's details to the parent's, through the versions list below. */
+static int list_parent(struct tui *t, struct list *l)
+{
+	char name[256] = "";
+	int details = l->src == SRC_CATALOG && l->level == MT_CAT_VERSION;
+	if (details) {
+		for (size_t i = 0; i < l->n; i++)
+			if (!strcmp(l->rows[i].cols[0], "parent") && strcmp(l->rows[i].cols[1], "-"))
+				snprintf(name, sizeof name, "%s", l->rows[i].cols[1]);
+	} else if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSIONS && l->cur < l->n) {
+		snprintf(name, sizeof name, "%.*s", (int)strcspn(l->rows[l->cur].cols[8], " "),
+			 l->rows[l->cur].cols[8]);
+	} else {
+		return V_IGNORED;
+	}
+	if (!name[0]) {
+		tui_status(t, 0, "this version has no parent");
+		return V_HANDLED;
+	}
+	struct view *under = details && t->depth > 1 ? t->stack[t->depth - 2] : &l->base;
+	/* Every list has the same key handler: that says it is one. */
+	struct list *below = under->ops->key == l->base.ops->key ? (struct list *)under : NULL;
+	if (!below || below->src != SRC_CATALOG || below->level != MT_CAT_VERSIONS) {
+		tui_status(t, 0, "the parent is %s: back in the versions list, U goes there", name);
+		return V_HANDLED;
+	}
+	if (!list_find_version(below, name)) {
+		tui_status(t, 0, "the parent %s is not listed: it was removed (or f filters it out)",
+			   name);
+		return V_HANDLED;
+	}
+	if (details) {
+		tui_pop(t);
+		list_open(t, below);
+	}
+	return V_HANDLED;
+}
+
 /* A tensor's values in the matrix viewer. */
 static void tensor_open(struct tui *t, const struct list *l, const struct row *r)
 {
@@ -655,8 +711,14 @@ static void list_open(struct tui *t, struct list *l)
 			tui_push(t, tui_list_view(t, MT_CAT_SHARDS, l->parent, "shards"));
 		break;
 	default:
-		if (l->src == SRC_JOBS && r->id < (int64_t)t->njobs)
+		if (l->src == SRC_JOBS && r->id < (int64_t)t->njobs && t->jobs[r->id]->view) {
+			/* A finished job's result that waited for the user. */
+			struct view *res = t->jobs[r->id]->view;
+			t->jobs[r->id]->view = NULL;
+			tui_push(t, res);
+		} else if (l->src == SRC_JOBS && r->id < (int64_t)t->njobs) {
 			tui_push(t, tui_job_log_view(t, (size_t)r->id));
+		}
 		break;
 	}
 }
@@ -810,6 +872,8 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	}
 	case ACT_SOURCE:
 		return list_source(t, l);
+	case ACT_PARENT:
+		return list_parent(t, l);
 	case ACT_SORT:
 		return list_sort_key(t, l);
 	case ACT_MODELS:
@@ -896,6 +960,17 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 		 level == MT_CAT_SEARCH ? "search: " : search ? "search models: " : "", title);
 	list_load(t, l);
 	return &l->base;
+}
+
+void tui_jobs_open(struct tui *t)
+{
+	for (size_t i = t->depth; i-- > 0;)
+		if (t->stack[i]->ops == &jobs_ops) {
+			while (t->depth > i + 1)
+				tui_pop(t);
+			return;
+		}
+	tui_push(t, tui_jobs_view(t));
 }
 
 struct view *tui_jobs_view(struct tui *t)

@@ -47,6 +47,7 @@ struct matrix {
 	uint64_t want; /* the row asked for */
 	uint64_t top, left;
 	int image;
+	int to_end;  /* $: the next draw puts the last column at the right edge */
 	int pending; /* want changed while a read ran: read again after it */
 	char whole[300]; /* the whole attribute's statistics the catalog holds ("": none) */
 };
@@ -451,10 +452,44 @@ static int mx_column_width(const struct mx_data *d, uint64_t c, char st[MX_NSTAT
 	return (int)strlen(num) > cw ? (int)strlen(num) : cw;
 }
 
-/* Where the grid goes on screen: rows [top, bottom) of the view, `rows` value lines. */
+/* The first column to show so that the last ends the w columns there are. */
+static uint64_t mx_left_for_end(const struct mx_data *d, int w)
+{
+	uint64_t left = d->w ? d->w - 1 : 0;
+	int used = 0;
+	for (uint64_t c = d->w; c-- > 0;) {
+		char st[MX_NSTATS][32], num[32];
+		mx_column_stats(d, c, st);
+		snprintf(num, sizeof num, "%llu", (unsigned long long)c);
+		used += mx_column_width(d, c, st, num) + 1;
+		if (used > w)
+			break;
+		left = c;
+	}
+	return left;
+}
+
+/* Where the grid goes on screen: rows [top, bottom) of the view, `rows` value
+ * lines, and whether the columns' statistics and the lines saying what they
+ * cover fit below them. */
 struct mx_area {
 	int top, bottom, rows;
+	int stats, cover;
 };
+
+/* The lines under the values: the statistics (3) and what they cover (2)
+ * while the values keep at least half the screen, or all they need; on a
+ * short screen the cover goes first, then the statistics. */
+static void mx_area_plan(struct mx_area *ar, uint64_t values)
+{
+	int avail = ar->bottom - ar->top - 1, half = disp_height() / 2;
+	int need = values < (uint64_t)half ? (int)values : half;
+	ar->stats = avail - MX_NSTATS >= need;
+	ar->cover = avail - MX_NSTATS - 2 >= need;
+	ar->rows = avail - (ar->stats ? MX_NSTATS : 0) - (ar->cover ? 2 : 0);
+	if (ar->rows < 1)
+		ar->rows = 1;
+}
 
 /* Column c right-aligned in [x, x + cw): its number in the header line, the
  * values of the rows on screen, its statistics at the bottom. */
@@ -468,7 +503,7 @@ static void mx_draw_column(const struct matrix *m, uint64_t c, int x, int cw,
 		mx_format(d, (m->top + (uint64_t)r) * d->w + c, cell, sizeof cell);
 		disp_text(ar->top + 1 + r, x + cw - (int)strlen(cell), cw, R_NORMAL, cell);
 	}
-	for (int k = 0; k < MX_NSTATS; k++)
+	for (int k = 0; k < MX_NSTATS && ar->stats; k++)
 		disp_text(ar->bottom - MX_NSTATS + k, x + cw - (int)strlen(st[k]), cw, R_DIM,
 			  st[k]);
 }
@@ -501,9 +536,8 @@ static void mx_draw_grid(struct matrix *m, int top, int bottom, int w)
 {
 	struct mx_data *d = m->d;
 	/* Column widths from the values on screen; the row number column first. */
-	struct mx_area ar = { top, bottom, bottom - top - 6 };
-	if (ar.rows < 1)
-		ar.rows = 1;
+	struct mx_area ar = { top, bottom, 0, 0, 0 };
+	mx_area_plan(&ar, d->h);
 	if (m->top + (uint64_t)ar.rows > d->h)
 		m->top = d->h > (uint64_t)ar.rows ? d->h - (uint64_t)ar.rows : 0;
 	if (m->left >= d->w)
@@ -514,6 +548,9 @@ static void mx_draw_grid(struct matrix *m, int top, int bottom, int w)
 	/* Room for the statistics' names too. */
 	iw = iw < 5 ? 5 : iw;
 	int x = iw + 1;
+	if (m->to_end)
+		m->left = mx_left_for_end(d, w - x);
+	m->to_end = 0;
 	disp_fill(top, 0, w, R_HEADER);
 	for (uint64_t c = m->left; c < d->w && x < w; c++) {
 		char st[MX_NSTATS][32];
@@ -530,9 +567,10 @@ static void mx_draw_grid(struct matrix *m, int top, int bottom, int w)
 			 (unsigned long long)(m->top + (uint64_t)r + (d->nrows > 1 ? d->row : 0)));
 		disp_text(top + 1 + r, iw - (int)strlen(num), iw, R_DIM, num);
 	}
-	for (int k = 0; k < MX_NSTATS; k++)
+	for (int k = 0; k < MX_NSTATS && ar.stats; k++)
 		disp_text(bottom - MX_NSTATS + k, 0, iw, R_HEADER, mx_stat_names[k]);
-	mx_draw_cover(m, bottom - MX_NSTATS - 2, w);
+	if (ar.cover)
+		mx_draw_cover(m, bottom - MX_NSTATS - 2, w);
 }
 
 /* The row's other attributes in a panel on the right of rows [top, bottom),
@@ -645,6 +683,13 @@ static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		return V_HANDLED;
 	case ACT_RIGHT:
 		m->left++;
+		return V_HANDLED;
+	case ACT_FIRST_COL:
+		m->left = 0;
+		m->to_end = 0;
+		return V_HANDLED;
+	case ACT_LAST_COL:
+		m->to_end = 1;
 		return V_HANDLED;
 	case ACT_ROW_NEXT:
 		/* Before the first read the row count is unknown: the read checks. */

@@ -428,8 +428,8 @@ static void test_decode_errors(void)
 	       "\"author\":\"ana\",\"author\":\"bob\"", F, "invalid JSON|author");
 	refuse("a number past 2^63 is refused", "\"raw_bytes\":123456789012",
 	       "\"raw_bytes\":99999999999999999999", F, "invalid JSON");
-	refuse("a newer format is named as such", "\"format\":1", "\"format\":2", F,
-	       "format 2 is newer than this matorage understands (1)");
+	refuse("a newer format is named as such", "\"format\":1", "\"format\":3", F,
+	       "format 3 is newer than this matorage understands (2)");
 	refuse("format 2^32+1 is not format 1", "\"format\":1", "\"format\":4294967297", F,
 	       "format 4294967297 is newer");
 	refuse("format 0 is refused", "\"format\":1", "\"format\":0", F, "format: 0");
@@ -951,6 +951,276 @@ static void test_bound(void)
 	mti_buf_free(&b.enc);
 }
 
+/* ---- format 2: a root and its fragments ---------------------------------- */
+
+/* A store of fragments in memory; `tamper` changes what get hands back. */
+enum { F2_AS_IS, F2_MISSING, F2_TRUNCATED, F2_SWAPPED, F2_EDITED };
+struct f2_store {
+	char *keys[32], *texts[32];
+	size_t n;
+	int tamper;
+	const char *victim; /* the key tampered with */
+	size_t gets;
+};
+
+static int f2_get(void *ud, const char *key, uint64_t max, void **data, size_t *len, mt_error *err)
+{
+	struct f2_store *st = ud;
+	st->gets++;
+	(void)max;
+	for (size_t i = 0; i < st->n; i++) {
+		if (strcmp(st->keys[i], key))
+			continue;
+		int hit = st->victim && !strcmp(key, st->victim);
+		if (hit && st->tamper == F2_MISSING)
+			break;
+		const char *t = hit && st->tamper == F2_SWAPPED ? st->texts[(i + 1) % st->n] : st->texts[i];
+		*len = strlen(t) - (hit && st->tamper == F2_TRUNCATED ? 7 : 0);
+		*data = malloc(*len + 1);
+		memcpy(*data, t, *len);
+		if (hit && st->tamper == F2_EDITED) {
+			char *d = strstr(*data, "\"bytes\":");
+			d[8] = d[8] == '9' ? '8' : '9';
+		}
+		return 0;
+	}
+	return mti_err(err, MT_ENOTFOUND, "%s: not found", key);
+}
+
+static mt_mshard f2_shards[11];
+
+/* 11 shards of 5.. rows; the first n get first_row set. */
+static mt_manifest f2_sample(size_t n)
+{
+	uint64_t row = 0;
+	for (size_t i = 0; i < n; i++) {
+		char seed[32];
+		mt_error err;
+		snprintf(seed, sizeof seed, "s%zu", i);
+		f2_shards[i] = (mt_mshard){.bytes = 1000 + i, .rows = 5 + i, .first_row = row,
+					   .index_offset = 900, .index_bytes = 100,
+					   .has_index_xxh3 = 1, .index_xxh3 = 0x1234 + i};
+		mti_sha256_hex(seed, strlen(seed), f2_shards[i].sha256, &err);
+		row += 5 + i;
+	}
+	mt_manifest m = sample();
+	m.format = 2;
+	m.shards = f2_shards;
+	m.nshards = n;
+	m.rows = row;
+	return m;
+}
+
+/* Cut m into fragments of `per`, store the fresh ones in st and encode the root. */
+static char *f2_commit(mt_manifest *m, const mt_mfrag *prev, size_t nprev, struct f2_store *st)
+{
+	mt_error err;
+	char *json = NULL;
+	if (mti_manifest_cut(m, prev, nprev, 4, &err))
+		return NULL;
+	for (size_t i = 0; i < m->nfrags; i++) {
+		mt_mfrag *f = &m->frags[i];
+		char *text = NULL;
+		if (!f->fresh)
+			continue;
+		if (mti_fragment_encode(m->dataset, m->shards + f->first_shard, f->nshards, f, &text,
+					&err))
+			return NULL;
+		st->keys[st->n] = mti_key_fragment(m->dataset, f->sha256);
+		st->texts[st->n++] = text;
+	}
+	return mti_manifest_encode(m, &json, &err) ? NULL : json;
+}
+
+static void test_format2_roundtrip(struct f2_store *st, mt_mfrag **v1frags, size_t *nv1)
+{
+	mt_manifest m = f2_sample(10);
+	mt_error err;
+	char *json = f2_commit(&m, NULL, 0, st);
+	tap_ok(json && m.nfrags == 3 && m.frags[0].nshards == 4 && m.frags[2].nshards == 2 &&
+	       m.frags[1].first_row == f2_shards[4].first_row && st->n == 3,
+	       "10 shards cut 4 a fragment: 3 fragments (4, 4, 2), each stored");
+	tap_ok(json && strstr(json, "\"format\":2") && strstr(json, "\"nshards\":10,\"fragments\":[") &&
+	       !strstr(json, "\"shards\":"), "the root names fragments, not shards");
+	mt_manifest *d = NULL;
+	if (!TAP_CALL(mti_manifest_decode(json, strlen(json), "v2.json", &d, &err), &err,
+		      "the root decodes")) {
+		free(json);
+		free(m.frags);
+		return;
+	}
+	tap_ok(d->format == 2 && d->nfrags == 3 && d->nshards == 10 && !d->frags[0].loaded &&
+	       d->shards[0].rows == 0, "decoded, its shards wait for their fragments");
+	tap_ok(mti_manifest_frag_of_row(d, f2_shards[5].first_row) == 1 &&
+	       mti_manifest_frag_of_row(d, 0) == 0 && mti_manifest_frag_of_shard(d, 9) == 2 &&
+	       mti_manifest_frag_of_row(d, d->rows - 1) == 2, "fragments found by row and shard");
+	st->gets = 0;
+	TAP_CALL(mti_manifest_load_frags(d, 1, 2, f2_get, st, &err), &err, "load fragment 1 alone");
+	tap_ok(st->gets == 1 && d->frags[1].loaded && !d->frags[0].loaded && !d->frags[2].loaded &&
+	       !memcmp(&d->shards[4], &f2_shards[4], 4 * sizeof *f2_shards),
+	       "one read, its four shards in place, the others not read");
+	TAP_CALL(mti_manifest_load_frags(d, 0, d->nfrags, f2_get, st, &err), &err, "load the rest");
+	tap_ok(st->gets == 3 && !memcmp(d->shards, f2_shards, 10 * sizeof *f2_shards),
+	       "every shard entry as written (a loaded fragment is not read again)");
+	*v1frags = d->frags;
+	*nv1 = d->nfrags;
+	d->frags = NULL;
+	mti_manifest_free(d);
+	free(m.frags);
+	free(json);
+}
+
+static void test_format2_append(struct f2_store *st, const mt_mfrag *prev, size_t nprev)
+{
+	mt_manifest m = f2_sample(11);
+	size_t before = st->n;
+	char *json = f2_commit(&m, prev, nprev, st);
+	tap_ok(json && m.nfrags == 3 && !m.frags[0].fresh && !m.frags[1].fresh && m.frags[2].fresh &&
+	       m.frags[2].nshards == 3 && st->n == before + 1 &&
+	       !memcmp(m.frags[0].sha256, prev[0].sha256, 64),
+	       "an append of a shard reuses the two full fragments and writes one");
+	f2_shards[0].rows++;
+	mt_mfrag *cut = NULL;
+	mt_error err;
+	mt_manifest o = m;
+	o.frags = NULL;
+	o.nfrags = 0;
+	if (!mti_manifest_cut(&o, prev, nprev, 4, &err))
+		cut = o.frags;
+	tap_ok(cut && o.nfrags == 3 && o.frags[0].fresh && o.frags[1].fresh,
+	       "shards that differ from the parent's get fragments of their own");
+	f2_shards[0].rows--;
+	free(cut);
+	free(m.frags);
+	free(json);
+}
+
+/* A root whose fragment `victim` is tampered with as `how`. */
+static void f2_bad(struct f2_store *st, const char *json, int how, const char *victim,
+		   const char *want, const char *what)
+{
+	mt_manifest *d = NULL;
+	mt_error err = {0};
+	mti_manifest_decode(json, strlen(json), "v2.json", &d, &err);
+	st->tamper = how;
+	st->victim = victim;
+	int rc = d ? mti_manifest_load_frags(d, 0, d->nfrags, f2_get, st, &err) : -1;
+	tap_ok(rc == MT_ECORRUPT && strstr(err.message, "mnist@v2: fragment ") &&
+	       strstr(err.message, victim) && strstr(err.message, "rows 26 to ") &&
+	       strstr(err.message, want), "%s: MT_ECORRUPT naming version, key and rows (%s)", what,
+	       err.message);
+	st->tamper = F2_AS_IS;
+	st->victim = NULL;
+	mti_manifest_free(d);
+}
+
+static void test_format2_hostile(struct f2_store *st)
+{
+	mt_manifest m = f2_sample(10);
+	struct f2_store tmp = {0};
+	char *json = f2_commit(&m, NULL, 0, &tmp);
+	char *key = json ? mti_key_fragment("mnist", m.frags[1].sha256) : NULL;
+	for (size_t i = 0; i < tmp.n; i++) {
+		free(tmp.keys[i]);
+		free(tmp.texts[i]);
+	}
+	if (!key) {
+		tap_ok(0, "a root to tamper with");
+		free(json);
+		return;
+	}
+	f2_bad(st, json, F2_MISSING, key, "missing", "a missing fragment");
+	f2_bad(st, json, F2_TRUNCATED, key, "truncated", "a truncated fragment");
+	f2_bad(st, json, F2_SWAPPED, key, "swapped", "another fragment's bytes under its key");
+	f2_bad(st, json, F2_EDITED, key, "edited", "an edited fragment");
+	free(key);
+	mt_error err;
+	mt_manifest *d = NULL;
+	char *root = strndup(json, strlen(json) - 86), *t;
+	static const struct { const char *from, *to, *why; } edits[] = {
+		{"\"nshards\":10,", "\"nshards\":11,", "nshards other than the fragments hold"},
+		{"\"nshards\":10,", "\"nshards\":10,\"shards\":[],", "a root with a shard list"},
+		{"\"format\":2", "\"format\":3", "a format newer than this reader"},
+		{"\"first_row\":26,", "\"first_row\":27,", "a gap between fragments"},
+		{"\"nshards\":4,", "\"nshards\":0,", "a fragment of no shards"},
+		{"\"nshards\":4,", "\"nshards\":70000,", "a fragment over the shard cap"},
+		{"\"nshards\":10,", "\"nshards\":99999999999,", "a root claiming billions of shards"},
+	};
+	for (size_t i = 0; root && i < sizeof edits / sizeof edits[0]; i++) {
+		const char *at = strstr(root, edits[i].from);
+		size_t pre = at ? (size_t)(at - root) : 0;
+		char *text = malloc(strlen(root) + 64);
+		snprintf(text, strlen(root) + 64, "%.*s%s%s}", (int)pre, root, edits[i].to,
+			 at ? at + strlen(edits[i].from) : "");
+		t = sealed(text);
+		d = NULL;
+		int rc = at ? mti_manifest_decode(t, strlen(t), "bad.json", &d, &err) : 0;
+		tap_ok(rc == MT_EFORMAT && !d, "%s: MT_EFORMAT (%s)", edits[i].why,
+		       rc ? err.message : "decoded");
+		mti_manifest_free(d);
+		free(text);
+		free(t);
+	}
+	free(root);
+	free(m.frags);
+	free(json);
+}
+
+/* A fragment whose bytes the root binds but whose content lies. */
+static void test_format2_lying_fragment(void)
+{
+	mt_manifest m = f2_sample(10);
+	mt_mfrag f = {0};
+	char *text = NULL;
+	mt_error err;
+	mti_fragment_encode("mnist", f2_shards + 4, 4, &f, &text, &err);
+	static const struct { const char *from, *to, *why; } edits[] = {
+		{"\"dataset\":\"mnist\"", "\"dataset\":\"other\"", "of another dataset"},
+		{"\"first_row\":26,\"shards\"", "\"first_row\":0,\"shards\"", "of other rows"},
+		{"\"format\":2", "\"format\":1", "of another format"},
+		{"\"format\":2", "\"format\":2", "of other stored bytes than the root says"},
+	};
+	for (size_t i = 0; text && i < sizeof edits / sizeof edits[0]; i++) {
+		const char *at = strstr(text, edits[i].from);
+		char *bad = malloc(strlen(text) + 64);
+		snprintf(bad, strlen(text) + 64, "%.*s%s%s", at ? (int)(at - text) : 0, text,
+			 edits[i].to, at ? at + strlen(edits[i].from) : "");
+		mt_mfrag g = f;
+		g.first_shard = 4;
+		mti_sha256_hex(bad, strlen(bad), g.sha256, &err);
+		g.bytes = strlen(bad);
+		g.shard_bytes += i == 3; /* the last case: the text as is, the root lying */
+		mt_mshard room[10];
+		mt_manifest r = m;
+		r.shards = room;
+		r.frags = &g;
+		r.nfrags = 1;
+		int rc = at ? mti_fragment_decode(&r, 0, bad, strlen(bad), "k", &err) : 0;
+		tap_ok(rc == MT_EFORMAT && !g.loaded && strstr(err.message, "mnist@v2: fragment k"),
+		       "a fragment %s, bound by the root: refused (%s)", edits[i].why,
+		       rc ? err.message : "decoded");
+		free(bad);
+	}
+	free(text);
+}
+
+static void test_format2(void)
+{
+	struct f2_store st = {0};
+	mt_mfrag *v1 = NULL;
+	size_t nv1 = 0;
+	test_format2_roundtrip(&st, &v1, &nv1);
+	if (v1)
+		test_format2_append(&st, v1, nv1);
+	free(v1);
+	test_format2_hostile(&st);
+	test_format2_lying_fragment();
+	for (size_t i = 0; i < st.n; i++) {
+		free(st.keys[i]);
+		free(st.texts[i]);
+	}
+}
+
 int main(void)
 {
 	test_roundtrip();
@@ -963,6 +1233,7 @@ int main(void)
 	test_checksum();
 	test_attrs();
 	test_keys();
+	test_format2();
 
 	test_index_roundtrip(1);
 	test_index_roundtrip(2);

@@ -183,9 +183,16 @@ static int copy_meta(copy_ctx *c, const char *dataset, const char *version, mt_e
 	return copy_aside(c, mti_key_meta(dataset, version), 0, err);
 }
 
+/* The recipe, and a format-2 version's fragments (content-addressed, each
+ * checked against the root when the source's manifest was loaded). */
 static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
 {
-	return m->recipe[0] ? copy_aside(c, mti_key_recipe(m->dataset, m->recipe), 1, err) : 0;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < m->nfrags; i++)
+		rc = copy_aside(c, mti_key_fragment(m->dataset, m->frags[i].sha256), 1, err);
+	if (!rc && m->recipe[0])
+		rc = copy_aside(c, mti_key_recipe(m->dataset, m->recipe), 1, err);
+	return rc;
 }
 
 /* Pin every object the version names in dst before looking for them
@@ -194,19 +201,24 @@ static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
 static int copy_pin(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_error *err)
 {
 	int rc = c->dlock ? 0 : mti_dlock_open(c->dst, dataset, MT_LOCK_WRITE, &c->dlock, err);
-	const char **keys = rc ? NULL : malloc((c->nshards + 1) * sizeof *keys);
+	const char **keys = rc ? NULL : malloc((c->nshards + m->nfrags + 1) * sizeof *keys);
+	char **frags = rc ? NULL : calloc(m->nfrags + 1, sizeof *frags);
 	char *recipe = m->recipe[0] ? mti_key_recipe(dataset, m->recipe) : NULL;
-	if (!rc && (!keys || (m->recipe[0] && !recipe)))
+	if (!rc && (!keys || !frags || (m->recipe[0] && !recipe)))
 		rc = mti_err(err, MT_ENOMEM, "copy: out of memory");
 	size_t n = 0;
 	for (size_t i = 0; !rc && i < c->nshards; i++)
 		keys[n++] = c->shards[i].key;
+	for (size_t i = 0; !rc && i < m->nfrags; i++)
+		if (!(keys[n++] = frags[i] = mti_key_fragment(dataset, m->frags[i].sha256)))
+			rc = mti_err(err, MT_ENOMEM, "copy: out of memory");
 	if (!rc && recipe)
 		keys[n++] = recipe;
 	if (!rc)
 		rc = mti_dlock_pin_keys(c->dlock, keys, n, err);
 	if (!rc)
 		rc = mti_dlock_wait_gc(c->dlock, err);
+	mt_strv_free(frags, frags ? m->nfrags : 0);
 	free(keys);
 	free(recipe);
 	return rc;
@@ -383,6 +395,8 @@ static int copy_source(copy_ctx *c, const char *dataset, const char *version, co
 			      mt_store_url(c->src));
 	if (!rc)
 		rc = mti_manifest_decode(*json, *len, key, m, err);
+	if (!rc)
+		rc = mti_manifest_load_frags(*m, 0, (*m)->nfrags, mti_store_get_fn, c->src, err);
 	int same = rc ? rc : dst_manifest_same(c, key, what, *json, *len, err);
 	/* A name removed in dst stays removed there. */
 	if (same == 0 && (rc = mti_dataset_removed(c->dst, dataset, version, err)))

@@ -784,6 +784,22 @@ static int load_latest(mt_store *s, const char *dataset, mt_manifest **m, char *
 	return rc;
 }
 
+/* Every fragment of a format-2 *m, which is freed (with *json) when one
+ * cannot be loaded. */
+static int load_frags(mt_store *s, mt_manifest **m, char **json, mt_error *err)
+{
+	int rc = mti_manifest_load_frags(*m, 0, (*m)->nfrags, mti_store_get_fn, s, err);
+	if (rc) {
+		mti_manifest_free(*m);
+		*m = NULL;
+		if (json) {
+			free(*json);
+			*json = NULL;
+		}
+	}
+	return rc;
+}
+
 int mti_dataset_load(mt_store *s, const char *dataset, const char *version, mt_manifest **m,
 		    char **json, mt_error *err)
 {
@@ -794,8 +810,12 @@ int mti_dataset_load(mt_store *s, const char *dataset, const char *version, mt_m
 	if (rc)
 		return rc;
 	if (!version || !*version || strcmp(version, "latest") == 0)
-		return load_latest(s, dataset, m, json, NULL, err);
-	return load_named(s, dataset, version, m, json, NULL, err);
+		rc = load_latest(s, dataset, m, json, NULL, err);
+	else
+		rc = load_named(s, dataset, version, m, json, NULL, err);
+	if (!rc)
+		rc = load_frags(s, m, json, err);
+	return rc;
 }
 
 /* dataset@version's manifest (load_named without its metadata object). */
@@ -830,7 +850,7 @@ int mti_dataset_open(mt_store *s, const char *dataset, const char *version, int 
 	*m = NULL;
 	if (json)
 		*json = NULL;
-	struct meta_read meta = {0}, *mp = with_meta ? &meta : NULL;
+	struct meta_read meta = {0}, *mp = with_meta & MTI_OPEN_META ? &meta : NULL;
 	int rc = mt_name_check(dataset, "dataset", err);
 	if (!rc && (!version || !*version || strcmp(version, "latest") == 0))
 		rc = load_latest(s, dataset, m, json, mp, err);
@@ -841,6 +861,8 @@ int mti_dataset_open(mt_store *s, const char *dataset, const char *version, int 
 		rc = mti_err_copy(err, &meta.err);
 	else if (!rc && meta.data)
 		rc = mti_meta_apply(*m, meta.data, meta.len, meta.key, err);
+	if (!rc && !(with_meta & MTI_OPEN_LAZY))
+		rc = mti_manifest_load_frags(*m, 0, (*m)->nfrags, mti_store_get_fn, s, err);
 	meta_read_free(&meta);
 	if (rc) {
 		mti_manifest_free(*m);
@@ -1077,7 +1099,8 @@ static int gc_own_name(const char *kind, const char *name)
 {
 	size_t n = strlen(name);
 	const char *ext = !strcmp(kind, "shards") ? ".h5" : !strcmp(kind, "recipes") ? ".lua"
-			  : !strcmp(kind, "parity") ? "" : NULL;
+			  : !strcmp(kind, "parity") ? "" : !strcmp(kind, "fragments") ? ".json"
+			  : NULL;
 	if (ext)
 		return n == 64 + strlen(ext) && gc_hex(name, 64) && !strcmp(name + 64, ext);
 	if (n <= strlen(MANIFEST_EXT) || !ends_with(name, n, MANIFEST_EXT))
@@ -1116,9 +1139,17 @@ static int gc_consider_mark(void *ud, const mt_obj *o)
 	return is_mark(name, strlen(name)) ? gc_consider(ud, o) : 0;
 }
 
-/* What one version uses: its shards, its recipe, its edited metadata. */
+/* What one version uses: its fragments, shards, recipe, edited metadata. */
 static int gc_reference(struct gc_state *g, const mt_manifest *m, const char *name, mt_error *err)
 {
+	for (size_t k = 0; k < m->nfrags; k++) {
+		char *key = mti_key_fragment(m->dataset, m->frags[k].sha256);
+		if (!key || strv_push(&g->referenced, key, strlen(key))) {
+			free(key);
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		}
+		free(key);
+	}
 	for (size_t k = 0; k < m->nshards + 2; k++) {
 		char *key;
 		if (k < m->nshards)
@@ -1152,6 +1183,9 @@ static int gc_reference_stray(struct gc_state *g, const char *dataset, const cha
 	free(data);
 	if (!rc && strcmp(m->dataset, dataset) != 0)
 		rc = mti_err(err, MT_ECORRUPT, "%s: names dataset %s", key, m->dataset);
+	/* A stray root's fragments must load: their shards are kept too. */
+	if (!rc)
+		rc = mti_manifest_load_frags(m, 0, m->nfrags, mti_store_get_fn, g->s, err);
 	if (!rc)
 		rc = gc_reference(g, m, m->version, err);
 	mti_manifest_free(m);
@@ -1190,7 +1224,8 @@ static int gc_reference_protection(struct gc_state *g, const char *dataset, cons
 			rc = gc_push(g, mti_key_parity(dataset, p->groups[i].parity[r].sha256), err);
 	mt_manifest *m = NULL;
 	if (!rc && orphan && !(rc = mti_manifest_decode(p->manifest, p->manifest_len, version, &m,
-							err)))
+							err)) &&
+	    !(rc = mti_manifest_load_frags(m, 0, m->nfrags, mti_store_get_fn, g->s, err)))
 		rc = gc_reference(g, m, version, err);
 	mti_manifest_free(m);
 	mti_prec_free(p);
@@ -1382,8 +1417,9 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	g->cutoff = pins.now - (int64_t)(g->grace > INT32_MAX ? INT32_MAX : g->grace);
 	if (!rc)
 		rc = gc_mark(g, dataset, err);
-	static const char *const kinds[] = {"shards", "recipes", "meta", "staged", "protect",
-					    "parity"};
+	/* parity last: keep_parity leaves it out. */
+	static const char *const kinds[] = {"shards", "fragments", "recipes", "meta", "staged",
+					    "protect", "parity"};
 	size_t nkinds = sizeof kinds / sizeof kinds[0] - (g->keep_parity ? 1 : 0);
 	for (size_t i = 0; !rc && i < nkinds; i++) {
 		char *prefix = mti_asprintf("datasets/%s/%s/", dataset, kinds[i]);

@@ -16,6 +16,11 @@ MT_LOCAL int mti_dataset_load(mt_store *s, const char *dataset, const char *vers
  * requested at once. */
 MT_LOCAL int mti_dataset_open(mt_store *s, const char *dataset, const char *version,
 			     int with_meta, mt_manifest **m, char **json, mt_error *err);
+/* Bits of mti_dataset_open's with_meta: MTI_OPEN_META reads the metadata
+ * object; MTI_OPEN_LAZY leaves a format-2 manifest's fragments unloaded
+ * (the caller loads those it needs with mti_manifest_load_frags). */
+#define MTI_OPEN_META 1
+#define MTI_OPEN_LAZY 2
 
 /* After dataset's newest version was created with manifest text json: keep
  * a copy as the dataset's head (doc/FORMAT.md, "Head"), on a store far away

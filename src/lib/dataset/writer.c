@@ -91,6 +91,11 @@ struct mt_writer {
 	 * the writer itself holds (its first compact_n shards) before the rows
 	 * later versions appended to that one are carried over at commit. */
 	mt_manifest *compact_base;
+	/* Format 2: the fragments of the version it continues (their shards
+	 * are its first ones) and that version's format. */
+	mt_mfrag *pfrags;
+	size_t npfrags;
+	int parent_format;
 	int compact_set;
 	size_t compact_n;
 	uint64_t compact_rows, compact_raw, tail_rows;
@@ -466,6 +471,21 @@ static int writer_load_parent(mt_writer *w, const char *name, mt_manifest **pm, 
 	}
 }
 
+/* The fragments of pm, the version whose shards the writer's start with. */
+static int writer_set_pfrags(mt_writer *w, const mt_manifest *pm)
+{
+	mt_mfrag *f = pm->nfrags ? malloc(pm->nfrags * sizeof *f) : NULL;
+	if (pm->nfrags && !f)
+		return MT_ENOMEM;
+	if (f)
+		memcpy(f, pm->frags, pm->nfrags * sizeof *f);
+	free(w->pfrags);
+	w->pfrags = f;
+	w->npfrags = pm->nfrags;
+	w->parent_format = pm->format;
+	return 0;
+}
+
 static int writer_set_parent(mt_writer *w, const mt_manifest *pm)
 {
 	char *parent = mti_strdup(pm->version), *created = mti_strdup(pm->created);
@@ -529,6 +549,8 @@ static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 		w->rows = w->parent_rows = pm->rows;
 		w->raw_bytes = w->parent_raw = pm->raw_bytes;
 		w->parent_shards = w->nshards;
+		if (!rc && writer_set_pfrags(w, pm))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		if (!rc && !attrs) {
 			w->attrs = pm->attrs;
 			w->nattrs = pm->nattrs;
@@ -823,7 +845,7 @@ static int writer_rebase(mt_writer *w, const mt_manifest *lm, mt_error *err)
 			      w->dataset, lm->version, w->dataset, w->parent);
 	size_t fresh = w->nshards - w->parent_shards, n = lm->nshards + fresh;
 	mt_mshard *v = malloc((n ? n : 1) * sizeof *v);
-	if (!v || writer_set_parent(w, lm)) {
+	if (!v || writer_set_parent(w, lm) || writer_set_pfrags(w, lm)) {
 		free(v);
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
@@ -903,6 +925,11 @@ static int compact_take_tail(mt_writer *w, const mt_manifest *lm, mt_error *err)
 	for (size_t i = b->nshards; i < lm->nshards; i++)
 		if (push_shard_locked(w, &lm->shards[i]))
 			return mti_err(err, MT_ENOMEM, "out of memory");
+	/* Its shards are new from the first: no fragment of lm is its. */
+	free(w->pfrags);
+	w->pfrags = NULL;
+	w->npfrags = 0;
+	w->parent_format = lm->format;
 	w->tail_rows = lm->rows - b->rows;
 	w->rows = w->compact_rows + w->tail_rows;
 	w->raw_bytes = w->compact_raw + lm->raw_bytes - b->raw_bytes;
@@ -999,6 +1026,65 @@ static void commit_backoff(int attempt)
 	usleep((useconds_t)(1000u * (unsigned)(mti_random_u64() % cap_ms)));
 }
 
+/* Shards a fragment holds: $MATORAGE_FRAGMENT_SHARDS (1 to
+ * MT_FRAGMENT_SHARDS_MAX), else MT_FRAGMENT_SHARDS. */
+static size_t fragment_shards(void)
+{
+	const char *v = getenv("MATORAGE_FRAGMENT_SHARDS");
+	char *end = NULL;
+	unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
+	return end && !*end && n >= 1 && n <= MT_FRAGMENT_SHARDS_MAX ? (size_t)n : MT_FRAGMENT_SHARDS;
+}
+
+/* The manifest format w writes (doc/FORMAT.md, "Manifest format 2"):
+ * $MATORAGE_MANIFEST_FORMAT when 1 or 2; else 2 for more shards than one
+ * fragment holds or an append to a format-2 version, 1 otherwise. */
+static int writer_format(const mt_writer *w, size_t per)
+{
+	const char *v = getenv("MATORAGE_MANIFEST_FORMAT");
+	if (v && (!strcmp(v, "1") || !strcmp(v, "2")))
+		return *v - '0';
+	return w->nshards > per || w->parent_format == 2 ? 2 : 1;
+}
+
+/* The fragments of m (cut by mti_manifest_cut) before its root: every key
+ * pinned, as shards are, then the new ones written and made durable; the
+ * others are the parent's, which its pinned version keeps. */
+static int put_fragments(mt_writer *w, mt_manifest *m, mt_error *err)
+{
+	char **keys = calloc(m->nfrags + 1, sizeof *keys), **texts = calloc(m->nfrags + 1,
+									      sizeof *texts);
+	int rc = keys && texts ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+	size_t nfresh = 0;
+	for (size_t i = 0; !rc && i < m->nfrags; i++) {
+		mt_mfrag *f = &m->frags[i];
+		if (f->fresh)
+			rc = mti_fragment_encode(w->dataset, m->shards + f->first_shard, f->nshards, f,
+						 &texts[i], err);
+		if (!rc && !(keys[i] = mti_key_fragment(w->dataset, f->sha256)))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	if (!rc && m->nfrags)
+		rc = mti_dlock_pin_keys(w->dlock, (const char *const *)keys, m->nfrags, err);
+	if (!rc)
+		rc = mti_dlock_wait_gc(w->dlock, err);
+	for (size_t i = 0; !rc && i < m->nfrags; i++)
+		if (texts[i]) {
+			rc = mti_store_put(w->store, keys[i], texts[i], strlen(texts[i]), 0, err);
+			/* texts[] is done with: it lists the keys to make durable. */
+			free(texts[i]);
+			texts[i] = NULL;
+			texts[nfresh++] = keys[i];
+		}
+	if (!rc && nfresh)
+		rc = w->store->ops->sync(w->store, (const char *const *)texts, nfresh, err);
+	for (size_t i = 0; texts && i < nfresh; i++)
+		texts[i] = NULL; /* owned by keys[] */
+	mt_strv_free(keys, keys ? m->nfrags : 0);
+	mt_strv_free(texts, texts ? m->nfrags : 0);
+	return rc;
+}
+
 /* The manifest of this attempt, under the name it tries. */
 static int encode_manifest(mt_writer *w, char *name, char **json, char **created, mt_error *err)
 {
@@ -1026,8 +1112,18 @@ static int encode_manifest(mt_writer *w, char *name, char **json, char **created
 	m.part_n = w->stage_parts;
 	m.created = w->parent_created ? mti_created_after(w->parent_created) : mti_now_rfc3339();
 	*created = m.created;
-	return m.created ? mti_manifest_encode(&m, json, err)
-			 : mti_err(err, MT_ENOMEM, "out of memory");
+	int rc = m.created ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+	size_t per = fragment_shards();
+	if (!rc && !w->stage_id && writer_format(w, per) == 2) {
+		m.format = 2;
+		rc = mti_manifest_cut(&m, w->pfrags, w->npfrags, per, err);
+		if (!rc)
+			rc = put_fragments(w, &m, err);
+	}
+	if (!rc)
+		rc = mti_manifest_encode(&m, json, err);
+	free(m.frags);
+	return rc;
 }
 
 /* A create refused as taken may be our own: on S3 a request whose answer
@@ -1267,6 +1363,7 @@ void mt_writer_close(mt_writer *w)
 	}
 	mti_dlock_close(w->dlock);
 	mti_manifest_free(w->compact_base);
+	free(w->pfrags);
 	mti_attrs_free(w->attrs, w->nattrs);
 	mt_strv_free(w->tags, w->ntags);
 	mt_strv_free(w->recipe_args, w->nrecipe_args);

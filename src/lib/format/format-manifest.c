@@ -186,11 +186,11 @@ static json_t *fm_enc_attrs(const mt_manifest *m)
 	return attrs;
 }
 
-static json_t *fm_enc_shards(const mt_manifest *m)
+static json_t *fm_enc_shards(const mt_mshard *sh, size_t n)
 {
 	json_t *shards = json_array();
-	for (size_t i = 0; shards && i < m->nshards; i++) {
-		const mt_mshard *s = &m->shards[i];
+	for (size_t i = 0; shards && i < n; i++) {
+		const mt_mshard *s = &sh[i];
 		/* One test for all five: any of them past INT64_MAX sets the top bit. */
 		uint64_t any = s->bytes | s->rows | s->first_row | s->index_offset | s->index_bytes;
 		json_t *o = any > INT64_MAX ? NULL
@@ -213,6 +213,28 @@ static json_t *fm_enc_shards(const mt_manifest *m)
 		}
 	}
 	return shards;
+}
+
+/* Format 2: [{"first_row": F, "rows": R, "nshards": N, "sha256": S, "bytes": B}, ...] */
+static json_t *fm_enc_frags(const mt_manifest *m)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < m->nfrags; i++) {
+		const mt_mfrag *f = &m->frags[i];
+		uint64_t any = f->first_row | f->rows | f->bytes | (uint64_t)f->nshards |
+			       f->shard_bytes;
+		json_t *o = any > INT64_MAX ? NULL
+			    : json_pack("{s:I, s:I, s:I, s:I, s:s%, s:I}", "first_row",
+					(json_int_t)f->first_row, "rows", (json_int_t)f->rows,
+					"nshards", (json_int_t)f->nshards, "shard_bytes",
+					(json_int_t)f->shard_bytes, "sha256", f->sha256,
+					(size_t)64, "bytes", (json_int_t)f->bytes);
+		if (json_array_append_new(a, o)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
 }
 
 /* {"sha256": ..., "args": {KEY: VALUE, ...}} in the arguments' order. */
@@ -314,7 +336,15 @@ int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 	fm_set(root, "raw_bytes", fm_uint(m->raw_bytes), &failed);
 	fm_set(root, "compression", comp, &failed);
 	fm_set(root, "attributes", fm_enc_attrs(m), &failed);
-	fm_set(root, "shards", fm_enc_shards(m), &failed);
+	if (m->format == 2) {
+		/* A part record is never a root: its reader reads it whole. */
+		if (m->part_id)
+			failed = "part (a staged part is format 1)";
+		fm_set(root, "nshards", fm_uint(m->nshards), &failed);
+		fm_set(root, "fragments", fm_enc_frags(m), &failed);
+	} else {
+		fm_set(root, "shards", fm_enc_shards(m->shards, m->nshards), &failed);
+	}
 	if (m->recipe[0])
 		fm_set(root, "recipe", fm_enc_recipe(m), &failed);
 	if (m->salvage_from)
@@ -350,6 +380,7 @@ struct fm_dec {
 	size_t len;
 	mt_mshard *fast;  /* the shard list scanned without jansson (fm_fast_split) */
 	size_t nfast;
+	uint64_t base;    /* a fragment's: the row its first shard starts at */
 };
 
 /* MT_EFORMAT naming the manifest, then the JSON path and what is wrong. */
@@ -610,29 +641,30 @@ static int fm_dec_shards(struct fm_dec *d, json_t *arr, mt_manifest *m)
 		m->shards = d->fast;
 		m->nshards = d->nfast;
 		d->fast = NULL;
-		uint64_t rows = 0;
+		uint64_t rows = d->base;
 		for (size_t i = 0; i < m->nshards; i++) {
 			int rc = fm_shard_check(d, i, &rows, &m->shards[i]);
 			if (rc)
 				return rc;
 		}
-		return rows == m->rows ? 0
-				       : fm_fail(d, "rows: is %llu, but the shards hold %llu rows",
-						 (unsigned long long)m->rows, (unsigned long long)rows);
+		return rows - d->base == m->rows
+			       ? 0 : fm_fail(d, "rows: is %llu, but the shards hold %llu rows",
+					     (unsigned long long)m->rows,
+					     (unsigned long long)(rows - d->base));
 	}
 	size_t n = json_array_size(arr);
 	if (!(m->shards = calloc(n ? n : 1, sizeof *m->shards)))
 		return fm_nomem(d);
 	m->nshards = n;
-	uint64_t rows = 0;
+	uint64_t rows = d->base;
 	for (size_t i = 0; i < n; i++) {
 		int rc = fm_dec_shard(d, json_array_get(arr, i), i, &rows, &m->shards[i]);
 		if (rc)
 			return rc;
 	}
-	if (rows != m->rows)
+	if (rows - d->base != m->rows)
 		return fm_fail(d, "rows: is %llu, but the shards hold %llu rows",
-			       (unsigned long long)m->rows, (unsigned long long)rows);
+			       (unsigned long long)m->rows, (unsigned long long)(rows - d->base));
 	return 0;
 }
 
@@ -683,6 +715,78 @@ static int fm_dec_recipe(struct fm_dec *d, json_t *r, mt_manifest *m)
 	return 0;
 }
 
+/* One fragment of a format-2 root; *rows and *shards are the sums before it. */
+static int fm_dec_frag(struct fm_dec *d, json_t *o, size_t i, uint64_t *rows, uint64_t *shards,
+		       mt_mfrag *f)
+{
+	uint64_t ns = 0;
+	if (!json_is_object(o) || !fm_is_sha(json_object_get(o, "sha256")) ||
+	    fm_get_uint(json_object_get(o, "first_row"), &f->first_row) ||
+	    fm_get_uint(json_object_get(o, "rows"), &f->rows) ||
+	    fm_get_uint(json_object_get(o, "nshards"), &ns) ||
+	    fm_get_uint(json_object_get(o, "shard_bytes"), &f->shard_bytes) ||
+	    fm_get_uint(json_object_get(o, "bytes"), &f->bytes))
+		return fm_fail(d, "fragments[%zu]: expected {first_row, rows, nshards, "
+			       "shard_bytes, sha256, bytes}", i);
+	memcpy(f->sha256, json_string_value(json_object_get(o, "sha256")), 65);
+	if (f->first_row != *rows)
+		return fm_fail(d, "fragments[%zu].first_row: is %llu, but the fragments before it "
+			       "hold %llu rows", i, (unsigned long long)f->first_row,
+			       (unsigned long long)*rows);
+	if (ns == 0 || ns > MT_FRAGMENT_SHARDS_MAX || f->rows < ns)
+		return fm_fail(d, "fragments[%zu].nshards: expected 1 to %u shards of at least a "
+			       "row each", i, MT_FRAGMENT_SHARDS_MAX);
+	if (f->bytes == 0 || f->bytes > MT_FRAGMENT_MAX_BYTES)
+		return fm_fail(d, "fragments[%zu].bytes: expected 1 to %llu", i,
+			       (unsigned long long)MT_FRAGMENT_MAX_BYTES);
+	if (!mti_add_ok(*rows, f->rows, rows))
+		return fm_fail(d, "fragments[%zu].rows: the row count overflows", i);
+	f->first_shard = (size_t)*shards;
+	f->nshards = (size_t)ns;
+	*shards += ns;
+	return 0;
+}
+
+/* Format 2: the fragments in place of the shards, which get room to be
+ * loaded into. */
+static int fm_dec_frags(struct fm_dec *d, json_t *root, mt_manifest *m)
+{
+	if (json_object_get(root, "shards"))
+		return fm_fail(d, "shards: a format 2 manifest lists its shards in fragments");
+	if (json_object_get(root, "part"))
+		return fm_fail(d, "part: a staged part record is format 1");
+	json_t *arr = json_object_get(root, "fragments");
+	uint64_t total = 0, rows = 0, shards = 0;
+	int rc = fm_dec_uint(d, root, "nshards", "nshards", &total);
+	if (rc)
+		return rc;
+	if (!json_is_array(arr))
+		return fm_fail(d, "fragments: expected an array");
+	/* The sum of the fragments' counts must reach it: a root claims no more
+	 * than its fragments could ever hold, and the room is lazily zeroed. */
+	if (total > (uint64_t)json_array_size(arr) * MT_FRAGMENT_SHARDS_MAX ||
+	    total > MT_MANIFEST_SHARDS_MAX)
+		return fm_fail(d, "nshards: %llu is more than its fragments can hold",
+			       (unsigned long long)total);
+	size_t n = json_array_size(arr);
+	if (!(m->frags = calloc(n ? n : 1, sizeof *m->frags)) ||
+	    !(m->shards = calloc(total ? total : 1, sizeof *m->shards)))
+		return fm_nomem(d);
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = fm_dec_frag(d, json_array_get(arr, i), i, &rows, &shards, &m->frags[i])))
+			return rc;
+		m->nfrags = i + 1;
+	}
+	if (shards != total)
+		return fm_fail(d, "nshards: is %llu, but the fragments hold %llu shards",
+			       (unsigned long long)total, (unsigned long long)shards);
+	if (rows != m->rows)
+		return fm_fail(d, "rows: is %llu, but the fragments hold %llu rows",
+			       (unsigned long long)m->rows, (unsigned long long)rows);
+	m->nshards = (size_t)total;
+	return 0;
+}
+
 static int fm_dec_name(struct fm_dec *d, const char *name, const char *kind)
 {
 	mt_error e;
@@ -698,12 +802,12 @@ static int fm_dec_root(struct fm_dec *d, json_t *root, mt_manifest *m)
 	if (!json_is_integer(f))
 		return fm_fail(d, "format: expected an integer");
 	json_int_t format = json_integer_value(f);
-	if (format > MT_FORMAT_VERSION)
+	if (format > MT_MANIFEST_FORMAT_MAX)
 		return fm_fail(d, "format %lld is newer than this matorage understands (%d)",
-			       (long long)format, MT_FORMAT_VERSION);
-	if (format != MT_FORMAT_VERSION)
-		return fm_fail(d, "format: %lld is not a format number (this matorage reads %d)",
-			       (long long)format, MT_FORMAT_VERSION);
+			       (long long)format, MT_MANIFEST_FORMAT_MAX);
+	if (format < MT_FORMAT_VERSION)
+		return fm_fail(d, "format: %lld is not a format number (this matorage reads %d to "
+			       "%d)", (long long)format, MT_FORMAT_VERSION, MT_MANIFEST_FORMAT_MAX);
 	m->format = (int)format;
 	int rc;
 	if ((rc = fm_dec_checksum(d, root)) ||
@@ -723,6 +827,8 @@ static int fm_dec_root(struct fm_dec *d, json_t *root, mt_manifest *m)
 	    (rc = fm_dec_attrs(d, json_object_get(root, "attributes"), m)) ||
 	    (rc = fm_dec_recipe(d, json_object_get(root, "recipe"), m)))
 		return rc;
+	if (m->format == 2)
+		return fm_dec_frags(d, root, m);
 	return fm_dec_shards(d, json_object_get(root, "shards"), m);
 }
 
@@ -925,7 +1031,7 @@ int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manif
 		       mt_error *err)
 {
 	*out = NULL;
-	struct fm_dec d = {what ? what : "manifest", err, json, len, NULL, 0};
+	struct fm_dec d = {what ? what : "manifest", err, json, len, NULL, 0, 0};
 	int caps = mti_json_caps_scan(json, len, MT_MANIFEST_MAX_BYTES, d.what, err);
 	if (caps)
 		return caps;
@@ -982,6 +1088,7 @@ void mti_manifest_free(mt_manifest *m)
 	free(m->tags);
 	mti_attrs_free(m->attrs, m->nattrs);
 	free(m->shards);
+	free(m->frags);
 	mt_strv_free(m->recipe_args, m->nrecipe_args);
 	free(m->salvage_from);
 	free(m->salvage_lost);
@@ -990,6 +1097,135 @@ void mti_manifest_free(mt_manifest *m)
 	free(m->source_strs);
 	free(m->sources);
 	free(m);
+}
+
+/* ---- fragments (format 2) ------------------------------------------------ */
+
+char *mti_key_fragment(const char *dataset, const char *sha256)
+{
+	return mti_asprintf("datasets/%s/fragments/%s.json", dataset, sha256);
+}
+
+int mti_fragment_encode(const char *dataset, const mt_mshard *sh, size_t n, mt_mfrag *f,
+			char **json, mt_error *err)
+{
+	*json = NULL;
+	if (n == 0 || n > MT_FRAGMENT_SHARDS_MAX)
+		return mti_err(err, MT_EINVAL, "%s: a fragment holds 1 to %u shards, not %zu",
+			      dataset, MT_FRAGMENT_SHARDS_MAX, n);
+	const char *failed = NULL;
+	json_t *root = json_object();
+	fm_set(root, "format", json_integer(2), &failed);
+	fm_set(root, "dataset", json_string(dataset), &failed);
+	fm_set(root, "first_row", fm_uint(sh[0].first_row), &failed);
+	fm_set(root, "shards", fm_enc_shards(sh, n), &failed);
+	if (!failed && !(*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		failed = "(text)";
+	json_decref(root);
+	mt_error e;
+	if (!failed && mti_sha256_hex(*json, strlen(*json), f->sha256, &e))
+		failed = "(sha256)";
+	if (!failed && strlen(*json) > MT_FRAGMENT_MAX_BYTES)
+		failed = "(over the size cap)";
+	if (failed) {
+		free(*json);
+		*json = NULL;
+		return mti_err(err, MT_EINVAL, "%s: cannot encode a fragment of %zu shards from row "
+			      "%llu: %s", dataset, n, (unsigned long long)sh[0].first_row, failed);
+	}
+	f->bytes = strlen(*json);
+	f->shard_bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		f->shard_bytes += sh[i].bytes;
+	f->first_row = sh[0].first_row;
+	f->rows = sh[n - 1].first_row + sh[n - 1].rows - sh[0].first_row;
+	f->nshards = n;
+	return 0;
+}
+
+/* The fragment's own members, checked against what the root says of it. */
+static int fm_dec_fragment_head(struct fm_dec *d, json_t *root, const mt_manifest *m,
+				const mt_mfrag *f)
+{
+	json_t *fmt = json_object_get(root, "format"), *ds = json_object_get(root, "dataset");
+	uint64_t first = 0;
+	if (!json_is_object(root))
+		return fm_fail(d, "expected a JSON object");
+	if (!json_is_integer(fmt) || json_integer_value(fmt) != 2)
+		return fm_fail(d, "format: expected 2");
+	if (!json_is_string(ds) || strcmp(json_string_value(ds), m->dataset))
+		return fm_fail(d, "dataset: expected \"%s\"", m->dataset);
+	if (fm_get_uint(json_object_get(root, "first_row"), &first) || first != f->first_row)
+		return fm_fail(d, "first_row: expected %llu", (unsigned long long)f->first_row);
+	return 0;
+}
+
+/* Check json, len against fragment f (size and sha256 first: the root
+ * binds them), then decode its entries into m->shards. */
+static int fm_dec_fragment(struct fm_dec *d, mt_manifest *m, mt_mfrag *f)
+{
+	char hex[MT_SHA256_HEX];
+	mt_error e;
+	if (d->len != f->bytes)
+		return mti_err(d->err, MT_ECORRUPT, "%s: %zu bytes, the manifest names one of %llu "
+			      "(truncated, edited or swapped)", d->what, d->len,
+			      (unsigned long long)f->bytes);
+	if (mti_sha256_hex(d->json, d->len, hex, &e))
+		return mti_err(d->err, e.code, "%s: %s", d->what, e.message);
+	if (memcmp(hex, f->sha256, 64))
+		return mti_err(d->err, MT_ECORRUPT, "%s: its bytes hash to sha256:%.16s..., the "
+			      "manifest names sha256:%.16s... (edited or swapped)", d->what, hex,
+			      f->sha256);
+	int rc = mti_json_caps_scan(d->json, d->len, MT_FRAGMENT_MAX_BYTES, d->what, d->err);
+	if (rc)
+		return rc;
+	char *rest = NULL;
+	size_t restlen = 0;
+	int fast = fm_fast_split(d, &rest, &restlen);
+	json_error_t je;
+	json_t *root = json_loadb(fast ? rest : d->json, fast ? restlen : d->len,
+				  JSON_REJECT_DUPLICATES, &je);
+	free(rest);
+	if (!root)
+		return fm_fail(d, "invalid JSON at line %d, column %d: %s", je.line, je.column,
+			       je.text);
+	mt_manifest t = {.rows = f->rows};
+	rc = fm_dec_fragment_head(d, root, m, f);
+	if (!rc)
+		rc = fm_dec_shards(d, json_object_get(root, "shards"), &t);
+	if (!rc && t.nshards != f->nshards)
+		rc = fm_fail(d, "holds %zu shards, the manifest says %zu", t.nshards, f->nshards);
+	uint64_t bytes = 0;
+	for (size_t i = 0; !rc && i < t.nshards; i++)
+		if (!mti_add_ok(bytes, t.shards[i].bytes, &bytes))
+			rc = fm_fail(d, "shards[%zu].bytes: the sum overflows", i);
+	if (!rc && bytes != f->shard_bytes)
+		rc = fm_fail(d, "its shards hold %llu bytes, the manifest says %llu",
+			     (unsigned long long)bytes, (unsigned long long)f->shard_bytes);
+	if (!rc)
+		memcpy(m->shards + f->first_shard, t.shards, f->nshards * sizeof *t.shards);
+	free(t.shards);
+	json_decref(root);
+	return rc;
+}
+
+int mti_fragment_decode(mt_manifest *m, size_t fi, const char *json, size_t len,
+			const char *what, mt_error *err)
+{
+	mt_mfrag *f = &m->frags[fi];
+	char *w = mti_asprintf("%s@%s: fragment %s (rows %llu to %llu, shards %zu to %zu)",
+			       m->dataset, m->version, what, (unsigned long long)f->first_row,
+			       (unsigned long long)(f->first_row + f->rows - 1), f->first_shard,
+			       f->first_shard + f->nshards - 1);
+	if (!w)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	struct fm_dec d = {w, err, json, len, NULL, 0, f->first_row};
+	int rc = fm_dec_fragment(&d, m, f);
+	free(d.fast);
+	free(w);
+	if (!rc)
+		f->loaded = 1;
+	return rc;
 }
 
 /* ---- curated metadata ---------------------------------------------------- */
@@ -1024,7 +1260,7 @@ int mti_meta_encode(const mt_manifest *m, const char *updated, const char *descr
 int mti_meta_apply(mt_manifest *m, const char *json, size_t len, const char *what,
 		  mt_error *err)
 {
-	struct fm_dec d = {what, err, json, len, NULL, 0};
+	struct fm_dec d = {what, err, json, len, NULL, 0, 0};
 	int caps = mti_json_caps_scan(json, len, MT_META_MAX_BYTES, what, err);
 	if (caps)
 		return caps;

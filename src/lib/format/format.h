@@ -79,6 +79,28 @@ typedef struct mt_mshard {
 	uint64_t index_xxh3;   /* the chunk index's trailing XXH3-64 */
 } mt_mshard;
 
+/* Format 2 (doc/FORMAT.md, "Manifest format 2"): a version's manifest is a
+ * root naming fragments, each an immutable object
+ * datasets/<dataset>/fragments/<sha256>.json holding a run of the shard
+ * entries, bound by its sha256 and size in the root.  Versions share
+ * fragments: an append names its parent's full ones again. */
+#define MT_MANIFEST_FORMAT_MAX 2
+#define MT_FRAGMENT_SHARDS 2048        /* shards a writer puts in one fragment */
+#define MT_FRAGMENT_SHARDS_MAX 65536u  /* the most a reader accepts */
+#define MT_FRAGMENT_MAX_BYTES (32ull << 20)
+#define MT_MANIFEST_SHARDS_MAX (1ull << 24) /* shards of a format-2 version */
+typedef struct mt_mfrag {
+	char sha256[65];
+	uint64_t bytes;       /* of the fragment's object */
+	uint64_t first_row;   /* the version's row its first shard starts at */
+	uint64_t rows;
+	uint64_t shard_bytes; /* the sum of its shards' bytes */
+	size_t first_shard;   /* its first shard's place in the version */
+	size_t nshards;
+	int loaded;           /* decoded: its shards are in the manifest's array */
+	int fresh;            /* writer: not a fragment of the version it builds on */
+} mt_mfrag;
+
 typedef struct mt_manifest {
 	int format;
 	char *dataset;
@@ -116,6 +138,11 @@ typedef struct mt_manifest {
 	 * version: part k of n of the staging `part_id`; NULL otherwise. */
 	char *part_id;
 	uint64_t part_k, part_n;
+	/* Format 2: the fragments, in row order; shards[] has room for all
+	 * nshards entries, and a fragment's are there once it is loaded
+	 * (mti_manifest_load_frags).  nfrags 0: format 1, every shard there. */
+	mt_mfrag *frags;
+	size_t nfrags;
 } mt_manifest;
 
 /* The "checksum" member that ends a manifest (doc/FORMAT.md, "Manifest
@@ -163,6 +190,40 @@ MT_LOCAL int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *er
 MT_LOCAL int mti_manifest_decode(const char *json, size_t len, const char *what,
 				mt_manifest **out, mt_error *err);
 MT_LOCAL void mti_manifest_free(mt_manifest *m);
+
+/* ---- format 2: fragments (format-fragment.c) ------------------------------
+ * A fragment's text: {"format":2,"dataset":D,"first_row":F,"shards":[...]},
+ * the entries exactly as a format-1 manifest writes them. */
+MT_LOCAL char *mti_key_fragment(const char *dataset, const char *sha256);
+/* Encode shards[0..n) (first_row set) of dataset as a fragment's text
+ * (malloc'ed), with its sha256 and size into f (first_row, rows, nshards
+ * too). */
+MT_LOCAL int mti_fragment_encode(const char *dataset, const mt_mshard *shards, size_t n,
+				 mt_mfrag *f, char **json, mt_error *err);
+/* Check that len bytes are fragment f of m (size, sha256, dataset, rows,
+ * first rows, entries) and put its entries into m->shards; `what` (the
+ * fragment's key) is named in errors, which also name m's version and the
+ * fragment's rows.  MT_ECORRUPT for a fragment that is not f. */
+MT_LOCAL int mti_fragment_decode(mt_manifest *m, size_t f, const char *json, size_t len,
+				 const char *what, mt_error *err);
+/* Read an object of at most max bytes (a store's get; 0 or MT_E*). */
+typedef int (*mti_get_fn)(void *ud, const char *key, uint64_t max, void **data, size_t *len,
+			  mt_error *err);
+/* Load fragments [f0, f1) of m that are not loaded yet, through get (on
+ * up to 8 threads); a missing or damaged fragment is MT_ECORRUPT naming
+ * the version, the fragment's key and its rows.  A format-1 m: 0. */
+MT_LOCAL int mti_manifest_load_frags(mt_manifest *m, size_t f0, size_t f1, mti_get_fn get,
+				     void *ud, mt_error *err);
+/* The fragment holding shard i / row `row` of a format-2 m. */
+MT_LOCAL size_t mti_manifest_frag_of_shard(const mt_manifest *m, size_t i);
+MT_LOCAL size_t mti_manifest_frag_of_row(const mt_manifest *m, uint64_t row);
+/* Cut m's shards (first_row set) into fragments of `per` shards: first
+ * those of `prev` (the fragments of the version it builds on) whose very
+ * bytes m's shards encode to at the same place, but not a last one
+ * shorter than per (the new shards join it), then new ones of per shards
+ * (fresh set).  m->frags and m->nfrags are replaced (free()d with m). */
+MT_LOCAL int mti_manifest_cut(mt_manifest *m, const mt_mfrag *prev, size_t nprev, size_t per,
+			      mt_error *err);
 
 /* Decode the chunk index of shard i of m (the bytes at the manifest's
  * index offset; `shard_bytes` as for mti_index_decode) and check it is the

@@ -330,6 +330,11 @@ static int pv_load(pv *p, const char *version, mt_error *err)
 		rc = mti_dlock_wait_gc(p->lock, err);
 	if (!rc)
 		rc = mti_dataset_load(p->s, p->dataset, p->version, &p->man, &p->json, err);
+	/* Its record would embed only the root: the fragments need parity of
+	 * their own first (doc/FORMAT.md, "Manifest format 2"). */
+	if (!rc && p->man->nfrags)
+		rc = mti_err(err, MT_EUNSUPPORTED, "%s@%s: its manifest is format 2 (fragments), "
+			    "which protect does not cover yet", p->dataset, p->version);
 	return rc;
 }
 

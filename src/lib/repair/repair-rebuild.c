@@ -193,7 +193,10 @@ static int manifest_ok(rp_ctx *c, const void *json, size_t len, mt_manifest **m)
 		return MT_ECORRUPT;
 	if (mti_manifest_decode(json, len, c->mobj.key, m, &e))
 		return MT_ECORRUPT;
-	if (strcmp((*m)->dataset, c->dataset) || strcmp((*m)->version, c->version)) {
+	/* A format-2 root stands for the version only with every fragment it
+	 * names, sound, in this store. */
+	if (strcmp((*m)->dataset, c->dataset) || strcmp((*m)->version, c->version) ||
+	    mti_manifest_load_frags(*m, 0, (*m)->nfrags, mti_store_get_fn, c->s, &e)) {
 		mti_manifest_free(*m);
 		*m = NULL;
 		return MT_ECORRUPT;

@@ -217,6 +217,12 @@ static int store_too_big(mt_store *s, const char *key, uint64_t size, uint64_t m
 		      (unsigned long long)max);
 }
 
+int mti_store_get_fn(void *s, const char *key, uint64_t max, void **data, size_t *got,
+		     mt_error *err)
+{
+	return mti_store_get_max(s, key, max, data, got, err);
+}
+
 int mti_store_get_max(mt_store *s, const char *key, uint64_t max, void **data, size_t *got,
 		      mt_error *err)
 {

@@ -135,6 +135,10 @@ MT_LOCAL int mti_store_get(mt_store *s, const char *key, uint64_t offset, uint64
  * costs at most max + 1 bytes. */
 MT_LOCAL int mti_store_get_max(mt_store *s, const char *key, uint64_t max, void **data,
 			      size_t *got, mt_error *err);
+/* mti_store_get_max with the store as a void *: the reader of objects the
+ * format room takes (mti_get_fn), which knows nothing of stores. */
+MT_LOCAL int mti_store_get_fn(void *s, const char *key, uint64_t max, void **data, size_t *got,
+			      mt_error *err);
 MT_LOCAL int mti_store_read(mt_store *s, const char *key, uint64_t offset, void *buf, size_t len,
 			   mt_error *err);
 MT_LOCAL int mti_store_put(mt_store *s, const char *key, const void *data, size_t len, int flags,

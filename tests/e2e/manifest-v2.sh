@@ -1,0 +1,76 @@
+#!/bin/bash
+# manifest-v2.sh — format 2 manifests (a root and fragments): put, append sharing fragments, reads equal to format 1, gc keeps fragments, copies carry them, damage named.
+. "$(dirname "$0")/lib.sh"
+M=$MATORAGE
+S=$WORK/store
+F=$S/datasets/d/fragments
+# 8 shards a fragment, so 41 one-row shards make 6 fragments.
+export MATORAGE_FRAGMENT_SHARDS=8
+$PY -c "
+import numpy as n
+n.save('$WORK/x.npy', (n.arange(41 * 3, dtype='int32') * 7).reshape(41, 3))
+n.save('$WORK/y.npy', n.full((1, 3), -5, dtype='int32'))"
+
+check "put of 41 one-row shards" $M put d x="$WORK/x.npy" --shard-rows 1
+check "the same as format 1 (asked for)" env MATORAGE_MANIFEST_FORMAT=1 $M put f1 x="$WORK/x.npy" --shard-rows 1
+ok $(grep -q '"format":2' "$S/datasets/d/versions/v1.json" && ! grep -q '"shards":' "$S/datasets/d/versions/v1.json"; echo $?) "more shards than a fragment holds: format 2, no shard list in the root"
+ok $(grep -q '"format":1' "$S/datasets/f1/versions/v1.json"; echo $?) "MATORAGE_MANIFEST_FORMAT=1 writes format 1"
+n=$(ls "$F" | wc -l)
+ok $([ "$n" -eq 6 ]; echo $?) "6 fragments of at most 8 shards stored (got $n)"
+check "a small version stays format 1" bash -c "$M put small x=$WORK/y.npy && grep -q '\"format\":1' $S/datasets/small/versions/v1.json"
+
+# An append of one row: one shard, one fragment (the short last one again), the root.
+check "append one row" $M put d x="$WORK/y.npy" --append
+check "append one row (format 1)" $M put f1 x="$WORK/y.npy" --append
+ok $(grep -q '"format":2' "$S/datasets/d/versions/v2.json"; echo $?) "an append to a format-2 version is format 2"
+n2=$(ls "$F" | wc -l)
+ok $([ "$n2" -eq 7 ]; echo $?) "the append wrote one fragment, reused the 5 full ones (now $n2)"
+v1f=$(grep -o '"sha256":"[0-9a-f]*"' "$S/datasets/d/versions/v1.json" | head -5)
+v2f=$(grep -o '"sha256":"[0-9a-f]*"' "$S/datasets/d/versions/v2.json" | head -5)
+ok $([ "$v1f" = "$v2f" ]; echo $?) "v2's first five fragments are v1's"
+added=$(find "$S/datasets/d" -type f -newer "$S/datasets/d/versions/v1.json" -printf '%s\n' | awk '{s += $1} END {print s}')
+echo "# bytes added to datasets/d by the one-row append: $added"
+root=$(stat -c %s "$S/datasets/d/versions/v2.json")
+ok $([ "$root" -lt 2500 ]; echo $?) "the root of 42 shards is small ($root bytes)"
+
+# Reads equal format 1's.
+for v in v1 v2; do
+	check "get d@$v equals f1@$v" bash -c "$M get d@$v x -o $WORK/a.npy && $M get f1@$v x -o $WORK/b.npy && cmp $WORK/a.npy $WORK/b.npy"
+done
+check "get --rows 17:23 equals format 1's" bash -c "$M get d x --rows 17:23 -o $WORK/a.npy && $M get f1 x --rows 17:23 -o $WORK/b.npy && cmp $WORK/a.npy $WORK/b.npy"
+check "verify d@v2" $M verify d@v2
+check "diff d@v1 d@v2 equals the format-1 diff" bash -c "[ \"\$($M diff d@v1 d@v2 | sed 's/\\<d@/X@/g')\" = \"\$($M diff f1@v1 f1@v2 | sed 's/\\<f1@/X@/g')\" ]"
+check "info d@v2 says 42 shards" bash -c "$M info d@v2 | grep -Eq 'shards: *42'"
+
+# gc keeps what the roots name; a version removed leaves its own fragment to gc.
+check "gc --delete --grace 0" $M gc d --delete --grace 0
+n3=$(ls "$F" | wc -l)
+ok $([ "$n3" -eq 7 ]; echo $?) "gc kept every named fragment ($n3)"
+check "both versions verify after gc" bash -c "$M verify d@v1 && $M verify d@v2"
+
+# Copies carry fragments; the copy reads the same.
+B=$WORK/b
+check "push d to another store" $M push d "file://$B"
+check "the copy's v2 verifies and reads the same" bash -c "$M --store file://$B verify d@v2 && $M --store file://$B get d@v2 x -o $WORK/c.npy && $M get d@v2 x -o $WORK/a.npy && cmp $WORK/a.npy $WORK/c.npy"
+ok $([ "$(ls "$B/datasets/d/fragments" | wc -l)" -eq 7 ]; echo $?) "the copy holds the 7 fragments"
+
+# Damage names the version, the fragment and its rows; never other rows.
+frag=$(grep -o '"first_row":8,"rows":8,"nshards":8,"shard_bytes":[0-9]*,"sha256":"[0-9a-f]*"' "$S/datasets/d/versions/v2.json" | grep -o '[0-9a-f]\{64\}')
+cp "$F/$frag.json" "$WORK/keep.json"
+other=$(ls "$F" | grep -v "$frag" | head -1)
+sed -i '0,/"rows":1,/s//"rows":2,/' "$F/$frag.json"
+fails "an edited fragment" 1 "d@v2: fragment datasets/d/fragments/$frag.json \(rows 8 to 15.*edited" $M get d@v2 x -o "$WORK/a.npy"
+cp "$F/$other" "$F/$frag.json"
+fails "a swapped fragment" 1 "d@v2: fragment datasets/d/fragments/$frag.json \(rows 8 to 15.*swapped" $M info d@v2
+head -c 100 "$WORK/keep.json" > "$F/$frag.json"
+fails "a truncated fragment" 1 "d@v2: fragment .*$frag.json \(rows 8 to 15.*truncated" $M verify d@v2
+rm "$F/$frag.json"
+fails "a missing fragment" 1 "d@v2: fragment .*$frag.json \(rows 8 to 15.*missing" $M get d@v2 x -o "$WORK/a.npy"
+fails "gc refuses while a fragment is missing" 1 "gc refused: .*missing" $M gc d --delete --grace 0
+check "the fragment back from the copy: sound again" bash -c "cp $B/datasets/d/fragments/$frag.json $F/ && $M verify d@v2"
+
+check "rm d@v2, then gc" bash -c "$M rm d@v2 && $M gc d --delete --grace 0"
+n4=$(ls "$F" | wc -l)
+ok $([ "$n4" -eq 6 ]; echo $?) "gc deleted only v2's own fragment ($n4 left)"
+check "d@v1 still verifies" $M verify d@v1
+done_testing

@@ -77,14 +77,14 @@ static void health_shard(struct app_health *h, const mt_repair_report *r, int st
 static void health_lost(struct app_health_version *v, const mt_repair_report *r)
 {
 	static const char *const kinds[] = { "shard", "parity object", "manifest",
-					     "protection record" };
+					     "protection record", "tensor" };
 	char item[96];
 	if (r->kind == MT_REPAIR_SHARD)
 		snprintf(item, sizeof item, "shard %zu (rows %llu..%llu)", r->number,
 			 (unsigned long long)r->first_row,
 			 (unsigned long long)(r->first_row + r->rows - (r->rows > 0)));
 	else
-		snprintf(item, sizeof item, "%s", kinds[r->kind & 3]);
+		snprintf(item, sizeof item, "%s", kinds[r->kind <= MT_REPAIR_TENSOR ? r->kind : 0]);
 	health_append(v->lost, sizeof v->lost, item);
 }
 
@@ -167,4 +167,50 @@ void app_health_record(struct app_health *h, mt_catalog *c, const char *url, con
 		k.bytes_read = v->bytes_read;
 		mt_catalog_version_checked(c, url, dataset, v->version, &k, &err);
 	}
+}
+
+/* mt_repair's reports, to the health and then to the caller's function. */
+struct repair_tee {
+	struct app_health *h;
+	mt_repair_fn fn;
+	mt_salvage_fn salvaged;
+	void *ud;
+};
+
+static void salvage_tee(void *ud, const mt_salvage_report *s)
+{
+	struct repair_tee *t = ud;
+	if (t->salvaged)
+		t->salvaged(t->ud, s);
+}
+
+static void repair_tee(void *ud, const mt_repair_report *r)
+{
+	struct repair_tee *t = ud;
+	app_health_report(t->h, r);
+	if (t->fn)
+		t->fn(t->ud, r);
+}
+
+int app_repair(mt_store *s, const char *dataset, const char *version, mt_repair_opts *o,
+	       struct app_health *h, mt_repair_stats *st, mt_error *err)
+{
+	struct repair_tee t = { h, o->report, o->salvaged, o->report_ud };
+	mt_repair_opts run = *o;
+	run.report = repair_tee;
+	run.salvaged = salvage_tee;
+	run.report_ud = &t;
+	return mt_repair(s, dataset, version && *version ? version : NULL, &run, st, err);
+}
+
+const char *app_repair_summary(const mt_repair_stats *st, int dry_run, char *buf, size_t cap)
+{
+	char read[32];
+	app_human_bytes(st->bytes_read, read, sizeof read);
+	snprintf(buf, cap,
+		 "%llu objects checked, %llu damaged, %llu %s, %llu unrepairable; %s read",
+		 (unsigned long long)st->objects, (unsigned long long)st->damaged,
+		 (unsigned long long)(dry_run ? st->damaged - st->unrepairable : st->rebuilt),
+		 dry_run ? "repairable" : "rebuilt", (unsigned long long)st->unrepairable, read);
+	return buf;
 }

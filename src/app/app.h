@@ -90,6 +90,15 @@ int app_health_state(const struct app_health *h, const struct app_health_version
 /* Write every version's check and every shard's health to the catalog
  * (bucket url); the catalog is a cache, so failures are not reported. */
 void app_health_record(struct app_health *h, mt_catalog *c, const char *url, const char *dataset);
+/* Repair dataset@version exactly as `matorage repair` does (the browser's
+ * R and :repair run this too): version NULL is every version of the
+ * dataset, those whose manifest only a protection record still holds
+ * included.  Every report goes to h, then to o->report. */
+int app_repair(mt_store *s, const char *dataset, const char *version, mt_repair_opts *o,
+	       struct app_health *h, mt_repair_stats *st, mt_error *err);
+/* "N objects checked, D damaged, R rebuilt (repairable in a dry run), U
+ * unrepairable; X read" into buf. */
+const char *app_repair_summary(const mt_repair_stats *st, int dry_run, char *buf, size_t cap);
 
 /* ---- app-stats.c ---- */
 

@@ -130,6 +130,16 @@ static void protect_note(struct cli_ctx *ctx, mt_store *s, const struct cli_ref 
 	mt_strv_free(vers, n);
 }
 
+/* model:NAME[@VERSION]: parity over the checkpoint's tensors. */
+static int protect_model(mt_store *s, const char *spec, int k, int m)
+{
+	mt_error err = { 0 };
+	if (mt_ckpt_protect(s, spec, k, m, &err))
+		return cli_fail(&err);
+	printf("model:%s: protected with %d+%d parity\n", spec, k, m);
+	return CLI_OK;
+}
+
 static int protect_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	int k, m, threads = 0;
@@ -139,6 +149,11 @@ static int protect_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if (!rc)
 		rc = cli_opt_int(a, "threads", 1, 1024, &threads);
 	struct cli_ref ref = { 0 };
+	const char *model = cli_model_spec(a->argv[0]);
+	if (!rc && model) {
+		mt_store *ms = cli_store(ctx);
+		return ms ? protect_model(ms, model, k, m) : CLI_FAIL;
+	}
 	if (!rc)
 		rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
 	if (rc)
@@ -152,6 +167,6 @@ static int protect_exec(struct cli_ctx *ctx, const struct cli_args *a)
 }
 
 const struct cli_cmd cli_cmd_protect = {
-	"protect", "DATASET[@VERSION]", protect_options, protect_exec,
+	"protect", "DATASET[@VERSION] | model:NAME[@VERSION]", protect_options, protect_exec,
 	"Add Reed–Solomon parity to a version, so lost or damaged shards can be rebuilt", 1, 1,
 };

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -17,21 +18,23 @@ static const struct cli_option repair_options[] = {
 	{ NULL, 0, NULL, NULL },
 };
 
-static const char *const repair_kinds[] = { "shard", "parity", "manifest", "record" };
+static const char *const repair_kinds[] = { "shard", "parity", "manifest", "record", "tensor" };
 
 struct repair_out {
 	pthread_mutex_t lock;
 	int dry_run;
-	struct app_health health; /* for the catalog */
+	const char *prefix; /* "model:" for a model's checkpoints, else "" */
 };
 
-static void repair_line(const mt_repair_report *r, int dry_run)
+static void repair_line(const mt_repair_report *r, int dry_run, const char *prefix)
 {
 	char read[32];
 	app_human_bytes(r->bytes_read, read, sizeof read);
 	const char *kind = repair_kinds[r->kind];
 	char what[64] = "";
-	if (r->kind == MT_REPAIR_SHARD)
+	if (r->kind == MT_REPAIR_TENSOR)
+		snprintf(what, sizeof what, " %zu", r->number);
+	else if (r->kind == MT_REPAIR_SHARD)
 		snprintf(what, sizeof what, " %zu (rows %" PRIu64 "..%" PRIu64 ")", r->number,
 			 r->first_row, r->first_row + r->rows - (r->rows > 0));
 	else if (r->kind == MT_REPAIR_PARITY)
@@ -39,13 +42,13 @@ static void repair_line(const mt_repair_report *r, int dry_run)
 	switch (r->state) {
 	case MT_REPAIR_REBUILT:
 	case MT_REPAIR_REPAIRABLE:
-		printf("%s %s@%s %s%s %s: %s; from %s, %s read\n",
+		printf("%s %s%s@%s %s%s %s: %s; from %s, %s read\n",
 		       r->state == MT_REPAIR_REBUILT ? "rebuilt" : dry_run ? "repairable" : "rebuilt",
-		       r->dataset, r->version, kind, what, r->key, r->problem ? r->problem : "damaged",
+		       prefix, r->dataset, r->version, kind, what, r->key, r->problem ? r->problem : "damaged",
 		       r->source ? r->source : "?", read);
 		break;
 	case MT_REPAIR_UNREPAIRABLE:
-		printf("UNREPAIRABLE %s@%s %s%s %s: %s\n", r->dataset, r->version, kind, what,
+		printf("UNREPAIRABLE %s%s@%s %s%s %s: %s\n", prefix, r->dataset, r->version, kind, what,
 		       r->key ? r->key : "", r->problem ? r->problem : "damaged");
 		break;
 	default:
@@ -58,10 +61,9 @@ static void repair_report(void *ud, const mt_repair_report *r)
 	struct repair_out *o = ud;
 	pthread_mutex_lock(&o->lock);
 	cli_progress_hide();
-	repair_line(r, o->dry_run);
+	repair_line(r, o->dry_run, o->prefix);
 	fflush(stdout);
 	pthread_mutex_unlock(&o->lock);
-	app_health_report(&o->health, r);
 }
 
 static void repair_salvaged(void *ud, const mt_salvage_report *s)
@@ -99,13 +101,30 @@ static mt_store **repair_sources(struct cli_ctx *ctx, const struct cli_args *a, 
 	return s;
 }
 
+/* model:NAME[@VERSION]: the checkpoints' tensors and manifests, as
+ * mt_ckpt_repair has them; the catalog's models are synced after. */
+static int repair_model(mt_store *s, const char *spec, mt_repair_opts *o)
+{
+	const char *at = strchr(spec, '@');
+	char *name = app_xasprintf("%.*s", (int)(at ? (size_t)(at - spec) : strlen(spec)), spec);
+	mt_repair_stats st = { 0 };
+	mt_error err = { 0 };
+	int rrc = mt_ckpt_repair(s, name, at && at[1] ? at + 1 : NULL, o, &st, &err);
+	char line[256];
+	if (!rrc || rrc == MT_ECORRUPT)
+		printf("%s\n", app_repair_summary(&st, o->dry_run, line, sizeof line));
+	free(name);
+	return rrc ? cli_fail(&err) : CLI_OK;
+}
+
 static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	struct cli_ref ref = { 0 };
+	const char *model = cli_model_spec(a->argv[0]);
 	mt_repair_opts o;
 	mt_repair_opts_init(&o);
 	int rc = cli_opt_int(a, "threads", 1, 256, &o.threads);
-	if (!rc)
+	if (!rc && !model)
 		rc = cli_ref_parse(a->cmd, a->argv[0], &ref);
 	if (rc)
 		return rc;
@@ -116,7 +135,8 @@ static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		cli_ref_free(&ref);
 		return CLI_FAIL;
 	}
-	struct repair_out out = { .lock = PTHREAD_MUTEX_INITIALIZER, .dry_run = cli_has(a, "dry-run") };
+	struct repair_out out = { .lock = PTHREAD_MUTEX_INITIALIZER, .dry_run = cli_has(a, "dry-run"),
+				  .prefix = model ? "model:" : "" };
 	o.sources = src;
 	o.nsources = nsrc;
 	o.use_remotes = !cli_has(a, "no-remotes");
@@ -126,7 +146,15 @@ static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	o.report = repair_report;
 	o.salvaged = repair_salvaged;
 	o.report_ud = &out;
-	app_health_init(&out.health, "repair", out.dry_run);
+	if (model) {
+		rc = repair_model(s, model, &o);
+		for (size_t i = 0; i < nsrc; i++)
+			mt_store_close(src[i]);
+		free(src);
+		return rc;
+	}
+	struct app_health health; /* for the catalog */
+	app_health_init(&health, "repair", out.dry_run);
 	cli_catch_interrupt();
 	struct cli_progress *p = cli_progress_begin(ctx, ref.dataset, 0);
 	o.progress = cli_progress_fn;
@@ -134,20 +162,16 @@ static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	mt_repair_stats st = { 0 };
 	mt_error err = { 0 };
 	/* No version named: every version of the dataset. */
-	int rrc = mt_repair(s, ref.dataset, ref.version, &o, &st, &err);
+	int rrc = app_repair(s, ref.dataset, ref.version, &o, &health, &st, &err);
 	cli_progress_end(p);
-	char read[32];
-	app_human_bytes(st.bytes_read, read, sizeof read);
+	char line[256];
 	if (!rrc || rrc == MT_ECORRUPT)
-		printf("%" PRIu64 " objects checked, %" PRIu64 " damaged, %" PRIu64 " %s, %" PRIu64
-		       " unrepairable; %s read\n", st.objects, st.damaged,
-		       out.dry_run ? st.damaged - st.unrepairable : st.rebuilt,
-		       out.dry_run ? "repairable" : "rebuilt", st.unrepairable, read);
+		printf("%s\n", app_repair_summary(&st, out.dry_run, line, sizeof line));
 	rc = rrc ? cli_fail(&err) : CLI_OK;
 	/* What was found and rebuilt goes to the catalog. */
-	if (out.health.nv)
-		cli_catalog_health(app_store_name(&ctx->app), s, ref.dataset, &out.health, 1);
-	app_health_free(&out.health);
+	if (health.nv)
+		cli_catalog_health(app_store_name(&ctx->app), s, ref.dataset, &health, 1);
+	app_health_free(&health);
 	for (size_t i = 0; i < nsrc; i++)
 		mt_store_close(src[i]);
 	free(src);
@@ -156,6 +180,6 @@ static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
 }
 
 const struct cli_cmd cli_cmd_repair = {
-	"repair", "DATASET[@VERSION]", repair_options, repair_exec,
+	"repair", "DATASET[@VERSION] | model:NAME[@VERSION]", repair_options, repair_exec,
 	"Rebuild damaged or lost shards, parity and manifests from other stores or parity", 1, 1,
 };

@@ -406,7 +406,8 @@ MT_API int mt_protect_info(mt_store *s, const char *dataset, const char *version
 /* ---- repairing a version ------------------------------------------------ */
 
 /* What an object of a version is, for mt_repair's reports. */
-enum { MT_REPAIR_SHARD, MT_REPAIR_PARITY, MT_REPAIR_MANIFEST, MT_REPAIR_RECORD };
+enum { MT_REPAIR_SHARD, MT_REPAIR_PARITY, MT_REPAIR_MANIFEST, MT_REPAIR_RECORD,
+       MT_REPAIR_TENSOR /* a model's tensor object (mt_ckpt_repair) */ };
 /* What became of it: sound as found; rebuilt and written back; (dry run)
  * damaged and rebuildable from `source`; damaged and not rebuildable. */
 enum { MT_REPAIR_SOUND, MT_REPAIR_REBUILT, MT_REPAIR_REPAIRABLE, MT_REPAIR_UNREPAIRABLE };
@@ -717,6 +718,11 @@ typedef struct mt_shard_info {
 /* Open dataset@version; version NULL or "" (or "latest") opens the newest. */
 MT_API int mt_reader_open(mt_store *s, const char *dataset, const char *version,
 			  mt_reader **out, mt_error *err);
+/* Open dataset@version whose manifest is lost, from the copy its protection
+ * record holds (doc/FORMAT.md, "Protection"): what `repair` would write back.
+ * MT_ENOTFOUND when the version has no record or was removed. */
+MT_API int mt_reader_open_lost(mt_store *s, const char *dataset, const char *version,
+			       mt_reader **out, mt_error *err);
 MT_API void mt_reader_close(mt_reader *r);
 
 /* Borrowed views of the manifest. */
@@ -1208,6 +1214,23 @@ typedef void (*mt_ckpt_bad_fn)(void *ud, const char *version, const char *key,
  * naming the first. */
 MT_API int mt_ckpt_verify(mt_store *s, const char *name, const char *version, int threads,
 			  mt_ckpt_bad_fn fn, void *ud, uint64_t *nchecked, mt_error *err);
+/* Add Reed–Solomon parity (K data rows, M parity rows) over the tensors of
+ * checkpoint spec ("NAME", "NAME@vN"; doc/FORMAT.md, "Protection of
+ * checkpoints"): parity objects first, the record last.  MT_EEXIST when it
+ * is protected already.  mt_ckpt_read then heals a damaged or missing
+ * tensor from that parity. */
+MT_API int mt_ckpt_protect(mt_store *s, const char *spec, int k, int m, mt_error *err);
+/* mt_repair for a model: check every tensor object of name@version
+ * (version NULL: of every checkpoint; "latest": the newest) against its
+ * sha256, and bring back each damaged or missing one from another store
+ * (o->sources, the remotes) or from the checkpoint's parity; a lost
+ * manifest from another store or the protection record.  Reports have
+ * kind MT_REPAIR_TENSOR (number: the tensor's index) or
+ * MT_REPAIR_MANIFEST, and `dataset` set to the model.  o->dry_run, report,
+ * sources and use_remotes apply.  MT_ECORRUPT when something could not be
+ * rebuilt. */
+MT_API int mt_ckpt_repair(mt_store *s, const char *name, const char *version,
+			  const mt_repair_opts *o, mt_repair_stats *stats, mt_error *err);
 
 /* Find (and unless dry_run, delete) tensor objects of model `name` (NULL:
  * of every model) that no checkpoint names, older than grace_seconds and

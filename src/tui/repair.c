@@ -55,10 +55,9 @@ static void heal_record(struct tui_job *j, mt_store *s)
 static void repair_log(void *ud, const mt_repair_report *r)
 {
 	static const char *const kinds[] = { "shard", "parity object", "manifest",
-					     "protection record" };
+					     "protection record", "tensor" };
 	struct tui_job *j = ud;
 	struct heal_job *h = j->arg;
-	app_health_report(&h->health, r);
 	if (r->state == MT_REPAIR_SOUND)
 		return;
 	char what[64] = "", read[32];
@@ -67,13 +66,17 @@ static void repair_log(void *ud, const mt_repair_report *r)
 			 (unsigned long long)r->first_row,
 			 (unsigned long long)(r->first_row + r->rows - (r->rows > 0)));
 	app_human_bytes(r->bytes_read, read, sizeof read);
+	/* A whole dataset's repair names the version of each. */
+	char ver[160] = "";
+	if (!h->ref.version)
+		snprintf(ver, sizeof ver, "%s: ", r->version);
 	if (r->state == MT_REPAIR_UNREPAIRABLE)
-		tui_job_log(j, "LOST %s%s: %s", kinds[r->kind & 3], what,
+		tui_job_log(j, "%sLOST %s%s: %s", ver, kinds[r->kind <= MT_REPAIR_TENSOR ? r->kind : 0], what,
 			    r->problem ? r->problem : "damaged");
 	else
-		tui_job_log(j, "%s %s%s from %s, %s read: %s",
+		tui_job_log(j, "%s%s %s%s from %s, %s read: %s", ver,
 			    r->state == MT_REPAIR_REBUILT ? "rebuilt" : "repairable",
-			    kinds[r->kind & 3], what, r->source ? r->source : "?", read,
+			    kinds[r->kind <= MT_REPAIR_TENSOR ? r->kind : 0], what, r->source ? r->source : "?", read,
 			    r->problem ? r->problem : "damaged");
 }
 
@@ -92,21 +95,23 @@ static int repair_run(struct tui_job *j)
 	o.report = repair_log;
 	o.report_ud = j;
 	mt_repair_stats st = { 0 };
-	int rc = mt_repair(s, h->ref.dataset, h->ref.version, &o, &st, &err);
+	int rc = app_repair(s, h->ref.dataset, h->ref.version, &o, &h->health, &st, &err);
 	if (!rc || rc == MT_ECORRUPT)
 		heal_record(j, s);
 	mt_store_close(s);
 	if (rc && rc != MT_ECORRUPT)
 		return tui_job_fail(j, &err);
-	char read[32];
-	struct app_health_version *v = app_health_version(&h->health, h->ref.version);
-	snprintf(j->result, sizeof j->result,
-		 "%s: %llu objects checked, %llu damaged, %llu rebuilt, %llu lost; %s read%s%.200s",
-		 rc ? "lost" : "sound", (unsigned long long)st.objects,
-		 (unsigned long long)st.damaged, (unsigned long long)st.rebuilt,
-		 (unsigned long long)st.unrepairable,
-		 app_human_bytes(st.bytes_read, read, sizeof read), v->lost[0] ? "; lost " : "",
-		 v->lost);
+	char line[256], lost[300] = "";
+	for (size_t i = 0; i < h->health.nv; i++) {
+		const struct app_health_version *v = &h->health.v[i];
+		size_t len = strlen(lost);
+		if (v->lost[0] && len < sizeof lost - 1)
+			snprintf(lost + len, sizeof lost - len, "; lost %s%s%s",
+				 h->ref.version ? "" : v->version, h->ref.version ? "" : " ",
+				 v->lost);
+	}
+	snprintf(j->result, sizeof j->result, "%s: %s%.300s", rc ? "lost" : "sound",
+		 app_repair_summary(&st, 0, line, sizeof line), lost);
 	return rc;
 }
 
@@ -156,7 +161,15 @@ static int protect_run(struct tui_job *j)
 
 static void heal_title(char *buf, size_t cap, const char *verb, const struct heal_job *h)
 {
-	snprintf(buf, cap, "%s %s:%s@%s", verb, h->ref.remote, h->ref.dataset, h->ref.version);
+	snprintf(buf, cap, "%s %s:%s%s%s", verb, h->ref.remote, h->ref.dataset,
+		 h->ref.version ? "@" : "", h->ref.version ? h->ref.version : "");
+}
+
+static void repair_begin(struct tui *t, struct heal_job *h)
+{
+	char title[160];
+	heal_title(title, sizeof title, "repair", h);
+	tui_job_start(t, "repair", title, "bytes", repair_run, NULL, h, heal_free);
 }
 
 void tui_repair_start(struct tui *t, int64_t version_id)
@@ -166,11 +179,8 @@ void tui_repair_start(struct tui *t, int64_t version_id)
 		return;
 	}
 	struct heal_job *h = heal_new(t, version_id, "repair");
-	if (!h)
-		return;
-	char title[160];
-	heal_title(title, sizeof title, "repair", h);
-	tui_job_start(t, "repair", title, "bytes", repair_run, NULL, h, heal_free);
+	if (h)
+		repair_begin(t, h);
 }
 
 static void protect_begin(struct tui *t, struct heal_job *h, const char *parity)
@@ -247,6 +257,30 @@ static int64_t command_version(struct tui *t, const char *spec)
 	return f.id;
 }
 
+/* :repair DATASET[@VERSION] is `matorage repair` on the default store: the
+ * store, not the catalog's list, says what there is, so a version whose
+ * manifest is lost (and the catalog may not list) is repaired too. */
+static void repair_command(struct tui *t, const char *spec)
+{
+	const char *at = strchr(spec, '@');
+	char ds[256];
+	snprintf(ds, sizeof ds, "%.*s", (int)(at ? (size_t)(at - spec) : strlen(spec)), spec);
+	int64_t b = tui_find_bucket(t);
+	struct heal_job *h = app_xcalloc(1, sizeof *h);
+	mt_error err = { 0 };
+	if (!b || mt_catalog_locate(t->cat, MT_CAT_BUCKETS, b, &h->ref, &err)) {
+		tui_status(t, 1, "%s: no store %s in the catalog (r to sync)", spec,
+			   app_store_name(t->app));
+		free(h);
+		return;
+	}
+	h->ref.dataset = app_xstrdup(ds);
+	/* No version: every version, as the command has it. */
+	h->ref.version = at && at[1] ? app_xstrdup(at + 1) : NULL;
+	app_health_init(&h->health, "repair", 0);
+	repair_begin(t, h);
+}
+
 void tui_heal_command(struct tui *t, const char *word, const char *rest)
 {
 	int protect = !strcmp(word, "protect");
@@ -265,13 +299,13 @@ void tui_heal_command(struct tui *t, const char *word, const char *rest)
 		tui_status(t, 1, "usage: :%s DATASET[@VERSION]%s", word, protect ? " K+M" : "");
 		return;
 	}
-	int64_t id = command_version(t, spec);
-	if (!id)
+	if (!protect) {
+		repair_command(t, spec);
 		return;
-	if (protect)
+	}
+	int64_t id = command_version(t, spec);
+	if (id)
 		tui_protect_start(t, id, parity);
-	else
-		tui_repair_start(t, id);
 }
 
 /* ---- verify's health ---- */

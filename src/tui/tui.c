@@ -512,10 +512,15 @@ static int64_t find_row(struct tui *t, int level, int64_t parent, const char *na
 	return f.id;
 }
 
-int64_t tui_find_dataset(struct tui *t, const char *dataset)
+int64_t tui_find_bucket(struct tui *t)
 {
 	int64_t r = find_row(t, MT_CAT_REMOTES, 0, app_store_name(t->app));
-	int64_t b = r ? find_row(t, MT_CAT_BUCKETS, r, NULL) : 0;
+	return r ? find_row(t, MT_CAT_BUCKETS, r, NULL) : 0;
+}
+
+int64_t tui_find_dataset(struct tui *t, const char *dataset)
+{
+	int64_t b = tui_find_bucket(t);
 	return b ? find_row(t, MT_CAT_DATASETS, b, dataset) : 0;
 }
 

@@ -395,6 +395,8 @@ void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref
 		       uint64_t shards, char *state, size_t cap);
 /* The catalog's row of dataset in the default store; 0 when none. */
 int64_t tui_find_dataset(struct tui *t, const char *dataset);
+/* The catalog's row of the default store's bucket; 0 when not synced. */
+int64_t tui_find_bucket(struct tui *t);
 
 /* Text laid out (text.c): tabs expanded to 8-column stops (malloc'ed); the
  * next piece of s that fits in w columns (*len bytes; returns where the

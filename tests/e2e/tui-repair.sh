@@ -1,5 +1,5 @@
 #!/bin/bash
-# tui-repair.sh — repair and protection in the browser: :protect shows K+M and health, a damaged shard verifies as repairable, R repairs it with a log and health becomes sound, damage nothing can rebuild shows lost, read-only refuses saying why.
+# tui-repair.sh — repair and protection in the browser: :protect shows K+M and health, a damaged shard verifies as repairable, R repairs it with a log and health becomes sound, damage nothing can rebuild shows lost, a version whose manifest is lost stays listed as lost and :repair DATASET brings it back as the CLI does, read-only refuses saying why.
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
 export MATORAGE_STORE="$WORK/store" MATORAGE_CONFIG="$WORK/config.json"
@@ -56,7 +56,8 @@ expect "back at the version" "attributes"
 keys Escape
 expect "back at the versions" "PROTECT"
 expect "the version is sound again" "sound"
-expect_not "and no longer repairable" "repairable"
+# (" repairable": the repair's summary, the command's, counts "0 unrepairable")
+expect_not "and no longer repairable" " repairable"
 ok $(cmp -s <($M verify p >/dev/null 2>&1; echo $?) <(echo 0); echo $?) "matorage verify agrees"
 
 # Nothing can rebuild a shard of a version without parity or another copy.
@@ -70,6 +71,45 @@ tui_start 200 40 tui --open u
 expect "u's version shows lost" "lost"
 keys q
 tui_exited
+
+# A version whose manifest is lost, its protection record left: still listed, as lost, and
+# :repair DATASET rebuilds it, as `matorage repair DATASET` does.
+check "a dataset w" $M put w x="$WORK/x.npy" --shard-rows 200
+check "and a child of it" $M put w x="$WORK/x.npy" --append --shard-rows 200
+check "protect w@v2" $M protect w@v2 --parity 4+2
+rm -f "$WORK/store/datasets/w/versions/v2.json"
+tui_start 200 40 tui --open w
+expect "the browser opens on w" "v1"
+keys r
+for i in $(seq 200); do
+	screen | grep -qE '\bv2\b.*lost' && break
+	sleep 0.1
+done
+out=$(screen | grep -E '\bv2\b')
+ok $(echo "$out" | grep -q 'lost'; echo $?) "after a sync v2 is still listed, as lost: $out"
+# wait_file FILE: until it exists (at most 30 s).
+wait_file() {
+	for i in $(seq 300); do
+		[ -f "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+keys ":repair w@v2" Enter
+expect "a version the catalog lists only from its record is repaired" "sound: "
+wait_file "$WORK/store/datasets/w/versions/v2.json"
+ok $? "the manifest is back"
+rm -f "$WORK/store/datasets/w/versions/v2.json"
+keys ":repair w" Enter
+wait_file "$WORK/store/datasets/w/versions/v2.json"
+ok $? ":repair DATASET checks every version, the lost one too: the manifest is back again"
+keys J
+wait_for "repair local:w@v2"
+ok $(screen | grep -qE 'repair local:w$'; echo $?) "the jobs list shows the dataset's repair"
+keys ":q" Enter
+tui_exited
+ok $? "q quits"
+ok $($M get w@v2 x -o "$WORK/o2.npy" >/dev/null 2>&1; echo $?) "w@v2 reads again"
 
 tui_start 200 40 --read-only tui --open p
 expect "read-only browser" "v1"

@@ -25,12 +25,28 @@ struct level {
 	"CASE WHEN " p "protect_k > 0 THEN " p "protect_k || '+' || " p "protect_m" \
 	" WHEN " p "protect_k < 0 THEN '?' END"
 
+/* The state of check k of version v, as it stands now: health is kept per
+ * shard object, so when every object k found damaged is a shard of v that
+ * a later repair rebuilt (of v, or of another version sharing it), v is
+ * rebuilt without a check of its own. */
+#define CHECK_STATE(k)                                                                      \
+	"CASE WHEN " k "state <> 'sound' AND " k "damaged > 0 AND " k "damaged <= (SELECT"  \
+	" count(DISTINCT s.sha256) FROM shards s WHERE s.list_id = v.shard_list AND s.idx <" \
+	" v.nshards AND s.health = 'rebuilt' AND s.health_at >= " k "at) AND NOT EXISTS"     \
+	" (SELECT 1 FROM shards s WHERE s.list_id = v.shard_list AND s.idx < v.nshards AND"  \
+	" s.health IN ('damaged', 'unrepairable', 'repairable') AND s.health_at >= " k "at)" \
+	" THEN 'rebuilt' ELSE " k "state END"
+
 /* A version's last check (its state, and from what or what is lost), what
  * that check was, and its last repair, as text. */
 #define CHECK_FIELDS                                                                        \
-	"(SELECT state || CASE WHEN sources <> '' THEN ' from ' || sources ELSE '' END ||" \
-	" CASE WHEN message <> '' THEN ': ' || message ELSE '' END FROM checks WHERE"      \
-	" version_id = v.id ORDER BY id DESC LIMIT 1) AS health,"                          \
+	"CASE WHEN v.manifest_size < 0 THEN 'lost: its manifest (its protection record holds" \
+	" a copy: repair writes it back)' ELSE (SELECT CASE " CHECK_STATE("k.") " WHEN"     \
+	" 'rebuilt' THEN CASE WHEN k.state = 'rebuilt' THEN 'rebuilt' ELSE 'rebuilt: its"  \
+	" damaged shards were rebuilt since (' || k.state || ' at ' || k.at || ')' END"    \
+	" ELSE k.state || CASE WHEN k.sources <> '' THEN ' from ' || k.sources ELSE '' END" \
+	" || CASE WHEN k.message <> '' THEN ': ' || k.message ELSE '' END END FROM checks k" \
+	" WHERE k.version_id = v.id ORDER BY k.id DESC LIMIT 1) END AS health,"            \
 	" (SELECT kind || ' at ' || at || ': ' || objects || ' objects, ' || damaged ||"   \
 	" ' damaged, ' || rebuilt || ' rebuilt, ' || bytes_read || ' bytes read' FROM"     \
 	" checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1) AS lastcheck,"          \
@@ -77,7 +93,10 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		"SELECT v.id, v.name, v.created, v.rows, v.nshards, v.stored_bytes, v.parent,"
 		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
 		" v.description, " PROTECTION("v.") ", v.protect_overhead,"
-		" (SELECT state FROM checks WHERE version_id = v.id ORDER BY id DESC LIMIT 1),"
+		/* A manifest lost, the version read from its protection record. */
+		" CASE WHEN v.manifest_size < 0 THEN 'lost' ELSE"
+		" (SELECT " CHECK_STATE("k.") " FROM checks k WHERE k.version_id = v.id ORDER BY"
+		" k.id DESC LIMIT 1) END,"
 		" " NSHARED ", " PARENT_GONE
 		" FROM versions v WHERE v.dataset_id = ?1"
 		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"

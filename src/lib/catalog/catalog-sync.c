@@ -38,13 +38,9 @@ void mti_listing_free(struct listing *l)
 	*l = (struct listing){0};
 }
 
-int mti_listing_add(void *ud, const mt_object_info *o)
+/* Add the first len bytes of name, with what o says of its object. */
+static int listing_push(struct listing *l, const char *name, size_t len, const struct listed *o)
 {
-	struct listing *l = ud;
-	const char *name = o->key + l->prefix_len;
-	size_t len = strlen(name);
-	if (len <= 5 || strcmp(name + len - 5, ".json") || strchr(name, '/'))
-		return 0;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 16;
 		struct listed *v = realloc(l->v, cap * sizeof *v);
@@ -53,12 +49,22 @@ int mti_listing_add(void *ud, const mt_object_info *o)
 		l->v = v;
 		l->cap = cap;
 	}
-	if (!(l->v[l->n].name = strndup(name, len - 5)))
+	if (!(l->v[l->n].name = strndup(name, len)))
 		return MT_ENOMEM;
 	l->v[l->n].size = o->size;
 	l->v[l->n].mtime = o->mtime;
 	l->n++;
 	return 0;
+}
+
+int mti_listing_add(void *ud, const mt_object_info *o)
+{
+	struct listing *l = ud;
+	const char *name = o->key + l->prefix_len;
+	size_t len = strlen(name);
+	if (len <= 5 || strcmp(name + len - 5, ".json") || strchr(name, '/'))
+		return 0;
+	return listing_push(l, name, len - 5, &(struct listed){.size = o->size, .mtime = o->mtime});
 }
 
 static int listed_cmp(const void *a, const void *b)
@@ -186,8 +192,9 @@ static int cat_put_row(mt_catalog *c, int64_t ds, const mt_version_info *v,
 	sqlite3_bind_int64(st, 9, (int64_t)v->stored_bytes);
 	sqlite3_bind_int64(st, 10, (int64_t)v->raw_bytes);
 	sqlite3_bind_int(st, 11, v->level);
-	sqlite3_bind_int64(st, 12, (int64_t)man->size);
-	sqlite3_bind_int64(st, 13, man->mtime);
+	/* A version read from its protection record has no manifest: -1. */
+	sqlite3_bind_int64(st, 12, man ? (int64_t)man->size : -1);
+	sqlite3_bind_int64(st, 13, man ? man->mtime : -1);
 	sqlite3_bind_int64(st, 14, meta ? (int64_t)meta->size : -1);
 	sqlite3_bind_int64(st, 15, meta ? meta->mtime : -1);
 	rc = mti_cat_step_done(c, st, "recording a version", err);
@@ -608,6 +615,7 @@ struct ds_sync {
 	int flags;
 	mt_catalog_sync_stats *stats;
 	struct listing man, meta, prot; /* manifests, metadata objects, protection records */
+	struct listing lost;      /* versions read from their records, their manifest lost */
 	struct known *known;      /* the versions the catalog had */
 	size_t nknown;
 	int64_t ds;               /* its row; 0 when the catalog has none */
@@ -648,8 +656,8 @@ static int ds_sync_start(struct ds_sync *d, int64_t bucket, mt_error *err)
 		rc = ds_count_leftovers(d, err);
 	pthread_mutex_lock(&d->c->lock);
 	if (!rc)
-		rc = cat_dataset_id(d->c, bucket, d->dataset, d->man.n > 0 || d->left > 0, &d->ds,
-				    err);
+		rc = cat_dataset_id(d->c, bucket, d->dataset,
+				    d->man.n > 0 || d->prot.n > 0 || d->left > 0, &d->ds, err);
 	if (!rc && d->ds)
 		rc = cat_known(d->c, d->ds, &d->known, &d->nknown, err);
 	pthread_mutex_unlock(&d->c->lock);
@@ -682,7 +690,8 @@ static void ds_sync_protection(struct ds_sync *d, const char *name, struct prot 
 
 /* One version of a batch: what was listed, then what reading it gave. */
 struct vread {
-	const struct listed *lm, *lmeta;
+	const struct listed *lm, *lmeta; /* lm: the manifest, or the record of a lost one */
+	int lost;                        /* read from its protection record */
 	struct prot prot;
 	mt_reader *r;
 	int rc;
@@ -735,7 +744,8 @@ static void ds_read_one(void *ud, size_t i)
 {
 	struct ds_batch *b = ud;
 	struct vread *v = &b->v[i];
-	v->rc = mt_reader_open(b->d->s, b->d->dataset, v->lm->name, &v->r, &v->err);
+	v->rc = v->lost ? mt_reader_open_lost(b->d->s, b->d->dataset, v->lm->name, &v->r, &v->err)
+			: mt_reader_open(b->d->s, b->d->dataset, v->lm->name, &v->r, &v->err);
 	if (!v->rc && v->prot.rec)
 		ds_sync_protection(b->d, v->lm->name, &v->prot);
 }
@@ -752,9 +762,15 @@ static void ds_batch_read(struct ds_batch *b)
  * written. */
 static int ds_batch_put(struct ds_sync *d, struct vread *v, mt_error *err)
 {
+	if (!v->rc && v->lost) {
+		/* Kept as lost (ds_sync_finish): repair can write its manifest back. */
+		if (listing_push(&d->lost, v->lm->name, strlen(v->lm->name), v->lm))
+			return mt_error_set(err, MT_ENOMEM, "out of memory");
+	}
 	if (!v->rc) {
 		d->stats->versions_read++;
-		return cat_put_version(d->c, d->ds, v->r, v->lm, v->lmeta, &v->prot, err);
+		return cat_put_version(d->c, d->ds, v->r, v->lost ? NULL : v->lm, v->lmeta,
+				       &v->prot, err);
 	}
 	if (v->rc == MT_EFORMAT || v->rc == MT_ECORRUPT) {
 		if (!d->bad.code) {
@@ -872,7 +888,8 @@ static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 	if (rc)
 		return rc;
 	for (size_t i = 0; !rc && i < d->nknown; i++) {
-		if (mti_listing_find(&d->man, d->known[i].name))
+		if (mti_listing_find(&d->man, d->known[i].name) ||
+		    mti_listing_find(&d->lost, d->known[i].name))
 			continue;
 		sqlite3_stmt *st;
 		rc = cat_keep_shared(c, d->ds, d->known[i].name, err);
@@ -885,9 +902,10 @@ static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 		}
 		d->stats->versions_removed++;
 	}
-	if (!rc && d->man.n)
+	int some = d->man.n || d->lost.n;
+	if (!rc && some)
 		rc = cat_gc_lists(c, d->ds, err);
-	if (!rc && d->man.n)
+	if (!rc && some)
 		rc = mti_cat_exec_id(c, SUMMARY_UPDATE " WHERE id = ?1", d->ds,
 				     "summarising a dataset", err);
 	else if (!rc && d->left)
@@ -928,6 +946,26 @@ static int natural_cmp(const void *a, const void *b)
 					 (*(const struct listed *const *)b)->name);
 }
 
+/* Queue every version whose manifest is gone but whose protection record
+ * is there: read from the record (mt_reader_open_lost), it stays in the
+ * catalog as lost until repair writes the manifest back or the record goes.
+ * One removed (a tombstone) is not found, and dropped as before. */
+static int ds_sync_lost(struct ds_batch *b, mt_error *err)
+{
+	struct ds_sync *d = b->d;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < d->prot.n; i++) {
+		const struct listed *rec = &d->prot.v[i];
+		if (mti_listing_find(&d->man, rec->name))
+			continue;
+		__atomic_add_fetch(&d->stats->versions, 1, __ATOMIC_RELAXED);
+		b->v[b->n++] = (struct vread){.lm = rec, .lost = 1, .prot = {rec, 0, 0, 0}};
+		if (b->n == SYNC_BATCH)
+			rc = ds_batch_flush(b, err);
+	}
+	return rc;
+}
+
 /* Queue every listed version, in natural order (natural_cmp). */
 static int ds_sync_versions(struct ds_batch *b, mt_error *err)
 {
@@ -942,7 +980,7 @@ static int ds_sync_versions(struct ds_batch *b, mt_error *err)
 	for (size_t i = 0; !rc && i < l->n; i++)
 		rc = ds_sync_version(b, order[i], err);
 	free(order);
-	return rc;
+	return rc ? rc : ds_sync_lost(b, err);
 }
 
 /* Read what changed of one dataset and write it.  The store is read without
@@ -972,6 +1010,7 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 	mti_listing_free(&d.man);
 	mti_listing_free(&d.meta);
 	mti_listing_free(&d.prot);
+	mti_listing_free(&d.lost);
 	if (!rc && d.bad.code && err)
 		*err = d.bad;
 	return rc ? rc : d.bad.code;

@@ -8,6 +8,7 @@
 #include "dataset.h"
 #include "heal.h"
 #include "pool.h"
+#include "protect.h"
 
 /* A shard object read whole, for reads that want all of it (far away, the
  * chunk index then costs no round trip of its own): want says a caller
@@ -54,6 +55,22 @@ struct mt_reader {
 #define ROOM_LATENCY 0.025
 #define ROOM_MAX (128u << 20)
 
+static int reader_setup(mt_reader *r, mt_reader **out, mt_error *err);
+
+static mt_reader *reader_new(mt_store *s)
+{
+	mt_reader *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->ix_done, NULL);
+	pthread_cond_init(&r->room_freed, NULL);
+	r->store = s;
+	r->threads = mti_ncpus();
+	r->room = READER_INFLIGHT;
+	return r;
+}
+
 int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_reader **out,
 		   mt_error *err)
 {
@@ -64,20 +81,67 @@ int mti_reader_open_as(mt_store *s, const char *dataset, const char *version, in
 		       mt_reader **out, mt_error *err)
 {
 	*out = NULL;
-	mt_reader *r = calloc(1, sizeof *r);
+	mt_reader *r = reader_new(s);
 	if (!r)
 		return mti_err(err, MT_ENOMEM, "out of memory");
-	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->ix_done, NULL);
-	pthread_cond_init(&r->room_freed, NULL);
-	r->store = s;
-	r->threads = mti_ncpus();
-	r->room = READER_INFLIGHT;
 	int rc = mti_dataset_open(s, dataset, version, with_meta, &r->m, &r->json, err);
 	if (rc) {
 		mt_reader_close(r);
 		return rc;
 	}
+	return reader_setup(r, out, err);
+}
+
+/* The version's manifest is gone: its protection record's copy, for a
+ * version that was not removed (its tombstone says it was). */
+static int reader_lost_manifest(mt_reader *r, const char *dataset, const char *version,
+				mt_error *err)
+{
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc && (!version || !*version))
+		rc = mti_err(err, MT_EINVAL, "dataset %s: a lost version is opened by its name",
+			     dataset);
+	mt_error e = {0};
+	if (!rc && (rc = mti_dataset_removed(r->store, dataset, version, &e)) == MT_EEXIST)
+		rc = mti_err(err, MT_ENOTFOUND, "%s@%s was removed", dataset, version);
+	else if (rc)
+		rc = mti_err_copy(err, &e);
+	mti_prec *p = NULL;
+	if (!rc)
+		rc = mti_prec_load(r->store, dataset, version, &p, err);
+	if (!rc)
+		rc = mti_manifest_decode(p->manifest, p->manifest_len, "protection record's manifest",
+					 &r->m, err);
+	if (!rc && !(r->json = malloc(p->manifest_len + 1)))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc) {
+		memcpy(r->json, p->manifest, p->manifest_len);
+		r->json[p->manifest_len] = '\0';
+	}
+	mti_prec_free(p);
+	return rc;
+}
+
+int mt_reader_open_lost(mt_store *s, const char *dataset, const char *version, mt_reader **out,
+			mt_error *err)
+{
+	*out = NULL;
+	mt_reader *r = reader_new(s);
+	if (!r)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	int rc = reader_lost_manifest(r, dataset, version, err);
+	if (rc) {
+		mt_reader_close(r);
+		return rc;
+	}
+	return reader_setup(r, out, err);
+}
+
+/* The reader's tables, from its manifest r->m. */
+static int reader_setup(mt_reader *r, mt_reader **out, mt_error *err)
+{
+	mt_store *s = r->store;
+	int rc = 0;
 	mt_manifest *m = r->m;
 	r->keys = calloc(m->nshards ? m->nshards : 1, sizeof *r->keys);
 	r->ix = calloc(m->nshards ? m->nshards : 1, sizeof *r->ix);

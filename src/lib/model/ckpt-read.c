@@ -511,6 +511,26 @@ static int tensor_check(const struct tensor *t, const void *buf, mt_error *err)
 	return rc;
 }
 
+/* A damaged or missing tensor of a protected checkpoint, rebuilt from its
+ * parity into buf (the store is left as it is: repair writes it back);
+ * else the read's own error (rc). */
+static int read_heal(mt_ckpt *c, const mt_ckpt_tensor_info *t, void *buf, int rc, mt_error *err)
+{
+	mti_prec *p = NULL;
+	mt_error e = {0};
+	if (mti_ckpt_prec_load(c->s, c->name, c->version, &p, &e))
+		return rc;
+	if (mti_ckpt_rebuild(c->s, p, t->sha256, buf, NULL, &e) == 0) {
+		rc = 0;
+	} else if (err) {
+		mt_error was = *err;
+		mti_err(err, rc, "%s; its parity could not rebuild it either: %s", was.message,
+			e.message);
+	}
+	mti_prec_free(p);
+	return rc;
+}
+
 int mt_ckpt_read(mt_ckpt *c, const char *key, void *buf, size_t cap, mt_error *err)
 {
 	long i = mt_ckpt_find(c, key);
@@ -526,6 +546,8 @@ int mt_ckpt_read(mt_ckpt *c, const char *key, void *buf, size_t cap, mt_error *e
 	int rc = read_any(c, okey, t, buf, err);
 	if (!rc)
 		rc = tensor_check(&c->t[i], buf, err);
+	if (rc == MT_ECORRUPT || rc == MT_ENOTFOUND)
+		rc = read_heal(c, t, buf, rc, err);
 	if (rc)
 		mti_err_prefix(err, "%s@%s: tensor '%s' (%s): ", c->name, c->version, key, okey);
 	free(okey);

@@ -2,6 +2,7 @@
 #ifndef MT_CKPT_H
 #define MT_CKPT_H
 
+#include "protect.h"
 #include "store.h"
 
 /* Keys of a model's objects (doc/FORMAT.md, "Models"); malloc'ed. */
@@ -25,6 +26,18 @@ MT_LOCAL int mti_ckpt_decode(const char *json, size_t len, const char *name, con
  * description and tags as a manifest's (doc/FORMAT.md, "Size caps");
  * `code` is what a breach returns. */
 struct json_t;
+
+/* Protection of checkpoints (ckpt-protect.c): the keys, the record (an
+ * mti_prec whose `dataset` is the model and whose members are the
+ * checkpoint's distinct tensor objects, `shard` their first tensor's index;
+ * MT_ENOTFOUND when unprotected), and a tensor's raw bytes rebuilt from the
+ * rest of its group (out: the tensor's bytes; nread may be NULL). */
+MT_LOCAL char *mti_ckpt_key_protect(const char *name, const char *version);
+MT_LOCAL char *mti_ckpt_key_parity(const char *name, const char *sha256);
+MT_LOCAL int mti_ckpt_prec_load(mt_store *s, const char *name, const char *version,
+			       mti_prec **out, mt_error *err);
+MT_LOCAL int mti_ckpt_rebuild(mt_store *s, const mti_prec *p, const char *sha256, void *out,
+			     uint64_t *nread, mt_error *err);
 MT_LOCAL int mti_ckpt_meta_caps(struct json_t *meta, int code, const char *what, mt_error *err);
 
 #endif

@@ -541,10 +541,17 @@ static int group_write(rp_ctx *c, const int *row, gbuf *b, int trust, mt_error *
 {
 	for (size_t w = 0; w < b->nwant; w++) {
 		rp_obj *o = &c->objs[row[b->want[w]]];
-		if (o->state != RP_DAMAGED)
-			continue; /* a shard listed twice in the group */
-		o->data = b->rows[b->want[w]];
-		b->rows[b->want[w]] = NULL;
+		/* A shard listed twice (in this group, or in another group coded
+		 * on another thread) is written back once: by whoever claims it. */
+		pthread_mutex_lock(&c->lock);
+		int mine = o->state == RP_DAMAGED && !o->data;
+		if (mine) {
+			o->data = b->rows[b->want[w]];
+			b->rows[b->want[w]] = NULL;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!mine)
+			continue;
 		o->source = "parity";
 		/* What rebuilding it took: the rest of its group, read whole. */
 		mti_rp_add_read(c, o, b->read);

@@ -402,6 +402,8 @@ static int rp_objects(rp_ctx *c, mt_error *err)
 		rc = mti_rp_parity(c, err);
 	else if (c->failed)
 		mti_err_copy(err, &c->failure);
+	if (!rc)
+		rc = mti_rp_siblings(c, err);
 	return rc;
 }
 
@@ -455,6 +457,9 @@ static int rp_version(rp_ctx *c, const char *version, mt_error *err)
 	c->p = NULL;
 	mti_dlock_close(c->dlock);
 	c->dlock = NULL;
+	mt_strv_free(c->held, c->nheld);
+	c->held = NULL;
+	c->nheld = 0;
 	return rc ? rc : left;
 }
 

@@ -59,6 +59,8 @@ typedef struct rp_ctx {
 	int canceled;
 	int failed;
 	mt_error failure;
+	char **held;          /* names reports point at ("parity of v2"), freed after them */
+	size_t nheld;
 } rp_ctx;
 
 MT_LOCAL void mti_rp_obj_clear(rp_obj *o);
@@ -92,6 +94,10 @@ MT_LOCAL int mti_rp_record_write(rp_ctx *c, mt_error *err);
  * c->robj (RP_DAMAGED, its problem without the key) and c->p stays NULL. */
 MT_LOCAL int mti_rp_record_load(rp_ctx *c, mt_error *err);
 MT_LOCAL int mti_rp_parity(rp_ctx *c, mt_error *err);
+
+/* repair-siblings.c: shards still damaged that another version's protection
+ * record lists as members, rebuilt from that version's parity. */
+MT_LOCAL int mti_rp_siblings(rp_ctx *c, mt_error *err);
 
 /* repair-salvage.c */
 MT_LOCAL int mti_rp_salvage(rp_ctx *c, mt_error *err);

@@ -100,7 +100,9 @@ class _StreamOpts(ctypes.Structure):
     _c_name = "mt_stream_opts"
     _fields_ = [("size", ctypes.c_size_t), ("commit_rows", ctypes.c_uint64),
                 ("commit_ms", ctypes.c_uint64), ("writer", ctypes.c_void_p),
-                ("committed", ctypes.c_void_p), ("committed_ud", ctypes.c_void_p)]
+                ("committed", ctypes.c_void_p), ("committed_ud", ctypes.c_void_p),
+                ("background", ctypes.c_int), ("spool_dir", ctypes.c_char_p),
+                ("notice", ctypes.c_void_p), ("notice_ud", ctypes.c_void_p)]
 
 
 class _CkptOpts(ctypes.Structure):

@@ -160,38 +160,6 @@ int cli_attr_index(mt_reader *r, const char *name);
 int cli_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
 		   mt_npy_writer **out, mt_error *err);
 
-/* ---- cli-spool.c ---- */
-
-/* ingest's write-ahead spool in a directory: `log` holds batches of rows (each
- * numbered, checksummed and fdatasync'ed before its rows count as received),
- * `state` the rows a version already holds (and that version's name), `lock`
- * keeps a second ingest out.  layout names the attributes (a spool's rows only
- * make sense with the same ones); row_bytes[i] is attribute i's row size, or
- * its item size when ragged[i] (ragged may be NULL: none is).
- * Errors are printed; they return CLI_FAIL. */
-struct cli_spool;
-int cli_spool_open(const char *dir, const char *dataset, const char *layout, size_t nattrs,
-		   const size_t *row_bytes, const int *ragged, struct cli_spool **out);
-void cli_spool_close(struct cli_spool *sp);
-/* Its id (32 hex digits), the committed rows and version the state records,
- * and the number of the next row to spool. */
-const char *cli_spool_id(const struct cli_spool *sp);
-const char *cli_spool_version(const struct cli_spool *sp);
-uint64_t cli_spool_committed(const struct cli_spool *sp);
-uint64_t cli_spool_end(const struct cli_spool *sp);
-/* Hand every spooled row from number `committed` on to fn, in order, batch by
- * batch (cols[i]: attribute i's rows; a ragged one's items, with lens[i] its
- * rows' lengths, NULL for a fixed one); once, right after open. */
-typedef void (*cli_spool_fn)(void *ud, uint64_t rows, const uint8_t *const *cols,
-			     const uint64_t *const *lens);
-int cli_spool_replay(struct cli_spool *sp, uint64_t committed, cli_spool_fn fn, void *ud);
-/* Spool rows (durable when it returns 0); lens[i] as for replay (lens may be
- * NULL when no attribute is ragged). */
-int cli_spool_append(struct cli_spool *sp, uint64_t rows, const uint8_t *const *cols,
-		     const uint64_t *const *lens);
-/* Record that the rows before number `committed` are in `version`. */
-int cli_spool_commit(struct cli_spool *sp, uint64_t committed, const char *version);
-
 /* ---- cli-readahead.c ---- */
 
 /* One batch of rows [first, first + n) of an attribute: their values back to back

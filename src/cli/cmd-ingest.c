@@ -1,8 +1,8 @@
 /* cmd-ingest.c — `matorage ingest`: records from standard input appended to a dataset, committed by rows, time, end or signal. */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +46,8 @@ struct ingest_in {
 	int eof;
 };
 
-/* A growing buffer of one attribute's waiting rows. */
+/* A growing buffer of one attribute's rows: an npy batch's frames until its
+ * last one is in. */
 struct ingest_col {
 	uint8_t *data;
 	size_t len, cap;
@@ -55,23 +56,6 @@ struct ingest_col {
 	int ragged;   /* data holds items back to back, lens each row's count */
 	uint64_t *lens;
 	size_t nlens, lcap;
-};
-
-struct ingest;
-
-/* A commit running on its own thread while the next records are parsed (no
- * spool, no parity: those commit in line).  Its rows are in cols, whose
- * buffers go back and forth with the waiting rows' so none is allocated
- * afresh for every commit. */
-struct ingest_job {
-	struct ingest *g;
-	struct ingest_col *cols; /* data and cap used; len: the batch's bytes */
-	uint64_t rows;
-	pthread_t thread;
-	int busy;    /* started and not waited for */
-	int joined;  /* ran in line: nothing to join */
-	int rc;
-	mt_error err;
 };
 
 struct ingest {
@@ -83,23 +67,20 @@ struct ingest {
 	size_t nattrs;
 	struct ingest_col *cols;
 	void **rows;         /* cols[i].row, as the parsers take them */
+	const void **data;   /* what goes to the stream: each attribute's rows or items */
+	const uint64_t **lens; /* and each ragged one's lengths */
+	uint64_t *items;     /* one record's item count, per attribute */
 	struct app_records *rec;
 	int format, skip_bad, header_done;
 	uint64_t commit_rows;
 	double commit_secs;
 	mt_writer_opts wopts;
 	int k, m;
-	int fresh; /* the dataset looked empty: the first commit creates v1 */
-	struct cli_spool *spool;
+	mt_stream *st;       /* batching, commits, the spool */
 	const char *spool_dir;
-	uint64_t spooled;    /* waiting rows already in the spool */
-	int unsure;          /* spooled rows replayed: a version may hold some already */
-	double retry_at;     /* the store failed: no commit before this time */
-	double backoff;
+	int after_failed;    /* a protection after a commit failed: the run ends */
 	struct ingest_in in;
 	uint64_t line;       /* lines (text) or frames (npy) read */
-	uint64_t pending;    /* rows waiting for a commit */
-	double pending_since;
 	uint64_t committed, versions, bad;
 	char **written;      /* the versions this run made (commits, compactions), for the catalog */
 	size_t nwritten;
@@ -109,8 +90,6 @@ struct ingest {
 	uint64_t frame_rows; /* npy: rows of this batch's first frame */
 	uint64_t frame_total; /* npy: items the ragged attribute's lengths frame announced */
 	uint64_t compact_every; /* versions between compactions; 0: none */
-	int async;           /* commits run beside the parsing: job */
-	struct ingest_job job;
 };
 
 /* The signal that asked to stop (SIGINT, SIGTERM), 0 while none did. */
@@ -129,13 +108,6 @@ static void ingest_catch_signals(void)
 	cli_catch_signal(SIGTERM, ingest_on_signal);
 }
 
-static double ingest_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void ingest_free(struct ingest *g)
 {
 	for (size_t i = 0; i < g->nattrs; i++) {
@@ -146,20 +118,18 @@ static void ingest_free(struct ingest *g)
 		}
 		if (g->cols)
 			free(g->cols[i].lens);
-		if (g->job.cols) {
-			free(g->job.cols[i].data);
-			free(g->job.cols[i].lens);
-		}
 	}
-	free(g->job.cols);
+	mt_stream_close(g->st);
 	free(g->names);
 	mt_strv_free(g->written, g->nwritten);
 	free(g->attrs);
 	free(g->cols);
 	free(g->rows);
+	free(g->data);
+	free(g->lens);
+	free(g->items);
 	free(g->in.buf);
 	app_records_free(g->rec);
-	cli_spool_close(g->spool);
 }
 
 static int ingest_parse_attrs(const struct cli_args *a, struct ingest *g)
@@ -180,6 +150,9 @@ static int ingest_parse_attrs(const struct cli_args *a, struct ingest *g)
 	g->rec = app_records_new(g->attrs, g->nattrs);
 	g->cols = app_xcalloc(g->nattrs, sizeof *g->cols);
 	g->rows = app_xcalloc(g->nattrs, sizeof *g->rows);
+	g->data = app_xcalloc(g->nattrs, sizeof *g->data);
+	g->lens = app_xcalloc(g->nattrs, sizeof *g->lens);
+	g->items = app_xcalloc(g->nattrs, sizeof *g->items);
 	for (size_t i = 0; i < g->nattrs; i++) {
 		g->cols[i].row_bytes = app_records_row_bytes(g->rec, i);
 		g->cols[i].ragged = g->attrs[i].ragged;
@@ -227,7 +200,7 @@ static int ingest_parse(const struct cli_args *a, struct ingest *g)
 	return 0;
 }
 
-/* ---- commits ---- */
+/* ---- an npy batch ---- */
 
 static void ingest_col_add(struct ingest_col *c, const void *src, size_t bytes)
 {
@@ -250,186 +223,16 @@ static void ingest_col_lens(struct ingest_col *c, const uint64_t *lens, size_t n
 	c->nlens += n;
 }
 
-/* The bytes the first `rows` waiting rows take. */
-static size_t ingest_col_upto(const struct ingest_col *c, uint64_t rows)
+/* The batch's frames are dropped (a bad one) or taken. */
+static void ingest_batch_clear(struct ingest *g)
 {
-	if (!c->ragged)
-		return (size_t)rows * c->row_bytes;
-	uint64_t items = 0;
-	for (uint64_t r = 0; r < rows; r++)
-		items += c->lens[r];
-	return (size_t)items * c->row_bytes;
-}
-
-/* Drop the first `rows` waiting rows (committed, or already in a version). */
-static void ingest_col_drop(struct ingest_col *c, uint64_t rows)
-{
-	size_t bytes = ingest_col_upto(c, rows);
-	memmove(c->data, c->data + bytes, c->len - bytes);
-	c->len -= bytes;
-	if (c->ragged) {
-		memmove(c->lens, c->lens + rows, (c->nlens - (size_t)rows) * sizeof *c->lens);
-		c->nlens -= (size_t)rows;
-	}
-}
-
-/* One try: a writer appending to the latest version (or creating v1 of an empty
- * dataset), the waiting rows, the commit. */
-static int ingest_commit_once(struct ingest *g, struct ingest_col *cols, uint64_t rows,
-			      char *version, size_t cap, mt_error *err)
-{
-	mt_writer_opts o = g->wopts;
-	o.append = !g->fresh;
-	o.version = g->fresh ? "v1" : NULL;
-	/* The spool's rows this version ends with, so a run after a crash between the
-	 * commit and the spool's own note of it finds them committed. */
-	char tag[96];
-	const char *tags[1] = { tag };
-	if (g->spool) {
-		snprintf(tag, sizeof tag, "spool-%s-%" PRIu64, cli_spool_id(g->spool),
-			 cli_spool_committed(g->spool) + rows);
-		o.tags = tags;
-		o.ntags = 1;
-	}
-	const void **data = app_xcalloc(g->nattrs, sizeof *data);
-	const uint64_t **lens = app_xcalloc(g->nattrs, sizeof *lens);
-	static const uint8_t none[1];
 	for (size_t i = 0; i < g->nattrs; i++) {
-		/* A ragged attribute whose rows are all empty has no bytes, yet data. */
-		data[i] = cols[i].data ? cols[i].data : none;
-		lens[i] = cols[i].lens;
+		g->cols[i].len = 0;
+		g->cols[i].nlens = 0;
 	}
-	mt_writer *w = NULL;
-	int rc = mt_writer_open(g->s, g->dataset, g->attrs, g->nattrs, &o, &w, err);
-	if (!rc)
-		rc = mt_writer_append(w, rows, data, lens, err);
-	free(lens);
-	if (!rc)
-		rc = mt_writer_commit(w, version, cap, err);
-	mt_writer_close(w);
-	free(data);
-	return rc;
 }
 
-/* Spool the waiting rows not spooled yet, as one batch. */
-static int ingest_spool_flush(struct ingest *g)
-{
-	if (!g->spool || g->pending == g->spooled)
-		return 0;
-	const uint8_t **cols = app_xcalloc(g->nattrs, sizeof *cols);
-	const uint64_t **lens = app_xcalloc(g->nattrs, sizeof *lens);
-	for (size_t i = 0; i < g->nattrs; i++) {
-		cols[i] = g->cols[i].data + ingest_col_upto(&g->cols[i], g->spooled);
-		lens[i] = g->cols[i].ragged ? g->cols[i].lens + g->spooled : NULL;
-	}
-	int rc = cli_spool_append(g->spool, g->pending - g->spooled, cols, lens);
-	free(cols);
-	free(lens);
-	if (!rc)
-		g->spooled = g->pending;
-	return rc;
-}
-
-/* The rows of the spool a version holds: what its state says, or more when a
- * commit made after the state's last note (a crash between the two) carries
- * this spool's tag; only versions after the noted one can.  *end is left alone
- * when none does. */
-static int ingest_spool_scan(struct ingest *g, uint64_t *end, char **version, mt_error *err)
-{
-	char **v;
-	size_t n, start = 0;
-	int rc = mt_store_versions(g->s, g->dataset, &v, &n, err);
-	if (rc)
-		return rc == MT_ENOTFOUND ? 0 : rc;
-	const char *noted = cli_spool_version(g->spool);
-	for (size_t i = 0; noted && i < n; i++)
-		if (!strcmp(v[i], noted))
-			start = i + 1;
-	char prefix[64];
-	snprintf(prefix, sizeof prefix, "spool-%s-", cli_spool_id(g->spool));
-	for (size_t i = n; !rc && i-- > start && !*version;) {
-		mt_reader *r;
-		rc = mt_reader_open(g->s, g->dataset, v[i], &r, err);
-		if (rc == MT_ENOTFOUND) {
-			rc = 0; /* removed since the listing */
-			continue;
-		}
-		const mt_version_info *vi = rc ? NULL : mt_reader_info(r);
-		for (size_t t = 0; vi && t < vi->ntags; t++)
-			if (!strncmp(vi->tags[t], prefix, strlen(prefix))) {
-				*end = strtoull(vi->tags[t] + strlen(prefix), NULL, 10);
-				*version = app_xstrdup(v[i]);
-			}
-		mt_reader_close(r);
-	}
-	mt_strv_free(v, n);
-	return rc;
-}
-
-/* Before the first commit after a replay: drop the replayed rows a version
- * already holds, so each spooled row is committed exactly once. */
-static int ingest_spool_settle(struct ingest *g, mt_error *err)
-{
-	uint64_t noted = cli_spool_committed(g->spool), end = noted;
-	char *version = NULL;
-	int rc = ingest_spool_scan(g, &end, &version, err);
-	if (!rc && end > noted) {
-		uint64_t drop = end - noted < g->pending ? end - noted : g->pending;
-		for (size_t i = 0; i < g->nattrs; i++)
-			ingest_col_drop(&g->cols[i], drop);
-		g->pending -= drop;
-		g->spooled -= drop;
-		if (!g->ctx->quiet)
-			fprintf(stderr, "matorage: ingest %s: %" PRIu64 " spooled row(s) were already "
-				"committed in %s@%s\n", g->dataset, drop, g->dataset, version);
-		if (cli_spool_commit(g->spool, end, version))
-			rc = mt_error_set(err, MT_EIO, "spool %s: its state was not saved",
-					  g->spool_dir);
-	}
-	free(version);
-	if (!rc)
-		g->unsure = 0;
-	return rc;
-}
-
-/* Failures the store may get over (a network down, a server failing, writers
- * racing): with a spool, the rows stay spooled and the commit is tried again
- * later, backing off from 1 s to a minute; anything else ends the run. */
-static int ingest_commit_failed(struct ingest *g, const mt_error *err)
-{
-	int transient = err->code == MT_EIO || err->code == MT_ENET || err->code == MT_EEXIST;
-	if (!g->spool || !transient)
-		return cli_error("ingest %s: %s; %" PRIu64 " row(s) not committed", g->dataset,
-				 err->message, g->pending);
-	/* A commit can fail after its manifest landed (the answer lost on the way
-	 * back): the next try looks for this spool's tag first. */
-	g->unsure = 1;
-	g->backoff = g->backoff ? (g->backoff * 2 < 60 ? g->backoff * 2 : 60) : 1;
-	g->retry_at = ingest_now() + g->backoff;
-	fprintf(stderr, "matorage: ingest %s: %s; %" PRIu64 " row(s) wait in the spool, next try "
-		"in %.0f s\n", g->dataset, err->message, g->pending, g->backoff);
-	return 0;
-}
-
-/* The commit, with another try when the dataset turned out to be empty (or
- * no longer empty) after all. */
-static int ingest_commit_try(struct ingest *g, struct ingest_col *cols, uint64_t rows,
-			     char *version, size_t cap, mt_error *err)
-{
-	int rc = 0;
-	for (int attempt = 0; attempt < 4; attempt++) {
-		rc = ingest_commit_once(g, cols, rows, version, cap, err);
-		if (rc == MT_ENOTFOUND && !g->fresh)
-			g->fresh = 1;
-		else if (rc == MT_EEXIST && g->fresh)
-			g->fresh = 0;
-		else
-			break;
-	}
-	if (!rc)
-		g->fresh = 0;
-	return rc;
-}
+/* ---- commits ---- */
 
 /* Keep the name of a version this run made: the catalog learns those alone
  * at the end (cli_catalog_note_versions). */
@@ -461,145 +264,52 @@ static void ingest_compact(struct ingest *g, const char *version)
 	}
 }
 
-/* The job's thread: the main thread touches fresh, committed, versions and
- * standard output only once it has waited for the job. */
-static void *ingest_job_run(void *arg)
+/* Each commit the stream makes (on its own thread when commits run beside
+ * the parsing: the main thread reads these counts once the stream is done). */
+static void ingest_committed(void *ud, const char *version, uint64_t rows)
 {
-	struct ingest_job *j = arg;
-	struct ingest *g = j->g;
-	char version[256];
-	j->rc = ingest_commit_try(g, j->cols, j->rows, version, sizeof version, &j->err);
-	if (!j->rc) {
-		printf("%s@%s\n", g->dataset, version);
-		fflush(stdout);
-		g->committed += j->rows;
-		ingest_wrote(g, version);
-		g->versions++;
-		ingest_compact(g, version);
-	}
-	return NULL;
-}
-
-/* Wait for the commit in flight; its failure ends the run. */
-static int ingest_job_wait(struct ingest *g)
-{
-	struct ingest_job *j = &g->job;
-	if (!j->busy)
-		return 0;
-	if (!j->joined)
-		pthread_join(j->thread, NULL);
-	j->busy = 0;
-	if (j->rc)
-		return cli_error("ingest %s: %s; %" PRIu64 " row(s) not committed", g->dataset,
-				 j->err.message, j->rows + g->pending);
-	return 0;
-}
-
-/* Hand the waiting rows to a commit on its own thread, once the one before
- * is done: commits stay in order, and at most two batches are in memory. */
-static int ingest_commit_async(struct ingest *g)
-{
-	int rc = ingest_job_wait(g);
-	if (rc)
-		return rc;
-	struct ingest_job *j = &g->job;
-	if (!j->cols)
-		j->cols = app_xcalloc(g->nattrs, sizeof *j->cols);
-	for (size_t i = 0; i < g->nattrs; i++) {
-		struct ingest_col *c = &g->cols[i], *b = &j->cols[i], t = *b;
-		size_t done = ingest_col_upto(c, g->pending);
-		b->data = c->data;
-		b->cap = c->cap;
-		b->len = done;
-		c->data = t.data;
-		c->cap = t.cap;
-		/* Frames of an npy batch still coming stay, after the committed rows
-		 * (only fixed attributes come as frames). */
-		size_t left = c->len - done;
-		c->len = 0;
-		if (left)
-			ingest_col_add(c, b->data + done, left);
-		/* So do the lengths of a ragged attribute's frame whose items are to come. */
-		size_t lleft = c->ragged ? c->nlens - (size_t)g->pending : 0;
-		b->lens = c->lens;
-		b->lcap = c->lcap;
-		b->nlens = (size_t)g->pending;
-		c->lens = t.lens;
-		c->lcap = t.lcap;
-		c->nlens = 0;
-		if (lleft)
-			ingest_col_lens(c, b->lens + g->pending, lleft);
-	}
-	j->g = g;
-	j->rows = g->pending;
-	j->rc = 0;
-	j->busy = 1;
-	g->pending = 0;
-	/* The signals stay the main thread's: its poll must see them. */
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	j->joined = pthread_create(&j->thread, NULL, ingest_job_run, j) != 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (j->joined)
-		ingest_job_run(j); /* no thread to be had: in line */
-	return 0;
-}
-
-/* Commit the waiting rows as one version on top of the latest.  The first
- * version of a dataset is created under the name v1, so two ingesters that both
- * found the dataset empty cannot both make a first version: the one that loses
- * appends to the winner's instead. */
-static int ingest_commit(struct ingest *g)
-{
-	if (!g->pending)
-		return 0;
-	if (g->async)
-		return ingest_commit_async(g);
-	if (ingest_spool_flush(g))
-		return CLI_FAIL;
-	mt_error err = { 0 };
-	char version[256];
-	int rc = g->unsure ? ingest_spool_settle(g, &err) : 0;
-	if (rc)
-		return ingest_commit_failed(g, &err);
-	if (!g->pending)
-		return 0;
-	if ((rc = ingest_commit_try(g, g->cols, g->pending, version, sizeof version, &err)))
-		return ingest_commit_failed(g, &err);
-	g->backoff = 0;
-	if (g->spool && cli_spool_commit(g->spool, cli_spool_committed(g->spool) + g->pending,
-					 version))
-		return CLI_FAIL;
+	struct ingest *g = ud;
 	printf("%s@%s\n", g->dataset, version);
 	fflush(stdout);
-	g->committed += g->pending;
+	g->committed += rows;
 	ingest_wrote(g, version);
 	g->versions++;
-	/* Frames of an npy batch still coming stay, after the committed rows. */
-	for (size_t i = 0; i < g->nattrs; i++)
-		ingest_col_drop(&g->cols[i], g->pending);
-	g->pending = 0;
-	g->spooled = 0;
 	if (g->k) {
-		/* Committed either way: a failed protection is reported, the rows stay. */
-		rc = cli_protect(g->ctx, g->s, g->dataset, version, g->k, g->m, g->wopts.threads, 0);
+		/* Committed either way: a failed protection is reported and ends the run. */
+		if (cli_protect(g->ctx, g->s, g->dataset, version, g->k, g->m, g->wopts.threads, 0))
+			g->after_failed = 1;
 		ingest_catch_signals(); /* the protection caught SIGINT for itself */
 	}
 	ingest_compact(g, version);
-	return rc;
+}
+
+/* What the stream tells: replayed or already committed rows, and always a
+ * commit that failed and waits in the spool for another try. */
+static void ingest_notice(void *ud, int retry, const char *message)
+{
+	struct ingest *g = ud;
+	if (retry || !g->ctx->quiet)
+		fprintf(stderr, "matorage: ingest %s: %s\n", g->dataset, message);
+}
+
+/* After a stream call that may have committed: its error, or a protection
+ * that failed after a commit, ends the run. */
+static int ingest_check(struct ingest *g, int rc, const mt_error *err)
+{
+	if (rc)
+		return cli_error("ingest %s: %s; %" PRIu64 " row(s) not committed", g->dataset,
+				 err->message, mt_stream_pending(g->st));
+	return g->after_failed ? CLI_FAIL : 0;
+}
+
+/* Rows go to the stream, which commits them by rows or time. */
+static int ingest_append(struct ingest *g, uint64_t rows)
+{
+	mt_error err = { 0 };
+	return ingest_check(g, mt_stream_append_ragged(g->st, rows, g->data, g->lens, &err), &err);
 }
 
 /* ---- records ---- */
-
-static void ingest_rows_added(struct ingest *g, uint64_t n)
-{
-	if (!g->pending)
-		g->pending_since = ingest_now();
-	g->pending += n;
-}
 
 /* A record that does not fit: the end of the run (nothing waiting is committed),
  * or with --skip-bad one more to count; the first few are shown either way. */
@@ -607,7 +317,7 @@ static int ingest_bad(struct ingest *g, const char *what, uint64_t where, const 
 {
 	if (!g->skip_bad)
 		return cli_error("ingest %s: %s %" PRIu64 ": %s; stopped, %" PRIu64 " waiting row(s) "
-				 "not committed", g->dataset, what, where, why, g->pending);
+				 "not committed", g->dataset, what, where, why, mt_stream_pending(g->st));
 	if (g->bad++ < 10 && !g->ctx->quiet) {
 		fprintf(stderr, "matorage: ingest %s: skipped %s %" PRIu64 ": %s\n", g->dataset, what,
 			where, why);
@@ -617,22 +327,20 @@ static int ingest_bad(struct ingest *g, const char *what, uint64_t where, const 
 	return 0;
 }
 
-/* The record just parsed joins the waiting rows. */
-static void ingest_record(struct ingest *g)
+/* The record just parsed goes to the stream. */
+static int ingest_record(struct ingest *g)
 {
 	for (size_t i = 0; i < g->nattrs; i++) {
-		struct ingest_col *c = &g->cols[i];
-		if (!c->ragged) {
-			ingest_col_add(c, g->rows[i], c->row_bytes);
+		g->data[i] = g->rows[i];
+		g->lens[i] = NULL;
+		if (!g->attrs[i].ragged)
 			continue;
-		}
-		uint64_t items;
-		const void *p = app_records_ragged(g->rec, i, &items);
-		if (items)
-			ingest_col_add(c, p, (size_t)items * c->row_bytes);
-		ingest_col_lens(c, &items, 1);
+		const void *p = app_records_ragged(g->rec, i, &g->items[i]);
+		/* A ragged row of no items has no bytes, yet data. */
+		g->data[i] = p ? p : "";
+		g->lens[i] = &g->items[i];
 	}
-	ingest_rows_added(g, 1);
+	return ingest_append(g, 1);
 }
 
 /* One line of text: the CSV header, or a record. */
@@ -658,7 +366,7 @@ static int ingest_line(struct ingest *g, const char *line, size_t len)
 		if (bad) {
 			rc = ingest_bad(g, "line", g->line, why);
 		} else {
-			ingest_record(g);
+			rc = ingest_record(g);
 		}
 	}
 	return rc;
@@ -732,16 +440,11 @@ static size_t ingest_frames(const struct ingest *g, size_t upto)
 	return n;
 }
 
-/* A bad frame: what waits is whole rows again (frames of this batch came
- * after them), and the batch's other frames are read and dropped. */
+/* A bad frame spoils its batch: the frames before it are dropped, and the
+ * batch's other frames are read and dropped. */
 static int ingest_frame_bad(struct ingest *g, const char *why)
 {
-	for (size_t i = 0; i < g->nattrs; i++) {
-		struct ingest_col *c = &g->cols[i];
-		c->len = ingest_col_upto(c, g->pending);
-		if (c->ragged)
-			c->nlens = (size_t)g->pending;
-	}
+	ingest_batch_clear(g);
 	g->skip_frames = ingest_frames(g, g->nattrs) - ingest_frames(g, g->frame_attr) -
 			 (size_t)g->frame_items - 1;
 	g->frame_attr = 0;
@@ -749,8 +452,20 @@ static int ingest_frame_bad(struct ingest *g, const char *why)
 	return ingest_bad(g, "frame", g->line, why);
 }
 
+/* The batch's last frame is in: its rows go to the stream. */
+static int ingest_batch_done(struct ingest *g)
+{
+	for (size_t i = 0; i < g->nattrs; i++) {
+		g->data[i] = g->cols[i].data ? g->cols[i].data : (const uint8_t *)"";
+		g->lens[i] = g->cols[i].ragged ? g->cols[i].lens : NULL;
+	}
+	int rc = ingest_append(g, g->frame_rows);
+	ingest_batch_clear(g);
+	return rc;
+}
+
 /* A whole frame's bytes are in the buffer at p: take its rows.  The rows of a
- * batch count only once its last attribute's frame is in.  A bad frame spoils its
+ * batch go to the stream once its last attribute's frame is in.  A bad frame spoils its
  * whole batch: with --skip-bad the batch's other frames are read and dropped. */
 static int ingest_frame(struct ingest *g, const mt_npy_info *ni, const char *p)
 {
@@ -781,11 +496,10 @@ static int ingest_frame(struct ingest *g, const mt_npy_info *ni, const char *p)
 	g->frame_items = 0;
 	if (ni->data_bytes)
 		ingest_col_add(c, data, (size_t)ni->data_bytes);
-	if (++g->frame_attr == g->nattrs) {
-		g->frame_attr = 0;
-		ingest_rows_added(g, g->frame_rows);
-	}
-	return 0;
+	if (++g->frame_attr < g->nattrs)
+		return 0;
+	g->frame_attr = 0;
+	return ingest_batch_done(g);
 }
 
 /* The size of the frame starting at p (len bytes there), 0 when more bytes must
@@ -818,44 +532,12 @@ static int ingest_frame_size(const char *p, size_t len, mt_npy_info *ni, size_t 
 
 /* ---- the input loop ---- */
 
-/* How long poll may wait: until the oldest waiting row is due (ms), else forever. */
-static int ingest_timeout(const struct ingest *g)
-{
-	if (!g->pending)
-		return -1;
-	double at = g->pending >= g->commit_rows ? 0 : g->commit_secs > 0 ?
-		g->pending_since + g->commit_secs : -1;
-	if (at < 0)
-		return -1;
-	if (at < g->retry_at)
-		at = g->retry_at;
-	double left = at - ingest_now();
-	return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
-}
-
-/* Rows wait, enough or long enough, and the store is not resting after a failure. */
-static int ingest_due(const struct ingest *g)
-{
-	double now = ingest_now();
-	return g->pending && now >= g->retry_at &&
-	       (g->pending >= g->commit_rows ||
-		(g->commit_secs > 0 && now >= g->pending_since + g->commit_secs));
-}
-
-/* ingest_due between two records: the clock is read only every 64 lines, as
- * reading it costs more than a short record's parse; a commit by rows is
- * still never late. */
-static int ingest_due_now(const struct ingest *g)
-{
-	return (g->pending >= g->commit_rows || !(g->line & 63)) && ingest_due(g);
-}
-
 /* Consume every whole record in the buffer (at the end of input, the rest too). */
 static int ingest_consume(struct ingest *g)
 {
 	struct ingest_in *in = &g->in;
 	int rc = 0;
-	while (!rc && in->pos < in->len && !ingest_due_now(g)) {
+	while (!rc && in->pos < in->len) {
 		char *p = in->buf + in->pos;
 		size_t left = in->len - in->pos;
 		if (g->format == FMT_NPY) {
@@ -865,7 +547,7 @@ static int ingest_consume(struct ingest *g)
 			if (ingest_frame_size(p, left, &ni, &size, why, sizeof why))
 				return cli_error("ingest %s: frame %" PRIu64 ": %s; stopped, %" PRIu64
 						 " waiting row(s) not committed", g->dataset,
-						 g->line + 1, why, g->pending);
+						 g->line + 1, why, mt_stream_pending(g->st));
 			if (!size)
 				break;
 			in->pos += size;
@@ -903,23 +585,24 @@ static int ingest_read(struct ingest *g)
 	return in->eof;
 }
 
+/* How long poll may wait for input: until the stream's next commit by time. */
+static int ingest_timeout(uint64_t wait_ms)
+{
+	if (wait_ms == UINT64_MAX)
+		return -1;
+	return wait_ms >= INT_MAX - 1 ? INT_MAX - 1 : (int)wait_ms + (wait_ms ? 1 : 0);
+}
+
 static int ingest_loop(struct ingest *g)
 {
+	mt_error err = { 0 };
 	int rc = 0;
 	while (!rc && !ingest_signal) {
-		if (ingest_due(g)) {
-			rc = ingest_commit(g);
-			continue;
-		}
-		/* Whole records still in the buffer go first (a commit by rows stopped them). */
-		if (g->in.pos < g->in.len && ((rc = ingest_consume(g)) || (rc = ingest_spool_flush(g))))
-			break;
-		if (ingest_due(g))
-			continue;
-		if (g->in.eof)
+		uint64_t wait_ms;
+		if ((rc = ingest_check(g, mt_stream_poll(g->st, &wait_ms, &err), &err)) || g->in.eof)
 			break;
 		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
-		int pr = poll(&pfd, 1, ingest_timeout(g));
+		int pr = poll(&pfd, 1, ingest_timeout(wait_ms));
 		if (pr < 0 && errno != EINTR)
 			rc = cli_error("ingest %s: waiting for standard input: %s", g->dataset,
 				       strerror(errno));
@@ -931,8 +614,9 @@ static int ingest_loop(struct ingest *g)
 				       strerror(errno));
 		else
 			rc = ingest_consume(g);
+		/* What this read brought is spooled as one batch before more is read. */
 		if (!rc)
-			rc = ingest_spool_flush(g);
+			rc = ingest_check(g, mt_stream_sync(g->st, &err), &err);
 	}
 	return rc;
 }
@@ -945,74 +629,35 @@ static int ingest_finish(struct ingest *g)
 		return cli_error("ingest %s: frame %" PRIu64 ": the input ends inside a %s; "
 				 "stopped, %" PRIu64 " waiting row(s) not committed", g->dataset,
 				 g->line + 1, g->in.pos < g->in.len ? "frame" : "batch of frames",
-				 g->pending);
-	int rc = ingest_commit(g);
-	if (!rc)
-		rc = ingest_job_wait(g);
-	if (!rc && g->pending)
+				 mt_stream_pending(g->st));
+	mt_error err = { 0 };
+	int rc = ingest_check(g, mt_stream_commit(g->st, NULL, 0, &err), &err);
+	if (!rc && mt_stream_pending(g->st))
 		rc = cli_error("ingest %s: %" PRIu64 " row(s) stay in the spool; a run with --spool "
-			       "%s commits them", g->dataset, g->pending, g->spool_dir);
+			       "%s commits them", g->dataset, mt_stream_pending(g->st), g->spool_dir);
 	return rc;
 }
 
-static void ingest_replay_rows(void *ud, uint64_t rows, const uint8_t *const *cols,
-			       const uint64_t *const *lens)
+/* The stream: commits by rows and time, in the background unless a spool or
+ * parity must see each commit's outcome before the next (the spool's state,
+ * the protection). */
+static int ingest_open(struct ingest *g, const struct cli_args *a)
 {
-	struct ingest *g = ud;
-	for (size_t i = 0; i < g->nattrs; i++) {
-		struct ingest_col *c = &g->cols[i];
-		size_t bytes = (size_t)rows * c->row_bytes;
-		if (c->ragged) {
-			uint64_t items = 0;
-			for (uint64_t r = 0; r < rows; r++)
-				items += lens[i][r];
-			bytes = (size_t)items * c->row_bytes;
-			ingest_col_lens(c, lens[i], (size_t)rows);
-		}
-		if (bytes)
-			ingest_col_add(c, cols[i], bytes);
-	}
-	ingest_rows_added(g, rows);
-	g->spooled = g->pending;
-}
-
-/* Open the spool and take back what it holds that the state does not call
- * committed; those rows are committed first (once it is sure no version holds
- * them already: ingest_spool_settle). */
-static int ingest_spool_start(struct ingest *g)
-{
-	char *layout = NULL;
-	size_t *row_bytes = app_xcalloc(g->nattrs, sizeof *row_bytes);
-	int *ragged = app_xcalloc(g->nattrs, sizeof *ragged);
-	for (size_t i = 0; i < g->nattrs; i++) {
-		char shape[96];
-		char *l = app_xasprintf("%s%s%s=%s%s", layout ? layout : "", layout ? "," : "",
-					g->attrs[i].name, mt_dtype_name(g->attrs[i].dtype),
-					app_shape_str(&g->attrs[i], shape, sizeof shape));
-		free(layout);
-		layout = l;
-		row_bytes[i] = g->cols[i].row_bytes;
-		ragged[i] = g->cols[i].ragged;
-	}
-	int rc = cli_spool_open(g->spool_dir, g->dataset, layout, g->nattrs, row_bytes, ragged,
-				&g->spool);
-	free(layout);
-	free(row_bytes);
-	free(ragged);
-	if (rc)
-		return rc;
-	uint64_t from = cli_spool_committed(g->spool), end = cli_spool_end(g->spool);
-	if (end > from) {
-		if (!g->ctx->quiet)
-			fprintf(stderr, "matorage: ingest %s: replaying %" PRIu64 " spooled row(s) "
-				"(%" PRIu64 "..%" PRIu64 ")\n", g->dataset, end - from, from, end);
-		cli_spool_replay(g->spool, from, ingest_replay_rows, g);
-		g->unsure = 1;
-		/* Commit them now, whatever the thresholds say. */
-		g->pending_since = ingest_now() - g->commit_secs;
-		return ingest_commit(g);
-	}
-	cli_spool_replay(g->spool, from, ingest_replay_rows, g);
+	mt_stream_opts o;
+	mt_stream_opts_init(&o);
+	g->spool_dir = cli_get(a, "spool");
+	o.commit_rows = g->commit_rows;
+	o.commit_ms = (uint64_t)(g->commit_secs * 1000.0);
+	o.writer = &g->wopts;
+	o.committed = ingest_committed;
+	o.committed_ud = g;
+	o.background = !g->spool_dir && !g->k;
+	o.spool_dir = g->spool_dir;
+	o.notice = ingest_notice;
+	o.notice_ud = g;
+	mt_error err = { 0 };
+	if (mt_stream_open(g->s, g->dataset, g->attrs, g->nattrs, &o, &g->st, &err))
+		return cli_error("%s", err.message);
 	return 0;
 }
 
@@ -1037,17 +682,14 @@ static int ingest_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		goto out;
 	}
 	ingest_catch_signals();
-	g.spool_dir = cli_get(a, "spool");
-	/* With a spool or parity a commit's outcome steers what comes next (the
-	 * spool's state, the protection), so those commit in line. */
-	g.async = !g.spool_dir && !g.k;
-	rc = g.spool_dir ? ingest_spool_start(&g) : 0;
+	rc = ingest_open(&g, a);
 	if (!rc)
 		rc = ingest_loop(&g);
 	if (!rc)
 		rc = ingest_finish(&g);
-	if (ingest_job_wait(&g) && !rc)
-		rc = CLI_FAIL;
+	/* A commit still running on its thread ends first: it counts and names versions. */
+	mt_stream_close(g.st);
+	g.st = NULL;
 	if (g.nwritten)
 		cli_catalog_note_versions(app_store_name(&ctx->app), g.s, g.dataset,
 					  (const char *const *)g.written, g.nwritten);

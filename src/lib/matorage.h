@@ -645,10 +645,33 @@ typedef struct mt_stream_opts {
 	 * the stream's to set.  NULL: the defaults.  Borrowed: it must outlive
 	 * the stream. */
 	const mt_writer_opts *writer;
-	/* Called after each commit with the version made and its new rows.
-	 * NULL: none. */
+	/* Called after each commit with the version made and its new rows (on
+	 * the commit's thread with `background`).  NULL: none. */
 	void (*committed)(void *ud, const char *version, uint64_t rows);
 	void *committed_ud;
+	/* Commits by rows or time run on a thread of their own while appends go
+	 * on: one at a time and in order, so at most two batches are in memory.
+	 * A failed one's rows wait again, in front of the newer ones, and its
+	 * error comes back from the next append, poll or commit.  mt_stream_commit
+	 * waits for it and then commits in line.  Not with a spool. */
+	int background;
+	/* A local directory that makes the stream's rows survive a crash: every
+	 * waiting row is written there (fdatasync'ed) by mt_stream_sync and before
+	 * each commit, and each commit is noted.  A stream opened later on the same
+	 * directory takes back the rows no version holds (they are committed at
+	 * the next append or poll, whatever the thresholds) and commits every
+	 * spooled row exactly once: its versions carry the tag spool-ID-N (rows
+	 * up to N of spool ID), looked for after a crash or a failed commit.
+	 * While the store fails with an error it may get over (MT_EIO, MT_ENET,
+	 * MT_EEXIST), commits report no error: the rows stay spooled and waiting,
+	 * and are tried again backing off from 1 s to a minute.  One stream per
+	 * directory at a time.  NULL: none. */
+	const char *spool_dir;
+	/* Called with what the stream's user may want to know (rows replayed from
+	 * the spool, rows found committed already; retry 1: a failed commit to be
+	 * tried again later), one sentence without a trailing newline.  NULL: none. */
+	void (*notice)(void *ud, int retry, const char *message);
+	void *notice_ud;
 } mt_stream_opts;
 
 MT_API void mt_stream_opts_init_size(mt_stream_opts *o, size_t size);
@@ -679,8 +702,11 @@ MT_API int mt_stream_poll(mt_stream *st, uint64_t *wait_ms, mt_error *err);
 /* Commit what waits now; version (cap bytes, may be NULL) gets the new
  * version's name, "" when nothing waited. */
 MT_API int mt_stream_commit(mt_stream *st, char *version, size_t cap, mt_error *err);
-/* Rows waiting for a commit. */
+/* Rows waiting for a commit (with `background`, the running commit's too). */
 MT_API uint64_t mt_stream_pending(const mt_stream *st);
+/* Make every waiting row durable in the spool (a no-op without one): call it
+ * once the rows of a burst of input are in. */
+MT_API int mt_stream_sync(mt_stream *st, mt_error *err);
 /* Free the stream; rows not committed are dropped (commit first). */
 MT_API void mt_stream_close(mt_stream *st);
 

@@ -1,4 +1,4 @@
-/* test-stream.c — mt_stream: commits by rows, by time (poll), on demand; rows kept across a failed commit; ragged rows (lengths and items) likewise; two streams into one dataset lose nothing. */
+/* test-stream.c — mt_stream: commits by rows, by time (poll), on demand; rows kept across a failed commit; ragged rows (lengths and items) likewise; two streams into one dataset lose nothing; commits in the background; a spool's rows outlive the stream. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +232,122 @@ static void test_ragged(void)
 	mt_store_close(s2);
 }
 
+/* The latest version of `dataset` holds y = 0..want-1 in order. */
+static int latest_in_order(const char *dataset, uint64_t want)
+{
+	uint64_t n;
+	int64_t *y = latest_y(dataset, &n);
+	int ok = y && n == want;
+	for (uint64_t i = 0; ok && i < n; i++)
+		ok = y[i] == (int64_t)i;
+	free(y);
+	return ok;
+}
+
+/* Commits on their own thread: in order, and a failed one's rows wait again
+ * in front of the newer ones. */
+static void test_background(void)
+{
+	mt_error err = { 0 };
+	mt_stream_opts o;
+	mt_stream_opts_init(&o);
+	o.commit_rows = 100;
+	o.background = 1;
+	o.committed = on_commit;
+	counted = 0;
+	mt_stream *st;
+	TAP_CALL(mt_stream_open(store, "bg", attrs, 2, &o, &st, &err), &err,
+		 "open a stream committing in the background");
+	int rc = 0;
+	for (int i = 0; !rc && i < 50; i++)
+		rc = push(st, i * 10, 10, &err);
+	TAP_CALL(rc || mt_stream_commit(st, NULL, 0, &err), &err, "500 rows, then commit");
+	tap_ok(versions("bg") == 5 && counted == 500 && latest_in_order("bg", 500),
+	       "five versions of 100 rows, all 500 in order (%d versions, %d reported)",
+	       versions("bg"), counted);
+
+	mt_stream_close(st);
+
+	/* A first commit that fails (the store's directory is away, as in test_ragged). */
+	mt_store *s2;
+	char url[320], away[400];
+	snprintf(url, sizeof url, "file://%s", store_dir);
+	snprintf(away, sizeof away, "%s.away", store_dir);
+	TAP_CALL(mt_store_open(url, &s2, &err), &err, "open the store again");
+	TAP_CALL(mt_stream_open(s2, "bgf", attrs, 2, &o, &st, &err), &err, "a stream onto bgf");
+	int moved = !rename(store_dir, away);
+	FILE *f = fopen(store_dir, "w");
+	if (f)
+		fclose(f);
+	rc = 0;
+	for (int i = 0; !rc && i < 15; i++)
+		rc = push(st, i * 10, 10, &err); /* the 100th row hands them to a commit */
+	uint64_t wait;
+	for (int tries = 0; !rc && tries < 250; tries++) {
+		rc = mt_stream_poll(st, &wait, &err);
+		if (!rc)
+			usleep(20 * 1000);
+	}
+	tap_ok(moved && f && rc != 0 && mt_stream_pending(st) == 150,
+	       "the failed commit's error comes back from poll, its 100 rows and the 50 after "
+	       "them wait: %s (%llu waiting)", err.message,
+	       (unsigned long long)mt_stream_pending(st));
+	unlink(store_dir);
+	rename(away, store_dir);
+	TAP_CALL(mt_stream_commit(st, NULL, 0, &err), &err, "commit once the store is back");
+	tap_ok(latest_in_order("bgf", 150), "the latest holds all 150 rows in order");
+	mt_stream_close(st);
+	mt_store_close(s2);
+}
+
+static char notices[2048];
+static void on_notice(void *ud, int retry, const char *message)
+{
+	size_t len = strlen(notices);
+	snprintf(notices + len, sizeof notices - len, "%s|", message);
+}
+
+/* Rows in a spool outlive the stream: the next one on the directory commits
+ * them once. */
+static void test_spool(const char *root)
+{
+	mt_error err = { 0 };
+	char dir[400];
+	snprintf(dir, sizeof dir, "%s/spool", root);
+	mt_stream_opts o;
+	mt_stream_opts_init(&o);
+	o.commit_rows = 1000;
+	o.spool_dir = dir;
+	o.notice = on_notice;
+	mt_stream *st, *st2 = NULL;
+	TAP_CALL(mt_stream_open(store, "sp", attrs, 2, &o, &st, &err), &err, "open a spooled stream");
+	tap_ok(mt_stream_open(store, "sp", attrs, 2, &o, &st2, &err) == MT_ESTATE && !st2,
+	       "a second stream on the same spool is refused: %s", err.message);
+	o.background = 1;
+	tap_ok(mt_stream_open(store, "sp", attrs, 2, &o, &st2, &err) == MT_EINVAL,
+	       "a spool and background commits together are refused: %s", err.message);
+	o.background = 0;
+	int rc = push(st, 0, 20, &err);
+	if (!rc)
+		rc = mt_stream_sync(st, &err);
+	if (!rc)
+		rc = push(st, 20, 10, &err); /* never synced: lost with the stream */
+	TAP_CALL(rc, &err, "30 rows, 20 of them synced");
+	mt_stream_close(st);
+	tap_ok(!versions("sp"), "no version yet");
+	TAP_CALL(mt_stream_open(store, "sp", attrs, 2, &o, &st, &err), &err, "open it again");
+	tap_ok(mt_stream_pending(st) == 20 && strstr(notices, "replaying 20 spooled row(s)"),
+	       "the 20 synced rows are back (%s)", notices);
+	uint64_t wait;
+	TAP_CALL(mt_stream_poll(st, &wait, &err), &err, "poll");
+	tap_ok(versions("sp") == 1 && !mt_stream_pending(st) && latest_in_order("sp", 20),
+	       "they are committed at once, whatever the thresholds");
+	mt_stream_close(st);
+	TAP_CALL(mt_stream_open(store, "sp", attrs, 2, &o, &st, &err), &err, "and again");
+	tap_ok(!mt_stream_pending(st), "nothing is replayed twice");
+	mt_stream_close(st);
+}
+
 static void *feeder(void *arg)
 {
 	int64_t first = (int64_t)(intptr_t)arg;
@@ -295,6 +411,8 @@ int main(void)
 	test_refusals();
 	test_ragged();
 	test_two_streams();
+	test_background();
+	test_spool(root);
 	mt_store_close(store);
 	char cmd[400];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

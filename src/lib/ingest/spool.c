@@ -1,4 +1,4 @@
-/* cli-spool.c — ingest's local write-ahead spool: rows made durable on disk before they count as received, replayed until committed. */
+/* spool.c — a stream's local write-ahead spool: rows made durable on disk before they count as received, replayed until committed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,7 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "spool.h"
+#include "util.h"
 
 /* Each batch in the log: this header, then the batch's rows attribute after
  * attribute.  seq is the spool's number of the batch's first row.  A spool
@@ -25,7 +26,7 @@ struct spool_head {
 	uint64_t seq, rows, bytes, hash; /* hash: FNV-1a 64 of the rows' bytes */
 };
 
-struct cli_spool {
+struct mti_spool {
 	char *dir, *log_path, *state_path;
 	int log_fd, lock_fd;
 	char id[33];
@@ -48,9 +49,15 @@ static uint64_t spool_hash(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static int spool_sys(const struct cli_spool *sp, const char *what, const char *path)
+static int spool_sys(const struct mti_spool *sp, const char *what, const char *path,
+		     mt_error *err)
 {
-	return cli_error("spool %s: %s %s: %s", sp->dir, what, path, strerror(errno));
+	return mti_err(err, MT_EIO, "spool %s: %s %s: %s", sp->dir, what, path, strerror(errno));
+}
+
+static int spool_nomem(mt_error *err)
+{
+	return mti_err(err, MT_ENOMEM, "out of memory");
 }
 
 /* Write all of buf, or fail. */
@@ -71,12 +78,17 @@ static int spool_write_all(int fd, const void *buf, size_t n)
 
 /* The state file, replaced whole (temporary file, fsync, rename, fsync of the
  * directory), so a crash leaves the old state or the new one. */
-static int spool_save_state(struct cli_spool *sp)
+static int spool_save_state(struct mti_spool *sp, mt_error *err)
 {
-	char *tmp = app_xasprintf("%s.tmp", sp->state_path);
-	char *text = app_xasprintf("id %s\ndataset %s\nlayout %s\ncommitted %" PRIu64 "\n"
+	char *tmp = mti_asprintf("%s.tmp", sp->state_path);
+	char *text = mti_asprintf("id %s\ndataset %s\nlayout %s\ncommitted %" PRIu64 "\n"
 				   "version %s\n", sp->id, sp->dataset, sp->layout, sp->committed,
 				   sp->version ? sp->version : "-");
+	if (!tmp || !text) {
+		free(tmp);
+		free(text);
+		return spool_nomem(err);
+	}
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int rc = fd < 0 || spool_write_all(fd, text, strlen(text)) || fsync(fd);
 	if (fd >= 0 && close(fd))
@@ -89,7 +101,7 @@ static int spool_save_state(struct cli_spool *sp)
 		close(dfd);
 	}
 	if (rc)
-		rc = spool_sys(sp, "writing", tmp);
+		rc = spool_sys(sp, "writing", tmp, err);
 	free(tmp);
 	free(text);
 	return rc;
@@ -102,7 +114,7 @@ static char *spool_field(const char *text, const char *key)
 	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
 		if (!strncmp(p, key, kl) && p[kl] == ' ') {
 			const char *e = strchr(p + kl + 1, '\n');
-			return app_xasprintf("%.*s", (int)(e ? e - (p + kl + 1) : (long)strlen(p + kl + 1)),
+			return mti_asprintf("%.*s", (int)(e ? e - (p + kl + 1) : (long)strlen(p + kl + 1)),
 					     p + kl + 1);
 		}
 	}
@@ -124,33 +136,60 @@ static void spool_new_id(char *id)
 		snprintf(id + 2 * i, 3, "%02x", b[i]);
 }
 
-/* Read the state, or start one; it must be this dataset's, with these attributes. */
-static int spool_load_state(struct cli_spool *sp)
+/* The whole small file at path, NUL-terminated; NULL with errno. */
+static char *spool_read_text(const char *path)
 {
-	size_t len;
-	char *text = app_read_file(sp->state_path, &len);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return NULL;
+	char *text = NULL;
+	if (!fstat(fd, &st) && st.st_size < (1 << 20) && (text = malloc((size_t)st.st_size + 1))) {
+		ssize_t n = pread(fd, text, (size_t)st.st_size, 0);
+		if (n < 0) {
+			free(text);
+			text = NULL;
+		} else {
+			text[n] = 0;
+		}
+	} else if (!text) {
+		errno = errno ? errno : EFBIG;
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return text;
+}
+
+/* Read the state, or start one; it must be this dataset's, with these attributes. */
+static int spool_load_state(struct mti_spool *sp, mt_error *err)
+{
+	errno = 0;
+	char *text = spool_read_text(sp->state_path);
 	if (!text && errno != ENOENT)
-		return spool_sys(sp, "reading", sp->state_path);
+		return spool_sys(sp, "reading", sp->state_path, err);
 	if (!text) {
 		spool_new_id(sp->id);
-		return spool_save_state(sp);
+		return spool_save_state(sp, err);
 	}
 	char *id = spool_field(text, "id"), *ds = spool_field(text, "dataset"),
 	     *layout = spool_field(text, "layout"), *committed = spool_field(text, "committed"),
 	     *version = spool_field(text, "version");
 	int rc = 0;
 	if (!id || strlen(id) != 32 || !ds || !layout || !committed || !version)
-		rc = cli_error("spool %s: %s is not a spool's state", sp->dir, sp->state_path);
+		rc = mti_err(err, MT_EFORMAT, "spool %s: %s is not a spool's state", sp->dir,
+			     sp->state_path);
 	else if (strcmp(ds, sp->dataset))
-		rc = cli_error("spool %s belongs to dataset %s, not %s", sp->dir, ds, sp->dataset);
+		rc = mti_err(err, MT_EINVAL, "spool %s belongs to dataset %s, not %s", sp->dir, ds,
+			     sp->dataset);
 	else if (strcmp(layout, sp->layout))
-		rc = cli_error("spool %s holds rows of other attributes (%s), not %s", sp->dir, layout,
-			       sp->layout);
+		rc = mti_err(err, MT_EINVAL, "spool %s holds rows of other attributes (%s), not %s",
+			     sp->dir, layout, sp->layout);
 	if (!rc) {
 		memcpy(sp->id, id, 33);
 		sp->committed = strtoull(committed, NULL, 10);
-		if (strcmp(version, "-"))
-			sp->version = app_xstrdup(version);
+		if (strcmp(version, "-") && !(sp->version = mti_strdup(version)))
+			rc = spool_nomem(err);
 	}
 	free(id), free(ds), free(layout), free(committed), free(version), free(text);
 	return rc;
@@ -171,7 +210,7 @@ static uint64_t spool_items(const uint8_t *p, uint64_t n)
 
 /* The bytes a batch of h->rows rows takes (p: its rows, h->bytes of them,
  * already checksummed); UINT64_MAX when its lengths do not add up. */
-static uint64_t spool_batch_bytes(const struct cli_spool *sp, const struct spool_head *h,
+static uint64_t spool_batch_bytes(const struct mti_spool *sp, const struct spool_head *h,
 				  const uint8_t *p)
 {
 	uint64_t bytes = 0, part;
@@ -192,15 +231,16 @@ static uint64_t spool_batch_bytes(const struct cli_spool *sp, const struct spool
 
 /* Read the log; a batch cut short or damaged by a crash while it was written was
  * never received, so it is cut off. */
-static int spool_load_log(struct cli_spool *sp)
+static int spool_load_log(struct mti_spool *sp, mt_error *err)
 {
 	struct stat st;
 	if (fstat(sp->log_fd, &st))
-		return spool_sys(sp, "reading", sp->log_path);
+		return spool_sys(sp, "reading", sp->log_path, err);
 	size_t len = (size_t)st.st_size, off = 0;
-	sp->loaded = app_xmalloc(len ? len : 1);
+	if (!(sp->loaded = malloc(len ? len : 1)))
+		return spool_nomem(err);
 	if (len && pread(sp->log_fd, sp->loaded, len, 0) != (ssize_t)len)
-		return spool_sys(sp, "reading", sp->log_path);
+		return spool_sys(sp, "reading", sp->log_path, err);
 	sp->end = sp->committed;
 	while (off + sizeof(struct spool_head) <= len) {
 		struct spool_head h;
@@ -216,53 +256,59 @@ static int spool_load_log(struct cli_spool *sp)
 	}
 	sp->loaded_len = off;
 	if (off < len && (ftruncate(sp->log_fd, (off_t)off) || fsync(sp->log_fd)))
-		return spool_sys(sp, "cutting a torn batch off", sp->log_path);
+		return spool_sys(sp, "cutting a torn batch off", sp->log_path, err);
 	if (lseek(sp->log_fd, (off_t)off, SEEK_SET) < 0)
-		return spool_sys(sp, "seeking in", sp->log_path);
+		return spool_sys(sp, "seeking in", sp->log_path, err);
 	return 0;
 }
 
-int cli_spool_open(const char *dir, const char *dataset, const char *layout, size_t nattrs,
-		   const size_t *row_bytes, const int *ragged, struct cli_spool **out)
+int mti_spool_open(const char *dir, const char *dataset, const char *layout, size_t nattrs,
+		   const size_t *row_bytes, const int *ragged, struct mti_spool **out,
+		   mt_error *err)
 {
-	struct cli_spool *sp = app_xcalloc(1, sizeof *sp);
 	*out = NULL;
-	sp->dir = app_xstrdup(dir);
-	sp->dataset = app_xstrdup(dataset);
-	sp->layout = app_xstrdup(layout);
+	struct mti_spool *sp = calloc(1, sizeof *sp);
+	if (!sp)
+		return spool_nomem(err);
+	sp->log_fd = sp->lock_fd = -1;
 	sp->nattrs = nattrs;
-	sp->row_bytes = app_xcalloc(nattrs, sizeof *sp->row_bytes);
+	char *lock = mti_asprintf("%s/lock", dir);
+	if (!lock || !(sp->dir = mti_strdup(dir)) || !(sp->dataset = mti_strdup(dataset)) ||
+	    !(sp->layout = mti_strdup(layout)) ||
+	    !(sp->row_bytes = calloc(nattrs ? nattrs : 1, sizeof *sp->row_bytes)) ||
+	    !(sp->ragged = calloc(nattrs ? nattrs : 1, sizeof *sp->ragged)) ||
+	    !(sp->log_path = mti_asprintf("%s/log", dir)) ||
+	    !(sp->state_path = mti_asprintf("%s/state", dir))) {
+		free(lock);
+		mti_spool_close(sp);
+		return spool_nomem(err);
+	}
 	memcpy(sp->row_bytes, row_bytes, nattrs * sizeof *row_bytes);
-	sp->ragged = app_xcalloc(nattrs ? nattrs : 1, sizeof *sp->ragged);
 	for (size_t i = 0; ragged && i < nattrs; i++)
 		sp->any_ragged |= sp->ragged[i] = ragged[i] != 0;
-	sp->log_path = app_xasprintf("%s/log", dir);
-	sp->state_path = app_xasprintf("%s/state", dir);
-	sp->log_fd = sp->lock_fd = -1;
-	char *lock = app_xasprintf("%s/lock", dir);
 	int rc = 0;
 	if (mkdir(dir, 0700) && errno != EEXIST)
-		rc = spool_sys(sp, "creating", dir);
+		rc = spool_sys(sp, "creating", dir, err);
 	if (!rc && (sp->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		rc = spool_sys(sp, "opening", lock);
-	/* One ingest per spool: two would number their rows over each other. */
+		rc = spool_sys(sp, "opening", lock, err);
+	/* One stream per spool: two would number their rows over each other. */
 	if (!rc && flock(sp->lock_fd, LOCK_EX | LOCK_NB))
-		rc = cli_error("spool %s is in use by another ingest", dir);
+		rc = mti_err(err, MT_ESTATE, "spool %s is in use by another ingest", dir);
 	if (!rc)
-		rc = spool_load_state(sp);
+		rc = spool_load_state(sp, err);
 	if (!rc && (sp->log_fd = open(sp->log_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		rc = spool_sys(sp, "opening", sp->log_path);
+		rc = spool_sys(sp, "opening", sp->log_path, err);
 	if (!rc)
-		rc = spool_load_log(sp);
+		rc = spool_load_log(sp, err);
 	free(lock);
 	if (rc)
-		cli_spool_close(sp);
+		mti_spool_close(sp);
 	else
 		*out = sp;
 	return rc;
 }
 
-void cli_spool_close(struct cli_spool *sp)
+void mti_spool_close(struct mti_spool *sp)
 {
 	if (!sp)
 		return;
@@ -276,51 +322,50 @@ void cli_spool_close(struct cli_spool *sp)
 	free(sp);
 }
 
-const char *cli_spool_id(const struct cli_spool *sp)
+const char *mti_spool_id(const struct mti_spool *sp)
 {
 	return sp->id;
 }
-const char *cli_spool_version(const struct cli_spool *sp)
+const char *mti_spool_version(const struct mti_spool *sp)
 {
 	return sp->version;
 }
-uint64_t cli_spool_committed(const struct cli_spool *sp)
+uint64_t mti_spool_committed(const struct mti_spool *sp)
 {
 	return sp->committed;
 }
-uint64_t cli_spool_end(const struct cli_spool *sp)
+uint64_t mti_spool_end(const struct mti_spool *sp)
 {
 	return sp->end;
 }
 
 /* Attribute i's part of a batch at *p: its rows from `skip` on (lengths into
- * *lens, malloc'ed and aligned, when ragged); *p moves past the part. */
-static const uint8_t *spool_part(const struct cli_spool *sp, size_t i, const struct spool_head *h,
-				 uint64_t skip, const uint8_t **p, uint64_t **lens)
+ * lens, room for h->rows, when ragged; NULL otherwise); *p moves past the part. */
+static const uint8_t *spool_part(const struct mti_spool *sp, size_t i, const struct spool_head *h,
+				 uint64_t skip, const uint8_t **p, uint64_t *lens)
 {
 	uint64_t before = skip, total = h->rows;
-	*lens = NULL;
 	if (sp->ragged[i]) {
-		*lens = app_xcalloc((size_t)h->rows + 1, sizeof **lens);
-		memcpy(*lens, *p, (size_t)h->rows * sizeof **lens);
-		*p += h->rows * sizeof **lens;
+		memcpy(lens, *p, (size_t)h->rows * sizeof *lens);
+		*p += h->rows * sizeof *lens;
 		before = total = 0;
 		for (uint64_t r = 0; r < h->rows; r++) {
-			before += r < skip ? (*lens)[r] : 0;
-			total += (*lens)[r];
+			before += r < skip ? lens[r] : 0;
+			total += lens[r];
 		}
-		memmove(*lens, *lens + skip, (size_t)(h->rows - skip) * sizeof **lens);
+		memmove(lens, lens + skip, (size_t)(h->rows - skip) * sizeof *lens);
 	}
 	const uint8_t *rows = *p + before * sp->row_bytes[i];
 	*p += total * sp->row_bytes[i];
 	return rows;
 }
 
-int cli_spool_replay(struct cli_spool *sp, uint64_t committed, cli_spool_fn fn, void *ud)
+/* Batch by batch: its rows from `committed` on to fn. */
+static int spool_replay_batches(struct mti_spool *sp, uint64_t committed, mti_spool_fn fn,
+				void *ud, const uint8_t **cols, uint64_t **lens, mt_error *err)
 {
-	const uint8_t **cols = app_xcalloc(sp->nattrs, sizeof *cols);
-	uint64_t **lens = app_xcalloc(sp->nattrs, sizeof *lens);
-	for (size_t off = 0; off < sp->loaded_len;) {
+	int rc = 0;
+	for (size_t off = 0; !rc && off < sp->loaded_len;) {
 		struct spool_head h;
 		memcpy(&h, sp->loaded + off, sizeof h);
 		const uint8_t *p = sp->loaded + off + sizeof h;
@@ -328,24 +373,40 @@ int cli_spool_replay(struct cli_spool *sp, uint64_t committed, cli_spool_fn fn, 
 		if (h.seq + h.rows <= committed)
 			continue;
 		uint64_t skip = committed > h.seq ? committed - h.seq : 0;
-		for (size_t i = 0; i < sp->nattrs; i++)
-			cols[i] = spool_part(sp, i, &h, skip, &p, &lens[i]);
-		fn(ud, h.rows - skip, cols, (const uint64_t *const *)lens);
+		for (size_t i = 0; !rc && i < sp->nattrs; i++) {
+			lens[i] = NULL;
+			if (sp->ragged[i] && !(lens[i] = calloc((size_t)h.rows + 1, sizeof **lens)))
+				rc = spool_nomem(err);
+			if (!rc)
+				cols[i] = spool_part(sp, i, &h, skip, &p, lens[i]);
+		}
+		if (!rc)
+			rc = fn(ud, h.rows - skip, cols, (const uint64_t *const *)lens, err);
 		for (size_t i = 0; i < sp->nattrs; i++) {
 			free(lens[i]);
 			lens[i] = NULL;
 		}
 	}
+	return rc;
+}
+
+int mti_spool_replay(struct mti_spool *sp, uint64_t committed, mti_spool_fn fn, void *ud,
+		     mt_error *err)
+{
+	const uint8_t **cols = calloc(sp->nattrs ? sp->nattrs : 1, sizeof *cols);
+	uint64_t **lens = calloc(sp->nattrs ? sp->nattrs : 1, sizeof *lens);
+	int rc = cols && lens ? spool_replay_batches(sp, committed, fn, ud, cols, lens, err)
+			      : spool_nomem(err);
 	free(cols);
 	free(lens);
 	free(sp->loaded);
 	sp->loaded = NULL;
 	sp->loaded_len = 0;
-	return 0;
+	return rc;
 }
 
 /* The bytes of attribute i's part of a batch of `rows` rows. */
-static size_t spool_part_bytes(const struct cli_spool *sp, size_t i, uint64_t rows,
+static size_t spool_part_bytes(const struct mti_spool *sp, size_t i, uint64_t rows,
 			       const uint64_t *const *lens)
 {
 	if (!sp->ragged[i])
@@ -356,12 +417,14 @@ static size_t spool_part_bytes(const struct cli_spool *sp, size_t i, uint64_t ro
 	return (size_t)items * sp->row_bytes[i];
 }
 
-int cli_spool_append(struct cli_spool *sp, uint64_t rows, const uint8_t *const *cols,
-		     const uint64_t *const *lens)
+int mti_spool_append(struct mti_spool *sp, uint64_t rows, const uint8_t *const *cols,
+		     const uint64_t *const *lens, mt_error *err)
 {
 	struct spool_head h = { .seq = sp->end, .rows = rows, .hash = 0xcbf29ce484222325ull };
 	memcpy(h.magic, sp->any_ragged ? SPOOL_MAGIC_RAGGED : SPOOL_MAGIC, 8);
-	size_t *part = app_xcalloc(sp->nattrs ? sp->nattrs : 1, sizeof *part);
+	size_t *part = calloc(sp->nattrs ? sp->nattrs : 1, sizeof *part);
+	if (!part)
+		return spool_nomem(err);
 	for (size_t i = 0; i < sp->nattrs; i++) {
 		part[i] = spool_part_bytes(sp, i, rows, lens);
 		if (sp->ragged[i]) {
@@ -378,23 +441,26 @@ int cli_spool_append(struct cli_spool *sp, uint64_t rows, const uint8_t *const *
 		     spool_write_all(sp->log_fd, cols[i], part[i]);
 	free(part);
 	if (rc)
-		return spool_sys(sp, "writing", sp->log_path);
+		return spool_sys(sp, "writing", sp->log_path, err);
 	if (fdatasync(sp->log_fd))
-		return spool_sys(sp, "syncing", sp->log_path);
+		return spool_sys(sp, "syncing", sp->log_path, err);
 	sp->end += rows;
 	return 0;
 }
 
-int cli_spool_commit(struct cli_spool *sp, uint64_t committed, const char *version)
+int mti_spool_commit(struct mti_spool *sp, uint64_t committed, const char *version, mt_error *err)
 {
+	char *v = version ? mti_strdup(version) : NULL;
+	if (version && !v)
+		return spool_nomem(err);
 	sp->committed = committed;
 	free(sp->version);
-	sp->version = version ? app_xstrdup(version) : NULL;
-	int rc = spool_save_state(sp);
+	sp->version = v;
+	int rc = spool_save_state(sp, err);
 	/* Everything is in the store: the log starts again empty.  A crash before the
 	 * cut leaves batches the state already calls committed, which replay skips. */
 	if (!rc && committed == sp->end &&
 	    (ftruncate(sp->log_fd, 0) || lseek(sp->log_fd, 0, SEEK_SET) < 0 || fsync(sp->log_fd)))
-		rc = spool_sys(sp, "emptying", sp->log_path);
+		rc = spool_sys(sp, "emptying", sp->log_path, err);
 	return rc;
 }

@@ -565,12 +565,11 @@ static int cat_known(mt_catalog *c, int64_t ds, struct known **out, size_t *n, m
 			rc = mt_error_set(err, MT_ENOMEM, "out of memory");
 			break;
 		}
-		k->man_size = sqlite3_column_int64(st, 1);
-		k->man_mtime = sqlite3_column_int64(st, 2);
-		k->meta_size = sqlite3_column_int64(st, 3);
-		k->meta_mtime = sqlite3_column_int64(st, 4);
-		k->prot_size = sqlite3_column_int64(st, 5);
-		k->prot_mtime = sqlite3_column_int64(st, 6);
+		/* Columns 1-6, in the order of the query. */
+		int64_t *stamp[] = { &k->man_size,  &k->man_mtime,  &k->meta_size,
+				     &k->meta_mtime, &k->prot_size, &k->prot_mtime };
+		for (int i = 0; i < 6; i++)
+			*stamp[i] = sqlite3_column_int64(st, i + 1);
 		(*n)++;
 	}
 	if (!rc && r != SQLITE_DONE)

@@ -103,11 +103,8 @@ struct mt_writer {
 
 void mt_writer_opts_init_size(mt_writer_opts *o, size_t size)
 {
-	mt_writer_opts d;
-	memset(&d, 0, sizeof d);
-	d.shard_bytes = DEFAULT_SHARD_BYTES;
-	d.chunk_bytes = DEFAULT_CHUNK_BYTES;
-	d.level = DEFAULT_LEVEL;
+	const mt_writer_opts d = { .shard_bytes = DEFAULT_SHARD_BYTES,
+				   .chunk_bytes = DEFAULT_CHUNK_BYTES, .level = DEFAULT_LEVEL };
 	mti_opts_init(o, size, &d, sizeof d);
 }
 
@@ -627,9 +624,8 @@ int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_
 {
 	*out = NULL;
 	mt_writer_opts opts;
-	mt_writer_opts_init(&opts);
-	int rc = o ? mti_opts_take(&opts, sizeof opts, o, WRITER_OPTS_FIRST, "mt_writer_opts", err)
-		   : 0;
+	int rc = MTI_OPTS_GET(opts, mt_writer_opts_init, o, WRITER_OPTS_FIRST, "mt_writer_opts",
+			      err);
 	o = &opts;
 	if (!rc)
 		rc = writer_check_args(dataset, attrs, nattrs, o, err);

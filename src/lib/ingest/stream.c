@@ -1,4 +1,5 @@
 /* stream.c — rows appended a few at a time, committed by rows or time as versions on top of the latest (in line or on a thread of their own), with an optional local spool that commits every row exactly once. */
+#define _GNU_SOURCE /* vasprintf */
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -123,14 +124,14 @@ static void stream_notice(const mt_stream *st, int retry, const char *fmt, ...) 
 
 static void stream_notice(const mt_stream *st, int retry, const char *fmt, ...)
 {
-	if (!st->o.notice)
-		return;
-	char msg[1024];
+	char *msg = NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	/* Out of memory: the user misses a notice, nothing else. */
+	if (st->o.notice && vasprintf(&msg, fmt, ap) >= 0)
+		st->o.notice(st->o.notice_ud, retry, msg);
 	va_end(ap);
-	st->o.notice(st->o.notice_ud, retry, msg);
+	free(msg);
 }
 
 /* Room for `add` more bytes of attribute i's rows. */
@@ -666,24 +667,26 @@ uint64_t mt_stream_pending(const mt_stream *st)
 	return st->wait.n + (st->busy ? st->job.n : 0);
 }
 
+static int stream_check(const char *dataset, const mt_attr *attrs, size_t nattrs,
+			const mt_stream_opts *o, mt_error *err)
+{
+	int rc = mt_name_check(dataset, "dataset", err);
+	if (!rc && !nattrs)
+		rc = mti_err(err, MT_EINVAL, "dataset %s: a stream needs attributes", dataset);
+	if (!rc && o->background && o->spool_dir)
+		rc = mti_err(err, MT_EINVAL, "dataset %s: a spooled stream commits in line, not in "
+			     "the background", dataset);
+	return rc ? rc : mti_attrs_check(attrs, nattrs, err);
+}
+
 int mt_stream_open(mt_store *s, const char *dataset, const mt_attr *attrs, size_t nattrs,
 		   const mt_stream_opts *o, mt_stream **out, mt_error *err)
 {
 	*out = NULL;
 	mt_stream_opts opts;
-	mt_stream_opts_init(&opts);
-	int rc = o ? mti_opts_take(&opts, sizeof opts, o, STREAM_OPTS_FIRST, "mt_stream_opts", err)
-		   : 0;
-	if (!rc)
-		rc = mt_name_check(dataset, "dataset", err);
-	if (!rc && !nattrs)
-		rc = mti_err(err, MT_EINVAL, "dataset %s: a stream needs attributes", dataset);
-	if (!rc && opts.background && opts.spool_dir)
-		rc = mti_err(err, MT_EINVAL, "dataset %s: a spooled stream commits in line, not in "
-			     "the background", dataset);
-	if (!rc)
-		rc = mti_attrs_check(attrs, nattrs, err);
-	if (rc)
+	int rc = MTI_OPTS_GET(opts, mt_stream_opts_init, o, STREAM_OPTS_FIRST, "mt_stream_opts",
+			      err);
+	if (rc || (rc = stream_check(dataset, attrs, nattrs, &opts, err)))
 		return rc;
 	mt_stream *st = calloc(1, sizeof *st);
 	if (!st)

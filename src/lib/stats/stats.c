@@ -18,11 +18,8 @@
 
 void mt_stats_opts_init_size(mt_stats_opts *o, size_t size)
 {
-	mt_stats_opts d;
-	memset(&d, 0, sizeof d);
-	d.bins = MT_STATS_BINS;
-	d.max_classes = MT_STATS_CLASSES;
-	d.window_bytes = DEFAULT_WINDOW;
+	const mt_stats_opts d = { .bins = MT_STATS_BINS, .max_classes = MT_STATS_CLASSES,
+				  .window_bytes = DEFAULT_WINDOW };
 	mti_opts_init(o, size, &d, sizeof d);
 }
 

@@ -25,4 +25,10 @@ MT_LOCAL void mti_opts_init(void *o, size_t size, const void *defaults, size_t l
 MT_LOCAL int mti_opts_take(void *dst, size_t lib_size, const void *src, size_t first_size,
 			  const char *name, mt_error *err);
 
+/* What every *_open does first: dst (the library's struct) gets the defaults
+ * init sets, then the caller's src over them unless src is NULL. */
+#define MTI_OPTS_GET(dst, init, src, first_size, name, err)                                   \
+	(init(&(dst)),                                                                        \
+	 (src) ? mti_opts_take(&(dst), sizeof(dst), (src), (first_size), (name), (err)) : 0)
+
 #endif

@@ -321,6 +321,7 @@ typedef struct mt_copy_stats {
 	uint64_t versions, versions_present; /* manifests written; already there */
 	uint64_t shards, shards_present;     /* shard (and parity) objects sent; already there */
 	uint64_t bytes, bytes_present;       /* their bytes */
+	uint64_t parity, parity_present;     /* of shards and shards_present, parity objects */
 } mt_copy_stats;
 
 /* Copy dataset@version from src to dst (version NULL: every version of

@@ -223,8 +223,9 @@ static int delete_run(struct tui_job *j)
 	mt_store_close(s);
 	if (rc)
 		return tui_job_fail(j, &err);
-	snprintf(j->result, sizeof j->result, "deleted from %s (its shards stay until gc)%s",
-		 tg->ref.url, tg->stale ? OLD_BUCKET : "");
+	snprintf(j->result, sizeof j->result,
+		 "deleted from %s (its shards stay until gc: X previews it, 'delete now' skips "
+		 "the grace period)%s", tg->ref.url, tg->stale ? OLD_BUCKET : "");
 	return 0;
 }
 

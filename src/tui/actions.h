@@ -13,6 +13,8 @@ struct target {
 	char health[400]; /* verify: sound, repairable from what, or what is lost */
 	int stale; /* the bucket is no longer where its remote points */
 	unsigned view; /* gc: the preview to update once the deletion ends */
+	int64_t grace; /* gc: the grace period in seconds (-1: the default) */
+	uint64_t kept; /* gc: unreferenced objects younger than the grace */
 };
 
 /* The row `id` of catalog level `level` (NULL, status set, when it is gone). */

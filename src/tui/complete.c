@@ -12,7 +12,7 @@
 /* ':' commands, in the order the help lists them. */
 static const char *const commands[] = {
 	"sync", "search", "filter", "run", "jobs", "history", "error", "help", "quit", "repair",
-	"protect", NULL,
+	"protect", "diff", "copy", "verify", "rm", "gc", "describe", "tags", "export", NULL,
 };
 
 const char *const *tui_command_names(void)
@@ -113,7 +113,8 @@ void tui_complete_command(struct tui *t, const char *before, struct tui_words *o
 	if (!strncmp(before, "run ", 4)) {
 		tui_words_add(out, "--allow");
 		complete_path(word, out);
-	} else if (!strncmp(before, "search ", 7) || !strncmp(before, "filter ", 7)) {
+	} else if (strncmp(before, "sync ", 5) && strncmp(before, "jobs ", 5)) {
+		/* search, filter and the commands on DATASET[@VERSION] */
 		tui_complete_datasets(t, before, out, arg);
 	}
 }

@@ -115,6 +115,17 @@ static int parent_row(void *ud, const mt_catalog_row *row)
 	return 1;
 }
 
+void tui_diff_start(struct tui *t, int64_t version_id, const char *other)
+{
+	if (!other || !*other) {
+		tui_diff_action(t, version_id);
+		return;
+	}
+	struct target *tg = tui_target_new(t, MT_CAT_VERSIONS, version_id);
+	if (tg)
+		diff_submit(t, other, tg);
+}
+
 void tui_diff_action(struct tui *t, int64_t version_id)
 {
 	struct target *tg = tui_target_new(t, MT_CAT_VERSIONS, version_id);

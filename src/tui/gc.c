@@ -18,16 +18,25 @@ static void gc_found(void *ud, const char *key, uint64_t bytes)
 
 /* What gc leaves for the grace period: unreferenced objects younger than it
  * (a put may still be writing them), counted by a dry run without grace. */
-static void gc_kept(char *buf, size_t cap, uint64_t n, uint64_t bytes)
+static void gc_kept(char *buf, size_t cap, uint64_t n, uint64_t bytes, uint64_t grace)
 {
-	char human[32];
+	char human[32], period[32];
 	if (!n) {
 		buf[0] = '\0';
 		return;
 	}
-	snprintf(buf, cap, "; %llu object%s (%s) kept for the %d h grace period",
+	if (grace % 3600 == 0)
+		snprintf(period, sizeof period, "%llu h", (unsigned long long)(grace / 3600));
+	else
+		snprintf(period, sizeof period, "%llu s", (unsigned long long)grace);
+	snprintf(buf, cap, "; %llu object%s (%s) kept for the %s grace period",
 		 (unsigned long long)n, n == 1 ? "" : "s",
-		 app_human_bytes(bytes, human, sizeof human), GC_GRACE / 3600);
+		 app_human_bytes(bytes, human, sizeof human), period);
+}
+
+static uint64_t gc_grace(const struct target *tg)
+{
+	return tg->grace < 0 ? GC_GRACE : (uint64_t)tg->grace;
 }
 
 static int gc_run(struct tui_job *j)
@@ -37,7 +46,8 @@ static int gc_run(struct tui_job *j)
 	mt_error err = { 0 };
 	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
 	uint64_t n = 0, bytes = 0, all = 0, all_bytes = 0;
-	int rc = s ? mt_store_gc(s, tg->ref.dataset, dry, GC_GRACE, gc_found, j, &n, &bytes, &err)
+	int rc = s ? mt_store_gc(s, tg->ref.dataset, dry, gc_grace(tg), gc_found, j, &n, &bytes,
+				 &err)
 		   : err.code;
 	if (!rc)
 		rc = mt_store_gc(s, tg->ref.dataset, 1, 0, NULL, NULL, &all, &all_bytes, &err);
@@ -55,7 +65,8 @@ static int gc_run(struct tui_job *j)
 	char human[32], keep[200];
 	tg->found = n;
 	tg->bytes = bytes;
-	gc_kept(keep, sizeof keep, kept, kept_bytes);
+	tg->kept = kept;
+	gc_kept(keep, sizeof keep, kept, kept_bytes, gc_grace(tg));
 	if (!n)
 		snprintf(j->result, sizeof j->result, "nothing to delete%s", keep);
 	else
@@ -85,7 +96,11 @@ static void gc_done(struct tui *t, struct tui_job *j)
 static void gc_confirm(struct tui *t, const char *text, void *arg)
 {
 	struct target *tg = arg;
-	if (strcmp(text, "delete")) {
+	/* 'delete now' takes the young objects too: right after a delete its
+	 * shards are young, and waiting an hour is not what was asked. */
+	if (!strcmp(text, "delete now")) {
+		tg->grace = 0;
+	} else if (strcmp(text, "delete")) {
 		tui_status(t, 0, "gc: nothing deleted");
 		tui_target_free(tg);
 		return;
@@ -102,7 +117,7 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	struct target *tg = j->arg;
 	if (atomic_load(&j->state) != JOB_OK)
 		return;
-	if (!tg->found) {
+	if (!tg->found && !tg->kept) {
 		tui_status(t, 0, "gc: %s", j->result);
 		return;
 	}
@@ -115,6 +130,11 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	pthread_mutex_unlock(&j->lock);
 	struct view *preview = tui_text_view("gc preview", lines, n);
 	tui_push(t, preview);
+	/* The preview writes nothing: read-only shows it and stops there. */
+	if (t->read_only) {
+		tui_status(t, 0, "gc preview: %s (read-only: nothing is deleted)", j->result);
+		return;
+	}
 	/* A second target for the deleting job: the preview's stays with it. */
 	struct target *del = app_xcalloc(1, sizeof *del);
 	del->ref.remote = app_xstrdup(tg->ref.remote);
@@ -122,17 +142,27 @@ static void gc_previewed(struct tui *t, struct tui_job *j)
 	del->ref.dataset = tg->ref.dataset ? app_xstrdup(tg->ref.dataset) : NULL;
 	del->ref.shard = -1;
 	del->view = preview->serial;
-	char label[700];
-	snprintf(label, sizeof label, "%s: type 'delete' to delete them, Esc to keep them: ",
-		 j->result);
+	del->grace = tg->grace;
+	char label[900], now[160] = "";
+	if (tg->kept)
+		snprintf(now, sizeof now, ", 'delete now' to delete the %llu kept for the grace too",
+			 (unsigned long long)tg->kept);
+	snprintf(label, sizeof label, "%s: type 'delete' to delete %s%s, Esc to keep them: ",
+		 j->result, tg->found ? "them" : "nothing", now);
 	tui_ask(t, label, "", gc_confirm, del, tui_target_free);
 }
 
 void tui_gc_action(struct tui *t, int level, int64_t id)
 {
+	tui_gc_start(t, level, id, -1);
+}
+
+void tui_gc_start(struct tui *t, int level, int64_t id, int64_t grace)
+{
 	struct target *tg = tui_target_new(t, level, id);
 	if (!tg)
 		return;
+	tg->grace = grace;
 	char title[160];
 	snprintf(title, sizeof title, "gc preview %s%s%s", tg->ref.remote,
 		 tg->ref.dataset ? ":" : "", tg->ref.dataset ? tg->ref.dataset : "");

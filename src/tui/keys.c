@@ -46,7 +46,7 @@ const struct tui_key tui_keys[] = {
 	{ 'D', 0, "D", "delete", "delete the version or checkpoint (type its name to confirm)", ACT_DELETE, K_ACT | K_VERSION | K_CKPT | K_WRITE, 1 },
 	{ 'R', 0, "R", "repair", "repair the version: rebuild damaged or lost shards, parity and manifest from other stores or parity (a job with a log)", ACT_REPAIR, K_ACT | K_VERSION | K_WRITE, 1 },
 	{ 'P', 0, "P", "protect", "protect the version with Reed–Solomon parity K+M (asked for; a job)", ACT_PROTECT, K_ACT | K_VERSION | K_WRITE, 2 },
-	{ 'X', 0, "X", "gc", "garbage-collect the dataset or bucket: preview, then confirm", ACT_GC, K_GC | K_WRITE, 1 },
+	{ 'X', 0, "X", "gc", "garbage-collect the dataset or bucket: preview (read-only too), then 'delete', or 'delete now' for no grace period", ACT_GC, K_GC, 1 },
 	{ 'E', 0, "E", "error", "the last error in full, with the log of the job it came from", ACT_ERROR, K_ALL, 0 },
 	{ 'r', 0, "r", "sync", "refresh the catalog from every store (in the background)", ACT_SYNC, K_ALL, 0 },
 	{ 'J', 0, "J", "jobs", "running and finished jobs with progress", ACT_JOBS, K_ALL, 1 },
@@ -59,7 +59,7 @@ const struct tui_key tui_keys[] = {
 	{ '0', 0, "0", NULL, "first column", ACT_FIRST_COL, K_MATRIX | K_TENSOR, 0 },
 	{ '$', 0, "$", NULL, "last column", ACT_LAST_COL, K_MATRIX | K_TENSOR, 0 },
 	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX | K_TENSOR, 1 },
-	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
+	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, diff DATASET[@VERSION] [VERSION], copy, verify, rm, describe, tags DATASET[@VERSION], export DATASET[@VERSION] ATTR, gc DATASET [--grace SECONDS], jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
 	{ 0, 0, NULL, NULL, NULL, ACT_NONE, 0, 0 },
 };

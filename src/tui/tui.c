@@ -162,6 +162,8 @@ void tui_command(struct tui *t, const char *line)
 		find_ask(t);
 	} else if (!strcmp(word, "filter") && top && top->ops->filter) {
 		top->ops->filter(t, top, rest);
+	} else if (tui_cli_command(t, word, rest)) {
+		/* diff, copy, verify, rm, gc, describe, tags, export */
 	} else if (!strcmp(word, "repair") || !strcmp(word, "protect")) {
 		tui_heal_command(t, word, rest);
 	} else if (!strcmp(word, "run") && t->recipe) {
@@ -171,6 +173,8 @@ void tui_command(struct tui *t, const char *line)
 			t->recipe(t, rest);
 	} else {
 		tui_status(t, 1, "unknown command '%s' (try: sync, search TEXT, filter TEXT, %sjobs, "
+				 "diff, copy, verify, rm, describe, tags DATASET[@VERSION], export "
+				 "DATASET[@VERSION] ATTR, gc DATASET [--grace S], "
 				 "repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, "
 				 "history, error, help, quit)", line,
 			   t->recipe ? "run [--allow DIR] [--allow-store URL] SCRIPT.lua [KEY=VALUE ...], " : "");

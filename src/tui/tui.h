@@ -377,8 +377,17 @@ void tui_version_action(struct tui *t, enum tui_action a, int64_t version_id);
 void tui_diff_action(struct tui *t, int64_t version_id);
 /* A shard's chunk layout, read by a job and shown when it is in. */
 void tui_chunks_action(struct tui *t, int64_t shard_id);
-/* Dataset/bucket-level gc with a preview. */
+/* Dataset/bucket-level gc with a preview (read-only: the preview alone);
+ * grace in seconds (-1: the default hour).  The confirmation takes 'delete',
+ * or 'delete now' for no grace at all. */
 void tui_gc_action(struct tui *t, int level, int64_t id);
+void tui_gc_start(struct tui *t, int level, int64_t id, int64_t grace);
+/* ':' commands that act as the CLI's on DATASET[@VERSION] of the default
+ * store (command.c): diff, copy, verify, rm, gc, describe, tags, export;
+ * 0 when word is none of them. */
+int tui_cli_command(struct tui *t, const char *word, const char *rest);
+/* Diff the version with `other` of its dataset at once (NULL: ask). */
+void tui_diff_start(struct tui *t, int64_t version_id, const char *other);
 
 /* Repair and protection (repair.c).  A repair of the version as a job with
  * a log of each object rebuilt or lost; parity K+M added to it (parity

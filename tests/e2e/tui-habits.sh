@@ -72,6 +72,46 @@ expect "the job history" "job history"
 ok $(screen | grep -qE "^ *$jobno +stats "; echo $?) "the stats job has the same number in J and :history ($jobno)"
 keys g
 expect_not "g goes to the top: no message" "does nothing"
+
+# ':' reaches the CLI's commands on DATASET[@VERSION].
+keys : 'diff big@v2 v1' Enter
+expect ":diff runs the diff" "big@v2 against big@v1"
+expect "counting references" "shared        4 shards"
+keys : 'export pic img' Enter
+expect ":export asks for the rows of the attribute" "rows (FIRST:END, empty: all): 0:1"
+keys Escape : 'verify big@v1' Enter
+expect ":verify starts the verify job" "verify local:big@v1"
+keys : 'tags big@v1' Enter
+expect ":tags asks for the tags" "tags of big@v1"
+keys 'dup dup x dup' Enter
+expect "the tags are written" "tags written"
+out=$($M info big@v1)
+ok $(grep -qE "^tags: *dup, x$" <<< "$out"; echo $?) "tags are a set: dup once: $(grep '^tags' <<< "$out")"
+keys : 'gc big --grace x' Enter
+expect "a bad grace is refused" "--grace takes seconds"
+keys : 'rm pic@v1' Enter
+expect ":rm asks for the typed name" "pic@v1"
+keys pic@v1 Enter
+expect "the version is deleted, and gc offered without the grace period" "'delete now' skips the grace period"
+keys : 'gc pic' Enter
+expect "gc's preview right after a delete offers to delete the young shards now" "'delete now' to delete the"
+keys 'delete now' Enter
+expect "delete now deletes them" "gc result"
+ok $([ -z "$(ls "$WORK/store/datasets/pic/shards" 2> /dev/null)" ]; echo $?) "pic's shards are gone"
+keys q
+ok $(tui_exited; echo $?) "q quits"
+
+# Read-only: the gc preview writes nothing, so it is allowed; nothing is deleted.
+check "a version to leave garbage" $M put junk n="$WORK/n.npy" --shard-rows 5000
+check "removed" $M rm junk@v1
+tui_start 120 30 --read-only
+expect "read-only" "read-only"
+keys : 'gc junk --grace 0' Enter
+expect "the preview runs read-only" "would be deleted"
+expect "and says nothing is deleted" "read-only: nothing is deleted"
+ok $([ -n "$(ls "$WORK/store/datasets/junk/shards" 2> /dev/null)" ]; echo $?) "the shards are still there"
+keys : 'rm big@v1' Enter
+expect ":rm is refused read-only" "read-only: rm writes"
 keys q
 ok $(tui_exited; echo $?) "q quits"
 done_testing

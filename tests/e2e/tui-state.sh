@@ -77,7 +77,8 @@ check "v1 deleted" $M rm gcd@v1
 keys / gcd Enter X
 expect "a young object is kept, and gc says so" "kept for the 1 h grace period"
 for f in $(find "$WORK/store/datasets/gcd/shards" -type f); do touch -d '2 hours ago' "$f"; done
-keys X
+# The preview offers 'delete now' for the young one: Esc keeps it, Esc leaves the preview.
+keys Escape Escape X
 expect "an old one would be deleted" "would be deleted"
 keys -l delete
 keys Enter

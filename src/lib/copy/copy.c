@@ -20,6 +20,7 @@ typedef struct copy_shard {
 	const char *sha256;
 	uint64_t bytes;
 	int missing; /* dst lacks it (or holds an object of another size) */
+	int parity;  /* a parity object, not a shard */
 } copy_shard;
 
 typedef struct copy_ctx {
@@ -125,6 +126,7 @@ static int send_job(void *ud, size_t i)
 		return copy_fail(c, rc, &e);
 	pthread_mutex_lock(&c->lock);
 	c->st->shards++;
+	c->st->parity += (uint64_t)sh->parity;
 	c->st->bytes += sh->bytes;
 	pthread_mutex_unlock(&c->lock);
 	return 0;
@@ -308,6 +310,7 @@ static int copy_plan_parity(copy_ctx *c, const char *dataset, const mti_prec *p,
 				return mti_err(err, MT_ENOMEM, "copy: out of memory");
 			to->sha256 = pp->sha256;
 			to->bytes = pp->bytes;
+			to->parity = 1;
 			c->nshards++;
 		}
 	return 0;
@@ -337,6 +340,7 @@ static int copy_send(copy_ctx *c, int threads, mt_error *err)
 				c->total += c->shards[i].bytes;
 			} else {
 				c->st->shards_present++;
+				c->st->parity_present += (uint64_t)c->shards[i].parity;
 				c->st->bytes_present += c->shards[i].bytes;
 			}
 		}

@@ -1239,9 +1239,14 @@ int mti_meta_encode(const mt_manifest *m, const char *updated, const char *descr
 		return caps;
 	const char *failed = NULL;
 	json_t *root = json_object(), *jt = json_array();
-	for (size_t i = 0; jt && i < ntags; i++)
-		if (json_array_append_new(jt, json_string(tags[i])))
+	/* Tags are a set: a tag given twice is kept once, where it came first. */
+	for (size_t i = 0; jt && i < ntags; i++) {
+		size_t k = 0;
+		while (k < i && strcmp(tags[k], tags[i]))
+			k++;
+		if (k == i && json_array_append_new(jt, json_string(tags[i])))
 			failed = "tags";
+	}
 	fm_set(root, "format", json_integer(MT_FORMAT_VERSION), &failed);
 	fm_set(root, "dataset", json_string(m->dataset), &failed);
 	fm_set(root, "version", json_string(m->version), &failed);

@@ -246,7 +246,8 @@ def save_checkpoint(store, name, state, step=None, metadata=None, keep=0, level=
     store: a Store or its URL.  step: an integer >= 0 kept in the metadata.  metadata: a
     dict (JSON); "metrics" (numbers), "author", "description" and "tags" (strings) are
     checked, other members kept.  keep: after the commit keep only the newest `keep`
-    checkpoints (0: all).  level: zstd level.  wait=False: return a SaveHandle as soon as
+    checkpoints (0: all); the bytes only the dropped ones held are deleted at once,
+    unless another running saver pinned them (then a later gc takes them).  level: zstd level.  wait=False: return a SaveHandle as soon as
     the tensors are copied to host memory; the upload goes on in the background.
     Unsupported values (name their key), an unsupported dtype or two tensors flattening to
     the same key raise InvalidArgument before anything is stored.

@@ -1131,7 +1131,9 @@ typedef struct mt_ckpt mt_ckpt;
 
 typedef struct mt_ckpt_opts {
 	size_t size;  /* set by mt_ckpt_opts_init */
-	int keep;     /* after the commit, keep the newest `keep` checkpoints (0: all) */
+	int keep;     /* after the commit, keep the newest `keep` checkpoints (0: all); the
+		       * tensor objects only the dropped ones named are deleted at once,
+		       * but for those another live writer pins (a later gc takes them) */
 	int level;    /* zstd level, 1..22; 0: 3 */
 	int threads;  /* threads hashing, compressing and storing tensors; 0: number of CPUs */
 } mt_ckpt_opts;

@@ -389,14 +389,43 @@ static void test_keep_and_gc(void)
 	snprintf(path, sizeof path, "%s/models/kp/versions/v1.removed", root);
 	tap_ok(access(path, F_OK) == 0, "removed checkpoints leave tombstones");
 
-	/* A live writer pins an object it is about to name: gc keeps it. */
+	/* Retention reclaims what only the dropped checkpoints named. */
 	char dir[400];
 	snprintf(dir, sizeof dir, "%s/models/kp/tensors", root);
 	int files = count_files(dir);
 	uint64_t nobj = 0, nbytes = 0;
 	TAP_CALL(mt_ckpt_gc(store, "kp", 1, 0, NULL, NULL, &nobj, &nbytes, &err), &err, "gc dry run");
-	tap_ok(nobj == 4, "gc finds the 4 objects of v1 and v2 only (%llu)",
-	       (unsigned long long)nobj);
+	tap_ok(files == 4 && nobj == 0, "keep left the 4 objects of v3 and v4 alone, gc finds "
+	       "nothing more (%d objects, %llu for gc)", files, (unsigned long long)nobj);
+
+	/* A writer pins one of v3's objects: keep's reclaim leaves it to a later gc. */
+	char **keys = NULL;
+	size_t nkeys = 0;
+	TAP_CALL(mti_ckpt_tensor_keys(store, "kp", "v3", &keys, &nkeys, &err), &err, "v3's objects");
+	mt_dlock *pinner = NULL;
+	TAP_CALL(mti_dlock_open(store, "models/kp", MT_LOCK_WRITE, &pinner, &err), &err,
+		 "another writer's lock");
+	if (nkeys)
+		mti_dlock_pin_keys(pinner, (const char *const *)keys, 1, &err);
+	float *big = make_floats(n, 104);
+	char *v5 = NULL;
+	save("kp", big, n, 4, &o, &v5);
+	free(big);
+	free(v5);
+	char p0[600], p1[600];
+	snprintf(p0, sizeof p0, "%s/%s", root, nkeys ? keys[0] : "-");
+	snprintf(p1, sizeof p1, "%s/%s", root, nkeys > 1 ? keys[1] : "-");
+	tap_ok(nkeys == 2 && access(p0, F_OK) == 0 && access(p1, F_OK) != 0 &&
+		       count_files(dir) == 5,
+	       "saving v5 drops v3: its pinned object stays, the other is deleted at once "
+	       "(%d objects)", count_files(dir));
+	mti_dlock_close(pinner);
+	mt_strv_free(keys, nkeys);
+	files = count_files(dir);
+	TAP_CALL(mt_ckpt_gc(store, "kp", 0, 0, NULL, NULL, &nobj, &nbytes, &err), &err,
+		 "gc once that writer is gone");
+	tap_ok(nobj == 1 && count_files(dir) == files - 1, "gc takes the object it pinned");
+	files = count_files(dir);
 	mt_dlock *lock = NULL;
 	char key[200];
 	snprintf(key, sizeof key, "models/kp/tensors/%064d", 0);
@@ -410,7 +439,7 @@ static void test_keep_and_gc(void)
 		fclose(f);
 	TAP_CALL(mt_ckpt_gc(store, "kp", 0, 0, NULL, NULL, &nobj, &nbytes, &err), &err, "gc");
 	tap_ok(access(path, F_OK) == 0, "gc keeps an object a live writer pinned");
-	tap_ok(count_files(dir) == files - 4 + 1, "gc deleted the unreferenced tensors");
+	tap_ok(count_files(dir) == files + 1, "gc deleted nothing a checkpoint names");
 	mti_dlock_close(lock);
 	TAP_CALL(mt_ckpt_gc(store, "kp", 0, 0, NULL, NULL, &nobj, &nbytes, &err), &err, "gc again");
 	tap_ok(access(path, F_OK) != 0, "once the writer is gone, the object goes");

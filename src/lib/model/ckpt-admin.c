@@ -153,6 +153,8 @@ struct gc {
 	size_t ndoomed;
 	const mt_pins *pins;
 	int64_t cutoff;
+	char *const *only; /* sorted: the objects to consider; NULL: every one */
+	size_t nonly;
 	uint64_t nobjects, nbytes;
 	mt_gc_fn fn;
 	void *ud;
@@ -173,6 +175,8 @@ static int gc_consider(void *ud, const mt_obj *o)
 	struct gc *g = ud;
 	const char *k = o->key;
 	if (!gc_tensor_name(k))
+		return 0;
+	if (g->only && !bsearch(&k, g->only, g->nonly, sizeof *g->only, mti_strp_cmp))
 		return 0;
 	if (!mti_gc_may_delete(o, g->ref, g->nref, g->cutoff, g->pins))
 		return 0;
@@ -232,8 +236,9 @@ static int gc_model(struct gc *g, const char *name, int dry_run, uint64_t grace,
 	if (!rc && !dry_run && g->ndoomed)
 		rc = mti_store_del(g->s, (const char *const *)g->doomed, g->ndoomed, err);
 	uint64_t sn = 0, sb = 0;
-	/* A live writer's own unfinished uploads may be among the abandoned. */
-	if (!rc && !pins.writers)
+	/* A live writer's own unfinished uploads may be among the abandoned; a
+	 * reclaim after retention looks at its own objects only. */
+	if (!rc && !pins.writers && !g->only)
 		rc = g->s->ops->sweep(g->s, dir, g->cutoff + 1, dry_run, &sn, &sb, err);
 	g->nobjects += sn;
 	g->nbytes += sb;
@@ -291,6 +296,32 @@ int mt_ckpt_gc(mt_store *s, const char *name, int dry_run, uint64_t grace_second
 	if (nbytes)
 		*nbytes = g.nbytes;
 	return rc;
+}
+
+int mti_ckpt_tensor_keys(mt_store *s, const char *name, const char *version, char ***keys,
+			 size_t *n, mt_error *err)
+{
+	mt_ckpt *c = NULL;
+	int rc = open_version(s, name, version, &c, err);
+	for (size_t j = 0; !rc && j < mt_ckpt_ntensors(c); j++) {
+		mt_ckpt_tensor_info t;
+		mt_ckpt_tensor(c, j, &t, NULL);
+		char *k = mti_ckpt_key_tensor(name, t.sha256);
+		if (!k || mti_strv_push(keys, n, k, strlen(k)))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+		free(k);
+	}
+	mt_ckpt_close(c);
+	return rc;
+}
+
+int mti_ckpt_reclaim(mt_store *s, const char *name, char **keys, size_t n, mt_error *err)
+{
+	if (!n)
+		return 0;
+	qsort(keys, n, sizeof *keys, mti_strp_cmp);
+	struct gc g = {.s = s, .only = keys, .nonly = n};
+	return gc_model(&g, name, 0, 0, err);
 }
 
 /* ---- copy --------------------------------------------------------------- */

@@ -435,15 +435,25 @@ static int commit_once(mt_ckpt_writer *w, char **version_out, mt_error *err)
 	return rc;
 }
 
-/* Retention: tombstone every checkpoint older than the newest `keep`. */
+/* Retention: tombstone every checkpoint older than the newest `keep`, then
+ * delete the tensor objects only they named (those another writer pins stay
+ * for a later gc). */
 static int apply_keep(mt_ckpt_writer *w, mt_error *err)
 {
-	char **v = NULL;
-	size_t n = 0;
+	char **v = NULL, **keys = NULL;
+	size_t n = 0, nkeys = 0;
 	int rc = mti_ckpt_versions(w->s, w->name, &v, &n, NULL, err);
-	for (size_t i = 0; !rc && n > (size_t)w->o.keep && i < n - (size_t)w->o.keep; i++)
-		rc = mt_ckpt_delete(w->s, w->name, v[i], err);
+	for (size_t i = 0; !rc && n > (size_t)w->o.keep && i < n - (size_t)w->o.keep; i++) {
+		rc = mti_ckpt_tensor_keys(w->s, w->name, v[i], &keys, &nkeys, err);
+		if (rc == MT_ENOTFOUND)
+			rc = 0; /* removed by another writer's retention meanwhile */
+		if (!rc)
+			rc = mt_ckpt_delete(w->s, w->name, v[i], err);
+	}
 	mt_strv_free(v, n);
+	if (!rc)
+		rc = mti_ckpt_reclaim(w->s, w->name, keys, nkeys, err);
+	mt_strv_free(keys, nkeys);
 	return rc;
 }
 

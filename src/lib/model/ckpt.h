@@ -32,6 +32,14 @@ struct json_t;
  * checkpoint's distinct tensor objects, `shard` their first tensor's index;
  * MT_ENOTFOUND when unprotected), and a tensor's raw bytes rebuilt from the
  * rest of its group (out: the tensor's bytes; nread may be NULL). */
+/* Push the keys of the tensor objects checkpoint `version` names onto *keys. */
+MT_LOCAL int mti_ckpt_tensor_keys(mt_store *s, const char *name, const char *version,
+				  char ***keys, size_t *n, mt_error *err);
+/* Delete those of the tensor objects `keys` (sorted in place) that no
+ * checkpoint names and no live writer pins, at once (no grace period), as
+ * gc does under its lock: what retention dropped. */
+MT_LOCAL int mti_ckpt_reclaim(mt_store *s, const char *name, char **keys, size_t n,
+			      mt_error *err);
 MT_LOCAL char *mti_ckpt_key_protect(const char *name, const char *version);
 MT_LOCAL char *mti_ckpt_key_parity(const char *name, const char *sha256);
 MT_LOCAL int mti_ckpt_prec_load(mt_store *s, const char *name, const char *version,

@@ -25,7 +25,7 @@ from .errors import (Error, OutOfMemory, InvalidArgument, IOFailure, NotFound, A
                      NetworkError, LibraryNotFound)
 from .loader import Loader, parse_token
 from .mix import Mix
-from .reader import Reader
+from .reader import Reader, chunk_cache_stats, clear_chunk_cache, set_chunk_cache
 from .store import Store, datasets, versions
 from .writer import Ragged, Writer
 from .stream import Stream
@@ -56,4 +56,4 @@ __all__ = ["Attr", "DTYPES", "Error", "OutOfMemory", "InvalidArgument", "IOFailu
            "Loader", "Mix", "parse_token", "Reader", "Store", "datasets", "versions", "Ragged",
            "Writer", "TorchDataset", "TorchMapDataset", "library_version", "Stream",
            "save_checkpoint", "load_checkpoint", "checkpoint_info", "list_checkpoints", "models",
-           "SaveHandle"]
+           "SaveHandle", "chunk_cache_stats", "clear_chunk_cache", "set_chunk_cache"]

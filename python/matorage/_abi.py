@@ -96,6 +96,14 @@ class _ReadStats(ctypes.Structure):
                 ("healed_indexes", ctypes.c_uint64), ("heal_bytes", ctypes.c_uint64)]
 
 
+class _CacheStats(ctypes.Structure):
+    _c_name = "mt_cache_stats"
+    _fields_ = [("size", ctypes.c_size_t), ("budget", ctypes.c_uint64),
+                ("bytes", ctypes.c_uint64), ("chunks", ctypes.c_uint64),
+                ("hits", ctypes.c_uint64), ("misses", ctypes.c_uint64),
+                ("evictions", ctypes.c_uint64)]
+
+
 class _StreamOpts(ctypes.Structure):
     _c_name = "mt_stream_opts"
     _fields_ = [("size", ctypes.c_size_t), ("commit_rows", ctypes.c_uint64),
@@ -126,7 +134,7 @@ class _CkptTensorIn(ctypes.Structure):
 
 
 _STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _StoreOpts, _WriterOpts, _VersionInfo, _ReadStats,
-            _StreamOpts, _CkptOpts, _CkptTensorInfo, _CkptTensorIn)
+            _CacheStats, _StreamOpts, _CkptOpts, _CkptTensorInfo, _CkptTensorIn)
 
 
 def _signatures():
@@ -161,6 +169,10 @@ def _signatures():
         "mt_reader_attr": (ctypes.POINTER(_Attr), [vp, sz]),
         "mt_reader_ragged_lengths": (ctypes.c_int, [vp, sz, u64, u64, pu64, pu64, err]),
         "mt_reader_read": (ctypes.c_int, [vp, sz, u64, u64, vp, sz, err]),
+        "mt_reader_read_rows": (ctypes.c_int, [vp, sz, pu64, sz, vp, sz, err]),
+        "mt_chunk_cache_set_budget": (None, [u64]),
+        "mt_chunk_cache_clear": (None, []),
+        "mt_chunk_cache_stats": (None, [ctypes.POINTER(_CacheStats)]),
         "mt_loader_opts_init_size": (None, [ctypes.POINTER(_Opts), sz]),
         "mt_loader_open": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(_Opts),
                                           ctypes.POINTER(vp), err]),
@@ -174,6 +186,7 @@ def _signatures():
         "mt_loader_read_rows": (ctypes.c_int, [vp, pu64, sz,
                                                ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
         "mt_loader_stats": (None, [vp, ctypes.POINTER(_ReadStats)]),
+        "mt_loader_cache_stats": (None, [vp, ctypes.POINTER(_CacheStats)]),
         "mt_loader_close": (None, [vp]),
         "mt_mix_open": (ctypes.c_int, [ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_double), sz,
                                        u64, ctypes.POINTER(vp), err]),

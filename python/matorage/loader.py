@@ -333,6 +333,15 @@ class Loader:
         _lib.lib().mt_loader_stats(self._handle(), ctypes.byref(st))
         return {name: int(getattr(st, name)) for name, _ in _abi._ReadStats._fields_[1:]}
 
+    def cache_stats(self):
+        """The chunk cache this loader reads through: the process's (chunk_cache_stats), or
+        with in_memory=True its own decoded chunks (none held when the version's decoded rows
+        did not fit in cache_bytes: the compressed shards are kept instead)."""
+        st = _abi._CacheStats()
+        st.size = ctypes.sizeof(st)
+        _lib.lib().mt_loader_cache_stats(self._handle(), ctypes.byref(st))
+        return {name: int(getattr(st, name)) for name, _ in _abi._CacheStats._fields_[1:]}
+
     def close(self):
         """Stop the loader's threads and free it (and the store it opened from a URL).
         In a process forked from the one that opened it, the loader is only let go:

@@ -1,10 +1,41 @@
-"""Reader: one version of a dataset, its attributes and rows read by range."""
+"""Reader: one version of a dataset, its attributes and rows read by range or by number; the
+process's chunk cache."""
 import ctypes
 
 import numpy as np
 
-from . import _lib, _dtypes
+from . import _abi, _lib, _dtypes
+from .errors import InvalidArgument
 from .store import _Borrowed
+
+
+def _stats_dict(st):
+    return {name: int(getattr(st, name)) for name, _ in _abi._CacheStats._fields_[1:]}
+
+
+def chunk_cache_stats():
+    """The process's chunk cache (decoded chunks shared by every Reader and Loader, see
+    set_chunk_cache): {"budget", "bytes", "chunks", "hits", "misses", "evictions"}."""
+    st = _abi._CacheStats()
+    st.size = ctypes.sizeof(st)
+    _lib.lib().mt_chunk_cache_stats(ctypes.byref(st))
+    return _stats_dict(st)
+
+
+def set_chunk_cache(budget):
+    """Let the process's chunk cache hold at most `budget` bytes of decoded chunks (0 turns
+    it off; what is over the budget is let go at once).  The default is 256 MiB, or
+    $MATORAGE_CHUNK_CACHE (bytes, or with a K, M or G suffix) when set.  Each process has its
+    own: DataLoader workers each keep theirs."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
+        raise InvalidArgument(f"the chunk cache's budget is a number of bytes >= 0, not "
+                              f"{budget!r}")
+    _lib.lib().mt_chunk_cache_set_budget(int(budget))
+
+
+def clear_chunk_cache():
+    """Let go of every chunk the process's chunk cache holds."""
+    _lib.lib().mt_chunk_cache_clear()
 
 
 class Reader:
@@ -81,6 +112,22 @@ class Reader:
         offsets = np.zeros(b - a + 1, dtype=np.uint64)
         np.cumsum(lengths, out=offsets[1:])
         return values, offsets
+
+    def read_rows(self, attr, rows):
+        """Rows of fixed-size attribute `attr` by number, in the given order (any order,
+        repeats allowed), as one numpy array of shape (len(rows),) + row shape.  Each chunk
+        holding them is decoded once, and kept in the chunk cache: reading rows at random
+        costs a decode per chunk, not per row."""
+        i, at, _, _ = self._range(attr, 0, None)
+        if at.ragged:
+            raise InvalidArgument(f"{self.dataset}@{self.version}: {attr} is ragged: read it "
+                                  "by range")
+        rows = np.ascontiguousarray(rows, dtype=np.uint64).reshape(-1)
+        out = np.empty((len(rows),) + at.shape, dtype=at.dtype)
+        _lib.call("mt_reader_read_rows", self._handle(), i,
+                  rows.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), len(rows),
+                  out.ctypes.data_as(ctypes.c_void_p), out.nbytes)
+        return out
 
     def close(self):
         """Close the reader (and the store, when it was opened from a URL)."""

@@ -108,12 +108,14 @@ class TorchDataset(tud.IterableDataset):
     """Batches of a dataset version as dicts of torch tensors, for a DataLoader.
 
     TorchDataset(store, "dataset[@version]", rank=None, world=None, transform=None,
-    **loader_opts): store is a Store or a URL (workers open their own from its URL);
+    as_tuple=None, **loader_opts): store is a Store or a URL (workers open their own from its URL);
     loader_opts are Loader's (attrs, batch_rows, shuffle, seed, epoch, drop_last,
     shuffle_rows, prefetch_bytes, cache_dir, ...).  The version is pinned when the
     dataset is made.  rank/world: see _rank_world.  transform(batch) -> batch runs in
-    the workers.  num_workers: the DataLoader's, for len() before the first epoch when
-    the DataLoader is not made by dataloader().
+    the workers.  as_tuple (e.g. ("image", "label")): each batch is a tuple of those values,
+    in that order, rather than a dict (after transform, so it may name keys transform
+    makes; "_rows" is the rows' numbers).  num_workers: the DataLoader's, for len() before
+    the first epoch when the DataLoader is not made by dataloader().
 
     Batches are made by the loader (batch_rows rows each): use dataloader(**kw), or
     DataLoader(ds, batch_size=None, ...).  A DataLoader batch_size would stack batch_size
@@ -126,7 +128,7 @@ class TorchDataset(tud.IterableDataset):
     """
 
     def __init__(self, store, dataset, version=None, rank=None, world=None, transform=None,
-                 num_workers=None, **opts):
+                 num_workers=None, as_tuple=None, **opts):
         super().__init__()
         self.store_url = store.url if isinstance(store, Store) else store
         self.store_options = store.options if isinstance(store, Store) else {}
@@ -151,6 +153,8 @@ class TorchDataset(tud.IterableDataset):
             for a in opts.get("attrs") or ():
                 if a not in r.attributes:
                     raise _loader._lib.error_from(-4, f"{name}@{r.version}: no attribute {a!r}")
+            names = list(opts.get("attrs") or r.attributes) + ["_rows"]
+        self.as_tuple = _check_tuple("TorchDataset", as_tuple, names, transform)
         if resume is not None:
             _loader._check_resume(resume, opts.get("shuffle"), opts.get("seed"),
                                   opts.get("shuffle_rows"))
@@ -321,6 +325,8 @@ class TorchDataset(tud.IterableDataset):
                 batch = {k: _tensors(v) for k, v in batch.items()}
                 if self.transform is not None:
                     batch = self.transform(batch)
+                if self.as_tuple is not None:
+                    batch = tuple(batch[k] for k in self.as_tuple)
                 if not in_worker:
                     self._consumed += 1
                 yield batch
@@ -379,40 +385,147 @@ class _CountingLoader(tud.DataLoader):
             yield batch
 
 
-class TorchMapDataset(tud.Dataset):
-    """Rows by index, as dicts of tensors: a map-style Dataset over Loader.read_rows, for
-    samplers that pick rows (DataLoader(ds, batch_size=B, sampler=...)).  Each worker
-    opens its own loader on first use.  One row per call: TorchDataset streams faster."""
+def _check_tuple(cls, as_tuple, names, transform):
+    """as_tuple as a tuple of names; InvalidArgument when it is not one, or (without a
+    transform, which may make keys of its own) names something a row or batch lacks."""
+    if as_tuple is None:
+        return None
+    if isinstance(as_tuple, (str, bytes)) or not all(isinstance(k, str) for k in as_tuple):
+        raise InvalidArgument(f"{cls}: as_tuple is a sequence of attribute names, such as "
+                              f"('image', 'label'), not {as_tuple!r}")
+    as_tuple = tuple(as_tuple)
+    if not as_tuple:
+        raise InvalidArgument(f"{cls}: as_tuple names no attribute")
+    missing = [k for k in as_tuple if k not in names]
+    if missing and transform is None:
+        raise InvalidArgument(f"{cls}: as_tuple names {', '.join(missing)}, which the rows do "
+                              f"not have (they have {', '.join(names)})")
+    return as_tuple
 
-    def __init__(self, store, dataset, version=None, attrs=None, transform=None, **opts):
+
+def _attr_bytes(r, attrs):
+    """The bytes attrs take decoded in memory (ragged ones: the version's own count of its
+    uncompressed bytes, an upper bound)."""
+    total = 0
+    for a in attrs:
+        at = r.attributes[a]
+        if at.ragged:
+            return int(r.info["raw_bytes"])
+        total += r.rows * at.item_bytes * int(np.prod(at.shape, dtype=np.int64))
+    return total
+
+
+class TorchMapDataset(tud.Dataset):
+    """Rows by index, as dicts of tensors (or tuples, with as_tuple): a map-style Dataset for
+    samplers that pick rows (DataLoader(ds, batch_size=B, sampler=...)).
+
+    TorchMapDataset(store, "dataset[@version]", attrs=None, transform=None, as_tuple=None,
+    in_memory=False, cache_bytes=0, **loader_opts).  A row maps each attribute to a tensor
+    of its row shape (a ragged one: its items) and "_rows" to its row number; as_tuple
+    (e.g. ("image", "label")) makes it a tuple of those, in that order, so a batch is too.
+    transform(row) -> row runs before as_tuple picks the values.
+
+    Rows are read through Loader.read_rows: a DataLoader batch is one call (torch's
+    __getitems__), its rows gathered chunk by chunk, and the decoded chunks are kept in the
+    process's chunk cache (matorage.set_chunk_cache; 256 MiB by default, each DataLoader
+    worker its own), so once a chunk has been used its rows cost a copy, not a decode.
+    in_memory=True reads the attributes whole into tensors when they are opened, when their
+    decoded bytes fit in cache_bytes (0: 10 GiB): rows are then indexed as from in-memory
+    tensors (workers forked later share them).  When they do not fit, the rows are read as
+    above through a loader opened with in_memory=True (the compressed shards held, as many
+    as fit in cache_bytes: see doc/loader.md).  Each worker opens its own loader on first
+    use."""
+
+    def __init__(self, store, dataset, version=None, attrs=None, transform=None, as_tuple=None,
+                 in_memory=False, cache_bytes=0, **opts):
         self.store_url = store.url if isinstance(store, Store) else store
         name, version = _loader._lib.split_name(dataset, version)
         _no_views("TorchMapDataset", opts)
         if isinstance(attrs, (str, bytes)):
             raise InvalidArgument(f"attrs is a list of attribute names; for one, [{attrs!r}]")
+        self.attrs, self.transform, self.opts = attrs, transform, opts
+        self._loader, self._pid, self._cols = None, None, None
         with Reader(store, name, version) as r:
             self.dataset, self.version, self.rows = name, r.version, r.rows
-        self.attrs, self.transform, self.opts = attrs, transform, opts
-        self._loader, self._pid = None, None
+            names = list(attrs) if attrs is not None else list(r.attributes)
+            for a in names:
+                if a not in r.attributes:
+                    raise _loader._lib.error_from(-4, f"{name}@{r.version}: no attribute {a!r}")
+            self.as_tuple = _check_tuple("TorchMapDataset", as_tuple, names + ["_rows"],
+                                         transform)
+            cap = _loader._check_int("cache_bytes", cache_bytes, 0) or 10 << 30
+            if in_memory and _attr_bytes(r, names) <= cap:
+                self._cols = self._read_whole(r, names)
+            elif in_memory:
+                self.opts = dict(opts, in_memory=True, cache_bytes=cache_bytes)
+
+    @staticmethod
+    def _read_whole(r, names):
+        """Each attribute read whole, as tensors: (tensor, None) or for a ragged one
+        (values tensor, offsets array); "_rows" the row numbers."""
+        cols = {}
+        for a in names:
+            v = r.read(a)
+            cols[a] = (_tensors(v[0]), v[1]) if isinstance(v, tuple) else (_tensors(v), None)
+        cols["_rows"] = (torch.arange(r.rows, dtype=torch.int64), None)
+        return cols
 
     def __len__(self):
         return self.rows
 
+    def _finish(self, row):
+        if self.transform is not None:
+            row = self.transform(row)
+        return row if self.as_tuple is None else tuple(row[k] for k in self.as_tuple)
+
+    def _held_row(self, i):
+        row = {}
+        for k, (t, offs) in self._cols.items():
+            if offs is None:
+                row[k] = t[i]
+            else:
+                j = range(self.rows)[i]  # IndexError past the end, as a tensor gives
+                row[k] = t[int(offs[j]):int(offs[j + 1])]
+        return row
+
     def __getitem__(self, i):
-        if not -self.rows <= i < self.rows:
-            raise IndexError(f"row {i} of {self.rows}")
+        if self._cols is not None:
+            if self.as_tuple is not None and self.transform is None:
+                cols = self._cols
+                return tuple(cols[k][0][i] if cols[k][1] is None else self._held_row(i)[k]
+                             for k in self.as_tuple)
+            return self._finish(self._held_row(i))
+        return self.__getitems__([i])[0]
+
+    def __getitems__(self, indices):
+        """The rows of a DataLoader batch, in one read (torch calls it with the sampler's
+        indices for the batch): a list of rows, as many __getitem__ calls would give."""
+        if self._cols is not None:
+            return [self[i] for i in indices]
+        rows = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if len(rows) and (rows.max() >= self.rows or rows.min() < -self.rows):
+            bad = int(rows.max()) if rows.max() >= self.rows else int(rows.min())
+            raise IndexError(f"row {bad} of {self.rows}")
+        rows = np.where(rows < 0, rows + self.rows, rows)
         if self._loader is None or self._pid != os.getpid():
             self._loader = Loader(self.store_url, self.dataset, self.version, attrs=self.attrs,
                                   batch_rows=1, prefetch_bytes=1 << 20, **self.opts)
             self._pid = os.getpid()
-        b = self._loader.read_rows([i % self.rows])
-        row = {k: _tensors(v)[0] if not isinstance(v, tuple) else _tensors(v)
-               for k, v in b.items()}
-        for k, v in row.items():
-            if isinstance(v, tuple):
-                vals, offs = v
-                row[k] = vals[int(offs[0]):int(offs[1])]
-        return self.transform(row) if self.transform is not None else row
+        b = self._loader.read_rows(rows)
+        cols = [(k, _tensors(v), None) if not isinstance(v, tuple)
+                else (k, _tensors(v[0]), v[1]) for k, v in b.items()]
+        if self.as_tuple is not None and self.transform is None and all(
+                o is None for _, _, o in cols):
+            pick = {k: t for k, t, _ in cols}
+            ts = [pick[k] for k in self.as_tuple]
+            return [tuple(t[j] for t in ts) for j in range(len(rows))]
+        out = []
+        for j in range(len(rows)):
+            row = {}
+            for k, t, offs in cols:
+                row[k] = t[j] if offs is None else t[int(offs[j]):int(offs[j + 1])]
+            out.append(self._finish(row))
+        return out
 
     def __getstate__(self):
         d = dict(self.__dict__)

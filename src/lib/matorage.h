@@ -829,6 +829,45 @@ typedef struct mt_read_stats {
 /* Counts since the reader opened (all threads). */
 MT_API void mt_reader_stats(const mt_reader *r, mt_read_stats *out);
 
+/* Rows rows[0..n) of fixed-size attribute `attr`, in the given order (any
+ * order, repeats allowed), into buf (cap bytes, n rows back to back).
+ * The rows are gathered chunk by chunk: each chunk holding any of them is
+ * decoded once per call (or taken from the chunk cache below), however
+ * many of its rows are asked for.  MT_EINVAL for a ragged attribute,
+ * MT_ERANGE for a row past the version's. */
+MT_API int mt_reader_read_rows(mt_reader *r, size_t attr, const uint64_t *rows, size_t n,
+			       void *buf, size_t cap, mt_error *err);
+
+/*
+ * The chunk cache: decoded chunks kept in memory, shared by every reader
+ * and loader of the process, within a budget in bytes (the least recently
+ * used chunks go first).  Reads of rows that use a chunk only in part keep
+ * it (mt_reader_read_rows, mt_loader_read_rows, mt_reader_read of a few
+ * rows), so random access pays one decode per chunk rather than one per
+ * row; reads that use whole chunks (an epoch of a loader, a full read)
+ * look chunks up but do not fill it.  Only chunks read, checked against
+ * their checksum and decoded without error are kept.  The budget is
+ * $MATORAGE_CHUNK_CACHE when set (bytes, or with a K, M or G suffix; 0
+ * turns the cache off), else 256 MiB; each process has its own.  Every
+ * function here may be called from any thread.
+ */
+typedef struct mt_cache_stats {
+	size_t size;        /* set by MT_CACHE_STATS_INIT */
+	uint64_t budget;    /* bytes it may hold */
+	uint64_t bytes;     /* bytes held now (chunks and their bookkeeping) */
+	uint64_t chunks;    /* chunks held now */
+	uint64_t hits;      /* lookups that found their chunk */
+	uint64_t misses;    /* lookups that did not (the chunk was then read and decoded) */
+	uint64_t evictions; /* chunks let go to stay within the budget */
+} mt_cache_stats;
+#define MT_CACHE_STATS_INIT { sizeof(mt_cache_stats), 0, 0, 0, 0, 0, 0 }
+/* Keep at most `bytes` from now on (what is over it is let go at once). */
+MT_API void mt_chunk_cache_set_budget(uint64_t bytes);
+/* Let go of every chunk held. */
+MT_API void mt_chunk_cache_clear(void);
+/* Its counts since the process started. */
+MT_API void mt_chunk_cache_stats(mt_cache_stats *out);
+
 /* ---- statistics of an attribute ---------------------------------------- */
 
 /*
@@ -963,8 +1002,12 @@ typedef struct mt_loader_opts {
 	 * locally.  NULL: no cache. */
 	const char *cache_dir;
 	uint64_t cache_bytes;       /* 0: 10 GiB */
-	/* Keep the shards read in memory instead (as many as fit in
-	 * cache_bytes): from the second epoch on the store is not read. */
+	/* Keep the version in memory instead, within cache_bytes: decoded when
+	 * the decoded rows of the attributes loaded fit (each chunk is then
+	 * decoded once, and later epochs and read_rows copy rows out of memory),
+	 * else the compressed shards read, as many as fit.  Either way, from
+	 * the second epoch on the store is not read (mt_loader_cache_stats
+	 * says which: the decoded chunks held, or none). */
 	int in_memory;
 	/* Batch buffers come from here when set (e.g. pinned memory). */
 	void *(*alloc)(void *ud, size_t bytes);
@@ -1021,12 +1064,16 @@ MT_API int mt_loader_set_epoch(mt_loader *l, uint64_t epoch, mt_error *err);
  * which may be >= cap (then call again with a bigger buffer). */
 MT_API size_t mt_loader_state(const mt_loader *l, char *buf, size_t cap);
 /* Rows by number, in the given order, as one batch (borrowed, valid until
- * the next call); reads only the chunks holding them. */
+ * the next call); reads only the chunks holding them, each chunk decoded
+ * once per call whatever its rows' order, and kept in the chunk cache. */
 MT_API int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n,
 			       const mt_batch **out, mt_error *err);
 /* Chunks healed from parity since the loader opened (see mt_read_stats):
  * the batches and their order are those of the intact version. */
 MT_API void mt_loader_stats(const mt_loader *l, mt_read_stats *out);
+/* The counts of the chunk cache the loader's reads use: the process's (see
+ * mt_chunk_cache_stats), or with in_memory the loader's own decoded chunks. */
+MT_API void mt_loader_cache_stats(const mt_loader *l, mt_cache_stats *out);
 MT_API void mt_loader_close(mt_loader *l);
 
 /* Several loaders mixed into one stream by weight: each batch comes whole

@@ -2,6 +2,7 @@
 #ifndef MT_DATASET_H
 #define MT_DATASET_H
 
+#include "chunk-cache.h"
 #include "format.h"
 #include "store.h"
 
@@ -59,6 +60,12 @@ MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64
 
 /* Threads each read of r fetches and decodes chunks on (default: CPUs). */
 MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);
+/* The chunk cache r's reads use (the caller's, outliving r; NULL: none)
+ * instead of the process's; with keep_all every chunk r decodes goes into
+ * it, not only those a read uses in part. */
+MT_LOCAL void mti_reader_set_cache(mt_reader *r, mti_ccache *cache, int keep_all);
+/* The counts of the chunk cache r's reads use. */
+MT_LOCAL void mti_reader_cache_stats(const mt_reader *r, mt_cache_stats *out);
 /* mt_reader_open; with with_meta 0 the version's metadata object is not
  * read (the info's description and tags are as committed): for readers of
  * the data alone, one request less. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chunk-cache.h"
 #include "codec.h"
 #include "dataset.h"
 #include "heal.h"
@@ -39,6 +40,8 @@ struct mt_reader {
 	uint64_t whole_bytes; /* held in whole[] */
 	uint64_t room;        /* what run buffers and whole objects may hold together (run_room) */
 	double latency;       /* seconds, the quickest chunk index read so far (0: none yet) */
+	mti_ccache *cache;    /* decoded chunks: the process's, or the one mti_reader_set_cache gave */
+	int keep_all;         /* every chunk decoded goes into the cache, not only those used in part */
 };
 
 /* Run buffers of every read of one reader at once (run_room): the loader
@@ -68,6 +71,7 @@ static mt_reader *reader_new(mt_store *s)
 	r->store = s;
 	r->threads = mti_ncpus();
 	r->room = READER_INFLIGHT;
+	r->cache = mti_ccache_global();
 	return r;
 }
 
@@ -180,6 +184,17 @@ static int reader_setup(mt_reader *r, mt_reader **out, mt_error *err)
 void mti_reader_set_threads(mt_reader *r, int threads)
 {
 	r->threads = threads > 0 ? threads : mti_ncpus();
+}
+
+void mti_reader_set_cache(mt_reader *r, mti_ccache *cache, int keep_all)
+{
+	r->cache = cache;
+	r->keep_all = keep_all;
+}
+
+void mti_reader_cache_stats(const mt_reader *r, mt_cache_stats *out)
+{
+	mti_ccache_stats(r->cache, out);
 }
 
 void mt_reader_close(mt_reader *r)
@@ -675,14 +690,23 @@ size_t mti_reader_shard_of(const mt_reader *r, uint64_t row)
 	return shard_of(r->m, row);
 }
 
-/* One chunk to fetch: units [u0, u1) of it land at dst. */
+/* One unit of a chunk a gather wants (mt_reader_read_rows), and where it goes. */
+struct pick {
+	uint64_t unit; /* the row's number in its shard */
+	uint8_t *dst;
+};
+
+/* One chunk to fetch: units [u0, u1) of it land at dst, or with picks set
+ * the units picks[0..npicks) (a gather) land at theirs. */
 struct job {
 	size_t shard;
 	const mt_index_entry *e;
 	size_t chunk;
 	uint64_t u0, u1;
-	uint8_t *dst; /* NULL: the rows go to jobs.each */
+	uint8_t *dst; /* NULL: the rows go to jobs.each (or to the picks) */
 	uint64_t at;  /* u0's place among the units of the read */
+	const struct pick *picks;
+	size_t npicks;
 };
 
 /* Jobs [first, first + n), whose chunks lie in one span of a shard:
@@ -700,8 +724,15 @@ struct run {
 #define RUN_MIN (512u << 10)
 #define RUN_REQUESTS 16
 
+/* Which chunks a read puts in the chunk cache once decoded: none (reads of
+ * whole chunks, an epoch: they would only push out what random reads
+ * use), those it uses in part (the rest of such a chunk is likely wanted
+ * next), or all (gathers, and readers told so). */
+enum { KEEP_NONE, KEEP_PART, KEEP_ALL };
+
 struct jobs {
 	mt_reader *r;
+	int keep;         /* KEEP_* */
 	mti_rows_fn each; /* with dst NULL: where each chunk's rows go */
 	void *each_ud;
 	struct job *v;
@@ -759,7 +790,7 @@ static int plan_units(struct jobs *js, size_t shard, const mt_index_entry *e, ui
 		uint64_t a = u0 > k->first ? u0 : k->first;
 		uint64_t b = u1 < k->first + k->count ? u1 : k->first + k->count;
 		struct job j = {shard, e, c, a, b, dst ? dst + (a - u0) * e->unit_bytes : NULL,
-				at + (a - u0)};
+				at + (a - u0), NULL, 0};
 		if (jobs_add(js, &j))
 			return MT_ENOMEM;
 	}
@@ -880,6 +911,42 @@ static int chunk_fetch(mt_reader *r, const struct job *j, uint8_t *z, mt_error *
 	return rc;
 }
 
+/* Job j's chunk in the chunk cache: its key. */
+static mti_ckey job_key(const mt_reader *r, const struct job *j)
+{
+	return (mti_ckey){r->m->shards[j->shard].sha256, j->e->name, j->chunk,
+			  j->e->chunks[j->chunk].xxh3};
+}
+
+/* Job j's units out of its decoded chunk `plain`: to the picks, to dst
+ * (nothing to do when the chunk was decoded straight there) or to js->each. */
+static void job_deliver(const struct jobs *js, const struct job *j, const uint8_t *plain)
+{
+	const mt_chunk *k = &j->e->chunks[j->chunk];
+	size_t ub = (size_t)j->e->unit_bytes;
+	for (size_t i = 0; i < j->npicks; i++)
+		memcpy(j->picks[i].dst, plain + (j->picks[i].unit - k->first) * ub, ub);
+	if (j->picks)
+		return;
+	const uint8_t *part = plain + (j->u0 - k->first) * ub;
+	if (!j->dst)
+		js->each(js->each_ud, j->at, j->u1 - j->u0, part);
+	else if (part != j->dst)
+		memcpy(j->dst, part, (size_t)((j->u1 - j->u0) * ub));
+}
+
+/* The decoded chunk of job j into the chunk cache, when the read keeps it. */
+static void job_keep(const struct jobs *js, const struct job *j, const uint8_t *plain)
+{
+	const mt_chunk *k = &j->e->chunks[j->chunk];
+	int keep = js->r->keep_all ? KEEP_ALL : js->keep;
+	int part = j->picks || j->u0 != k->first || j->u1 != k->first + k->count;
+	if (js->r->cache && (keep == KEEP_ALL || (keep == KEEP_PART && part))) {
+		mti_ckey key = job_key(js->r, j);
+		mti_ccache_put(js->r->cache, &key, plain, (size_t)(k->count * j->e->unit_bytes));
+	}
+}
+
 /* Job j's chunk decoded into its rows, or handed to js->each.  z: the
  * compressed chunk already read and checked (a slice of a run), or NULL to
  * fetch it alone, healed when that is needed. */
@@ -911,12 +978,33 @@ static int job_decode(const struct jobs *js, const struct job *j, const uint8_t 
 				   r->m->version, j->shard, key, j->e->name, j->chunk);
 	if (rc)
 		return rc;
-	const uint8_t *part = plain + (j->u0 - k->first) * j->e->unit_bytes;
-	if (!j->dst)
-		js->each(js->each_ud, j->at, j->u1 - j->u0, part);
-	else if (!whole)
-		memcpy(j->dst, part, (size_t)((j->u1 - j->u0) * j->e->unit_bytes));
-	return rc;
+	/* Only now, read, checked and decoded: a chunk that failed is never kept. */
+	job_keep(js, j, plain);
+	job_deliver(js, j, plain);
+	return 0;
+}
+
+/* The jobs whose chunks the cache holds, done from it at once (on this
+ * thread: a copy each, no request, no decode) and taken off the list. */
+static void jobs_from_cache(struct jobs *js)
+{
+	mti_ccache *c = js->r->cache;
+	size_t left = 0;
+	for (size_t i = 0; c && i < js->n; i++) {
+		const struct job *j = &js->v[i];
+		mti_ckey key = job_key(js->r, j);
+		const void *data;
+		size_t len;
+		mti_centry *e = mti_ccache_get(c, &key, &data, &len);
+		int hit = e && len == j->e->chunks[j->chunk].count * j->e->unit_bytes;
+		if (hit)
+			job_deliver(js, j, data);
+		mti_ccache_release(c, e);
+		if (!hit)
+			js->v[left++] = *j;
+	}
+	if (c)
+		js->n = left;
 }
 
 /* Wait until a run buffer of len bytes fits in the room beside those every
@@ -1044,6 +1132,7 @@ static int run_threads(const struct jobs *js)
 static int run_jobs(struct jobs *js, mt_error *err)
 {
 	int rc = 0;
+	jobs_from_cache(js);
 	if (js->n) {
 		js->errs = calloc(js->n, sizeof *js->errs);
 		if (!js->errs || plan_runs(js))
@@ -1059,7 +1148,7 @@ static int run_jobs(struct jobs *js, mt_error *err)
 	free(js->errs);
 	free(js->runs);
 	free(js->v);
-	*js = (struct jobs){.r = js->r, .each = js->each, .each_ud = js->each_ud};
+	*js = (struct jobs){.r = js->r, .keep = js->keep, .each = js->each, .each_ud = js->each_ud};
 	return rc;
 }
 
@@ -1179,7 +1268,7 @@ static int offsets_sound(mt_reader *r, size_t s, mt_error *err)
 static int ragged_offsets(mt_reader *r, size_t attr, uint64_t a, uint64_t b, uint64_t *offs,
 			  mt_error *err)
 {
-	struct jobs js = {.r = r};
+	struct jobs js = {.r = r, .keep = KEEP_PART};
 	const char *name = r->m->attrs[attr].name;
 	int rc = 0;
 	uint64_t *dst = offs;
@@ -1322,7 +1411,7 @@ static int read_rows(struct jobs js, size_t attr, uint64_t a, uint64_t b, void *
 int mt_reader_read(mt_reader *r, size_t attr, uint64_t a, uint64_t b, void *buf, size_t cap,
 		   mt_error *err)
 {
-	return read_rows((struct jobs){.r = r}, attr, a, b, buf, cap, err);
+	return read_rows((struct jobs){.r = r, .keep = KEEP_PART}, attr, a, b, buf, cap, err);
 }
 
 int mti_reader_read_each(mt_reader *r, size_t attr, uint64_t a, uint64_t b, mti_rows_fn fn,
@@ -1333,6 +1422,94 @@ int mti_reader_read_each(mt_reader *r, size_t attr, uint64_t a, uint64_t b, mti_
 			      r->m->version, r->m->attrs[attr].name);
 	return read_rows((struct jobs){.r = r, .each = fn, .each_ud = ud}, attr, a, b, NULL, 0,
 			 err);
+}
+
+/* ---- gathers ------------------------------------------------------------- */
+
+static int pick_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct pick *)a)->unit, y = ((const struct pick *)b)->unit;
+	return x < y ? -1 : x > y;
+}
+
+/* One job per chunk holding any of picks[0..n) (sorted by row, all of
+ * shard s, turned here into rows of the shard). */
+static int gather_shard(struct jobs *js, size_t s, size_t attr, struct pick *p, size_t n,
+			mt_error *err)
+{
+	mt_reader *r = js->r;
+	const mt_attr *at = &r->m->attrs[attr];
+	const mt_index_entry *e;
+	int rc = entry_of(r, s, at->name, "", &e, err);
+	uint64_t unit = mt_attr_items(at) * mt_dtype_size(at->dtype);
+	if (!rc && (e->unit_bytes != unit || e->units != r->m->shards[s].rows || !e->chunk_units))
+		rc = mti_err(err, MT_ECORRUPT, "%s: '%s' does not match the manifest", r->keys[s],
+			    e->name);
+	for (size_t i = 0; i < n; i++)
+		p[i].unit -= r->m->shards[s].first_row;
+	for (size_t i = 0, next; !rc && i < n; i = next) {
+		size_t c = (size_t)(p[i].unit / e->chunk_units);
+		for (next = i + 1; next < n && p[next].unit / e->chunk_units == c; next++)
+			;
+		if (c >= e->nchunks)
+			return mti_err(err, MT_ECORRUPT, "%s: '%s' has no chunk %zu", r->keys[s],
+				      e->name, c);
+		const mt_chunk *k = &e->chunks[c];
+		if (p[next - 1].unit >= k->first + k->count || p[i].unit < k->first)
+			return mti_err(err, MT_ECORRUPT, "%s: '%s' chunk %zu does not hold rows %llu..%llu",
+				      r->keys[s], e->name, c, (unsigned long long)p[i].unit,
+				      (unsigned long long)p[next - 1].unit);
+		struct job j = {s, e, c, p[i].unit, p[next - 1].unit + 1, NULL, 0, p + i, next - i};
+		if (jobs_add(js, &j))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	return rc;
+}
+
+int mt_reader_read_rows(mt_reader *r, size_t attr, const uint64_t *rows, size_t n, void *buf,
+			size_t cap, mt_error *err)
+{
+	int rc = check_range(r, attr, 0, 0, err);
+	if (rc)
+		return rc;
+	const mt_attr *at = &r->m->attrs[attr];
+	uint64_t unit = mt_attr_items(at) * mt_dtype_size(at->dtype), need;
+	if (at->ragged)
+		return mti_err(err, MT_EINVAL, "%s@%s: attribute %s is ragged: read its rows by range",
+			      r->m->dataset, r->m->version, at->name);
+	if (!mti_mul_ok(unit, n, &need) || need > cap)
+		return mti_err(err, MT_ERANGE, "%s@%s: %zu rows of %s need %llu bytes, buffer holds "
+			      "%zu", r->m->dataset, r->m->version, n, at->name,
+			      (unsigned long long)(n * unit), cap);
+	struct pick *p = malloc((n ? n : 1) * sizeof *p);
+	if (!p)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	int sorted = 1;
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (rows[i] >= r->m->rows)
+			rc = mti_err(err, MT_ERANGE, "%s@%s: row %llu is past its %llu rows", r->m->dataset,
+				    r->m->version, (unsigned long long)rows[i],
+				    (unsigned long long)r->m->rows);
+		p[i] = (struct pick){rows[i], (uint8_t *)buf + i * unit};
+		sorted &= !i || rows[i] >= rows[i - 1];
+	}
+	/* In row order, each chunk's rows are one run of picks: one job. */
+	if (!rc && !sorted)
+		qsort(p, n, sizeof *p, pick_cmp);
+	struct jobs js = {.r = r, .keep = KEEP_ALL};
+	for (size_t i = 0, next; !rc && i < n; i = next) {
+		size_t s = shard_of(r->m, p[i].unit);
+		uint64_t end = r->m->shards[s].first_row + r->m->shards[s].rows;
+		for (next = i + 1; next < n && p[next].unit < end; next++)
+			;
+		rc = gather_shard(&js, s, attr, p + i, next - i, err);
+	}
+	if (!rc)
+		rc = run_jobs(&js, err);
+	else
+		free(js.v);
+	free(p);
+	return rc;
 }
 
 void mt_reader_stats(const mt_reader *r, mt_read_stats *out)

@@ -110,6 +110,7 @@ typedef struct ld_out {
 struct mt_loader {
 	mt_loader_opts opts; /* as given, defaults filled in */
 	mt_store *cache;     /* the store seen through the shard cache, when one is used */
+	mti_ccache *decoded; /* in_memory: the version's decoded chunks, when they fit */
 	mt_reader *reader;
 	ld_col *cols;
 	size_t ncols;
@@ -715,30 +716,33 @@ static int out_put(mt_loader *l, ld_out *b, size_t c, size_t i, const void *src,
 	return 0;
 }
 
-/* Row `row` read straight from the reader (rows outside the windows). */
-static int out_put_direct(mt_loader *l, ld_out *b, size_t i, uint64_t row, mt_error *err)
+/* Column c of row `row` read straight from the reader (rows outside the windows). */
+static int out_put_col(mt_loader *l, ld_out *b, size_t c, size_t i, uint64_t row, mt_error *err)
 {
-	for (size_t c = 0; c < l->ncols; c++) {
-		const ld_col *col = &l->cols[c];
-		uint64_t items = 1;
-		if (col->ragged) {
-			int rc = mt_reader_ragged_lengths(l->reader, col->attr, row, row + 1, NULL, &items,
-							  err);
-			if (rc)
-				return rc;
-		}
-		size_t bytes = (size_t)(items * col->unit_bytes);
-		void *tmp = malloc(bytes ? bytes : 1);
-		if (!tmp)
-			return mti_err(err, MT_ENOMEM, "loader: out of memory");
-		int rc = mt_reader_read(l->reader, col->attr, row, row + 1, tmp, bytes, err);
-		if (!rc)
-			rc = out_put(l, b, c, i, tmp, items, err);
-		free(tmp);
+	const ld_col *col = &l->cols[c];
+	uint64_t items = 1;
+	if (col->ragged) {
+		int rc = mt_reader_ragged_lengths(l->reader, col->attr, row, row + 1, NULL, &items, err);
 		if (rc)
 			return rc;
 	}
-	return 0;
+	size_t bytes = (size_t)(items * col->unit_bytes);
+	void *tmp = malloc(bytes ? bytes : 1);
+	if (!tmp)
+		return mti_err(err, MT_ENOMEM, "loader: out of memory");
+	int rc = mt_reader_read(l->reader, col->attr, row, row + 1, tmp, bytes, err);
+	if (!rc)
+		rc = out_put(l, b, c, i, tmp, items, err);
+	free(tmp);
+	return rc;
+}
+
+static int out_put_direct(mt_loader *l, ld_out *b, size_t i, uint64_t row, mt_error *err)
+{
+	int rc = 0;
+	for (size_t c = 0; !rc && c < l->ncols; c++)
+		rc = out_put_col(l, b, c, i, row, err);
+	return rc;
 }
 
 /* Room for a batch of n rows; a fixed-size column c with into[c] set is gathered there
@@ -877,15 +881,28 @@ int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n, const mt_b
 			return mti_err(err, MT_ERANGE, "loader: row %" PRIu64 " is past the %" PRIu64
 				      " rows of the version", rows[i], l->plan->rows);
 	int rc = out_begin(l, b, n, NULL, err);
-	for (size_t i = 0; !rc && i < n; i++) {
-		b->row_ids[i] = rows[i];
-		rc = out_put_direct(l, b, i, rows[i], err);
+	if (!rc && n)
+		memcpy(b->row_ids, rows, n * sizeof *rows);
+	/* Fixed-size columns are gathered chunk by chunk (one decode per chunk,
+	 * or none when the chunk cache holds it); ragged ones row by row. */
+	for (size_t c = 0; !rc && c < l->ncols; c++) {
+		const ld_col *col = &l->cols[c];
+		if (!col->ragged)
+			rc = mt_reader_read_rows(l->reader, col->attr, rows, n, b->put[c],
+						 n * col->unit_bytes, err);
+		for (size_t i = 0; !rc && col->ragged && i < n; i++)
+			rc = out_put_col(l, b, c, i, rows[i], err);
 	}
 	if (rc)
 		return rc;
 	out_end(l, b, n);
 	*out = &b->batch;
 	return 0;
+}
+
+void mt_loader_cache_stats(const mt_loader *l, mt_cache_stats *out)
+{
+	mti_reader_cache_stats(l->reader, out);
 }
 
 void mt_loader_stats(const mt_loader *l, mt_read_stats *out)
@@ -1071,9 +1088,9 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 	int rc = 0;
 	if (o->cache_dir && o->in_memory)
 		rc = mti_err(err, MT_EINVAL, "loader: a cache directory or in-memory, not both");
-	else if (o->cache_dir || o->in_memory) {
-		rc = mti_store_cache_open(s, o->in_memory ? NULL : o->cache_dir,
-					 o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE, &l->cache, err);
+	else if (o->cache_dir) {
+		rc = mti_store_cache_open(s, o->cache_dir, o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE,
+					 &l->cache, err);
 		s = l->cache;
 	}
 	if (o->rank >= o->world)
@@ -1087,7 +1104,6 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 	return mti_reader_open_as(s, dataset, version, 0, &l->reader, err);
 }
 
-/* The columns to deliver; *row_bytes: the bytes of one row of them. */
 /* The error for an attribute the version lacks, naming those it has. */
 static int attr_missing(const mt_loader *l, const char *name, mt_error *err)
 {
@@ -1103,6 +1119,7 @@ static int attr_missing(const mt_loader *l, const char *name, mt_error *err)
 		      vi->dataset, vi->version, name, has);
 }
 
+/* The columns to deliver; *row_bytes: the bytes of one row of them. */
 static int loader_columns(mt_loader *l, uint64_t *row_bytes, mt_error *err)
 {
 	const mt_loader_opts *o = &l->opts;
@@ -1121,6 +1138,49 @@ static int loader_columns(mt_loader *l, uint64_t *row_bytes, mt_error *err)
 		*row_bytes += l->cols[c].unit_bytes;
 	}
 	return 0;
+}
+
+/* in_memory: the version held in memory within cache_bytes.  Decoded when
+ * the decoded rows of the columns fit (a private chunk cache that keeps
+ * every chunk the loader decodes: from the first touch of a chunk on, its
+ * rows cost a copy); else, as they are read, the compressed shards that fit
+ * (the reader is opened again on the store seen through them). */
+static int loader_in_memory(mt_loader *l, mt_store *s, uint64_t row_bytes, mt_error *err)
+{
+	const mt_loader_opts *o = &l->opts;
+	if (!o->in_memory)
+		return 0;
+	uint64_t cap = o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE;
+	const mt_version_info *vi = mt_reader_info(l->reader);
+	uint64_t need = 0;
+	int ragged = 0;
+	for (size_t c = 0; c < l->ncols; c++)
+		ragged |= l->cols[c].ragged;
+	/* Ragged columns: the version's own count of its uncompressed bytes, an upper bound. */
+	int known = 1;
+	if (ragged)
+		need = vi->raw_bytes;
+	else
+		known = mti_mul_ok(vi->rows, row_bytes, &need);
+	if (known && need <= cap) {
+		/* The cache's bookkeeping (a few hundred bytes a chunk) on top. */
+		if (!(l->decoded = mti_ccache_new(cap + cap / 64)))
+			return mti_err(err, MT_ENOMEM, "loader: out of memory");
+		mti_reader_set_cache(l->reader, l->decoded, 1);
+		return 0;
+	}
+	char *dataset = mti_strdup(vi->dataset), *version = mti_strdup(vi->version);
+	int rc = dataset && version ? 0 : mti_err(err, MT_ENOMEM, "loader: out of memory");
+	if (!rc)
+		rc = mti_store_cache_open(s, NULL, cap, &l->cache, err);
+	if (!rc) {
+		mt_reader_close(l->reader);
+		l->reader = NULL;
+		rc = mti_reader_open_as(l->cache, dataset, version, 0, &l->reader, err);
+	}
+	free(dataset);
+	free(version);
+	return rc;
 }
 
 /* A plan for the version: windows from the budget (a token brings its
@@ -1174,12 +1234,14 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 	uint64_t row_bytes = 0;
 	if (!rc)
 		rc = loader_open_reader(l, s, dataset, version, err);
+	if (!rc)
+		rc = loader_columns(l, &row_bytes, err);
+	if (!rc)
+		rc = loader_in_memory(l, s, row_bytes, err);
 	if (!rc && l->opts.decode_threads > 0)
 		mti_reader_set_threads(l->reader, l->opts.decode_threads);
 	if (!rc)
 		l->far = mti_reader_far(l->reader);
-	if (!rc)
-		rc = loader_columns(l, &row_bytes, err);
 	if (!rc)
 		rc = loader_plan(l, row_bytes, err);
 	if (!rc)
@@ -1202,6 +1264,7 @@ void mt_loader_close(mt_loader *l)
 	out_free(l, &l->out);
 	out_free(l, &l->rows_out);
 	mt_reader_close(l->reader);
+	mti_ccache_free(l->decoded);
 	if (l->cache)
 		l->cache->ops->close(l->cache);
 	free(l->cols);

@@ -411,7 +411,7 @@ def _attr_bytes(r, attrs):
         at = r.attributes[a]
         if at.ragged:
             return int(r.info["raw_bytes"])
-        total += r.rows * at.item_bytes * int(np.prod(at.shape, dtype=np.int64))
+        total += r.rows * at.item_bytes
     return total
 
 

@@ -132,10 +132,13 @@ with matorage.Reader(url, "ra") as r:
     image, label = r.read("image"), r.read("label")
     tv, to = r.read("tok")
 g = torch.Generator().manual_seed(seed)
-for kw in ({}, {"in_memory": True}, {"in_memory": True, "cache_bytes": 1000}):
+need = 6000 * (64 + 8)
+for kw in ({}, {"in_memory": True}, {"in_memory": True, "cache_bytes": need},
+           {"in_memory": True, "cache_bytes": need - 1}):
     ds = matorage.TorchMapDataset(url, "ra", attrs=["image", "label"], as_tuple=("label", "image"),
                                   **kw)
-    assert (ds._cols is not None) == (kw.get("cache_bytes") is None and "in_memory" in kw), kw
+    held = "in_memory" in kw and kw.get("cache_bytes", need) == need
+    assert (ds._cols is not None) == held, kw
     dl = torch.utils.data.DataLoader(ds, batch_size=128, sampler=torch.utils.data.RandomSampler(
         ds, generator=g))
     seen = []

@@ -478,30 +478,55 @@ class TorchMapDataset(tud.Dataset):
             row = self.transform(row)
         return row if self.as_tuple is None else tuple(row[k] for k in self.as_tuple)
 
-    def _held_row(self, i):
-        row = {}
-        for k, (t, offs) in self._cols.items():
-            if offs is None:
-                row[k] = t[i]
+    def _rows_of(self, cols, n):
+        """The n rows of a batch, cols mapping each name to a tensor of n rows or, ragged,
+        to (values tensor, offsets array): each fixed-size column split into its rows at once
+        (unbind), rather than indexed row by row."""
+        if self.as_tuple is not None and self.transform is None and all(
+                not isinstance(cols[k], tuple) for k in self.as_tuple):
+            return list(zip(*[cols[k].unbind(0) for k in self.as_tuple]))
+        keys, per = list(cols), []
+        for k in keys:
+            v = cols[k]
+            if isinstance(v, tuple):
+                vals, offs = v
+                per.append([vals[int(offs[j]):int(offs[j + 1])] for j in range(n)])
             else:
-                j = range(self.rows)[i]  # IndexError past the end, as a tensor gives
-                row[k] = t[int(offs[j]):int(offs[j + 1])]
-        return row
+                per.append(v.unbind(0))
+        return [self._finish(dict(zip(keys, row))) for row in zip(*per)]
+
+    def _held(self, indices):
+        """Rows of the tensors held (in_memory): each column gathered with one index."""
+        idx = torch.as_tensor(indices, dtype=torch.int64).reshape(-1)
+        want = self._cols
+        if self.as_tuple is not None and self.transform is None:
+            want = {k: self._cols[k] for k in self.as_tuple}
+        cols = {}
+        for k, (t, offs) in want.items():
+            if offs is None:
+                cols[k] = t[idx]  # IndexError past the end; negative indexes count from it
+                continue
+            j = np.asarray(idx)
+            if len(j) and (j.max() >= self.rows or j.min() < -self.rows):
+                raise IndexError(f"row {int(j.max() if j.max() >= self.rows else j.min())} "
+                                 f"of {self.rows}")
+            j = np.where(j < 0, j + self.rows, j)
+            lo, hi = offs[j].astype(np.int64), offs[j + 1].astype(np.int64)
+            sub = np.zeros(len(j) + 1, dtype=np.int64)
+            np.cumsum(hi - lo, out=sub[1:])
+            take = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)] or [[]]).astype(
+                np.int64)
+            cols[k] = (t[torch.from_numpy(take)], sub)
+        return self._rows_of(cols, len(idx))
 
     def __getitem__(self, i):
-        if self._cols is not None:
-            if self.as_tuple is not None and self.transform is None:
-                cols = self._cols
-                return tuple(cols[k][0][i] if cols[k][1] is None else self._held_row(i)[k]
-                             for k in self.as_tuple)
-            return self._finish(self._held_row(i))
         return self.__getitems__([i])[0]
 
     def __getitems__(self, indices):
         """The rows of a DataLoader batch, in one read (torch calls it with the sampler's
         indices for the batch): a list of rows, as many __getitem__ calls would give."""
         if self._cols is not None:
-            return [self[i] for i in indices]
+            return self._held(indices)
         rows = np.asarray(indices, dtype=np.int64).reshape(-1)
         if len(rows) and (rows.max() >= self.rows or rows.min() < -self.rows):
             bad = int(rows.max()) if rows.max() >= self.rows else int(rows.min())
@@ -512,20 +537,9 @@ class TorchMapDataset(tud.Dataset):
                                   batch_rows=1, prefetch_bytes=1 << 20, **self.opts)
             self._pid = os.getpid()
         b = self._loader.read_rows(rows)
-        cols = [(k, _tensors(v), None) if not isinstance(v, tuple)
-                else (k, _tensors(v[0]), v[1]) for k, v in b.items()]
-        if self.as_tuple is not None and self.transform is None and all(
-                o is None for _, _, o in cols):
-            pick = {k: t for k, t, _ in cols}
-            ts = [pick[k] for k in self.as_tuple]
-            return [tuple(t[j] for t in ts) for j in range(len(rows))]
-        out = []
-        for j in range(len(rows)):
-            row = {}
-            for k, t, offs in cols:
-                row[k] = t[j] if offs is None else t[int(offs[j]):int(offs[j + 1])]
-            out.append(self._finish(row))
-        return out
+        cols = {k: _tensors(v) if not isinstance(v, tuple) else (_tensors(v[0]), v[1])
+                for k, v in b.items()}
+        return self._rows_of(cols, len(rows))
 
     def __getstate__(self):
         d = dict(self.__dict__)

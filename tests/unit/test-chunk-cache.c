@@ -386,9 +386,12 @@ static void test_loader_in_memory(void)
 			mt_loader_cache_stats(l, &a);
 	}
 	mt_loader_cache_stats(l, &b);
-	tap_ok(ok && n == 2 * ROWS && a.chunks == 30 && b.misses == a.misses && b.hits > a.hits,
+	/* The second epoch may be read ahead before the first's last batch is
+	 * taken: its reads are counted as hits whenever they happen. */
+	tap_ok(ok && n == 2 * ROWS && a.chunks == 30 && b.misses == a.misses && b.hits >= 30,
 	       "two epochs right; the first keeps all 30 chunks decoded, the second decodes none "
-	       "(%llu misses, then %llu)", (unsigned long long)a.misses, (unsigned long long)b.misses);
+	       "(%llu misses, then %llu; %llu hits)", (unsigned long long)a.misses,
+	       (unsigned long long)b.misses, (unsigned long long)b.hits);
 	uint64_t rows[3] = {2999, 0, 1500};
 	uint64_t before = b.misses;
 	int rc = mt_loader_read_rows(l, rows, 3, &bt, &err);

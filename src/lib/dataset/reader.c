@@ -116,6 +116,8 @@ static int reader_lost_manifest(mt_reader *r, const char *dataset, const char *v
 	if (!rc)
 		rc = mti_manifest_decode(p->manifest, p->manifest_len, "protection record's manifest",
 					 &r->m, err);
+	if (!rc)
+		rc = mti_manifest_load_frags(r->m, 0, r->m->nfrags, mti_store_get_fn, r->store, err);
 	if (!rc && !(r->json = malloc(p->manifest_len + 1)))
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc) {

@@ -44,7 +44,7 @@ const struct tui_key tui_keys[] = {
 	{ 't', 0, "t", "tags", "edit the version's tags (written to its bucket)", ACT_TAGS, K_ACT | K_VERSION | K_WRITE, 1 },
 	{ 'e', 0, "e", "describe", "edit the version's description (written to its bucket)", ACT_DESCRIBE, K_ACT | K_VERSION | K_WRITE, 0 },
 	{ 'D', 0, "D", "delete", "delete the version or checkpoint (type its name to confirm)", ACT_DELETE, K_ACT | K_VERSION | K_CKPT | K_WRITE, 1 },
-	{ 'R', 0, "R", "repair", "repair the version: rebuild damaged or lost shards, parity and manifest from other stores or parity (a job with a log)", ACT_REPAIR, K_ACT | K_VERSION | K_WRITE, 1 },
+	{ 'R', 0, "R", "repair", "repair the version: rebuild damaged or lost shards, parity and manifest from other stores or parity; or a checkpoint's tensors (a job with a log)", ACT_REPAIR, K_ACT | K_VERSION | K_CKPT | K_WRITE, 1 },
 	{ 'P', 0, "P", "protect", "protect the version with Reed–Solomon parity K+M (asked for; a job)", ACT_PROTECT, K_ACT | K_VERSION | K_WRITE, 2 },
 	{ 'X', 0, "X", "gc", "garbage-collect the dataset or bucket: preview (read-only too), then 'delete', or 'delete now' for no grace period", ACT_GC, K_GC, 1 },
 	{ 'E', 0, "E", "error", "the last error in full, with the log of the job it came from", ACT_ERROR, K_ALL, 0 },

@@ -1,4 +1,4 @@
-/* models.c — what the browser does to a model's checkpoints, each as a job: verify its tensors, delete it with its name typed to confirm. */
+/* models.c — what the browser does to a model's checkpoints, each as a job: verify its tensors, repair them (as `matorage repair model:NAME@V`), delete it with its name typed to confirm. */
 #include "config.h"
 
 #include <stdio.h>
@@ -48,6 +48,45 @@ static int ckpt_verify_run(struct tui_job *j)
 	return rc;
 }
 
+static void ckpt_repair_log(void *ud, const mt_repair_report *r)
+{
+	struct tui_job *j = ud;
+	if (r->state == MT_REPAIR_SOUND)
+		return;
+	const char *what = r->kind == MT_REPAIR_TENSOR ? "tensor" : "manifest";
+	if (r->state == MT_REPAIR_UNREPAIRABLE)
+		tui_job_log(j, "LOST %s %zu %s: %s", what, r->number, r->key,
+			    r->problem ? r->problem : "damaged");
+	else
+		tui_job_log(j, "rebuilt %s %zu %s from %s: %s", what, r->number, r->key,
+			    r->source ? r->source : "?", r->problem ? r->problem : "damaged");
+}
+
+static int ckpt_repair_run(struct tui_job *j)
+{
+	struct target *tg = j->arg;
+	mt_error err = { 0 };
+	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
+	if (!s)
+		return tui_job_fail(j, &err);
+	mt_repair_opts o;
+	mt_repair_opts_init(&o);
+	o.use_remotes = 1;
+	o.report = ckpt_repair_log;
+	o.report_ud = j;
+	mt_repair_stats st = { 0 };
+	int rc = mt_ckpt_repair(s, tg->ref.model, tg->ref.version, &o, &st, &err);
+	if (!rc || rc == MT_ECORRUPT)
+		ckpt_catalog_note(j, s);
+	mt_store_close(s);
+	if (rc && rc != MT_ECORRUPT)
+		return tui_job_fail(j, &err);
+	char line[256];
+	snprintf(j->result, sizeof j->result, "%s: %s", rc ? "lost" : "sound",
+		 app_repair_summary(&st, 0, line, sizeof line));
+	return rc;
+}
+
 static int ckpt_delete_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
@@ -89,6 +128,16 @@ void tui_ckpt_action(struct tui *t, enum tui_action a, int64_t ckpt_id)
 		snprintf(title, sizeof title, "verify %.40s:%.80s@%.20s", tg->ref.remote,
 			 tg->ref.model, tg->ref.version);
 		tui_job_start(t, "verify", title, NULL, ckpt_verify_run, NULL, tg, tui_target_free);
+		return;
+	case ACT_REPAIR:
+		if (t->read_only) {
+			tui_status(t, 1, "read-only: repair writes rebuilt tensors to the store");
+			tui_target_free(tg);
+			return;
+		}
+		snprintf(title, sizeof title, "repair %.40s:model:%.80s@%.20s", tg->ref.remote,
+			 tg->ref.model, tg->ref.version);
+		tui_job_start(t, "repair", title, NULL, ckpt_repair_run, NULL, tg, tui_target_free);
 		return;
 	case ACT_DELETE:
 		snprintf(label, sizeof label, "delete %s@%s from %s? type its name to confirm: ",

@@ -855,13 +855,13 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		__attribute__((fallthrough));
 	case ACT_VERIFY:
 	case ACT_DELETE:
+	case ACT_REPAIR:
 		if (list_ckpt_key(t, l, a))
 			return V_HANDLED;
 		__attribute__((fallthrough));
 	case ACT_COPY:
 	case ACT_TAGS:
 	case ACT_DESCRIBE:
-	case ACT_REPAIR:
 	case ACT_PROTECT:
 	case ACT_DIFF: {
 		int64_t id = list_version(l);

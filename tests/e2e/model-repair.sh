@@ -1,5 +1,5 @@
 #!/bin/bash
-# model-repair.sh — repair and protect cover models: a flipped or removed tensor object comes back from another store (--from) byte for byte, protect model:NAME adds parity, repair rebuilds from it, and reading a protected checkpoint (C: model export; Python: load_checkpoint) heals a damaged tensor on the fly; without a source the damage is UNREPAIRABLE, exit 1; R on a checkpoint in the browser repairs it.
+# model-repair.sh — repair and protect cover models: a flipped or removed tensor object comes back from another store (--from) byte for byte, protect model:NAME adds parity, repair rebuilds from it, and reading a protected checkpoint (C: model export; Python: load_checkpoint) heals a damaged tensor on the fly; without a source the damage is UNREPAIRABLE, exit 1.
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
 S="$WORK/store"
@@ -104,26 +104,4 @@ ok $([ $? -eq 1 ] && echo "$out" | grep -q "^UNREPAIRABLE model:net@v1 tensor 0"
 check "the mirror still brings them back" $M repair model:net --from "$WORK/mirror" --no-remotes
 check "the model verifies" $M verify model:net
 
-# The browser: R on a checkpoint repairs it (from its parity), as the command does.
-. "$(dirname "$0")/tui-lib.sh"
-flip "$t1"
-tui_start 200 30 tui
-expect "the browser opens" "sync local:"
-keys Enter Enter
-wait_for "DATASET" 5 || wait_for "MODEL" 5
-# A bucket lists its datasets first; M its models.
-screen | grep -q "MODEL  CHECKPOINTS" || keys M
-expect "the bucket's models" "MODEL  CHECKPOINTS"
-keys Enter
-expect "the model's checkpoints" "CHECKPOINT  CREATED"
-keys R
-expect "R on a checkpoint starts its repair" "repair local:model:net@v1"
-for i in $(seq 300); do
-	cmp -s t1.orig "$t1" && break
-	sleep 0.1
-done
-ok $(cmp -s t1.orig "$t1"; echo $?) "and rebuilds the flipped tensor byte for byte"
-keys q
-tui_exited
-check "the model verifies" $M verify model:net
 done_testing

@@ -71,12 +71,15 @@ int mti_manifest_load_frags(mt_manifest *m, size_t f0, size_t f1, mti_get_fn get
 	return rc;
 }
 
-size_t mti_manifest_frag_of_shard(const mt_manifest *m, size_t i)
+/* The last fragment whose first shard (by_row 0) or first row (by_row 1) is
+ * at most v; fragments are in order of both. */
+static size_t frag_last_from(const mt_manifest *m, uint64_t v, int by_row)
 {
 	size_t lo = 0, hi = m->nfrags;
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (m->frags[mid].first_shard <= i)
+		uint64_t first = by_row ? m->frags[mid].first_row : m->frags[mid].first_shard;
+		if (first <= v)
 			lo = mid;
 		else
 			hi = mid;
@@ -84,17 +87,14 @@ size_t mti_manifest_frag_of_shard(const mt_manifest *m, size_t i)
 	return lo;
 }
 
+size_t mti_manifest_frag_of_shard(const mt_manifest *m, size_t i)
+{
+	return frag_last_from(m, i, 0);
+}
+
 size_t mti_manifest_frag_of_row(const mt_manifest *m, uint64_t row)
 {
-	size_t lo = 0, hi = m->nfrags;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->frags[mid].first_row <= row)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return frag_last_from(m, row, 1);
 }
 
 /* Whether m's shards [at, at + p->nshards) encode to fragment p's very

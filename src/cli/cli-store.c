@@ -32,7 +32,8 @@ mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref)
 		return NULL;
 	mt_reader *r;
 	mt_error err = { 0 };
-	if (mt_reader_open(s, ref->dataset, ref->version, &r, &err)) {
+	if ((ref->lazy ? mt_reader_open_lazy : mt_reader_open)(s, ref->dataset, ref->version, &r,
+							       &err)) {
 		cli_fail(&err);
 		return NULL;
 	}
@@ -45,6 +46,20 @@ int cli_ref_open(struct cli_ctx *ctx, const struct cli_args *a, struct cli_ref *
 	int rc = cli_ref_parse(a->cmd, a->argv[0], ref);
 	if (rc)
 		return rc;
+	if (!(*r = cli_reader(ctx, ref))) {
+		cli_ref_free(ref);
+		return CLI_FAIL;
+	}
+	return 0;
+}
+
+int cli_ref_open_lazy(struct cli_ctx *ctx, const struct cli_args *a, struct cli_ref *ref,
+		      mt_reader **r)
+{
+	int rc = cli_ref_parse(a->cmd, a->argv[0], ref);
+	if (rc)
+		return rc;
+	ref->lazy = 1;
 	if (!(*r = cli_reader(ctx, ref))) {
 		cli_ref_free(ref);
 		return CLI_FAIL;

@@ -129,6 +129,7 @@ int cli_rows_resolve(const struct cli_rows *r, uint64_t nrows, const char *what,
 struct cli_ref {
 	char *dataset;
 	char *version;
+	int lazy; /* cli_reader opens it with mt_reader_open_lazy */
 };
 int cli_ref_parse(const struct cli_cmd *cmd, const char *arg, struct cli_ref *out);
 void cli_ref_free(struct cli_ref *r);
@@ -150,6 +151,10 @@ mt_reader *cli_reader(struct cli_ctx *ctx, const struct cli_ref *ref);
  * error) with nothing left to free.  cli_ref_close closes r and frees ref. */
 int cli_ref_open(struct cli_ctx *ctx, const struct cli_args *a, struct cli_ref *ref,
 		 mt_reader **r);
+/* The same with mt_reader_open_lazy: for a command that reads a few rows or
+ * only what the root of a format-2 manifest says. */
+int cli_ref_open_lazy(struct cli_ctx *ctx, const struct cli_args *a, struct cli_ref *ref,
+		      mt_reader **r);
 void cli_ref_close(struct cli_ref *ref, mt_reader *r);
 /* Index of attribute `name` of r, or -1 after printing an error listing the attributes. */
 int cli_attr_index(mt_reader *r, const char *name);

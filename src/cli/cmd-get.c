@@ -108,7 +108,7 @@ static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		return cli_usage_error(a->cmd, "standard output is a terminal; redirect it to a "
 				       "file or a pipe for the .npy bytes");
 	struct get_job j = { 0 };
-	if ((rc = cli_ref_open(ctx, a, &ref, &j.r)))
+	if ((rc = cli_ref_open_lazy(ctx, a, &ref, &j.r)))
 		return rc;
 	int idx = cli_attr_index(j.r, a->argv[1]);
 	if (idx < 0) {

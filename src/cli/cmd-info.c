@@ -96,7 +96,7 @@ static int info_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	struct cli_ref ref;
 	mt_reader *r;
-	int rc = cli_ref_open(ctx, a, &ref, &r);
+	int rc = cli_ref_open_lazy(ctx, a, &ref, &r);
 	if (rc)
 		return rc;
 	if (cli_has(a, "json")) {

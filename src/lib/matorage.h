@@ -750,6 +750,12 @@ MT_API int mt_reader_open(mt_store *s, const char *dataset, const char *version,
  * MT_ENOTFOUND when the version has no record or was removed. */
 MT_API int mt_reader_open_lost(mt_store *s, const char *dataset, const char *version,
 			       mt_reader **out, mt_error *err);
+/* mt_reader_open that reads only what it is asked for: of a version whose
+ * manifest is format 2 (doc/FORMAT.md, "Manifest format 2"), the root at
+ * open, then each fragment when rows or shards in it are first read (a
+ * damaged fragment fails that call, naming it).  The same otherwise. */
+MT_API int mt_reader_open_lazy(mt_store *s, const char *dataset, const char *version,
+			       mt_reader **out, mt_error *err);
 MT_API void mt_reader_close(mt_reader *r);
 
 /* Borrowed views of the manifest. */

@@ -27,6 +27,8 @@ struct mt_reader {
 	char **keys;          /* shard object keys */
 	const char **tags;
 	mt_version_info info;
+	pthread_mutex_t frag_lock; /* format 2: one caller loads fragments at a time */
+	int lazy;             /* format 2: fragments loaded as they are wanted */
 	pthread_mutex_t lock; /* guards ix, ix_busy, run_bytes and whole */
 	pthread_cond_t ix_done;
 	mt_index **ix;        /* chunk index per shard, loaded on first use */
@@ -66,6 +68,7 @@ static mt_reader *reader_new(mt_store *s)
 	if (!r)
 		return NULL;
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->frag_lock, NULL);
 	pthread_cond_init(&r->ix_done, NULL);
 	pthread_cond_init(&r->room_freed, NULL);
 	r->store = s;
@@ -78,7 +81,53 @@ static mt_reader *reader_new(mt_store *s)
 int mt_reader_open(mt_store *s, const char *dataset, const char *version, mt_reader **out,
 		   mt_error *err)
 {
-	return mti_reader_open_as(s, dataset, version, 1, out, err);
+	return mti_reader_open_as(s, dataset, version, MTI_OPEN_META, out, err);
+}
+
+int mt_reader_open_lazy(mt_store *s, const char *dataset, const char *version, mt_reader **out,
+			mt_error *err)
+{
+	return mti_reader_open_as(s, dataset, version, MTI_OPEN_META | MTI_OPEN_LAZY, out, err);
+}
+
+/* ---- format 2: fragments read when their rows or shards are first wanted ----
+ * A lazy reader holds the root alone at open; every entry point that
+ * touches shard entries asks for the fragments holding them first, and
+ * their shards' keys are made then.  An eager one loaded them all. */
+
+static int reader_frags(mt_reader *r, size_t f0, size_t f1, mt_error *err)
+{
+	mt_manifest *m = r->m;
+	pthread_mutex_lock(&r->frag_lock);
+	int rc = mti_manifest_load_frags(m, f0, f1, mti_store_get_fn, r->store, err);
+	for (size_t f = f0; !rc && f < f1 && f < m->nfrags; f++) {
+		size_t end = m->frags[f].first_shard + m->frags[f].nshards;
+		for (size_t i = m->frags[f].first_shard; !rc && i < end; i++)
+			if (!r->keys[i] && !(r->keys[i] = mti_key_shard(m->dataset, m->shards[i].sha256)))
+				rc = mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	pthread_mutex_unlock(&r->frag_lock);
+	return rc;
+}
+
+/* The fragments of shards [s0, s1). */
+static int reader_need_shards(mt_reader *r, size_t s0, size_t s1, mt_error *err)
+{
+	const mt_manifest *m = r->m;
+	if (!m->nfrags || s0 >= s1 || s0 >= m->nshards)
+		return 0;
+	return reader_frags(r, mti_manifest_frag_of_shard(m, s0),
+			    mti_manifest_frag_of_shard(m, s1 - 1) + 1, err);
+}
+
+/* The fragments of rows [a, b). */
+static int reader_need_rows(mt_reader *r, uint64_t a, uint64_t b, mt_error *err)
+{
+	const mt_manifest *m = r->m;
+	if (!m->nfrags || a >= b)
+		return 0;
+	return reader_frags(r, mti_manifest_frag_of_row(m, a), mti_manifest_frag_of_row(m, b - 1) + 1,
+			    err);
 }
 
 int mti_reader_open_as(mt_store *s, const char *dataset, const char *version, int with_meta,
@@ -88,6 +137,7 @@ int mti_reader_open_as(mt_store *s, const char *dataset, const char *version, in
 	mt_reader *r = reader_new(s);
 	if (!r)
 		return mti_err(err, MT_ENOMEM, "out of memory");
+	r->lazy = (with_meta & MTI_OPEN_LAZY) != 0;
 	int rc = mti_dataset_open(s, dataset, version, with_meta, &r->m, &r->json, err);
 	if (rc) {
 		mt_reader_close(r);
@@ -159,16 +209,20 @@ static int reader_setup(mt_reader *r, mt_reader **out, mt_error *err)
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
 		rc = mti_heal_new(s, m, &r->heal, err);
-	for (size_t i = 0; !rc && i < m->nshards; i++)
+	for (size_t i = 0; !rc && !m->nfrags && i < m->nshards; i++)
 		if (!(r->keys[i] = mti_key_shard(m->dataset, m->shards[i].sha256)))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && !r->lazy)
+		rc = reader_need_shards(r, 0, m->nshards, err);
 	if (rc) {
 		mt_reader_close(r);
 		return rc;
 	}
 	uint64_t stored = 0;
-	for (size_t i = 0; i < m->nshards; i++)
+	for (size_t i = 0; !m->nfrags && i < m->nshards; i++)
 		stored += m->shards[i].bytes;
+	for (size_t f = 0; f < m->nfrags; f++)
+		stored += m->frags[f].shard_bytes;
 	for (size_t i = 0; i < m->ntags; i++)
 		r->tags[i] = m->tags[i];
 	r->info = (mt_version_info){
@@ -221,6 +275,7 @@ void mt_reader_close(mt_reader *r)
 	free(r->json);
 	mti_manifest_free(r->m);
 	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->frag_lock);
 	pthread_cond_destroy(&r->ix_done);
 	pthread_cond_destroy(&r->room_freed);
 	free(r);
@@ -263,6 +318,11 @@ int mt_reader_shard(const mt_reader *r, size_t i, mt_shard_info *out)
 {
 	if (i >= r->m->nshards)
 		return MT_ERANGE;
+	/* Loading a fragment changes nothing a caller sees of r but its cost. */
+	mt_error e = {0};
+	int rc = reader_need_shards((mt_reader *)(uintptr_t)r, i, i + 1, &e);
+	if (rc)
+		return rc;
 	const mt_mshard *s = &r->m->shards[i];
 	*out = (mt_shard_info){s->sha256, r->keys[i], s->bytes, s->rows, s->first_row};
 	return 0;
@@ -641,12 +701,17 @@ static int shard_index(mt_reader *r, size_t i, const mt_index **out, mt_error *e
 	return 0;
 }
 
-/* Shard holding row `row` (binary search over first_row). */
+/* Shard holding row `row` (binary search over first_row; in format 2 over
+ * the fragments, then within the one holding it, which must be loaded). */
 static size_t shard_of(const mt_manifest *m, uint64_t row)
 {
 	if (!m->nshards)
 		return 0;
-	return mti_bisect_u64(&m->shards[0].first_row, m->nshards, sizeof m->shards[0], row);
+	if (!m->nfrags)
+		return mti_bisect_u64(&m->shards[0].first_row, m->nshards, sizeof m->shards[0], row);
+	const mt_mfrag *f = &m->frags[mti_manifest_frag_of_row(m, row)];
+	return f->first_shard + mti_bisect_u64(&m->shards[f->first_shard].first_row, f->nshards,
+					       sizeof m->shards[0], row);
 }
 
 struct index_jobs {
@@ -669,6 +734,11 @@ void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const char *who
 	struct index_jobs j = {r, shards};
 	/* Cached already: nothing to wait for. */
 	size_t missing = 0;
+	for (size_t i = 0; i < n; i++) {
+		mt_error e = {0};
+		/* A fragment that fails is reported by the read that needs it. */
+		reader_need_shards(r, shards[i], shards[i] + 1, &e);
+	}
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < n; i++) {
 		if (shards[i] >= r->m->nshards || r->ix[shards[i]])
@@ -689,6 +759,10 @@ int mti_reader_far(const mt_reader *r)
 
 size_t mti_reader_shard_of(const mt_reader *r, uint64_t row)
 {
+	mt_error e = {0};
+	/* Its caller reads the row next, and reports a fragment that fails. */
+	if (reader_need_rows((mt_reader *)(uintptr_t)r, row, row + 1, &e))
+		return 0;
 	return shard_of(r->m, row);
 }
 
@@ -766,7 +840,9 @@ int mt_reader_chunks(mt_reader *r, size_t shard, void (*fn)(void *ud, const mt_c
 		return mti_err(err, MT_ERANGE, "%s@%s: no shard %zu (it has %zu)", r->m->dataset,
 			      r->m->version, shard, r->m->nshards);
 	const mt_index *ix;
-	int rc = shard_index(r, shard, &ix, err);
+	int rc = reader_need_shards(r, shard, shard + 1, err);
+	if (!rc)
+		rc = shard_index(r, shard, &ix, err);
 	for (size_t a = 0; !rc && a < ix->n; a++) {
 		const mt_index_entry *e = &ix->e[a];
 		for (size_t k = 0; k < e->nchunks; k++) {
@@ -1154,7 +1230,8 @@ static int run_jobs(struct jobs *js, mt_error *err)
 	return rc;
 }
 
-static int check_range(const mt_reader *r, size_t attr, uint64_t a, uint64_t b, mt_error *err)
+/* And, as every read of rows starts here, the fragments of those rows. */
+static int check_range(mt_reader *r, size_t attr, uint64_t a, uint64_t b, mt_error *err)
 {
 	if (attr >= r->m->nattrs)
 		return mti_err(err, MT_EINVAL, "%s@%s: no attribute #%zu", r->m->dataset,
@@ -1163,7 +1240,7 @@ static int check_range(const mt_reader *r, size_t attr, uint64_t a, uint64_t b, 
 		return mti_err(err, MT_ERANGE, "%s@%s: rows %llu:%llu are outside 0:%llu",
 			      r->m->dataset, r->m->version, (unsigned long long)a,
 			      (unsigned long long)b, (unsigned long long)r->m->rows);
-	return 0;
+	return reader_need_rows(r, a, b, err);
 }
 
 static int entry_of(mt_reader *r, size_t shard, const char *attr, const char *sub,
@@ -1598,6 +1675,9 @@ int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn pro
 	int bad = 0;
 	uint64_t done = 0;
 	char msg[512];
+	int frc = reader_need_shards(r, 0, r->m->nshards, err);
+	if (frc)
+		return frc;
 	for (size_t i = 0; i < r->m->nshards; i++) {
 		int rc = verify_shard(r, i, msg, sizeof msg);
 		if (rc == MT_ENOMEM || rc == MT_EIO || rc == MT_ENET || rc == MT_EAUTH)

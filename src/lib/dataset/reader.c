@@ -4,47 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunk-cache.h"
 #include "codec.h"
-#include "dataset.h"
-#include "heal.h"
 #include "pool.h"
 #include "protect.h"
-
-/* A shard object read whole, for reads that want all of it (far away, the
- * chunk index then costs no round trip of its own): want says a caller
- * asked for it; refs counts the runs slicing data; dropped frees it when
- * the last of them is done. */
-struct whole {
-	uint8_t *data;
-	int want, refs, dropped;
-};
-
-struct mt_reader {
-	mt_store *store;
-	mt_manifest *m;
-	char *json;
-	char **keys;          /* shard object keys */
-	const char **tags;
-	mt_version_info info;
-	pthread_mutex_t frag_lock; /* format 2: one caller loads fragments at a time */
-	int lazy;             /* format 2: fragments loaded as they are wanted */
-	pthread_mutex_t lock; /* guards ix, ix_busy, run_bytes and whole */
-	pthread_cond_t ix_done;
-	mt_index **ix;        /* chunk index per shard, loaded on first use */
-	char *ix_busy;        /* a thread is reading that shard's index */
-	char *offs_ok;        /* that shard's ragged offsets were found sound (guarded by lock) */
-	int threads;
-	mti_heal *heal;       /* damaged chunks rebuilt from parity */
-	pthread_cond_t room_freed; /* run buffers were freed, or the room changed */
-	uint64_t run_bytes;   /* of run buffers held now, by every read of r (guarded by lock) */
-	struct whole *whole;  /* per shard: its object read whole ahead */
-	uint64_t whole_bytes; /* held in whole[] */
-	uint64_t room;        /* what run buffers and whole objects may hold together (run_room) */
-	double latency;       /* seconds, the quickest chunk index read so far (0: none yet) */
-	mti_ccache *cache;    /* decoded chunks: the process's, or the one mti_reader_set_cache gave */
-	int keep_all;         /* every chunk decoded goes into the cache, not only those used in part */
-};
+#include "reader.h"
 
 /* Run buffers of every read of one reader at once (run_room): the loader
  * reads two windows at a time far away, each as many runs as before. */
@@ -111,7 +74,7 @@ static int reader_frags(mt_reader *r, size_t f0, size_t f1, mt_error *err)
 }
 
 /* The fragments of shards [s0, s1). */
-static int reader_need_shards(mt_reader *r, size_t s0, size_t s1, mt_error *err)
+int mti_reader_need_shards(mt_reader *r, size_t s0, size_t s1, mt_error *err)
 {
 	const mt_manifest *m = r->m;
 	if (!m->nfrags || s0 >= s1 || s0 >= m->nshards)
@@ -213,7 +176,7 @@ static int reader_setup(mt_reader *r, mt_reader **out, mt_error *err)
 		if (!(r->keys[i] = mti_key_shard(m->dataset, m->shards[i].sha256)))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc && !r->lazy)
-		rc = reader_need_shards(r, 0, m->nshards, err);
+		rc = mti_reader_need_shards(r, 0, m->nshards, err);
 	if (rc) {
 		mt_reader_close(r);
 		return rc;
@@ -320,7 +283,7 @@ int mt_reader_shard(const mt_reader *r, size_t i, mt_shard_info *out)
 		return MT_ERANGE;
 	/* Loading a fragment changes nothing a caller sees of r but its cost. */
 	mt_error e = {0};
-	int rc = reader_need_shards((mt_reader *)(uintptr_t)r, i, i + 1, &e);
+	int rc = mti_reader_need_shards((mt_reader *)(uintptr_t)r, i, i + 1, &e);
 	if (rc)
 		return rc;
 	const mt_mshard *s = &r->m->shards[i];
@@ -737,7 +700,7 @@ void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const char *who
 	for (size_t i = 0; i < n; i++) {
 		mt_error e = {0};
 		/* A fragment that fails is reported by the read that needs it. */
-		reader_need_shards(r, shards[i], shards[i] + 1, &e);
+		mti_reader_need_shards(r, shards[i], shards[i] + 1, &e);
 	}
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < n; i++) {
@@ -840,7 +803,7 @@ int mt_reader_chunks(mt_reader *r, size_t shard, void (*fn)(void *ud, const mt_c
 		return mti_err(err, MT_ERANGE, "%s@%s: no shard %zu (it has %zu)", r->m->dataset,
 			      r->m->version, shard, r->m->nshards);
 	const mt_index *ix;
-	int rc = reader_need_shards(r, shard, shard + 1, err);
+	int rc = mti_reader_need_shards(r, shard, shard + 1, err);
 	if (!rc)
 		rc = shard_index(r, shard, &ix, err);
 	for (size_t a = 0; !rc && a < ix->n; a++) {
@@ -875,7 +838,7 @@ static int plan_units(struct jobs *js, size_t shard, const mt_index_entry *e, ui
 	return 0;
 }
 
-static const char *unit_word(const mt_index_entry *e)
+const char *mti_reader_unit_word(const mt_index_entry *e)
 {
 	return strstr(e->name, "/values") ? "items" : strstr(e->name, "/offsets") ? "offsets"
 										  : "rows";
@@ -887,9 +850,10 @@ static const char *unit_word(const mt_index_entry *e)
 static void chunk_where(const mt_reader *r, const struct job *j, char *buf, size_t cap)
 {
 	const mt_chunk *k = &j->e->chunks[j->chunk];
-	int rows = strcmp(unit_word(j->e), "rows") == 0;
+	int rows = strcmp(mti_reader_unit_word(j->e), "rows") == 0;
 	uint64_t base = rows ? r->m->shards[j->shard].first_row : 0;
-	snprintf(buf, cap, "%s chunk %zu (%s %llu..%llu%s)", j->e->name, j->chunk, unit_word(j->e),
+	snprintf(buf, cap, "%s chunk %zu (%s %llu..%llu%s)", j->e->name, j->chunk,
+		 mti_reader_unit_word(j->e),
 		 (unsigned long long)(base + k->first),
 		 (unsigned long long)(base + k->first + k->count - 1), rows ? "" : " of the shard");
 }
@@ -959,7 +923,7 @@ static int chunk_heal(mt_reader *r, const struct job *j, uint8_t *z, int dmg, mt
 	char where[320], rows[64] = "";
 	chunk_where(r, j, where, sizeof where);
 	const mt_mshard *s = &r->m->shards[j->shard];
-	if (strcmp(unit_word(j->e), "rows") != 0 && s->rows)
+	if (strcmp(mti_reader_unit_word(j->e), "rows") != 0 && s->rows)
 		snprintf(rows, sizeof rows, " of rows %llu..%llu", (unsigned long long)s->first_row,
 			 (unsigned long long)(s->first_row + s->rows - 1));
 	return mti_err(err, dmg == DMG_MISSING ? MT_ENOTFOUND : MT_ECORRUPT,
@@ -1600,113 +1564,4 @@ void mt_reader_stats(const mt_reader *r, mt_read_stats *out)
 	if (n > sizeof st.size)
 		memcpy((char *)out + sizeof st.size, (char *)&st + sizeof st.size,
 		       n - sizeof st.size);
-}
-
-/* ---- verify ----------------------------------------------------------- */
-
-/* Append "; <the chunks of ix that fail their checksum>" to msg, rows
- * counted as everywhere else: from the start of the dataset. */
-static int damaged_chunks(const mt_reader *r, size_t i, const mt_index *ix, const uint8_t *data,
-			  char *msg, size_t cap)
-{
-	int bad = 0;
-	for (size_t k = 0; k < ix->n; k++) {
-		const mt_index_entry *e = &ix->e[k];
-		int rows = strcmp(unit_word(e), "rows") == 0;
-		uint64_t base = rows ? r->m->shards[i].first_row : 0;
-		for (size_t c = 0; c < e->nchunks; c++) {
-			const mt_chunk *ch = &e->chunks[c];
-			if (mti_xxh3(data + ch->offset, ch->size) == ch->xxh3)
-				continue;
-			size_t len = strlen(msg);
-			snprintf(msg + len, cap - len, "%s%s chunk %zu (%s %llu..%llu%s) fails its "
-				 "checksum", len ? "; " : "", e->name, c, unit_word(e),
-				 (unsigned long long)(base + ch->first),
-				 (unsigned long long)(base + ch->first + ch->count - 1),
-				 rows ? "" : " of the shard");
-			bad = 1;
-		}
-	}
-	return bad;
-}
-
-/* Shard i read whole and checked by mti_shard_check, the one definition
- * of sound; a failure also names every chunk that fails its checksum when
- * the index still decodes: repair can salvage the rest. */
-static int verify_shard(mt_reader *r, size_t i, char *msg, size_t cap)
-{
-	const mt_mshard *s = &r->m->shards[i];
-	mt_error e = {0};
-	void *data = NULL;
-	size_t got = 0;
-	uint64_t end;
-	int rc = mti_store_get(r->store, r->keys[i], 0, UINT64_MAX, &data, &got, &e);
-	if (rc == MT_ENOTFOUND)
-		rc = mti_err(&e, rc, "shard object %s is missing", r->keys[i]);
-	if (!rc)
-		rc = mti_shard_check(data, got, r->m, i, r->keys[i], NULL, &e);
-	mt_index *ix = NULL;
-	if (rc == MT_ECORRUPT && got == s->bytes && mti_add_ok(s->index_offset, s->index_bytes, &end) &&
-	    end <= got) {
-		mt_error ie;
-		mt_error be;
-		int sha_only = !mti_shard_check_body(data, got, r->m, i, r->keys[i], NULL, &be);
-		if (!mti_index_decode_shard((uint8_t *)data + s->index_offset, s->index_bytes, got,
-					    r->m, i, r->keys[i], &ix, &ie) &&
-		    damaged_chunks(r, i, ix, data, e.message, sizeof e.message))
-			sha_only = 0;
-		/* Index and every chunk intact: the reads are right, and the
-		 * bytes that differ are HDF5's own, which the writer makes again. */
-		if (sha_only) {
-			size_t n = strlen(e.message);
-			snprintf(e.message + n, sizeof e.message - n, "; HDF5 metadata damaged; data "
-				 "intact; repair rebuilds it");
-		}
-		mti_index_free(ix);
-	}
-	free(data);
-	snprintf(msg, cap, "%s", rc ? e.message : "ok");
-	return rc;
-}
-
-int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn progress,
-		     void *progress_ud, mt_error *err)
-{
-	int bad = 0;
-	uint64_t done = 0;
-	char msg[512];
-	int frc = reader_need_shards(r, 0, r->m->nshards, err);
-	if (frc)
-		return frc;
-	for (size_t i = 0; i < r->m->nshards; i++) {
-		int rc = verify_shard(r, i, msg, sizeof msg);
-		if (rc == MT_ENOMEM || rc == MT_EIO || rc == MT_ENET || rc == MT_EAUTH)
-			return mti_err(err, rc, "%s", msg);
-		mt_shard_info info;
-		mt_reader_shard(r, i, &info);
-		if (fn)
-			fn(ud, i, &info, rc, rc ? msg : NULL);
-		if (rc && bad++ == 0)
-			mti_err(err, MT_ECORRUPT, "%s@%s: shard %zu: %s", r->m->dataset,
-			       r->m->version, i, msg);
-		done += r->m->shards[i].bytes;
-		if (progress && progress(progress_ud, done, r->info.stored_bytes))
-			return mti_err(err, MT_ECANCELED, "verify of %s@%s canceled", r->m->dataset,
-				      r->m->version);
-	}
-	return bad ? MT_ECORRUPT : 0;
-}
-
-int mti_version_sound(mt_store *s, const char *dataset, const char *version, const char *what,
-		      mt_error *err)
-{
-	mt_reader *r = NULL;
-	int rc = mt_reader_open(s, dataset, version, &r, err);
-	if (!rc)
-		rc = mt_reader_verify(r, NULL, NULL, NULL, NULL, err);
-	if (rc == MT_ECORRUPT)
-		mti_err_prefix(err, "%s refuses a version that is not sound (see matorage verify "
-			       "and repair): ", what);
-	mt_reader_close(r);
-	return rc;
 }

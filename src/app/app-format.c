@@ -1,4 +1,4 @@
-/* app-format.c — numbers as the application shows them: byte sizes, row shapes. */
+/* app-format.c — numbers as the application shows them: byte sizes, row shapes, copy summaries. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -33,5 +33,24 @@ const char *app_shape_str(const mt_attr *a, char *buf, size_t cap)
 					len ? ", " : "", a->shape[i]);
 	int ndims = a->rank + (a->ragged ? 1 : 0);
 	snprintf(buf, cap, "(%s%s)", dims, ndims == 1 ? "," : "");
+	return buf;
+}
+
+const char *app_copy_summary(const mt_copy_stats *st, char *buf, size_t cap)
+{
+	char sent[32], present[32];
+	app_human_bytes(st->bytes, sent, sizeof sent);
+	app_human_bytes(st->bytes_present, present, sizeof present);
+	/* mt_copy counts parity objects among the objects it copies; a user
+	 * reading "shards" means the version's data, so parity is told apart. */
+	uint64_t shards = st->shards - st->parity, here = st->shards_present - st->parity_present;
+	if (!st->parity && !st->parity_present)
+		snprintf(buf, cap, "%" PRIu64 " shard(s) sent (%s), %" PRIu64 " already there (%s)",
+			 shards, sent, here, present);
+	else
+		snprintf(buf, cap,
+			 "%" PRIu64 " shard(s) and %" PRIu64 " parity object(s) sent (%s), %" PRIu64
+			 " shard(s) and %" PRIu64 " parity object(s) already there (%s)",
+			 shards, st->parity, sent, here, st->parity_present, present);
 	return buf;
 }

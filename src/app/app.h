@@ -194,5 +194,7 @@ int app_records_csv(struct app_records *r, const char *line, size_t len, void *c
 const char *app_human_bytes(uint64_t n, char *buf, size_t cap);
 /* A row's shape as "(28, 28)"; ragged rows as "(*, 28)". */
 const char *app_shape_str(const mt_attr *a, char *buf, size_t cap);
+/* What a copy sent and found, parity objects told apart from shards. */
+const char *app_copy_summary(const mt_copy_stats *st, char *buf, size_t cap);
 
 #endif

@@ -80,21 +80,20 @@ int cli_copy_run(struct cli_ctx *ctx, const struct cli_args *a, mt_store *src, m
 	int crc = mt_copy(src, dst, ref.dataset, ref.version, threads, cli_progress_fn, p, &st,
 			  &err);
 	cli_progress_end(p);
-	char sent[32], present[32];
-	app_human_bytes(st.bytes, sent, sizeof sent);
-	app_human_bytes(st.bytes_present, present, sizeof present);
 	if (crc) {
+		char sent[32];
 		rc = cli_fail(&err);
 		if (st.shards)
-			fprintf(stderr, "matorage: %llu shard(s) (%s) were sent before the failure; "
+			fprintf(stderr, "matorage: %llu object(s) (%s) were sent before the failure; "
 					"a re-run sends only what is still missing\n",
-				(unsigned long long)st.shards, sent);
+				(unsigned long long)st.shards,
+				app_human_bytes(st.bytes, sent, sizeof sent));
 	} else {
-		printf("%llu version(s) copied to %s, %llu already there; %llu shard(s) sent (%s), "
-		       "%llu already there (%s)\n",
+		char summary[256];
+		printf("%llu version(s) copied to %s, %llu already there; %s\n",
 		       (unsigned long long)st.versions, mt_store_url(dst),
-		       (unsigned long long)st.versions_present, (unsigned long long)st.shards, sent,
-		       (unsigned long long)st.shards_present, present);
+		       (unsigned long long)st.versions_present,
+		       app_copy_summary(&st, summary, sizeof summary));
 	}
 	/* Even a failed copy may have committed some versions. */
 	if (st.versions && ref.dataset && ref.version)

@@ -20,16 +20,9 @@ static int copy_run(struct tui_job *j)
 			       &st, &err)
 		     : err.code;
 	if (!rc) {
-		char sent[32], parity[96] = "";
-		/* Parity objects are no shards: counted apart. */
-		if (st.parity || st.parity_present)
-			snprintf(parity, sizeof parity, "; parity objects: %llu sent, %llu already there",
-				 (unsigned long long)st.parity, (unsigned long long)st.parity_present);
-		snprintf(j->result, sizeof j->result,
-			 "%llu shards sent (%s) to %s, %llu already there%s",
-			 (unsigned long long)(st.shards - st.parity),
-			 app_human_bytes(st.bytes, sent, sizeof sent), mt_store_url(dst),
-			 (unsigned long long)(st.shards_present - st.parity_present), parity);
+		char summary[256];
+		snprintf(j->result, sizeof j->result, "to %s: %s", mt_store_url(dst),
+			 app_copy_summary(&st, summary, sizeof summary));
 		/* The destination's catalog entry is part of the job. */
 		mt_catalog_sync(j->t->cat, tg->text, dst, tg->ref.dataset, 0, NULL, NULL, NULL,
 				&err);

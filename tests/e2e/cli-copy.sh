@@ -111,6 +111,12 @@ check "a sync into a store holding the recipe" $M sync "$A" "$D/r2" rec
 check "the copies verify" $M --store "$D/r2" verify rec@v2
 
 # Usage errors.
+# Parity objects travel with a protected version, counted apart from its shards.
+$M --store "$A" protect other@v1 --parity 2+1 > /dev/null
+out=$($M --store "$A" push other "$D/p" 2>&1)
+ok $(echo "$out" | grep -Eq '; 1 shard\(s\) and [1-9][0-9]* parity object\(s\) sent'; echo $?) \
+	"a protected version's summary counts its 1 shard apart from its parity objects: $out"
+
 fails "push needs a destination" 2 "usage: matorage push" $M --store "$A" push ds
 fails "--threads must be a number" 2 "threads" $M --store "$A" push ds "$B" --threads 0
 fails "an unknown dataset" 1 "nosuch" $M --store "$A" push nosuch "$B"

@@ -426,7 +426,7 @@ int main(void)
 	keys(&t, "yes\n");
 	/* Wide enough for the whole result line, URLs and all. */
 	disp_resize(240, 24);
-	tap_ok(shows(&t, "1 shards sent"), "p copies the version to another store");
+	tap_ok(shows(&t, "1 shard(s) sent"), "p copies the version to another store");
 	disp_resize(80, 24);
 	tap_ok(access(copied, F_OK) == 0, "with its metadata object");
 

@@ -9,6 +9,7 @@
 #include "chunk-cache.h"
 #include "dataset.h"
 #include "tap.h"
+#include "tap-store.h"
 
 #define SHA_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define SHA_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -421,14 +422,8 @@ int main(void)
 	test_budget();
 	test_lru();
 	test_threads();
-	snprintf(root, sizeof root, "%s/mt-ccache-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(root))
+	if (tap_scratch_store("ccache", root, sizeof root, &store))
 		return 1;
-	mt_error err;
-	if (mt_store_open(root, &store, &err)) {
-		printf("Bail out! %s\n", err.message);
-		return 1;
-	}
 	real_ops = store->ops;
 	counting_ops = *real_ops;
 	counting_ops.read = counting_read;

@@ -12,6 +12,7 @@
 #include "format.h"
 #include "lock.h"
 #include "tap.h"
+#include "tap-store.h"
 
 static char root[256];
 static mt_store *store;
@@ -576,14 +577,8 @@ static void test_race_and_edges(void)
 
 int main(void)
 {
-	snprintf(root, sizeof root, "%s/mt-ckpt-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(root))
+	if (tap_scratch_store("ckpt", root, sizeof root, &store))
 		return 1;
-	mt_error err;
-	if (mt_store_open(root, &store, &err)) {
-		printf("Bail out! %s\n", err.message);
-		return 1;
-	}
 	test_roundtrip_and_dedup();
 	test_raw_or_compressed();
 	test_add_many();

@@ -14,6 +14,7 @@
 #include "dataset.h"
 #include "lock.h"
 #include "tap.h"
+#include "tap-store.h"
 
 static char root[256];
 static mt_store *store;
@@ -758,14 +759,8 @@ static void test_pins(void)
 
 int main(void)
 {
-	snprintf(root, sizeof root, "%s/mt-dataset-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(root))
+	if (tap_scratch_store("dataset", root, sizeof root, &store))
 		return 1;
-	mt_error err;
-	if (mt_store_open(root, &store, &err)) {
-		printf("Bail out! %s\n", err.message);
-		return 1;
-	}
 	real_ops = store->ops;
 	counting_ops = *real_ops;
 	counting_ops.read = counting_read;

@@ -6,6 +6,7 @@
 
 #include "matorage.h"
 #include "tap.h"
+#include "tap-store.h"
 
 static uint64_t rng;
 static uint64_t next(void)
@@ -160,15 +161,9 @@ int main(void)
 	printf("# seed %llu (rerun with MT_SEED=%llu)\n", (unsigned long long)seed,
 	       (unsigned long long)seed);
 	char root[256];
-	snprintf(root, sizeof root, "%s/mt-rt-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(root))
-		return 1;
 	mt_store *s;
-	mt_error err;
-	if (mt_store_open(root, &s, &err)) {
-		printf("Bail out! %s\n", err.message);
+	if (tap_scratch_store("roundtrip", root, sizeof root, &s))
 		return 1;
-	}
 	for (int c = 0; c < 25; c++) {
 		rng = seed * 2654435761u + (uint64_t)c * 0x9E3779B97F4A7C15ull + 1;
 		one_case(s, c, seed);

@@ -10,6 +10,7 @@
 
 #include "script.h"
 #include "tap.h"
+#include "tap-store.h"
 
 static char root[256];
 static mt_store *store;
@@ -352,14 +353,8 @@ static void test_stores(void)
 
 int main(void)
 {
-	snprintf(root, sizeof root, "%s/mt-script.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(root))
+	if (tap_scratch_store("script", root, sizeof root, &store))
 		return 1;
-	mt_error err;
-	if (mt_store_open(root, &store, &err)) {
-		fprintf(stderr, "%s\n", err.message);
-		return 1;
-	}
 	test_commit_and_provenance();
 	test_error_commits_nothing();
 	test_cancel_from_another_thread();

@@ -1,10 +1,7 @@
 #!/bin/bash
 # tui-recipe.sh — recipes run from the browser (`:run`): a new version appears, a broken script shows its error line and commits nothing, a long one is canceled.
 . "$(dirname "$0")/lib.sh"
-if ! command -v tmux > /dev/null; then
-	echo "1..0 # SKIP tmux not installed (scripts/install-deps.sh)"
-	exit 0
-fi
+. "$(dirname "$0")/tui-lib.sh"
 M=$MATORAGE
 export MATORAGE_STORE="$WORK/store" MATORAGE_CONFIG="$WORK/config.json"
 cd "$WORK" || exit 1
@@ -36,28 +33,8 @@ EOF
 "$PY" -c "import numpy as np; np.save('$WORK/x.npy', np.arange(4))"
 check "a dataset to start from" $M put start x="$WORK/x.npy"
 
-SOCK="$WORK/tmux.sock"
-tmx() { tmux -S "$SOCK" -f /dev/null "$@"; }
-trap 'tmx kill-server 2> /dev/null; mt_cleanup' EXIT
-screen() { tmx capture-pane -p -t mt; }
-wait_for() {
-	local i
-	for i in $(seq $((${2:-20} * 10))); do
-		screen | grep -qF -- "$1" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-expect() {
-	wait_for "$2"
-	local rc=$?
-	ok $rc "$1"
-	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
-}
-keys() { tmx send-keys -t mt "$@"; }
 
-tmx new-session -d -s mt -x 100 -y 30 -c "$WORK" \
-	"env MATORAGE_STORE='$MATORAGE_STORE' XDG_DATA_HOME='$XDG_DATA_HOME' MATORAGE_CONFIG='$MATORAGE_CONFIG' $M; sleep 30"
+tui_start 100 30
 expect "the browser opens" "sync local:"
 keys Enter Enter
 expect "the store's datasets" "start"

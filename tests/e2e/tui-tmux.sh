@@ -3,10 +3,7 @@
 # With MT_TEST_STORE=s3 the store is an S3 prefix behind the signing proxy.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/store.sh"
-if ! command -v tmux > /dev/null; then
-	echo "1..0 # SKIP tmux not installed (scripts/install-deps.sh)"
-	exit 0
-fi
+. "$(dirname "$0")/tui-lib.sh"
 use_store
 M=$MATORAGE
 export MATORAGE_CONFIG="$WORK/config.json"
@@ -31,37 +28,9 @@ MUTE_PID=$!
 for _ in $(seq 50); do [ -s "$WORK/mute.port" ] && break; sleep 0.1; done
 check "a remote that never answers" $M remote add mute s3://silent --endpoint "http://127.0.0.1:$(cat "$WORK/mute.port")"
 
-SOCK="$WORK/tmux.sock"
-tmx() { tmux -S "$SOCK" -f /dev/null "$@"; }
-tui_cleanup() {
-	tmx kill-server 2> /dev/null
-	kill "$MUTE_PID" 2> /dev/null
-	mt_cleanup
-}
-trap tui_cleanup EXIT
+TUI_PIDS+=("$MUTE_PID")
 
-# screen: what the terminal shows now.
-screen() { tmx capture-pane -p -t mt; }
-# wait_for TEXT [SECONDS]: until the screen shows TEXT (at most 20 s by default).
-wait_for() {
-	local i
-	for i in $(seq $((${2:-20} * 10))); do
-		screen | grep -qF -- "$1" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-# expect NAME TEXT: a case that passes when the screen shows TEXT in time.
-expect() {
-	wait_for "$2"
-	local rc=$?
-	ok $rc "$1"
-	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
-}
-keys() { tmx send-keys -t mt "$@"; }
-
-tmx new-session -d -s mt -x 80 -y 24 \
-	"env MATORAGE_STORE='$MATORAGE_STORE' XDG_DATA_HOME='$XDG_DATA_HOME' MATORAGE_CONFIG='$MATORAGE_CONFIG' TERM=tmux-256color $M 2> '$WORK/stderr'; echo exited \$? > '$WORK/exit'; sleep 30"
+tui_start 80 24
 expect "matorage with no arguments on a terminal opens the browser" "matorage › remotes"
 ok $(tmx capture-pane -e -p -t mt | grep -q $'\e\\[[0-9;]*3[0-7]m'; echo $?) "colours on a colour terminal"
 expect "the store is synced into the catalog" "sync local:"
@@ -124,8 +93,8 @@ expect "the sync of the silent remote is still running" "sync mute"
 keys q
 expect "q asks while the job runs" "y or q quits and cancels"
 keys y
-for _ in $(seq 100); do [ -s "$WORK/exit" ] && break; sleep 0.1; done
-ok $(grep -q 'exited 0' "$WORK/exit" 2> /dev/null; echo $?) \
+tui_exited
+ok $? \
 	"q quits with status 0 within 10 s, a job stuck on the network or not"
 ok $([ ! -s "$WORK/stderr" ]; echo $?) "nothing was printed over the screen"
 [ -s "$WORK/stderr" ] && sed 's/^/# stderr: /' "$WORK/stderr"

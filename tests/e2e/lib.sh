@@ -99,6 +99,18 @@ done_testing() {
 	[ "$T_FAILED" -eq 0 ]
 }
 
+# flip_byte FILE: the byte in the middle of FILE changed, the size kept (damage a
+# checksum must catch: nothing else about the object tells).
+flip_byte() {
+	chmod u+w "$1"
+	"$PY" - "$1" <<'PYEOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) // 2] ^= 0x10
+open(sys.argv[1], "wb").write(b)
+PYEOF
+}
+
 # ---- S3: s3rver or Ceph RADOS Gateway behind the signature-checking, fault-injecting proxy (s3proxy.py) ----
 
 S3_PIDS=()

@@ -31,18 +31,9 @@ tensor() {
 	echo "$S/models/net/tensors/$($M model info net@v1 --json |
 		$PY -c "import json,sys; t=list(json.load(sys.stdin)['tensors'].values()); print(t[$1]['sha256'])")"
 }
-flip() {
-	chmod u+w "$1"
-	"$PY" - "$1" <<'PYEOF'
-import sys
-b = bytearray(open(sys.argv[1], "rb").read())
-b[len(b) // 2] ^= 0x10
-open(sys.argv[1], "wb").write(b)
-PYEOF
-}
 t1=$(tensor 1) t3=$(tensor 3)
 cp "$t1" t1.orig
-flip "$t1"
+flip_byte "$t1"
 rm -f "$t3"
 fails "verify finds the damage" 1 "damaged or missing" $M verify model:net
 out=$($M repair model:net --no-remotes 2>&1)
@@ -66,7 +57,7 @@ ok $([ $? -eq 0 ] && echo "$out" | grep -q "protected with 2+1 parity"; echo $?)
 ok $([ -f "$S/models/net/protect/v1.json" ] && [ "$(ls "$S/models/net/parity" | wc -l)" -eq 3 ]; echo $?) \
 	"its record, and one parity object per group of 2 of the 5 tensors"
 fails "protecting it again is refused" 1 "already protected with 2.1 parity" $M protect model:net --parity 2+1
-flip "$t1"
+flip_byte "$t1"
 check "C: model export heals the damaged tensor from parity" bash -c \
 	"$M model export net -o $WORK/healed.safetensors && cmp $WORK/good.safetensors $WORK/healed.safetensors"
 ok $(cmp -s t1.orig "$t1"; [ $? -ne 0 ]; echo $?) "reading heals in memory: the stored object is still damaged"

@@ -15,13 +15,7 @@ s0=$(sha 0) s2=$(sha 2)
 # damage: shard 0 gone, shard 2 with a byte flipped (same size)
 damage() {
 	rm -f "$S/datasets/c/shards/$s0.h5"
-	chmod u+w "$S/datasets/c/shards/$s2.h5"
-	"$PY" - "$S/datasets/c/shards/$s2.h5" <<'PYEOF'
-import sys
-b = bytearray(open(sys.argv[1], "rb").read())
-b[len(b) // 2] ^= 0x10
-open(sys.argv[1], "wb").write(b)
-PYEOF
+	flip_byte "$S/datasets/c/shards/$s2.h5"
 }
 cp "$S/datasets/c/shards/$s2.h5" s2.orig
 damage

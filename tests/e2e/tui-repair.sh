@@ -8,16 +8,6 @@ cd "$WORK" || exit 1
 "$PY" -c "import numpy as np; np.save('$WORK/x.npy', np.arange(800 * 16, dtype=np.float32).reshape(800, 16))"
 check "a dataset of 8 shards" $M put p x="$WORK/x.npy" --shard-rows 100
 check "another, never protected" $M put u x="$WORK/x.npy" --shard-rows 400
-# flip SHARD_FILE: one byte in the middle changed, same size.
-flip() {
-	chmod u+w "$1"
-	"$PY" - "$1" <<'PYEOF'
-import sys
-b = bytearray(open(sys.argv[1], "rb").read())
-b[len(b) // 2] ^= 0x10
-open(sys.argv[1], "wb").write(b)
-PYEOF
-}
 # shard_file DATASET I: the file of shard I of DATASET@v1.
 shard_file() {
 	echo "$WORK/store/datasets/$1/shards/$($M info "$1@v1" --json |
@@ -32,7 +22,7 @@ expect "the protect job ends" "protected with 4+2"
 expect "the version shows its protection" "4+2"
 expect "and its health: every shard was read to be coded" "sound"
 
-flip "$(shard_file p 2)"
+flip_byte "$(shard_file p 2)"
 keys v
 expect "verify finds the damaged shard repairable" "repairable"
 keys Enter
@@ -61,7 +51,7 @@ expect_not "and no longer repairable" " repairable"
 ok $(cmp -s <($M verify p >/dev/null 2>&1; echo $?) <(echo 0); echo $?) "matorage verify agrees"
 
 # Nothing can rebuild a shard of a version without parity or another copy.
-flip "$(shard_file u 1)"
+flip_byte "$(shard_file u 1)"
 keys ":repair u@v1" Enter
 expect "a repair that cannot rebuild says what is lost" "lost shard 1 (rows 400..799)"
 keys ":q" Enter

@@ -291,6 +291,14 @@ MT_API int mt_store_list(mt_store *s, const char *prefix,
 MT_API int mt_store_delete_version(mt_store *s, const char *dataset, const char *version,
 				   mt_error *err);
 
+/* Rewrite dataset@version's manifest in format 2 (doc/FORMAT.md, "Manifest
+ * format 2"): the same rows, shards and name, its shard entries moved into
+ * fragments.  *changed is 1, or 0 when it was format 2 already.  Taken as a
+ * writer takes the dataset (its fragments pinned against gc), then the
+ * manifest replaced at once.  MT_EUNSUPPORTED for a protected version. */
+MT_API int mt_store_upgrade(mt_store *s, const char *dataset, const char *version, int *changed,
+			    mt_error *err);
+
 /* Replace a version's description and tags (ntags may be 0).  Manifests
  * are immutable, so the new values go to a small mutable object beside the
  * manifest (datasets/<dataset>/meta/<version>.json, doc/FORMAT.md) that

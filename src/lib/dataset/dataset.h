@@ -4,6 +4,7 @@
 
 #include "chunk-cache.h"
 #include "format.h"
+#include "lock.h"
 #include "store.h"
 
 /* Load and decode dataset@version's manifest; version NULL, "" or
@@ -57,6 +58,13 @@ MT_LOCAL void mti_writer_counts(const mt_writer *w, size_t *nshards, uint64_t *r
 			       uint64_t *tail_rows);
 MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64_t (*lost)[2],
 				   size_t n, mt_error *err);
+
+/* upgrade.c: write the fragments of m (cut by mti_manifest_cut), before
+ * its root: every key the root will name pinned under l (one pin object),
+ * then, once no gc that may have missed the pins runs, the fresh ones put
+ * and made durable.  The others are fragments of the version built on. */
+MT_LOCAL int mti_put_fragments(mt_store *s, mt_dlock *l, const char *dataset, mt_manifest *m,
+			       mt_error *err);
 
 /* Threads each read of r fetches and decodes chunks on (default: CPUs). */
 MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);

@@ -1022,16 +1022,6 @@ static void commit_backoff(int attempt)
 	usleep((useconds_t)(1000u * (unsigned)(mti_random_u64() % cap_ms)));
 }
 
-/* Shards a fragment holds: $MATORAGE_FRAGMENT_SHARDS (1 to
- * MT_FRAGMENT_SHARDS_MAX), else MT_FRAGMENT_SHARDS. */
-static size_t fragment_shards(void)
-{
-	const char *v = getenv("MATORAGE_FRAGMENT_SHARDS");
-	char *end = NULL;
-	unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
-	return end && !*end && n >= 1 && n <= MT_FRAGMENT_SHARDS_MAX ? (size_t)n : MT_FRAGMENT_SHARDS;
-}
-
 /* The manifest format w writes (doc/FORMAT.md, "Manifest format 2"):
  * $MATORAGE_MANIFEST_FORMAT when 1 or 2; else 2 for more shards than one
  * fragment holds or an append to a format-2 version, 1 otherwise. */
@@ -1041,44 +1031,6 @@ static int writer_format(const mt_writer *w, size_t per)
 	if (v && (!strcmp(v, "1") || !strcmp(v, "2")))
 		return *v - '0';
 	return w->nshards > per || w->parent_format == 2 ? 2 : 1;
-}
-
-/* The fragments of m (cut by mti_manifest_cut) before its root: every key
- * pinned, as shards are, then the new ones written and made durable; the
- * others are the parent's, which its pinned version keeps. */
-static int put_fragments(mt_writer *w, mt_manifest *m, mt_error *err)
-{
-	char **keys = calloc(m->nfrags + 1, sizeof *keys), **texts = calloc(m->nfrags + 1,
-									      sizeof *texts);
-	int rc = keys && texts ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
-	size_t nfresh = 0;
-	for (size_t i = 0; !rc && i < m->nfrags; i++) {
-		mt_mfrag *f = &m->frags[i];
-		if (f->fresh)
-			rc = mti_fragment_encode(w->dataset, m->shards + f->first_shard, f->nshards, f,
-						 &texts[i], err);
-		if (!rc && !(keys[i] = mti_key_fragment(w->dataset, f->sha256)))
-			rc = mti_err(err, MT_ENOMEM, "out of memory");
-	}
-	if (!rc && m->nfrags)
-		rc = mti_dlock_pin_keys(w->dlock, (const char *const *)keys, m->nfrags, err);
-	if (!rc)
-		rc = mti_dlock_wait_gc(w->dlock, err);
-	for (size_t i = 0; !rc && i < m->nfrags; i++)
-		if (texts[i]) {
-			rc = mti_store_put(w->store, keys[i], texts[i], strlen(texts[i]), 0, err);
-			/* texts[] is done with: it lists the keys to make durable. */
-			free(texts[i]);
-			texts[i] = NULL;
-			texts[nfresh++] = keys[i];
-		}
-	if (!rc && nfresh)
-		rc = w->store->ops->sync(w->store, (const char *const *)texts, nfresh, err);
-	for (size_t i = 0; texts && i < nfresh; i++)
-		texts[i] = NULL; /* owned by keys[] */
-	mt_strv_free(keys, keys ? m->nfrags : 0);
-	mt_strv_free(texts, texts ? m->nfrags : 0);
-	return rc;
 }
 
 /* The manifest of this attempt, under the name it tries. */
@@ -1109,12 +1061,12 @@ static int encode_manifest(mt_writer *w, char *name, char **json, char **created
 	m.created = w->parent_created ? mti_created_after(w->parent_created) : mti_now_rfc3339();
 	*created = m.created;
 	int rc = m.created ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
-	size_t per = fragment_shards();
+	size_t per = mti_fragment_shards();
 	if (!rc && !w->stage_id && writer_format(w, per) == 2) {
 		m.format = 2;
 		rc = mti_manifest_cut(&m, w->pfrags, w->npfrags, per, err);
 		if (!rc)
-			rc = put_fragments(w, &m, err);
+			rc = mti_put_fragments(w->store, w->dlock, w->dataset, &m, err);
 	}
 	if (!rc)
 		rc = mti_manifest_encode(&m, json, err);

@@ -71,6 +71,14 @@ int mti_manifest_load_frags(mt_manifest *m, size_t f0, size_t f1, mti_get_fn get
 	return rc;
 }
 
+size_t mti_fragment_shards(void)
+{
+	const char *v = getenv("MATORAGE_FRAGMENT_SHARDS");
+	char *end = NULL;
+	unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
+	return end && !*end && n >= 1 && n <= MT_FRAGMENT_SHARDS_MAX ? (size_t)n : MT_FRAGMENT_SHARDS;
+}
+
 /* The last fragment whose first shard (by_row 0) or first row (by_row 1) is
  * at most v; fragments are in order of both. */
 static size_t frag_last_from(const mt_manifest *m, uint64_t v, int by_row)

@@ -195,6 +195,9 @@ MT_LOCAL void mti_manifest_free(mt_manifest *m);
  * A fragment's text: {"format":2,"dataset":D,"first_row":F,"shards":[...]},
  * the entries exactly as a format-1 manifest writes them. */
 MT_LOCAL char *mti_key_fragment(const char *dataset, const char *sha256);
+/* Shards a writer puts in a fragment: $MATORAGE_FRAGMENT_SHARDS (1 to
+ * MT_FRAGMENT_SHARDS_MAX), else MT_FRAGMENT_SHARDS. */
+MT_LOCAL size_t mti_fragment_shards(void);
 /* Encode shards[0..n) (first_row set) of dataset as a fragment's text
  * (malloc'ed), with its sha256 and size into f (first_row, rows, nshards
  * too). */

@@ -133,7 +133,13 @@ class _CkptTensorIn(ctypes.Structure):
                 ("nbytes", ctypes.c_size_t)]
 
 
-_STRUCTS = (_Error, _Attr, _Col, _Batch, _Opts, _StoreOpts, _WriterOpts, _VersionInfo, _ReadStats,
+class _AttachmentInfo(ctypes.Structure):
+    _c_name = "mt_attachment_info"
+    _fields_ = [("name", ctypes.c_char_p), ("sha256", ctypes.c_char_p),
+                ("bytes", ctypes.c_uint64)]
+
+
+_STRUCTS = (_AttachmentInfo, _Error, _Attr, _Col, _Batch, _Opts, _StoreOpts, _WriterOpts, _VersionInfo, _ReadStats,
             _CacheStats, _StreamOpts, _CkptOpts, _CkptTensorInfo, _CkptTensorIn)
 
 
@@ -160,6 +166,14 @@ def _signatures():
         "mt_writer_append": (ctypes.c_int, [vp, u64, ctypes.POINTER(vp),
                                             ctypes.POINTER(pu64), err]),
         "mt_writer_commit": (ctypes.c_int, [vp, cp, sz, err]),
+        "mt_writer_attach": (ctypes.c_int, [vp, cp, vp, sz, err]),
+        "mt_dataset_attach": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(cp),
+                                             ctypes.POINTER(vp), ctypes.POINTER(sz), sz,
+                                             ctypes.POINTER(_WriterOpts), cp, sz, err]),
+        "mt_reader_nattachments": (sz, [vp]),
+        "mt_reader_attachment_info": (ctypes.c_int, [vp, sz, ctypes.POINTER(_AttachmentInfo)]),
+        "mt_reader_attachment": (ctypes.c_int, [vp, cp, ctypes.POINTER(vp),
+                                                ctypes.POINTER(sz), err]),
         "mt_writer_abort": (None, [vp]),
         "mt_writer_close": (None, [vp]),
         "mt_reader_open": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(vp), err]),

@@ -4,7 +4,7 @@ import ctypes
 
 import numpy as np
 
-from . import _abi, _lib, _dtypes
+from . import _abi, _lib, _dtypes, attach as _attach
 from .errors import InvalidArgument
 from .store import _Borrowed
 
@@ -43,7 +43,8 @@ class Reader:
 
     store is a Store or a URL; no version (or "latest") opens the newest.  .dataset,
     .version, .rows (also len()), .attributes (name -> Attr), .info (the manifest's
-    description, author, tags, sizes); read(attr, a, b) gives rows [a, b) as numpy.
+    description, author, tags, sizes), .attachments (the attached files: name, sha256,
+    bytes); read(attr, a, b) gives rows [a, b) as numpy, attachment(name) a file's bytes.
     Use it as a context manager, or call close().
     """
 
@@ -72,6 +73,7 @@ class Reader:
                  for i in range(lib.mt_reader_nattrs(self._h))]
         self.attributes = {a.name: a for a in attrs}
         self._index = {a.name: i for i, a in enumerate(attrs)}
+        self.attachments = _attach.reader_attachments(self._h)
 
     def __len__(self):
         return self.rows
@@ -112,6 +114,12 @@ class Reader:
         offsets = np.zeros(b - a + 1, dtype=np.uint64)
         np.cumsum(lengths, out=offsets[1:])
         return values, offsets
+
+    def attachment(self, name):
+        """The bytes of the file attached as `name` (see .attachments: name, sha256,
+        bytes each), checked against its sha256: NotFound when the version has none of that
+        name, Corrupt when the stored bytes differ."""
+        return _attach.reader_attachment(self._handle(), name)
 
     def read_rows(self, attr, rows):
         """Rows of fixed-size attribute `attr` by number, in the given order (any order,

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from . import _abi, _lib, _dtypes
+from . import _abi, _lib, _dtypes, attach as _attach
 from .errors import InvalidArgument, StateError
 from .store import _Borrowed
 
@@ -76,13 +76,15 @@ class Writer:
 
     opts: version (or dataset@version), parent and append (start from the parent's
     rows), shard_bytes, shard_rows, chunk_bytes, level (zstd 1..22), threads, author,
-    description, tags; as mt_writer_opts in matorage.h.
+    description, tags; as mt_writer_opts in matorage.h.  attachments: files to attach to
+    the version ({name: bytes or path} or a list of paths; an append keeps the parent's);
+    attach(name, data) adds one before the commit.
     """
 
     _OPTS = ("shard_bytes", "shard_rows", "chunk_bytes", "level", "threads")
 
     def __init__(self, store, dataset, version=None, parent=None, append=False, author=None,
-                 description=None, tags=(), **opts):
+                 description=None, tags=(), attachments=None, **opts):
         self.dataset, version = _lib.split_name(dataset, version)
         bad = sorted(set(opts) - set(self._OPTS))
         if bad:
@@ -99,7 +101,17 @@ class Writer:
             setattr(o, k, int(v))
         self._opts, self._h, self.attributes, self.rows = o, ctypes.c_void_p(), None, 0
         self._state = "open"
+        self._attach = dict(_attach.attachment_items(attachments)) if attachments else {}
         self._store = _Borrowed(store, create=True)
+
+    def attach(self, name, data):
+        """Attach a file (bytes, or a path to read) as `name` to the version at commit."""
+        if self._state != "open":
+            raise StateError(f"{self.dataset}: the writer is {self._state}")
+        ((name, data),) = _attach.attachment_items({name: data})
+        if self._h:
+            _lib.call("mt_writer_attach", self._h, _lib.b(name), data, len(data))
+        self._attach[name] = data
 
     def _open(self, attrs):
         arr = (_abi._Attr * len(attrs))()
@@ -113,6 +125,8 @@ class Writer:
                   len(attrs), ctypes.byref(self._opts), ctypes.byref(self._h))
         self._pid = os.getpid()
         self.attributes = {a.name: a for a in attrs}
+        for name, data in self._attach.items():
+            _lib.call("mt_writer_attach", self._h, _lib.b(name), data, len(data))
 
     def _check(self, cols):
         if set(cols) != set(self.attributes):

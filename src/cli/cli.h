@@ -71,7 +71,7 @@ extern const struct cli_cmd cli_cmd_put, cli_cmd_get, cli_cmd_cat, cli_cmd_ls, c
 	cli_cmd_verify, cli_cmd_repair, cli_cmd_rm, cli_cmd_gc, cli_cmd_push, cli_cmd_pull, cli_cmd_sync,
 	cli_cmd_remote, cli_cmd_search, cli_cmd_describe, cli_cmd_tui, cli_cmd_run, cli_cmd_rerun,
 	cli_cmd_protect, cli_cmd_stats, cli_cmd_diff, cli_cmd_model, cli_cmd_ingest, cli_cmd_commit,
-	cli_cmd_compact, cli_cmd_upgrade;
+	cli_cmd_compact, cli_cmd_upgrade, cli_cmd_attach;
 
 /* ---- cli-error.c ---- */
 

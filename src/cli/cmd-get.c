@@ -1,4 +1,5 @@
 /* cmd-get.c — `matorage get`: write rows of one attribute to a .npy file, streaming in batches. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@ static const struct cli_option get_options[] = {
 	  "written through; a device or FIFO is written as it is" },
 	{ "rows", 0, "A:B", "only rows A to B-1; also A:, :B, or N for row N alone" },
 	{ "lengths", 0, "FILE", "ragged attributes: also write the row lengths (int64 .npy)" },
+	{ "attachment", 'a', "NAME", "write the attached file NAME instead of rows (no attribute "
+	  "NAME then); its sha256 is checked first" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -87,6 +90,35 @@ static int get_run(struct cli_ctx *ctx, struct get_job *j, const char *path,
 	return rc;
 }
 
+/* The attachment is read whole and checked before the file is created, so
+ * a missing or damaged one leaves no file behind. */
+static int get_attachment(struct cli_ctx *ctx, const struct cli_args *a, const char *path)
+{
+	const char *name = cli_get(a, "attachment");
+	if (a->argc != 1)
+		return cli_usage_error(a->cmd, "--attachment %s takes no attribute NAME", name);
+	if (cli_has(a, "rows") || cli_has(a, "lengths"))
+		return cli_usage_error(a->cmd, "--attachment takes no --rows or --lengths");
+	struct cli_ref ref;
+	mt_reader *r;
+	int rc = cli_ref_open_lazy(ctx, a, &ref, &r);
+	if (rc)
+		return rc;
+	void *data = NULL;
+	size_t len = 0;
+	mt_error err = { 0 };
+	if (mt_reader_attachment(r, name, &data, &len, &err))
+		rc = cli_fail(&err);
+	FILE *f = rc ? NULL : !strcmp(path, "-") ? stdout : fopen(path, "wb");
+	if (!rc && !f)
+		rc = cli_error("get: cannot create %s: %s", path, strerror(errno));
+	if (!rc && ((len && fwrite(data, 1, len, f) != len) | (f != stdout ? fclose(f) : fflush(f))))
+		rc = cli_error("get: cannot write %s: %s", path, strerror(errno));
+	free(data);
+	cli_ref_close(&ref, r);
+	return rc;
+}
+
 static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	struct cli_ref ref;
@@ -107,6 +139,10 @@ static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	    isatty(STDOUT_FILENO))
 		return cli_usage_error(a->cmd, "standard output is a terminal; redirect it to a "
 				       "file or a pipe for the .npy bytes");
+	if (cli_get(a, "attachment"))
+		return get_attachment(ctx, a, path);
+	if (a->argc != 2)
+		return cli_usage_error(a->cmd, "name the attribute to write (or --attachment NAME)");
 	struct get_job j = { 0 };
 	if ((rc = cli_ref_open_lazy(ctx, a, &ref, &j.r)))
 		return rc;
@@ -134,6 +170,7 @@ out:
 }
 
 const struct cli_cmd cli_cmd_get = {
-	"get", "DATASET[@VERSION] NAME -o FILE.npy", get_options, get_exec,
-	"Write rows of attribute NAME to a .npy file", 2, 2,
+	"get", "DATASET[@VERSION] NAME -o FILE.npy | DATASET[@VERSION] --attachment NAME -o FILE",
+	get_options, get_exec,
+	"Write rows of attribute NAME to a .npy file, or an attached file", 1, 2,
 };

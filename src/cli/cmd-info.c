@@ -44,6 +44,22 @@ static void info_shards(mt_reader *r, uint64_t n)
 	}
 }
 
+/* Shown only when there are some, so the text of other versions stays as it was. */
+static void info_attachments(mt_reader *r)
+{
+	size_t n = mt_reader_nattachments(r);
+	int width = 4;
+	mt_attachment_info ai;
+	for (size_t i = 0; i < n; i++)
+		if (!mt_reader_attachment_info(r, i, &ai) && (int)strlen(ai.name) > width)
+			width = (int)strlen(ai.name);
+	if (n)
+		printf("attachments: %zu\n", n);
+	for (size_t i = 0; i < n; i++)
+		if (!mt_reader_attachment_info(r, i, &ai))
+			printf("  %-*s  %12" PRIu64 "  %s\n", width, ai.name, ai.bytes, ai.sha256);
+}
+
 /* Optional manifest fields are "" when absent; show "-" so columns stay visible. */
 static const char *info_or_dash(const char *s)
 {
@@ -85,6 +101,7 @@ static void info_text(mt_reader *r, int shards)
 		printf("  %s@%s%s%s\n", src->dataset, src->version, src->store[0] ? "  " : "",
 		       src->store);
 	}
+	info_attachments(r);
 	info_attrs(r);
 	if (shards) {
 		putchar('\n');

@@ -11,7 +11,7 @@
 /* In the order `matorage --help` lists them: looking before changing. */
 static const struct cli_cmd *const main_cmds[] = {
 	&cli_cmd_ls, &cli_cmd_info, &cli_cmd_stats, &cli_cmd_diff, &cli_cmd_model, &cli_cmd_search, &cli_cmd_cat,
-	&cli_cmd_get, &cli_cmd_put, &cli_cmd_ingest, &cli_cmd_commit, &cli_cmd_compact, &cli_cmd_run, &cli_cmd_rerun,
+	&cli_cmd_get, &cli_cmd_put, &cli_cmd_attach, &cli_cmd_ingest, &cli_cmd_commit, &cli_cmd_compact, &cli_cmd_run, &cli_cmd_rerun,
 	&cli_cmd_describe, &cli_cmd_verify, &cli_cmd_upgrade,
 	&cli_cmd_protect,
 	&cli_cmd_repair, &cli_cmd_rm, &cli_cmd_gc, &cli_cmd_push, &cli_cmd_pull, &cli_cmd_sync,

@@ -574,6 +574,15 @@ MT_API int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs
 MT_API int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
 			    const uint64_t *const *lengths, mt_error *err);
 
+/* Attach a file to the version being written (doc/FORMAT.md, "Attachments"):
+ * `name` follows the name rules (no '/', no "..") and is what readers ask
+ * for; len bytes of data are copied before the call returns and stored at
+ * commit as datasets/<dataset>/attachments/<sha256>.  An append keeps the
+ * parent's attachments; one attached under the same name replaces it.  At
+ * most 1,024 attachments a version, 1 GiB each.  Not with stage_id. */
+MT_API int mt_writer_attach(mt_writer *w, const char *name, const void *data, size_t len,
+			    mt_error *err);
+
 /* Upload what is buffered and write the manifest: the commit point.
  * On success the version's name is copied to `version` (cap bytes) when
  * not NULL.  Fails with MT_EEXIST if the version appeared meanwhile. */
@@ -592,6 +601,17 @@ MT_API int mt_staged_list(mt_store *s, const char *dataset, char ***ids, size_t 
  * goes to `version` (cap bytes). */
 MT_API int mt_staged_commit(mt_store *s, const char *dataset, const char *id,
 			    const mt_writer_opts *o, char *version, size_t cap, mt_error *err);
+/* Attach n files (names[i], lens[i] bytes at data[i]) to dataset@version
+ * (NULL or "latest": the latest) by committing a new version: the same
+ * shards and rows, the parent's attachments with these added (a name
+ * already there is replaced).  The new version's name (o->version, or the
+ * next "vN") goes to `out` (cap bytes); o: version, author, description,
+ * tags (may be NULL).  A bad name, a duplicate name or a file over the
+ * caps commits nothing. */
+MT_API int mt_dataset_attach(mt_store *s, const char *dataset, const char *version,
+			     const char *const *names, const void *const *data, const size_t *lens,
+			     size_t n, const mt_writer_opts *o, char *out, size_t cap,
+			     mt_error *err);
 /* Stop uploading and discard the version; shards already uploaded are
  * left for mt_store_gc.  After it, only mt_writer_close is valid. */
 MT_API void mt_writer_abort(mt_writer *w);
@@ -800,6 +820,22 @@ MT_API const char *mt_reader_manifest(const mt_reader *r);
  * bytes without the NUL; free() it), checked against its sha256.
  * MT_ENOTFOUND when the version has no recipe. */
 MT_API int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err);
+
+/* A file attached to a version; strings borrowed from the reader. */
+typedef struct mt_attachment_info {
+	const char *name;
+	const char *sha256; /* 64 hex digits */
+	uint64_t bytes;
+} mt_attachment_info;
+/* The version's attachments, in name order (0 for none). */
+MT_API size_t mt_reader_nattachments(const mt_reader *r);
+MT_API int mt_reader_attachment_info(const mt_reader *r, size_t i, mt_attachment_info *out);
+/* The bytes of attachment `name` (malloc'ed, *len bytes, NUL-terminated
+ * beyond them; free() it), checked against its size and sha256
+ * (MT_ECORRUPT naming the key when they differ).  MT_ENOTFOUND when the
+ * version has no attachment of that name. */
+MT_API int mt_reader_attachment(mt_reader *r, const char *name, void **data, size_t *len,
+				mt_error *err);
 
 /* Total items in rows [a, b) of ragged attribute `attr`; lengths (when not
  * NULL) receives b-a row lengths in items.  Reads only the offsets. */

@@ -185,8 +185,40 @@ static int copy_meta(copy_ctx *c, const char *dataset, const char *version, mt_e
 	return copy_aside(c, mti_key_meta(dataset, version), 0, err);
 }
 
-/* The recipe, and a format-2 version's fragments (content-addressed, each
- * checked against the root when the source's manifest was loaded). */
+/* An attached file, unless dst holds it: checked against its size and
+ * sha256 before it is sent, so a damaged one is not spread. */
+static int copy_attachment(copy_ctx *c, const mt_manifest *m, const mt_mattach *a, mt_error *err)
+{
+	char *key = mti_key_attachment(m->dataset, a->sha256);
+	if (!key)
+		return mti_err(err, MT_ENOMEM, "copy: out of memory");
+	void *data = NULL;
+	size_t len = 0;
+	uint64_t have = 0;
+	char sha[MT_SHA256_HEX];
+	mt_error e = {0};
+	int rc = 0;
+	if (c->dst->ops->head(c->dst, key, &have, NULL, &e) != 0 || have != a->bytes) {
+		rc = mti_store_get_max(c->src, key, a->bytes, &data, &len, err);
+		if (!rc && len != a->bytes)
+			rc = mti_err(err, MT_ECORRUPT, "%s: attachment %s is %zu bytes, the manifest "
+				    "says %llu", key, a->name, len, (unsigned long long)a->bytes);
+		if (!rc)
+			rc = mti_sha256_hex(data, len, sha, err);
+		if (!rc && strcmp(sha, a->sha256))
+			rc = mti_err(err, MT_ECORRUPT, "%s: attachment %s has sha256 %s, the "
+				    "manifest says %s", key, a->name, sha, a->sha256);
+		if (!rc)
+			rc = c->dst->ops->put(c->dst, key, data, len, 0, err);
+	}
+	free(data);
+	free(key);
+	return rc;
+}
+
+/* The recipe, the attachments, and a format-2 version's fragments
+ * (content-addressed, each checked against the root when the source's
+ * manifest was loaded). */
 static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
 {
 	int rc = 0;
@@ -194,6 +226,8 @@ static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
 		rc = copy_aside(c, mti_key_fragment(m->dataset, m->frags[i].sha256), 1, err);
 	if (!rc && m->recipe[0])
 		rc = copy_aside(c, mti_key_recipe(m->dataset, m->recipe), 1, err);
+	for (size_t i = 0; !rc && i < m->nattachments; i++)
+		rc = copy_attachment(c, m, &m->attachments[i], err);
 	return rc;
 }
 
@@ -203,16 +237,19 @@ static int copy_recipe(copy_ctx *c, const mt_manifest *m, mt_error *err)
 static int copy_pin(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_error *err)
 {
 	int rc = c->dlock ? 0 : mti_dlock_open(c->dst, dataset, MT_LOCK_WRITE, &c->dlock, err);
-	const char **keys = rc ? NULL : malloc((c->nshards + m->nfrags + 1) * sizeof *keys);
-	char **frags = rc ? NULL : calloc(m->nfrags + 1, sizeof *frags);
+	size_t nf = m->nfrags + m->nattachments;
+	const char **keys = rc ? NULL : malloc((c->nshards + nf + 1) * sizeof *keys);
+	char **frags = rc ? NULL : calloc(nf + 1, sizeof *frags);
 	char *recipe = m->recipe[0] ? mti_key_recipe(dataset, m->recipe) : NULL;
 	if (!rc && (!keys || !frags || (m->recipe[0] && !recipe)))
 		rc = mti_err(err, MT_ENOMEM, "copy: out of memory");
 	size_t n = 0;
 	for (size_t i = 0; !rc && i < c->nshards; i++)
 		keys[n++] = c->shards[i].key;
-	for (size_t i = 0; !rc && i < m->nfrags; i++)
-		if (!(keys[n++] = frags[i] = mti_key_fragment(dataset, m->frags[i].sha256)))
+	for (size_t i = 0; !rc && i < nf; i++)
+		if (!(keys[n++] = frags[i] = i < m->nfrags
+				     ? mti_key_fragment(dataset, m->frags[i].sha256)
+				     : mti_key_attachment(dataset, m->attachments[i - m->nfrags].sha256)))
 			rc = mti_err(err, MT_ENOMEM, "copy: out of memory");
 	if (!rc && recipe)
 		keys[n++] = recipe;
@@ -220,7 +257,7 @@ static int copy_pin(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_e
 		rc = mti_dlock_pin_keys(c->dlock, keys, n, err);
 	if (!rc)
 		rc = mti_dlock_wait_gc(c->dlock, err);
-	mt_strv_free(frags, frags ? m->nfrags : 0);
+	mt_strv_free(frags, frags ? nf : 0);
 	free(keys);
 	free(recipe);
 	return rc;

@@ -1099,8 +1099,8 @@ static int gc_own_name(const char *kind, const char *name)
 {
 	size_t n = strlen(name);
 	const char *ext = !strcmp(kind, "shards") ? ".h5" : !strcmp(kind, "recipes") ? ".lua"
-			  : !strcmp(kind, "parity") ? "" : !strcmp(kind, "fragments") ? ".json"
-			  : NULL;
+			  : !strcmp(kind, "parity") || !strcmp(kind, "attachments") ? ""
+			  : !strcmp(kind, "fragments") ? ".json" : NULL;
 	if (ext)
 		return n == 64 + strlen(ext) && gc_hex(name, 64) && !strcmp(name + 64, ext);
 	if (n <= strlen(MANIFEST_EXT) || !ends_with(name, n, MANIFEST_EXT))
@@ -1139,11 +1139,13 @@ static int gc_consider_mark(void *ud, const mt_obj *o)
 	return is_mark(name, strlen(name)) ? gc_consider(ud, o) : 0;
 }
 
-/* What one version uses: its fragments, shards, recipe, edited metadata. */
+/* What one version uses: its fragments, attachments, shards, recipe,
+ * edited metadata. */
 static int gc_reference(struct gc_state *g, const mt_manifest *m, const char *name, mt_error *err)
 {
-	for (size_t k = 0; k < m->nfrags; k++) {
-		char *key = mti_key_fragment(m->dataset, m->frags[k].sha256);
+	for (size_t k = 0; k < m->nfrags + m->nattachments; k++) {
+		char *key = k < m->nfrags ? mti_key_fragment(m->dataset, m->frags[k].sha256)
+			    : mti_key_attachment(m->dataset, m->attachments[k - m->nfrags].sha256);
 		if (!key || strv_push(&g->referenced, key, strlen(key))) {
 			free(key);
 			return mti_err(err, MT_ENOMEM, "out of memory");
@@ -1418,8 +1420,8 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	if (!rc)
 		rc = gc_mark(g, dataset, err);
 	/* parity last: keep_parity leaves it out. */
-	static const char *const kinds[] = {"shards", "fragments", "recipes", "meta", "staged",
-					    "protect", "parity"};
+	static const char *const kinds[] = {"shards", "fragments", "recipes", "attachments",
+					    "meta", "staged", "protect", "parity"};
 	size_t nkinds = sizeof kinds / sizeof kinds[0] - (g->keep_parity ? 1 : 0);
 	for (size_t i = 0; !rc && i < nkinds; i++) {
 		char *prefix = mti_asprintf("datasets/%s/%s/", dataset, kinds[i]);

@@ -129,4 +129,23 @@ MT_LOCAL int mti_dataset_mark(mt_store *s, const char *dataset, const char *vers
 MT_LOCAL void mti_dataset_unmark(mt_store *s, const char *dataset, const char *version,
 				const char *created);
 
+/* ---- attachments (attach.c; doc/FORMAT.md, "Attachments") ---------------
+ * The files a writer attaches itself: entries (name, sha256, bytes) in
+ * name order, with each file's bytes (owned) in data[]. */
+typedef struct mti_attach_set {
+	mt_mattach *a;
+	void **data;
+	size_t n;
+} mti_attach_set;
+/* Add a copy of len bytes as `name` (checked against the name rules and
+ * the caps, naming it and the dataset in errors); a name already in s is
+ * replaced. */
+MT_LOCAL int mti_attach_add(mti_attach_set *s, const char *dataset, const char *name,
+			    const void *data, size_t len, mt_error *err);
+MT_LOCAL void mti_attach_free(mti_attach_set *s);
+/* base's entries (sorted) with own's over them, in name order, into *out
+ * (malloc'ed; NULL when there are none).  MT_EINVAL over the count cap. */
+MT_LOCAL int mti_attach_merge(const mt_mattach *base, size_t nbase, const mti_attach_set *own,
+			      const char *dataset, mt_mattach **out, size_t *n, mt_error *err);
+
 #endif

@@ -58,6 +58,9 @@ struct mt_writer {
 	size_t nsalvage_lost;
 	char *stage_id;       /* staging a part instead of committing; NULL: not */
 	uint64_t stage_part, stage_parts;
+	mti_attach_set attach;  /* files attached by this writer */
+	mt_mattach *pattach;    /* the parent's attachments (an append keeps them) */
+	size_t npattach;
 	mt_source *sources;   /* what it was built from; strings in source_strs */
 	char **source_strs;   /* 3 a source: dataset, version, store ("" for this one) */
 	size_t nsources;
@@ -483,6 +486,21 @@ static int writer_set_pfrags(mt_writer *w, const mt_manifest *pm)
 	return 0;
 }
 
+/* An append keeps what is attached to the version it continues. */
+static int writer_set_pattach(mt_writer *w, const mt_manifest *pm)
+{
+	size_t n = pm->nattachments;
+	mt_mattach *a = n ? malloc(n * sizeof *a) : NULL;
+	if (n && !a)
+		return MT_ENOMEM;
+	if (n)
+		memcpy(a, pm->attachments, n * sizeof *a);
+	free(w->pattach);
+	w->pattach = a;
+	w->npattach = n;
+	return 0;
+}
+
 static int writer_set_parent(mt_writer *w, const mt_manifest *pm)
 {
 	char *parent = mti_strdup(pm->version), *created = mti_strdup(pm->created);
@@ -546,7 +564,7 @@ static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 		w->rows = w->parent_rows = pm->rows;
 		w->raw_bytes = w->parent_raw = pm->raw_bytes;
 		w->parent_shards = w->nshards;
-		if (!rc && writer_set_pfrags(w, pm))
+		if (!rc && (writer_set_pfrags(w, pm) || writer_set_pattach(w, pm)))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		if (!rc && !attrs) {
 			w->attrs = pm->attrs;
@@ -831,6 +849,37 @@ static int put_recipe(mt_writer *w, mt_error *err)
 	return rc;
 }
 
+/* Attached files, content-addressed like recipes, durable before the
+ * manifest that names them. */
+static int put_attachments(mt_writer *w, mt_error *err)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < w->attach.n; i++) {
+		char *key = mti_key_attachment(w->dataset, w->attach.a[i].sha256);
+		rc = key ? writer_put_object(w, key, w->attach.data[i], w->attach.a[i].bytes, 0, err)
+			 : mti_err(err, MT_ENOMEM, "out of memory");
+		if (rc && key)
+			mti_err_prefix(err, "attachment %s: ", w->attach.a[i].name);
+		free(key);
+	}
+	return rc;
+}
+
+int mt_writer_attach(mt_writer *w, const char *name, const void *data, size_t len,
+		     mt_error *err)
+{
+	if (w->stage_id)
+		return mti_err(err, MT_EINVAL, "dataset %s: a staged part takes no attachments "
+			      "(attach them to the version it becomes)", w->dataset);
+	pthread_mutex_lock(&w->append_lock);
+	int rc = w->state == W_OPEN ? 0 : mti_err(err, MT_ESTATE, "dataset %s: writer is not "
+						    "open", w->dataset);
+	if (!rc)
+		rc = mti_attach_add(&w->attach, w->dataset, name, data, len, err);
+	pthread_mutex_unlock(&w->append_lock);
+	return rc;
+}
+
 /* Continue `lm` instead of the parent: only the manifest changes, as the
  * new shards are content-addressed and stay where they are. */
 static int writer_rebase(mt_writer *w, const mt_manifest *lm, mt_error *err)
@@ -841,7 +890,7 @@ static int writer_rebase(mt_writer *w, const mt_manifest *lm, mt_error *err)
 			      w->dataset, lm->version, w->dataset, w->parent);
 	size_t fresh = w->nshards - w->parent_shards, n = lm->nshards + fresh;
 	mt_mshard *v = malloc((n ? n : 1) * sizeof *v);
-	if (!v || writer_set_parent(w, lm) || writer_set_pfrags(w, lm)) {
+	if (!v || writer_set_parent(w, lm) || writer_set_pfrags(w, lm) || writer_set_pattach(w, lm)) {
 		free(v);
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
@@ -1061,6 +1110,9 @@ static int encode_manifest(mt_writer *w, char *name, char **json, char **created
 	m.created = w->parent_created ? mti_created_after(w->parent_created) : mti_now_rfc3339();
 	*created = m.created;
 	int rc = m.created ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = mti_attach_merge(w->pattach, w->npattach, &w->attach, w->dataset,
+				      &m.attachments, &m.nattachments, err);
 	size_t per = mti_fragment_shards();
 	if (!rc && !w->stage_id && writer_format(w, per) == 2) {
 		m.format = 2;
@@ -1071,6 +1123,7 @@ static int encode_manifest(mt_writer *w, char *name, char **json, char **created
 	if (!rc)
 		rc = mti_manifest_encode(&m, json, err);
 	free(m.frags);
+	free(m.attachments);
 	return rc;
 }
 
@@ -1249,6 +1302,8 @@ int mt_writer_commit(mt_writer *w, char *version, size_t cap, mt_error *err)
 	if (!rc)
 		rc = put_recipe(w, err);
 	if (!rc)
+		rc = put_attachments(w, err);
+	if (!rc)
 		rc = w->stage_id ? write_part(w, version, cap, err)
 				 : write_manifest(w, version, cap, err);
 	/* Committed: the manifest (or part record) protects what the pins did. */
@@ -1312,6 +1367,8 @@ void mt_writer_close(mt_writer *w)
 	mti_dlock_close(w->dlock);
 	mti_manifest_free(w->compact_base);
 	free(w->pfrags);
+	mti_attach_free(&w->attach);
+	free(w->pattach);
 	mti_attrs_free(w->attrs, w->nattrs);
 	mt_strv_free(w->tags, w->ntags);
 	mt_strv_free(w->recipe_args, w->nrecipe_args);

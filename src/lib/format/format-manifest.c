@@ -52,6 +52,11 @@ char *mti_key_recipe(const char *dataset, const char *sha256)
 	return mti_asprintf("datasets/%s/recipes/%s.lua", dataset, sha256);
 }
 
+char *mti_key_attachment(const char *dataset, const char *sha256)
+{
+	return mti_asprintf("datasets/%s/attachments/%s", dataset, sha256);
+}
+
 /* ---- attributes ---------------------------------------------------------- */
 
 /* One attribute on its own: name, dtype, rank, shape. */
@@ -309,6 +314,22 @@ static json_t *fm_enc_sources(const mt_manifest *m)
 	return a;
 }
 
+/* [{"name": N, "sha256": S, "bytes": B}, ...] in name order. */
+static json_t *fm_enc_attachments(const mt_manifest *m)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < m->nattachments; i++) {
+		const mt_mattach *at = &m->attachments[i];
+		json_t *o = json_pack("{s:s, s:s, s:I}", "name", at->name, "sha256", at->sha256,
+				      "bytes", (json_int_t)at->bytes);
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 {
 	*json = NULL;
@@ -351,6 +372,8 @@ int mti_manifest_encode(const mt_manifest *m, char **json, mt_error *err)
 		fm_set(root, "salvage", fm_enc_salvage(m), &failed);
 	if (m->nsources)
 		fm_set(root, "sources", fm_enc_sources(m), &failed);
+	if (m->nattachments)
+		fm_set(root, "attachments", fm_enc_attachments(m), &failed);
 	if (m->part_id) {
 		json_t *part = json_object();
 		fm_set(part, "id", json_string(m->part_id), &failed);
@@ -883,6 +906,40 @@ static int fm_dec_sources(struct fm_dec *d, json_t *a, mt_manifest *m)
 	return 0;
 }
 
+/* Optional: only versions with attached files.  Names follow the name
+ * rules, so no key or path built from one leaves its directory. */
+static int fm_dec_attachments(struct fm_dec *d, json_t *a, mt_manifest *m)
+{
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > MT_ATTACHMENTS_MAX)
+		return fm_fail(d, "attachments: expected an array of at most %u", MT_ATTACHMENTS_MAX);
+	size_t n = json_array_size(a);
+	if (!(m->attachments = calloc(n ? n : 1, sizeof *m->attachments)))
+		return fm_nomem(d);
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_array_get(a, i), *name = json_object_get(o, "name");
+		json_t *sha = json_object_get(o, "sha256"), *b = json_object_get(o, "bytes");
+		mt_error e;
+		if (!json_is_object(o) || !json_is_string(name) ||
+		    json_string_length(name) >= sizeof m->attachments[i].name ||
+		    mt_name_check(json_string_value(name), "attachment", &e))
+			return fm_fail(d, "attachments[%zu].name: expected a name (letters, digits, "
+				       "'.', '_', '-')", i);
+		if (!fm_is_sha(sha) || !json_is_integer(b) || json_integer_value(b) < 0)
+			return fm_fail(d, "attachments[%zu]: expected a sha256 and bytes", i);
+		mt_mattach *at = &m->attachments[i];
+		strcpy(at->name, json_string_value(name));
+		memcpy(at->sha256, json_string_value(sha), 65);
+		at->bytes = (uint64_t)json_integer_value(b);
+		if (i && strcmp(m->attachments[i - 1].name, at->name) >= 0)
+			return fm_fail(d, "attachments[%zu]: '%s' is out of name order or twice", i,
+				       at->name);
+		m->nattachments++;
+	}
+	return 0;
+}
+
 /* Optional: only salvaged versions have it. */
 static int fm_dec_salvage(struct fm_dec *d, json_t *sv, mt_manifest *m)
 {
@@ -1061,6 +1118,8 @@ int mti_manifest_decode(const char *json, size_t len, const char *what, mt_manif
 	if (!rc)
 		rc = fm_dec_part(&d, json_object_get(root, "part"), m);
 	if (!rc)
+		rc = fm_dec_attachments(&d, json_object_get(root, "attachments"), m);
+	if (!rc)
 		rc = mti_manifest_caps(m, MT_ECORRUPT, d.what, err);
 	json_decref(root);
 	free(d.fast); /* when the placeholder was not reached */
@@ -1096,6 +1155,7 @@ void mti_manifest_free(mt_manifest *m)
 		free(m->source_strs[i]);
 	free(m->source_strs);
 	free(m->sources);
+	free(m->attachments);
 	free(m);
 }
 

@@ -101,6 +101,16 @@ typedef struct mt_mfrag {
 	int fresh;            /* writer: not a fragment of the version it builds on */
 } mt_mfrag;
 
+/* A file attached to a version (doc/FORMAT.md, "Attachments"): stored once
+ * as datasets/<dataset>/attachments/<sha256>, named in the manifest. */
+#define MT_ATTACHMENTS_MAX 1024u
+#define MT_ATTACHMENT_MAX_BYTES (1ull << 30)
+typedef struct mt_mattach {
+	char name[129]; /* name rules (mt_name_check) */
+	char sha256[65];
+	uint64_t bytes;
+} mt_mattach;
+
 typedef struct mt_manifest {
 	int format;
 	char *dataset;
@@ -143,6 +153,9 @@ typedef struct mt_manifest {
 	 * (mti_manifest_load_frags).  nfrags 0: format 1, every shard there. */
 	mt_mfrag *frags;
 	size_t nfrags;
+	/* Attached files, sorted by name, names unique. */
+	mt_mattach *attachments;
+	size_t nattachments;
 } mt_manifest;
 
 /* The "checksum" member that ends a manifest (doc/FORMAT.md, "Manifest
@@ -317,6 +330,8 @@ MT_LOCAL char *mti_key_meta(const char *dataset, const char *version);
 /* datasets/<dataset>/head.json: a copy of the newest manifest (a hint). */
 MT_LOCAL char *mti_key_head(const char *dataset);
 MT_LOCAL char *mti_key_recipe(const char *dataset, const char *sha256);
+/* datasets/<dataset>/attachments/<sha256>: an attached file's bytes. */
+MT_LOCAL char *mti_key_attachment(const char *dataset, const char *sha256);
 /* datasets/<dataset>/staged/<id>/<k>.json: part k of a staged version. */
 MT_LOCAL char *mti_key_staged(const char *dataset, const char *id, uint64_t k);
 

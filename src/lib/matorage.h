@@ -476,7 +476,9 @@ typedef struct mt_repair_stats {
 
 /* Check every object of dataset@version (version NULL: every version of
  * the dataset, those whose manifest is lost but whose protection record
- * holds a copy of it included) against its sha256, and bring back each
+ * holds a copy of it included, and those another store of o's holds that
+ * this one lost: made there before a version this store still has, and
+ * not removed here) against its sha256, and bring back each
  * damaged or missing one: from another store holding an object of the
  * same sha256 (o->sources, the remotes, the cache directory), else from
  * the parity of its group; a manifest from the protection record; parity

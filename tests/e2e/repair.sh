@@ -242,4 +242,21 @@ out=$($M repair k 2>&1)
 ok $? "a re-run finishes the repair"
 ok $(sound k && named_right datasets/k/shards/; echo $?) "and k verifies"
 
+# ---- a version another store holds, lost here ----
+$T make "$WORK/g.npy" float32 60x4 9
+check "g@v1" $M put g x="$WORK/g.npy"
+check "g@v2" $M put g x="$WORK/g.npy" --append
+check "g@v3" $M put g x="$WORK/g.npy" --append
+check "a mirror of g" $M push g "$D/gm"
+check "g@v4, in the mirror only" $M --store "$D/gm" put g x="$WORK/g.npy" --append
+check "g@v1 removed here (a tombstone)" $M rm g@v1
+damage "datasets/g/versions/v2.json" rm
+out=$($M repair g --from "$D/gm" 2>&1)
+ok $([ $? -eq 0 ] && echo "$out" | grep -q "^rebuilt g@v2 manifest datasets/g/versions/v2.json: missing; from"; echo $?) \
+	"repair of the dataset brings back v2, whose manifest only the mirror holds"
+echo "$out" | sed 's/^/# /'
+check "g@v2 reads again" $M get g@v2 x -o "$WORK/g2.npy"
+fails "a version removed here stays removed" 1 "" $M info g@v1
+fails "a version the mirror made later is not repair's to copy" 1 "" $M info g@v4
+
 done_testing

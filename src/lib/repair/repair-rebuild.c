@@ -89,6 +89,7 @@ typedef struct vlist {
 	char **v;
 	size_t n;
 	const char *prefix;
+	const char *suffix; /* of the keys listed: NULL, ".json" */
 } vlist;
 
 static int vlist_has(const vlist *l, const char *v)
@@ -104,11 +105,11 @@ static int vlist_has(const vlist *l, const char *v)
 static int vlist_record(void *ud, const mt_obj *o)
 {
 	vlist *l = ud;
-	const char *name = o->key + strlen(l->prefix);
-	size_t len = strlen(name);
-	if (len <= 5 || strcmp(name + len - 5, ".json") || strchr(name, '/'))
+	const char *name = o->key + strlen(l->prefix), *suffix = l->suffix ? l->suffix : ".json";
+	size_t len = strlen(name), slen = strlen(suffix);
+	if (len <= slen || strcmp(name + len - slen, suffix) || strchr(name, '/'))
 		return 0;
-	char *v = mti_asprintf("%.*s", (int)(len - 5), name);
+	char *v = mti_asprintf("%.*s", (int)(len - slen), name);
 	if (!v)
 		return MT_ENOMEM;
 	char **n = vlist_has(l, v) ? NULL : realloc(l->v, (l->n + 1) * sizeof *n);
@@ -133,6 +134,44 @@ static int versions_by_key(rp_ctx *c, vlist *l, mt_error *err)
 	if (rc == MT_ENOMEM)
 		mti_err(err, rc, "out of memory");
 	l->prefix = NULL;
+	free(prefix);
+	return rc;
+}
+
+/* Versions another store holds that this one has lost: made before a
+ * version this store still has (in that store's order), and neither here
+ * nor removed here (a tombstone).  Newer ones were never here: pull copies
+ * those, repair does not.  A source that cannot list the dataset adds none. */
+static int versions_elsewhere(rp_ctx *c, vlist *l, mt_error *err)
+{
+	vlist gone = {.suffix = ".removed"};
+	char *prefix = mti_asprintf("datasets/%s/versions/", c->dataset);
+	int rc = (gone.prefix = prefix) ? 0 : MT_ENOMEM;
+	if (!rc && l->n && c->nsrc)
+		rc = mti_store_list_all(c->s, prefix, vlist_record, &gone, err);
+	for (size_t k = 0; !rc && l->n && k < c->nsrc; k++) {
+		char **sv = NULL;
+		size_t sn = 0, last = 0, any = 0;
+		mt_error e = {0};
+		if (c->src[k].flat || mt_store_versions(c->src[k].store, c->dataset, &sv, &sn, &e))
+			continue;
+		for (size_t i = 0; i < sn; i++)
+			if (vlist_has(l, sv[i]))
+				last = i, any = 1;
+		for (size_t i = 0; !rc && any && i < last; i++) {
+			char **grown = NULL;
+			if (vlist_has(l, sv[i]) || vlist_has(&gone, sv[i]))
+				continue;
+			if (!(grown = realloc(l->v, (l->n + 1) * sizeof *grown)))
+				rc = MT_ENOMEM;
+			else
+				l->v = grown, l->v[l->n++] = sv[i], sv[i] = NULL;
+		}
+		mt_strv_free(sv, sn);
+	}
+	if (rc == MT_ENOMEM)
+		mti_err(err, rc, "out of memory");
+	mt_strv_free(gone.v, gone.n);
 	free(prefix);
 	return rc;
 }
@@ -170,6 +209,8 @@ int mti_rp_versions(rp_ctx *c, const char *version, char ***out, size_t *n, mt_e
 	if (rc == MT_ENOMEM)
 		mti_err(err, rc, "out of memory");
 	free(prefix);
+	if (!rc && !version)
+		rc = versions_elsewhere(c, &l, err);
 	if (!rc && !l.n)
 		rc = mti_err(err, MT_ENOTFOUND, "dataset %s: no versions and no protection records",
 			    c->dataset);

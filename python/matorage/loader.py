@@ -145,7 +145,8 @@ class Loader:
     fetch_threads=0, decode_threads=0, resume=None, cache_dir=None, cache_bytes=0,
     in_memory=False, copy=True): the options of mt_loader_opts (doc/loader.md).  store is
     a Store or a URL.  Each batch maps attribute names to arrays of shape (rows,) + row
-    shape (a ragged attribute: (values, offsets)) and "_rows" to the rows' global numbers.
+    shape (a ragged attribute: (values, offsets); a str one: a list of str) and "_rows" to
+    the rows' global numbers.
 
     copy=True (the default): each batch's arrays are its own, and stay as they are for as
     long as they are kept: the loader gathers fixed-size columns straight into them
@@ -208,8 +209,10 @@ class Loader:
         self.attributes = {a: info[a] for a in self.attrs}
         self._cols = [info[a] for a in self.attrs]
         # What convert needs of each attribute, worked out once rather than per batch.
-        self._layout = [(a, at.dtype, at.shape, at.ragged, at.item_bytes)
-                        for a, at in zip(self.attrs, self._cols)]
+        # A str attribute's rows come as bytes (uint8) and leave as a list of str.
+        self._layout = [(a, np.dtype(np.uint8) if at.text else at.dtype, at.shape, at.ragged,
+                         at.item_bytes) for a, at in zip(self.attrs, self._cols)]
+        self._text = {a for a, at in zip(self.attrs, self._cols) if at.text}
 
     def _handle(self):
         if not self._h:
@@ -233,6 +236,8 @@ class Loader:
                 items = nbytes // unit if unit else 0
                 out[name] = (take(k, data, nbytes, dtype, (items,) + shape),
                              take(k + 1, cols[k + _C_OFFS], 8 * (n + 1), _U64, (n + 1,)))
+                if name in self._text:
+                    out[name] = _dtypes.decode_text(*out[name], f"{self.dataset}: {name}")
             else:
                 out[name] = take(k, data, nbytes, dtype, (n,) + shape)
             k += _C_WORDS
@@ -251,6 +256,13 @@ class Loader:
         out = {"_rows": rows}
         for i, (name, at) in enumerate(zip(self.attrs, self._cols)):
             col = b.cols[i]
+            if at.text:
+                vals = np.empty(col.bytes, dtype=np.uint8)
+                offs = np.ctypeslib.as_array(col.offsets, (n + 1,)).copy()
+                if col.bytes:
+                    ctypes.memmove(vals.ctypes.data, col.data, col.bytes)
+                out[name] = _dtypes.decode_text(vals, offs, f"{self.dataset}: {name}")
+                continue
             if at.ragged:
                 items = col.bytes // at.item_bytes if at.item_bytes else 0
                 vals, va = column(at.dtype, (items,) + at.shape)

@@ -96,7 +96,7 @@ class Reader:
     def read(self, attr, a=0, b=None):
         """Rows [a, b) of attribute `attr` (b None: to the end) as a numpy array of shape
         (b - a,) + row shape; for a ragged attribute a pair (values, offsets) where row
-        a + i is values[offsets[i]:offsets[i + 1]]."""
+        a + i is values[offsets[i]:offsets[i + 1]]; for a str attribute a list of str."""
         i, at, a, b = self._range(attr, a, b)
         h = self._handle()
         if not at.ragged:
@@ -107,12 +107,14 @@ class Reader:
         lengths, total = np.empty(b - a, dtype=np.uint64), ctypes.c_uint64()
         _lib.call("mt_reader_ragged_lengths", h, i, a, b,
                   lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), ctypes.byref(total))
-        values = np.empty((total.value,) + at.shape, dtype=at.dtype)
+        values = np.empty((total.value,) + at.shape, dtype=np.uint8 if at.text else at.dtype)
         if b > a:
             _lib.call("mt_reader_read", h, i, a, b, values.ctypes.data_as(ctypes.c_void_p),
                       values.nbytes)
         offsets = np.zeros(b - a + 1, dtype=np.uint64)
         np.cumsum(lengths, out=offsets[1:])
+        if at.text:
+            return _dtypes.decode_text(values, offsets, f"{self.dataset}@{self.version}: {attr}")
         return values, offsets
 
     def attachment(self, name):

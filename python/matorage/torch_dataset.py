@@ -467,6 +467,7 @@ class TorchMapDataset(tud.Dataset):
         for a in names:
             v = r.read(a)
             cols[a] = (_tensors(v[0]), v[1]) if isinstance(v, tuple) else (_tensors(v), None)
+            # text stays a list of str (_tensors leaves lists as they are)
         cols["_rows"] = (torch.arange(r.rows, dtype=torch.int64), None)
         return cols
 
@@ -483,7 +484,7 @@ class TorchMapDataset(tud.Dataset):
         to (values tensor, offsets array): each fixed-size column split into its rows at once
         (unbind), rather than indexed row by row."""
         if self.as_tuple is not None and self.transform is None and all(
-                not isinstance(cols[k], tuple) for k in self.as_tuple):
+                not isinstance(cols[k], (tuple, list)) for k in self.as_tuple):
             return list(zip(*[cols[k].unbind(0) for k in self.as_tuple]))
         keys, per = list(cols), []
         for k in keys:
@@ -491,6 +492,8 @@ class TorchMapDataset(tud.Dataset):
             if isinstance(v, tuple):
                 vals, offs = v
                 per.append([vals[int(offs[j]):int(offs[j + 1])] for j in range(n)])
+            elif isinstance(v, list):  # text: a str per row
+                per.append(v)
             else:
                 per.append(v.unbind(0))
         return [self._finish(dict(zip(keys, row))) for row in zip(*per)]
@@ -503,6 +506,9 @@ class TorchMapDataset(tud.Dataset):
             want = {k: self._cols[k] for k in self.as_tuple}
         cols = {}
         for k, (t, offs) in want.items():
+            if isinstance(t, list):  # text: a str per row
+                cols[k] = [t[int(j)] for j in idx]  # IndexError past the end, as for tensors
+                continue
             if offs is None:
                 cols[k] = t[idx]  # IndexError past the end; negative indexes count from it
                 continue

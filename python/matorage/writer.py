@@ -44,8 +44,22 @@ class Ragged:
         return len(self.lengths)
 
 
+def _is_text(value):
+    """A list, tuple or array of str: a str attribute's rows."""
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind == "U" or (value.dtype.kind == "O" and value.size > 0
+                                            and isinstance(value.flat[0], str))
+    return isinstance(value, (list, tuple)) and len(value) > 0 and isinstance(value[0], str)
+
+
 def _column(name, value):
     """A value given to append() as (Attr, values array, lengths array or None)."""
+    if _is_text(value):
+        if isinstance(value, np.ndarray) and value.ndim != 1:
+            raise InvalidArgument(f"{name}: text is one string a row: a 1-D array, not "
+                                  f"{value.shape}")
+        vals, lengths = _dtypes.encode_text(value, name)
+        return _dtypes.Attr(name, _dtypes.TEXT, (), True), vals, lengths
     if isinstance(value, (list, tuple)):
         value = Ragged.from_rows(value, name)
     if isinstance(value, Ragged):
@@ -69,7 +83,8 @@ class Writer:
 
     append(**columns) adds rows: each keyword an attribute, each value a numpy array of
     rows (shape (rows,) + row shape) or, for a ragged attribute, a list of per-row arrays
-    or a Ragged.  The first append sets the attributes (names, dtypes, row shapes); later
+    or a Ragged; for a str attribute (UTF-8 text, one string a row) a list or array of
+    str.  The first append sets the attributes (names, dtypes, row shapes); later
     ones must match them exactly.  commit() makes the version visible and returns
     "dataset@vN"; abort() discards it.  As a context manager it commits when the block
     ends normally and aborts when it raises.
@@ -117,7 +132,7 @@ class Writer:
         arr = (_abi._Attr * len(attrs))()
         self._names = [_lib.b(a.name) for a in attrs]
         for c, a, n in zip(arr, attrs, self._names):
-            c.name, c.dtype, c.rank, c.ragged = n, _dtypes.code_of(a.dtype, a.name), \
+            c.name, c.dtype, c.rank, c.ragged = n, _dtypes.code_of(a.dtype, a.name, True), \
                 len(a.shape), int(a.ragged)
             for i, d in enumerate(a.shape):
                 c.shape[i] = d

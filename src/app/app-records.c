@@ -58,6 +58,19 @@ static int rec_fail(char *why, size_t cap, const char *fmt, ...)
 	return -1;
 }
 
+/* NAME=str: text is one string a row, ragged bytes by definition, so no shape
+ * (":*" is allowed, as a ragged attribute is spelled). */
+static int rec_text_spec(const char *spec, const char *eq, const char *colon, mt_attr *out,
+			 char **name, char *why, size_t cap)
+{
+	if (colon && strcmp(colon, ":*"))
+		return rec_fail(why, cap, "'%s': str takes no shape (one text a row)", spec);
+	out->ragged = 1;
+	*name = app_xasprintf("%.*s", (int)(eq - spec), spec);
+	out->name = *name;
+	return 0;
+}
+
 int app_attr_spec(const char *spec, mt_attr *out, char **name, char *why, size_t cap)
 {
 	memset(out, 0, sizeof *out);
@@ -79,7 +92,9 @@ int app_attr_spec(const char *spec, mt_attr *out, char **name, char *why, size_t
 				"float32", spec);
 	if (out->dtype == MT_DTYPE_INVALID)
 		return rec_fail(why, cap, "'%s': unknown dtype '%s' (bool, int8..int64, uint8..uint64, "
-				"float16, float32, float64)", spec, dtype);
+				"float16, float32, float64, str)", spec, dtype);
+	if (out->dtype == MT_STR)
+		return rec_text_spec(spec, eq, colon, out, name, why, cap);
 	/* SHAPE is "3" or "28x28" (a comma works too, as in NumPy's tuples); a
 	 * leading "*" is a ragged row's item count, as app_shape_str writes it. */
 	const char *p = colon ? colon + 1 : NULL;
@@ -575,6 +590,22 @@ static int rec_json_fast(struct app_records *r, const char *line, size_t len, vo
 	return s.p == s.end && seen == r->nattrs ? 0 : -1;
 }
 
+/* A str attribute's row: the text's bytes (NULL: the value was no string). */
+static int rec_text(struct app_records *r, size_t i, const char *text, size_t len, char *why,
+		    size_t cap)
+{
+	size_t bad;
+	if (!text)
+		return rec_fail(why, cap, "field %s: expected a string (str)", r->attrs[i].name);
+	if (mt_utf8_check(text, len, &bad))
+		return rec_fail(why, cap, "field %s: not UTF-8 text (byte %zu%s)", r->attrs[i].name,
+				bad, text[bad] ? "" : " is a NUL");
+	memcpy(rag_room(r, i, len), text, len);
+	r->rag[i].len += len;
+	r->rag[i].items += len;
+	return 0;
+}
+
 /* A ragged attribute's row through jansson: an array of items, item k checked
  * as a fixed row named NAME[k], so errors say which item. */
 static int rec_json_ragged(struct app_records *r, size_t i, const json_t *j, char *why,
@@ -583,6 +614,9 @@ static int rec_json_ragged(struct app_records *r, size_t i, const json_t *j, cha
 	const mt_attr *a = &r->attrs[i];
 	size_t ib = app_records_row_bytes(r, i);
 	char shape[96];
+	if (a->dtype == MT_STR)
+		return rec_text(r, i, json_is_string(j) ? json_string_value(j) : NULL,
+				json_is_string(j) ? json_string_length(j) : 0, why, cap);
 	if (!json_is_array(j))
 		return rec_fail(why, cap, "field %s: expected an array of items (shape %s)", a->name,
 				app_shape_str(a, shape, sizeof shape));
@@ -816,6 +850,8 @@ static int rec_csv_ragged(struct app_records *r, size_t i, const char *s, char *
 	const mt_attr *a = &r->attrs[i];
 	size_t es = mt_dtype_size(a->dtype);
 	uint64_t n = 0;
+	if (a->dtype == MT_STR)
+		return rec_text(r, i, s, strlen(s), why, cap);
 	for (;;) {
 		s += strspn(s, " \t");
 		if (!*s)

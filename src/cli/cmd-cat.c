@@ -82,6 +82,28 @@ static const uint8_t *cat_array(FILE *f, mt_dtype t, const uint8_t *p, const uin
 	return p;
 }
 
+/* A str row as one line: its text, with the backslash and control
+ * characters escaped as JSON escapes them (\n, \t, \\, \u001b), so a
+ * row never spans lines and the escapes read back unambiguously. */
+static void cat_text(FILE *f, const uint8_t *p, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i++) {
+		unsigned c = p[i];
+		if (c == '\\')
+			fputs("\\\\", f);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c == '\t')
+			fputs("\\t", f);
+		else if (c == '\r')
+			fputs("\\r", f);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc((int)c, f);
+	}
+}
+
 struct cat_job {
 	const mt_attr *at;
 	uint64_t dims[MT_MAX_RANK + 1];
@@ -97,7 +119,11 @@ static int cat_batch(void *ud, uint64_t first, uint64_t n, const void *values, s
 	const uint8_t *p = values;
 	int lead = j->at->ragged ? 1 : 0;
 	int ndims = j->at->rank + lead;
-	for (uint64_t i = 0; i < n; i++) {
+	for (uint64_t i = 0; i < n && j->at->dtype == MT_STR; p += lengths[i++]) {
+		cat_text(stdout, p, lengths[i]);
+		putchar('\n');
+	}
+	for (uint64_t i = 0; i < n && j->at->dtype != MT_STR; i++) {
 		if (lengths)
 			j->dims[0] = lengths[i];
 		p = cat_array(stdout, j->at->dtype, p, j->dims, ndims, ndims >= 2);
@@ -135,5 +161,6 @@ out:
 
 const struct cli_cmd cli_cmd_cat = {
 	"cat", "DATASET[@VERSION] NAME", cat_options, cat_exec,
-	"Print rows of attribute NAME as text, one row per line", 2, 2,
+	"Print rows of attribute NAME as text, one row per line (str rows: their text, "
+	"control characters and \\ escaped as in JSON)", 2, 2,
 };

@@ -11,7 +11,8 @@
 static const struct cli_option get_options[] = {
 	{ "output", 'o', "FILE",
 	  "the .npy file to write (required); - for standard output.  A symbolic link is "
-	  "written through; a device or FIFO is written as it is" },
+	  "written through; a device or FIFO is written as it is.  A str attribute is "
+	  "written as NumPy text ('<U' as wide as its longest row), one string a row" },
 	{ "rows", 0, "A:B", "only rows A to B-1; also A:, :B, or N for row N alone" },
 	{ "lengths", 0, "FILE", "ragged attributes: also write the row lengths (int64 .npy)" },
 	{ "attachment", 'a', "NAME", "write the attached file NAME instead of rows (no attribute "
@@ -46,6 +47,106 @@ static int get_batch(void *ud, uint64_t first, uint64_t n, const void *values, s
 		rc = get_write(j->lengths_out, lengths, (size_t)n * sizeof *lengths);
 	if (!rc && cli_progress_update(j->p, j->done += bytes, 0))
 		rc = cli_error("get %s: interrupted; no file was written", j->what);
+	return rc;
+}
+
+static int get_finish(mt_npy_writer *w);
+
+/* ---- str: NumPy '<U' text, as wide as the longest row ---- */
+
+/* The code point at p (n bytes left), advancing p; a byte that starts no
+ * sequence (the writer refuses such rows) reads as U+FFFD. */
+static uint32_t get_utf8_next(const uint8_t **p, size_t n)
+{
+	const uint8_t *s = *p;
+	int len = s[0] < 0x80 ? 1 : s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	uint32_t cp = len == 1 ? s[0] : s[0] & (0x7f >> len);
+	if ((size_t)len > n || (s[0] >= 0x80 && s[0] < 0xc0)) {
+		*p = s + 1;
+		return 0xfffd;
+	}
+	for (int k = 1; k < len; k++)
+		cp = cp << 6 | (s[k] & 0x3f);
+	*p = s + len;
+	return cp;
+}
+
+/* Characters in len bytes of UTF-8. */
+static uint64_t get_utf8_count(const uint8_t *p, size_t len)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += (p[i] & 0xc0) != 0x80;
+	return n;
+}
+
+static int get_width_batch(void *ud, uint64_t first, uint64_t n, const void *values,
+			   size_t bytes, const uint64_t *lengths)
+{
+	uint64_t *width = ud;
+	const uint8_t *p = values;
+	(void)first;
+	(void)bytes;
+	for (uint64_t i = 0; i < n; p += lengths[i++]) {
+		uint64_t c = get_utf8_count(p, (size_t)lengths[i]);
+		if (c > *width)
+			*width = c;
+	}
+	return 0;
+}
+
+struct get_text {
+	struct get_job *j;
+	uint64_t width;
+	uint32_t *row; /* one row's code points, padded with 0 */
+};
+
+static int get_text_batch(void *ud, uint64_t first, uint64_t n, const void *values,
+			  size_t bytes, const uint64_t *lengths)
+{
+	struct get_text *t = ud;
+	const uint8_t *p = values;
+	int rc = 0;
+	(void)first;
+	(void)bytes;
+	for (uint64_t i = 0; !rc && i < n; i++) {
+		const uint8_t *end = p + lengths[i];
+		uint64_t k = 0;
+		while (p < end && k < t->width)
+			t->row[k++] = get_utf8_next(&p, (size_t)(end - p));
+		p = end;
+		memset(t->row + k, 0, (size_t)(t->width - k) * sizeof *t->row);
+		rc = get_write(t->j->out, t->row, (size_t)t->width * sizeof *t->row);
+	}
+	if (!rc && cli_progress_update(t->j->p, t->j->done += n, 0))
+		rc = cli_error("get %s: interrupted; no file was written", t->j->what);
+	return rc;
+}
+
+/* Two passes: the first finds the longest row, which fixes the width. */
+static int get_run_text(struct cli_ctx *ctx, struct get_job *j, const char *path)
+{
+	mt_error err = { 0 };
+	struct get_text t = { j, 0, NULL };
+	int rc = cli_read_rows(j->r, j->attr, j->a, j->b, 0, get_width_batch, &t.width);
+	if (rc)
+		return rc;
+	uint64_t shape[2] = { j->b - j->a, t.width ? t.width : 1 };
+	t.width = shape[1];
+	if (t.width > SIZE_MAX / 4 / 2)
+		return cli_error("get %s: a row of %" PRIu64 " characters is too wide", j->what,
+				 t.width);
+	if (cli_npy_create(path, MT_STR, 2, shape, &j->out, &err))
+		return cli_fail(&err);
+	t.row = app_xcalloc((size_t)t.width, sizeof *t.row);
+	cli_catch_interrupt();
+	j->p = cli_progress_begin(ctx, j->what, shape[0]);
+	rc = cli_read_rows(j->r, j->attr, j->a, j->b, 0, get_text_batch, &t);
+	cli_progress_end(j->p);
+	if (!rc)
+		rc = get_finish(j->out);
+	mt_npy_writer_close(j->out);
+	free(t.row);
 	return rc;
 }
 
@@ -156,13 +257,14 @@ static int get_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	j.what = what;
 	j.attr = (size_t)idx;
 	j.at = mt_reader_attr(j.r, j.attr);
-	if (lengths_path && !j.at->ragged)
-		rc = cli_usage_error(a->cmd, "--lengths: attribute '%s' of %s is not ragged",
-				     j.at->name, what);
+	if (lengths_path && (!j.at->ragged || j.at->dtype == MT_STR))
+		rc = cli_usage_error(a->cmd, "--lengths: attribute '%s' of %s is %s", j.at->name,
+				     what, j.at->ragged ? "text, one string a row" : "not ragged");
 	if (!rc)
 		rc = cli_rows_resolve(&rows, vi->rows, what, &j.a, &j.b);
 	if (!rc)
-		rc = get_run(ctx, &j, path, lengths_path);
+		rc = j.at->dtype == MT_STR ? get_run_text(ctx, &j, path)
+					   : get_run(ctx, &j, path, lengths_path);
 	free(what);
 out:
 	cli_ref_close(&ref, j.r);

@@ -28,6 +28,7 @@ static void info_attrs(mt_reader *r)
 		const mt_attr *at = mt_reader_attr(r, i);
 		printf("  %-*s  %-8s %-*s%s\n", width, at->name, mt_dtype_name(at->dtype),
 		       at->ragged ? swidth : 0, app_shape_str(at, shape, sizeof shape),
+		       at->dtype == MT_STR ? "  ragged: UTF-8 text, one string a row" :
 		       at->ragged ? "  ragged" : "");
 	}
 }

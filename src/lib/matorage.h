@@ -126,7 +126,13 @@ typedef enum mt_dtype {
 	/* Brain float (the top 16 bits of a float32), as trained models keep
 	 * their weights: for checkpoint tensors only.  Dataset attributes
 	 * refuse it (HDF5 and NumPy have no such type). */
-	MT_BFLOAT16
+	MT_BFLOAT16,
+	/* UTF-8 text, one string per row: a ragged attribute of rank 0 whose
+	 * items are the bytes of the row's text (lengths in bytes, no NUL
+	 * terminator; a row holds no NUL byte).  Stored as ragged uint8 with
+	 * the dtype name "str" (doc/FORMAT.md, "Text").  Writers refuse a row
+	 * that is not valid UTF-8.  Dataset attributes only. */
+	MT_STR
 } mt_dtype;
 
 /* Bytes per element; 0 for an invalid dtype. */
@@ -135,6 +141,11 @@ MT_API size_t mt_dtype_size(mt_dtype t);
 MT_API const char *mt_dtype_name(mt_dtype t);
 /* The dtype named `name` (NumPy names), or MT_DTYPE_INVALID. */
 MT_API mt_dtype mt_dtype_parse(const char *name);
+
+/* 0 when len bytes at text are UTF-8 as a str row must be (well-formed,
+ * no overlong form, no surrogate, at most U+10FFFF, no NUL), else MT_EINVAL
+ * with the offset of the first bad byte in *bad (when not NULL). */
+MT_API int mt_utf8_check(const void *text, size_t len, size_t *bad);
 
 /* ---- attributes ------------------------------------------------------- */
 
@@ -570,7 +581,11 @@ MT_API int mt_writer_open(mt_store *s, const char *dataset, const mt_attr *attrs
 /* Append `nrows` rows.  data[i] holds attribute i's values for those rows,
  * C-contiguous, little-endian.  For a ragged attribute i, lengths[i] holds
  * nrows row lengths in items and data[i] the rows' items back to back;
- * `lengths` may be NULL when no attribute is ragged.  Safe from several
+ * `lengths` may be NULL when no attribute is ragged.  A str attribute is
+ * ragged: lengths[i] in bytes, data[i] the rows' UTF-8 text back to back
+ * (no terminators).  A row that is not valid UTF-8, or holds a NUL, fails
+ * the call with MT_EINVAL naming the attribute and the row (counted from
+ * 0 in this call), and none of the call's rows is appended.  Safe from several
  * threads; each call's rows stay together and in order.  The data is
  * copied before the call returns. */
 MT_API int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *data,
@@ -843,6 +858,13 @@ MT_API int mt_reader_attachment(mt_reader *r, const char *name, void **data, siz
  * NULL) receives b-a row lengths in items.  Reads only the offsets. */
 MT_API int mt_reader_ragged_lengths(mt_reader *r, size_t attr, uint64_t a, uint64_t b,
 				    uint64_t *lengths, uint64_t *total, mt_error *err);
+
+/* Rows [a, b) of a str attribute as NUL-terminated strings: (*out)[i] is
+ * row a+i's text, malloc'ed, as is the array; free with mt_strv_free(*out,
+ * b-a).  (mt_reader_ragged_lengths and mt_reader_read give the same text
+ * as lengths and bytes back to back.)  MT_EINVAL for any other dtype. */
+MT_API int mt_reader_read_str(mt_reader *r, size_t attr, uint64_t a, uint64_t b, char ***out,
+			      mt_error *err);
 
 /* Copy rows [a, b) of attribute `attr` into buf (cap bytes; rows back to
  * back, C order, little-endian; ragged: the rows' items back to back).
@@ -1189,6 +1211,9 @@ MT_API void mt_npy_close(mt_npy *n);
  * FIFO is opened and written as it is, never replaced.  A directory is
  * refused (MT_EIO naming it). */
 typedef struct mt_npy_writer mt_npy_writer;
+/* dtype MT_STR writes NumPy's '<U' text: shape[rank-1] (at least 1) is the
+ * width in characters, the array has the rank-1 dimensions before it, and
+ * each character is written as a little-endian uint32 code point (0 pads). */
 MT_API int mt_npy_create(const char *path, mt_dtype dtype, int rank, const uint64_t *shape,
 			 mt_npy_writer **out, mt_error *err);
 /* The same stream onto fd (standard output, a pipe), written as it comes;

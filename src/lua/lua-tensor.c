@@ -133,6 +133,8 @@ mt_dtype lt_check_dtype(lua_State *L, int idx, const char *what)
 	mt_dtype dt = mt_dtype_parse(name);
 	if (dt == MT_BFLOAT16)
 		lt_error(L, "%s: bfloat16 is for model checkpoints only; use float32", what);
+	if (dt == MT_STR)
+		lt_error(L, "%s: a tensor holds numbers; str text reads as its uint8 bytes", what);
 	if (dt == MT_DTYPE_INVALID)
 		lt_error(L, "%s: unknown dtype '%s' (bool, int8..int64, uint8..uint64, "
 			   "float16, float32, float64)", what, name);

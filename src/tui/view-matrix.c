@@ -321,6 +321,56 @@ static void mx_format(const struct mx_data *d, uint64_t i, char *buf, size_t cap
 		     buf, cap);
 }
 
+/* ---- text (str attributes) ---- */
+
+/* Up to cap-1 bytes of len bytes of UTF-8 text at src into dst, whole
+ * characters only, a control character as a space (a newline would break
+ * the screen's lines); "…" ends it when the text did not fit. */
+static void mx_text_line(const unsigned char *src, size_t len, char *dst, size_t cap)
+{
+	size_t o = 0, i = 0;
+	while (i < len && src[i] != '\n') {
+		size_t n = 1;
+		while (i + n < len && (src[i + n] & 0xc0) == 0x80)
+			n++;
+		if (o + n + sizeof "…" > cap)
+			break;
+		if (n == 1 && (src[i] < 0x20 || src[i] == 0x7f))
+			dst[o] = ' ';
+		else
+			memcpy(dst + o, src + i, n);
+		o += n;
+		i += n;
+	}
+	if (i < len) {
+		memcpy(dst + o, "…", sizeof "…" - 1);
+		o += sizeof "…" - 1;
+	}
+	dst[o] = 0;
+}
+
+/* A str attribute's row beside the picture: "name: text", cut with an ellipsis. */
+static int mx_side_text(struct mx_data *d, size_t i, uint64_t row, char *line, size_t cap)
+{
+	const mt_attr *a = mt_reader_attr(d->r, i);
+	unsigned char text[256];
+	uint64_t len = 0;
+	mt_error err = { 0 };
+	/* A long row is read as far as the panel could show it: only that chunk. */
+	if (mt_reader_ragged_lengths(d->r, i, row, row + 1, NULL, &len, &err))
+		return -1;
+	size_t used = (size_t)snprintf(line, cap, "%s: ", a->name);
+	if (len > sizeof text) {
+		snprintf(line + used, cap - used, "(%llu bytes of text)", (unsigned long long)len);
+		return 0;
+	}
+	if (mt_reader_read(d->r, i, row, row + 1, text, sizeof text, &err))
+		return -1;
+	if (used < cap)
+		mx_text_line(text, (size_t)len, line + used, cap - used);
+	return 0;
+}
+
 /* One short attribute of row `row` as "name: value" (a vector in brackets);
  * 0, or -1 when it is not short or could not be read. */
 static int mx_side_line(struct mx_data *d, size_t i, uint64_t row, char *line, size_t cap)
@@ -329,6 +379,8 @@ static int mx_side_line(struct mx_data *d, size_t i, uint64_t row, char *line, s
 	uint64_t items = mt_attr_items(a);
 	unsigned char vals[MX_SIDE_ITEMS * 8];
 	mt_error err = { 0 };
+	if (a->dtype == MT_STR)
+		return mx_side_text(d, i, row, line, cap);
 	if (a->ragged || items > MX_SIDE_ITEMS ||
 	    mt_reader_read(d->r, i, row, row + 1, vals, sizeof vals, &err))
 		return -1;
@@ -401,6 +453,10 @@ static void mx_draw_head(const struct mx_data *d, int y, int w)
 			 mt_dtype_name(d->a.dtype), app_shape_str(&d->a, shape, sizeof shape),
 			 d->ref.model, d->ref.version, (unsigned long long)d->h,
 			 (unsigned long long)d->w);
+	else if (d->a.dtype == MT_STR)
+		snprintf(head, sizeof head, "%s  str (UTF-8 text)  row %llu of %llu  %llu bytes",
+			 d->attr, (unsigned long long)d->row, (unsigned long long)d->rows,
+			 (unsigned long long)d->nvals);
 	else if (d->nrows > 1)
 		snprintf(head, sizeof head, "%s  %s %s  rows %llu-%llu of %llu", d->attr,
 			 mt_dtype_name(d->a.dtype), app_shape_str(&d->a, shape, sizeof shape),
@@ -573,6 +629,37 @@ static void mx_draw_grid(struct matrix *m, int top, int bottom, int w)
 		mx_draw_cover(m, bottom - MX_NSTATS - 2, w);
 }
 
+/* A str row as its text: a screen line per line of it, each cut with an
+ * ellipsis at the width, and a last "…" when more lines follow than fit. */
+static void mx_draw_text(struct matrix *m, int top, int bottom, int w)
+{
+	const struct mx_data *d = m->d;
+	const unsigned char *p = d->buf, *end = p + d->nvals;
+	char line[1024];
+	uint64_t lines = 1;
+	for (const unsigned char *q = p; (q = memchr(q, '\n', (size_t)(end - q))); q++)
+		lines++;
+	if (m->top >= lines)
+		m->top = lines - 1;
+	uint64_t skip = m->top;
+	int y = top;
+	if (p == end)
+		tui_text_cut(y, 0, w, R_DIM, "(empty text)");
+	while (p < end && y < bottom) {
+		const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = (size_t)((nl ? nl : end) - p);
+		if (skip) {
+			skip--;
+		} else if (y == bottom - 1 && nl && nl + 1 < end) {
+			tui_text_cut(y++, 0, w, R_DIM, "…");
+		} else {
+			mx_text_line(p, len, line, sizeof line);
+			tui_text_cut(y++, 0, w, R_NORMAL, line);
+		}
+		p = nl ? nl + 1 : end;
+	}
+}
+
 /* The row's other attributes in a panel on the right of rows [top, bottom),
  * when there are any and the screen is wide enough; the columns left for the
  * grid or picture. */
@@ -617,7 +704,9 @@ static void mx_draw(struct tui *t, struct view *v, int top, int bottom)
 		if (d->ready) {
 			mx_draw_head(d, top++, w);
 			int gw = mx_draw_side(d, top, bottom, w);
-			if (m->image && d->h > 1 && d->w > 1)
+			if (d->a.dtype == MT_STR)
+				mx_draw_text(m, top, bottom, gw);
+			else if (m->image && d->h > 1 && d->w > 1)
 				mx_draw_image(d, top, bottom, gw);
 			else
 				mx_draw_grid(m, top, bottom, gw);

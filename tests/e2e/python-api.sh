@@ -96,8 +96,8 @@ fails(matorage.StateError, ["committed"], w.append, x=np.zeros((1, 2), np.float3
 fails(matorage.StateError, ["committed"], w.commit)
 fails(matorage.InvalidArgument, ["complex64", "not supported"],
       matorage.Writer(url, "bad2").append, c=np.zeros(3, np.complex64))
-fails(matorage.InvalidArgument, ["<U1", "not supported"],
-      matorage.Writer(url, "bad2").append, s=np.array(["a", "b"]))
+fails(matorage.InvalidArgument, ["|S1", "not supported"],
+      matorage.Writer(url, "bad2").append, s=np.array([b"a", b"b"]))
 fails(matorage.InvalidArgument, ["ragged row 1"],
       matorage.Writer(url, "bad2").append, r=[np.zeros(2, np.int32), np.zeros(2, np.int64)])
 fails(matorage.StateError, ["nothing to commit"], matorage.Writer(url, "bad2").commit)

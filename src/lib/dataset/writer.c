@@ -772,6 +772,9 @@ static int check_batch(const mt_writer *w, uint64_t nrows, const void *const *da
 				return mti_err(err, MT_ERANGE, "dataset %s: attribute %s: row "
 					      "lengths overflow at row %llu", w->dataset, a->name,
 					      (unsigned long long)r);
+		int rc = mti_str_rows_check(w->dataset, a, nrows, data[i], lengths[i], err);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

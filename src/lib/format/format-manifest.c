@@ -74,6 +74,9 @@ static int fm_attr_check(const mt_attr *a, mt_error *err)
 	if (a->dtype == MT_BFLOAT16)
 		return mti_err(err, MT_EUNSUPPORTED, "attribute %s: bfloat16 is for model "
 			      "checkpoints only; store float32 (or its bits as uint16)", a->name);
+	if (a->dtype == MT_STR && (!a->ragged || a->rank != 0))
+		return mti_err(err, MT_EINVAL, "attribute %s: str holds one text per row: it "
+			      "is ragged, of shape [] (declare it name=str)", a->name);
 	if (a->rank < 0 || a->rank > MT_MAX_RANK)
 		return mti_err(err, MT_EINVAL, "attribute %s: rank %d is outside 0..%d", a->name,
 			      a->rank, MT_MAX_RANK);
@@ -484,8 +487,8 @@ static int fm_dec_attr(struct fm_dec *d, json_t *o, size_t i, mt_attr *a)
 		return fm_fail(d, "attributes[%zu].dtype: expected a string", i);
 	a->dtype = mt_dtype_parse(json_string_value(dt));
 	if (a->dtype == MT_DTYPE_INVALID)
-		return fm_fail(d, "attributes[%zu].dtype: unknown dtype '%.64s'", i,
-			       json_string_value(dt));
+		return fm_fail(d, "attributes[%zu].dtype: unknown dtype '%.64s' (a newer "
+			       "matorage may have written it)", i, json_string_value(dt));
 	if (!json_is_array(shape) || json_array_size(shape) > MT_MAX_RANK)
 		return fm_fail(d, "attributes[%zu].shape: expected an array of at most %d "
 			       "dimensions", i, MT_MAX_RANK);

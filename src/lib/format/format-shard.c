@@ -104,7 +104,9 @@ static hid_t h5_type(mt_dtype t)
 	case MT_INT16: return H5Tcopy(H5T_STD_I16LE);
 	case MT_INT32: return H5Tcopy(H5T_STD_I32LE);
 	case MT_INT64: return H5Tcopy(H5T_STD_I64LE);
-	case MT_UINT8: return H5Tcopy(H5T_STD_U8LE);
+	case MT_UINT8:
+	case MT_STR: /* the text's UTF-8 bytes; matorage_dtype says "str" */
+		return H5Tcopy(H5T_STD_U8LE);
 	case MT_UINT16: return H5Tcopy(H5T_STD_U16LE);
 	case MT_UINT32: return H5Tcopy(H5T_STD_U32LE);
 	case MT_UINT64: return H5Tcopy(H5T_STD_U64LE);

@@ -288,6 +288,12 @@ MT_LOCAL void mti_attrs_free(mt_attr *a, size_t n);
 /* Check a list of attributes a writer is given: names unique and valid,
  * dtypes known, ranks and shapes sane. */
 MT_LOCAL int mti_attrs_check(const mt_attr *a, size_t n, mt_error *err);
+/* When a is a str attribute: each of the nrows rows (lengths in bytes, the
+ * text back to back in data; lengths already checked against overflow) is
+ * valid UTF-8 without NUL, else MT_EINVAL naming the dataset, attribute and
+ * row (counted from 0 in this batch).  0 for any other dtype. */
+MT_LOCAL int mti_str_rows_check(const char *dataset, const mt_attr *a, uint64_t nrows,
+			       const void *data, const uint64_t *lengths, mt_error *err);
 
 /* ---- shard image -------------------------------------------------------- */
 

@@ -665,8 +665,13 @@ static size_t npy_header(mt_dtype t, int rank, const uint64_t *shape, char *out,
 		if (npy_types[i].dtype == t)
 			ty = &npy_types[i];
 	size_t n = 10;
-	n += (size_t)snprintf(out + n, cap - n, "{'descr': '%c%c%u', 'fortran_order': False, "
-			      "'shape': (", ty->size == 1 ? '|' : '<', ty->kind, ty->size);
+	if (t == MT_STR)
+		n += (size_t)snprintf(out + n, cap - n, "{'descr': '<U%llu', 'fortran_order': "
+				      "False, 'shape': (", (unsigned long long)shape[--rank]);
+	else
+		n += (size_t)snprintf(out + n, cap - n, "{'descr': '%c%c%u', 'fortran_order': "
+				      "False, 'shape': (", ty->size == 1 ? '|' : '<', ty->kind,
+				      ty->size);
 	for (int i = 0; i < rank; i++)
 		n += (size_t)snprintf(out + n, cap - n, "%s%llu", i ? ", " : "",
 				      (unsigned long long)shape[i]);
@@ -939,7 +944,11 @@ static int npy_writer_new(const char *name, mt_dtype dtype, int rank, const uint
 			      MT_MAX_RANK + 1);
 	if (rank > 0 && !shape)
 		return mti_err(err, MT_EINVAL, "%s: rank %d but no shape", name, rank);
-	uint64_t want = mt_dtype_size(dtype);
+	if (dtype == MT_STR && (rank < 1 || shape[rank - 1] == 0))
+		return mti_err(err, MT_EINVAL, "%s: text needs its width in characters as the "
+			       "last dimension (at least 1)", name);
+	/* Text is NumPy's '<U': each character a UTF-32 code unit. */
+	uint64_t want = dtype == MT_STR ? 4 : mt_dtype_size(dtype);
 	for (int i = 0; i < rank; i++)
 		if (!mti_mul_ok(want, shape[i], &want))
 			return mti_err(err, MT_EINVAL, "%s: the array's size overflows", name);

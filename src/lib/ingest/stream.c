@@ -202,7 +202,9 @@ static int rows_add(mt_stream *st, struct rows *r, uint64_t nrows, const void *c
 {
 	int rc = st->ragged ? rows_reserve_lens(st, r, nrows, err) : 0;
 	for (size_t i = 0; !rc && i < st->nattrs; i++)
-		if (!(rc = stream_bytes(st, i, nrows, lengths, &st->add[i], err)))
+		if (!(rc = stream_bytes(st, i, nrows, lengths, &st->add[i], err)) &&
+		    !(rc = mti_str_rows_check(st->dataset, &st->attrs[i], nrows, data[i],
+					      lengths ? lengths[i] : NULL, err)))
 			rc = rows_reserve(st, r, i, st->add[i], err);
 	for (size_t i = 0; !rc && i < st->nattrs; i++) {
 		if (st->add[i])

@@ -213,7 +213,7 @@ static int tensor_decode(const char *what, const char *key, json_t *e, mt_ckpt_t
 	t->bytes = (uint64_t)bytes;
 	t->stored = (uint64_t)stored;
 	t->sha256 = sha;
-	if (!t->dtype || t->ndim > MT_MAX_RANK || strlen(sha) != 64 ||
+	if (!t->dtype || t->dtype == MT_STR || t->ndim > MT_MAX_RANK || strlen(sha) != 64 ||
 	    strspn(sha, "0123456789abcdef") != 64)
 		return mti_err(err, MT_EFORMAT, "%s: tensor '%s': bad dtype, shape or sha256", what,
 			      key);

@@ -109,7 +109,7 @@ static int shape_check(const mt_ckpt_writer *w, const char *key, mt_dtype dtype,
 		       const uint64_t *shape, size_t nbytes, mt_error *err)
 {
 	size_t esize = mt_dtype_size(dtype);
-	if (!esize)
+	if (!esize || dtype == MT_STR) /* text is for dataset attributes */
 		return mti_err(err, MT_EUNSUPPORTED, "model %s: tensor '%s': unsupported dtype %d",
 			      w->name, key, (int)dtype);
 	if (ndim < 0 || ndim > MT_MAX_RANK || (ndim && !shape))

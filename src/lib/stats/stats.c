@@ -55,7 +55,7 @@ static void to_double(mt_dtype t, const unsigned char *p, size_t n, double *out)
 			uint32_t u32; uint64_t u64; float f; double d; } u;
 		memcpy(&u, p, w);
 		switch (t) {
-		case MT_BOOL: case MT_UINT8: out[i] = *p; break;
+		case MT_BOOL: case MT_UINT8: case MT_STR: out[i] = *p; break;
 		case MT_INT8: out[i] = u.i8; break;
 		case MT_INT16: out[i] = u.i16; break;
 		case MT_UINT16: out[i] = u.u16; break;

@@ -34,6 +34,7 @@ static const struct {
 	[MT_UINT32] = {"uint32", 4},         [MT_UINT64] = {"uint64", 8},
 	[MT_FLOAT16] = {"float16", 2},       [MT_FLOAT32] = {"float32", 4},
 	[MT_FLOAT64] = {"float64", 8},       [MT_BFLOAT16] = {"bfloat16", 2},
+	[MT_STR] = {"str", 1},
 };
 
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])

@@ -15,6 +15,8 @@
  * most MX_SIDE_ITEMS values (a label, a few scalars; not another picture). */
 #define MX_SIDE 16
 #define MX_SIDE_ITEMS 8
+/* The longest text a side line reads to show its start. */
+#define MX_SIDE_TEXT (64u << 10)
 
 /* What the view and its reading jobs share; freed by whoever lets go last. */
 struct mx_data {
@@ -353,22 +355,22 @@ static void mx_text_line(const unsigned char *src, size_t len, char *dst, size_t
 static int mx_side_text(struct mx_data *d, size_t i, uint64_t row, char *line, size_t cap)
 {
 	const mt_attr *a = mt_reader_attr(d->r, i);
-	unsigned char text[256];
 	uint64_t len = 0;
 	mt_error err = { 0 };
-	/* A long row is read as far as the panel could show it: only that chunk. */
 	if (mt_reader_ragged_lengths(d->r, i, row, row + 1, NULL, &len, &err))
 		return -1;
 	size_t used = (size_t)snprintf(line, cap, "%s: ", a->name);
-	if (len > sizeof text) {
+	/* A row is read whole; one too long to be a note beside a picture is only sized. */
+	unsigned char *text = len <= MX_SIDE_TEXT ? malloc(len ? (size_t)len : 1) : NULL;
+	if (!text) {
 		snprintf(line + used, cap - used, "(%llu bytes of text)", (unsigned long long)len);
 		return 0;
 	}
-	if (mt_reader_read(d->r, i, row, row + 1, text, sizeof text, &err))
-		return -1;
-	if (used < cap)
+	int rc = mt_reader_read(d->r, i, row, row + 1, text, (size_t)len, &err);
+	if (!rc && used < cap)
 		mx_text_line(text, (size_t)len, line + used, cap - used);
-	return 0;
+	free(text);
+	return rc ? -1 : 0;
 }
 
 /* One short attribute of row `row` as "name: value" (a vector in brackets);

@@ -57,14 +57,21 @@ static void write_ragged(const char *url)
 	static const mt_attr attrs[] = {
 		{ "tokens", MT_INT32, 0, { 0 }, 1 },
 		{ "score", MT_FLOAT16, 0, { 0 }, 0 },
+		{ "note", MT_STR, 0, { 0 }, 1 },
 	};
 	int32_t tok[6] = { 0, 100, 101, 200, 201, 202 };
 	uint64_t lens[3] = { 1, 2, 3 };
 	uint16_t score[3] = { 0x3c00, 0xc000, 0x3800 }; /* 1, -2, 0.5 */
-	const void *data[2] = { tok, score };
-	const uint64_t *lengths[2] = { lens, NULL };
+	/* Text: two lines, empty, and a line far wider than the screen. */
+	char note[400];
+	int n0 = snprintf(note, sizeof note, "first line\nsecond line");
+	int n2 = snprintf(note + n0, sizeof note - (size_t)n0, "\xe6\x97\xa5\xe6\x9c\xac "
+			  "%0300d", 7);
+	uint64_t note_lens[3] = { (uint64_t)n0, 0, (uint64_t)n2 };
+	const void *data[3] = { tok, score, note };
+	const uint64_t *lengths[3] = { lens, NULL, note_lens };
 	mt_writer *w;
-	if (mt_store_open(url, &s, &err) || mt_writer_open(s, "seq", attrs, 2, NULL, &w, &err) ||
+	if (mt_store_open(url, &s, &err) || mt_writer_open(s, "seq", attrs, 3, NULL, &w, &err) ||
 	    mt_writer_append(w, 3, data, lengths, &err) || mt_writer_commit(w, NULL, 0, &err)) {
 		tap_diag("%s", err.message);
 		exit(1);
@@ -385,6 +392,8 @@ int main(void)
 	keys(&t, "]]");
 	tap_ok(shows(&t, "tokens  int32") && shows(&t, "row 2 of 3") && shows(&t, "202"),
 	       "a ragged row shows its items (row 2: 200, 201, 202)");
+	tap_ok(shows(&t, "note: \xe6\x97\xa5\xe6\x9c\xac 000") && shows(&t, "0…"),
+	       "the row's text beside it, cut with an ellipsis");
 	keys(&t, "\x1b");
 	keys(&t, "j\n");
 	tap_ok(shows(&t, "score  float16") && shows(&t, "rows 0-2 of 3") && shows(&t, "-2") &&
@@ -412,6 +421,20 @@ int main(void)
 	keys(&t, ":");
 	keys(&t, "frobnicate\n");
 	tap_ok(shows(&t, "unknown command 'frobnicate'"), "an unknown command is reported");
+
+	/* A str attribute in the matrix viewer: the row's text, each line cut at the width. */
+	keys(&t, ":");
+	keys(&t, "search seq\n\n");
+	keys(&t, "A\n");
+	keys(&t, "\x1b");
+	keys(&t, "jj\n");
+	tap_ok(shows(&t, "note  str (UTF-8 text)  row 0 of 3") && shows(&t, "first line") &&
+		       shows(&t, "second line"), "a str row shows its text, a line per line");
+	keys(&t, "]");
+	keys(&t, "]");
+	tap_ok(shows(&t, "row 2 of 3") && shows(&t, "\xe6\x97\xa5\xe6\x9c\xac 000") &&
+		       shows(&t, "0…"), "a line wider than the screen is cut with an ellipsis");
+	keys(&t, "\x1b\x1b\x1b\x1b");
 
 	/* Copy to another store: the version and its edited metadata arrive. */
 	keys(&t, "\x1b");

@@ -101,6 +101,31 @@ tui_exited
 ok $? "q quits"
 ok $($M get w@v2 x -o "$WORK/o2.npy" >/dev/null 2>&1; echo $?) "w@v2 reads again"
 
+# A version whose manifest is lost here and that a remote holds: listed as lost, and
+# :repair DATASET brings it back from there. One removed here (a tombstone) is not lost.
+check "m@v1..v3" bash -c "$M put m x='$WORK/x.npy' --shard-rows 400 && $M put m x='$WORK/x.npy' --append --shard-rows 400 && $M put m x='$WORK/x.npy' --append --shard-rows 400"
+check "a remote mirror" $M remote add mirror "file://$WORK/mirror"
+check "holding m" $M push m mirror
+rm -f "$WORK/store/datasets/m/versions/v2.json"
+check "m@v1 removed by another machine (its catalog)" env MATORAGE_CATALOG="$WORK/other.db" $M rm m@v1
+tui_start 200 40 tui --open m
+expect "the browser opens on m" "v3"
+keys r
+for i in $(seq 200); do
+	screen | grep -qE '\bv2\b.*lost' && break
+	sleep 0.1
+done
+out=$(screen | grep -E '\bv2\b')
+ok $(echo "$out" | grep -q 'lost'; echo $?) "after a sync v2, which the mirror holds, is listed as lost: $out"
+ok $(! screen | grep -qE '^v1 '; echo $?) "v1, removed here, is not listed"
+keys ":repair m" Enter
+wait_file "$WORK/store/datasets/m/versions/v2.json"
+ok $? ":repair DATASET brings v2's manifest back from the mirror"
+keys ":q" Enter
+tui_exited
+ok $($M get m@v2 x -o "$WORK/o3.npy" >/dev/null 2>&1; echo $?) "m@v2 reads again"
+ok $(! $M info m@v1 >/dev/null 2>&1; echo $?) "and m@v1 stays removed"
+
 tui_start 200 40 --read-only tui --open p
 expect "read-only browser" "v1"
 keys ":repair p@v1" Enter

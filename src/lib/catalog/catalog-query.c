@@ -40,8 +40,10 @@ struct level {
 /* A version's last check (its state, and from what or what is lost), what
  * that check was, and its last repair, as text. */
 #define CHECK_FIELDS                                                                        \
-	"CASE WHEN v.manifest_size < 0 THEN 'lost: its manifest (its protection record holds" \
-	" a copy: repair writes it back)' ELSE (SELECT CASE " CHECK_STATE("k.") " WHEN"     \
+	"CASE WHEN v.manifest_size = -2 THEN 'lost: its manifest (another store holds the"   \
+	" version: repair brings it back)' WHEN v.manifest_size < 0 THEN 'lost: its"         \
+	" manifest (its protection record holds a copy: repair writes it back)' ELSE"       \
+	" (SELECT CASE " CHECK_STATE("k.") " WHEN"                                         \
 	" 'rebuilt' THEN CASE WHEN k.state = 'rebuilt' THEN 'rebuilt' ELSE 'rebuilt: its"  \
 	" damaged shards were rebuilt since (' || k.state || ' at ' || k.at || ')' END"    \
 	" ELSE k.state || CASE WHEN k.sources <> '' THEN ' from ' || k.sources ELSE '' END" \
@@ -93,7 +95,8 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		"SELECT v.id, v.name, v.created, v.rows, v.nshards, v.stored_bytes, v.parent,"
 		" coalesce((SELECT group_concat(tag, ' ') FROM tags WHERE version_id = v.id), ''),"
 		" v.description, " PROTECTION("v.") ", v.protect_overhead,"
-		/* A manifest lost, the version read from its protection record. */
+		/* A manifest lost: the version read from its protection record, or
+		 * held by another store (manifest_size -2). */
 		" CASE WHEN v.manifest_size < 0 THEN 'lost' ELSE"
 		" (SELECT " CHECK_STATE("k.") " FROM checks k WHERE k.version_id = v.id ORDER BY"
 		" k.id DESC LIMIT 1) END,"

@@ -62,6 +62,8 @@ int mti_listing_add(void *ud, const mt_object_info *o)
 	struct listing *l = ud;
 	const char *name = o->key + l->prefix_len;
 	size_t len = strlen(name);
+	if (l->removed && len > 8 && !strcmp(name + len - 8, ".removed") && !strchr(name, '/'))
+		return listing_push(l->removed, name, len - 8, &(struct listed){0});
 	if (len <= 5 || strcmp(name + len - 5, ".json") || strchr(name, '/'))
 		return 0;
 	return listing_push(l, name, len - 5, &(struct listed){.size = o->size, .mtime = o->mtime});
@@ -92,6 +94,8 @@ static int cat_list_objects(mt_store *s, const char *dataset, const char *dir,
 	/* Key order is not name order ("a-b.json" < "a.json" but "a" < "a-b"). */
 	if (!rc && l->n)
 		qsort(l->v, l->n, sizeof *l->v, listed_cmp);
+	if (!rc && l->removed)
+		mti_listing_sort(l->removed);
 	return rc;
 }
 
@@ -615,6 +619,7 @@ struct ds_sync {
 	mt_catalog_sync_stats *stats;
 	struct listing man, meta, prot; /* manifests, metadata objects, protection records */
 	struct listing lost;      /* versions read from their records, their manifest lost */
+	struct listing removed;   /* versions removed (their tombstones) */
 	struct known *known;      /* the versions the catalog had */
 	size_t nknown;
 	int64_t ds;               /* its row; 0 when the catalog has none */
@@ -646,6 +651,7 @@ static int ds_count_leftovers(struct ds_sync *d, mt_error *err)
  * find its row and known versions (a row is made only when it has some). */
 static int ds_sync_start(struct ds_sync *d, int64_t bucket, mt_error *err)
 {
+	d->man.removed = &d->removed;
 	int rc = cat_list_objects(d->s, d->dataset, "versions", &d->man, err);
 	if (!rc)
 		rc = cat_list_objects(d->s, d->dataset, "meta", &d->meta, err);
@@ -877,12 +883,36 @@ static int cat_keep_shared(mt_catalog *c, int64_t ds, const char *name, mt_error
 	return rc;
 }
 
+/* A version whose manifest is gone from this store but not removed (no
+ * tombstone), which a dataset of the same name in another bucket holds (the
+ * same version: name, creation time and rows), stays as lost: repair
+ * brings it back from there (manifest_size -2).  1 when kept. */
+static int cat_keep_held_elsewhere(struct ds_sync *d, const char *name, mt_error *err)
+{
+	sqlite3_stmt *st;
+	if (mti_listing_find(&d->removed, name))
+		return 0;
+	int rc = mti_cat_prepare(d->c,
+		"UPDATE versions SET manifest_size = -2 WHERE dataset_id = ?1 AND name = ?2 AND"
+		" EXISTS (SELECT 1 FROM versions o JOIN datasets od ON od.id = o.dataset_id"
+		" JOIN datasets h ON h.id = ?1 WHERE od.name = h.name AND od.bucket_id <>"
+		" h.bucket_id AND o.name = ?2 AND o.created = versions.created AND"
+		" o.rows = versions.rows AND o.manifest_size >= 0)", &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, d->ds);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	rc = mti_cat_step_done(d->c, st, "keeping a version another store holds", err);
+	sqlite3_finalize(st);
+	return rc ? rc : sqlite3_changes(d->c->db) > 0;
+}
+
 /* Drop the versions the store no longer lists, then refresh the dataset's
  * summary, or drop the dataset when no version is left; one transaction. */
 static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 {
 	mt_catalog *c = d->c;
-	int top = 0;
+	int top = 0, kept = 0;
 	int rc = mti_cat_begin(c, "sync_dataset", &top, err);
 	if (rc)
 		return rc;
@@ -891,7 +921,13 @@ static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 		    mti_listing_find(&d->lost, d->known[i].name))
 			continue;
 		sqlite3_stmt *st;
-		rc = cat_keep_shared(c, d->ds, d->known[i].name, err);
+		if ((rc = cat_keep_held_elsewhere(d, d->known[i].name, err)) > 0) {
+			kept++;
+			rc = 0;
+			continue;
+		}
+		if (!rc)
+			rc = cat_keep_shared(c, d->ds, d->known[i].name, err);
 		if (!rc && !(rc = mti_cat_prepare(c, "DELETE FROM versions WHERE dataset_id = ?1 AND name = ?2",
 					   &st, err))) {
 			sqlite3_bind_int64(st, 1, d->ds);
@@ -901,7 +937,7 @@ static int ds_sync_finish(struct ds_sync *d, mt_error *err)
 		}
 		d->stats->versions_removed++;
 	}
-	int some = d->man.n || d->lost.n;
+	int some = d->man.n || d->lost.n || kept;
 	if (!rc && some)
 		rc = cat_gc_lists(c, d->ds, err);
 	if (!rc && some)
@@ -1010,6 +1046,7 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 	mti_listing_free(&d.meta);
 	mti_listing_free(&d.prot);
 	mti_listing_free(&d.lost);
+	mti_listing_free(&d.removed);
 	if (!rc && d.bad.code && err)
 		*err = d.bad;
 	return rc ? rc : d.bad.code;

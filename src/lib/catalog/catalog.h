@@ -124,6 +124,8 @@ struct listing {
 	struct listed *v;
 	size_t n, cap;
 	size_t prefix_len;
+	/* When set, the names of tombstones (<name>.removed) listed go there. */
+	struct listing *removed;
 };
 /* An mt_store_list callback collecting into a struct listing. */
 MT_CATALOG_LOCAL int mti_listing_add(void *ud, const mt_object_info *o);

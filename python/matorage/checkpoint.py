@@ -293,6 +293,11 @@ def _read_tensor(ck, key, as_torch):
     info = _abi._CkptTensorInfo()
     _lib.call("mt_ckpt_tensor", ck, ctypes.c_size_t(i), ctypes.byref(info))
     bf16 = info.dtype == BFLOAT16
+    # The library decodes straight into the array returned (torch.from_numpy shares it, no
+    # copy).  NumPy allocates it, not torch.empty: NumPy asks for huge pages, and faulting
+    # in fresh memory is most of a load (bench/ckpt-alloc.py: 512 MiB read in 0.2 s into
+    # memory already touched, 3-4 s into fresh NumPy arrays, 7-9 s into torch.empty on a
+    # loaded VM; doc/BENCHMARKS.md).
     arr = np.empty(tuple(int(x) for x in info.shape[:info.ndim]),
                    dtype=np.uint16 if bf16 else BY_CODE[info.dtype])
     _lib.call("mt_ckpt_read", ck, key.encode(), arr.ctypes.data_as(ctypes.c_void_p),

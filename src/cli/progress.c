@@ -86,7 +86,8 @@ void cli_progress_unit(struct cli_progress *p, const char *unit)
 /* One line, short enough for an 80-column terminal: label, bar, bytes, rate, ETA. */
 static void cli_progress_draw(struct cli_progress *p, double now)
 {
-	char done[32], total[32], rate[32] = "";
+	/* rate holds "  " + an amount (under 32 bytes) + "/s". */
+	char done[32], total[32], rate[40] = "";
 	double secs = now - p->start;
 	double bps = secs > 0.2 ? (double)p->done / secs : 0;
 	cli_amount(p, p->done, done, sizeof done);

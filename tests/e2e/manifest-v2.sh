@@ -77,4 +77,25 @@ check "rm d@v2, then gc" bash -c "$M rm d@v2 && $M gc d --delete --grace 0"
 n4=$(ls "$F" | wc -l)
 ok $([ "$n4" -eq 6 ]; echo $?) "gc deleted only v2's own fragment ($n4 left)"
 check "d@v1 still verifies" $M verify d@v1
+
+# An append reads the parent's root and its last fragment: the others are
+# named again by their hashes, unread.  With them moved away it still
+# commits (the catalog, which would read every shard, is left out).
+full=$(grep -o '"nshards":8,"shard_bytes":[0-9]*,"sha256":"[0-9a-f]*"' "$S/datasets/d/versions/v1.json" | grep -o '[0-9a-f]\{64\}')
+mkdir "$WORK/away"
+for h in $full; do mv "$F/$h.json" "$WORK/away/"; done
+ok $([ "$(ls "$WORK/away" | wc -l)" -eq 5 ]; echo $?) "d@v1's 5 full fragments moved away"
+check "append one row without them" env MATORAGE_CATALOG=/dev/null/none $M put d x="$WORK/y.npy" --append
+mv "$WORK/away/"*.json "$F/"
+check "the append (d@v3) verifies and reads as format 1's f1@v2" bash -c "$M verify d@v3 && $M get d@v3 x -o $WORK/a.npy && $M get f1@v2 x -o $WORK/b.npy && cmp $WORK/a.npy $WORK/b.npy"
+v3f=$(grep -o '"sha256":"[0-9a-f]*"' "$S/datasets/d/versions/v3.json" | head -5 | grep -o '[0-9a-f]\{64\}')
+ok $([ "$v3f" = "$full" ]; echo $?) "d@v3 names d@v1's 5 full fragments again"
+if command -v strace > /dev/null; then
+	strace -f -qq -e trace=read,pread64 -y -o "$WORK/trace" env MATORAGE_CATALOG=/dev/null/none $M put d x="$WORK/y.npy" --append > /dev/null 2>&1
+	fr=$(grep -F "<$F/" "$WORK/trace" | sed -n 's/.*) *= *\([0-9][0-9]*\)$/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+	last=$(grep -o '"bytes":[0-9]*}\]' "$S/datasets/d/versions/v3.json" | grep -o '[0-9][0-9]*')
+	ok $([ "$fr" -eq "$last" ]; echo $?) "the next append read $fr bytes of fragments: d@v3's last one ($last bytes)"
+else
+	ok 0 "# SKIP no strace: the bytes an append reads are not counted"
+fi
 done_testing

@@ -30,12 +30,15 @@ static int counting_read(mt_store *s, const char *key, uint64_t off, void *buf, 
 	return real_ops->read(s, key, off, buf, len, err);
 }
 
-/* Count whole-object gets (manifests are read so). */
-static atomic_int gets;
+/* Count whole-object gets (manifests are read so), and those of
+ * format 2's fragments apart. */
+static atomic_int gets, frag_gets;
 static int counting_get(mt_store *s, const char *key, uint64_t off, uint64_t len, void **data,
 			size_t *got, mt_error *err)
 {
 	atomic_fetch_add(&gets, 1);
+	if (strstr(key, "/fragments/"))
+		atomic_fetch_add(&frag_gets, 1);
 	return real_ops->get(s, key, off, len, data, got, err);
 }
 
@@ -241,6 +244,77 @@ static void test_append_and_zero(void)
 	       rows_match(r, 0, 1, &err), "a 1-row version round-trips");
 	if (rc == 0)
 		mt_reader_close(r);
+}
+
+/* Writer w (opened as an append) appends rows [first, first + n) and
+ * commits into ver. */
+static int append_rows(mt_writer *w, uint64_t first, uint64_t n, char *ver, mt_error *err)
+{
+	float *x;
+	int32_t *tok;
+	uint64_t *len;
+	make_rows(first, n, &x, &tok, &len);
+	const void *data[2] = {x, tok};
+	const uint64_t *lens[2] = {NULL, len};
+	int rc = mt_writer_append(w, n, data, lens, err);
+	if (!rc)
+		rc = mt_writer_commit(w, ver, 64, err);
+	free(x);
+	free(tok);
+	free(len);
+	return rc;
+}
+
+/* An append to a format-2 version reads its root and its last fragment
+ * only, and names the others again; so does one rebased onto a version
+ * committed while it ran. */
+static void test_append_frags(void)
+{
+	mt_error err = {0};
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	o.shard_rows = 1;
+	char ver[64];
+	setenv("MATORAGE_FRAGMENT_SHARDS", "4", 1);
+	/* 30 one-row shards: 7 full fragments of 4 and one of 2. */
+	TAP_CALL(write_version("frag", 0, 30, &o, ver, &err), &err, "a format-2 version of 30 shards");
+	o.append = 1;
+	atomic_store(&frag_gets, 0);
+	TAP_CALL(write_version("frag", 30, 1, &o, ver, &err), &err, "append one row");
+	tap_ok(atomic_load(&frag_gets) == 1, "the append read one fragment, the last (read %d)",
+	       atomic_load(&frag_gets));
+	mt_manifest *a = NULL, *b = NULL;
+	int rc = mti_dataset_load(store, "frag", "v1", &a, NULL, &err);
+	if (!rc)
+		rc = mti_dataset_load(store, "frag", "v2", &b, NULL, &err);
+	int same = !rc && a->nfrags == 8 && b->nfrags == 8 && b->nshards == 31;
+	for (size_t i = 0; same && i < 7; i++)
+		same = !strcmp(a->frags[i].sha256, b->frags[i].sha256) &&
+		       b->frags[i].first_shard == 4 * i;
+	tap_ok(same && b->frags[7].nshards == 3 && strcmp(a->frags[7].sha256, b->frags[7].sha256),
+	       "v2 names v1's 7 full fragments, then one of 3 shards");
+	mti_manifest_free(a);
+	mti_manifest_free(b);
+
+	/* Two appends to v2: the one committed last continues the other's. */
+	mt_writer *w1, *w2;
+	TAP_CALL(mt_writer_open(store, "frag", NULL, 0, &o, &w1, &err), &err, "an append opened");
+	TAP_CALL(mt_writer_open(store, "frag", NULL, 0, &o, &w2, &err), &err, "another one");
+	TAP_CALL(append_rows(w2, 31, 2, ver, &err), &err, "the second commits first");
+	atomic_store(&frag_gets, 0);
+	TAP_CALL(append_rows(w1, 33, 3, ver, &err), &err, "the first commits, rebased");
+	tap_ok(atomic_load(&frag_gets) == 1, "the rebase read one fragment (read %d)",
+	       atomic_load(&frag_gets));
+	mt_writer_close(w1);
+	mt_writer_close(w2);
+	mt_reader *r;
+	rc = mt_reader_open(store, "frag", NULL, &r, &err);
+	tap_ok(!rc && mt_reader_info(r)->rows == 36 && mt_reader_info(r)->nshards == 36 &&
+	       !strcmp(mt_reader_info(r)->parent, "v3") && rows_match(r, 0, 36, &err),
+	       "the latest holds all 36 rows in order (%s)", rc ? err.message : "ok");
+	if (!rc)
+		mt_reader_close(r);
+	unsetenv("MATORAGE_FRAGMENT_SHARDS");
 }
 
 static void flip_byte(const char *key, uint64_t off)
@@ -769,6 +843,7 @@ int main(void)
 	test_basic();
 	test_sources();
 	test_append_and_zero();
+	test_append_frags();
 	test_damage();
 	test_gc_abort_cancel();
 	test_cancel();

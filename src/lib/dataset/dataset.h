@@ -62,9 +62,11 @@ MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64
 /* upgrade.c: write the fragments of m (cut by mti_manifest_cut), before
  * its root: every key the root will name pinned under l (one pin object),
  * then, once no gc that may have missed the pins runs, the fresh ones put
- * and made durable.  The others are fragments of the version built on. */
+ * and made durable.  The others are fragments of the version built on.
+ * m->shards[i] is the version's shard base + i: the fresh fragments lie
+ * after the first base shards (an append names its parent's unread). */
 MT_LOCAL int mti_put_fragments(mt_store *s, mt_dlock *l, const char *dataset, mt_manifest *m,
-			       mt_error *err);
+			       size_t base, mt_error *err);
 
 /* Threads each read of r fetches and decodes chunks on (default: CPUs). */
 MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);

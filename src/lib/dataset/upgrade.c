@@ -7,7 +7,7 @@
 #include "protect.h"
 
 int mti_put_fragments(mt_store *s, mt_dlock *l, const char *dataset, mt_manifest *m,
-		      mt_error *err)
+		      size_t base, mt_error *err)
 {
 	char **keys = calloc(m->nfrags + 1, sizeof *keys), **texts = calloc(m->nfrags + 1,
 									      sizeof *texts);
@@ -16,8 +16,8 @@ int mti_put_fragments(mt_store *s, mt_dlock *l, const char *dataset, mt_manifest
 	for (size_t i = 0; !rc && i < m->nfrags; i++) {
 		mt_mfrag *f = &m->frags[i];
 		if (f->fresh)
-			rc = mti_fragment_encode(dataset, m->shards + f->first_shard, f->nshards, f,
-						 &texts[i], err);
+			rc = mti_fragment_encode(dataset, m->shards + (f->first_shard - base),
+						 f->nshards, f, &texts[i], err);
 		if (!rc && !(keys[i] = mti_key_fragment(dataset, f->sha256)))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
 	}
@@ -51,7 +51,7 @@ static int upgrade_write(mt_store *s, mt_dlock *l, mt_manifest *m, mt_error *err
 	int rc = key ? mti_manifest_cut(m, NULL, 0, mti_fragment_shards(), err)
 		     : mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
-		rc = mti_put_fragments(s, l, m->dataset, m, err);
+		rc = mti_put_fragments(s, l, m->dataset, m, 0, err);
 	if (!rc)
 		rc = mti_manifest_encode(m, &json, err);
 	if (!rc)

@@ -94,10 +94,16 @@ struct mt_writer {
 	 * the writer itself holds (its first compact_n shards) before the rows
 	 * later versions appended to that one are carried over at commit. */
 	mt_manifest *compact_base;
-	/* Format 2: the fragments of the version it continues (their shards
-	 * are its first ones) and that version's format. */
-	mt_mfrag *pfrags;
-	size_t npfrags;
+	/* Format 2: the fragments of the version it continues and that
+	 * version's format.  The first nbfrags (bfrags) are named again unread,
+	 * by the hashes in its root: they hold the new version's first
+	 * base_shards shards and base_rows rows, which shards[] leaves out
+	 * (shards[i] is the version's shard base_shards + i).  pfrags: the
+	 * rest, whose shards start shards[], reused at the cut when repeated. */
+	mt_mfrag *bfrags, *pfrags;
+	size_t nbfrags, npfrags;
+	size_t base_shards;
+	uint64_t base_rows;
 	int parent_format;
 	int compact_set;
 	size_t compact_n;
@@ -437,7 +443,9 @@ static int writer_take_sources(mt_writer *w, const mt_writer_opts *o, mt_error *
 
 /* Read the parent's manifest (name NULL: the latest), pinned against gc
  * first: the new version reuses its shards, and a gc must not collect them
- * should the parent be removed before the new manifest names them. */
+ * should the parent be removed before the new manifest names them.  A
+ * format-2 root is read alone: writer_take_shards reads the fragments it
+ * needs. */
 static int writer_load_parent(mt_writer *w, const char *name, mt_manifest **pm, mt_error *err)
 {
 	for (int attempt = 0;; attempt++) {
@@ -457,7 +465,8 @@ static int writer_load_parent(mt_writer *w, const char *name, mt_manifest **pm, 
 		if (!rc)
 			rc = mti_dlock_wait_gc(w->dlock, err);
 		if (!rc)
-			rc = mti_dataset_load(w->store, w->dataset, version, pm, NULL, err);
+			rc = mti_dataset_open(w->store, w->dataset, version, MTI_OPEN_LAZY, pm, NULL,
+					      err);
 		free(latest);
 		if (rc && w->parent) {
 			/* Keep the version this writer builds on now pinned. */
@@ -471,18 +480,56 @@ static int writer_load_parent(mt_writer *w, const char *name, mt_manifest **pm, 
 	}
 }
 
-/* The fragments of pm, the version whose shards the writer's start with. */
-static int writer_set_pfrags(mt_writer *w, const mt_manifest *pm)
+/* $MATORAGE_MANIFEST_FORMAT when 1 or 2, else 0. */
+static int forced_format(void)
 {
-	mt_mfrag *f = pm->nfrags ? malloc(pm->nfrags * sizeof *f) : NULL;
-	if (pm->nfrags && !f)
-		return MT_ENOMEM;
-	if (f)
-		memcpy(f, pm->frags, pm->nfrags * sizeof *f);
+	const char *v = getenv("MATORAGE_MANIFEST_FORMAT");
+	return v && (!strcmp(v, "1") || !strcmp(v, "2")) ? *v - '0' : 0;
+}
+
+static mt_mfrag *frags_dup(const mt_mfrag *f, size_t n)
+{
+	mt_mfrag *v = malloc((n ? n : 1) * sizeof *v);
+	if (v && n)
+		memcpy(v, f, n * sizeof *v);
+	return v;
+}
+
+/* Take the shards of pm (read lazily, its shards not yet in the writer) as
+ * the first of w's.  Of a format-2 pm every fragment but the last is kept
+ * unread, named again by its hash: an append holds those shards at the
+ * same place with the same rows, so the fragment's bytes are the same
+ * (doc/FORMAT.md, "Sharing"), and the pinned parent keeps it from gc until
+ * the new root names it.  Only the last one is read: new shards may join
+ * it.  Every fragment is read when the new version is to be format 1. */
+static int writer_take_shards(mt_writer *w, mt_manifest *pm, mt_error *err)
+{
+	size_t keep = pm->format == 2 && pm->nfrags && forced_format() != 1 ? pm->nfrags - 1 : 0;
+	size_t from = keep ? pm->frags[keep].first_shard : 0;
+	int rc = mti_manifest_load_frags(pm, keep, pm->nfrags, mti_store_get_fn, w->store, err);
+	if (rc)
+		return rc;
+	mt_mfrag *b = frags_dup(pm->frags, keep), *p = frags_dup(pm->frags + keep,
+								  pm->nfrags - keep);
+	if (!b || !p) {
+		free(b);
+		free(p);
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	free(w->bfrags);
 	free(w->pfrags);
-	w->pfrags = f;
-	w->npfrags = pm->nfrags;
+	w->bfrags = b;
+	w->nbfrags = keep;
+	w->pfrags = p;
+	w->npfrags = pm->nfrags - keep;
 	w->parent_format = pm->format;
+	w->base_shards = from;
+	w->base_rows = keep ? pm->frags[keep].first_row : 0;
+	w->nshards = 0;
+	for (size_t i = from; i < pm->nshards; i++)
+		if (push_shard_locked(w, &pm->shards[i]))
+			return mti_err(err, MT_ENOMEM, "out of memory");
+	w->parent_shards = w->nshards;
 	return 0;
 }
 
@@ -558,13 +605,11 @@ static int writer_take_parent(mt_writer *w, const mt_attr *attrs, size_t nattrs,
 			rc = mti_err(err, MT_EINVAL,
 				    "%s@%s: appended attributes differ from the parent's",
 				    w->dataset, pm->version);
-		for (size_t i = 0; !rc && i < pm->nshards; i++)
-			if (push_shard_locked(w, &pm->shards[i]))
-				rc = mti_err(err, MT_ENOMEM, "out of memory");
+		if (!rc)
+			rc = writer_take_shards(w, pm, err);
 		w->rows = w->parent_rows = pm->rows;
 		w->raw_bytes = w->parent_raw = pm->raw_bytes;
-		w->parent_shards = w->nshards;
-		if (!rc && (writer_set_pfrags(w, pm) || writer_set_pattach(w, pm)))
+		if (!rc && writer_set_pattach(w, pm))
 			rc = mti_err(err, MT_ENOMEM, "out of memory");
 		if (!rc && !attrs) {
 			w->attrs = pm->attrs;
@@ -885,24 +930,27 @@ int mt_writer_attach(mt_writer *w, const char *name, const void *data, size_t le
 
 /* Continue `lm` instead of the parent: only the manifest changes, as the
  * new shards are content-addressed and stay where they are. */
-static int writer_rebase(mt_writer *w, const mt_manifest *lm, mt_error *err)
+static int writer_rebase(mt_writer *w, mt_manifest *lm, mt_error *err)
 {
 	if (lm->nattrs != w->nattrs || !attrs_equal(lm->attrs, w->attrs, w->nattrs))
 		return mti_err(err, MT_ESTATE, "%s@%s, now the latest, has other attributes than "
 			      "%s@%s, which this append continues; nothing was committed",
 			      w->dataset, lm->version, w->dataset, w->parent);
-	size_t fresh = w->nshards - w->parent_shards, n = lm->nshards + fresh;
-	mt_mshard *v = malloc((n ? n : 1) * sizeof *v);
-	if (!v || writer_set_parent(w, lm) || writer_set_pfrags(w, lm) || writer_set_pattach(w, lm)) {
+	size_t fresh = w->nshards - w->parent_shards;
+	mt_mshard *v = malloc((fresh ? fresh : 1) * sizeof *v);
+	if (!v || writer_set_parent(w, lm) || writer_set_pattach(w, lm)) {
 		free(v);
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
-	memcpy(v, lm->shards, lm->nshards * sizeof *v);
-	memcpy(v + lm->nshards, w->shards + w->parent_shards, fresh * sizeof *v);
-	free(w->shards);
-	w->shards = v;
-	w->nshards = w->cap = n;
-	w->parent_shards = lm->nshards;
+	if (fresh)
+		memcpy(v, w->shards + w->parent_shards, fresh * sizeof *v);
+	int rc = writer_take_shards(w, lm, err);
+	for (size_t i = 0; !rc && i < fresh; i++)
+		if (push_shard_locked(w, &v[i]))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	free(v);
+	if (rc)
+		return rc;
 	w->rows = w->rows - w->parent_rows + lm->rows;
 	w->raw_bytes = w->raw_bytes - w->parent_raw + lm->raw_bytes;
 	w->parent_rows = lm->rows;
@@ -975,8 +1023,10 @@ static int compact_take_tail(mt_writer *w, const mt_manifest *lm, mt_error *err)
 			return mti_err(err, MT_ENOMEM, "out of memory");
 	/* Its shards are new from the first: no fragment of lm is its. */
 	free(w->pfrags);
-	w->pfrags = NULL;
-	w->npfrags = 0;
+	free(w->bfrags);
+	w->pfrags = w->bfrags = NULL;
+	w->npfrags = w->nbfrags = w->base_shards = 0;
+	w->base_rows = 0;
 	w->parent_format = lm->format;
 	w->tail_rows = lm->rows - b->rows;
 	w->rows = w->compact_rows + w->tail_rows;
@@ -1014,6 +1064,8 @@ static int writer_follow_compact(mt_writer *w, mt_error *err)
 	free(latest);
 	if (rc == MT_ENOTFOUND)
 		return 1;
+	if (!rc)
+		rc = mti_manifest_load_frags(lm, 0, lm->nfrags, mti_store_get_fn, w->store, err);
 	if (!rc)
 		rc = compact_take_tail(w, lm, err);
 	mti_manifest_free(lm);
@@ -1061,7 +1113,7 @@ int mti_writer_reuse(mt_writer *w, const mt_mshard *sh, uint64_t raw, mt_error *
 
 void mti_writer_counts(const mt_writer *w, size_t *nshards, uint64_t *rows, uint64_t *tail_rows)
 {
-	*nshards = w->nshards;
+	*nshards = w->base_shards + w->nshards;
 	*rows = w->rows;
 	*tail_rows = w->tail_rows;
 }
@@ -1079,16 +1131,41 @@ static void commit_backoff(int attempt)
  * fragment holds or an append to a format-2 version, 1 otherwise. */
 static int writer_format(const mt_writer *w, size_t per)
 {
-	const char *v = getenv("MATORAGE_MANIFEST_FORMAT");
-	if (v && (!strcmp(v, "1") || !strcmp(v, "2")))
-		return *v - '0';
-	return w->nshards > per || w->parent_format == 2 ? 2 : 1;
+	int f = forced_format();
+	if (f)
+		return f;
+	return w->base_shards + w->nshards > per || w->parent_format == 2 ? 2 : 1;
+}
+
+/* Cut the version's shards into fragments: the kept ones of the version
+ * it continues (bfrags), then shards[] cut by mti_manifest_cut against
+ * the rest of that version's fragments. */
+static int writer_cut(mt_writer *w, mt_manifest *m, size_t per, mt_error *err)
+{
+	mt_manifest t = {.dataset = m->dataset, .shards = w->shards, .nshards = w->nshards};
+	int rc = mti_manifest_cut(&t, w->pfrags, w->npfrags, per, err);
+	mt_mfrag *v = rc ? NULL : malloc((w->nbfrags + t.nfrags + 1) * sizeof *v);
+	if (!rc && !v)
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc) {
+		if (w->nbfrags)
+			memcpy(v, w->bfrags, w->nbfrags * sizeof *v);
+		for (size_t i = 0; i < t.nfrags; i++) {
+			v[w->nbfrags + i] = t.frags[i];
+			v[w->nbfrags + i].first_shard += w->base_shards;
+		}
+		free(m->frags);
+		m->frags = v;
+		m->nfrags = w->nbfrags + t.nfrags;
+	}
+	free(t.frags);
+	return rc;
 }
 
 /* The manifest of this attempt, under the name it tries. */
 static int encode_manifest(mt_writer *w, char *name, char **json, char **created, mt_error *err)
 {
-	uint64_t row = 0;
+	uint64_t row = w->base_rows;
 	for (size_t i = 0; i < w->nshards; i++) {
 		w->shards[i].first_row = row;
 		row += w->shards[i].rows;
@@ -1100,7 +1177,7 @@ static int encode_manifest(mt_writer *w, char *name, char **json, char **created
 		.parent = w->parent, .author = w->author, .description = w->description,
 		.tags = w->tags, .ntags = w->ntags, .rows = w->rows, .raw_bytes = w->raw_bytes,
 		.level = w->level, .chunk_bytes = w->chunk_bytes, .attrs = w->attrs,
-		.nattrs = w->nattrs, .shards = w->shards, .nshards = w->nshards,
+		.nattrs = w->nattrs, .shards = w->shards, .nshards = w->base_shards + w->nshards,
 		.recipe_args = w->recipe_args, .nrecipe_args = w->nrecipe_args,
 		.salvage_from = w->salvage_from, .salvage_lost = w->salvage_lost,
 		.nsalvage_lost = w->nsalvage_lost,
@@ -1117,11 +1194,17 @@ static int encode_manifest(mt_writer *w, char *name, char **json, char **created
 		rc = mti_attach_merge(w->pattach, w->npattach, &w->attach, w->dataset,
 				      &m.attachments, &m.nattachments, err);
 	size_t per = mti_fragment_shards();
-	if (!rc && !w->stage_id && writer_format(w, per) == 2) {
+	int f2 = !w->stage_id && writer_format(w, per) == 2;
+	/* Shards left unread can only be named by fragments. */
+	if (!rc && !f2 && w->base_shards)
+		rc = mti_err(err, MT_ESTATE, "%s@%s: a format-1 manifest cannot name the "
+			    "fragments of %s@%s", w->dataset, name, w->dataset, w->parent);
+	if (!rc && f2) {
 		m.format = 2;
-		rc = mti_manifest_cut(&m, w->pfrags, w->npfrags, per, err);
+		rc = writer_cut(w, &m, per, err);
 		if (!rc)
-			rc = mti_put_fragments(w->store, w->dlock, w->dataset, &m, err);
+			rc = mti_put_fragments(w->store, w->dlock, w->dataset, &m, w->base_shards,
+					       err);
 	}
 	if (!rc)
 		rc = mti_manifest_encode(&m, json, err);
@@ -1370,6 +1453,7 @@ void mt_writer_close(mt_writer *w)
 	mti_dlock_close(w->dlock);
 	mti_manifest_free(w->compact_base);
 	free(w->pfrags);
+	free(w->bfrags);
 	mti_attach_free(&w->attach);
 	free(w->pattach);
 	mti_attrs_free(w->attrs, w->nattrs);

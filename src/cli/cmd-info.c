@@ -33,16 +33,22 @@ static void info_attrs(mt_reader *r)
 	}
 }
 
-static void info_shards(mt_reader *r, uint64_t n)
+/* A shard whose fragment cannot be read fails the listing: skipping it
+ * would show a version with rows missing. */
+static int info_shards(mt_reader *r, uint64_t n)
 {
 	printf("  %5s  %-64s %12s %12s %12s\n", "SHARD", "SHA256", "FIRST_ROW", "ROWS", "BYTES");
 	for (uint64_t i = 0; i < n; i++) {
 		mt_shard_info si;
-		if (mt_reader_shard(r, (size_t)i, &si))
-			continue;
+		mt_error err = { 0 };
+		if (mt_reader_shard_err(r, (size_t)i, &si, &err)) {
+			fflush(stdout);
+			return cli_fail(&err);
+		}
 		printf("  %5" PRIu64 "  %-64s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n", i,
 		       si.sha256, si.first_row, si.rows, si.bytes);
 	}
+	return 0;
 }
 
 /* Shown only when there are some, so the text of other versions stays as it was. */
@@ -67,7 +73,7 @@ static const char *info_or_dash(const char *s)
 	return s && s[0] ? s : "-";
 }
 
-static void info_text(mt_reader *r, int shards)
+static int info_text(mt_reader *r, int shards)
 {
 	const mt_version_info *vi = mt_reader_info(r);
 	char stored[32], raw[32];
@@ -104,10 +110,10 @@ static void info_text(mt_reader *r, int shards)
 	}
 	info_attachments(r);
 	info_attrs(r);
-	if (shards) {
-		putchar('\n');
-		info_shards(r, vi->nshards);
-	}
+	if (!shards)
+		return 0;
+	putchar('\n');
+	return info_shards(r, vi->nshards);
 }
 
 static int info_exec(struct cli_ctx *ctx, const struct cli_args *a)
@@ -124,10 +130,10 @@ static int info_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		if (!len || json[len - 1] != '\n')
 			putchar('\n');
 	} else {
-		info_text(r, cli_has(a, "shards"));
+		rc = info_text(r, cli_has(a, "shards"));
 	}
 	cli_ref_close(&ref, r);
-	return 0;
+	return rc;
 }
 
 const struct cli_cmd cli_cmd_info = {

@@ -814,6 +814,11 @@ MT_API const mt_attr *mt_reader_attr(const mt_reader *r, size_t i);
 /* Index of the attribute called `name`, or MT_ENOTFOUND. */
 MT_API int mt_reader_attr_index(const mt_reader *r, const char *name);
 MT_API int mt_reader_shard(const mt_reader *r, size_t i, mt_shard_info *out);
+/* mt_reader_shard with the reason it failed in err: of a lazily opened
+ * format-2 version, the fragment holding shard i may be missing or
+ * damaged (MT_ECORRUPT naming the version, the fragment's key and its
+ * rows). */
+MT_API int mt_reader_shard_err(const mt_reader *r, size_t i, mt_shard_info *out, mt_error *err);
 /* One compressed chunk of one attribute inside a shard. */
 typedef struct mt_chunk_info {
 	const char *attr;    /* the attribute ("tokens/values", "tokens/offsets" when ragged) */

@@ -69,6 +69,7 @@ fails "a missing fragment" 1 "d@v2: fragment .*$frag.json \(rows 8 to 15.*missin
 # info and get --rows read only the root and the fragments of their rows.
 check "info reads the root alone (the missing fragment unread)" bash -c "$M info d@v2 | grep -Eq 'shards: *42'"
 check "get --rows of other fragments' rows reads the same as format 1" bash -c "$M get d@v2 x --rows 30:35 -o $WORK/a.npy && $M get f1@v2 x --rows 30:35 -o $WORK/b.npy && cmp $WORK/a.npy $WORK/b.npy"
+fails "info --shards with the fragment lost fails naming it" 1 "d@v2: fragment datasets/d/fragments/$frag.json \(rows 8 to 15.*missing" $M info d@v2 --shards
 fails "get --rows 10:12 needs it" 1 "d@v2: fragment .*$frag.json \(rows 8 to 15.*missing" $M get d@v2 x --rows 10:12 -o "$WORK/a.npy"
 fails "gc refuses while a fragment is missing" 1 "gc refused: .*missing" $M gc d --delete --grace 0
 check "the fragment back from the copy: sound again" bash -c "cp $B/datasets/d/fragments/$frag.json $F/ && $M verify d@v2"

@@ -279,11 +279,17 @@ int mt_reader_attr_index(const mt_reader *r, const char *name)
 
 int mt_reader_shard(const mt_reader *r, size_t i, mt_shard_info *out)
 {
-	if (i >= r->m->nshards)
-		return MT_ERANGE;
-	/* Loading a fragment changes nothing a caller sees of r but its cost. */
 	mt_error e = {0};
-	int rc = mti_reader_need_shards((mt_reader *)(uintptr_t)r, i, i + 1, &e);
+	return mt_reader_shard_err(r, i, out, &e);
+}
+
+int mt_reader_shard_err(const mt_reader *r, size_t i, mt_shard_info *out, mt_error *err)
+{
+	if (i >= r->m->nshards)
+		return mti_err(err, MT_ERANGE, "%s@%s: shard %zu of %zu", r->m->dataset,
+			      r->m->version, i, r->m->nshards);
+	/* Loading a fragment changes nothing a caller sees of r but its cost. */
+	int rc = mti_reader_need_shards((mt_reader *)(uintptr_t)r, i, i + 1, err);
 	if (rc)
 		return rc;
 	const mt_mshard *s = &r->m->shards[i];

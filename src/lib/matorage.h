@@ -965,12 +965,14 @@ MT_API void mt_chunk_cache_stats(mt_cache_stats *out);
 #define MT_STATS_BINS 32          /* default histogram bins */
 #define MT_STATS_MAX_BINS 4096
 #define MT_STATS_CLASSES 256      /* default limit of the class balance */
+#define MT_STATS_MAX_COLUMNS 65536 /* per-column statistics up to this many columns */
 
 typedef struct mt_stats_opts {
 	size_t size;         /* set by mt_stats_opts_init */
 	int bins;            /* histogram bins, 1..MT_STATS_MAX_BINS; 0: MT_STATS_BINS */
-	/* Keep the class balance of a scalar integer (or bool) attribute while
-	 * it has at most this many distinct values; 0: MT_STATS_CLASSES, -1: never. */
+	/* Keep the class balance of an integer (or bool) attribute of one value
+	 * a row (scalar, or shape (1,)) while it has at most this many distinct
+	 * values; 0: MT_STATS_CLASSES, -1: never. */
 	int max_classes;
 	uint64_t window_bytes; /* decoded bytes read at once; 0: 64 MiB */
 	/* Counts bytes to decode (both passes).  Nonzero cancels: MT_ECANCELED. */
@@ -1007,11 +1009,18 @@ typedef struct mt_stats {
 	int bins;
 	double *edges;
 	uint64_t *hist;
-	/* Sorted by value; nclasses -1 when not kept (not a scalar integer
-	 * attribute, or more distinct values than max_classes). */
+	/* Sorted by value; nclasses -1 when not kept (not an integer attribute
+	 * of one value a row, or more distinct values than max_classes). */
 	int nclasses;
 	mt_stats_class *classes;
 	uint64_t bytes_read; /* decoded bytes, both passes */
+	/* Per column of an attribute with one dimension beside the row (rank 1,
+	 * not ragged, at most MT_STATS_MAX_COLUMNS): each over that column's
+	 * finite elements in every row, as NumPy's axis=0 over float64 with
+	 * NaN and Inf left out (NaN where a column has none).  columns 0 and
+	 * the arrays NULL for other attributes. */
+	uint64_t columns;
+	double *col_min, *col_max, *col_mean, *col_std;
 } mt_stats;
 
 /* Statistics of attribute `attr` of the version r reads.  *out is set on

@@ -52,6 +52,7 @@ const struct tui_key tui_keys[] = {
 	{ 'J', 0, "J", "jobs", "running and finished jobs with progress", ACT_JOBS, K_ALL, 1 },
 	{ 'c', 0, "c", "cancel", "cancel the job under the cursor (elsewhere: the newest running job)", ACT_CANCEL, K_ALL, 0 },
 	{ 's', 0, "s", "stats", "statistics of the whole attribute (the one under the cursor, or the matrix viewer's): range, mean, std, NaN/Inf, histogram, class balance; a job with progress, then kept in the catalog", ACT_STATS, K_ATTRS | K_MATRIX, 1 },
+	{ 'b', 0, "b", "freq", "frequency of an integer attribute of one value a row (labels): class balance first, then each value by count, largest first, with its share and a bar (from the statistics: a job when not kept yet)", ACT_FREQ, K_ATTRS | K_MATRIX, 2 },
 	{ ']', 0, "]", "row+", "next row of the attribute", ACT_ROW_NEXT, K_MATRIX, 1 },
 	{ '[', 0, "[", "row-", "previous row of the attribute", ACT_ROW_PREV, K_MATRIX, 1 },
 	{ '#', 0, "#", "goto", "go to a row by number", ACT_ROW_GOTO, K_MATRIX, 1 },

@@ -24,7 +24,7 @@ enum tui_action {
 	ACT_SYNC, ACT_JOBS, ACT_FIND, ACT_SHARDS, ACT_ATTRS, ACT_MATRIX, ACT_VERIFY, ACT_COPY,
 	ACT_TAGS, ACT_DESCRIBE, ACT_DELETE, ACT_GC, ACT_CANCEL, ACT_IMAGE, ACT_ROW_NEXT, ACT_ROW_PREV,
 	ACT_ROW_GOTO, ACT_ERROR, ACT_REPAIR, ACT_PROTECT, ACT_STATS, ACT_DIFF, ACT_SORT, ACT_SOURCE,
-	ACT_EXPORT, ACT_MODELS, ACT_PARENT, ACT_FIRST_COL, ACT_LAST_COL,
+	ACT_EXPORT, ACT_MODELS, ACT_PARENT, ACT_FIRST_COL, ACT_LAST_COL, ACT_FREQ,
 };
 
 /* Where a binding applies (a view says which it is). */
@@ -367,6 +367,18 @@ void tui_ckpt_action(struct tui *t, enum tui_action a, int64_t ckpt_id);
 void tui_stats_start(struct tui *t, const mt_catalog_ref *ref, const char *attr);
 void tui_stats_line(struct tui *t, const mt_catalog_ref *ref, const char *attr, char *buf,
 		    size_t cap);
+/* The statistics the catalog holds of attr (NULL: none; *computed, when
+ * not NULL: when, malloc'ed); mt_stats_free them. */
+mt_stats *tui_stats_cached(struct tui *t, const mt_catalog_ref *ref, const char *attr,
+			   char **computed);
+/* s in the sheet of a vector attribute: its per-column statistics computed
+ * by a job that keeps them in the catalog and opens nothing (the sheet
+ * shows them under its columns); when the catalog has them, their view. */
+void tui_stats_columns(struct tui *t, const mt_catalog_ref *ref, const char *attr);
+/* The frequency view of an integer attribute of one value a row: values by
+ * count, largest first, with shares and bars under a line of class balance;
+ * from the catalog's statistics, else a job computes them first. */
+void tui_freq_start(struct tui *t, const mt_catalog_ref *ref, const char *attr);
 
 /* Version actions shared by lists and details (actions.c).  Each starts a job,
  * a prompt or a view; what goes wrong shows on the status line, so they return

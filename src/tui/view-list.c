@@ -493,8 +493,8 @@ static void filter_ask(struct tui *t, struct list *l)
 		t->prompt.complete = tui_complete_datasets;
 }
 
-/* Statistics of the attribute under the cursor. */
-static void list_stats(struct tui *t, struct list *l)
+/* Statistics (or the frequency view) of the attribute under the cursor. */
+static void list_stats(struct tui *t, struct list *l, enum tui_action a)
 {
 	mt_catalog_ref ref;
 	mt_error err = { 0 };
@@ -502,7 +502,10 @@ static void list_stats(struct tui *t, struct list *l)
 		tui_status(t, 1, "%s", err.message);
 		return;
 	}
-	tui_stats_start(t, &ref, l->rows[l->cur].cols[0]);
+	if (a == ACT_FREQ)
+		tui_freq_start(t, &ref, l->rows[l->cur].cols[0]);
+	else
+		tui_stats_start(t, &ref, l->rows[l->cur].cols[0]);
 	mt_catalog_ref_free(&ref);
 }
 
@@ -841,8 +844,9 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		}
 		return V_IGNORED;
 	case ACT_STATS:
+	case ACT_FREQ:
 		if (l->src == SRC_CATALOG && l->level == MT_CAT_ATTRS && l->cur < l->n) {
-			list_stats(t, l);
+			list_stats(t, l, a);
 			return V_HANDLED;
 		}
 		return V_IGNORED;

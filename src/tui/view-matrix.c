@@ -1,4 +1,4 @@
-/* view-matrix.c — the matrix viewer: one row of an attribute, or a checkpoint's tensor, as a grid of values (dtype-aware), per-column statistics, a grey-scale preview of 2-D rows. */
+/* view-matrix.c — the matrix viewer: one row of an attribute, or a checkpoint's tensor, as a grid of values (dtype-aware), per-column statistics, a grey-scale preview of 2-D rows; scalars and vectors as a sheet of rows. */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include "config.h"
 
@@ -9,8 +9,10 @@
 
 #include "tui.h"
 
-/* Scalar attributes show this many rows at once, as one column. */
+/* Scalar and vector attributes show a page of rows at once (a sheet: a row
+ * a line, a column per element), at most this many rows and MX_PAGE_BYTES. */
 #define SCALAR_PAGE 512
+#define MX_PAGE_BYTES (8u << 20)
 /* The row's other attributes shown beside it: at most this many, each of at
  * most MX_SIDE_ITEMS values (a label, a few scalars; not another picture). */
 #define MX_SIDE 16
@@ -52,6 +54,8 @@ struct matrix {
 	int to_end;  /* $: the next draw puts the last column at the right edge */
 	int pending; /* want changed while a read ran: read again after it */
 	char whole[300]; /* the whole attribute's statistics the catalog holds ("": none) */
+	mt_stats *cols;  /* the same with per-column numbers (a vector's), or NULL */
+	int vis;         /* value lines on screen at the last draw */
 };
 
 static void mx_unref(struct mx_data *d)
@@ -74,6 +78,21 @@ static void mx_unref_arg(void *arg)
 static uint64_t mx_items(const mt_attr *a)
 {
 	return mt_attr_items(a);
+}
+
+/* Scalars and vectors are read a page of rows at a time and shown as a
+ * sheet; other attributes a row at a time. */
+static int mx_paged(const mt_attr *a)
+{
+	return !a->ragged && a->rank <= 1;
+}
+
+/* The rows a page of a paged attribute holds. */
+static uint64_t mx_page_rows(const mt_attr *a)
+{
+	uint64_t row = mx_items(a) * mt_dtype_size(a->dtype);
+	uint64_t n = row ? MX_PAGE_BYTES / row : SCALAR_PAGE;
+	return n < 1 ? 1 : n > SCALAR_PAGE ? SCALAR_PAGE : n;
 }
 
 static int mx_read_side(struct mx_data *d, uint64_t row, char side[MX_SIDE][96]);
@@ -177,8 +196,8 @@ static int mx_read(struct tui_job *j)
 	if (!rc) {
 		const mt_attr *a = &d->a;
 		uint64_t items = mx_items(a), lens = 0;
-		if (!a->ragged && a->rank == 0)
-			n = d->rows - want < SCALAR_PAGE ? d->rows - want : SCALAR_PAGE;
+		if (mx_paged(a))
+			n = d->rows - want < mx_page_rows(a) ? d->rows - want : mx_page_rows(a);
 		if (a->ragged)
 			rc = mt_reader_ragged_lengths(d->r, (size_t)d->ai, want, want + 1, NULL, &lens,
 						      &err);
@@ -194,8 +213,8 @@ static int mx_read(struct tui_job *j)
 			h = lens;
 			w = items ? items : 1;
 		} else if (a->rank <= 1) {
-			h = a->rank == 0 ? n : a->shape[0];
-			w = 1;
+			h = n;
+			w = a->rank == 0 ? 1 : a->shape[0];
 		} else {
 			w = a->shape[a->rank - 1];
 			h = w ? items / w : 0;
@@ -474,23 +493,53 @@ static void mx_draw_head(const struct mx_data *d, int y, int w)
 }
 
 /* What the grid shows under each column: the statistics over all its values. */
-enum { MX_NSTATS = 3 };
-static const char *const mx_stat_names[MX_NSTATS] = { "min", "max", "mean" };
+enum { MX_NSTATS = 4 };
+static const char *const mx_stat_names[MX_NSTATS] = { "min", "max", "mean", "std" };
 
-/* Column c's minimum, maximum and mean as text. */
-static void mx_column_stats(const struct mx_data *d, uint64_t c, char st[MX_NSTATS][32])
+/* The whole attribute's per-column numbers, when the catalog holds them
+ * for the columns shown (a vector's sheet). */
+static const mt_stats *mx_whole_cols(const struct matrix *m)
 {
-	double lo = INFINITY, hi = -INFINITY, sum = 0;
-	for (uint64_t r = 0; r < d->h; r++) {
-		double val = mx_value(d, r * d->w + c);
-		lo = val < lo ? val : lo;
-		hi = val > hi ? val : hi;
-		sum += val;
+	const struct mx_data *d = m->d;
+	return m->cols && !d->tensor && d->a.rank == 1 && m->cols->columns == d->w ? m->cols
+										   : NULL;
+}
+
+/* Column c's minimum, maximum, mean and std as text: over every row of the
+ * attribute when known, else over the grid's rows. */
+static void mx_column_stats(const struct matrix *m, uint64_t c, char st[MX_NSTATS][32])
+{
+	const struct mx_data *d = m->d;
+	const mt_stats *ws = mx_whole_cols(m);
+	double v[MX_NSTATS];
+	if (ws) {
+		v[0] = ws->col_min[c];
+		v[1] = ws->col_max[c];
+		v[2] = ws->col_mean[c];
+		v[3] = ws->col_std[c];
+	} else {
+		double lo = INFINITY, hi = -INFINITY, sum = 0, m2 = 0;
+		for (uint64_t r = 0; r < d->h; r++) {
+			double val = mx_value(d, r * d->w + c);
+			lo = val < lo ? val : lo;
+			hi = val > hi ? val : hi;
+			sum += val;
+		}
+		double mean = d->h ? sum / (double)d->h : 0;
+		for (uint64_t r = 0; r < d->h; r++)
+			m2 += (mx_value(d, r * d->w + c) - mean) * (mx_value(d, r * d->w + c) - mean);
+		v[0] = d->h ? lo : 0;
+		v[1] = d->h ? hi : 0;
+		v[2] = mean;
+		v[3] = d->h ? sqrt(m2 / (double)d->h) : 0;
 	}
 	int is_float = mx_is_float(d->a.dtype);
-	mx_stat_text(d->h ? lo : 0, is_float, st[0], sizeof st[0]);
-	mx_stat_text(d->h ? hi : 0, is_float, st[1], sizeof st[1]);
-	mx_stat_text(d->h ? sum / (double)d->h : 0, 1, st[2], sizeof st[2]);
+	for (int k = 0; k < MX_NSTATS; k++) {
+		if (isnan(v[k]))
+			snprintf(st[k], sizeof st[k], "-");
+		else
+			mx_stat_text(v[k], is_float || k >= 2, st[k], sizeof st[k]);
+	}
 }
 
 /* The width column c needs: its widest value over every row of the grid, its
@@ -511,13 +560,14 @@ static int mx_column_width(const struct mx_data *d, uint64_t c, char st[MX_NSTAT
 }
 
 /* The first column to show so that the last ends the w columns there are. */
-static uint64_t mx_left_for_end(const struct mx_data *d, int w)
+static uint64_t mx_left_for_end(const struct matrix *m, int w)
 {
+	const struct mx_data *d = m->d;
 	uint64_t left = d->w ? d->w - 1 : 0;
 	int used = 0;
 	for (uint64_t c = d->w; c-- > 0;) {
 		char st[MX_NSTATS][32], num[32];
-		mx_column_stats(d, c, st);
+		mx_column_stats(m, c, st);
 		snprintf(num, sizeof num, "%llu", (unsigned long long)c);
 		used += mx_column_width(d, c, st, num) + 1;
 		if (used > w)
@@ -535,7 +585,7 @@ struct mx_area {
 	int stats, cover;
 };
 
-/* The lines under the values: the statistics (3) and what they cover (2)
+/* The lines under the values: the statistics (4) and what they cover (2)
  * while the values keep at least half the screen, or all they need; on a
  * short screen the cover goes first, then the statistics. */
 static void mx_area_plan(struct mx_area *ar, uint64_t values)
@@ -578,7 +628,14 @@ static void mx_draw_cover(const struct matrix *m, int y, int w)
 	}
 	tui_text_cut(y, 0, w, m->whole[0] ? R_NORMAL : R_DIM,
 		     m->whole[0] ? m->whole : "whole attribute: not computed yet (s computes it)");
-	if (d->nrows > 1)
+	if (mx_whole_cols(m))
+		snprintf(line, sizeof line, "below: each column over all %llu rows (the whole "
+			 "attribute)", (unsigned long long)d->rows);
+	else if (d->a.rank == 1 && d->nrows >= 1 && mx_paged(&d->a))
+		snprintf(line, sizeof line, "below: each column over rows %llu..%llu (this page; "
+			 "s: over every row)", (unsigned long long)d->row,
+			 (unsigned long long)(d->row + d->nrows - 1));
+	else if (d->nrows > 1)
 		snprintf(line, sizeof line, "below: each column over rows %llu..%llu (this page)",
 			 (unsigned long long)d->row, (unsigned long long)(d->row + d->nrows - 1));
 	else
@@ -607,19 +664,27 @@ static void mx_draw_grid(struct matrix *m, int top, int bottom, int w)
 	iw = iw < 5 ? 5 : iw;
 	int x = iw + 1;
 	if (m->to_end)
-		m->left = mx_left_for_end(d, w - x);
+		m->left = mx_left_for_end(m, w - x - 1);
 	m->to_end = 0;
+	m->vis = ar.rows;
 	disp_fill(top, 0, w, R_HEADER);
-	for (uint64_t c = m->left; c < d->w && x < w; c++) {
+	uint64_t c = m->left;
+	/* A column shows whole or not at all; the last screen column says
+	 * when more are hidden on the right (l and $ reach them). */
+	for (; c < d->w && x < w; c++) {
 		char st[MX_NSTATS][32];
-		mx_column_stats(d, c, st);
+		mx_column_stats(m, c, st);
 		snprintf(num, sizeof num, "%llu", (unsigned long long)c);
 		int cw = mx_column_width(d, c, st, num);
-		if (x + cw > w)
+		if (x + cw > w - (c + 1 < d->w))
 			break;
 		mx_draw_column(m, c, x, cw, &ar, st, num);
 		x += cw + 1;
 	}
+	if (c < d->w)
+		disp_text(top, w - 1, 1, R_HEADER, "›");
+	if (m->left > 0)
+		disp_text(top, 0, 1, R_HEADER, "‹");
 	for (int r = 0; r < ar.rows && m->top + (uint64_t)r < d->h; r++) {
 		snprintf(num, sizeof num, "%llu",
 			 (unsigned long long)(m->top + (uint64_t)r + (d->nrows > 1 ? d->row : 0)));
@@ -740,13 +805,52 @@ static void goto_submit(struct tui *t, const char *text, void *arg)
 	mx_fetch(t, m);
 }
 
+/* Read the page of a sheet from row `want`, showing line `top` of it. */
+static int mx_goto_page(struct tui *t, struct matrix *m, uint64_t want, uint64_t top)
+{
+	m->want = want;
+	m->top = top;
+	mx_fetch(t, m);
+	return V_HANDLED;
+}
+
+/* A sheet's moves that leave the page it holds: down or a page down past
+ * its end reads the next, up past its start the previous, g and G the
+ * attribute's first and last rows; V_IGNORED for the moves within it. */
+static int mx_sheet_key(struct tui *t, struct matrix *m, enum tui_action a)
+{
+	struct mx_data *d = m->d;
+	pthread_mutex_lock(&d->lock);
+	uint64_t step = mx_page_rows(&d->a), rows = d->rows;
+	int at_end = d->ready && m->top + (uint64_t)m->vis >= d->h && d->row + d->nrows < rows;
+	int at_start = d->ready && !m->top && d->row > 0;
+	uint64_t next = d->row + d->nrows, prev = d->row > step ? d->row - step : 0;
+	uint64_t first = d->row, last_page = rows > step ? rows - step : 0;
+	pthread_mutex_unlock(&d->lock);
+	if ((a == ACT_DOWN || a == ACT_PGDN) && at_end)
+		return mx_goto_page(t, m, next, 0);
+	if ((a == ACT_UP || a == ACT_PGUP) && at_start)
+		return mx_goto_page(t, m, prev, UINT64_MAX / 2);
+	if (a == ACT_HOME && first > 0) {
+		m->left = 0;
+		return mx_goto_page(t, m, 0, 0);
+	}
+	if (a == ACT_END && first + step < rows)
+		return mx_goto_page(t, m, last_page, UINT64_MAX / 2);
+	return V_IGNORED;
+}
+
 static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
 {
 	struct matrix *m = (struct matrix *)v;
 	struct mx_data *d = m->d;
 	pthread_mutex_lock(&d->lock);
-	uint64_t step = d->rows && !d->a.ragged && d->a.rank == 0 ? SCALAR_PAGE : 1;
+	int paged = d->rows && !d->tensor && mx_paged(&d->a);
+	uint64_t step = paged ? mx_page_rows(&d->a) : 1;
 	pthread_mutex_unlock(&d->lock);
+	int r = paged ? mx_sheet_key(t, m, a) : V_IGNORED;
+	if (r)
+		return r;
 	int page = disp_height() - 8;
 	switch (a) {
 	case ACT_UP:
@@ -799,7 +903,14 @@ static int mx_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		tui_ask(t, "row: ", "", goto_submit, (void *)(uintptr_t)v->serial, NULL);
 		return V_HANDLED;
 	case ACT_STATS:
-		tui_stats_start(t, &d->ref, d->attr);
+		if (!d->tensor && d->a.rank == 1 && mx_paged(&d->a) &&
+		    d->a.shape[0] <= MT_STATS_MAX_COLUMNS)
+			tui_stats_columns(t, &d->ref, d->attr);
+		else
+			tui_stats_start(t, &d->ref, d->attr);
+		return V_HANDLED;
+	case ACT_FREQ:
+		tui_freq_start(t, &d->ref, d->attr);
 		return V_HANDLED;
 	case ACT_EXPORT:
 		tui_export_action(t, &d->ref, d->attr, m->want);
@@ -818,6 +929,7 @@ static void mx_free(struct view *v)
 {
 	struct matrix *m = (struct matrix *)v;
 	mx_unref(m->d);
+	mt_stats_free(m->cols);
 	free(m);
 }
 
@@ -828,6 +940,12 @@ static void mx_reload(struct tui *t, struct view *v)
 	if (m->d->tensor)
 		return;
 	tui_stats_line(t, &m->d->ref, m->d->attr, m->whole, sizeof m->whole);
+	mt_stats_free(m->cols);
+	m->cols = tui_stats_cached(t, &m->d->ref, m->d->attr, NULL);
+	if (m->cols && !m->cols->columns) {
+		mt_stats_free(m->cols);
+		m->cols = NULL;
+	}
 }
 
 static const struct view_ops matrix_ops = {

@@ -39,13 +39,31 @@ static json_t *sj_classes(const mt_stats *s)
 	return a;
 }
 
+/* The per-column numbers as {"min": [...], "max": [...], "mean": [...],
+ * "std": [...]}, or null (a column with no finite value: null in each). */
+static json_t *sj_columns(const mt_stats *s)
+{
+	if (!s->columns)
+		return json_null();
+	const double *src[4] = { s->col_min, s->col_max, s->col_mean, s->col_std };
+	static const char *const names[4] = { "min", "max", "mean", "std" };
+	json_t *o = json_object();
+	for (int k = 0; o && k < 4; k++) {
+		json_t *a = json_array();
+		for (uint64_t c = 0; a && c < s->columns; c++)
+			json_array_append_new(a, sj_real(src[k][c]));
+		json_object_set_new(o, names[k], a ? a : json_null());
+	}
+	return o ? o : json_null();
+}
+
 int mt_stats_to_json(const mt_stats *s, char **json, mt_error *err)
 {
 	*json = NULL;
 	json_t *hist = NULL, *edges = sj_arrays(s, &hist);
 	json_t *root = json_pack(
 		"{s:i, s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o,"
-		" s:o, s:i, s:o, s:o, s:o, s:I}",
+		" s:o, s:i, s:o, s:o, s:o, s:I, s:o}",
 		"format", STATS_JSON_FORMAT, "dataset", s->dataset, "version", s->version, "attr",
 		s->attr, "dtype", mt_dtype_name(s->dtype), "ragged", s->ragged, "rows",
 		(json_int_t)s->rows, "items", (json_int_t)s->items, "count", (json_int_t)s->count,
@@ -53,7 +71,7 @@ int mt_stats_to_json(const mt_stats *s, char **json, mt_error *err)
 		(json_int_t)s->posinf, "neginf", (json_int_t)s->neginf, "min", sj_real(s->min),
 		"max", sj_real(s->max), "mean", sj_real(s->mean), "std", sj_real(s->std), "bins",
 		s->bins, "edges", edges, "hist", hist, "classes", sj_classes(s), "bytes_read",
-		(json_int_t)s->bytes_read);
+		(json_int_t)s->bytes_read, "columns", sj_columns(s));
 	if (root)
 		*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
 	json_decref(root);
@@ -130,6 +148,31 @@ static int sj_classes_read(mt_stats *s, const json_t *root, mt_error *err)
 	return 0;
 }
 
+/* The per-column numbers, when there are (an older result has none). */
+static int sj_columns_read(mt_stats *s, const json_t *root, mt_error *err)
+{
+	const json_t *c = json_object_get(root, "columns");
+	if (!c || json_is_null(c))
+		return 0;
+	static const char *const names[4] = { "min", "max", "mean", "std" };
+	double **dst[4] = { &s->col_min, &s->col_max, &s->col_mean, &s->col_std };
+	size_t n = json_array_size(json_object_get(c, "min"));
+	if (!n || n > MT_STATS_MAX_COLUMNS)
+		return mti_err(err, MT_EFORMAT, "statistics: 'columns' has no columns");
+	for (int k = 0; k < 4; k++) {
+		const json_t *a = json_object_get(c, names[k]);
+		if (json_array_size(a) != n)
+			return mti_err(err, MT_EFORMAT, "statistics: 'columns' '%s' is not %zu "
+				      "numbers", names[k], n);
+		if (!(*dst[k] = malloc(n * sizeof **dst[k])))
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			(*dst[k])[i] = sj_get_real(json_array_get(a, i));
+	}
+	s->columns = n;
+	return 0;
+}
+
 static int sj_read(mt_stats *s, const json_t *root, mt_error *err)
 {
 	if (json_integer_value(json_object_get(root, "format")) != STATS_JSON_FORMAT)
@@ -149,6 +192,8 @@ static int sj_read(mt_stats *s, const json_t *root, mt_error *err)
 		rc = sj_hist(s, root, err);
 	if (!rc)
 		rc = sj_classes_read(s, root, err);
+	if (!rc)
+		rc = sj_columns_read(s, root, err);
 	return rc;
 }
 

@@ -33,6 +33,10 @@ void mt_stats_free(mt_stats *s)
 	free(s->edges);
 	free(s->hist);
 	free(s->classes);
+	free(s->col_min);
+	free(s->col_max);
+	free(s->col_mean);
+	free(s->col_std);
 	free(s);
 }
 
@@ -102,14 +106,15 @@ static void part_merge(struct part *a, const struct part *b)
 	a->n += b->n;
 }
 
-/* A block's statistics: its mean first, then the squares about it, which
- * keeps the spread exact where a sum of squares would cancel. */
-static void part_of(const double *v, size_t n, struct part *p)
+/* A block's statistics over n values `stride` apart: its mean first, then
+ * the squares about it, which keeps the spread exact where a sum of squares
+ * would cancel. */
+static void part_of(const double *v, size_t n, size_t stride, struct part *p)
 {
 	memset(p, 0, sizeof *p);
 	double sum = 0, lo = INFINITY, hi = -INFINITY;
 	for (size_t i = 0; i < n; i++) {
-		double x = v[i];
+		double x = v[i * stride];
 		if (isnan(x)) {
 			p->nan++;
 		} else if (isinf(x)) {
@@ -127,8 +132,8 @@ static void part_of(const double *v, size_t n, struct part *p)
 	p->min = lo;
 	p->max = hi;
 	for (size_t i = 0; i < n; i++)
-		if (isfinite(v[i]))
-			p->m2 += (v[i] - p->mean) * (v[i] - p->mean);
+		if (isfinite(v[i * stride]))
+			p->m2 += (v[i * stride] - p->mean) * (v[i * stride] - p->mean);
 }
 
 /* ---- second pass: the histogram --------------------------------------------- */
@@ -191,7 +196,7 @@ static int win_block(void *ud, size_t b)
 	}
 	to_double(w->s->dtype, w->buf + a * mt_dtype_size(w->s->dtype), n, v);
 	if (w->pass == 1) {
-		part_of(v, n, &w->parts[b]);
+		part_of(v, n, 1, &w->parts[b]);
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			int k = isfinite(v[i]) ? bin_of(w->s, v[i]) : -1;
@@ -277,7 +282,30 @@ struct run {
 	size_t cap;
 	int whole;              /* the one window holds everything: no second read */
 	struct part acc;
+	struct part *cols;      /* per column (s->columns of them), or NULL */
 };
+
+/* The window's nvals values into the columns' sums, BLOCK values' worth of
+ * rows at a time merged in order, so the sums do not depend on threads. */
+static int columns_count(struct run *u, uint64_t nvals, mt_error *err)
+{
+	uint64_t w = u->s->columns, rows = nvals / w, per = BLOCK / w ? BLOCK / w : 1;
+	size_t esize = mt_dtype_size(u->s->dtype);
+	double *v = malloc((size_t)(per * w) * sizeof *v);
+	if (!v)
+		return mti_err(err, MT_ENOMEM, "statistics of %s: out of memory", u->s->attr);
+	for (uint64_t r = 0; r < rows; r += per) {
+		uint64_t n = rows - r < per ? rows - r : per;
+		to_double(u->s->dtype, u->buf + r * w * esize, (size_t)(n * w), v);
+		for (uint64_t c = 0; c < w; c++) {
+			struct part p;
+			part_of(v + c, (size_t)n, (size_t)w, &p);
+			part_merge(&u->cols[c], &p);
+		}
+	}
+	free(v);
+	return 0;
+}
 
 /* Bytes of row `row` (ragged: its items'), fetching lengths as needed. */
 static int row_bytes(struct run *u, uint64_t row, uint64_t *out, mt_error *err)
@@ -366,6 +394,8 @@ static int run_pass(struct run *u, int pass, mt_error *err)
 			rc = run_window(u, pass, bytes / esize, err);
 		if (!rc && pass == 1 && u->s->nclasses >= 0)
 			classes_count(u->s, u->o.max_classes, u->buf, bytes / esize);
+		if (!rc && pass == 1 && u->cols)
+			rc = columns_count(u, bytes / esize, err);
 		u->done += read ? bytes : 0;
 		if (!rc)
 			rc = progress(u, err);
@@ -408,13 +438,24 @@ static int stats_new(mt_reader *r, const mt_attr *a, const mt_stats_opts *o,
 	s->bins = o->bins;
 	s->edges = calloc((size_t)o->bins + 1, sizeof *s->edges);
 	s->hist = calloc((size_t)o->bins, sizeof *s->hist);
-	int labels = !a->ragged && a->rank == 0 && a->dtype != MT_FLOAT16 &&
-		     a->dtype != MT_FLOAT32 && a->dtype != MT_FLOAT64 && o->max_classes > 0;
+	/* A label is one integer a row: a scalar, or a vector of one. */
+	int labels = !a->ragged && a->rank <= 1 && mt_attr_items(a) == 1 &&
+		     a->dtype != MT_FLOAT16 && a->dtype != MT_FLOAT32 && a->dtype != MT_FLOAT64 &&
+		     o->max_classes > 0;
 	s->nclasses = labels ? 0 : -1;
 	if (labels)
 		s->classes = calloc((size_t)o->max_classes, sizeof *s->classes);
+	if (!a->ragged && a->rank == 1 && a->shape[0] >= 1 && a->shape[0] <= MT_STATS_MAX_COLUMNS) {
+		size_t c = (size_t)a->shape[0];
+		s->columns = c;
+		s->col_min = malloc(c * sizeof *s->col_min);
+		s->col_max = malloc(c * sizeof *s->col_max);
+		s->col_mean = malloc(c * sizeof *s->col_mean);
+		s->col_std = malloc(c * sizeof *s->col_std);
+	}
 	if (!s->dataset || !s->version || !s->attr || !s->edges || !s->hist ||
-	    (labels && !s->classes)) {
+	    (labels && !s->classes) ||
+	    (s->columns && (!s->col_min || !s->col_max || !s->col_mean || !s->col_std))) {
 		mt_stats_free(s);
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	}
@@ -460,6 +501,13 @@ static void stats_settle(struct run *u)
 		s->mean = u->acc.mean;
 		s->std = sqrt(u->acc.m2 / (double)u->acc.n);
 	}
+	for (uint64_t c = 0; c < s->columns; c++) {
+		const struct part *p = &u->cols[c];
+		s->col_min[c] = p->n ? p->min : (double)NAN;
+		s->col_max[c] = p->n ? p->max : (double)NAN;
+		s->col_mean[c] = p->n ? p->mean : (double)NAN;
+		s->col_std[c] = p->n ? sqrt(p->m2 / (double)p->n) : (double)NAN;
+	}
 	make_edges(s);
 }
 
@@ -475,6 +523,8 @@ int mt_stats_compute(mt_reader *r, size_t attr, const mt_stats_opts *opts, mt_st
 	u.unit = mt_attr_items(u.a) * mt_dtype_size(u.a->dtype);
 	rc = stats_new(r, u.a, &u.o, &u.s, err);
 	if (!rc && u.a->ragged && !(u.lens = malloc(LEN_ROWS * sizeof *u.lens)))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && u.s->columns && !(u.cols = calloc((size_t)u.s->columns, sizeof *u.cols)))
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
 		rc = count_items(&u, err);
@@ -492,6 +542,7 @@ int mt_stats_compute(mt_reader *r, size_t attr, const mt_stats_opts *opts, mt_st
 	u.s->bytes_read = u.done;
 	free(u.buf);
 	free(u.lens);
+	free(u.cols);
 	if (rc) {
 		mt_stats_free(u.s);
 		return rc;

@@ -7,43 +7,21 @@
 # (3) the first catalog sync of the append chain of (1) and of many one-version datasets.
 # Usage: bench/growth.sh [BUILD_DIR] [N_VERSIONS]   (defaults: build/bench, 1000;
 # GROWTH_DATASETS=D datasets for (3), default 500)
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
-M=$BUILD/src/cli/matorage
+BENCH_NAME=growth
+. "$(dirname "$0")/lib.sh"
 NV=${2:-1000}
-PY=/usr/bin/python3
-DIR=${BENCH_DIR:-/tmp/mt-bench-growth}
-rm -rf "$DIR"
-mkdir -p "$DIR"
-trap 'rm -rf "$DIR"' EXIT
-export HOME=$DIR MATORAGE_CATALOG=$DIR/catalog.db
-echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1 /proc/loadavg)"
+bench_machine
 
 "$BUILD/bench/growth" "$DIR/versions" "$NV"
 
 # A one-row version whose manifest is then rewritten to name its shard S times.
 $PY -c 'import numpy as np; np.save("'"$DIR"'/one.npy", np.arange(1, dtype=np.int64))'
 "$M" --store "$DIR/s" put g x="$DIR/one.npy" > /dev/null
-med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-t() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
 printf '| shards | manifest bytes | info (open the version) s | loader epoch (plan + 1 row per shard) s | epoch rows/s |\n|---|---|---|---|---|\n'
 for S in 1000 10000 100000; do
-	$PY - "$DIR/s/datasets/g/versions/v1.json" "$S" "$DIR/s/datasets/g/versions/big$S.json" <<'PYEOF'
-import hashlib, json, sys
-src, n, dst = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-m = json.loads(open(src).read())
-sh = m["shards"][0]
-m["version"] = dst.rsplit("/", 1)[1][:-5]
-m["rows"] = n
-m["raw_bytes"] = 8 * n
-m["shards"] = [dict(sh, first_row=i) for i in range(n)]
-del m["checksum"]
-t = json.dumps(m, separators=(",", ":"))[:-1]
-open(dst, "w").write(t + ',"checksum":"sha256:' + hashlib.sha256((t + "}").encode()).hexdigest() + '"}')
-PYEOF
+	bench_synth "$DIR/s/datasets/g/versions/v1.json" "$S" "$DIR/s/datasets/g/versions/big$S.json" "big$S" ""
 	bytes=$(stat -c %s "$DIR/s/datasets/g/versions/big$S.json")
-	info=$(for i in 1 2 3 4 5; do t "$M" --store "$DIR/s" info "g@big$S"; done | med)
+	info=$(for i in 1 2 3 4 5; do secs "$M" --store "$DIR/s" info "g@big$S"; done | med)
 	ep=$(for i in 1 2 3; do "$BUILD/bench/loader-epoch" "$DIR/s" "g@big$S" x 256 1 $((256 << 20)) | awk '{ print $3 }'; done | med)
 	printf '| %d | %d | %.3f | %.3f | %.0f |\n' "$S" "$bytes" "$info" "$ep" "$(echo "$S / $ep" | bc -l)"
 done
@@ -54,7 +32,7 @@ ND=${GROWTH_DATASETS:-500}
 for i in $(seq 1 "$ND"); do "$M" --store "$DIR/many" put "d$i" x="$DIR/one.npy" > /dev/null; done
 sync_s() {
 	rm -f "$DIR/fresh.db"*
-	t env MATORAGE_CATALOG="$DIR/fresh.db" "$M" --store "$1" sync
+	secs env MATORAGE_CATALOG="$DIR/fresh.db" "$M" --store "$1" sync
 }
 printf '\n| first catalog sync | s (median of 3) |\n|---|---|\n'
 printf '| %d appends of one dataset | %.3f |\n' "$NV" "$(for i in 1 2 3; do sync_s "$DIR/versions"; done | med)"

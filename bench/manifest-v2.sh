@@ -5,47 +5,26 @@
 # (strace: read/pread64 of files under the store) and seconds of `info` and of `get --rows`
 # of 10 middle rows, for the format-2 version and for the format-1 one beside it.
 # Usage: bench/manifest-v2.sh [BUILD_DIR] [N_SHARDS]   (defaults: build/bench, 200000)
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
-M=$BUILD/src/cli/matorage
+BENCH_NAME=manifest-v2
+. "$(dirname "$0")/lib.sh"
 N=${2:-200000}
-PY=/usr/bin/python3
-DIR=${BENCH_DIR:-/tmp/mt-bench-manifest-v2}
-rm -rf "$DIR"
-mkdir -p "$DIR"
-trap 'rm -rf "$DIR"' EXIT
 S=$DIR/s
-export MATORAGE_STORE=file://$S HOME=$DIR
-echo "# machine: $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg); $N shards"
+export MATORAGE_STORE=file://$S
+bench_machine
+echo "# $N shards"
 
 $PY -c 'import numpy as np; np.save("'"$DIR"'/one.npy", np.arange(1, dtype=np.int64))'
 "$M" put g x="$DIR/one.npy" > /dev/null
 # v2: v1's shard named N times (format 1), created after v1.
-$PY - "$S/datasets/g/versions/v1.json" "$N" "$S/datasets/g/versions/v2.json" <<'PYEOF'
-import hashlib, json, sys
-src, n, dst = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-m = json.loads(open(src).read())
-sh = m["shards"][0]
-m["version"], m["parent"] = "v2", "v1"
-m["created"] = m["created"][:-5] + "999Z"
-m["rows"] = n
-m["raw_bytes"] = 8 * n
-m["shards"] = [dict(sh, first_row=i) for i in range(n)]
-del m["checksum"]
-t = json.dumps(m, separators=(",", ":"))[:-1]
-open(dst, "w").write(t + ',"checksum":"sha256:' + hashlib.sha256((t + "}").encode()).hexdigest() + '"}')
-PYEOF
+bench_synth "$S/datasets/g/versions/v1.json" "$N" "$S/datasets/g/versions/v2.json" v2 v1
 
 stored() { find "$S" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
 # read_bytes CMD...: bytes the command reads from files under the store.
 read_bytes() {
-	strace -f -qq -e trace=read,pread64 -y -o "$DIR/trace" "$@" > /dev/null
-	grep -F "<$S/" "$DIR/trace" | sed -n 's/.*) *= *\([0-9][0-9]*\)$/\1/p' | awk '{ s += $1 } END { print s + 0 }'
+	local io
+	io=$(io_bytes "$S" "$@")
+	echo "${io% *}"
 }
-med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-secs() { local s=$(date +%s.%N); "$@" > /dev/null; echo "$(date +%s.%N) - $s" | bc; }
-
 t0=$(date +%s.%N)
 MATORAGE_MANIFEST_FORMAT=2 "$M" put g x="$DIR/one.npy" --append > /dev/null
 echo "# v3: format-2 append to the format-1 v2 ($((N + 1)) shards): $(echo "$(date +%s.%N) - $t0" | bc) s"

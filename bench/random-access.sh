@@ -11,16 +11,9 @@
 # all cores).
 # Usage: bench/random-access.sh [BUILD_DIR] [RUNS]   (default build/bench, 5; build with
 # CFLAGS="-O2 -g" and no sanitizers)
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
+BENCH_NAME=random
+. "$(dirname "$0")/lib.sh"
 RUNS=${2:-5}
-PY=/usr/bin/python3
-DIR=${BENCH_DIR:-/tmp/mt-bench-random}
-rm -rf "$DIR"
-mkdir -p "$DIR"
-trap 'rm -rf "$DIR"' EXIT
-export HOME=$DIR MATORAGE_CATALOG=$DIR/catalog.db
 export MATORAGE_LIB=$BUILD/src/lib/.libs/libmatorage.so PYTHONPATH=$here/../python
 echo "# command: bench/random-access.sh ${1:-build/bench} $RUNS"
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load at start: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -249,9 +249,11 @@ static int st_tensors(const struct st_file *f, mt_ckpt_writer *w, mt_error *err)
 	{
 		if (!strcmp(key, "__metadata__"))
 			continue;
-		mt_dtype dt;
-		uint64_t shape[MT_MAX_RANK], b, en;
-		int ndim, rc = st_entry(f, key, e, &dt, shape, &ndim, &b, &en);
+		/* Set by st_entry when it returns 0; zeroed for -O2's
+		 * -Wmaybe-uninitialized, which cannot see that. */
+		mt_dtype dt = MT_UINT8;
+		uint64_t shape[MT_MAX_RANK], b = 0, en = 0;
+		int ndim = 0, rc = st_entry(f, key, e, &dt, shape, &ndim, &b, &en);
 		if (rc)
 			return rc;
 		if (w && mt_ckpt_add(w, key, dt, ndim, shape, f->data + b, (size_t)(en - b), err))

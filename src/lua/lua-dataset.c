@@ -364,8 +364,12 @@ static void parse_attrs(lua_State *L, int opts, struct lt_writer *w)
 	if (!lua_istable(L, -1))
 		lt_error(L, "create: attributes: expected a list of {name=, dtype=, shape=}");
 	lua_Integer n = luaL_len(L, -1);
-	if (n < 1)
+	/* lt_error does not return (lua_error), but the compiler cannot know:
+	 * the return keeps n's range known to it at the calloc. */
+	if (n < 1) {
 		lt_error(L, "create: attributes: the list is empty");
+		return;
+	}
 	w->attrs = calloc((size_t)n, sizeof *w->attrs);
 	if (!w->attrs)
 		lt_error(L, "create: out of memory");

@@ -70,12 +70,16 @@ check "protect w@v2" $M protect w@v2 --parity 4+2
 rm -f "$WORK/store/datasets/w/versions/v2.json"
 tui_start 200 40 tui --open w
 expect "the browser opens on w" "v1"
-keys r
-for i in $(seq 200); do
-	screen | grep -qE '\bv2\b.*lost' && break
-	sleep 0.1
-done
-out=$(screen | grep -E '\bv2\b')
+# synced_v2: r, then until v2's line shows lost (at most 20 s); that line in $out.
+synced_v2() {
+	keys r
+	for i in $(seq 200); do
+		screen | grep -qE '\bv2\b.*lost' && break
+		sleep 0.1
+	done
+	out=$(screen | grep -E '\bv2\b')
+}
+synced_v2
 ok $(echo "$out" | grep -q 'lost'; echo $?) "after a sync v2 is still listed, as lost: $out"
 # wait_file FILE: until it exists (at most 30 s).
 wait_file() {
@@ -110,12 +114,7 @@ rm -f "$WORK/store/datasets/m/versions/v2.json"
 check "m@v1 removed by another machine (its catalog)" env MATORAGE_CATALOG="$WORK/other.db" $M rm m@v1
 tui_start 200 40 tui --open m
 expect "the browser opens on m" "v3"
-keys r
-for i in $(seq 200); do
-	screen | grep -qE '\bv2\b.*lost' && break
-	sleep 0.1
-done
-out=$(screen | grep -E '\bv2\b')
+synced_v2
 ok $(echo "$out" | grep -q 'lost'; echo $?) "after a sync v2, which the mirror holds, is listed as lost: $out"
 ok $(! screen | grep -qE '^v1 '; echo $?) "v1, removed here, is not listed"
 keys ":repair m" Enter

@@ -40,6 +40,15 @@ static inline int tap_done(void)
 	return tap_failed ? 1 : 0;
 }
 
+/* Removes the directory tree a test made (a diagnostic when it cannot). */
+static inline void tap_rm_tree(const char *dir)
+{
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		tap_diag("could not remove %s", dir);
+}
+
 /* Check a call that returns an mt status; print the error record on failure. */
 #define TAP_CALL(expr, errp, ...)                                                       \
 	(tap_ok((expr) == 0, __VA_ARGS__) ||                                             \

@@ -695,9 +695,6 @@ int main(void)
 	test_default_path();
 	mt_store_close(store);
 	root[strlen(root) - strlen("/store")] = '\0';
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	if (system(cmd))
-		tap_diag("could not remove %s", root);
+	tap_rm_tree(root);
 	return tap_done();
 }

@@ -433,9 +433,6 @@ int main(void)
 	test_loader_in_memory();
 	store->ops = real_ops;
 	mt_store_close(store);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	if (system(cmd) != 0)
-		tap_diag("could not remove %s", root);
+	tap_rm_tree(root);
 	return tap_done();
 }

@@ -497,10 +497,7 @@ static void test_verify_and_copy(void)
 	tap_ok(mt_ckpt_read(c, "b", b, sizeof b, &err) != 0, "reading it fails: %s", err.message);
 	mt_ckpt_close(c);
 	mt_store_close(dst);
-	char cmd[400];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dst_root);
-	if (system(cmd) != 0)
-		tap_diag("could not remove %s", dst_root);
+	tap_rm_tree(dst_root);
 }
 
 /* Writers racing for names: each commit lands under its own, none is lost. */
@@ -587,9 +584,6 @@ int main(void)
 	test_verify_and_copy();
 	test_race_and_edges();
 	mt_store_close(store);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	if (system(cmd) != 0)
-		tap_diag("could not remove %s", root);
+	tap_rm_tree(root);
 	return tap_done();
 }

@@ -169,9 +169,6 @@ int main(void)
 		one_case(s, c, seed);
 	}
 	mt_store_close(s);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	if (system(cmd) != 0)
-		tap_diag("could not remove %s", root);
+	tap_rm_tree(root);
 	return tap_done();
 }

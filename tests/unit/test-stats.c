@@ -244,9 +244,6 @@ int main(void)
 	test_labels();
 	test_cancel_and_json();
 	mt_store_close(store);
-	char cmd[400];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	if (system(cmd))
-		tap_diag("could not remove %s", root);
+	tap_rm_tree(root);
 	return tap_done();
 }

@@ -414,9 +414,6 @@ int main(void)
 	test_background();
 	test_spool(root);
 	mt_store_close(store);
-	char cmd[400];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	if (system(cmd))
-		tap_diag("could not remove %s", root);
+	tap_rm_tree(root);
 	return tap_done();
 }

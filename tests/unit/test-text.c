@@ -6,6 +6,7 @@
 
 #include "matorage.h"
 #include "tap.h"
+#include "tap-store.h"
 
 static void utf8_cases(void)
 {
@@ -187,23 +188,14 @@ static void refused(mt_store *s)
 int main(void)
 {
 	char root[256];
-	snprintf(root, sizeof root, "%s/mt-text-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(root))
-		return 1;
 	mt_store *s;
-	mt_error err;
-	if (mt_store_open(root, &s, &err)) {
-		printf("Bail out! %s\n", err.message);
+	if (tap_scratch_store("text", root, sizeof root, &s))
 		return 1;
-	}
 	utf8_cases();
 	attr_cases(s);
 	round_trip(s);
 	refused(s);
 	mt_store_close(s);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	if (system(cmd) != 0)
-		tap_diag("could not remove %s", root);
+	tap_rm_tree(root);
 	return tap_done();
 }

@@ -519,9 +519,6 @@ int main(void)
 	tui_free(&t);
 	disp_close();
 
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	if (system(cmd))
-		tap_diag("could not remove %s", root);
+	tap_rm_tree(root);
 	return tap_done();
 }

@@ -21,8 +21,9 @@ static int copy_run(struct tui_job *j)
 		     : err.code;
 	if (!rc) {
 		char summary[256];
-		snprintf(j->result, sizeof j->result, "to %s: %s", mt_store_url(dst),
-			 app_copy_summary(&st, summary, sizeof summary));
+		/* The counts first: a narrow status line cuts the URL, not them. */
+		snprintf(j->result, sizeof j->result, "%s; to %s",
+			 app_copy_summary(&st, summary, sizeof summary), mt_store_url(dst));
 		/* The destination's catalog entry is part of the job. */
 		mt_catalog_sync(j->t->cat, tg->text, dst, tg->ref.dataset, 0, NULL, NULL, NULL,
 				&err);

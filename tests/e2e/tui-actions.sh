@@ -59,7 +59,7 @@ keys no Enter
 expect "anything but yes copies nothing" "copy: nothing copied"
 ok $([ ! -e "$WORK/newstore" ]; echo $?) "and makes no store"
 keys p "file://$WORK/newstore" Enter yes Enter
-expect "yes copies" "shards sent"
+expect "yes copies" "1 shard(s) sent"
 expect "the job's title names both ends" "copy local:tiny@v1 to file://$WORK/newstore"
 check "the version is in the new store" $M --store "file://$WORK/newstore" info tiny@v1
 

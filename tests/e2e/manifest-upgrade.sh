@@ -44,7 +44,7 @@ ok $? "upgrade u@v1 again"
 ok $(echo "$out" | grep -q 'u@v1: already manifest format 2'; echo $?) "the second upgrade says it changed nothing ($out)"
 check "the root is unchanged by the second upgrade" cmp "$WORK/v1-root.json" "$S/datasets/u/versions/v1.json"
 ok $([ "$(ls "$F" | wc -l)" -eq 6 ]; echo $?) "no fragment added by the second upgrade"
-check "upgrade of latest (v3)" bash -c "$M upgrade u | grep -q 'u@latest: upgraded'"
+check "upgrade of latest (v3)" bash -c "$M upgrade u | grep -q 'u@v3: upgraded'"
 ok $(grep -q '"format":2' "$S/datasets/u/versions/v3.json" && grep -q '"format":1' "$S/datasets/u/versions/v2.json"; echo $?) "latest is v3: v3 upgraded, v2 not"
 v1f=$(grep -o '"sha256":"[0-9a-f]*"' "$S/datasets/u/versions/v1.json" | head -5)
 v3f=$(grep -o '"sha256":"[0-9a-f]*"' "$S/datasets/u/versions/v3.json" | head -5)

@@ -174,7 +174,8 @@ static int cat_open_file(char *path, int schema, int create, mt_catalog **out, i
 		sqlite3_busy_timeout(c->db, CAT_BUSY_MS);
 	if (!rc)
 		rc = mti_cat_exec_retry(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-					"PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768;",
+					"PRAGMA foreign_keys = ON; PRAGMA cache_size = -32768;"
+					"PRAGMA temp_store = MEMORY;",
 					"setting it up", err);
 	if (!rc)
 		rc = mti_catalog_migrate(c, schema, err);

@@ -65,6 +65,12 @@ static int reader_frags(mt_reader *r, size_t f0, size_t f1, mt_error *err)
 	int rc = mti_manifest_load_frags(m, f0, f1, mti_store_get_fn, r->store, err);
 	for (size_t f = f0; !rc && f < f1 && f < m->nfrags; f++) {
 		size_t end = m->frags[f].first_shard + m->frags[f].nshards;
+		/* Keys are made in shard order and the loop stops at the first
+		 * failure, so a fragment whose last key exists has them all: a
+		 * caller walking every shard (mt_reader_shard) pays one check per
+		 * shard, not one per shard of its fragment. */
+		if (end > m->frags[f].first_shard && r->keys[end - 1])
+			continue;
 		for (size_t i = m->frags[f].first_shard; !rc && i < end; i++)
 			if (!r->keys[i] && !(r->keys[i] = mti_key_shard(m->dataset, m->shards[i].sha256)))
 				rc = mti_err(err, MT_ENOMEM, "out of memory");

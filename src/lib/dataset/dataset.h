@@ -103,6 +103,13 @@ MT_LOCAL void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const 
 MT_LOCAL void mti_reader_drop_whole(mt_reader *r, const size_t *shards, size_t n);
 /* Whether the reader's store is far away (each request costs a round trip). */
 MT_LOCAL int mti_reader_far(const mt_reader *r);
+/* fn(ud, first_row, rows, err) for each shard of r's version in order,
+ * stopping at the first nonzero return, which is returned.  A format-2
+ * fragment whose layout the root gives is not read (a lazy reader loads
+ * it when its rows are read, and checks it against that layout then);
+ * one without is loaded first, a failure naming it. */
+typedef int (*mti_shard_rows_fn)(void *ud, uint64_t first_row, uint64_t rows, mt_error *err);
+MT_LOCAL int mti_reader_each_shard(mt_reader *r, mti_shard_rows_fn fn, void *ud, mt_error *err);
 /* The shard holding row `row`. */
 MT_LOCAL size_t mti_reader_shard_of(const mt_reader *r, uint64_t row);
 

@@ -99,6 +99,36 @@ static int reader_need_rows(mt_reader *r, uint64_t a, uint64_t b, mt_error *err)
 			    err);
 }
 
+/* Fragment f's shards from the root's layout, without reading it. */
+static int frag_runs(const mt_mfrag *f, mti_shard_rows_fn fn, void *ud, mt_error *err)
+{
+	uint64_t row = f->first_row;
+	int rc = 0;
+	for (size_t k = 0; !rc && k < f->nlayout; k++)
+		for (uint64_t j = 0; !rc && j < f->layout[k].shards; j++, row += f->layout[k].rows)
+			rc = fn(ud, row, f->layout[k].rows, err);
+	return rc;
+}
+
+int mti_reader_each_shard(mt_reader *r, mti_shard_rows_fn fn, void *ud, mt_error *err)
+{
+	const mt_manifest *m = r->m;
+	int rc = 0;
+	for (size_t i = 0; !rc && !m->nfrags && i < m->nshards; i++)
+		rc = fn(ud, m->shards[i].first_row, m->shards[i].rows, err);
+	for (size_t f = 0; !rc && f < m->nfrags; f++) {
+		const mt_mfrag *fr = &m->frags[f];
+		if (fr->nlayout && !fr->loaded) {
+			rc = frag_runs(fr, fn, ud, err);
+			continue;
+		}
+		rc = reader_frags(r, f, f + 1, err);
+		for (size_t i = fr->first_shard; !rc && i < fr->first_shard + fr->nshards; i++)
+			rc = fn(ud, m->shards[i].first_row, m->shards[i].rows, err);
+	}
+	return rc;
+}
+
 int mti_reader_open_as(mt_store *s, const char *dataset, const char *version, int with_meta,
 		       mt_reader **out, mt_error *err)
 {
@@ -1327,7 +1357,9 @@ static int ragged_offsets(mt_reader *r, size_t attr, uint64_t a, uint64_t b, uin
 	const char *name = r->m->attrs[attr].name;
 	int rc = 0;
 	uint64_t *dst = offs;
-	for (size_t s = shard_of(r->m, a); !rc && a < b && s < r->m->nshards; s++) {
+	/* Up to b's shard: a lazy reader's next fragment may not be loaded. */
+	size_t s1 = a < b ? shard_of(r->m, b - 1) + 1 : 0;
+	for (size_t s = shard_of(r->m, a); !rc && a < b && s < s1; s++) {
 		const mt_mshard *sh = &r->m->shards[s];
 		uint64_t la = a > sh->first_row ? a - sh->first_row : 0;
 		uint64_t lb = b - sh->first_row < sh->rows ? b - sh->first_row : sh->rows;
@@ -1435,7 +1467,8 @@ static int read_rows(struct jobs js, size_t attr, uint64_t a, uint64_t b, void *
 	uint8_t *dst = js.each ? NULL : buf;
 	uint64_t done = 0;
 	const uint64_t *o = offs;
-	for (size_t s = shard_of(r->m, a); !rc && a < b && s < r->m->nshards; s++) {
+	size_t s1 = a < b ? shard_of(r->m, b - 1) + 1 : 0;
+	for (size_t s = shard_of(r->m, a); !rc && a < b && s < s1; s++) {
 		const mt_mshard *sh = &r->m->shards[s];
 		if (sh->first_row >= b)
 			break;
@@ -1553,6 +1586,9 @@ int mt_reader_read_rows(mt_reader *r, size_t attr, const uint64_t *rows, size_t 
 		qsort(p, n, sizeof *p, pick_cmp);
 	struct jobs js = {.r = r, .keep = KEEP_ALL};
 	for (size_t i = 0, next; !rc && i < n; i = next) {
+		/* A lazy reader: the fragment of each shard's first pick. */
+		if ((rc = reader_need_rows(r, p[i].unit, p[i].unit + 1, err)))
+			break;
 		size_t s = shard_of(r->m, p[i].unit);
 		uint64_t end = r->m->shards[s].first_row + r->m->shards[s].rows;
 		for (next = i + 1; next < n && p[next].unit < end; next++)

@@ -223,7 +223,21 @@ static json_t *fm_enc_shards(const mt_mshard *sh, size_t n)
 	return shards;
 }
 
-/* Format 2: [{"first_row": F, "rows": R, "nshards": N, "sha256": S, "bytes": B}, ...] */
+/* A fragment's "layout": [[shards, rows], ...] (doc/FORMAT.md, "Manifest format 2"). */
+static json_t *fm_enc_layout(const mt_mfrag *f)
+{
+	json_t *a = json_array();
+	for (size_t k = 0; a && k < f->nlayout; k++)
+		if (json_array_append_new(a, json_pack("[o, o]", fm_uint(f->layout[k].shards),
+						       fm_uint(f->layout[k].rows)))) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* Format 2: [{"first_row": F, "rows": R, "nshards": N, "sha256": S, "bytes": B,
+ * "layout": [[n, rows], ...]}, ...]; layout only where the fragment has one. */
 static json_t *fm_enc_frags(const mt_manifest *m)
 {
 	json_t *a = json_array();
@@ -237,6 +251,10 @@ static json_t *fm_enc_frags(const mt_manifest *m)
 					"nshards", (json_int_t)f->nshards, "shard_bytes",
 					(json_int_t)f->shard_bytes, "sha256", f->sha256,
 					(size_t)64, "bytes", (json_int_t)f->bytes);
+		if (o && f->nlayout && json_object_set_new(o, "layout", fm_enc_layout(f))) {
+			json_decref(o);
+			o = NULL;
+		}
 		if (json_array_append_new(a, o)) {
 			json_decref(a);
 			return NULL;
@@ -741,6 +759,37 @@ static int fm_dec_recipe(struct fm_dec *d, json_t *r, mt_manifest *m)
 	return 0;
 }
 
+/* Optional (roots before it lack it): fragment i's shard rows as runs,
+ * which must add up to its nshards and rows. */
+static int fm_dec_layout(struct fm_dec *d, json_t *a, size_t i, mt_mfrag *f)
+{
+	if (!a)
+		return 0;
+	size_t n = json_array_size(a);
+	if (!json_is_array(a) || n == 0 || n > MT_FRAGMENT_LAYOUT_RUNS)
+		return fm_fail(d, "fragments[%zu].layout: expected 1 to %d runs [shards, rows]", i,
+			       MT_FRAGMENT_LAYOUT_RUNS);
+	uint64_t shards = 0, rows = 0;
+	for (size_t k = 0; k < n; k++) {
+		json_t *r = json_array_get(a, k);
+		mt_mrun *u = &f->layout[k];
+		uint64_t sum = 0;
+		if (json_array_size(r) != 2 || fm_get_uint(json_array_get(r, 0), &u->shards) ||
+		    fm_get_uint(json_array_get(r, 1), &u->rows) || !u->shards || !u->rows)
+			return fm_fail(d, "fragments[%zu].layout[%zu]: expected [shards, rows], "
+				       "both at least 1", i, k);
+		if (!mti_mul_ok(u->shards, u->rows, &sum) || !mti_add_ok(rows, sum, &rows) ||
+		    !mti_add_ok(shards, u->shards, &shards))
+			return fm_fail(d, "fragments[%zu].layout[%zu]: the sum overflows", i, k);
+	}
+	if (shards != f->nshards || rows != f->rows)
+		return fm_fail(d, "fragments[%zu].layout: holds %llu shards and %llu rows, the "
+			       "fragment %zu and %llu", i, (unsigned long long)shards,
+			       (unsigned long long)rows, f->nshards, (unsigned long long)f->rows);
+	f->nlayout = n;
+	return 0;
+}
+
 /* One fragment of a format-2 root; *rows and *shards are the sums before it. */
 static int fm_dec_frag(struct fm_dec *d, json_t *o, size_t i, uint64_t *rows, uint64_t *shards,
 		       mt_mfrag *f)
@@ -770,7 +819,7 @@ static int fm_dec_frag(struct fm_dec *d, json_t *o, size_t i, uint64_t *rows, ui
 	f->first_shard = (size_t)*shards;
 	f->nshards = (size_t)ns;
 	*shards += ns;
-	return 0;
+	return fm_dec_layout(d, json_object_get(o, "layout"), i, f);
 }
 
 /* Format 2: the fragments in place of the shards, which get room to be
@@ -1169,6 +1218,25 @@ char *mti_key_fragment(const char *dataset, const char *sha256)
 	return mti_asprintf("datasets/%s/fragments/%s.json", dataset, sha256);
 }
 
+/* The runs of equal rows of sh[0..n) into f's layout; none when there are
+ * more than the root keeps. */
+static void fm_layout_of(const mt_mshard *sh, size_t n, mt_mfrag *f)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k && f->layout[k - 1].rows == sh[i].rows) {
+			f->layout[k - 1].shards++;
+			continue;
+		}
+		if (k == MT_FRAGMENT_LAYOUT_RUNS) {
+			f->nlayout = 0;
+			return;
+		}
+		f->layout[k++] = (mt_mrun){1, sh[i].rows};
+	}
+	f->nlayout = k;
+}
+
 int mti_fragment_encode(const char *dataset, const mt_mshard *sh, size_t n, mt_mfrag *f,
 			char **json, mt_error *err)
 {
@@ -1203,6 +1271,21 @@ int mti_fragment_encode(const char *dataset, const mt_mshard *sh, size_t n, mt_m
 	f->first_row = sh[0].first_row;
 	f->rows = sh[n - 1].first_row + sh[n - 1].rows - sh[0].first_row;
 	f->nshards = n;
+	fm_layout_of(sh, n, f);
+	return 0;
+}
+
+/* A loader planned from the root's layout: the fragment's shards must hold
+ * exactly those rows, or its units would cross their boundaries. */
+static int fm_layout_check(struct fm_dec *d, const mt_mfrag *f, const mt_mshard *sh)
+{
+	size_t i = 0;
+	for (size_t k = 0; k < f->nlayout; k++)
+		for (uint64_t j = 0; j < f->layout[k].shards; j++, i++)
+			if (sh[i].rows != f->layout[k].rows)
+				return fm_fail(d, "shards[%zu].rows: is %llu, the manifest's layout "
+					       "says %llu", i, (unsigned long long)sh[i].rows,
+					       (unsigned long long)f->layout[k].rows);
 	return 0;
 }
 
@@ -1265,6 +1348,8 @@ static int fm_dec_fragment(struct fm_dec *d, mt_manifest *m, mt_mfrag *f)
 	if (!rc && bytes != f->shard_bytes)
 		rc = fm_fail(d, "its shards hold %llu bytes, the manifest says %llu",
 			     (unsigned long long)bytes, (unsigned long long)f->shard_bytes);
+	if (!rc)
+		rc = fm_layout_check(d, f, t.shards);
 	if (!rc)
 		memcpy(m->shards + f->first_shard, t.shards, f->nshards * sizeof *t.shards);
 	free(t.shards);

@@ -89,6 +89,15 @@ typedef struct mt_mshard {
 #define MT_FRAGMENT_SHARDS_MAX 65536u  /* the most a reader accepts */
 #define MT_FRAGMENT_MAX_BYTES (32ull << 20)
 #define MT_MANIFEST_SHARDS_MAX (1ull << 24) /* shards of a format-2 version */
+/* A fragment's shard rows as runs in the root ("layout"): runs[k] is
+ * `shards` consecutive shards of `rows` rows each.  A fragment needing more
+ * runs than this has none in the root (its rows are then known only from
+ * the fragment itself). */
+#define MT_FRAGMENT_LAYOUT_RUNS 16
+typedef struct mt_mrun {
+	uint64_t shards, rows;
+} mt_mrun;
+
 typedef struct mt_mfrag {
 	char sha256[65];
 	uint64_t bytes;       /* of the fragment's object */
@@ -99,6 +108,8 @@ typedef struct mt_mfrag {
 	size_t nshards;
 	int loaded;           /* decoded: its shards are in the manifest's array */
 	int fresh;            /* writer: not a fragment of the version it builds on */
+	size_t nlayout;       /* runs in layout; 0: the root gives none */
+	mt_mrun layout[MT_FRAGMENT_LAYOUT_RUNS];
 } mt_mfrag;
 
 /* A file attached to a version (doc/FORMAT.md, "Attachments"): stored once

@@ -285,8 +285,35 @@ static int rank_windows(mt_plan *p)
 			if (!p->nrank_windows || p->rank_windows[p->nrank_windows - 1] != v)
 				p->rank_windows[p->nrank_windows++] = v;
 	}
-	free(mine.v);
+	free(p->mine);
+	p->mine = mine.v;
+	p->nmine = mine.n;
 	return 0;
+}
+
+void mti_plan_window_need(const mt_plan *p, size_t w, const uint64_t *perm, char *need)
+{
+	size_t u0 = p->window_unit[w], nu = p->window_unit[w + 1] - u0;
+	uint64_t ws = p->window_start[w], we = p->window_start[w + 1];
+	memset(need, 0, nu ? nu : 1);
+	/* The units' first rows in unit order, for a bisection per row. */
+	uint64_t *at = malloc((nu ? nu : 1) * sizeof *at), sum = 0;
+	for (size_t u = 0; at && u < nu; u++) {
+		at[u] = sum;
+		sum += p->units[p->unit_order[u0 + u]].rows;
+	}
+	for (size_t k = 0; k < p->nmine; k++) {
+		uint64_t a = p->mine[k].begin > ws ? p->mine[k].begin : ws;
+		uint64_t b = p->mine[k].end < we ? p->mine[k].end : we;
+		for (uint64_t i = a; i < b; i++) {
+			if (!at) { /* out of memory: read them all, as before */
+				memset(need, 1, nu);
+				return;
+			}
+			need[mti_bisect_u64(at, nu, sizeof *at, perm[i - ws])] = 1;
+		}
+	}
+	free(at);
 }
 
 int mti_plan_epoch(mt_plan *p, uint64_t epoch, const mt_plan_share *stages, size_t nstages,
@@ -358,5 +385,6 @@ void mti_plan_free(mt_plan *p)
 	free(p->rank_windows);
 	free(p->live);
 	free(p->live_before);
+	free(p->mine);
 	memset(p, 0, sizeof *p);
 }

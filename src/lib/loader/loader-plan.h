@@ -67,6 +67,8 @@ typedef struct mt_plan {
 	uint64_t batches;    /* batches each rank gets */
 	size_t *rank_windows; /* the windows the share lies in, in the order it meets them */
 	size_t nrank_windows;
+	mt_plan_span *mine;   /* the positions of the share (padding aside), ascending */
+	size_t nmine;
 } mt_plan;
 
 /* An empty plan for `rows` rows, windows of window_rows (>= 2) and units of
@@ -98,6 +100,10 @@ MT_LOCAL void mti_plan_window_perm(const mt_plan *p, size_t w, uint64_t *perm, u
 MT_LOCAL uint64_t mti_plan_position(const mt_plan *p, uint64_t i);
 /* The row at sequence position pos, without the window at hand. */
 MT_LOCAL int mti_plan_row_at(const mt_plan *p, uint64_t pos, uint64_t *row, mt_error *err);
+/* need[i] (window w's units in sequence order, i from 0) set to whether
+ * any row of that unit lies at a position of this rank's share; perm is
+ * the window's (mti_plan_window_perm).  A rank reads only those units. */
+MT_LOCAL void mti_plan_window_need(const mt_plan *p, size_t w, const uint64_t *perm, char *need);
 /* Batch k of this rank's share: share indices [*first, *first + *n). */
 MT_LOCAL void mti_plan_batch(const mt_plan *p, uint64_t k, uint64_t *first, uint64_t *n);
 

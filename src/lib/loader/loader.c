@@ -222,6 +222,7 @@ typedef struct unit_jobs {
 	ld_slot *s;
 	size_t first_unit;  /* of the window, in the plan's unit_order */
 	const uint64_t *at; /* each unit's first row in the window */
+	const char *need;   /* each unit: whether the rank's share holds a row of it */
 	int pass;
 	mt_error *errs;
 } unit_jobs;
@@ -275,6 +276,13 @@ static int unit_job(void *ud, size_t i)
 	const mt_plan_unit *un = &j->p->units[j->p->unit_order[j->first_unit + u]];
 	uint64_t a = un->first_row, b = un->first_row + un->rows, at = j->at[u];
 	const ld_col *col = &l->cols[c];
+	/* No row of it is this rank's: not read (nor its fragment loaded);
+	 * its rows' lengths 0, so the window's values hold none of them. */
+	if (!j->need[u]) {
+		if (j->pass == 0 && col->ragged)
+			memset(s->offsets[c] + at + 1, 0, un->rows * sizeof *s->offsets[c]);
+		return 0;
+	}
 	if (j->pass == 0 && col->ragged) {
 		uint64_t sum;
 		return mt_reader_ragged_lengths(l->reader, col->attr, a, b, s->offsets[c] + at + 1,
@@ -324,9 +332,11 @@ static int slot_read(mt_loader *l, const mt_plan *p, ld_slot *s, size_t w)
 	int threads = l->opts.fetch_threads * (int)(l->ncols < 4 ? l->ncols : 4);
 	uint64_t *at = malloc((nu ? nu : 1) * sizeof *at);
 	mt_error *errs = calloc(njobs ? njobs : 1, sizeof *errs);
-	if (!at || !errs) {
+	char *need = malloc(nu ? nu : 1);
+	if (!at || !errs || !need) {
 		free(at);
 		free(errs);
+		free(need);
 		return mti_err(&s->err, MT_ENOMEM, "loader: out of memory");
 	}
 	uint64_t sum = 0;
@@ -334,7 +344,8 @@ static int slot_read(mt_loader *l, const mt_plan *p, ld_slot *s, size_t w)
 		at[i] = sum;
 		sum += p->units[p->unit_order[u0 + i]].rows;
 	}
-	unit_jobs jobs = {l, p, s, u0, at, 0, errs};
+	mti_plan_window_need(p, w, s->perm, need);
+	unit_jobs jobs = {l, p, s, u0, at, need, 0, errs};
 	int ragged = 0, rc = 0;
 	for (size_t c = 0; c < l->ncols; c++)
 		ragged |= l->cols[c].ragged;
@@ -353,7 +364,27 @@ static int slot_read(mt_loader *l, const mt_plan *p, ld_slot *s, size_t w)
 		}
 	free(at);
 	free(errs);
+	free(need);
 	return rc;
+}
+
+/* need[] for the units of rank window k (see mti_plan_window_need); NULL
+ * when out of memory. */
+static char *window_need(const mt_plan *p, size_t k)
+{
+	size_t w = p->rank_windows[k], nu = p->window_unit[w + 1] - p->window_unit[w];
+	uint64_t n = mti_plan_window_rows(p, w);
+	uint64_t *perm = malloc((n ? n : 1) * sizeof *perm);
+	char *need = malloc(nu ? nu : 1);
+	if (perm && need) {
+		mti_plan_window_perm(p, w, perm, n);
+		mti_plan_window_need(p, w, perm, need);
+	} else {
+		free(need);
+		need = NULL;
+	}
+	free(perm);
+	return need;
 }
 
 /* The shards of the units of rank window k, each once, into shards (room
@@ -362,8 +393,13 @@ static int slot_read(mt_loader *l, const mt_plan *p, ld_slot *s, size_t w)
 static size_t window_shards(mt_loader *l, const mt_plan *p, size_t k, size_t *shards,
 			    char *whole)
 {
-	size_t w = p->rank_windows[k], m = 0;
-	for (size_t u = p->window_unit[w]; u < p->window_unit[w + 1]; u++) {
+	size_t w = p->rank_windows[k], m = 0, u0 = p->window_unit[w];
+	char *need = window_need(p, k);
+	if (!need)
+		return 0;
+	for (size_t u = u0; u < p->window_unit[w + 1]; u++) {
+		if (!need[u - u0])
+			continue;
 		size_t sh = mti_reader_shard_of(l->reader, p->units[p->unit_order[u]].first_row);
 		size_t j = 0;
 		while (j < m && shards[j] != sh)
@@ -374,9 +410,9 @@ static size_t window_shards(mt_loader *l, const mt_plan *p, size_t k, size_t *sh
 	for (size_t j = 0; whole && j < m; j++) {
 		mt_shard_info si;
 		uint64_t rows = 0;
-		for (size_t u = p->window_unit[w]; u < p->window_unit[w + 1]; u++) {
+		for (size_t u = u0; u < p->window_unit[w + 1]; u++) {
 			const mt_plan_unit *un = &p->units[p->unit_order[u]];
-			if (mti_reader_shard_of(l->reader, un->first_row) == shards[j])
+			if (need[u - u0] && mti_reader_shard_of(l->reader, un->first_row) == shards[j])
 				rows += un->rows;
 		}
 		/* Most of it is as good as all: what the window leaves of the
@@ -384,6 +420,7 @@ static size_t window_shards(mt_loader *l, const mt_plan *p, size_t k, size_t *sh
 		whole[j] = !mt_reader_shard(l->reader, shards[j], &si) && rows >= si.rows / 4 * 3 &&
 			   l->ncols == mt_reader_nattrs(l->reader);
 	}
+	free(need);
 	return m;
 }
 
@@ -1064,7 +1101,7 @@ static int loader_open_token(mt_loader *l, mt_store *s, const char *dataset, con
 		rc = mti_err(err, MT_EINVAL, "loader: the resume token is for %s@%s, not @%s",
 			    t.dataset, t.version, version);
 	if (!rc)
-		rc = mti_reader_open_as(s, t.dataset, t.version, 0, &l->reader, err);
+		rc = mti_reader_open_as(s, t.dataset, t.version, MTI_OPEN_LAZY, &l->reader, err);
 	if (!rc && mt_reader_info(l->reader)->rows != t.rows)
 		rc = mti_err(err, MT_EINVAL, "loader: the resume token counts %" PRIu64
 			    " rows, %s@%s has %" PRIu64, t.rows, t.dataset, t.version,
@@ -1100,8 +1137,9 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 		return rc;
 	if (o->resume)
 		return loader_open_token(l, s, dataset, version, err);
-	/* A loader needs the data, not the edited description: no metadata object. */
-	return mti_reader_open_as(s, dataset, version, 0, &l->reader, err);
+	/* A loader needs the data, not the edited description: no metadata
+	 * object.  A format-2 version's fragments are read as windows need them. */
+	return mti_reader_open_as(s, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
 }
 
 /* The error for an attribute the version lacks, naming those it has. */
@@ -1176,11 +1214,16 @@ static int loader_in_memory(mt_loader *l, mt_store *s, uint64_t row_bytes, mt_er
 	if (!rc) {
 		mt_reader_close(l->reader);
 		l->reader = NULL;
-		rc = mti_reader_open_as(l->cache, dataset, version, 0, &l->reader, err);
+		rc = mti_reader_open_as(l->cache, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
 	}
 	free(dataset);
 	free(version);
 	return rc;
+}
+
+static int plan_shard(void *ud, uint64_t first_row, uint64_t rows, mt_error *err)
+{
+	return mti_plan_add_shard(ud, first_row, rows, err);
 }
 
 /* A plan for the version: windows from the budget (a token brings its
@@ -1202,15 +1245,11 @@ static int loader_plan(mt_loader *l, uint64_t row_bytes, mt_error *err)
 		mti_plan_init(l->plan, vi->rows, window, window / 2, o->shuffle, o->seed);
 		l->plan->epoch = o->epoch;
 	}
-	/* Units: runs of at most unit_rows rows inside one shard. */
-	for (size_t i = 0; i < (size_t)vi->nshards; i++) {
-		mt_shard_info si;
-		int rc = mt_reader_shard(l->reader, i, &si);
-		if (rc)
-			return mti_err(err, rc, "loader: shard %zu of %s@%s", i, vi->dataset, vi->version);
-		if ((rc = mti_plan_add_shard(l->plan, si.first_row, si.rows, err)))
-			return rc;
-	}
+	/* Units: runs of at most unit_rows rows inside one shard.  A format-2
+	 * root gives the shards' rows of its fragments; those are read when a
+	 * window first needs their rows, not here. */
+	if (mti_reader_each_shard(l->reader, plan_shard, l->plan, err))
+		return mti_err_prefix(err, "loader: ");
 	/* The next epoch's plan, made ahead by the fillers, has the same units. */
 	return mti_plan_copy_layout(l->ahead, l->plan, err);
 }

@@ -58,14 +58,25 @@ static const char *health_shard_sha(const char *key, char *buf, size_t cap)
 	return buf;
 }
 
+/* A new, zeroed entry; the array doubles, as a verify of a million shards
+ * adds one each. */
+static struct app_health_shard *health_new_shard(struct app_health *h)
+{
+	if (h->ns == h->cap_s) {
+		h->cap_s = h->cap_s ? 2 * h->cap_s : 64;
+		h->s = app_xreallocarray(h->s, h->cap_s, sizeof *h->s);
+	}
+	struct app_health_shard *s = &h->s[h->ns++];
+	memset(s, 0, sizeof *s);
+	return s;
+}
+
 static void health_shard(struct app_health *h, const mt_repair_report *r, int state)
 {
 	char sha[72];
 	if (r->kind != MT_REPAIR_SHARD || !health_shard_sha(r->key, sha, sizeof sha))
 		return;
-	h->s = app_xreallocarray(h->s, h->ns + 1, sizeof *h->s);
-	struct app_health_shard *s = &h->s[h->ns++];
-	memset(s, 0, sizeof *s);
+	struct app_health_shard *s = health_new_shard(h);
 	snprintf(s->sha256, sizeof s->sha256, "%s", sha);
 	s->state = state;
 	s->note = state == MT_HEALTH_UNREPAIRABLE ? app_xstrdup(r->problem ? r->problem : "damaged")
@@ -114,9 +125,7 @@ void app_health_report(struct app_health *h, const mt_repair_report *r)
 void app_health_verified(struct app_health *h, const char *sha256, int code, const char *message)
 {
 	pthread_mutex_lock(&h->lock);
-	h->s = app_xreallocarray(h->s, h->ns + 1, sizeof *h->s);
-	struct app_health_shard *s = &h->s[h->ns++];
-	memset(s, 0, sizeof *s);
+	struct app_health_shard *s = health_new_shard(h);
 	snprintf(s->sha256, sizeof s->sha256, "%s", sha256);
 	s->verified = 1;
 	s->code = code;
@@ -141,17 +150,51 @@ int app_health_state(const struct app_health *h, const struct app_health_version
 	return MT_HEALTH_SOUND;
 }
 
+static int health_sha_cmp(const void *a, const void *b)
+{
+	const struct app_health_shard *x = *(const struct app_health_shard *const *)a;
+	const struct app_health_shard *y = *(const struct app_health_shard *const *)b;
+	int d = strcmp(x->sha256, y->sha256);
+	return d ? d : (x > y) - (x < y);
+}
+
+static int health_same(const struct app_health_shard *a, const struct app_health_shard *b)
+{
+	return !strcmp(a->sha256, b->sha256) && a->verified == b->verified && a->code == b->code &&
+	       a->state == b->state && !strcmp(a->note ? a->note : "", b->note ? b->note : "");
+}
+
+/* Every shard's result in one call.  A shard's results stay in the order
+ * found (a verification, then what a dry run said of it); shards are
+ * independent rows, so they go grouped by sha256, and a result that only
+ * repeats the one before it for the same object (a shard a version lists
+ * many times) is written once. */
+static void health_record_shards(const struct app_health *h, mt_catalog *c, const char *url,
+				 const char *dataset, mt_error *err)
+{
+	if (!h->ns)
+		return;
+	const struct app_health_shard **by = app_xreallocarray(NULL, h->ns, sizeof *by);
+	mt_catalog_shard_check *k = app_xreallocarray(NULL, h->ns, sizeof *k);
+	for (size_t i = 0; i < h->ns; i++)
+		by[i] = &h->s[i];
+	qsort(by, h->ns, sizeof *by, health_sha_cmp);
+	size_t n = 0;
+	for (size_t i = 0; i < h->ns; i++) {
+		if (i && health_same(by[i - 1], by[i]))
+			continue;
+		k[n++] = (mt_catalog_shard_check){ by[i]->sha256, by[i]->verified, by[i]->code,
+						   by[i]->state, by[i]->note };
+	}
+	mt_catalog_shards_checked(c, url, dataset, k, n, err);
+	free(k);
+	free(by);
+}
+
 void app_health_record(struct app_health *h, mt_catalog *c, const char *url, const char *dataset)
 {
 	mt_error err = { 0 };
-	/* In the order found: a verification, then what a dry run said of it. */
-	for (size_t i = 0; i < h->ns; i++) {
-		const struct app_health_shard *s = &h->s[i];
-		if (s->verified)
-			mt_catalog_shard_verified(c, url, dataset, s->sha256, s->code, s->note, &err);
-		else
-			mt_catalog_shard_health(c, url, dataset, s->sha256, s->state, s->note, &err);
-	}
+	health_record_shards(h, c, url, dataset, &err);
 	for (size_t i = 0; i < h->nv; i++) {
 		struct app_health_version *v = &h->v[i];
 		mt_catalog_check k;

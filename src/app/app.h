@@ -74,7 +74,7 @@ struct app_health {
 	struct app_health_version *v;
 	size_t nv;
 	struct app_health_shard *s;
-	size_t ns;
+	size_t ns, cap_s;
 };
 void app_health_init(struct app_health *h, const char *kind, int dry_run);
 void app_health_free(struct app_health *h);

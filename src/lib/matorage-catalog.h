@@ -227,6 +227,18 @@ MT_CATALOG_API int mt_catalog_version_checked(mt_catalog *c, const char *url,
 MT_CATALOG_API int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
 					   const char *sha256, int state, const char *note,
 					   mt_error *err);
+/* Many shards' checks of dataset in bucket url at once, in order, as
+ * mt_catalog_shard_verified (verified: code, note as its message) or
+ * mt_catalog_shard_health (state, note) record them: one transaction. */
+typedef struct mt_catalog_shard_check {
+	const char *sha256;
+	int verified;     /* 1: a verification (code), 0: a health state (state) */
+	int code, state;
+	const char *note; /* the verification's message, or the health's note; NULL: none */
+} mt_catalog_shard_check;
+MT_CATALOG_API int mt_catalog_shards_checked(mt_catalog *c, const char *url, const char *dataset,
+					     const mt_catalog_shard_check *checks, size_t n,
+					     mt_error *err);
 
 /* The statistics of attribute attr of dataset@version in bucket url, as
  * mt_stats_to_json wrote them.  Versions never change, so a result stays

@@ -502,6 +502,29 @@ static void test_health(void)
 	sh = list(c, MT_CAT_SHARDS, vid, NULL, 8, &err);
 	tap_ok(strstr(sh.text, "|ok|rebuilt|parity\n") != NULL,
 	       "a rebuilt shard reads verified sound too");
+	/* Many results at once, in order: the last for a shard wins; a bad
+	 * state fails the whole batch and leaves the shard as it was. */
+	mt_catalog_shard_check many[] = {
+		{ sha, 1, MT_ECORRUPT, 0, "checksum mismatch" },
+		{ sha, 0, 0, MT_HEALTH_REPAIRABLE, "mirror" },
+	};
+	TAP_CALL(mt_catalog_shards_checked(c, mt_store_url(store), "health", many, 2, &err), &err,
+		 "two results of one shard are recorded at once");
+	sh = list(c, MT_CAT_SHARDS, vid, NULL, 8, &err);
+	tap_ok(strstr(sh.text, "|checksum mismatch|repairable|mirror\n") != NULL,
+	       "the verification, then the health after it: %s", sh.text);
+	mt_catalog_shard_check bad[] = {
+		{ sha, 0, 0, MT_HEALTH_REBUILT, "parity" },
+		{ sha, 0, 0, 42, NULL },
+	};
+	tap_ok(mt_catalog_shards_checked(c, mt_store_url(store), "health", bad, 2, &err) ==
+		       MT_EINVAL,
+	       "a batch with an unknown state is MT_EINVAL");
+	sh = list(c, MT_CAT_SHARDS, vid, NULL, 8, &err);
+	tap_ok(strstr(sh.text, "|checksum mismatch|repairable|mirror\n") != NULL,
+	       "and none of it is written: %s", sh.text);
+	mt_catalog_shard_health(c, mt_store_url(store), "health", sha, MT_HEALTH_REBUILT, "parity",
+				&err);
 	k.kind = "repair";
 	k.state = MT_HEALTH_SOUND;
 	k.rebuilt = 1;

@@ -78,12 +78,11 @@ int mt_catalog_job_end(mt_catalog *c, int64_t job, int code, const char *message
 	"SELECT l.id FROM shard_lists l JOIN datasets d ON d.id = l.dataset_id JOIN buckets b" \
 	" ON b.id = d.bucket_id WHERE b.url = ?1 AND d.name = ?2"
 
-int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
-			      const char *sha256, int code, const char *message, mt_error *err)
+/* The statements below, with c->lock held. */
+static int shard_verified(mt_catalog *c, const char *url, const char *dataset,
+			  const char *sha256, int code, const char *message, const char *now,
+			  mt_error *err)
 {
-	char now[32];
-	mti_cat_now(now, sizeof now);
-	pthread_mutex_lock(&c->lock);
 	sqlite3_stmt *st;
 	int rc = mti_cat_prepare(c, "UPDATE shards SET verified = ?4, verified_at = ?5, health = ?6, "
 				 "health_note = '', health_at = ?5 WHERE sha256 = ?3 AND list_id IN "
@@ -99,6 +98,71 @@ int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *datase
 		rc = mti_cat_step_done(c, st, "recording a verification", err);
 		sqlite3_finalize(st);
 	}
+	return rc;
+}
+
+static int shard_health(mt_catalog *c, const char *url, const char *dataset, const char *sha256,
+			int state, const char *note, const char *now, mt_error *err)
+{
+	const char *name = mt_catalog_health_name(state);
+	if (!name)
+		return mt_error_set(err, MT_EINVAL, "catalog: shard %s of %s: no state %d", sha256,
+			      dataset, state);
+	sqlite3_stmt *st;
+	/* A rebuilt shard was read back against its sha256: verified too. */
+	int rc = mti_cat_prepare(c, "UPDATE shards SET health = ?4, health_note = coalesce(?5, ''),"
+				 " health_at = ?6, verified = CASE ?4 WHEN 'rebuilt' THEN 'ok' ELSE"
+				 " verified END, verified_at = CASE ?4 WHEN 'rebuilt' THEN ?6 ELSE"
+				 " verified_at END WHERE sha256 = ?3 AND list_id IN ("
+				 LISTS_OF_DATASET ")", &st, err);
+	if (!rc) {
+		mti_cat_bind_texts(st, 1, (const char *const[]){url, dataset, sha256, name, note, now}, 6);
+		rc = mti_cat_step_done(c, st, "recording a shard's health", err);
+		sqlite3_finalize(st);
+	}
+	return rc;
+}
+
+int mt_catalog_shard_verified(mt_catalog *c, const char *url, const char *dataset,
+			      const char *sha256, int code, const char *message, mt_error *err)
+{
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	int rc = shard_verified(c, url, dataset, sha256, code, message, now, err);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
+			    const char *sha256, int state, const char *note, mt_error *err)
+{
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	int rc = shard_health(c, url, dataset, sha256, state, note, now, err);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* One transaction for all: a commit per shard made a verify of 100k shards
+ * spend longer recording than reading. */
+int mt_catalog_shards_checked(mt_catalog *c, const char *url, const char *dataset,
+			      const mt_catalog_shard_check *checks, size_t n, mt_error *err)
+{
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	int top;
+	int rc = mti_cat_begin(c, "shards_checked", &top, err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		const mt_catalog_shard_check *k = &checks[i];
+		rc = k->verified ? shard_verified(c, url, dataset, k->sha256, k->code, k->note, now,
+						  err)
+				 : shard_health(c, url, dataset, k->sha256, k->state, k->note, now,
+						err);
+	}
+	rc = mti_cat_end(c, "shards_checked", top, rc, err);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -172,32 +236,6 @@ int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *datas
 		sqlite3_finalize(st);
 	}
 	rc = cat_version_written(c, rc, url, dataset, version, err);
-	pthread_mutex_unlock(&c->lock);
-	return rc;
-}
-
-int mt_catalog_shard_health(mt_catalog *c, const char *url, const char *dataset,
-			    const char *sha256, int state, const char *note, mt_error *err)
-{
-	const char *name = mt_catalog_health_name(state);
-	if (!name)
-		return mt_error_set(err, MT_EINVAL, "catalog: shard %s of %s: no state %d", sha256,
-			      dataset, state);
-	char now[32];
-	mti_cat_now(now, sizeof now);
-	pthread_mutex_lock(&c->lock);
-	sqlite3_stmt *st;
-	/* A rebuilt shard was read back against its sha256: verified too. */
-	int rc = mti_cat_prepare(c, "UPDATE shards SET health = ?4, health_note = coalesce(?5, ''),"
-				 " health_at = ?6, verified = CASE ?4 WHEN 'rebuilt' THEN 'ok' ELSE"
-				 " verified END, verified_at = CASE ?4 WHEN 'rebuilt' THEN ?6 ELSE"
-				 " verified_at END WHERE sha256 = ?3 AND list_id IN ("
-				 LISTS_OF_DATASET ")", &st, err);
-	if (!rc) {
-		mti_cat_bind_texts(st, 1, (const char *const[]){url, dataset, sha256, name, note, now}, 6);
-		rc = mti_cat_step_done(c, st, "recording a shard's health", err);
-		sqlite3_finalize(st);
-	}
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

@@ -524,6 +524,9 @@ static int ingest_frame_size(const char *p, size_t len, mt_npy_info *ni, size_t 
 		return snprintf(why, cap, "%s", err.message), -1;
 	if (ni->rank == 0)
 		return snprintf(why, cap, "a 0-d array; a frame has a leading rows dimension"), -1;
+	if (ni->dtype == MT_STR)
+		return snprintf(why, cap, "NumPy text ('<U') frames are not supported (matorage "
+				"put takes a '<U' file)"), -1;
 	if (len < ni->header_bytes + ni->data_bytes)
 		return 0;
 	*size = (size_t)(ni->header_bytes + ni->data_bytes);

@@ -30,6 +30,9 @@ struct put_input {
 	const mt_npy_info *info;
 	uint64_t row_bytes;
 	void *buf;
+	/* A text file ('<U' n): its rows as UTF-8 back to back and their lengths. */
+	char *text;
+	uint64_t *lens;
 };
 
 struct put_job {
@@ -45,6 +48,8 @@ static void put_job_free(struct put_job *j)
 		free(j->in[i].name);
 		mt_npy_close(j->in[i].npy);
 		free(j->in[i].buf);
+		free(j->in[i].text);
+		free(j->in[i].lens);
 	}
 	free(j->in);
 	free(j->attrs);
@@ -83,13 +88,20 @@ static int put_open_inputs(struct put_job *j)
 		if (in->info->rank > MT_MAX_RANK + 1)
 			return cli_error("%s: %d dimensions, at most %d are supported", in->arg,
 					 in->info->rank, MT_MAX_RANK + 1);
+		if (in->info->dtype == MT_STR && in->info->rank != 1)
+			return cli_error("%s: text of %d dimensions; a str attribute takes a 1-d "
+					 "array, one string a row", in->arg, in->info->rank);
 		mt_attr *at = &j->attrs[i];
 		at->name = in->name;
 		at->dtype = in->info->dtype;
 		at->rank = in->info->rank - 1;
 		memcpy(at->shape, in->info->shape + 1, (size_t)at->rank * sizeof *at->shape);
-		if (__builtin_mul_overflow(mt_attr_items(at), mt_dtype_size(at->dtype),
-					   &in->row_bytes))
+		/* Text is ragged: each row's UTF-8 bytes, whatever the file's width. */
+		at->ragged = at->dtype == MT_STR;
+		if (at->ragged)
+			in->row_bytes = 4 * in->info->text_chars;
+		else if (__builtin_mul_overflow(mt_attr_items(at), mt_dtype_size(at->dtype),
+						&in->row_bytes))
 			return cli_error("%s: rows are too large", in->arg);
 		if (i == 0) {
 			j->rows = in->info->shape[0];
@@ -141,6 +153,58 @@ static int put_fail(const mt_error *err, const char *dataset)
 	return cli_fail(err);
 }
 
+/* One UTF-32 code point as UTF-8 into out (room for 4); its byte count. */
+static size_t put_utf8(uint32_t c, char *out)
+{
+	if (c < 0x80) {
+		out[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		out[0] = (char)(0xc0 | c >> 6);
+		out[1] = (char)(0x80 | (c & 0x3f));
+		return 2;
+	}
+	if (c < 0x10000) {
+		out[0] = (char)(0xe0 | c >> 12);
+		out[1] = (char)(0x80 | (c >> 6 & 0x3f));
+		out[2] = (char)(0x80 | (c & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | c >> 18);
+	out[1] = (char)(0x80 | (c >> 12 & 0x3f));
+	out[2] = (char)(0x80 | (c >> 6 & 0x3f));
+	out[3] = (char)(0x80 | (c & 0x3f));
+	return 4;
+}
+
+/* Turn n rows of NumPy text (NUL-padded UTF-32) into UTF-8 rows and lengths.
+ * A code point that is no character, or a NUL before the row's end, names the
+ * file and row: a str row holds neither. */
+static int put_text(struct put_input *in, uint64_t first, uint64_t n)
+{
+	uint64_t w = in->info->text_chars;
+	const uint32_t *u = in->buf;
+	size_t at = 0;
+	for (uint64_t r = 0; r < n; r++, u += w) {
+		uint64_t len = w;
+		while (len && !u[len - 1])
+			len--;
+		size_t start = at;
+		for (uint64_t k = 0; k < len; k++) {
+			uint32_t c = u[k];
+			if (!c || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+				return cli_error("%s: row %" PRIu64 ", character %" PRIu64 ": U+%04X "
+						 "cannot be stored as str (%s)", in->arg, first + r,
+						 k, (unsigned)c,
+						 c ? "not a Unicode character" : "a NUL inside the text");
+			at += put_utf8(c, in->text + at);
+		}
+		in->lens[r] = at - start;
+	}
+	return 0;
+}
+
 /* Read every file in batches of rows (about CLI_BATCH_BYTES of the widest attribute)
  * and append them; memory stays flat whatever the file sizes. */
 static int put_stream(struct put_job *j, mt_writer *w, struct cli_progress *p, const char *label)
@@ -167,7 +231,16 @@ static int put_stream(struct put_job *j, mt_writer *w, struct cli_progress *p, c
 				       app_shape_str(&j->attrs[i], shape, sizeof shape),
 				       mt_dtype_name(j->attrs[i].dtype));
 		data[i] = in->buf;
+		if (!rc && in->info->dtype == MT_STR) {
+			/* UTF-8 takes at most 4 bytes a code point, as UTF-32 does. */
+			in->text = app_xcalloc((size_t)bytes + 1, 1);
+			in->lens = app_xcalloc((size_t)batch, sizeof *in->lens);
+			data[i] = in->text;
+		}
 	}
+	const uint64_t **lens = app_xcalloc(j->n, sizeof *lens);
+	for (size_t i = 0; i < j->n; i++)
+		lens[i] = j->in[i].lens;
 
 	mt_error err = { 0 };
 	uint64_t done = 0;
@@ -177,14 +250,17 @@ static int put_stream(struct put_job *j, mt_writer *w, struct cli_progress *p, c
 			size_t bytes = (size_t)(n * j->in[i].row_bytes);
 			if (mt_npy_read_rows(j->in[i].npy, r, r + n, j->in[i].buf, bytes, &err))
 				rc = cli_fail(&err);
+			else if (j->in[i].text)
+				rc = put_text(&j->in[i], r, n);
 			done += bytes;
 		}
-		if (!rc && mt_writer_append(w, n, data, NULL, &err))
+		if (!rc && mt_writer_append(w, n, data, lens, &err))
 			rc = put_fail(&err, label);
 		if (!rc && cli_progress_update(p, done, 0))
 			rc = cli_error("put %s: interrupted; nothing was committed", label);
 	}
 	free(data);
+	free(lens);
 	return rc;
 }
 

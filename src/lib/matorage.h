@@ -1197,6 +1197,10 @@ typedef struct mt_npy_info {
 	int big_endian;
 	uint64_t header_bytes;   /* where the array's bytes start in the file */
 	uint64_t data_bytes;
+	/* NumPy text ('<U' n): dtype is MT_STR and each element is text_chars
+	 * UTF-32 code units, NUL-padded; mt_npy_read_rows gives them as
+	 * little-endian uint32.  0 for every other dtype. */
+	uint64_t text_chars;
 } mt_npy_info;
 
 /* Parse a .npy header (format 1.0, 2.0 or 3.0) from the first len bytes of

@@ -138,6 +138,9 @@ static int l_read_npy(lua_State *L)
 		return lt_fail(L, &err);
 	box->p = n;
 	const mt_npy_info *in = mt_npy_get_info(n);
+	if (in->dtype == MT_STR)
+		return lt_error(L, "read_npy: %s: NumPy text ('<U'); a tensor holds numbers only",
+				path);
 	if (in->rank == 0 || in->rank > LT_MAX_DIMS)
 		return lt_error(L, "read_npy: %s: %d dimensions; 1 to %d are supported", path,
 				in->rank, LT_MAX_DIMS);

@@ -67,4 +67,40 @@ fails "csv: text that is not UTF-8 names the line and field" 1 "line 4: field te
 check "csv: quoted text with a comma" bash -c \
 	"head -3 $WORK/bad.csv | $M ingest goodcsv --format csv --attr id=int32 --attr text=str > /dev/null"
 ok $([ "$($M cat goodcsv text --rows 1)" = "with, comma" ]; echo $?) "csv: the quoted field is the text"
+# ---- put of NumPy text: '<U' in, the same '<U' out ----
+"$PY" - "$WORK" <<'PYEOF'
+import sys
+import numpy as np
+work = sys.argv[1]
+rows = ["alpha", "", "h\u00e9llo", "\u65e5\u672c\u8a9e \U0001F389", "tab\tnew\nline", "x" * 3000, "z"]
+np.save(f"{work}/u.npy", np.array(rows))                       # '<U3000'
+np.save(f"{work}/ubig.npy", np.array(rows).astype('>U3000'))  # big-endian
+np.save(f"{work}/ids.npy", np.arange(len(rows), dtype=np.int64))
+np.save(f"{work}/uobj.npy", np.array(rows, dtype=object), allow_pickle=True)
+np.save(f"{work}/u2d.npy", np.array([["a", "b"], ["c", "d"]]))
+np.save(f"{work}/unul.npy", np.array(["ok", "a\x00b"]))
+np.save(f"{work}/usur.npy", np.frombuffer(np.array([0x61, 0xd800], dtype='<u4').tobytes(), dtype='<U2'))
+PYEOF
+check "put: a '<U' file with another attribute" bash -c "$M put utext id=$WORK/ids.npy text=$WORK/u.npy > $WORK/out"
+ok $($M info utext --json | grep -q '"name":"text","dtype":"str","shape":\[\],"ragged":true'; echo $?) \
+	"put of '<U' makes a str attribute"
+ok $([ "$($M cat utext text --rows 2)" = "héllo" ]; echo $?) "cat shows the put text"
+check "get of the put text" $M get utext text -o "$WORK/uback.npy"
+check "the round trip is byte-identical: same dtype, shape and bytes" "$PY" -c "
+import numpy as np
+a, b = np.load('$WORK/u.npy'), np.load('$WORK/uback.npy')
+assert a.dtype == b.dtype == np.dtype('<U3000') and np.array_equal(a, b), (a.dtype, b.dtype)
+assert open('$WORK/u.npy', 'rb').read() == open('$WORK/uback.npy', 'rb').read()"
+check "put: big-endian '>U' is read as text too" bash -c "$M put ubig text=$WORK/ubig.npy > /dev/null"
+check "... and comes back equal" bash -c "$M get ubig text -o $WORK/ubigback.npy && $PY -c \"
+import numpy as np
+assert np.array_equal(np.load('$WORK/ubig.npy'), np.load('$WORK/ubigback.npy'))\""
+fails "put: an object array is refused naming the file, with the way out" 1 "uobj.npy.*object.*astype\(str\)" \
+	$M put uobj text=$WORK/uobj.npy
+fails "put: 2-d text is refused" 1 "u2d.npy: text of 2 dimensions" $M put u2d text=$WORK/u2d.npy
+fails "put: a NUL inside a row names the row" 1 "unul.npy: row 1, character 1: U\+0000" \
+	$M put unul text=$WORK/unul.npy
+fails "put: a lone surrogate names the row" 1 "usur.npy: row 0, character 1: U\+D800 .*not a Unicode" \
+	$M put usur text=$WORK/usur.npy
+fails "... and nothing was committed" 1 "unul" $M info unul
 done_testing

@@ -152,7 +152,8 @@ static void test_parse_bad(void)
 	expect_bad(MT_EFORMAT, "object", 1, DICT_OF("'|O'"), "object dtype");
 	expect_bad(MT_EFORMAT, "structured", 1, DICT_OF("[('a', '<i4'), ('b', '<f8')]"),
 		   "a structured dtype");
-	expect_bad(MT_EFORMAT, "unicode", 1, DICT_OF("'<U5'"), "a unicode string dtype");
+	expect_bad(MT_EFORMAT, "byte strings", 1, DICT_OF("'|S5'"), "a byte string dtype");
+	expect_bad(MT_EFORMAT, "unicode", 1, DICT_OF("'<U5x'"), "a malformed unicode dtype");
 	expect_bad(MT_EFORMAT, "complex", 1, DICT_OF("'<c8'"), "complex64");
 	expect_bad(MT_EFORMAT, "datetime", 1, DICT_OF("'<M8[ns]'"), "datetime64");
 	expect_bad(MT_EFORMAT, "'<f16'", 1, DICT_OF("'<f16'"), "long double");
@@ -368,7 +369,7 @@ static const char fixtures_py[] =
 	"out.close()\n"
 	"bad = {'object': np.array([1, 'a', None], dtype=object),\n"
 	"       'structured': np.zeros(3, dtype=[('a', '<i4'), ('b', '<f8')]),\n"
-	"       'unicode': np.array(['ab', 'c']),\n"
+	"       'bytes': np.array([b'ab', b'c']),\n"
 	"       'complex': np.zeros(3, dtype=np.complex64),\n"
 	"       'datetime': np.zeros(3, dtype='datetime64[ns]')}\n"
 	"for k, a in bad.items():\n"
@@ -496,7 +497,7 @@ static void test_numpy_fixtures(void)
 	tap_ok(files == 12 * 5 * 2 * 2 * 3 + 4, "all %d numpy fixtures were checked", files);
 
 	const char *kinds[][2] = {{"object", "object"},     {"structured", "structured"},
-				  {"unicode", "unicode"},   {"complex", "complex"},
+				  {"bytes", "byte strings"}, {"complex", "complex"},
 				  {"datetime", "datetime"}};
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
 		char file[64];

@@ -215,13 +215,23 @@ static int npy_descr(const char *s, mt_npy_info *out, mt_error *err)
 	if (*p && strchr("<>|=", *p))
 		order = *p++;
 	char kind = *p ? *p++ : '\0';
-	const char *why = npy_unsupported_kind(kind);
+	const char *why = kind == 'U' ? NULL : npy_unsupported_kind(kind);
 	if (why)
-		return mti_err(err, MT_EFORMAT, ".npy header: dtype '%s' (%s) is not supported", s,
-			      why);
+		return mti_err(err, MT_EFORMAT, ".npy header: dtype '%s' (%s) is not supported%s", s,
+			      why, kind == 'O' ? "; text saved with a.astype(str) is" : "");
 	unsigned size = 0;
 	while (*p >= '0' && *p <= '9' && size < 1000)
 		size = size * 10 + (unsigned)(*p++ - '0');
+	if (kind == 'U' && !*p) {
+		/* Text: fixed-width UTF-32 code units, '<U' n as NumPy writes it. */
+		out->dtype = MT_STR;
+		out->text_chars = size;
+		out->big_endian = order == '>' || (order == '=' && NPY_HOST_BIG);
+		return 0;
+	}
+	if (kind == 'U')
+		return mti_err(err, MT_EFORMAT, ".npy header: dtype '%s' (%s) is not supported", s,
+			      npy_unsupported_kind(kind));
 	for (size_t i = 0; !*p && i < sizeof npy_types / sizeof npy_types[0]; i++) {
 		if (npy_types[i].kind == kind && npy_types[i].size == size) {
 			out->dtype = npy_types[i].dtype;
@@ -303,6 +313,12 @@ static int npy_dict(struct npy_lex *l, mt_npy_info *out)
 	return 0;
 }
 
+/* Bytes per element: a text element is text_chars UTF-32 code units. */
+static uint64_t npy_esize(const mt_npy_info *in)
+{
+	return in->dtype == MT_STR ? 4 * in->text_chars : mt_dtype_size(in->dtype);
+}
+
 int mt_npy_parse_header(const void *buf, size_t len, mt_npy_info *out, mt_error *err)
 {
 	memset(out, 0, sizeof *out);
@@ -318,7 +334,7 @@ int mt_npy_parse_header(const void *buf, size_t len, mt_npy_info *out, mt_error 
 	struct npy_lex l = {b + prefix, b + total, err, b};
 	if ((rc = npy_dict(&l, out)))
 		return rc;
-	uint64_t n = mt_dtype_size(out->dtype);
+	uint64_t n = npy_esize(out);
 	for (int i = 0; i < out->rank; i++)
 		if (!mti_mul_ok(n, out->shape[i], &n))
 			return mti_err(err, MT_EFORMAT, ".npy header: the array's size overflows");
@@ -368,6 +384,10 @@ static int npy_pread(mt_npy *n, void *buf, uint64_t len, uint64_t off, mt_error 
 static void npy_fix(const mt_npy_info *in, uint8_t *p, uint64_t count)
 {
 	size_t es = mt_dtype_size(in->dtype);
+	if (in->dtype == MT_STR) {
+		es = 4;
+		count *= in->text_chars;
+	}
 	if (in->dtype == MT_BOOL) {
 		for (uint64_t i = 0; i < count; i++)
 			p[i] = p[i] != 0;
@@ -539,7 +559,7 @@ int mt_npy_open(const char *path, mt_npy **out, mt_error *err)
 		mt_npy_close(n);
 		return rc;
 	}
-	n->esize = mt_dtype_size(in->dtype);
+	n->esize = (size_t)npy_esize(in);
 	n->rows = in->rank ? in->shape[0] : 1;
 	n->row_items = 1;
 	int big_dims = 0;

@@ -4,7 +4,7 @@ import ctypes
 import numpy as np
 
 from . import _abi, _lib
-from ._dtypes import code_of
+from ._dtypes import code_of, encode_text
 from .errors import InvalidArgument
 from .store import _Borrowed
 from .writer import Ragged
@@ -25,6 +25,10 @@ class Stream:
     takes them) or a Ragged:
         s = matorage.Stream(store, "text", {"tokens": ("int32", (), True), "label": ("int64", ())})
         s.append(tokens=[[5, 17, 3], [], [8]], label=[2, 0, 1])
+    An attribute given as ("str", ()) holds text (UTF-8, one string a row), appended as a
+    list or array of str:
+        s = matorage.Stream(store, "notes", {"text": ("str", ()), "id": ("int64", ())})
+        s.append(text=["hello", "", "h\u00e9llo"], id=[1, 2, 3])
     Values are converted to each attribute's dtype.  As a context manager it commits what
     waits on a clean exit.
     """
@@ -33,7 +37,7 @@ class Stream:
         self._h = ctypes.c_void_p()
         if not isinstance(attrs, dict) or not attrs:
             raise InvalidArgument("Stream: attrs is a dict {name: (dtype, shape[, ragged])}")
-        self._spec = []
+        self._spec, self._text = [], set()
         for n, spec in attrs.items():
             if not isinstance(spec, (tuple, list)) or len(spec) not in (2, 3):
                 raise InvalidArgument(f"Stream: {n}: (dtype, shape) or (dtype, item shape, "
@@ -42,7 +46,13 @@ class Stream:
             shape = tuple(int(x) for x in shape)
             if len(shape) > _abi.MAX_RANK:
                 raise InvalidArgument(f"Stream: {n}: more than {_abi.MAX_RANK} dimensions")
-            self._spec.append((n, np.dtype(d), shape, code_of(d, f"Stream: {n}"), ragged))
+            text = np.dtype(d).kind == "U"
+            if text and shape:
+                raise InvalidArgument(f"Stream: {n}: str takes no shape (one string a row)")
+            self._spec.append((n, np.dtype(d), shape,
+                               code_of(d, f"Stream: {n}", text=True), ragged or text))
+            if text:
+                self._text.add(n)
         self._ragged = any(r for *_, r in self._spec)
         self._names = [n.encode() for n, *_ in self._spec]
         arr = (_abi._Attr * len(self._spec))()
@@ -70,8 +80,12 @@ class Stream:
         for name, d, shape, _, ragged in self._spec:
             if name not in cols:
                 raise InvalidArgument(f"Stream.append: no rows for attribute {name!r}")
-            a, l = self._ragged_col(name, cols[name], d, shape) if ragged else \
-                (np.ascontiguousarray(np.asarray(cols[name], dtype=d)), None)
+            if name in self._text:
+                a, l = self._text_col(name, cols[name])
+            elif ragged:
+                a, l = self._ragged_col(name, cols[name], d, shape)
+            else:
+                a, l = np.ascontiguousarray(np.asarray(cols[name], dtype=d)), None
             rows = len(l) if ragged else a.shape[0] if a.ndim else None
             if (not ragged and a.shape[1:] != shape) or rows is None or \
                     (n is not None and rows != n):
@@ -88,6 +102,15 @@ class Stream:
         lp = (pu64 * len(lens))(*[l.ctypes.data_as(pu64) if l is not None else None
                                   for l in lens])
         _lib.call("mt_stream_append_ragged", self._handle(), n, ptrs, lp)
+
+    @staticmethod
+    def _text_col(name, value):
+        """A str attribute's rows (a list or 1-D array of str) as (UTF-8 bytes, lengths)."""
+        if isinstance(value, str) or (isinstance(value, np.ndarray) and value.ndim != 1):
+            raise InvalidArgument(f"Stream.append: {name}: text is one string a row: a list "
+                                  "or 1-D array of str")
+        vals, lens = encode_text(list(value), f"Stream.append: {name}")
+        return np.ascontiguousarray(vals), np.ascontiguousarray(lens, dtype=np.uint64)
 
     @staticmethod
     def _ragged_col(name, value, d, shape):

@@ -67,6 +67,49 @@ else:
     raise AssertionError("a version was committed")
 PYEOF
 
+check "Stream: str rows appended in pieces, committed as versions, read back in Loader batches" pymt - "$URL" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url = sys.argv[1]
+seed = 23
+print("seed", seed)
+rng = np.random.default_rng(seed)
+alphabet = ["a", "b", " ", "\u00e9", "\u65e5", "\U0001F389", "\n"]
+rows = ["".join(rng.choice(alphabet, rng.integers(0, 9))) for _ in range(250)]
+rows[0], rows[100] = "", "\u00df" * 5000
+with matorage.Stream(url, "streamed", {"id": ("int64", ()), "text": ("str", ())},
+                     commit_rows=100) as s:
+    for a in range(0, 250, 25):
+        part = rows[a:a + 25]
+        s.append(id=np.arange(a, a + 25), text=part if a % 50 else np.array(part))
+with matorage.Reader(url, "streamed") as r:
+    assert r.attributes["text"].text and r.read("text") == rows, "Stream rows read back"
+got = {}
+with matorage.Loader(url, "streamed", batch_rows=16, shuffle=True, seed=seed) as ld:
+    for b in ld:
+        assert isinstance(b["text"], list) and all(isinstance(t, str) for t in b["text"])
+        got.update(zip(b["id"].tolist(), b["text"]))
+assert [got[i] for i in range(250)] == rows, "Loader batches of streamed text"
+# Bad text in a stream: the append is refused naming the row; nothing waits from it.
+s = matorage.Stream(url, "streamed", {"id": ("int64", ()), "text": ("str", ())})
+for bad, want in ((["ok", 7], "row 1"), (["a\udc80"], "row 0"), ("abc", "one string a row")):
+    try:
+        s.append(id=np.arange(len(bad)), text=bad)
+    except matorage.InvalidArgument as e:
+        assert want in str(e) and "text" in str(e), str(e)
+    else:
+        raise AssertionError(f"accepted {bad!r}")
+assert s.pending == 0 and s.commit() == ""
+s.close()
+try:
+    matorage.Stream(url, "x", {"text": ("str", (3,))})
+except matorage.InvalidArgument as e:
+    assert "str takes no shape" in str(e), str(e)
+else:
+    raise AssertionError("a shaped str accepted")
+PYEOF
+
 if case "${MT_CFLAGS:-}" in *fsanitize=address*) true ;; *) false ;; esac; then
 	ok 0 "# SKIP torch under the sanitizer runtime (python-torch.sh runs in the plain build)"
 elif ! "$PY" -c 'import torch' 2> /dev/null; then

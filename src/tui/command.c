@@ -81,8 +81,14 @@ static void gc_command(struct tui *t, const char *rest)
 		tui_gc_start(t, MT_CAT_DATASETS, id, grace);
 		return;
 	}
-	/* The whole bucket: the default store's, found through any of its datasets. */
-	tui_status(t, 1, "usage: :gc DATASET [--grace SECONDS]");
+	/* No dataset named: the dataset or bucket under the cursor. */
+	int level;
+	if (tui_list_cursor(tui_top(t), &level, &id) &&
+	    (level == MT_CAT_DATASETS || level == MT_CAT_BUCKETS)) {
+		tui_gc_start(t, level, id, grace);
+		return;
+	}
+	tui_status(t, 1, "usage: :gc DATASET [--grace SECONDS] (or on a dataset or bucket row)");
 }
 
 /* :export DATASET[@VERSION] ATTR: the export prompts for that attribute. */

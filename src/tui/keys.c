@@ -60,7 +60,7 @@ const struct tui_key tui_keys[] = {
 	{ '0', 0, "0", NULL, "first column", ACT_FIRST_COL, K_MATRIX | K_TENSOR, 0 },
 	{ '$', 0, "$", NULL, "last column", ACT_LAST_COL, K_MATRIX | K_TENSOR, 0 },
 	{ 'i', 0, "i", "image", "grey-scale preview of a 2-D row (uint8 or float) instead of numbers", ACT_IMAGE, K_MATRIX | K_TENSOR, 1 },
-	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, diff DATASET[@VERSION] [VERSION], copy, verify, rm, describe, tags DATASET[@VERSION], export DATASET[@VERSION] ATTR, gc DATASET [--grace SECONDS], jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
+	{ ':', 0, ":", "cmd", "command line (Tab completes): sync, search TEXT, filter TEXT, run SCRIPT.lua, repair DATASET[@VERSION], protect DATASET[@VERSION] K+M, diff DATASET[@VERSION] [VERSION], copy, verify, rm, describe, tags DATASET[@VERSION], export DATASET[@VERSION] ATTR, gc [DATASET] [--grace SECONDS], jobs, history (past jobs), error, help, quit", ACT_COMMAND, K_ALL, 1 },
 	{ DISP_CTRL('l'), 0, "^L", NULL, "redraw the screen", ACT_REDRAW, K_ALL, 0 },
 	{ 0, 0, NULL, NULL, NULL, ACT_NONE, 0, 0 },
 };

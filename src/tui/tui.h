@@ -299,6 +299,9 @@ void tui_command(struct tui *t, const char *line);
 
 /* A catalog list: remotes at the root, or a level under a parent row. */
 struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char *title);
+/* The catalog level and row id under a catalog list's cursor: 1, or 0 when
+ * `v` is no catalog list or its list is empty. */
+int tui_list_cursor(struct view *v, int *level, int64_t *id);
 
 /* A list's column header and how its text reads (columns.c). */
 /* How a column reads: text, a count or byte size (right-aligned, bytes in

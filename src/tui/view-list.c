@@ -933,6 +933,18 @@ static const struct view_ops text_ops = {
 	"text", K_TEXT, list_draw, list_key, NULL, NULL, list_click, list_free,
 };
 
+int tui_list_cursor(struct view *v, int *level, int64_t *id)
+{
+	if (!v || v->ops != &catalog_ops)
+		return 0;
+	struct list *l = (struct list *)v;
+	if (l->src != SRC_CATALOG || l->cur >= l->n)
+		return 0;
+	*level = l->level;
+	*id = l->rows[l->cur].id;
+	return 1;
+}
+
 struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char *title)
 {
 	struct list *l = app_xcalloc(1, sizeof *l);

@@ -114,4 +114,15 @@ keys : 'rm big@v1' Enter
 expect ":rm is refused read-only" "read-only: rm writes"
 keys q
 ok $(tui_exited; echo $?) "q quits"
+
+# :gc without a dataset on the bucket row: the whole bucket's gc (its preview, read-only).
+tui_start 120 30 --read-only
+expect "read-only again" "sync local:"
+keys Enter
+expect "the bucket list" "DATASETS"
+keys : 'gc --grace 0' Enter
+expect ":gc on the bucket row previews the bucket's gc" "gc preview local"
+expect "junk's leftovers are found from the bucket" "would be deleted"
+keys q
+ok $(tui_exited; echo $?) "q quits"
 done_testing

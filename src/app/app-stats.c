@@ -24,12 +24,38 @@ static void lines_add(char ***v, size_t *n, char *line)
 	(*v)[(*n)++] = line;
 }
 
+/* A str attribute: lengths of its rows, not values. */
+static void stats_text(const mt_stats *s, char ***v, size_t *n)
+{
+	char a[32], b[32], c[32], d[32];
+	if (s->distinct >= 0)
+		snprintf(d, sizeof d, "%lld", (long long)s->distinct);
+	else
+		snprintf(d, sizeof d, "over %d", MT_STATS_TEXT_DISTINCT);
+	lines_add(v, n, app_xasprintf("  rows %llu   distinct %s   bytes %llu",
+				      (unsigned long long)s->count, d,
+				      (unsigned long long)s->items));
+	if (!s->finite)
+		return;
+	lines_add(v, n, app_xasprintf("  length in characters: min %s   max %s   mean %s",
+				      stats_num(s->min, a, sizeof a), stats_num(s->max, b, sizeof b),
+				      stats_num(s->mean, c, sizeof c)));
+	lines_add(v, n, app_xasprintf("  length in bytes:      min %s   max %s   mean %s",
+				      stats_num(s->bytes_min, a, sizeof a),
+				      stats_num(s->bytes_max, b, sizeof b),
+				      stats_num(s->bytes_mean, c, sizeof c)));
+}
+
 static void stats_head(const mt_stats *s, char ***v, size_t *n)
 {
 	char a[32], b[32], c[32], d[32];
 	lines_add(v, n, app_xasprintf("%s@%s %s  %s%s  %llu rows%s", s->dataset, s->version,
 				      s->attr, mt_dtype_name(s->dtype), s->ragged ? " ragged" : "",
 				      (unsigned long long)s->rows, ""));
+	if (s->dtype == MT_STR) {
+		stats_text(s, v, n);
+		return;
+	}
 	if (s->ragged)
 		lines_add(v, n, app_xasprintf("  items     %llu (over all rows)",
 					      (unsigned long long)s->items));

@@ -1021,7 +1021,14 @@ typedef struct mt_stats {
 	 * the arrays NULL for other attributes. */
 	uint64_t columns;
 	double *col_min, *col_max, *col_mean, *col_std;
+	/* A str attribute (dtype MT_STR): count and finite are its rows, and
+	 * min .. std and the histogram are of row lengths in characters; these
+	 * of lengths in bytes, and distinct the count of distinct rows (by a
+	 * 64-bit hash; -1 past MT_STATS_TEXT_DISTINCT of them).  Zero else. */
+	double bytes_min, bytes_max, bytes_mean;
+	int64_t distinct;
 } mt_stats;
+#define MT_STATS_TEXT_DISTINCT (1 << 20)
 
 /* Statistics of attribute `attr` of the version r reads.  *out is set on
  * success only.  Canceled by opts->progress: MT_ECANCELED, nothing out. */

@@ -103,4 +103,12 @@ fails "put: a NUL inside a row names the row" 1 "unul.npy: row 1, character 1: U
 fails "put: a lone surrogate names the row" 1 "usur.npy: row 0, character 1: U\+D800 .*not a Unicode" \
 	$M put usur text=$WORK/usur.npy
 fails "... and nothing was committed" 1 "unul" $M info unul
+"$PY" -c "import numpy as np; np.save('$WORK/ustats.npy', np.array(['ab', 'h\u00e9llo', 'ab', '']))"
+check "stats of a str attribute" bash -c "$M put ustats text=$WORK/ustats.npy > /dev/null && $M stats ustats text > $WORK/st.txt"
+ok "$(grep -q 'rows 4   distinct 3' $WORK/st.txt && grep -q 'length in characters: min 0   max 5   mean 2.25' $WORK/st.txt && grep -q 'length in bytes:      min 0   max 6   mean 2.5' $WORK/st.txt; echo $?)" \
+	"rows, distinct rows and lengths in characters and bytes: $(head -4 $WORK/st.txt | tr '\n' ' ')"
+check "stats --json of it" bash -c "$M stats ustats text --json > $WORK/st.json"
+ok "$("$PY" -c "import json,sys; d=json.load(open('$WORK/st.json')); t=d['text']; sys.exit(not (d['dtype']=='str' and d['rows']==4 and d['min']==0 and d['max']==5))"; echo $?)" \
+	"the JSON has the text object and the character lengths"
+check "stats again comes from the catalog" bash -c "$M stats ustats text | grep -q 'from the catalog'"
 done_testing

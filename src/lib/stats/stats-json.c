@@ -72,6 +72,14 @@ int mt_stats_to_json(const mt_stats *s, char **json, mt_error *err)
 		"max", sj_real(s->max), "mean", sj_real(s->mean), "std", sj_real(s->std), "bins",
 		s->bins, "edges", edges, "hist", hist, "classes", sj_classes(s), "bytes_read",
 		(json_int_t)s->bytes_read, "columns", sj_columns(s));
+	/* A str attribute's lengths in bytes and distinct rows. */
+	if (root && s->dtype == MT_STR)
+		json_object_set_new(root, "text",
+				    json_pack("{s:o, s:o, s:o, s:I}", "bytes_min",
+					      sj_real(s->bytes_min), "bytes_max",
+					      sj_real(s->bytes_max), "bytes_mean",
+					      sj_real(s->bytes_mean), "distinct",
+					      (json_int_t)s->distinct));
 	if (root)
 		*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
 	json_decref(root);
@@ -173,6 +181,19 @@ static int sj_columns_read(mt_stats *s, const json_t *root, mt_error *err)
 	return 0;
 }
 
+/* Text statistics; without them (kept before str had its own) they are
+ * not these numbers, so the caller computes them again. */
+static int sj_text_read(mt_stats *s, const json_t *t, mt_error *err)
+{
+	if (!json_is_object(t))
+		return mti_err(err, MT_EFORMAT, "statistics of str %s: no 'text' object", s->attr);
+	s->bytes_min = sj_get_real(json_object_get(t, "bytes_min"));
+	s->bytes_max = sj_get_real(json_object_get(t, "bytes_max"));
+	s->bytes_mean = sj_get_real(json_object_get(t, "bytes_mean"));
+	s->distinct = (int64_t)json_integer_value(json_object_get(t, "distinct"));
+	return 0;
+}
+
 static int sj_read(mt_stats *s, const json_t *root, mt_error *err)
 {
 	if (json_integer_value(json_object_get(root, "format")) != STATS_JSON_FORMAT)
@@ -194,6 +215,8 @@ static int sj_read(mt_stats *s, const json_t *root, mt_error *err)
 		rc = sj_classes_read(s, root, err);
 	if (!rc)
 		rc = sj_columns_read(s, root, err);
+	if (!rc && s->dtype == MT_STR)
+		rc = sj_text_read(s, json_object_get(root, "text"), err);
 	return rc;
 }
 

@@ -175,6 +175,7 @@ static void make_edges(mt_stats *s)
 
 struct win {
 	mt_stats *s;
+	mt_dtype dtype; /* of buf: float64 row lengths for text */
 	const unsigned char *buf;
 	uint64_t nvals;
 	int pass;
@@ -194,7 +195,7 @@ static int win_block(void *ud, size_t b)
 		free(h);
 		return MT_ENOMEM;
 	}
-	to_double(w->s->dtype, w->buf + a * mt_dtype_size(w->s->dtype), n, v);
+	to_double(w->dtype, w->buf + a * mt_dtype_size(w->dtype), n, v);
 	if (w->pass == 1) {
 		part_of(v, n, 1, &w->parts[b]);
 	} else {
@@ -283,6 +284,11 @@ struct run {
 	int whole;              /* the one window holds everything: no second read */
 	struct part acc;
 	struct part *cols;      /* per column (s->columns of them), or NULL */
+	double *tlen;           /* text: the window's row lengths in characters */
+	uint64_t *tbytes;       /* text: its row lengths in bytes */
+	uint64_t *seen;         /* text: hashes of distinct rows, open addressing */
+	size_t nseen;
+	double bsum;            /* text: bytes over all rows */
 };
 
 /* The window's nvals values into the columns' sums, BLOCK values' worth of
@@ -348,7 +354,12 @@ static int window_of(struct run *u, uint64_t a, uint64_t *b, uint64_t *bytes, mt
 
 static int run_window(struct run *u, int pass, uint64_t nvals, mt_error *err)
 {
-	struct win w = { .s = u->s, .buf = u->buf, .nvals = nvals, .pass = pass };
+	struct win w = { .s = u->s, .dtype = u->s->dtype, .buf = u->buf, .nvals = nvals,
+			 .pass = pass };
+	if (u->tlen) {
+		w.dtype = MT_FLOAT64;
+		w.buf = (const unsigned char *)u->tlen;
+	}
 	size_t nb = (size_t)((nvals + BLOCK - 1) / BLOCK);
 	if (pass == 1 && !(w.parts = calloc(nb ? nb : 1, sizeof *w.parts)))
 		return mti_err(err, MT_ENOMEM, "out of memory");
@@ -367,6 +378,59 @@ static int progress(struct run *u, mt_error *err)
 		return mti_err(err, MT_ECANCELED, "statistics of %s@%s %s: canceled", u->s->dataset,
 			      u->s->version, u->s->attr);
 	return 0;
+}
+
+/* Count a row's hash among the distinct ones; past the cap, give up. */
+static void text_seen(struct run *u, uint64_t h)
+{
+	mt_stats *s = u->s;
+	if (s->distinct < 0)
+		return;
+	size_t cap = 2 * (size_t)MT_STATS_TEXT_DISTINCT, i = (size_t)h & (cap - 1);
+	h |= 1; /* 0 marks an empty slot */
+	while (u->seen[i] && u->seen[i] != h)
+		i = (i + 1) & (cap - 1);
+	if (u->seen[i])
+		return;
+	if (++s->distinct > MT_STATS_TEXT_DISTINCT) {
+		s->distinct = -1;
+		return;
+	}
+	u->seen[i] = h;
+}
+
+/* Rows [a, b) of a str attribute, read into u->buf: their lengths in
+ * characters into u->tlen for the numbers; on the first pass the byte
+ * lengths and the distinct rows too. */
+static int text_window(struct run *u, int pass, uint64_t a, uint64_t b, mt_error *err)
+{
+	double *t = realloc(u->tlen, (size_t)(b - a + 1) * sizeof *t);
+	uint64_t *l = t ? realloc(u->tbytes, (size_t)(b - a + 1) * sizeof *l) : NULL;
+	if (t)
+		u->tlen = t;
+	if (l)
+		u->tbytes = l;
+	if (!t || !l)
+		return mti_err(err, MT_ENOMEM, "statistics of %s: out of memory", u->s->attr);
+	int rc = mt_reader_ragged_lengths(u->r, u->attr, a, b, l, NULL, err);
+	const unsigned char *p = u->buf;
+	for (uint64_t i = 0; !rc && i < b - a; p += l[i++]) {
+		uint64_t chars = 0, h = 1469598103934665603ull;
+		for (uint64_t k = 0; k < l[i]; k++) {
+			chars += (p[k] & 0xc0) != 0x80;
+			h = (h ^ p[k]) * 1099511628211ull;
+		}
+		t[i] = (double)chars;
+		if (pass != 1)
+			continue;
+		double n = (double)l[i];
+		mt_stats *s = u->s;
+		s->bytes_min = a + i == 0 || n < s->bytes_min ? n : s->bytes_min;
+		s->bytes_max = a + i == 0 || n > s->bytes_max ? n : s->bytes_max;
+		u->bsum += n;
+		text_seen(u, h);
+	}
+	return rc;
 }
 
 /* One pass over every row; the window stays in u->buf after the last. */
@@ -390,8 +454,10 @@ static int run_pass(struct run *u, int pass, mt_error *err)
 		int read = !u->whole || pass == 1;
 		if (read)
 			rc = mt_reader_read(u->r, u->attr, a, b, u->buf, u->cap, err);
+		if (!rc && u->tlen)
+			rc = text_window(u, pass, a, b, err);
 		if (!rc)
-			rc = run_window(u, pass, bytes / esize, err);
+			rc = run_window(u, pass, u->tlen ? b - a : bytes / esize, err);
 		if (!rc && pass == 1 && u->s->nclasses >= 0)
 			classes_count(u->s, u->o.max_classes, u->buf, bytes / esize);
 		if (!rc && pass == 1 && u->cols)
@@ -490,7 +556,9 @@ static int check_opts(mt_reader *r, size_t attr, const mt_stats_opts *opts, mt_s
 static void stats_settle(struct run *u)
 {
 	mt_stats *s = u->s;
-	s->count = s->items * mt_attr_items(u->a);
+	s->count = u->tlen ? s->rows : s->items * mt_attr_items(u->a);
+	if (u->tlen && s->rows)
+		s->bytes_mean = u->bsum / (double)s->rows;
 	s->finite = u->acc.n;
 	s->nan = u->acc.nan;
 	s->posinf = u->acc.pinf;
@@ -524,6 +592,10 @@ int mt_stats_compute(mt_reader *r, size_t attr, const mt_stats_opts *opts, mt_st
 	rc = stats_new(r, u.a, &u.o, &u.s, err);
 	if (!rc && u.a->ragged && !(u.lens = malloc(LEN_ROWS * sizeof *u.lens)))
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && u.a->dtype == MT_STR &&
+	    (!(u.tlen = malloc(sizeof *u.tlen)) ||
+	     !(u.seen = calloc(2 * (size_t)MT_STATS_TEXT_DISTINCT, sizeof *u.seen))))
+		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc && u.s->columns && !(u.cols = calloc((size_t)u.s->columns, sizeof *u.cols)))
 		rc = mti_err(err, MT_ENOMEM, "out of memory");
 	if (!rc)
@@ -543,6 +615,9 @@ int mt_stats_compute(mt_reader *r, size_t attr, const mt_stats_opts *opts, mt_st
 	free(u.buf);
 	free(u.lens);
 	free(u.cols);
+	free(u.tlen);
+	free(u.tbytes);
+	free(u.seen);
 	if (rc) {
 		mt_stats_free(u.s);
 		return rc;

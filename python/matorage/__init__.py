@@ -28,7 +28,7 @@ from .mix import Mix
 from .reader import Reader, chunk_cache_stats, clear_chunk_cache, set_chunk_cache
 from .store import Store, datasets, versions
 from .writer import Ragged, Writer
-from .attach import attach
+from .attach import attach, detach
 from .stream import Stream
 from .checkpoint import (save_checkpoint, load_checkpoint, checkpoint_info, list_checkpoints,
                          models, SaveHandle)
@@ -57,4 +57,4 @@ __all__ = ["Attr", "DTYPES", "Error", "OutOfMemory", "InvalidArgument", "IOFailu
            "Loader", "Mix", "parse_token", "Reader", "Store", "datasets", "versions", "Ragged",
            "Writer", "TorchDataset", "TorchMapDataset", "library_version", "Stream",
            "save_checkpoint", "load_checkpoint", "checkpoint_info", "list_checkpoints", "models",
-           "SaveHandle", "attach", "chunk_cache_stats", "clear_chunk_cache", "set_chunk_cache"]
+           "SaveHandle", "attach", "detach", "chunk_cache_stats", "clear_chunk_cache", "set_chunk_cache"]

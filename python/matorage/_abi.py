@@ -170,6 +170,8 @@ def _signatures():
         "mt_dataset_attach": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(cp),
                                              ctypes.POINTER(vp), ctypes.POINTER(sz), sz,
                                              ctypes.POINTER(_WriterOpts), cp, sz, err]),
+        "mt_dataset_detach": (ctypes.c_int, [vp, cp, cp, ctypes.POINTER(cp), sz,
+                                             ctypes.POINTER(_WriterOpts), cp, sz, err]),
         "mt_reader_nattachments": (sz, [vp]),
         "mt_reader_attachment_info": (ctypes.c_int, [vp, sz, ctypes.POINTER(_AttachmentInfo)]),
         "mt_reader_attachment": (ctypes.c_int, [vp, cp, ctypes.POINTER(vp),

@@ -64,6 +64,33 @@ def attach(store, dataset, files, version=None, author=None, description=None):
     return f"{name}@{out.value.decode()}"
 
 
+def detach(store, dataset, names, version=None, author=None, description=None):
+    """Remove attachments from dataset[@version] (the latest when no version) by committing
+    a new version with the same rows and the parent's other attachments.  names: one name
+    or a list.  Returns "dataset@vN" (or "dataset@<version>").  A name the version does not
+    have raises NotFound naming it, and nothing is committed."""
+    name, parent = _lib.split_name(dataset)
+    if isinstance(names, str):
+        names = [names]
+    names = list(names)
+    if not names or not all(isinstance(x, str) and x for x in names):
+        raise InvalidArgument(f"{name}: detach takes attachment names (non-empty strings), "
+                              f"not {names!r}")
+    keep = [_lib.b(x) for x in (version, author, description)]
+    o = _abi._WriterOpts()
+    _lib.lib().mt_writer_opts_init_size(ctypes.byref(o), ctypes.sizeof(o))
+    o.version, o.author, o.description = keep
+    arr = (ctypes.c_char_p * len(names))(*[_lib.b(x) for x in names])
+    out = ctypes.create_string_buffer(256)
+    s = _Borrowed(store)
+    try:
+        _lib.call("mt_dataset_detach", s.store.handle, _lib.b(name), _lib.b(parent), arr,
+                  len(names), ctypes.byref(o), out, len(out))
+    finally:
+        s.close()
+    return f"{name}@{out.value.decode()}"
+
+
 def reader_attachments(h):
     """[{"name", "sha256", "bytes"}] of an open reader handle, in name order."""
     lib = _lib.lib()

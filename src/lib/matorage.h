@@ -600,6 +600,12 @@ MT_API int mt_writer_append(mt_writer *w, uint64_t nrows, const void *const *dat
 MT_API int mt_writer_attach(mt_writer *w, const char *name, const void *data, size_t len,
 			    mt_error *err);
 
+/* Remove attachment `name` from the version being written: one the parent
+ * has (an append keeps them) or one attached by this writer.  MT_ENOTFOUND
+ * naming it and what the version holds when neither has it.  Its stored
+ * bytes stay while a version names them (mt_store_gc).  Not with stage_id. */
+MT_API int mt_writer_detach(mt_writer *w, const char *name, mt_error *err);
+
 /* Upload what is buffered and write the manifest: the commit point.
  * On success the version's name is copied to `version` (cap bytes) when
  * not NULL.  Fails with MT_EEXIST if the version appeared meanwhile. */
@@ -629,6 +635,15 @@ MT_API int mt_dataset_attach(mt_store *s, const char *dataset, const char *versi
 			     const char *const *names, const void *const *data, const size_t *lens,
 			     size_t n, const mt_writer_opts *o, char *out, size_t cap,
 			     mt_error *err);
+/* Remove the n attachments names[i] from dataset@version (NULL or
+ * "latest": the latest) by committing a new version: the same shards and
+ * rows, the parent's other attachments.  The new version's name goes to
+ * `out` (cap bytes); o as for mt_dataset_attach.  A name the version does
+ * not have (MT_ENOTFOUND, naming it) or a name given twice commits
+ * nothing. */
+MT_API int mt_dataset_detach(mt_store *s, const char *dataset, const char *version,
+			     const char *const *names, size_t n, const mt_writer_opts *o,
+			     char *out, size_t cap, mt_error *err);
 /* Stop uploading and discard the version; shards already uploaded are
  * left for mt_store_gc.  After it, only mt_writer_close is valid. */
 MT_API void mt_writer_abort(mt_writer *w);

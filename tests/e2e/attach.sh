@@ -1,5 +1,5 @@
 #!/bin/bash
-# attach.sh — files attached to a version: attach commits a new version, info lists them, get gives them back checked, push carries them, gc keeps them, bad input commits nothing.
+# attach.sh — files attached to a version: attach commits a new version, info lists them, get gives them back checked, push carries them, gc keeps them, attach --rm commits a version without some (gc then reclaims what no version names), bad input commits nothing.
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
 T="$PY $top_srcdir/tests/e2e/npy_tool.py"
@@ -95,6 +95,46 @@ ok $([ ! -e "$WORK/got" ]; echo $?) "and writes no file"
 fails "push of it refuses to spread the damage" 1 "vocab.txt.*sha256" \
 	$M --store "file://$B" push ds@v2 "file://$WORK/c"
 
+# attach --rm: a new version without them, the same shards; a name it lacks commits nothing.
+before=$(versions)
+fails "--rm of a name the version lacks names it and what it has" 1 \
+	"ds@v2 has no attachment 'tokenizer.json' to remove \(it has: config.json, merges.bin, vocab.txt\); nothing was committed" \
+	$M attach ds@v2 --rm vocab.txt tokenizer.json
+fails "--rm of the same name twice is refused" 1 "merges.bin is given twice" \
+	$M attach ds@v2 --rm merges.bin merges.bin
+fails "--rm with --name is a usage error" 2 "not with --rm" $M attach ds@v2 --rm --name x vocab.txt
+fails "--rm of a name with '/' names it" 1 "no attachment 'tok/config.json'" \
+	$M attach ds@v2 --rm tok/config.json
+ok $([ "$(versions)" = "$before" ]; echo $?) "no bad --rm committed a version: $(versions)"
+out=$($M attach ds@v2 --rm merges.bin config.json 2>&1)
+ok $([[ $out =~ ^ds@v[0-9]+$ ]]; echo $?) "attach ds@v2 --rm merges.bin config.json commits a version: $out"
+dv=${out#ds@}
+info=$($M info "ds@$dv")
+ok $(grep -q '^attachments: 1$' <<< "$info" && grep -Eq "^  vocab.txt +$(stat -c %s "$WORK/vocab.txt")  $(sha "$WORK/vocab.txt")\$" <<< "$info"; echo $?) \
+	"$dv holds only vocab.txt"
+ok $([ "$(grep '^parent:' <<< "$info")" = "parent:      v2" ]; echo $?) "$dv's parent is v2"
+ok $([ "$($M info ds@v2 --shards | grep -E '^ +[0-9]+ ')" = "$($M info "ds@$dv" --shards | grep -E '^ +[0-9]+ ')" ]; echo $?) \
+	"$dv lists ds@v2's very shards"
+fails "get of a removed attachment names it" 1 "no attachment 'merges.bin' \(it has: vocab.txt\)" \
+	$M get "ds@$dv" --attachment merges.bin -o -
+check "v2 still has merges.bin" bash -c "$M get ds@v2 --attachment merges.bin -o - | cmp - $WORK/merges.bin"
+out=$($M attach ds --rm vocab.txt 2>&1)
+ok $([[ $out =~ ^ds@v[0-9]+$ ]] && ! $M info "$out" | grep -q '^attachments'; echo $?) \
+	"removing the last one leaves a version with none: $out"
+lv=${out#ds@}
+# gc reclaims what no version names any more, once past the grace.
+$M rm ds@v2 > /dev/null
+check "gc --grace 0 after v2 is removed" $M gc ds --delete --grace 0
+ok $([ ! -e "$S/datasets/ds/attachments/$(sha "$WORK/merges.bin")" ] &&
+	[ ! -e "$S/datasets/ds/attachments/$(sha "$WORK/tok/config.json")" ] &&
+	[ -f "$S/datasets/ds/attachments/$(sha "$WORK/vocab.txt")" ]; echo $?) \
+	"gc deletes merges.bin and config.json (no version names them), keeps vocab.txt ($dv names it)"
+$M rm "ds@$dv" > /dev/null
+check "gc --grace 0 after $dv is removed" $M gc ds --delete --grace 0
+ok $([ -z "$(ls "$S/datasets/ds/attachments" 2>/dev/null)" ]; echo $?) \
+	"with only v1 and $lv left, no attachment object stays: $(ls "$S/datasets/ds/attachments" 2>/dev/null | tr '\n' ' ')"
+check "$lv still reads v1's rows" bash -c "$M get ds@$lv x -o $WORK/o.npy && $T same $WORK/x.npy $WORK/o.npy"
+
 # Python: Writer(attachments=...), matorage.attach, Reader.attachments / attachment(name).
 cat > "$WORK/attach.py" <<'PYEOF'
 import hashlib, os, sys
@@ -139,6 +179,17 @@ raises("a name with '..' is InvalidArgument", mt.InvalidArgument, "'..'",
 raises("a missing file is NotFound naming it", mt.NotFound, "nope.txt",
        lambda: mt.attach(url, "tok", [os.path.join(work, "nope.txt")]))
 case("nothing was committed by them", mt.versions(url, "tok") == ["v1", "v2"])
+raises("detach of a name it lacks is NotFound naming it", mt.NotFound, "'tokenizer.json'",
+       lambda: mt.detach(url, "tok", ["merges.txt", "tokenizer.json"]))
+case("and commits nothing", mt.versions(url, "tok") == ["v1", "v2"])
+v = mt.detach(url, "tok@v2", "merges.txt", description="drop merges")
+case("matorage.detach commits v3", v == "tok@v3")
+with mt.Reader(url, "tok") as r:
+    case("v3 holds the other two", [a["name"] for a in r.attachments] ==
+         ["config.json", "vocab.txt"] and r.info["description"] == "drop merges")
+    case("and the rows", np.array_equal(r.read("ids"), rows))
+with mt.Reader(url, "tok@v2") as r:
+    case("v2 keeps merges.txt", r.attachment("merges.txt") == b"a b\n")
 PYEOF
 out=$(pymt "$WORK/attach.py" "$WORK" 2>&1)
 ok $? "the python check runs"

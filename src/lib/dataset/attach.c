@@ -93,7 +93,63 @@ void mti_attach_free(mti_attach_set *s)
 		free(s->data[i]);
 	free(s->data);
 	free(s->a);
+	mt_strv_free(s->drop, s->ndrop);
 	*s = (mti_attach_set){0};
+}
+
+static int attach_dropped(const mti_attach_set *own, const char *name)
+{
+	for (size_t i = 0; i < own->ndrop; i++)
+		if (!strcmp(own->drop[i], name))
+			return 1;
+	return 0;
+}
+
+/* "a, b, c" of the names of a[0..n), or "none", into buf. */
+static void attach_names(const mt_mattach *a, size_t n, char *buf, size_t cap)
+{
+	size_t off = 0;
+	snprintf(buf, cap, "none");
+	for (size_t i = 0; i < n && off < cap; i++) {
+		int w = snprintf(buf + off, cap - off, "%s%s", i ? ", " : "", a[i].name);
+		off += w > 0 ? (size_t)w : 0;
+	}
+}
+
+/* Named after the version it continues, with what that version holds. */
+static int attach_not_held(const mt_mattach *base, size_t nbase, const char *dataset,
+			   const char *version, const char *name, mt_error *err)
+{
+	char names[512];
+	attach_names(base, nbase, names, sizeof names);
+	return mti_err(err, MT_ENOTFOUND, "%s@%s has no attachment '%s' to remove (it has: %s)",
+		      dataset, version ? version : "latest", name, names);
+}
+
+int mti_attach_drop(mti_attach_set *s, const mt_mattach *base, size_t nbase,
+		    const char *dataset, const char *version, const char *name, mt_error *err)
+{
+	int own, inbase;
+	size_t at = attach_find(s->a, s->n, name ? name : "", &own);
+	attach_find(base, nbase, name ? name : "", &inbase);
+	if (!name || (!own && (!inbase || attach_dropped(s, name))))
+		return attach_not_held(base, nbase, dataset, version, name ? name : "", err);
+	if (own) {
+		free(s->data[at]);
+		memmove(s->a + at, s->a + at + 1, (s->n - at - 1) * sizeof *s->a);
+		memmove(s->data + at, s->data + at + 1, (s->n - at - 1) * sizeof *s->data);
+		s->n--;
+	}
+	if (!inbase || attach_dropped(s, name))
+		return 0;
+	char **nd = realloc(s->drop, (s->ndrop + 1) * sizeof *nd);
+	char *copy = nd ? strdup(name) : NULL;
+	if (nd)
+		s->drop = nd;
+	if (!copy)
+		return mti_err(err, MT_ENOMEM, "attachment %s: out of memory", name);
+	s->drop[s->ndrop++] = copy;
+	return 0;
 }
 
 int mti_attach_merge(const mt_mattach *base, size_t nbase, const mti_attach_set *own,
@@ -109,7 +165,9 @@ int mti_attach_merge(const mt_mattach *base, size_t nbase, const mti_attach_set 
 	size_t i = 0, j = 0, k = 0;
 	while (i < nbase || j < own->n) {
 		int c = i == nbase ? 1 : j == own->n ? -1 : strcmp(base[i].name, own->a[j].name);
-		if (c < 0) {
+		if (c < 0 && attach_dropped(own, base[i].name)) {
+			i++;
+		} else if (c < 0) {
 			v[k++] = base[i++];
 		} else {
 			v[k++] = own->a[j++];
@@ -120,6 +178,10 @@ int mti_attach_merge(const mt_mattach *base, size_t nbase, const mti_attach_set 
 		free(v);
 		return mti_err(err, MT_EINVAL, "dataset %s: %zu attachments; a version holds at "
 			      "most %u", dataset, k, MT_ATTACHMENTS_MAX);
+	}
+	if (!k) { /* every one the parent had was removed */
+		free(v);
+		v = NULL;
 	}
 	*out = v;
 	*n = k;
@@ -142,18 +204,6 @@ int mt_reader_attachment_info(const mt_reader *r, size_t i, mt_attachment_info *
 	return 0;
 }
 
-/* "a, b, c" of m's attachment names, or "none", into buf. */
-static void attach_names(const mt_manifest *m, char *buf, size_t cap)
-{
-	size_t off = 0;
-	snprintf(buf, cap, "none");
-	for (size_t i = 0; i < m->nattachments && off < cap; i++) {
-		int w = snprintf(buf + off, cap - off, "%s%s", i ? ", " : "",
-				 m->attachments[i].name);
-		off += w > 0 ? (size_t)w : 0;
-	}
-}
-
 int mt_reader_attachment(mt_reader *r, const char *name, void **data, size_t *len,
 			 mt_error *err)
 {
@@ -164,7 +214,7 @@ int mt_reader_attachment(mt_reader *r, const char *name, void **data, size_t *le
 	size_t i = name ? attach_find(m->attachments, m->nattachments, name, &found) : 0;
 	if (!found) {
 		char names[512];
-		attach_names(m, names, sizeof names);
+		attach_names(m->attachments, m->nattachments, names, sizeof names);
 		return mti_err(err, MT_ENOTFOUND, "%s@%s has no attachment '%s' (it has: %s)",
 			      m->dataset, m->version, name ? name : "", names);
 	}
@@ -203,11 +253,12 @@ int mt_reader_attachment(mt_reader *r, const char *name, void **data, size_t *le
 	return rc;
 }
 
-/* ---- attach as a commit --------------------------------------------------- */
+/* ---- attach and detach as a commit ------------------------------------------ */
 
-int mt_dataset_attach(mt_store *s, const char *dataset, const char *version,
-		      const char *const *names, const void *const *data, const size_t *lens,
-		      size_t n, const mt_writer_opts *o, char *out, size_t cap, mt_error *err)
+/* An append writer of dataset@version (NULL or "latest": the latest) that
+ * keeps its shards and rows, with o's version, author, description, tags. */
+static int attach_writer(mt_store *s, const char *dataset, const char *version,
+			 const mt_writer_opts *o, mt_writer **w, mt_error *err)
 {
 	mt_writer_opts wo;
 	mt_writer_opts_init(&wo);
@@ -218,26 +269,67 @@ int mt_dataset_attach(mt_store *s, const char *dataset, const char *version,
 		wo.tags = o->tags;
 		wo.ntags = o->ntags;
 	}
+	wo.append = 1;
+	/* A named version is a deliberate parent; the latest is followed. */
+	wo.parent = version && *version && strcmp(version, "latest") ? version : NULL;
+	wo.threads = 1;
+	return mt_writer_open(s, dataset, NULL, 0, &wo, w, err);
+}
+
+/* Each of names[0..n) once; a duplicate is an error naming it. */
+static int attach_unique(const char *dataset, const char *const *names, size_t n,
+			 mt_error *err)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (names[i] && names[j] && !strcmp(names[i], names[j]))
+				return mti_err(err, MT_EINVAL, "dataset %s: attachment %s is given "
+					      "twice; nothing was committed", dataset, names[i]);
+	return 0;
+}
+
+int mt_dataset_attach(mt_store *s, const char *dataset, const char *version,
+		      const char *const *names, const void *const *data, const size_t *lens,
+		      size_t n, const mt_writer_opts *o, char *out, size_t cap, mt_error *err)
+{
 	if (n == 0)
 		return mti_err(err, MT_EINVAL, "dataset %s: nothing to attach", dataset);
 	/* Every name and size before anything is read or written. */
 	for (size_t i = 0; i < n; i++) {
 		int rc = attach_check(dataset, names[i], lens[i], err);
-		for (size_t j = 0; !rc && j < i; j++)
-			if (!strcmp(names[i], names[j]))
-				rc = mti_err(err, MT_EINVAL, "dataset %s: attachment %s is given twice",
-					    dataset, names[i]);
 		if (rc)
 			return rc;
 	}
-	wo.append = 1;
-	/* A named version is a deliberate parent; the latest is followed. */
-	wo.parent = version && *version && strcmp(version, "latest") ? version : NULL;
-	wo.threads = 1;
+	int rc = attach_unique(dataset, names, n, err);
 	mt_writer *w = NULL;
-	int rc = mt_writer_open(s, dataset, NULL, 0, &wo, &w, err);
+	if (!rc)
+		rc = attach_writer(s, dataset, version, o, &w, err);
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = mt_writer_attach(w, names[i], data[i], lens[i], err);
+	if (!rc)
+		rc = mt_writer_commit(w, out, cap, err);
+	mt_writer_close(w);
+	return rc;
+}
+
+int mt_dataset_detach(mt_store *s, const char *dataset, const char *version,
+		      const char *const *names, size_t n, const mt_writer_opts *o, char *out,
+		      size_t cap, mt_error *err)
+{
+	if (n == 0)
+		return mti_err(err, MT_EINVAL, "dataset %s: no attachment named to remove", dataset);
+	int rc = attach_unique(dataset, names, n, err);
+	mt_writer *w = NULL;
+	if (!rc)
+		rc = attach_writer(s, dataset, version, o, &w, err);
+	/* Every name is checked before the commit: one the version lacks
+	 * commits nothing. */
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = mt_writer_detach(w, names[i], err);
+	if (rc && w && err) {
+		size_t len = strlen(err->message);
+		snprintf(err->message + len, sizeof err->message - len, "; nothing was committed");
+	}
 	if (!rc)
 		rc = mt_writer_commit(w, out, cap, err);
 	mt_writer_close(w);

@@ -140,11 +140,14 @@ MT_LOCAL void mti_dataset_unmark(mt_store *s, const char *dataset, const char *v
 
 /* ---- attachments (attach.c; doc/FORMAT.md, "Attachments") ---------------
  * The files a writer attaches itself: entries (name, sha256, bytes) in
- * name order, with each file's bytes (owned) in data[]. */
+ * name order, with each file's bytes (owned) in data[]; and the names of
+ * the parent's attachments it removes (drop[], owned). */
 typedef struct mti_attach_set {
 	mt_mattach *a;
 	void **data;
 	size_t n;
+	char **drop;
+	size_t ndrop;
 } mti_attach_set;
 /* Add a copy of len bytes as `name` (checked against the name rules and
  * the caps, naming it and the dataset in errors); a name already in s is
@@ -152,7 +155,14 @@ typedef struct mti_attach_set {
 MT_LOCAL int mti_attach_add(mti_attach_set *s, const char *dataset, const char *name,
 			    const void *data, size_t len, mt_error *err);
 MT_LOCAL void mti_attach_free(mti_attach_set *s);
-/* base's entries (sorted) with own's over them, in name order, into *out
+/* Remove `name` from what the version being written holds: one s attached,
+ * else one of base (the parent's, sorted), remembered in s->drop.
+ * MT_ENOTFOUND naming it, the version (dataset@version) and what it holds,
+ * when neither has it. */
+MT_LOCAL int mti_attach_drop(mti_attach_set *s, const mt_mattach *base, size_t nbase,
+			     const char *dataset, const char *version, const char *name,
+			     mt_error *err);
+/* base's entries (sorted) less own's drop[], with own's over them, in name order, into *out
  * (malloc'ed; NULL when there are none).  MT_EINVAL over the count cap. */
 MT_LOCAL int mti_attach_merge(const mt_mattach *base, size_t nbase, const mti_attach_set *own,
 			      const char *dataset, mt_mattach **out, size_t *n, mt_error *err);

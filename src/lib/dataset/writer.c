@@ -928,6 +928,21 @@ int mt_writer_attach(mt_writer *w, const char *name, const void *data, size_t le
 	return rc;
 }
 
+int mt_writer_detach(mt_writer *w, const char *name, mt_error *err)
+{
+	if (w->stage_id)
+		return mti_err(err, MT_EINVAL, "dataset %s: a staged part has no attachments to "
+			      "remove", w->dataset);
+	pthread_mutex_lock(&w->append_lock);
+	int rc = w->state == W_OPEN ? 0 : mti_err(err, MT_ESTATE, "dataset %s: writer is not "
+						    "open", w->dataset);
+	if (!rc)
+		rc = mti_attach_drop(&w->attach, w->pattach, w->npattach, w->dataset, w->parent,
+				     name, err);
+	pthread_mutex_unlock(&w->append_lock);
+	return rc;
+}
+
 /* Continue `lm` instead of the parent: only the manifest changes, as the
  * new shards are content-addressed and stay where they are. */
 static int writer_rebase(mt_writer *w, mt_manifest *lm, mt_error *err)

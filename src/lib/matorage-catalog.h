@@ -23,7 +23,7 @@ extern "C" {
  * deleting its file loses nothing, and mt_catalog_sync rebuilds it.  It
  * knows remotes (a name and a URL: "local" is the default store), their
  * buckets, datasets, versions with their lineage, protection, attributes,
- * tags and shards, models with their checkpoints and tensors, the last verification and health of each shard, every
+ * tags, shards and attached files, models with their checkpoints and tensors, the last verification and health of each shard, every
  * check (verify, repair, protect) of each version, the statistics of
  * attributes (mt_stats), and the jobs run on them.
  *
@@ -35,7 +35,7 @@ typedef struct mt_catalog mt_catalog;
 
 /* The schema version this library writes; older catalogs are upgraded in
  * place when opened. */
-#define MT_CATALOG_SCHEMA 9
+#define MT_CATALOG_SCHEMA 10
 
 /* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/..., mt_user_path).  A catalog
@@ -105,7 +105,9 @@ MT_CATALOG_API int mt_catalog_forget(mt_catalog *c, const char *remote, mt_error
  * parent of the level below: remotes > buckets > datasets > versions >
  * shards and attributes; buckets > models > checkpoints > tensors.  MT_CAT_VERSION and MT_CAT_SHARD list the fields
  * of one version or shard (id: a version's or shard's) as name/value
- * rows; MT_CAT_SEARCH lists versions matching a full-text query.  A row's
+ * rows (a version's: one "source" row per version it was built from, one
+ * "attachment" row, "NAME  BYTES bytes", per attached file); MT_CAT_SEARCH
+ * lists versions matching a full-text query.  A row's
  * columns are values as text, in the order given beside each level: counts
  * and byte sizes in decimal, flags 1 or 0, a ratio as a decimal number, and
  * NULL where there is no value (no parent, author, description, tags or

@@ -156,6 +156,9 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" THEN v.url ELSE s.store END), 0), 'source', s.dataset || '@' || s.version ||"
 		" CASE s.store WHEN '' THEN '' ELSE '  ' || s.store END FROM sources s, v"
 		" WHERE s.version_id = v.id ORDER BY s.idx) UNION ALL "
+		/* A row per attached file, in name order: its name and size. */
+		"SELECT * FROM (SELECT 0, 'attachment', a.name || '  ' || a.bytes || ' bytes'"
+		" FROM attachments a, v WHERE a.version_id = v.id ORDER BY a.idx) UNION ALL "
 		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN NULL ELSE"
 		      " nok || ' of ' || nshards || ' shards sound, ' || nbad || ' damaged' END")
 

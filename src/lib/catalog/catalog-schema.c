@@ -180,6 +180,16 @@ int mti_cat_move_aside(const char *path, ino_t ino, char **moved, mt_error *err)
 	" health_at <> '';"                                                                \
 	"CREATE INDEX versions_shard_list ON versions(shard_list);"
 
+/* A step of its own: the files attached to each version (name, size,
+ * sha256), in name order.  Versions indexed before it get theirs when next
+ * read: a manifest time no listing has makes the next sync read it again
+ * (manifest_size is left alone: below 0 it means the manifest is lost). */
+#define MIGRATE_ATTACHMENTS                                                                \
+	"CREATE TABLE attachments(version_id INTEGER NOT NULL REFERENCES versions(id)"     \
+	" ON DELETE CASCADE, idx INTEGER NOT NULL, name TEXT NOT NULL,"                     \
+	" bytes INTEGER NOT NULL, sha256 TEXT NOT NULL, PRIMARY KEY(version_id, idx));"     \
+	"UPDATE versions SET manifest_mtime = -1 WHERE manifest_size >= 0;"
+
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */
 static const char *const migrations[] = {
@@ -275,6 +285,9 @@ static const char *const migrations[] = {
 	/* 8 -> 9: what a version shared with its parent, kept when the parent
 	 * is removed (NULL: not known). */
 	"ALTER TABLE versions ADD COLUMN parent_shared INTEGER;",
+
+	/* 9 -> 10: the files attached to versions. */
+	MIGRATE_ATTACHMENTS,
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])

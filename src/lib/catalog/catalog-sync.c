@@ -239,8 +239,8 @@ static int cat_put_protection(mt_catalog *c, int64_t vid, const struct prot *p, 
 	return rc;
 }
 
-/* A version's attributes, tags, shards, recipe and search entry are
- * written anew each time it is read. */
+/* A version's attributes, tags, shards, recipe, sources, attachments and
+ * search entry are written anew each time it is read. */
 static int cat_clear_parts(mt_catalog *c, int64_t vid, mt_error *err)
 {
 	static const char *const clear[] = {
@@ -248,6 +248,7 @@ static int cat_clear_parts(mt_catalog *c, int64_t vid, mt_error *err)
 		"DELETE FROM search WHERE rowid = ?1",
 		"DELETE FROM recipes WHERE version_id = ?1",
 		"DELETE FROM sources WHERE version_id = ?1",
+		"DELETE FROM attachments WHERE version_id = ?1",
 	};
 	int rc = 0;
 	for (size_t i = 0; !rc && i < sizeof clear / sizeof clear[0]; i++)
@@ -316,6 +317,28 @@ static int cat_put_sources(mt_catalog *c, int64_t vid, const mt_reader *r, mt_er
 		sqlite3_bind_text(st, 4, src->version, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 5, src->store ? src->store : "", -1, SQLITE_STATIC);
 		rc = mti_cat_step_done(c, st, "recording a source", err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int cat_put_attachments(mt_catalog *c, int64_t vid, const mt_reader *r, mt_error *err)
+{
+	size_t n = mt_reader_nattachments(r);
+	if (!n)
+		return 0;
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, "INSERT INTO attachments VALUES(?1, ?2, ?3, ?4, ?5)", &st, err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		mt_attachment_info a;
+		if (mt_reader_attachment_info(r, i, &a))
+			break;
+		sqlite3_bind_int64(st, 1, vid);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		sqlite3_bind_text(st, 3, a.name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)a.bytes);
+		sqlite3_bind_text(st, 5, a.sha256, -1, SQLITE_STATIC);
+		rc = mti_cat_step_done(c, st, "recording an attachment", err);
 	}
 	sqlite3_finalize(st);
 	return rc;
@@ -550,7 +573,8 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
 	    !(rc = cat_put_protection(c, vid, prot, err)) &&
 	    !(rc = cat_clear_parts(c, vid, err)) && !(rc = cat_put_attrs(c, vid, r, err)) &&
 	    !(rc = cat_put_recipe(c, vid, v, err)) && !(rc = cat_put_tags(c, vid, v, err)) &&
-	    !(rc = cat_put_shards(c, ds, vid, r, err)) && !(rc = cat_put_sources(c, vid, r, err)))
+	    !(rc = cat_put_shards(c, ds, vid, r, err)) && !(rc = cat_put_sources(c, vid, r, err)) &&
+	    !(rc = cat_put_attachments(c, vid, r, err)))
 		rc = mti_cat_exec_id(c, SEARCH_INSERT " WHERE v.id = ?1", vid, "indexing a version",
 				     err);
 	return mti_cat_end(c, "put_version", top, rc, err);

@@ -44,6 +44,11 @@ fails "a name with '/' is refused" 1 "attachment name 'a/b'" $M attach ds@v2 "$W
 fails "a name with '..' is refused" 1 "attachment name '\.\./x'.*'\.\.'|must not start with '\.'" \
 	$M attach ds@v2 "$WORK/vocab.txt" --name ../x
 fails "a missing file is refused, naming it" 1 "$WORK/nope.txt" $M attach ds@v2 "$WORK/nope.txt"
+printf 'labels\n' > "$WORK/labels.txt"
+fails "a missing file after a good one is refused, naming it" 1 "cannot read $WORK/nope.txt.*nothing was committed" \
+	$M attach ds@v2 "$WORK/labels.txt" "$WORK/nope.txt"
+ok $([ ! -e "$S/datasets/ds/attachments/$(sha "$WORK/labels.txt")" ]; echo $?) \
+	"and the good one was not stored either"
 fails "the same name twice is refused" 1 "vocab.txt is given twice" \
 	$M attach ds@v2 "$WORK/vocab.txt" "$WORK/vocab.txt"
 ok $([ "$(versions)" = "$before" ]; echo $?) "no bad attach committed a version: $(versions)"

@@ -9,7 +9,8 @@
 # THREADS: the loader's decode_threads, by default one per core;
 # build with CFLAGS="-O2 -g" and no sanitizers;
 # BASE=DIR: another build's bench/loader-epoch too, run by run alternating with this one's, a table each;
-# VERSION=v1: open that version by name rather than the latest, which saves listing the versions)
+# VERSION=v1: open that version by name rather than the latest, which saves listing the versions;
+# META=compare: the loader's metadata cache off and on, alternating)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
@@ -56,10 +57,16 @@ epoch() {
 }
 builds="this"
 [ -z "${BASE:-}" ] || builds="base this"
+# META=compare: this build with the loader's metadata cache off ("nometa": every process
+# reads fragments and chunk indexes from the store) and on (warm after the first run),
+# alternating.
+[ "${META:-}" != compare ] || builds="nometa this"
 for r in $(seq "$RUNS"); do
 	for b in $builds; do
 		BIN=$EPOCH
-		[ "$b" = this ] || BIN=$(cd "$BASE" && pwd)/bench/loader-epoch
+		[ "$b" != base ] || BIN=$(cd "$BASE" && pwd)/bench/loader-epoch
+		unset MATORAGE_META_CACHE
+		[ "$b" != nometa ] || export MATORAGE_META_CACHE=off
 		for d in 0 "$DELAY"; do
 			echo "$b small $d $(BIN=$BIN epoch small image,label 256 "$d")" >> "$WORK/times"
 			echo "$b large $d $(BIN=$BIN epoch large x,id 16 "$d")" >> "$WORK/times"

@@ -169,12 +169,13 @@ MT_API uint64_t mt_attr_items(const mt_attr *a);
 /* ---- where matorage keeps its files ----------------------------------- */
 
 /* matorage's directories, by the XDG base directory rules. */
-enum { MT_DIR_DATA, MT_DIR_CONFIG };
+enum { MT_DIR_DATA, MT_DIR_CONFIG, MT_DIR_CACHE };
 
 /* The path of file `name` in matorage's directory of kind dir:
  * MT_DIR_DATA: $XDG_DATA_HOME/matorage/NAME, else ~/.local/share/matorage/NAME
  * (the default store, the catalog); MT_DIR_CONFIG: $XDG_CONFIG_HOME/matorage/NAME,
- * else ~/.config/matorage/NAME (the remotes).  An XDG variable that is unset,
+ * else ~/.config/matorage/NAME (the remotes); MT_DIR_CACHE: $XDG_CACHE_HOME/matorage/NAME,
+ * else ~/.cache/matorage/NAME (what a loader keeps of far stores).  An XDG variable that is unset,
  * empty or not an absolute path is ignored, as the specification says.  ~ is
  * $HOME when set and not empty, else the user's home directory in the
  * password database; without either it is MT_EINVAL saying what to set.

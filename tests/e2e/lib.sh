@@ -46,6 +46,7 @@ T_FAILED=0
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mt-e2e.XXXXXX")
 export MATORAGE_STORE="file://$WORK/store"
 export XDG_DATA_HOME="$WORK/xdg"
+export XDG_CACHE_HOME="$WORK/xdg-cache"
 mt_cleanup() {
 	s3_stop
 	rm -rf "$WORK"

@@ -3,6 +3,7 @@
 #define MT_DATASET_H
 
 #include "chunk-cache.h"
+#include "meta-cache.h"
 #include "format.h"
 #include "lock.h"
 #include "store.h"
@@ -74,6 +75,9 @@ MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);
  * instead of the process's; with keep_all every chunk r decodes goes into
  * it, not only those a read uses in part. */
 MT_LOCAL void mti_reader_set_cache(mt_reader *r, mti_ccache *cache, int keep_all);
+/* Keep and take fragments and chunk indexes in c (the reader owns it from
+ * now on; NULL: none), checked as if read from the store. */
+MT_LOCAL void mti_reader_set_meta_cache(mt_reader *r, mti_meta_cache *c);
 /* The counts of the chunk cache r's reads use. */
 MT_LOCAL void mti_reader_cache_stats(const mt_reader *r, mt_cache_stats *out);
 /* mt_reader_open; with with_meta 0 the version's metadata object is not

@@ -58,11 +58,48 @@ int mt_reader_open_lazy(mt_store *s, const char *dataset, const char *version, m
  * touches shard entries asks for the fragments holding them first, and
  * their shards' keys are made then.  An eager one loaded them all. */
 
+/* The cache's name of a fragment's key ("<sha256>.json"), NULL for other keys. */
+static const char *frag_cache_name(const char *key)
+{
+	const char *b = strrchr(key, '/');
+	if (!b || b - key < 10 || strncmp(b - 10, "/fragments", 10) || strlen(b + 1) != 69 ||
+	    strcmp(b + 65, ".json"))
+		return NULL;
+	return strspn(b + 1, "0123456789abcdef") == 64 ? b + 1 : NULL;
+}
+
+/* A fragment through the meta cache: taken when its bytes have the sha256
+ * its name says; else read from the store and kept when they do. */
+static int reader_get_fn(void *ud, const char *key, uint64_t max, void **data, size_t *got,
+			 mt_error *err)
+{
+	mt_reader *r = ud;
+	const char *name = r->meta ? frag_cache_name(key) : NULL;
+	char sha[MT_SHA256_HEX];
+	mt_error e = {0};
+	if (name && (*data = mti_meta_cache_get(r->meta, name, got))) {
+		if (*got <= max && !mti_sha256_hex(*data, *got, sha, &e) && !strncmp(sha, name, 64))
+			return 0;
+		free(*data);
+		*data = NULL;
+	}
+	int rc = mti_store_get_fn(r->store, key, max, data, got, err);
+	if (!rc && name && !mti_sha256_hex(*data, *got, sha, &e) && !strncmp(sha, name, 64))
+		mti_meta_cache_put(r->meta, name, *data, *got);
+	return rc;
+}
+
+void mti_reader_set_meta_cache(mt_reader *r, mti_meta_cache *c)
+{
+	mti_meta_cache_close(r->meta);
+	r->meta = c;
+}
+
 static int reader_frags(mt_reader *r, size_t f0, size_t f1, mt_error *err)
 {
 	mt_manifest *m = r->m;
 	pthread_mutex_lock(&r->frag_lock);
-	int rc = mti_manifest_load_frags(m, f0, f1, mti_store_get_fn, r->store, err);
+	int rc = mti_manifest_load_frags(m, f0, f1, reader_get_fn, r, err);
 	for (size_t f = f0; !rc && f < f1 && f < m->nfrags; f++) {
 		size_t end = m->frags[f].first_shard + m->frags[f].nshards;
 		/* Keys are made in shard order and the loop stops at the first
@@ -271,6 +308,7 @@ void mt_reader_close(mt_reader *r)
 	free(r->offs_ok);
 	free(r->tags);
 	mti_heal_free(r->heal);
+	mti_meta_cache_close(r->meta);
 	free(r->json);
 	mti_manifest_free(r->m);
 	pthread_mutex_destroy(&r->lock);
@@ -452,12 +490,46 @@ static void room_measured(mt_reader *r, double seconds)
 
 /* One read of shard i's chunk index, decoded and checked against the
  * manifest (mti_index_decode_shard); *dmg says what a failure means. */
+/* The meta cache's name of shard i's chunk index: the shard's sha256 binds
+ * every byte range of it. */
+static void index_cache_name(const mt_mshard *s, char *name, size_t cap)
+{
+	snprintf(name, cap, "%s-%llu-%llu", s->sha256, (unsigned long long)s->index_offset,
+		 (unsigned long long)s->index_bytes);
+}
+
+/* Shard i's chunk index from the meta cache: 0 when it was there and
+ * passed the checks a read from the store passes. */
+static int index_cached(mt_reader *r, size_t i, const char *what, mt_index **ix)
+{
+	const mt_mshard *s = &r->m->shards[i];
+	char name[128];
+	index_cache_name(s, name, sizeof name);
+	size_t got = 0;
+	void *data = mti_meta_cache_get(r->meta, name, &got);
+	mt_error e = {0};
+	int rc = !data || got != s->index_bytes ||
+		 mti_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, &e);
+	free(data);
+	return rc;
+}
+
+static void index_keep(mt_reader *r, size_t i, const void *data, size_t len)
+{
+	char name[128];
+	index_cache_name(&r->m->shards[i], name, sizeof name);
+	mti_meta_cache_put(r->meta, name, data, len);
+}
+
 static int index_read(mt_reader *r, size_t i, const char *what, mt_index **ix, int *dmg,
 		      mt_error *err)
 {
 	const mt_mshard *s = &r->m->shards[i];
 	void *data = NULL;
 	size_t got = 0;
+	*dmg = DMG_NONE;
+	if (r->meta && !index_cached(r, i, what, ix))
+		return 0;
 	double t0 = mti_mono_seconds();
 	int rc = mti_store_get(r->store, r->keys[i], s->index_offset, s->index_bytes, &data, &got,
 			      err);
@@ -467,6 +539,8 @@ static int index_read(mt_reader *r, size_t i, const char *what, mt_index **ix, i
 		: rc == MT_ECORRUPT ? DMG_REFUSED : DMG_NONE;
 	if (!rc && (rc = mti_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err)))
 		*dmg = DMG_CHECKSUM;
+	else if (!rc && r->meta)
+		index_keep(r, i, data, got);
 	free(data);
 	return rc;
 }
@@ -613,6 +687,8 @@ static int index_from_whole(mt_reader *r, size_t i, const char *what, mt_index *
 		? -1
 		: mti_index_decode_shard(data + s->index_offset, (size_t)s->index_bytes, s->bytes,
 					 r->m, i, what, ix, &e);
+	if (!rc && r->meta)
+		index_keep(r, i, data + s->index_offset, (size_t)s->index_bytes);
 	whole_unref(r, i);
 	return rc;
 }

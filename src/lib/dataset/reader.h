@@ -41,6 +41,7 @@ struct mt_reader {
 	double latency;       /* seconds, the quickest chunk index read so far (0: none yet) */
 	mti_ccache *cache;    /* decoded chunks: the process's, or the one mti_reader_set_cache gave */
 	int keep_all;         /* every chunk decoded goes into the cache, not only those used in part */
+	mti_meta_cache *meta; /* fragments and chunk indexes kept on local disk (a far store's loader) */
 };
 
 /* Load the fragments of shards [s0, s1) of a format-2 version read lazily. */

@@ -1122,7 +1122,7 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 			      const char *version, mt_error *err)
 {
 	const mt_loader_opts *o = &l->opts;
-	int rc = 0;
+	int rc = 0, far = s->ops->far;
 	if (o->cache_dir && o->in_memory)
 		rc = mti_err(err, MT_EINVAL, "loader: a cache directory or in-memory, not both");
 	else if (o->cache_dir) {
@@ -1135,11 +1135,16 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 			    o->world);
 	if (rc)
 		return rc;
-	if (o->resume)
-		return loader_open_token(l, s, dataset, version, err);
 	/* A loader needs the data, not the edited description: no metadata
 	 * object.  A format-2 version's fragments are read as windows need them. */
-	return mti_reader_open_as(s, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
+	rc = o->resume ? loader_open_token(l, s, dataset, version, err)
+		: mti_reader_open_as(s, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
+	/* Far away, what the next process opening this version would read again
+	 * (fragments, chunk indexes) is kept on local disk: its first window
+	 * then waits for the data alone. */
+	if (!rc && far && !o->in_memory)
+		mti_reader_set_meta_cache(l->reader, mti_meta_cache_open());
+	return rc;
 }
 
 /* The error for an attribute the version lacks, naming those it has. */

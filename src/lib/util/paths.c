@@ -48,9 +48,11 @@ int mti_home_file(const char *var, const char *rel, char **out, mt_error *err)
 int mt_user_path(int dir, const char *name, char **out, mt_error *err)
 {
 	*out = NULL;
-	if ((dir != MT_DIR_DATA && dir != MT_DIR_CONFIG) || !name || !*name)
+	static const char *const vars[] = {"XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"};
+	static const char *const rels[] = {".local/share", ".config", ".cache"};
+	if (dir < MT_DIR_DATA || dir > MT_DIR_CACHE || !name || !*name)
 		return mti_err(err, MT_EINVAL, "user path: no directory kind %d or no name", dir);
-	const char *var = dir == MT_DIR_DATA ? "XDG_DATA_HOME" : "XDG_CONFIG_HOME";
+	const char *var = vars[dir];
 	/* The XDG rules ignore a variable that is not an absolute path. */
 	const char *xdg = getenv(var);
 	if (xdg && xdg[0] == '/') {
@@ -60,8 +62,7 @@ int mt_user_path(int dir, const char *name, char **out, mt_error *err)
 		int rc = path_home(home, sizeof home, var, err);
 		if (rc)
 			return rc;
-		*out = mti_asprintf("%s/%s/matorage/%s", home,
-				   dir == MT_DIR_DATA ? ".local/share" : ".config", name);
+		*out = mti_asprintf("%s/%s/matorage/%s", home, rels[dir], name);
 	}
 	return *out ? 0 : mti_err(err, MT_ENOMEM, "out of memory");
 }

@@ -1,0 +1,86 @@
+#!/bin/bash
+# s3-meta-cache.sh — a loader over S3 keeps what a later process would read again (format-2 fragments, shard chunk indexes) in a local directory, so the second process's epoch asks the store for data alone; entries damaged on disk are refused and read again from the store; MATORAGE_META_CACHE=off keeps nothing.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/store.sh"
+MT_TEST_STORE=s3 use_store
+M=$MATORAGE
+T="$PY $top_srcdir/tests/e2e/npy_tool.py"
+CACHE=$XDG_CACHE_HOME/matorage/meta
+
+# 8000 rows of x (float32[256]) in 8 shards of 1000, two shards a fragment (format 2).
+$T make "$WORK/x.npy" float32 8000x256 3
+check "put a format-2 version of 4 fragments" env MATORAGE_MANIFEST_FORMAT=2 \
+	MATORAGE_FRAGMENT_SHARDS=2 $M put a x="$WORK/x.npy" --shard-rows 1000
+
+# epoch: rank 0 of 4 of a shuffled epoch (so no shard is read whole and every chunk index is
+# read alone); prints "<rows right> <gets> <fragment gets>".
+epoch() {
+	s3_log_clear
+	local out
+	out=$(pymt - "$MATORAGE_STORE" "$WORK/x.npy" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url, x = sys.argv[1], np.load(sys.argv[2])
+n, same = 0, True
+for b in matorage.Loader(matorage.Store(url), "a", batch_rows=100, shuffle=True, seed=5,
+                         rank=0, world=4, prefetch_bytes=1 << 20):
+    ids = np.asarray(b["_rows"], dtype=np.int64)
+    n += len(ids)
+    same = same and np.array_equal(np.asarray(b["x"]).reshape(len(ids), 256), x[ids])
+print(n == 2000 and same)
+PYEOF
+)
+	echo "$out $(s3_log | grep -c '^GET ') $(s3_log | grep -c '^GET .*/fragments/')"
+}
+
+read -r right1 gets1 frags1 <<< "$(epoch)"
+echo "# cold: $gets1 GETs, $frags1 of fragments"
+ok $([ "$right1" = True ]; echo $?) "the first process's rows are right"
+nidx=$(find "$CACHE" -name '*-*-*' -type f | wc -l)
+nfrag=$(find "$CACHE" -name '*.json' -type f | wc -l)
+ok $([ "$nidx" -ge 4 ] && [ "$nfrag" = 4 ]; echo $?) "it kept $nidx chunk indexes and $nfrag of 4 fragments"
+
+read -r right2 gets2 frags2 <<< "$(epoch)"
+echo "# warm: $gets2 GETs, $frags2 of fragments"
+ok $([ "$right2" = True ]; echo $?) "the second process's rows are right"
+ok $([ "$frags2" = 0 ] && [ "$gets2" -le $((gets1 - nidx - 4)) ]; echo $?) \
+	"the second asks for no fragment and no chunk index ($gets2 GETs, $gets1 cold)"
+
+# Every entry damaged on disk: refused by its check, read again, kept again.
+find "$CACHE" -type f ! -name '.*' -exec sh -c 'printf garbage > "$1"' _ {} \;
+read -r right3 gets3 frags3 <<< "$(epoch)"
+ok $([ "$right3" = True ] && [ "$frags3" = 4 ] && [ "$gets3" = "$gets1" ]; echo $?) \
+	"damaged entries are read again from the store ($gets3 GETs, rows right: $right3)"
+read -r right4 gets4 frags4 <<< "$(epoch)"
+ok $([ "$right4" = True ] && [ "$gets4" = "$gets2" ]; echo $?) "and kept again ($gets4 GETs)"
+
+# An entry swapped for another's bytes fails its check the same way.
+f=$(find "$CACHE" -name '*.json' -type f | head -1)
+g=$(find "$CACHE" -name '*.json' -type f | tail -1)
+cp "$g" "$f"
+read -r right5 _ frags5 <<< "$(epoch)"
+ok $([ "$right5" = True ] && [ "$frags5" = 1 ]; echo $?) "a swapped fragment entry is read again ($frags5 fragment GET)"
+
+rm -rf "$XDG_CACHE_HOME"
+read -r right6 gets6 _ <<< "$(MATORAGE_META_CACHE=off epoch)"
+ok $([ "$right6" = True ] && [ ! -e "$XDG_CACHE_HOME" ] && [ "$gets6" = "$gets1" ]; echo $?) \
+	"MATORAGE_META_CACHE=off keeps nothing ($gets6 GETs)"
+read -r right7 _ _ <<< "$(MATORAGE_META_CACHE=$WORK/own epoch)"
+ok $([ "$right7" = True ] && [ "$(find "$WORK/own" -type f ! -name '.*' | wc -l)" -ge 8 ]; echo $?) \
+	"MATORAGE_META_CACHE=DIR keeps them there"
+
+# The cap: at an open after a few minutes, the least recently used entries go until the cache
+# holds 3/4 of it; under the cap nothing goes.
+mkdir -p "$WORK/own/zz"
+head -c 5000 /dev/zero > "$WORK/own/zz/zz-old"
+touch -d '1 day ago' "$WORK/own/zz/zz-old"
+touch -d '1 hour ago' "$WORK/own/.swept"
+MATORAGE_META_CACHE=$WORK/own epoch > /dev/null
+ok $([ -e "$WORK/own/zz/zz-old" ]; echo $?) "under its cap nothing is swept"
+size=$(find "$WORK/own" -type f ! -name '.*' -printf '%s\n' | awk '{ s += $1 } END { print s }')
+touch -d '1 hour ago' "$WORK/own/.swept"
+read -r right8 _ _ <<< "$(MATORAGE_META_CACHE=$WORK/own MATORAGE_META_CACHE_BYTES=$((size - 1000)) epoch)"
+ok $([ "$right8" = True ] && [ ! -e "$WORK/own/zz/zz-old" ]; echo $?) \
+	"over its cap ($size bytes held) the least recently used entry went first"
+done_testing

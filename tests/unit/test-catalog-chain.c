@@ -8,6 +8,7 @@
 
 #include "catalog.h"
 #include "format.h"
+#include "tap-store.h"
 #include "tap.h"
 
 static char root[256], dbpath[300];
@@ -449,8 +450,7 @@ static void test_migration(void)
 
 int main(void)
 {
-	snprintf(root, sizeof root, "/tmp/mt-catchain-XXXXXX");
-	if (!mkdtemp(root))
+	if (tap_scratch_dir("catchain", root, sizeof root))
 		return 1;
 	snprintf(dbpath, sizeof dbpath, "%s/catalog.db", root);
 	mt_error err = {0};

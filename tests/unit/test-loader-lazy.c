@@ -140,30 +140,6 @@ static void load_all(run (*out)[4])
 	}
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *d = malloc((size_t)n + 1);
-	*len = fread(d, 1, (size_t)n, f);
-	d[*len] = 0;
-	fclose(f);
-	return d;
-}
-
-static int spit(const char *path, const char *data, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return -1;
-	size_t n = fwrite(data, 1, len, f);
-	return fclose(f) == 0 && n == len ? 0 : -1;
-}
-
 /* The root's text, fragment k's file name (its sha256.json, in row order:
  * the k-th "sha256" after "fragments"). */
 static char *frag_name(const char *rootjson, int k, char *name, size_t cap)
@@ -282,7 +258,7 @@ int main(void)
 	char path[1024];
 	snprintf(path, sizeof path, "%s/datasets/lz/versions/v2.json", root);
 	size_t rlen = 0;
-	char *rootjson = slurp(path, &rlen);
+	char *rootjson = tap_read_file(path, &rlen);
 	int nfrags = 0;
 	for (const char *p = rootjson; p && (p = strstr(p, "\"layout\":")); p++)
 		nfrags++;
@@ -327,7 +303,7 @@ int main(void)
 		*q++ = *p++;
 	}
 	*q = 0;
-	spit(path, old, strlen(old));
+	tap_write_file(path, old, strlen(old));
 	run *fb = calloc(1, sizeof *fb);
 	mt_loader_opts_init(&o);
 	o.batch_rows = 16;
@@ -339,7 +315,7 @@ int main(void)
 	       nfrags, fb->open_gets, fb->rc ? ": " : "", fb->msg);
 
 	/* A layout that adds up but is not the fragment's: refused when it is read. */
-	spit(path, rootjson, rlen);
+	tap_write_file(path, rootjson, rlen);
 	char *lie = malloc(rlen + 64), *at = strstr(rootjson, "\"layout\":[[8,7]]");
 	rc = -1;
 	if (at) {
@@ -347,14 +323,14 @@ int main(void)
 			at + strlen("\"layout\":[[8,7]]"));
 		char *sum = strstr(lie, ",\"checksum\":");
 		strcpy(sum, "}");
-		rc = spit(path, lie, strlen(lie));
+		rc = tap_write_file(path, lie, strlen(lie));
 	}
 	load(&o, 0, 1000, fb);
 	tap_ok(!rc && fb->rc == MT_EFORMAT && strstr(fb->msg, "manifest's layout says") &&
 		       strstr(fb->msg, "lz@v2: fragment") && !fb->bad && fb->n == 0,
 	       "a root whose layout is not its fragment's: the read fails naming it, no row "
 	       "delivered (%d %zu %d): %s", rc, fb->n, fb->bad, fb->msg);
-	spit(path, rootjson, rlen);
+	tap_write_file(path, rootjson, rlen);
 
 	/* Fragment 3 swapped for fragment 4's bytes: the open still reads
 	 * nothing of it; the first window needing its rows fails naming it,
@@ -365,10 +341,10 @@ int main(void)
 	if (frag_name(rootjson, 3, n3, sizeof n3) && frag_name(rootjson, 4, n4, sizeof n4)) {
 		snprintf(p3, sizeof p3, "%s/datasets/lz/fragments/%s", root, n3);
 		snprintf(p4, sizeof p4, "%s/datasets/lz/fragments/%s", root, n4);
-		keep = slurp(p3, &l3);
-		other = slurp(p4, &l4);
+		keep = tap_read_file(p3, &l3);
+		other = tap_read_file(p4, &l4);
 	}
-	rc = keep && other ? spit(p3, other, l4) : -1;
+	rc = keep && other ? tap_write_file(p3, other, l4) : -1;
 	load(&o, 0, 1000, fb);
 	tap_ok(!rc && fb->rc == MT_ECORRUPT && fb->open_gets == 0 && strstr(fb->msg, n3) &&
 		       strstr(fb->msg, "lz@v2: fragment") && strstr(fb->msg, "swapped") &&
@@ -376,7 +352,7 @@ int main(void)
 	       "a swapped fragment read lazily fails the epoch naming it, after %zu sound rows: %s",
 	       fb->n, fb->msg);
 	if (keep)
-		spit(p3, keep, l3);
+		tap_write_file(p3, keep, l3);
 	load(&o, 0, 1000, fb);
 	tap_ok(!fb->rc && fb->n == ROWS && !fb->bad, "restored, the version reads again");
 

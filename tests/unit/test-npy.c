@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "tap-store.h"
 #include "tap.h"
 #include "util.h"
 
@@ -31,30 +32,10 @@ static char *path_in(const char *name)
 
 static void write_file(const char *path, const void *data, size_t len)
 {
-	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(data, 1, len, f) != len) {
+	if (tap_write_file(path, data, len)) {
 		perror(path);
 		exit(99);
 	}
-	fclose(f);
-}
-
-static uint8_t *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
-	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return p;
 }
 
 /* A header as NumPy lays it out: magic, version, length, the dict text
@@ -420,7 +401,7 @@ static int check_fixture(const char *line, char name[64], mt_error *err)
 	snprintf(npy, sizeof npy, "%s.npy", name);
 	snprintf(raw, sizeof raw, "%s.raw", name);
 	size_t rawlen;
-	uint8_t *want = read_file(path_in(raw), &rawlen);
+	uint8_t *want = tap_read_file(path_in(raw), &rawlen);
 	mt_npy *n = NULL;
 	int ok = want && mt_npy_open(path_in(npy), &n, err) == 0;
 	const mt_npy_info *in = ok ? mt_npy_get_info(n) : NULL;
@@ -643,7 +624,7 @@ static void test_writer(int numpy)
 	tap_ok(mt_npy_finish(w, &err) == MT_ESTATE, "a second finish is MT_ESTATE");
 	mt_npy_writer_close(w);
 	size_t len = 0;
-	uint8_t *back = read_file(path_in("c.npy"), &len);
+	uint8_t *back = tap_read_file(path_in("c.npy"), &len);
 	tap_ok(rc == 0 && back && len == 128 + 7 && memcmp(back + 128, "1234567", 7) == 0 &&
 		       dir_entries() == 1,
 	       "finish replaces an existing file and leaves no temporary");
@@ -679,7 +660,7 @@ static void test_writer_large(void)
 		rc = mt_npy_finish(w, &err);
 	mt_npy_writer_close(w);
 	size_t len = 0;
-	uint8_t *back = rc ? NULL : read_file(path_in("large.npy"), &len);
+	uint8_t *back = rc ? NULL : tap_read_file(path_in("large.npy"), &len);
 	tap_ok(back && len == 128 + bytes && memcmp(back + 128, v, bytes) == 0,
 	       "an 80 MiB file written in pieces of 5 MiB and 7 bytes reads back whole%s%s",
 	       rc ? ": " : "", rc ? err.message : "");
@@ -788,7 +769,7 @@ static int write_direct(const char *name, const uint8_t *v, int *offsets_ok, mt_
 static int holds_direct(const char *name, const uint8_t *v)
 {
 	size_t len = 0;
-	uint8_t *back = read_file(path_in(name), &len);
+	uint8_t *back = tap_read_file(path_in(name), &len);
 	int ok = back && len == 128 + DIRECT_BYTES && memcmp(back + 128, v, DIRECT_BYTES) == 0;
 	free(back);
 	return ok;
@@ -870,7 +851,7 @@ static int write_seven(const char *path, mt_error *err)
 static int holds_seven(const char *path)
 {
 	size_t len = 0;
-	uint8_t *back = read_file(path, &len);
+	uint8_t *back = tap_read_file(path, &len);
 	int ok = back && len == 128 + 7 && memcmp(back + 128, "1234567", 7) == 0;
 	free(back);
 	return ok;
@@ -938,12 +919,8 @@ static int rm_entry(const char *path, const struct stat *st, int type, struct FT
 
 int main(void)
 {
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof dir, "%s/test-npy.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror(dir);
+	if (tap_scratch_dir("npy", dir, sizeof dir))
 		return 99;
-	}
 	test_parse_good();
 	test_parse_bad();
 	test_files_by_hand();

@@ -115,8 +115,13 @@ MT_CATALOG_API int mt_catalog_forget(mt_catalog *c, const char *remote, mt_error
  * How they read on screen (titles, placeholders, units) is the caller's. */
 enum mt_catalog_level {
 	MT_CAT_REMOTES,  /* name, url, online (1|0), datasets, synced, error */
-	MT_CAT_BUCKETS,  /* url, datasets, versions, stored bytes */
-	MT_CAT_DATASETS, /* name, versions, latest, rows, stored bytes, tags, description */
+	MT_CAT_BUCKETS,  /* url, datasets, versions, stored bytes, health (as a dataset's,
+			  * over every version of the bucket) */
+	MT_CAT_DATASETS, /* name, versions, latest, rows, stored bytes, tags, description,
+			  * health: the worst of its versions' last checks
+			  * ("unrepairable" counting a lost manifest, "damaged",
+			  * "repairable", "unverified" when one was never
+			  * checked, else "sound"; NULL without versions) */
 	MT_CAT_VERSIONS, /* name, created, rows, shards, stored bytes, parent, tags, description,
 			  * protection ("K+M"), parity overhead (ratio), health (the
 			  * state of its last check: mt_catalog_health_name), shard

@@ -110,32 +110,66 @@ void tui_sync_all(struct tui *t)
 
 /* ---- verify ---- */
 
+/* A version's verification in a verify job.  The shards' results are
+ * gathered and written to the catalog in one transaction at the end: one
+ * commit per shard made the catalog, not the reading, the cost of a verify
+ * of thousands of shards. */
+struct verify_pass {
+	struct tui_job *j;
+	const mt_catalog_ref *ref;
+	int named;	/* the log names the version (a dataset's or bucket's verify) */
+	uint64_t base;	/* bytes of the versions verified before this one */
+	uint64_t ok, bad;
+	struct app_health h;
+};
+
 static void verify_shard(void *ud, size_t shard, const mt_shard_info *info, int code,
 			 const char *message)
 {
-	struct tui_job *j = ud;
-	struct target *tg = j->arg;
+	struct verify_pass *p = ud;
+	app_health_verified(&p->h, info->sha256, code, message);
+	if (!code) {
+		p->ok++;
+		return;
+	}
+	p->bad++;
+	/* The damage, not the sound shards, is worth a line and a result. */
+	char item[300];
+	snprintf(item, sizeof item, "%s%s%s%sshard %zu", p->named ? p->ref->dataset : "",
+		 p->named ? "@" : "", p->named ? p->ref->version : "", p->named ? " " : "", shard);
+	tui_job_log(p->j, "%s %.12s…: %s", item, info->sha256, message);
 	mt_error err;
-	char item[32];
-	snprintf(item, sizeof item, "shard %zu", shard);
-	tui_job_log(j, "shard %zu %.12s…: %s", shard, info->sha256, code ? message : "ok");
-	if (code)
-		tg->shards_bad++;
-	else
-		tg->shards_ok++;
-	if (j->catalog_id)
-		mt_catalog_job_result(j->t->cat, j->catalog_id, item, code, message, &err);
-	mt_catalog_shard_verified(j->t->cat, tg->ref.url, tg->ref.dataset, info->sha256, code,
-				  message, &err);
+	if (p->j->catalog_id)
+		mt_catalog_job_result(p->j->t->cat, p->j->catalog_id, item, code, message, &err);
 }
 
-static int verify_reader(struct tui_job *j, mt_store *s, mt_reader *r, mt_error *err)
+static int verify_progress(void *ud, uint64_t done, uint64_t total)
 {
-	struct target *tg = j->arg;
-	int rc = mt_reader_verify(r, verify_shard, j, tui_job_progress, j, err);
+	struct verify_pass *p = ud;
+	/* A version alone sets the total; a whole dataset's was set first. */
+	return tui_job_progress(p->j, p->base + done, p->named ? 0 : total);
+}
+
+int tui_verify_version(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int named,
+		       uint64_t base, struct tui_verify_count *n, char *health, size_t cap,
+		       mt_error *err)
+{
+	struct verify_pass p = { .j = j, .ref = ref, .named = named, .base = base };
+	app_health_init(&p.h, "verify", 0);
+	mt_reader *r = NULL;
+	int rc = mt_reader_open(s, ref->dataset, ref->version, &r, err);
+	if (!rc)
+		rc = mt_reader_verify(r, verify_shard, &p, verify_progress, &p, err);
+	mt_reader_close(r);
+	/* Every shard's result in one transaction; then whether the damage is
+	 * repairable, for the version. */
+	app_health_record(&p.h, j->t->cat, ref->url, ref->dataset);
+	app_health_free(&p.h);
+	n->ok += p.ok;
+	n->bad += p.bad;
+	health[0] = '\0';
 	if (!rc || rc == MT_ECORRUPT)
-		tui_verify_health(j, s, &tg->ref, rc, tg->shards_ok + tg->shards_bad, tg->health,
-				  sizeof tg->health);
+		tui_verify_health(j, s, ref, rc, p.ok + p.bad, health, cap);
 	return rc;
 }
 
@@ -143,13 +177,199 @@ static int verify_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
 	mt_error err = { 0 };
-	int rc = target_with_reader(j, verify_reader, &err);
+	struct tui_verify_count n = { 0 };
+	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
+	int rc = s ? tui_verify_version(j, s, &tg->ref, 0, 0, &n, tg->health, sizeof tg->health,
+					&err)
+		   : err.code;
+	mt_store_close(s);
 	if (rc && rc != MT_ECORRUPT)
 		return tui_job_fail(j, &err);
+	tg->shards_ok = n.ok;
+	tg->shards_bad = n.bad;
+	char item[300];
+	mt_error e;
+	snprintf(item, sizeof item, "%s@%s", tg->ref.dataset, tg->ref.version);
+	if (j->catalog_id)
+		mt_catalog_job_result(j->t->cat, j->catalog_id, item, rc, tg->health, &e);
 	snprintf(j->result, sizeof j->result, "%llu shards sound, %llu damaged%s%.300s%s%.150s",
 		 (unsigned long long)tg->shards_ok, (unsigned long long)tg->shards_bad,
 		 rc ? ": " : "", rc ? err.message : "", tg->health[0] ? "; " : "", tg->health);
 	return rc;
+}
+
+/* ---- verify of a whole dataset or bucket ---- */
+
+struct verify_item {
+	char *dataset, *version;
+	uint64_t bytes;
+	int lost; /* its manifest is lost: nothing to read, repair brings it back */
+};
+
+/* What a dataset's or bucket's verify works on: its versions, listed from
+ * the catalog when the key was pressed. */
+struct verify_all {
+	mt_catalog_ref ref; /* the bucket's, or the dataset's */
+	int stale;
+	struct verify_item *v;
+	size_t n, cap;
+	const char *listing; /* the dataset whose versions are being listed */
+	size_t ndatasets;
+	size_t sound, repairable, lost, failed;
+};
+
+static void verify_all_free(void *arg)
+{
+	struct verify_all *a = arg;
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->n; i++) {
+		free(a->v[i].dataset);
+		free(a->v[i].version);
+	}
+	free(a->v);
+	mt_catalog_ref_free(&a->ref);
+	free(a);
+}
+
+static int verify_item_fn(void *ud, const mt_catalog_row *row)
+{
+	struct verify_all *a = ud;
+	if (a->n == a->cap) {
+		a->cap = a->cap ? 2 * a->cap : 16;
+		a->v = app_xreallocarray(a->v, a->cap, sizeof *a->v);
+	}
+	struct verify_item *it = &a->v[a->n++];
+	it->dataset = app_xstrdup(a->listing);
+	it->version = app_xstrdup(row->cols[0] ? row->cols[0] : "");
+	it->bytes = row->cols[4] ? strtoull(row->cols[4], NULL, 10) : 0;
+	it->lost = row->cols[10] && !strcmp(row->cols[10], "lost");
+	return 0;
+}
+
+/* A bucket's datasets, to list each one's versions after. */
+struct dataset_rows {
+	int64_t *id;
+	struct tui_words names;
+};
+
+static int dataset_row_fn(void *ud, const mt_catalog_row *row)
+{
+	struct dataset_rows *d = ud;
+	d->id = app_xreallocarray(d->id, d->names.n + 1, sizeof *d->id);
+	d->id[d->names.n] = row->id;
+	tui_words_add(&d->names, row->cols[0] ? row->cols[0] : "");
+	return 0;
+}
+
+/* The versions of dataset `id` (named `name`) into a's list. */
+static int verify_list_dataset(struct tui *t, struct verify_all *a, int64_t id, const char *name,
+			       mt_error *err)
+{
+	size_t before = a->n;
+	a->listing = name;
+	int rc = mt_catalog_list(t->cat, MT_CAT_VERSIONS, id, NULL, verify_item_fn, a, err);
+	a->listing = NULL;
+	a->ndatasets += a->n > before;
+	return rc;
+}
+
+/* One version's outcome, counted and, unless sound, logged and kept. */
+static void verify_all_note(struct tui_job *j, struct verify_all *a, const struct verify_item *it,
+			    int rc, const char *health, const mt_error *err)
+{
+	const char *what = health;
+	if (rc && rc != MT_ECORRUPT) {
+		a->failed++;
+		what = err->message;
+		tui_job_log(j, "%s@%s: not verified: %s", it->dataset, it->version, what);
+	} else if (!rc) {
+		a->sound++;
+		return;
+	} else if (!strncmp(health, "repairable", 10)) {
+		a->repairable++;
+	} else {
+		a->lost++;
+	}
+	char item[300];
+	snprintf(item, sizeof item, "%s@%s", it->dataset, it->version);
+	mt_error e;
+	if (j->catalog_id)
+		mt_catalog_job_result(j->t->cat, j->catalog_id, item, rc ? rc : MT_ECORRUPT, what, &e);
+}
+
+static int verify_all_run(struct tui_job *j)
+{
+	struct verify_all *a = j->arg;
+	mt_error err = { 0 };
+	mt_store *s = tui_open_bucket(j, &a->ref, &a->stale, &err);
+	if (!s)
+		return tui_job_fail(j, &err);
+	uint64_t total = 0, base = 0;
+	for (size_t i = 0; i < a->n; i++)
+		total += a->v[i].bytes;
+	tui_job_progress(j, 0, total);
+	struct tui_verify_count n = { 0 };
+	int rc = 0;
+	for (size_t i = 0; i < a->n && !rc; i++) {
+		const struct verify_item *it = &a->v[i];
+		mt_catalog_ref ref = { .remote = a->ref.remote, .url = a->ref.url,
+				       .dataset = it->dataset, .version = it->version, .shard = -1 };
+		char health[400] = "";
+		mt_error e = { 0 };
+		int vrc = it->lost ? MT_ECORRUPT
+			  : tui_verify_version(j, s, &ref, 1, base, &n, health, sizeof health, &e);
+		if (it->lost) {
+			snprintf(health, sizeof health, "lost: its manifest (R repairs it from its "
+				 "protection record or another store)");
+			tui_job_log(j, "%s@%s: %s", it->dataset, it->version, health);
+		}
+		base += it->bytes;
+		if (vrc == MT_ECANCELED || tui_job_progress(j, base, 0))
+			rc = MT_ECANCELED;
+		else
+			verify_all_note(j, a, it, vrc, health, &e);
+	}
+	mt_store_close(s);
+	if (rc)
+		return tui_job_fail(j, &(mt_error){ .code = rc });
+	snprintf(j->result, sizeof j->result,
+		 "%zu version%s: %zu sound, %zu repairable, %zu lost or damaged, %zu not verified; "
+		 "%llu shards sound, %llu damaged%s", a->n, a->n == 1 ? "" : "s", a->sound,
+		 a->repairable, a->lost,
+		 a->failed, (unsigned long long)n.ok, (unsigned long long)n.bad,
+		 a->repairable ? " (R repairs)" : "");
+	return a->sound == a->n ? 0 : MT_ECORRUPT;
+}
+
+void tui_verify_all(struct tui *t, int level, int64_t id)
+{
+	struct verify_all *a = app_xcalloc(1, sizeof *a);
+	mt_error err = { 0 };
+	int rc = mt_catalog_locate(t->cat, level, id, &a->ref, &err);
+	if (!rc && level == MT_CAT_DATASETS) {
+		rc = verify_list_dataset(t, a, id, a->ref.dataset, &err);
+	} else if (!rc) {
+		struct dataset_rows d = { 0 };
+		rc = mt_catalog_list(t->cat, MT_CAT_DATASETS, id, NULL, dataset_row_fn, &d, &err);
+		for (size_t i = 0; !rc && i < d.names.n; i++)
+			rc = verify_list_dataset(t, a, d.id[i], d.names.v[i], &err);
+		free(d.id);
+		tui_words_free(&d.names);
+	}
+	if (rc || !a->n) {
+		tui_status(t, 1, "%s", rc ? err.message : "nothing to verify: no version here (r to sync)");
+		verify_all_free(a);
+		return;
+	}
+	char title[160];
+	if (level == MT_CAT_DATASETS)
+		snprintf(title, sizeof title, "verify %.40s:%.80s (%zu version%s)", a->ref.remote,
+			 a->ref.dataset, a->n, a->n == 1 ? "" : "s");
+	else
+		snprintf(title, sizeof title, "verify %.40s: every dataset (%zu, %zu versions)",
+			 a->ref.remote, a->ndatasets, a->n);
+	tui_job_start(t, "verify", title, "bytes", verify_all_run, NULL, a, verify_all_free);
 }
 
 #define OLD_BUCKET "; its remote points elsewhere now, so r drops the bucket from the catalog"

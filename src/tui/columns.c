@@ -11,15 +11,19 @@ static const struct tui_col remote_cols[] = {
 	{ "REMOTE", COL_TEXT }, { "URL", COL_TEXT }, { "STATE", COL_ONLINE },
 	{ "DATASETS", COL_COUNT }, { "SYNCED", COL_TEXT }, { "ERROR", COL_TEXT },
 };
+/* A dataset's or bucket's health, the worst of its versions', comes right
+ * after the counts: on a narrow screen it outranks sizes and dates. */
 static const struct tui_col bucket_cols[] = {
 	{ "BUCKET", COL_TEXT }, { "DATASETS", COL_COUNT }, { "VERSIONS", COL_COUNT },
-	{ "STORED", COL_BYTES },
+	{ "HEALTH", COL_HEALTH }, { "STORED", COL_BYTES },
 };
+static const unsigned char bucket_order[] = { 0, 1, 2, 4, 3 };
 static const struct tui_col dataset_cols[] = {
-	{ "DATASET", COL_TEXT }, { "VERSIONS", COL_COUNT }, { "LATEST", COL_TEXT },
-	{ "ROWS", COL_COUNT },   { "STORED", COL_BYTES },   { "TAGS", COL_TEXT },
-	{ "DESCRIPTION", COL_TEXT },
+	{ "DATASET", COL_TEXT }, { "VERSIONS", COL_COUNT }, { "HEALTH", COL_HEALTH },
+	{ "LATEST", COL_TEXT },  { "ROWS", COL_COUNT },	    { "STORED", COL_BYTES },
+	{ "TAGS", COL_TEXT },	 { "DESCRIPTION", COL_TEXT },
 };
+static const unsigned char dataset_order[] = { 0, 1, 7, 2, 3, 4, 5, 6 };
 static const struct tui_col version_cols[] = {
 	{ "VERSION", COL_TEXT },   { "CREATED", COL_TEXT },    { "ROWS", COL_COUNT },
 	{ "SHARDS", COL_COUNT },   { "STORED", COL_BYTES },    { "HEALTH", COL_HEALTH },
@@ -90,8 +94,9 @@ static const struct {
 	const unsigned char *order;
 	size_t ncat; /* the catalog's columns */
 } levels[MT_CAT_NLEVELS] = {
-	[MT_CAT_REMOTES] = COLS(remote_cols),  [MT_CAT_BUCKETS] = COLS(bucket_cols),
-	[MT_CAT_DATASETS] = COLS(dataset_cols),
+	[MT_CAT_REMOTES] = COLS(remote_cols),
+	[MT_CAT_BUCKETS] = COLS_ORDER(bucket_cols, bucket_order, 5),
+	[MT_CAT_DATASETS] = COLS_ORDER(dataset_cols, dataset_order, 8),
 	[MT_CAT_VERSIONS] = COLS_ORDER(version_cols, version_order, 13),
 	[MT_CAT_SHARDS] = COLS_ORDER(shard_cols, shard_order, 8), [MT_CAT_ATTRS] = COLS(attr_cols),
 	[MT_CAT_VERSION] = COLS(field_cols),   [MT_CAT_SHARD] = COLS(field_cols),
@@ -221,8 +226,11 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	if (level == MT_CAT_VERSIONS && src == 5 && v && v[0])
 		return parent_cell(cols, v, buf, cap);
 	/* Every version removed, its shards not yet collected. */
-	if (level == MT_CAT_DATASETS && c == 2 && cols[1] && !strcmp(cols[1], "0"))
+	if (level == MT_CAT_DATASETS && src == 2 && cols[1] && !strcmp(cols[1], "0"))
 		return "(removed)";
+	/* No version to judge: nothing was left unchecked either. */
+	if (!v && kind == COL_HEALTH && (level == MT_CAT_DATASETS || level == MT_CAT_BUCKETS))
+		return "-";
 	if (!v)
 		return none_text(kind);
 	if (kind == COL_ONLINE)
@@ -244,7 +252,7 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
  * damage nothing can rebuild (or not yet known to be rebuildable) trouble. */
 static int health_role(const char *state)
 {
-	if (!state)
+	if (!state || !strcmp(state, "unverified"))
 		return R_NORMAL;
 	if (!strcmp(state, "sound") || !strcmp(state, "rebuilt"))
 		return R_GOOD;
@@ -258,6 +266,10 @@ int tui_row_role(int level, const char *const *cols)
 		return R_OFFLINE;
 	if (level == MT_CAT_DATASETS && cols[1] && !strcmp(cols[1], "0"))
 		return R_DIM;
+	/* A dataset or bucket stands out only for damage: sound is the rule. */
+	if ((level == MT_CAT_DATASETS || level == MT_CAT_BUCKETS) &&
+	    health_role(cols[level == MT_CAT_DATASETS ? 7 : 4]) != R_GOOD)
+		return health_role(cols[level == MT_CAT_DATASETS ? 7 : 4]);
 	if (level == MT_CAT_VERSIONS)
 		return health_role(cols[10]);
 	if (level == MT_CAT_SHARDS && cols[6])

@@ -136,9 +136,19 @@ int tui_cli_command(struct tui *t, const char *word, const char *rest)
 	char spec[512], arg[256];
 	next_word(&rest, spec, sizeof spec);
 	next_word(&rest, arg, sizeof arg);
+	/* :verify alone: the dataset or bucket under the cursor, as v there. */
+	int level;
+	int64_t row;
+	if (!spec[0] && cli_commands[i].action == ACT_VERIFY &&
+	    tui_list_cursor(tui_top(t), &level, &row) &&
+	    (level == MT_CAT_DATASETS || level == MT_CAT_BUCKETS)) {
+		tui_verify_all(t, level, row);
+		return 1;
+	}
 	if (!spec[0]) {
 		tui_status(t, 1, "usage: :%s DATASET[@VERSION]%s", word,
-			   !strcmp(word, "export") ? " ATTRIBUTE" : !strcmp(word, "diff") ? " [VERSION]" : "");
+			   !strcmp(word, "export") ? " ATTRIBUTE" : !strcmp(word, "diff") ? " [VERSION]"
+			   : !strcmp(word, "verify") ? " (or on a dataset or bucket row)" : "");
 		return 1;
 	}
 	int64_t id = spec_version(t, spec);

@@ -13,6 +13,7 @@ struct heal_job {
 	int k, m; /* protect: the parity */
 	int stale;
 	struct app_health health;
+	struct tui_words datasets; /* a bucket's repair: every dataset (ref.dataset NULL) */
 };
 
 static void heal_free(void *arg)
@@ -22,6 +23,7 @@ static void heal_free(void *arg)
 		return;
 	mt_catalog_ref_free(&h->ref);
 	app_health_free(&h->health);
+	tui_words_free(&h->datasets);
 	free(h);
 }
 
@@ -40,14 +42,20 @@ static struct heal_job *heal_new(struct tui *t, int64_t version_id, const char *
 
 /* The catalog learns the version again (its protection), then what was
  * found.  An old bucket is not synced under its remote's name. */
-static void heal_record(struct tui_job *j, mt_store *s)
+static void heal_record_dataset(struct tui_job *j, mt_store *s, const char *dataset,
+				struct app_health *health)
 {
 	struct heal_job *h = j->arg;
 	mt_error err = { 0 };
 	if (!h->stale)
-		mt_catalog_sync(j->t->cat, h->ref.remote, s, h->ref.dataset, 0, NULL, NULL, NULL,
-				&err);
-	app_health_record(&h->health, j->t->cat, h->ref.url, h->ref.dataset);
+		mt_catalog_sync(j->t->cat, h->ref.remote, s, dataset, 0, NULL, NULL, NULL, &err);
+	app_health_record(health, j->t->cat, h->ref.url, dataset);
+}
+
+static void heal_record(struct tui_job *j, mt_store *s)
+{
+	struct heal_job *h = j->arg;
+	heal_record_dataset(j, s, h->ref.dataset, &h->health);
 }
 
 /* ---- repair ---- */
@@ -66,9 +74,12 @@ static void repair_log(void *ud, const mt_repair_report *r)
 			 (unsigned long long)r->first_row,
 			 (unsigned long long)(r->first_row + r->rows - (r->rows > 0)));
 	app_human_bytes(r->bytes_read, read, sizeof read);
-	/* A whole dataset's repair names the version of each. */
-	char ver[160] = "";
-	if (!h->ref.version)
+	/* A whole dataset's repair names the version of each; a bucket's, the
+	 * dataset too. */
+	char ver[300] = "";
+	if (h->datasets.n)
+		snprintf(ver, sizeof ver, "%s@%s: ", r->dataset, r->version);
+	else if (!h->ref.version)
 		snprintf(ver, sizeof ver, "%s: ", r->version);
 	if (r->state == MT_REPAIR_UNREPAIRABLE)
 		tui_job_log(j, "%sLOST %s%s: %s", ver, kinds[r->kind <= MT_REPAIR_TENSOR ? r->kind : 0], what,
@@ -80,6 +91,58 @@ static void repair_log(void *ud, const mt_repair_report *r)
 			    r->problem ? r->problem : "damaged");
 }
 
+/* What a version lost, for the job's result: "; lost v2 shard 1 (...)". */
+static void repair_lost(const struct heal_job *h, const struct app_health *health,
+			const char *dataset, char *lost, size_t cap)
+{
+	for (size_t i = 0; i < health->nv; i++) {
+		const struct app_health_version *v = &health->v[i];
+		size_t len = strlen(lost);
+		if (v->lost[0] && len < cap - 1)
+			snprintf(lost + len, cap - len, "; lost %s%s%s%s%s",
+				 h->datasets.n ? dataset : "", h->datasets.n ? "@" : "",
+				 h->ref.version ? "" : v->version, h->ref.version ? "" : " ",
+				 v->lost);
+	}
+}
+
+/* A bucket's repair: progress is in datasets, each repair only asked
+ * whether to stop. */
+static int repair_cancel_only(void *ud, uint64_t done, uint64_t total)
+{
+	struct tui_job *j = ud;
+	return atomic_load(&j->cancel);
+}
+
+/* Repair dataset (every version, or h's) in s, adding to *sum and lost. */
+static int repair_dataset(struct tui_job *j, mt_store *s, const char *dataset,
+			  mt_repair_stats *sum, char *lost, size_t cap, mt_error *err)
+{
+	struct heal_job *h = j->arg;
+	struct app_health health;
+	app_health_init(&health, "repair", 0);
+	mt_repair_opts o;
+	mt_repair_opts_init(&o);
+	o.use_remotes = 1;
+	o.progress = h->datasets.n ? repair_cancel_only : tui_job_progress;
+	o.progress_ud = j;
+	o.report = repair_log;
+	o.report_ud = j;
+	mt_repair_stats st = { 0 };
+	int rc = app_repair(s, dataset, h->ref.version, &o, &health, &st, err);
+	if (!rc || rc == MT_ECORRUPT) {
+		heal_record_dataset(j, s, dataset, &health);
+		repair_lost(h, &health, dataset, lost, cap);
+	}
+	app_health_free(&health);
+	sum->objects += st.objects;
+	sum->damaged += st.damaged;
+	sum->rebuilt += st.rebuilt;
+	sum->unrepairable += st.unrepairable;
+	sum->bytes_read += st.bytes_read;
+	return rc;
+}
+
 static int repair_run(struct tui_job *j)
 {
 	struct heal_job *h = j->arg;
@@ -87,31 +150,32 @@ static int repair_run(struct tui_job *j)
 	mt_store *s = tui_open_bucket(j, &h->ref, &h->stale, &err);
 	if (!s)
 		return tui_job_fail(j, &err);
-	mt_repair_opts o;
-	mt_repair_opts_init(&o);
-	o.use_remotes = 1;
-	o.progress = tui_job_progress;
-	o.progress_ud = j;
-	o.report = repair_log;
-	o.report_ud = j;
 	mt_repair_stats st = { 0 };
-	int rc = app_repair(s, h->ref.dataset, h->ref.version, &o, &h->health, &st, &err);
-	if (!rc || rc == MT_ECORRUPT)
-		heal_record(j, s);
+	char line[256], lost[300] = "";
+	int rc = 0, failed = 0;
+	if (!h->datasets.n)
+		rc = repair_dataset(j, s, h->ref.dataset, &st, lost, sizeof lost, &err);
+	for (size_t i = 0; i < h->datasets.n && rc != MT_ECANCELED; i++) {
+		mt_error e = { 0 };
+		int drc = repair_dataset(j, s, h->datasets.v[i], &st, lost, sizeof lost, &e);
+		tui_job_progress(j, i + 1, h->datasets.n);
+		if (drc && drc != MT_ECORRUPT && drc != MT_ECANCELED) {
+			tui_job_log(j, "%s: not repaired: %s", h->datasets.v[i], e.message);
+			failed++;
+		}
+		if (drc && (!rc || rc == MT_ECORRUPT))
+			rc = drc == MT_ECANCELED ? drc : MT_ECORRUPT;
+		if (drc && !err.code)
+			err = e;
+	}
 	mt_store_close(s);
 	if (rc && rc != MT_ECORRUPT)
 		return tui_job_fail(j, &err);
-	char line[256], lost[300] = "";
-	for (size_t i = 0; i < h->health.nv; i++) {
-		const struct app_health_version *v = &h->health.v[i];
-		size_t len = strlen(lost);
-		if (v->lost[0] && len < sizeof lost - 1)
-			snprintf(lost + len, sizeof lost - len, "; lost %s%s%s",
-				 h->ref.version ? "" : v->version, h->ref.version ? "" : " ",
-				 v->lost);
-	}
-	snprintf(j->result, sizeof j->result, "%s: %s%.300s", rc ? "lost" : "sound",
-		 app_repair_summary(&st, 0, line, sizeof line), lost);
+	char fails[64] = "";
+	if (failed)
+		snprintf(fails, sizeof fails, "; %d datasets not repaired (see the log)", failed);
+	snprintf(j->result, sizeof j->result, "%s: %s%s%.300s", rc ? "lost" : "sound",
+		 app_repair_summary(&st, 0, line, sizeof line), fails, lost);
 	return rc;
 }
 
@@ -161,15 +225,53 @@ static int protect_run(struct tui_job *j)
 
 static void heal_title(char *buf, size_t cap, const char *verb, const struct heal_job *h)
 {
-	snprintf(buf, cap, "%s %s:%s%s%s", verb, h->ref.remote, h->ref.dataset,
-		 h->ref.version ? "@" : "", h->ref.version ? h->ref.version : "");
+	if (!h->ref.dataset)
+		snprintf(buf, cap, "%s %s: every dataset (%zu)", verb, h->ref.remote,
+			 h->datasets.n);
+	else
+		snprintf(buf, cap, "%s %s:%s%s%s", verb, h->ref.remote, h->ref.dataset,
+			 h->ref.version ? "@" : "", h->ref.version ? h->ref.version : "");
 }
 
 static void repair_begin(struct tui *t, struct heal_job *h)
 {
 	char title[160];
 	heal_title(title, sizeof title, "repair", h);
-	tui_job_start(t, "repair", title, "bytes", repair_run, NULL, h, heal_free);
+	tui_job_start(t, "repair", title, h->datasets.n ? "datasets" : "bytes", repair_run, NULL,
+		      h, heal_free);
+}
+
+/* The datasets of a bucket that still have versions. */
+static int live_dataset_fn(void *ud, const mt_catalog_row *row)
+{
+	if (row->cols[0] && row->cols[1] && strcmp(row->cols[1], "0"))
+		tui_words_add(ud, row->cols[0]);
+	return 0;
+}
+
+void tui_repair_all(struct tui *t, int level, int64_t id)
+{
+	if (t->read_only) {
+		tui_status(t, 1, "read-only: repair writes rebuilt objects to the store");
+		return;
+	}
+	struct heal_job *h = app_xcalloc(1, sizeof *h);
+	mt_error err = { 0 };
+	app_health_init(&h->health, "repair", 0);
+	if (mt_catalog_locate(t->cat, level, id, &h->ref, &err)) {
+		tui_status(t, 1, "%s", err.message);
+		heal_free(h);
+		return;
+	}
+	if (level == MT_CAT_BUCKETS &&
+	    (mt_catalog_list(t->cat, MT_CAT_DATASETS, id, NULL, live_dataset_fn, &h->datasets,
+			     &err) || !h->datasets.n)) {
+		tui_status(t, 1, "nothing to repair: the catalog lists no dataset in %s (r to sync)",
+			   h->ref.url);
+		heal_free(h);
+		return;
+	}
+	repair_begin(t, h);
 }
 
 void tui_repair_start(struct tui *t, int64_t version_id)
@@ -295,15 +397,24 @@ void tui_heal_command(struct tui *t, const char *word, const char *rest)
 	while (*p == ' ')
 		p++;
 	snprintf(parity, sizeof parity, "%.*s", (int)strcspn(p, " "), p);
+	/* :repair alone: the dataset or bucket under the cursor, as R there. */
+	int level;
+	int64_t id;
+	if (!spec[0] && !protect && tui_list_cursor(tui_top(t), &level, &id) &&
+	    (level == MT_CAT_DATASETS || level == MT_CAT_BUCKETS)) {
+		tui_repair_all(t, level, id);
+		return;
+	}
 	if (!spec[0] || (protect && !parity[0])) {
-		tui_status(t, 1, "usage: :%s DATASET[@VERSION]%s", word, protect ? " K+M" : "");
+		tui_status(t, 1, "usage: :%s DATASET[@VERSION]%s%s", word, protect ? " K+M" : "",
+			   protect ? "" : " (or on a dataset or bucket row)");
 		return;
 	}
 	if (!protect) {
 		repair_command(t, spec);
 		return;
 	}
-	int64_t id = command_version(t, spec);
+	id = command_version(t, spec);
 	if (id)
 		tui_protect_start(t, id, parity);
 }

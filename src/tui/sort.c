@@ -11,8 +11,8 @@
  * -1 where the level has no such thing. */
 static const signed char sort_cols[MT_CAT_NLEVELS][TUI_SORT_N] = {
 	[MT_CAT_REMOTES] = { -1, -1, -1, -1, -1 },
-	[MT_CAT_BUCKETS] = { -1, 0, 3, -1, -1 },
-	[MT_CAT_DATASETS] = { -1, 0, 4, -1, -1 },
+	[MT_CAT_BUCKETS] = { -1, 0, 3, -1, 4 },
+	[MT_CAT_DATASETS] = { -1, 0, 4, -1, 7 },
 	[MT_CAT_VERSIONS] = { -1, 0, 4, 1, 10 },
 	[MT_CAT_SHARDS] = { -1, 1, 4, -1, 6 },
 	[MT_CAT_ATTRS] = { -1, -1, -1, -1, -1 },
@@ -53,8 +53,8 @@ const char *tui_sort_name(int sort)
  * versions and those never checked. */
 static int health_rank(const char *s)
 {
-	static const char *const order[] = { "unrepairable", "damaged", "repairable", "rebuilt",
-					     "sound" };
+	static const char *const order[] = { "unrepairable", "damaged", "repairable", "unverified",
+					     "rebuilt", "sound" };
 	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
 		if (!strcmp(s, order[i]))
 			return (int)i;

@@ -417,6 +417,25 @@ void tui_heal_command(struct tui *t, const char *word, const char *rest);
  * the log, the catalog and `state`. */
 void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int verify_rc,
 		       uint64_t shards, char *state, size_t cap);
+/* Shards a verify job found sound and damaged. */
+struct tui_verify_count {
+	uint64_t ok, bad;
+};
+/* Verify dataset@version (ref) in s as part of job j (actions.c): a line
+ * and a job result for each damaged shard (naming the version when named),
+ * every shard's result written to the catalog in one transaction, then
+ * tui_verify_health into health.  Progress goes to j from base bytes on.
+ * Returns 0, MT_ECORRUPT (damage found) or the error that stopped it. */
+int tui_verify_version(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int named,
+		       uint64_t base, struct tui_verify_count *n, char *health, size_t cap,
+		       mt_error *err);
+/* v, R, :verify and :repair on a dataset or bucket row (level
+ * MT_CAT_DATASETS or MT_CAT_BUCKETS): every version of the dataset, or of
+ * every dataset of the bucket, as one job with progress and a summary;
+ * verify's log has a line per damaged shard and version, repair's one per
+ * object rebuilt or lost.  A repair is refused, saying why, when read-only. */
+void tui_verify_all(struct tui *t, int level, int64_t id);
+void tui_repair_all(struct tui *t, int level, int64_t id);
 /* The catalog's row of dataset in the default store; 0 when none. */
 int64_t tui_find_dataset(struct tui *t, const char *dataset);
 /* The catalog's row of the default store's bucket; 0 when not synced. */

@@ -789,6 +789,20 @@ static int list_ckpt_key(struct tui *t, struct list *l, enum tui_action a)
 	return 1;
 }
 
+/* v and R on a dataset or bucket row: every version of it, as one job;
+ * 0 where the rows are neither. */
+static int list_all_key(struct tui *t, struct list *l, enum tui_action a)
+{
+	if (l->src != SRC_CATALOG || (l->level != MT_CAT_DATASETS && l->level != MT_CAT_BUCKETS) ||
+	    l->cur >= l->n || (a != ACT_VERIFY && a != ACT_REPAIR))
+		return 0;
+	if (a == ACT_VERIFY)
+		tui_verify_all(t, l->level, l->rows[l->cur].id);
+	else
+		tui_repair_all(t, l->level, l->rows[l->cur].id);
+	return 1;
+}
+
 static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 {
 	struct list *l = (struct list *)v;
@@ -860,7 +874,7 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_VERIFY:
 	case ACT_DELETE:
 	case ACT_REPAIR:
-		if (list_ckpt_key(t, l, a))
+		if (list_ckpt_key(t, l, a) || list_all_key(t, l, a))
 			return V_HANDLED;
 		__attribute__((fallthrough));
 	case ACT_COPY:

@@ -207,9 +207,10 @@ static void test_sort(struct tui *t)
 	       tui_sort_next(MT_CAT_VERSIONS, TUI_SORT_DATE) == TUI_SORT_HEALTH &&
 	       tui_sort_next(MT_CAT_VERSIONS, TUI_SORT_HEALTH) == TUI_SORT_NONE,
 	       "versions sort by name, size, date and health, then back");
-	tap_ok(tui_sort_next(MT_CAT_DATASETS, TUI_SORT_SIZE) == TUI_SORT_NONE &&
+	tap_ok(tui_sort_next(MT_CAT_DATASETS, TUI_SORT_SIZE) == TUI_SORT_HEALTH &&
+	       tui_sort_next(MT_CAT_DATASETS, TUI_SORT_HEALTH) == TUI_SORT_NONE &&
 	       tui_sort_next(MT_CAT_REMOTES, TUI_SORT_NONE) == TUI_SORT_NONE,
-	       "datasets have no date or health order; remotes none at all");
+	       "datasets have no date order, a health one; remotes none at all");
 	tap_ok(tui_sort_cmp(TUI_SORT_NAME, "v2", "v10") < 0, "names in version order: v2 < v10");
 	tap_ok(tui_sort_cmp(TUI_SORT_SIZE, "900", "1000") > 0, "the largest first");
 	tap_ok(tui_sort_cmp(TUI_SORT_DATE, "2026-01-02T00:00:00Z", "2026-01-01T00:00:00Z") < 0,
@@ -227,6 +228,8 @@ static void test_sort(struct tui *t)
 	free(s);
 	keys(t, "o");
 	tap_ok(shows(t, "(by size)") && shows(t, "sorted by size"), "then by size");
+	keys(t, "o");
+	tap_ok(shows(t, "(by health)"), "then by health, the worst first");
 	keys(t, "o");
 	tap_ok(!has(t, "(by ") && shows(t, "sorted by catalog order"), "then as the catalog lists them");
 	keys(t, "\x1b\x1b");
@@ -416,7 +419,8 @@ int main(void)
 	tap_ok(shows(&t, "job history") && shows(&t, "verify") && shows(&t, "tags"),
 	       ":history lists the jobs recorded in the catalog");
 	keys(&t, "/verify\n\n");
-	tap_ok(shows(&t, "shard 0") && shows(&t, "ok"), "with each verified shard's result");
+	tap_ok(shows(&t, "tiny@v1") && shows(&t, "ok"),
+	       "with the version's result (a line per damaged shard, none here)");
 	keys(&t, "\x1b\x1b");
 	keys(&t, ":");
 	keys(&t, "frobnicate\n");

@@ -57,6 +57,19 @@ struct level {
 	" checks WHERE version_id = v.id AND kind = 'repair' ORDER BY id DESC LIMIT 1)"    \
 	" AS lastrepair"
 
+/* The worst state of the versions `where` picks (alias v): a version whose
+ * manifest is lost, or with damage nothing can rebuild, is 'unrepairable';
+ * then 'damaged', 'repairable', 'unverified' (never checked) and 'sound' (a
+ * rebuilt version is sound again); NULL when there is no version.  One
+ * aggregate over each version's last check, as the versions list reads it. */
+#define WORST_HEALTH(where)                                                                  \
+	"(SELECT CASE max(r) WHEN 4 THEN 'unrepairable' WHEN 3 THEN 'damaged' WHEN 2 THEN"   \
+	" 'repairable' WHEN 1 THEN 'unverified' WHEN 0 THEN 'sound' END FROM (SELECT CASE"   \
+	" WHEN v.manifest_size < 0 THEN 4 ELSE coalesce((SELECT CASE " CHECK_STATE("k.")     \
+	" WHEN 'unrepairable' THEN 4 WHEN 'damaged' THEN 3 WHEN 'repairable' THEN 2 ELSE 0"  \
+	" END FROM checks k WHERE k.version_id = v.id ORDER BY k.id DESC LIMIT 1), 1) END"   \
+	" AS r FROM versions v WHERE " where "))"
+
 /* Field rows of one version: (name, value) pairs in display order. */
 #define FIELD(name, expr) "SELECT 0, " name ", " expr " FROM v UNION ALL "
 
@@ -81,14 +94,16 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		"  WHERE b.remote_id = r.id), r.synced, r.error FROM remotes r WHERE 1"
 		LIKE_FILTER("r.name LIKE ?2 ESCAPE '\\' OR r.url LIKE ?2 ESCAPE '\\'")
 		" ORDER BY r.name = 'local' DESC, r.name"},
-	[MT_CAT_BUCKETS] = {4,
+	[MT_CAT_BUCKETS] = {5,
 		"SELECT b.id, b.url, count(d.id), coalesce(sum(d.nversions), 0),"
-		" coalesce(sum(d.stored_bytes), 0) FROM buckets b LEFT JOIN datasets d"
+		" coalesce(sum(d.stored_bytes), 0), " WORST_HEALTH("v.dataset_id IN (SELECT"
+		" hd.id FROM datasets hd WHERE hd.bucket_id = b.id)")
+		" FROM buckets b LEFT JOIN datasets d"
 		" ON d.bucket_id = b.id WHERE b.remote_id = ?1"
 		LIKE_FILTER("b.url LIKE ?2 ESCAPE '\\'") " GROUP BY b.id ORDER BY b.url"},
-	[MT_CAT_DATASETS] = {7,
-		"SELECT id, name, nversions, latest, rows, stored_bytes, tags, description"
-		" FROM datasets WHERE bucket_id = ?1"
+	[MT_CAT_DATASETS] = {8,
+		"SELECT d.id, name, nversions, latest, rows, stored_bytes, tags, description, "
+		WORST_HEALTH("v.dataset_id = d.id") " FROM datasets d WHERE bucket_id = ?1"
 		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
 			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
 	[MT_CAT_VERSIONS] = {13,

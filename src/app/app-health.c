@@ -88,14 +88,15 @@ static void health_shard(struct app_health *h, const mt_repair_report *r, int st
 static void health_lost(struct app_health_version *v, const mt_repair_report *r)
 {
 	static const char *const kinds[] = { "shard", "parity object", "manifest",
-					     "protection record", "tensor" };
+					     "protection record", "tensor", "fragment" };
 	char item[96];
-	if (r->kind == MT_REPAIR_SHARD)
-		snprintf(item, sizeof item, "shard %zu (rows %llu..%llu)", r->number,
+	if (r->kind == MT_REPAIR_SHARD || r->kind == MT_REPAIR_FRAGMENT)
+		snprintf(item, sizeof item, "%s %zu (rows %llu..%llu)",
+			 r->kind == MT_REPAIR_SHARD ? "shard" : "fragment", r->number,
 			 (unsigned long long)r->first_row,
 			 (unsigned long long)(r->first_row + r->rows - (r->rows > 0)));
 	else
-		snprintf(item, sizeof item, "%s", kinds[r->kind <= MT_REPAIR_TENSOR ? r->kind : 0]);
+		snprintf(item, sizeof item, "%s", kinds[r->kind <= MT_REPAIR_FRAGMENT ? r->kind : 0]);
 	health_append(v->lost, sizeof v->lost, item);
 }
 

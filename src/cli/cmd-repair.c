@@ -18,7 +18,8 @@ static const struct cli_option repair_options[] = {
 	{ NULL, 0, NULL, NULL },
 };
 
-static const char *const repair_kinds[] = { "shard", "parity", "manifest", "record", "tensor" };
+static const char *const repair_kinds[] = { "shard", "parity", "manifest", "record", "tensor",
+					     "fragment" };
 
 struct repair_out {
 	pthread_mutex_t lock;
@@ -34,7 +35,7 @@ static void repair_line(const mt_repair_report *r, int dry_run, const char *pref
 	char what[64] = "";
 	if (r->kind == MT_REPAIR_TENSOR)
 		snprintf(what, sizeof what, " %zu", r->number);
-	else if (r->kind == MT_REPAIR_SHARD)
+	else if (r->kind == MT_REPAIR_SHARD || r->kind == MT_REPAIR_FRAGMENT)
 		snprintf(what, sizeof what, " %zu (rows %" PRIu64 "..%" PRIu64 ")", r->number,
 			 r->first_row, r->first_row + r->rows - (r->rows > 0));
 	else if (r->kind == MT_REPAIR_PARITY)

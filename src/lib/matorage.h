@@ -307,7 +307,10 @@ MT_API int mt_store_delete_version(mt_store *s, const char *dataset, const char 
  * format 2"): the same rows, shards and name, its shard entries moved into
  * fragments.  *changed is 1, or 0 when it was format 2 already.  Taken as a
  * writer takes the dataset (its fragments pinned against gc), then the
- * manifest replaced at once.  MT_EUNSUPPORTED for a protected version. */
+ * manifest replaced at once.  A protected version keeps its protection: its
+ * record is written again for the root and the fragments (the shards'
+ * parity reused, the fragments' coded); a record that cannot be read is
+ * MT_ECORRUPT before anything is written. */
 MT_API int mt_store_upgrade(mt_store *s, const char *dataset, const char *version, int *changed,
 			    mt_error *err);
 
@@ -428,7 +431,8 @@ MT_API int mt_protect_info(mt_store *s, const char *dataset, const char *version
 
 /* What an object of a version is, for mt_repair's reports. */
 enum { MT_REPAIR_SHARD, MT_REPAIR_PARITY, MT_REPAIR_MANIFEST, MT_REPAIR_RECORD,
-       MT_REPAIR_TENSOR /* a model's tensor object (mt_ckpt_repair) */ };
+       MT_REPAIR_TENSOR, /* a model's tensor object (mt_ckpt_repair) */
+       MT_REPAIR_FRAGMENT /* a fragment of a format-2 manifest */ };
 /* What became of it: sound as found; rebuilt and written back; (dry run)
  * damaged and rebuildable from `source`; damaged and not rebuildable. */
 enum { MT_REPAIR_SOUND, MT_REPAIR_REBUILT, MT_REPAIR_REPAIRABLE, MT_REPAIR_UNREPAIRABLE };
@@ -442,8 +446,8 @@ typedef struct mt_repair_report {
 	const char *source;    /* what rebuilt it: a store's URL, "parity" or
 				* "protection record"; NULL when nothing did */
 	uint64_t bytes_read;   /* read to check and rebuild it (its own read included) */
-	size_t number;         /* shards: the shard's number; parity: its group's */
-	uint64_t first_row, rows; /* shards: the rows of the version it holds */
+	size_t number;         /* shards, fragments: its number; parity: its group's */
+	uint64_t first_row, rows; /* shards, fragments: the rows of the version it holds */
 	const char *problem;   /* what was wrong with it; NULL when sound */
 } mt_repair_report;
 typedef void (*mt_repair_fn)(void *ud, const mt_repair_report *r);

@@ -63,13 +63,13 @@ static void heal_record(struct tui_job *j, mt_store *s)
 static void repair_log(void *ud, const mt_repair_report *r)
 {
 	static const char *const kinds[] = { "shard", "parity object", "manifest",
-					     "protection record", "tensor" };
+					     "protection record", "tensor", "fragment" };
 	struct tui_job *j = ud;
 	struct heal_job *h = j->arg;
 	if (r->state == MT_REPAIR_SOUND)
 		return;
 	char what[64] = "", read[32];
-	if (r->kind == MT_REPAIR_SHARD)
+	if (r->kind == MT_REPAIR_SHARD || r->kind == MT_REPAIR_FRAGMENT)
 		snprintf(what, sizeof what, " %zu (rows %llu..%llu)", r->number,
 			 (unsigned long long)r->first_row,
 			 (unsigned long long)(r->first_row + r->rows - (r->rows > 0)));
@@ -82,12 +82,12 @@ static void repair_log(void *ud, const mt_repair_report *r)
 	else if (!h->ref.version)
 		snprintf(ver, sizeof ver, "%s: ", r->version);
 	if (r->state == MT_REPAIR_UNREPAIRABLE)
-		tui_job_log(j, "%sLOST %s%s: %s", ver, kinds[r->kind <= MT_REPAIR_TENSOR ? r->kind : 0], what,
+		tui_job_log(j, "%sLOST %s%s: %s", ver, kinds[r->kind <= MT_REPAIR_FRAGMENT ? r->kind : 0], what,
 			    r->problem ? r->problem : "damaged");
 	else
 		tui_job_log(j, "%s%s %s%s from %s, %s read: %s", ver,
 			    r->state == MT_REPAIR_REBUILT ? "rebuilt" : "repairable",
-			    kinds[r->kind <= MT_REPAIR_TENSOR ? r->kind : 0], what, r->source ? r->source : "?", read,
+			    kinds[r->kind <= MT_REPAIR_FRAGMENT ? r->kind : 0], what, r->source ? r->source : "?", read,
 			    r->problem ? r->problem : "damaged");
 }
 

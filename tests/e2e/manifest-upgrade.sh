@@ -67,8 +67,9 @@ done
 check "an append to an upgraded version is format 2" bash -c "$M put u x=$WORK/y.npy --append && grep -q '\"format\":2' $S/datasets/u/versions/v4.json && $M verify u@v4"
 
 check "protect a format-1 version" bash -c "MATORAGE_MANIFEST_FORMAT=1 $M put p x=$WORK/x.npy --shard-rows 4 && $M protect p --parity 4+2"
-fails "upgrade of a protected version is refused" 1 "p@v1 is protected" $M upgrade p@v1
-ok $(grep -q '"format":1' "$S/datasets/p/versions/v1.json"; echo $?) "the refused version is still format 1"
+check "upgrade of a protected version carries its protection" bash -c "$M upgrade p@v1 | grep -q 'p@v1: upgraded to manifest format 2'"
+ok $(grep -q '"format":2' "$S/datasets/p/versions/v1.json" && grep -q '^{"format":2,' "$S/datasets/p/protect/v1.json"; echo $?) "its root and its record are format 2"
+check "the upgraded protected version verifies" $M verify p@v1
 fails "upgrade of a missing version" 1 "u@v9" $M upgrade u@v9
 fails "upgrade with no dataset" 2 "upgrade" $M upgrade
 done_testing

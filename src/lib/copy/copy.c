@@ -333,23 +333,22 @@ static int copy_rec_source(copy_ctx *c, const char *dataset, const char *version
  * like shards, they are checked and skipped the same way. */
 static int copy_plan_parity(copy_ctx *c, const char *dataset, const mti_prec *p, mt_error *err)
 {
-	size_t n = p->ngroups * (size_t)p->m;
+	size_t n = mti_prec_nparity(p); /* a format-2 record's fragment groups' too */
 	copy_shard *sh = realloc(c->shards, (c->nshards + n + 1) * sizeof *sh);
 	if (!sh)
 		return mti_err(err, MT_ENOMEM, "copy: out of memory");
 	c->shards = sh;
-	for (size_t g = 0; g < p->ngroups; g++)
-		for (int r = 0; r < p->m; r++) {
-			const mti_pparity *pp = &p->groups[g].parity[r];
-			copy_shard *to = &c->shards[c->nshards];
-			memset(to, 0, sizeof *to);
-			if (!(to->key = mti_key_parity(dataset, pp->sha256)))
-				return mti_err(err, MT_ENOMEM, "copy: out of memory");
-			to->sha256 = pp->sha256;
-			to->bytes = pp->bytes;
-			to->parity = 1;
-			c->nshards++;
-		}
+	for (size_t i = 0; i < n; i++) {
+		const mti_pparity *pp = mti_prec_parity(p, i);
+		copy_shard *to = &c->shards[c->nshards];
+		memset(to, 0, sizeof *to);
+		if (!(to->key = mti_key_parity(dataset, pp->sha256)))
+			return mti_err(err, MT_ENOMEM, "copy: out of memory");
+		to->sha256 = pp->sha256;
+		to->bytes = pp->bytes;
+		to->parity = 1;
+		c->nshards++;
+	}
 	return 0;
 }
 

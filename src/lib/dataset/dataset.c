@@ -1221,9 +1221,8 @@ static int gc_reference_protection(struct gc_state *g, const char *dataset, cons
 		g->keep_parity = 1;
 		return rc;
 	}
-	for (size_t i = 0; !rc && i < p->ngroups; i++)
-		for (int r = 0; !rc && r < p->m; r++)
-			rc = gc_push(g, mti_key_parity(dataset, p->groups[i].parity[r].sha256), err);
+	for (size_t i = 0; !rc && i < mti_prec_nparity(p); i++)
+		rc = gc_push(g, mti_key_parity(dataset, mti_prec_parity(p, i)->sha256), err);
 	mt_manifest *m = NULL;
 	if (!rc && orphan && !(rc = mti_manifest_decode(p->manifest, p->manifest_len, version, &m,
 							err)) &&

@@ -68,6 +68,11 @@ MT_LOCAL int mti_writer_set_salvage(mt_writer *w, const char *from, const uint64
  * after the first base shards (an append names its parent's unread). */
 MT_LOCAL int mti_put_fragments(mt_store *s, mt_dlock *l, const char *dataset, mt_manifest *m,
 			       size_t base, mt_error *err);
+/* upgrade.c: dataset@version (a version's own name) rewritten in format 2
+ * under a writer's lock, as mt_store_upgrade says; *changed 0 when it was
+ * format 2 already.  Its protection record is the caller's to carry. */
+MT_LOCAL int mti_dataset_upgrade(mt_store *s, const char *dataset, const char *version,
+				 int *changed, mt_error *err);
 
 /* Threads each read of r fetches and decodes chunks on (default: CPUs). */
 MT_LOCAL void mti_reader_set_threads(mt_reader *r, int threads);

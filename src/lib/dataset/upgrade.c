@@ -4,7 +4,6 @@
 
 #include "dataset.h"
 #include "lock.h"
-#include "protect.h"
 
 int mti_put_fragments(mt_store *s, mt_dlock *l, const char *dataset, mt_manifest *m,
 		      size_t base, mt_error *err)
@@ -65,53 +64,24 @@ static int upgrade_write(mt_store *s, mt_dlock *l, mt_manifest *m, mt_error *err
 	return rc;
 }
 
-/* MT_EUNSUPPORTED when dataset@version has a protection record: it embeds
- * the manifest's text, which the upgrade would change. */
-static int upgrade_unprotected(mt_store *s, const char *dataset, const char *version,
-			       mt_error *err)
-{
-	char *key = mti_key_protect(dataset, version);
-	mt_error e = {0};
-	int rc = key ? mti_store_head(s, key, NULL, NULL, &e) : MT_ENOMEM;
-	free(key);
-	if (rc == MT_ENOMEM)
-		return mti_err(err, rc, "out of memory");
-	if (rc == 0)
-		return mti_err(err, MT_EUNSUPPORTED, "%s@%s is protected: its protection record "
-			      "embeds the format-1 manifest, so it is left as it is", dataset,
-			      version);
-	return rc == MT_ENOTFOUND ? 0 : mti_err_copy(err, &e);
-}
-
-int mt_store_upgrade(mt_store *s, const char *dataset, const char *version, int *changed,
-		     mt_error *err)
+int mti_dataset_upgrade(mt_store *s, const char *dataset, const char *version, int *changed,
+			mt_error *err)
 {
 	*changed = 0;
 	mt_manifest *m = NULL;
 	mt_dlock *lock = NULL;
-	char *name = NULL;
-	int latest = !version || !*version || !strcmp(version, "latest");
-	int rc = latest ? mti_dataset_load(s, dataset, NULL, &m, NULL, err)
-			: mt_name_check(dataset, "dataset", err);
-	if (!rc && !(name = mti_strdup(latest ? m->version : version)))
-		rc = mti_err(err, MT_ENOMEM, "out of memory");
-	mti_manifest_free(m);
-	m = NULL;
 	/* As a writer: its fragments are pinned until the root names them, and
 	 * no gc deletes the version's shards meanwhile (doc/FORMAT.md). */
+	int rc = mti_dlock_open(s, dataset, MT_LOCK_WRITE, &lock, err);
 	if (!rc)
-		rc = mti_dlock_open(s, dataset, MT_LOCK_WRITE, &lock, err);
-	if (!rc)
-		rc = mti_dlock_pin_version(lock, name, err);
+		rc = mti_dlock_pin_version(lock, version, err);
 	if (!rc)
 		rc = mti_dlock_wait_gc(lock, err);
 	if (!rc)
-		rc = mti_dataset_load(s, dataset, name, &m, NULL, err);
-	if (!rc && m->format == 1 && !(rc = upgrade_unprotected(s, dataset, name, err)) &&
-	    !(rc = upgrade_write(s, lock, m, err)))
+		rc = mti_dataset_load(s, dataset, version, &m, NULL, err);
+	if (!rc && m->format == 1 && !(rc = upgrade_write(s, lock, m, err)))
 		*changed = 1;
 	mti_dlock_close(lock);
 	mti_manifest_free(m);
-	free(name);
 	return rc;
 }

@@ -202,8 +202,25 @@ void mti_prec_free(mti_prec *p)
 		free(p->groups[g].members);
 		free(p->groups[g].parity);
 	}
+	for (size_t g = 0; p->fgroups && g < p->nfgroups; g++) {
+		free(p->fgroups[g].members);
+		free(p->fgroups[g].parity);
+	}
 	free(p->groups);
+	free(p->fgroups);
 	free(p);
+}
+
+size_t mti_prec_nparity(const mti_prec *p)
+{
+	return (p->ngroups + p->nfgroups) * (size_t)p->m;
+}
+
+const mti_pparity *mti_prec_parity(const mti_prec *p, size_t i)
+{
+	size_t m = (size_t)p->m, g = i / m;
+	return g < p->ngroups ? &p->groups[g].parity[i % m]
+			      : &p->fgroups[g - p->ngroups].parity[i % m];
 }
 
 static json_t *pr_uint(uint64_t v)
@@ -227,11 +244,12 @@ static json_t *pr_enc_matrix(const mti_prec *p)
 	return rows;
 }
 
-static json_t *pr_enc_group(const mti_pgroup *g, int m)
+/* `member` names what a member is numbered in: "shard" or "fragment". */
+static json_t *pr_enc_group(const mti_pgroup *g, int m, const char *member)
 {
 	json_t *mem = json_array(), *par = json_array();
 	for (size_t i = 0; mem && i < g->nmembers; i++)
-		if (json_array_append_new(mem, json_pack("{s:I, s:s, s:o}", "shard",
+		if (json_array_append_new(mem, json_pack("{s:I, s:s, s:o}", member,
 							 (json_int_t)g->members[i].shard, "sha256",
 							 g->members[i].sha256, "bytes",
 							 pr_uint(g->members[i].bytes))))
@@ -249,23 +267,40 @@ static json_t *pr_enc_group(const mti_pgroup *g, int m)
 			 par);
 }
 
+static json_t *pr_enc_groups(const mti_pgroup *gs, size_t n, int m, const char *member)
+{
+	json_t *groups = json_array();
+	for (size_t g = 0; groups && g < n; g++)
+		if (json_array_append_new(groups, pr_enc_group(&gs[g], m, member))) {
+			json_decref(groups);
+			return NULL;
+		}
+	return groups;
+}
+
 int mti_prec_encode(const mti_prec *p, char **json, mt_error *err)
 {
 	*json = NULL;
-	json_t *groups = json_array();
-	for (size_t g = 0; groups && g < p->ngroups; g++)
-		if (json_array_append_new(groups, pr_enc_group(&p->groups[g], p->m))) {
-			json_decref(groups);
-			groups = NULL;
-		}
+	json_t *groups = pr_enc_groups(p->groups, p->ngroups, p->m, "shard");
 	/* The order of the format's description (JSON_PRESERVE_ORDER). */
-	json_t *root = groups ? json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:s%}",
-					  "format", MT_FORMAT_VERSION, "dataset", p->dataset,
-					  "version", p->version, "created", p->created, "code",
-					  PR_CODE, "k", p->k, "m", p->m, "matrix", pr_enc_matrix(p),
-					  "groups", groups, "manifest", p->manifest,
-					  p->manifest_len)
+	json_t *root = groups ? json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o}",
+					  "format", p->format == 2 ? 2 : MT_FORMAT_VERSION,
+					  "dataset", p->dataset, "version", p->version, "created",
+					  p->created, "code", PR_CODE, "k", p->k, "m", p->m,
+					  "matrix", pr_enc_matrix(p), "groups", groups)
 			      : NULL;
+	/* Format 2: the fragments' groups, after the shards'. */
+	if (root && p->format == 2 &&
+	    json_object_set_new(root, "fragment_groups",
+				pr_enc_groups(p->fgroups, p->nfgroups, p->m, "fragment"))) {
+		json_decref(root);
+		root = NULL;
+	}
+	if (root && json_object_set_new(root, "manifest",
+					json_stringn(p->manifest, p->manifest_len))) {
+		json_decref(root);
+		root = NULL;
+	}
 	if (root)
 		*json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(root);
@@ -280,6 +315,8 @@ struct pr_dec {
 	mt_error *err;
 	const mt_manifest *man; /* the embedded manifest, decoded */
 	mti_prec *p;
+	int frags;              /* decoding fragment groups */
+	const char *groups;     /* their member's name, for errors */
 };
 
 static int pr_fail(struct pr_dec *d, const char *fmt, ...) MT_PRINTF(2, 3);
@@ -371,24 +408,32 @@ static int pr_dec_manifest(struct pr_dec *d, json_t *root, mt_manifest **man)
 	return 0;
 }
 
-/* One member: the next shard of the manifest, as the manifest has it. */
+/* One member: the next shard (fragment) of the manifest, as the manifest
+ * has it.  A format-2 root does not list its shards: their members are
+ * checked against the fragments later (mti_prec_check_shards). */
 static int pr_dec_member(struct pr_dec *d, json_t *o, size_t g, size_t next, mti_pmember *mb)
 {
 	json_t *sha = json_object_get(o, "sha256");
+	const char *what = d->frags ? "fragment" : "shard";
+	size_t total = d->frags ? d->man->nfrags : d->man->nshards;
 	uint64_t shard, bytes;
-	if (pr_get_uint(json_object_get(o, "shard"), &shard) ||
+	if (pr_get_uint(json_object_get(o, what), &shard) ||
 	    pr_get_uint(json_object_get(o, "bytes"), &bytes) || !pr_is_sha(sha))
-		return pr_fail(d, "groups[%zu]: a member needs shard, sha256 and bytes", g);
-	if (shard != next || next >= d->man->nshards)
-		return pr_fail(d, "groups[%zu]: member shard %llu, expected shard %zu (groups are "
-			       "consecutive runs of the manifest's %zu shards)", g,
-			       (unsigned long long)shard, next, d->man->nshards);
-	const mt_mshard *ms = &d->man->shards[next];
-	if (strcmp(json_string_value(sha), ms->sha256) || bytes != ms->bytes)
-		return pr_fail(d, "groups[%zu]: shard %zu is %.12s... of %llu bytes, the manifest "
-			       "says %.12s... of %llu", g, next, json_string_value(sha),
-			       (unsigned long long)bytes, ms->sha256,
-			       (unsigned long long)ms->bytes);
+		return pr_fail(d, "%s[%zu]: a member needs %s, sha256 and bytes", d->groups, g,
+			       what);
+	if (shard != next || next >= total)
+		return pr_fail(d, "%s[%zu]: member %s %llu, expected %s %zu (groups are "
+			       "consecutive runs of the manifest's %zu %ss)", d->groups, g, what,
+			       (unsigned long long)shard, what, next, total, what);
+	const char *want = d->frags ? d->man->frags[next].sha256
+				    : d->man->nfrags ? NULL : d->man->shards[next].sha256;
+	uint64_t wbytes = d->frags ? d->man->frags[next].bytes
+				   : d->man->nfrags ? 0 : d->man->shards[next].bytes;
+	if (want && (strcmp(json_string_value(sha), want) || bytes != wbytes))
+		return pr_fail(d, "%s[%zu]: %s %zu is %.12s... of %llu bytes, the manifest "
+			       "says %.12s... of %llu", d->groups, g, what, next,
+			       json_string_value(sha), (unsigned long long)bytes, want,
+			       (unsigned long long)wbytes);
 	mb->shard = next;
 	memcpy(mb->sha256, json_string_value(sha), 65);
 	mb->bytes = bytes;
@@ -402,8 +447,8 @@ static int pr_dec_group(struct pr_dec *d, json_t *o, size_t g, size_t *next, mti
 	int m = d->p->m;
 	if (pr_get_uint(json_object_get(o, "stripe"), &pg->stripe) || n < 1 ||
 	    n > (size_t)d->p->k || json_array_size(par) != (size_t)m)
-		return pr_fail(d, "groups[%zu]: expected a stripe, 1 to %d members and %d parity "
-			       "objects", g, d->p->k, m);
+		return pr_fail(d, "%s[%zu]: expected a stripe, 1 to %d members and %d parity "
+			       "objects", d->groups, g, d->p->k, m);
 	if (!(pg->members = calloc(n, sizeof *pg->members)) ||
 	    !(pg->parity = calloc((size_t)m, sizeof *pg->parity)))
 		return mti_err(d->err, MT_ENOMEM, "%s: out of memory", d->what);
@@ -415,37 +460,41 @@ static int pr_dec_group(struct pr_dec *d, json_t *o, size_t g, size_t *next, mti
 		longest = pg->members[i].bytes > longest ? pg->members[i].bytes : longest;
 	}
 	if (pg->stripe != longest)
-		return pr_fail(d, "groups[%zu].stripe: is %llu, the longest member has %llu bytes", g,
-			       (unsigned long long)pg->stripe, (unsigned long long)longest);
+		return pr_fail(d, "%s[%zu].stripe: is %llu, the longest member has %llu bytes",
+			       d->groups, g, (unsigned long long)pg->stripe,
+			       (unsigned long long)longest);
 	for (int r = 0; r < m; r++) {
 		json_t *po = json_array_get(par, (size_t)r), *sha = json_object_get(po, "sha256");
 		if (!pr_is_sha(sha) || pr_get_uint(json_object_get(po, "bytes"), &pg->parity[r].bytes) ||
 		    pg->parity[r].bytes != pg->stripe)
-			return pr_fail(d, "groups[%zu].parity[%d]: expected a sha256 and bytes equal "
-				       "to the stripe", g, r);
+			return pr_fail(d, "%s[%zu].parity[%d]: expected a sha256 and bytes equal "
+				       "to the stripe", d->groups, g, r);
 		memcpy(pg->parity[r].sha256, json_string_value(sha), 65);
 	}
 	return 0;
 }
 
-static int pr_dec_groups(struct pr_dec *d, json_t *arr)
+/* "groups" (frags 0) or "fragment_groups" (frags 1) into *out. */
+static int pr_dec_groups(struct pr_dec *d, json_t *arr, int frags, mti_pgroup **out, size_t *nout)
 {
 	size_t n = json_array_size(arr), next = 0;
+	d->frags = frags;
+	d->groups = frags ? "fragment_groups" : "groups";
 	if (!json_is_array(arr))
-		return pr_fail(d, "groups: expected an array");
-	mti_prec *p = d->p;
-	if (!(p->groups = calloc(n ? n : 1, sizeof *p->groups)))
+		return pr_fail(d, "%s: expected an array", d->groups);
+	if (!(*out = calloc(n ? n : 1, sizeof **out)))
 		return mti_err(d->err, MT_ENOMEM, "%s: out of memory", d->what);
-	for (size_t g = 0; g < n; g++, p->ngroups++) {
-		int rc = pr_dec_group(d, json_array_get(arr, g), g, &next, &p->groups[g]);
+	for (size_t g = 0; g < n; g++, (*nout)++) {
+		int rc = pr_dec_group(d, json_array_get(arr, g), g, &next, &(*out)[g]);
 		if (rc) {
-			p->ngroups++;
+			(*nout)++;
 			return rc;
 		}
 	}
-	if (next != d->man->nshards)
-		return pr_fail(d, "groups: cover %zu of the manifest's %zu shards", next,
-			       d->man->nshards);
+	size_t total = frags ? d->man->nfrags : d->man->nshards;
+	if (next != total)
+		return pr_fail(d, "%s: cover %zu of the manifest's %zu %ss", d->groups, next, total,
+			       frags ? "fragment" : "shard");
 	return 0;
 }
 
@@ -462,10 +511,11 @@ static int pr_dec_str(struct pr_dec *d, json_t *root, const char *key, char **ou
 static int pr_dec_root(struct pr_dec *d, const char *json, size_t len, json_t *root)
 {
 	json_t *f = json_object_get(root, "format");
-	if (!json_is_object(root) || !json_is_integer(f) ||
-	    json_integer_value(f) != MT_FORMAT_VERSION)
-		return mti_err(d->err, MT_EFORMAT, "%s: expected a protection record of format %d",
-			      d->what, MT_FORMAT_VERSION);
+	if (!json_is_object(root) || !json_is_integer(f) || json_integer_value(f) < 1 ||
+	    json_integer_value(f) > 2)
+		return mti_err(d->err, MT_EFORMAT, "%s: expected a protection record of format %d "
+			      "or 2", d->what, MT_FORMAT_VERSION);
+	d->p->format = (int)json_integer_value(f);
 	int rc = mti_json_check_sum(json, len, json_string_value(json_object_get(root, "checksum")),
 				    d->what, d->err);
 	mt_manifest *man = NULL;
@@ -480,8 +530,16 @@ static int pr_dec_root(struct pr_dec *d, const char *json, size_t len, json_t *r
 	if (!rc)
 		rc = pr_dec_manifest(d, root, &man);
 	d->man = man;
+	/* A record is of its manifest's format: format 2 adds the fragments. */
+	if (!rc && man->format != d->p->format)
+		rc = pr_fail(d, "format %d, but its manifest is format %d", d->p->format,
+			     man->format);
 	if (!rc)
-		rc = pr_dec_groups(d, json_object_get(root, "groups"));
+		rc = pr_dec_groups(d, json_object_get(root, "groups"), 0, &d->p->groups,
+				   &d->p->ngroups);
+	if (!rc && d->p->format == 2)
+		rc = pr_dec_groups(d, json_object_get(root, "fragment_groups"), 1, &d->p->fgroups,
+				   &d->p->nfgroups);
 	mti_manifest_free(man);
 	return rc;
 }
@@ -490,7 +548,7 @@ int mti_prec_decode(const char *json, size_t len, const char *what, mti_prec **o
 		    mt_error *err)
 {
 	*out = NULL;
-	struct pr_dec d = {what ? what : "protection record", err, NULL, NULL};
+	struct pr_dec d = {.what = what ? what : "protection record", .err = err};
 	json_error_t je;
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
@@ -562,6 +620,26 @@ int mti_prec_load(mt_store *s, const char *dataset, const char *version, mti_pre
 	free(data);
 	free(key);
 	return rc;
+}
+
+int mti_prec_check_shards(const mti_prec *p, const mt_manifest *m, const char *what,
+			  mt_error *err)
+{
+	for (size_t g = 0; g < p->ngroups; g++)
+		for (size_t i = 0; i < p->groups[g].nmembers; i++) {
+			const mti_pmember *mb = &p->groups[g].members[i];
+			const mt_mshard *ms = mb->shard < m->nshards ? &m->shards[mb->shard] : NULL;
+			/* A shard of a fragment not loaded is not known yet. */
+			if (ms && m->nfrags && !m->frags[mti_manifest_frag_of_shard(m, mb->shard)].loaded)
+				continue;
+			if (!ms || strcmp(mb->sha256, ms->sha256) || mb->bytes != ms->bytes)
+				return mti_err(err, MT_ECORRUPT, "%s: groups[%zu]: shard %zu is "
+					      "%.12s... of %llu bytes, the manifest's fragments say "
+					      "%.12s... of %llu", what, g, mb->shard, mb->sha256,
+					      (unsigned long long)mb->bytes, ms ? ms->sha256 : "none",
+					      (unsigned long long)(ms ? ms->bytes : 0));
+		}
+	return 0;
 }
 
 const mti_pgroup *mti_prec_find(const mti_prec *p, size_t shard, size_t *member)

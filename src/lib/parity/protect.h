@@ -12,9 +12,10 @@
 #define MTI_PARITY_MAX_K 64
 #define MTI_PARITY_MAX_M 16
 
-/* One member of a group: shard number `shard` of the version. */
+/* One member of a group: shard number `shard` of the version (in a
+ * fragment group: fragment number `shard` of its root). */
 typedef struct mti_pmember {
-	size_t shard;      /* index into the manifest's shards */
+	size_t shard;      /* index into the manifest's shards (or fragments) */
 	char sha256[65];
 	uint64_t bytes;
 } mti_pmember;
@@ -32,8 +33,11 @@ typedef struct mti_pgroup {
 	mti_pparity *parity;  /* m of them */
 } mti_pgroup;
 
-/* A version's protection record (protect/<version>.json), decoded. */
+/* A version's protection record (protect/<version>.json), decoded.  A
+ * format-2 version's record (format 2) embeds its root and also has groups
+ * over the root's fragments, coded as shard groups are. */
 typedef struct mti_prec {
+	int format;           /* 1, or 2 for a format-2 manifest */
 	char *dataset;
 	char *version;
 	int k, m;
@@ -43,7 +47,14 @@ typedef struct mti_prec {
 	size_t manifest_len;
 	size_t ngroups;
 	mti_pgroup *groups;
+	size_t nfgroups;      /* format 2: groups of fragments, in root order */
+	mti_pgroup *fgroups;
 } mti_prec;
+
+/* Every parity object p names, those of its shard groups first, then
+ * those of its fragment groups. */
+MT_LOCAL size_t mti_prec_nparity(const mti_prec *p);
+MT_LOCAL const mti_pparity *mti_prec_parity(const mti_prec *p, size_t i);
 
 /* Keys of the layout. */
 MT_LOCAL char *mti_key_parity(const char *dataset, const char *sha256);
@@ -52,11 +63,18 @@ MT_LOCAL char *mti_key_protect(const char *dataset, const char *version);
 /* Encode/decode a record (compact JSON ending in a "checksum" member, like a
  * manifest).  Decoding checks the checksum, the matrix against k and m, the
  * embedded manifest's checksum and that each member's sha256/bytes equal the
- * embedded manifest's shard entry; `what` (the key) is named in errors. */
+ * embedded manifest's shard entry (format 2: each fragment member's the
+ * root's fragment; shard members are checked with mti_prec_check_shards
+ * once the fragments are loaded); `what` (the key) is named in errors. */
 MT_LOCAL int mti_prec_encode(const mti_prec *p, char **json, mt_error *err);
 MT_LOCAL int mti_prec_decode(const char *json, size_t len, const char *what, mti_prec **out,
 			     mt_error *err);
 MT_LOCAL void mti_prec_free(mti_prec *p);
+/* The members of p's shard groups against m's shards (for a format-2 m,
+ * those of its fragments loaded): MT_ECORRUPT naming `what` and the first
+ * that differs. */
+MT_LOCAL int mti_prec_check_shards(const mti_prec *p, const mt_manifest *m, const char *what,
+				   mt_error *err);
 
 /* Load dataset@version's record: MT_ENOTFOUND (err filled) when the version
  * is not protected. */

@@ -36,6 +36,7 @@ typedef struct pv {
 	mt_manifest *man;
 	char *json; /* the manifest's text */
 	mti_prec *rec;
+	mti_prec *stale;      /* the record replaced, when it still decodes: its groups may serve */
 	uint64_t done, total; /* shard bytes read / to read */
 	char **written;       /* parity keys sent, to make durable */
 	size_t nwritten;
@@ -47,6 +48,7 @@ typedef struct pv {
 struct pv_code {
 	pv *p;
 	mti_pgroup *g;
+	int frags;            /* the members are fragments, not shards */
 	mt_sha256 *h[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
 	uint8_t *in[MTI_PARITY_MAX_K];
 	uint8_t *par[MTI_PARITY_MAX_M];
@@ -64,7 +66,8 @@ static int pv_read_job(void *ud, size_t i)
 	size_t have = c->off >= bytes ? 0 : bytes - c->off < c->n ? (size_t)(bytes - c->off) : c->n;
 	int rc = 0;
 	if (have) {
-		char *key = mti_key_shard(c->p->dataset, mb->sha256);
+		char *key = c->frags ? mti_key_fragment(c->p->dataset, mb->sha256)
+				     : mti_key_shard(c->p->dataset, mb->sha256);
 		rc = key ? mti_store_read(c->p->s, key, c->off, c->in[i], have, &c->errs[i])
 			 : mti_err(&c->errs[i], MT_ENOMEM, "out of memory");
 		free(key);
@@ -101,10 +104,10 @@ static int pv_check_members(struct pv_code *c, mt_error *err)
 		if (rc)
 			return rc;
 		if (strcmp(hex, mb->sha256) != 0)
-			return mti_err(err, MT_ECORRUPT, "%s@%s: shard %zu (%.12s...) is damaged: its "
+			return mti_err(err, MT_ECORRUPT, "%s@%s: %s %zu (%.12s...) is damaged: its "
 				      "bytes hash to %.12s...; nothing was protected (repair it "
-				      "first)", c->p->dataset, c->p->version, mb->shard, mb->sha256,
-				      hex);
+				      "first)", c->p->dataset, c->p->version,
+				      c->frags ? "fragment" : "shard", mb->shard, mb->sha256, hex);
 	}
 	return 0;
 }
@@ -183,9 +186,9 @@ static int pv_put_parity(pv *p, const mti_pparity *pp, const uint8_t *data, mt_e
 	return 0;
 }
 
-static int pv_code_group(pv *p, mti_pgroup *g, mt_error *err)
+static int pv_code_group(pv *p, mti_pgroup *g, int frags, mt_error *err)
 {
-	struct pv_code c = {.p = p, .g = g};
+	struct pv_code c = {.p = p, .g = g, .frags = frags};
 	size_t piece = g->stripe < PIECE_BYTES ? (size_t)g->stripe : PIECE_BYTES;
 	int rc = 0;
 	for (size_t i = 0; !rc && i < g->nmembers; i++)
@@ -212,7 +215,19 @@ static int pv_code_group(pv *p, mti_pgroup *g, mt_error *err)
 
 /* ---- planning the groups --------------------------------------------------- */
 
-static int pv_group_alloc(pv *p, mti_pgroup *g, size_t first, size_t n)
+/* Member i of the version: shard i, or (frags) fragment i. */
+static void pv_member(const pv *p, int frags, size_t i, const char **sha256, uint64_t *bytes)
+{
+	*sha256 = frags ? p->man->frags[i].sha256 : p->man->shards[i].sha256;
+	*bytes = frags ? p->man->frags[i].bytes : p->man->shards[i].bytes;
+}
+
+static size_t pv_members(const pv *p, int frags)
+{
+	return frags ? p->man->nfrags : p->man->nshards;
+}
+
+static int pv_group_alloc(pv *p, mti_pgroup *g, size_t first, size_t n, int frags)
 {
 	g->nmembers = n;
 	g->members = calloc(n, sizeof *g->members);
@@ -221,26 +236,36 @@ static int pv_group_alloc(pv *p, mti_pgroup *g, size_t first, size_t n)
 		return MT_ENOMEM;
 	g->stripe = 0;
 	for (size_t i = 0; i < n; i++) {
-		const mt_mshard *sh = &p->man->shards[first + i];
+		const char *sha;
+		uint64_t bytes;
+		pv_member(p, frags, first + i, &sha, &bytes);
 		g->members[i].shard = first + i;
-		memcpy(g->members[i].sha256, sh->sha256, 65);
-		g->members[i].bytes = sh->bytes;
-		g->stripe = sh->bytes > g->stripe ? sh->bytes : g->stripe;
+		memcpy(g->members[i].sha256, sha, 65);
+		g->members[i].bytes = bytes;
+		g->stripe = bytes > g->stripe ? bytes : g->stripe;
 	}
 	return 0;
 }
 
-/* A full group of the parent's record whose members are the child's
- * shards at the same places, and whose parity objects are all there. */
-static int pv_reusable(pv *p, const mti_pgroup *pg)
+/* A group of another record (the parent's, or this version's own that is
+ * replaced) whose members are this version's at the same places, full or
+ * ending at this version's last member, and whose parity objects are all
+ * there: parity is a function of the members alone, so it is this
+ * version's too. */
+static int pv_reusable(pv *p, const mti_pgroup *pg, int frags)
 {
-	if (pg->nmembers != (size_t)p->o.k)
+	size_t total = pv_members(p, frags);
+	if (!pg->nmembers || (pg->nmembers != (size_t)p->o.k &&
+			      pg->members[pg->nmembers - 1].shard + 1 != total))
 		return 0;
 	for (size_t i = 0; i < pg->nmembers; i++) {
 		const mti_pmember *mb = &pg->members[i];
-		if (mb->shard >= p->man->nshards ||
-		    strcmp(mb->sha256, p->man->shards[mb->shard].sha256) ||
-		    mb->bytes != p->man->shards[mb->shard].bytes)
+		const char *sha;
+		uint64_t bytes;
+		if (mb->shard >= total)
+			return 0;
+		pv_member(p, frags, mb->shard, &sha, &bytes);
+		if (strcmp(mb->sha256, sha) || mb->bytes != bytes)
 			return 0;
 	}
 	mt_error e;
@@ -257,56 +282,80 @@ static int pv_reusable(pv *p, const mti_pgroup *pg)
 	return 1;
 }
 
-/* The parent's full groups the child starts with, when the parent is
- * protected with the same k+m; *from gets the first shard left to code. */
-static int pv_reuse_parent(pv *p, size_t *from, mt_error *err)
+/* The groups of pr (shard groups, or fragment groups) this version starts
+ * with, when pr has the same k+m: into *dst (*n of them); *from gets the
+ * first member left to code. */
+static int pv_reuse(pv *p, const mti_prec *pr, int frags, mti_pgroup *dst, size_t *n,
+		    size_t *from, mt_error *err)
 {
-	*from = 0;
-	mti_prec *pr = NULL;
-	mt_error e;
-	if (!p->man->parent[0] || mti_prec_load(p->s, p->dataset, p->man->parent, &pr, &e) ||
-	    pr->k != p->o.k || pr->m != p->o.m) {
-		mti_prec_free(pr);
+	if (!pr || pr->k != p->o.k || pr->m != p->o.m)
 		return 0;
-	}
-	int rc = 0;
-	for (size_t g = 0; !rc && g < pr->ngroups && pv_reusable(p, &pr->groups[g]); g++) {
-		mti_pgroup *dst = &p->rec->groups[p->rec->ngroups];
-		if (pv_group_alloc(p, dst, *from, (size_t)p->o.k)) {
-			rc = mti_err(err, MT_ENOMEM, "out of memory");
-			break;
-		}
-		p->rec->ngroups++;
-		memcpy(dst->parity, pr->groups[g].parity, (size_t)p->o.m * sizeof *dst->parity);
-		*from += (size_t)p->o.k;
+	const mti_pgroup *src = frags ? pr->fgroups : pr->groups;
+	size_t nsrc = frags ? pr->nfgroups : pr->ngroups;
+	for (size_t g = 0; g < nsrc && src[g].members[0].shard == *from &&
+			   pv_reusable(p, &src[g], frags); g++) {
+		if (pv_group_alloc(p, &dst[*n], *from, src[g].nmembers, frags))
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		memcpy(dst[(*n)++].parity, src[g].parity, (size_t)p->o.m * sizeof *dst->parity);
+		*from += src[g].nmembers;
 		p->st.groups_reused++;
 	}
-	mti_prec_free(pr);
+	return 0;
+}
+
+/* The groups over the version's shards (frags 0) or fragments (frags 1):
+ * those of the record replaced or else the parent's that still fit, then
+ * new ones for the rest. */
+static int pv_plan_groups(pv *p, const mti_prec *parent, int frags, mt_error *err)
+{
+	size_t k = (size_t)p->o.k, total = pv_members(p, frags), most = total / k + 1, from = 0;
+	mti_pgroup *gs = calloc(most, sizeof *gs);
+	size_t *n = frags ? &p->rec->nfgroups : &p->rec->ngroups;
+	if (!gs)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	if (frags)
+		p->rec->fgroups = gs;
+	else
+		p->rec->groups = gs;
+	int rc = pv_reuse(p, p->stale, frags, gs, n, &from, err);
+	if (!rc && !from)
+		rc = pv_reuse(p, parent, frags, gs, n, &from, err);
+	for (; !rc && from < total; from += k) {
+		size_t cnt = total - from < k ? total - from : k;
+		if (pv_group_alloc(p, &gs[(*n)++], from, cnt, frags))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+		for (size_t i = 0; !rc && i < cnt; i++) {
+			const char *sha;
+			uint64_t bytes;
+			pv_member(p, frags, from + i, &sha, &bytes);
+			p->total += bytes;
+		}
+	}
 	return rc;
 }
 
 static int pv_plan(pv *p, mt_error *err)
 {
 	mti_prec *r = p->rec = calloc(1, sizeof *r);
-	size_t k = (size_t)p->o.k, most = p->man->nshards / k + 1;
+	size_t k = (size_t)p->o.k;
 	if (!r || !(r->dataset = mti_strdup(p->dataset)) || !(r->version = mti_strdup(p->version)) ||
-	    !(r->matrix = malloc(k * (size_t)p->o.m)) || !(r->manifest = mti_strdup(p->json)) ||
-	    !(r->groups = calloc(most, sizeof *r->groups)))
+	    !(r->matrix = malloc(k * (size_t)p->o.m)) || !(r->manifest = mti_strdup(p->json)))
 		return mti_err(err, MT_ENOMEM, "out of memory");
+	r->format = p->man->format == 2 ? 2 : 1;
 	r->k = p->o.k;
 	r->m = p->o.m;
 	r->manifest_len = strlen(p->json);
 	mti_parity_matrix(r->k, r->m, r->matrix);
-	size_t from;
-	int rc = pv_reuse_parent(p, &from, err);
-	for (; !rc && from < p->man->nshards; from += k) {
-		size_t n = p->man->nshards - from < k ? p->man->nshards - from : k;
-		if (pv_group_alloc(p, &r->groups[r->ngroups++], from, n))
-			rc = mti_err(err, MT_ENOMEM, "out of memory");
-		for (size_t i = 0; i < n; i++)
-			p->total += p->man->shards[from + i].bytes;
-	}
-	p->st.groups = r->ngroups;
+	mti_prec *parent = NULL;
+	mt_error e;
+	if (p->man->parent[0] && mti_prec_load(p->s, p->dataset, p->man->parent, &parent, &e))
+		parent = NULL;
+	int rc = pv_plan_groups(p, parent, 0, err);
+	/* A format-2 root names fragments: they are coded as shards are. */
+	if (!rc && r->format == 2)
+		rc = pv_plan_groups(p, parent, 1, err);
+	mti_prec_free(parent);
+	p->st.groups = r->ngroups + r->nfgroups;
 	return rc;
 }
 
@@ -328,14 +377,29 @@ static int pv_load(pv *p, const char *version, mt_error *err)
 		rc = mti_dlock_pin_version(p->lock, p->version, err);
 	if (!rc)
 		rc = mti_dlock_wait_gc(p->lock, err);
+	/* Every fragment of a format-2 root is loaded (and checked) too. */
 	if (!rc)
 		rc = mti_dataset_load(p->s, p->dataset, p->version, &p->man, &p->json, err);
-	/* Its record would embed only the root: the fragments need parity of
-	 * their own first (doc/FORMAT.md, "Manifest format 2"). */
-	if (!rc && p->man->nfrags)
-		rc = mti_err(err, MT_EUNSUPPORTED, "%s@%s: its manifest is format 2 (fragments), "
-			    "which protect does not cover yet", p->dataset, p->version);
 	return rc;
+}
+
+/* The record being replaced, when it still decodes on its own (its
+ * manifest another text, as after `matorage upgrade`): its groups whose
+ * members are still this version's need no coding again. */
+static void pv_stale(pv *p)
+{
+	char *key = mti_key_protect(p->dataset, p->version);
+	void *data = NULL;
+	size_t len = 0;
+	mt_error e = {0};
+	if (key && !mti_store_get_max(p->s, key, MT_MANIFEST_MAX_BYTES, &data, &len, &e) &&
+	    !mti_prec_decode(data, len, key, &p->stale, &e) &&
+	    (strcmp(p->stale->dataset, p->dataset) || strcmp(p->stale->version, p->version))) {
+		mti_prec_free(p->stale);
+		p->stale = NULL;
+	}
+	free(data);
+	free(key);
 }
 
 /* 1 when the version has a record with this k+m, 0 when it has none.  A
@@ -347,6 +411,8 @@ static int pv_existing(pv *p, mt_error *err)
 	mt_error e = {0};
 	int rc = mti_prec_load(p->s, p->dataset, p->version, &r, &e);
 	p->replace = rc == MT_ECORRUPT || rc == MT_EFORMAT;
+	if (p->replace && !p->stale)
+		pv_stale(p);
 	if (rc == MT_ENOTFOUND || p->replace)
 		return 0;
 	if (rc)
@@ -405,8 +471,13 @@ static int pv_run(pv *p, const char *version, mt_error *err)
 	rc = mti_version_sound(p->s, p->dataset, p->version, "protect", err);
 	if (!rc)
 		rc = pv_plan(p, err);
-	for (size_t g = p->st.groups_reused; !rc && g < p->rec->ngroups; g++)
-		rc = pv_code_group(p, &p->rec->groups[g], err);
+	/* Reused groups have their parity: only the others are coded. */
+	for (size_t g = 0; !rc && g < p->rec->ngroups; g++)
+		if (!p->rec->groups[g].parity[0].sha256[0])
+			rc = pv_code_group(p, &p->rec->groups[g], 0, err);
+	for (size_t g = 0; !rc && g < p->rec->nfgroups; g++)
+		if (!p->rec->fgroups[g].parity[0].sha256[0])
+			rc = pv_code_group(p, &p->rec->fgroups[g], 1, err);
 	if (!rc)
 		rc = pv_commit(p, err);
 	return rc;
@@ -445,6 +516,7 @@ int mt_protect(mt_store *s, const char *dataset, const char *version, const mt_p
 	mti_dlock_close(p.lock);
 	mti_manifest_free(p.man);
 	mti_prec_free(p.rec);
+	mti_prec_free(p.stale);
 	mt_strv_free(p.written, p.nwritten);
 	free(p.json);
 	free(p.version);
@@ -468,16 +540,18 @@ int mt_protect_info(mt_store *s, const char *dataset, const char *version, mt_pr
 	if (!rc)
 		rc = key ? mti_store_head(s, key, &out->record_bytes, NULL, err)
 			 : mti_err(err, MT_ENOMEM, "out of memory");
-	for (size_t g = 0; !rc && g < p->ngroups; g++) {
-		for (size_t i = 0; i < p->groups[g].nmembers; i++)
-			out->data_bytes += p->groups[g].members[i].bytes;
-		out->parity_bytes += p->groups[g].stripe * (uint64_t)p->m;
+	/* Fragments count as data, as shards do. */
+	for (size_t g = 0; !rc && g < p->ngroups + p->nfgroups; g++) {
+		const mti_pgroup *pg = g < p->ngroups ? &p->groups[g] : &p->fgroups[g - p->ngroups];
+		for (size_t i = 0; i < pg->nmembers; i++)
+			out->data_bytes += pg->members[i].bytes;
+		out->parity_bytes += pg->stripe * (uint64_t)p->m;
 	}
 	if (!rc) {
 		out->k = p->k;
 		out->m = p->m;
-		out->groups = p->ngroups;
-		out->parity_objects = p->ngroups * (uint64_t)p->m;
+		out->groups = p->ngroups + p->nfgroups;
+		out->parity_objects = mti_prec_nparity(p);
 	}
 	free(key);
 	mti_prec_free(p);

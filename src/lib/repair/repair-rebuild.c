@@ -234,10 +234,9 @@ static int manifest_ok(rp_ctx *c, const void *json, size_t len, mt_manifest **m)
 		return MT_ECORRUPT;
 	if (mti_manifest_decode(json, len, c->mobj.key, m, &e))
 		return MT_ECORRUPT;
-	/* A format-2 root stands for the version only with every fragment it
-	 * names, sound, in this store. */
-	if (strcmp((*m)->dataset, c->dataset) || strcmp((*m)->version, c->version) ||
-	    mti_manifest_load_frags(*m, 0, (*m)->nfrags, mti_store_get_fn, c->s, &e)) {
+	/* A format-2 root is judged alone: its fragments are objects of the
+	 * version, checked and rebuilt as shards are (rp_objects). */
+	if (strcmp((*m)->dataset, c->dataset) || strcmp((*m)->version, c->version)) {
 		mti_manifest_free(*m);
 		*m = NULL;
 		return MT_ECORRUPT;
@@ -314,7 +313,15 @@ int mti_rp_record_load(rp_ctx *c, mt_error *err)
 		return 0;
 	if (rc != MT_ECORRUPT && rc != MT_EFORMAT)
 		return mti_err_copy(err, &e);
+	return mti_rp_record_damaged(c, &e, err);
+}
+
+int mti_rp_record_damaged(rp_ctx *c, const mt_error *ep, mt_error *err)
+{
+	mt_error e = *ep;
+	mti_prec_free(c->p);
 	c->p = NULL;
+	mti_rp_obj_clear(&c->robj);
 	c->robj.kind = MT_REPAIR_RECORD;
 	c->robj.state = RP_DAMAGED;
 	c->robj.key = mti_key_protect(c->dataset, c->version);
@@ -473,21 +480,27 @@ int mti_rp_manifest_write(rp_ctx *c, mt_error *err)
 
 /* The objects of group g, by row: members 0..nmembers-1, then parity
  * k..k+m-1 (index into c->objs, -1 for rows past the members). */
-static void group_rows(rp_ctx *c, const mti_pgroup *g, int *row)
+static int group_rows(rp_ctx *c, const mti_pgroup *g, int *row)
 {
 	int k = c->p->k;
 	for (int i = 0; i < k + c->p->m; i++)
 		row[i] = -1;
 	for (size_t j = 0; j < g->nmembers; j++)
 		for (size_t i = 0; i < c->nobjs; i++)
-			if (c->objs[i].kind == MT_REPAIR_SHARD &&
+			if (c->objs[i].kind == c->gkind &&
 			    !strcmp(c->objs[i].sha256, g->members[j].sha256))
 				row[j] = (int)i;
+	/* A member with no object (its fragment lost, its entry unknown)
+	 * leaves the group unusable: it is no zero row. */
+	for (size_t j = 0; j < g->nmembers; j++)
+		if (row[j] < 0)
+			return -1;
 	for (int r = 0; r < c->p->m; r++)
 		for (size_t i = 0; i < c->nobjs; i++)
 			if (c->objs[i].kind == MT_REPAIR_PARITY &&
 			    !strcmp(c->objs[i].sha256, g->parity[r].sha256))
 				row[k + r] = (int)i;
+	return 0;
 }
 
 typedef struct gbuf {
@@ -620,10 +633,11 @@ static int group_write(rp_ctx *c, const int *row, gbuf *b, int trust, mt_error *
 static int group_job(void *ud, size_t gi)
 {
 	rp_ctx *c = ud;
-	const mti_pgroup *g = &c->p->groups[gi];
+	const mti_pgroup *g = &c->groups[gi];
 	int row[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M];
 	int n = c->p->k + c->p->m;
-	group_rows(c, g, row);
+	if (group_rows(c, g, row))
+		return 0;
 	mt_error e = {0};
 	gbuf b;
 	memset(&b, 0, sizeof b);
@@ -656,9 +670,9 @@ static int group_job(void *ud, size_t gi)
 
 int mti_rp_parity(rp_ctx *c, mt_error *err)
 {
-	if (!c->p)
+	if (!c->p || !c->groups)
 		return 0;
-	int rc = mti_parallel_for(c->o.threads, c->p->ngroups, group_job, c);
+	int rc = mti_parallel_for(c->o.threads, c->ngroups, group_job, c);
 	if (rc)
 		return mti_err_copy(err, &c->failure);
 	return 0;

@@ -141,22 +141,52 @@ static int rp_add(rp_ctx *c, char *key, const char *sha256, uint64_t bytes, int 
 	if (kind == MT_REPAIR_SHARD && c->m) {
 		o->first_row = c->m->shards[number].first_row;
 		o->rows = c->m->shards[number].rows;
+	} else if (kind == MT_REPAIR_FRAGMENT) {
+		o->first_row = c->m->frags[number].first_row;
+		o->rows = c->m->frags[number].rows;
 	}
 	return 0;
 }
 
-static int rp_plan(rp_ctx *c, mt_error *err)
+/* The parity objects of n groups, numbered by group. */
+static int rp_plan_parity(rp_ctx *c, const mti_pgroup *gs, size_t n, mt_error *err)
 {
 	int rc = 0;
-	for (size_t i = 0; !rc && c->m && i < c->m->nshards; i++)
-		rc = rp_add(c, mti_key_shard(c->dataset, c->m->shards[i].sha256),
-			    c->m->shards[i].sha256, c->m->shards[i].bytes, MT_REPAIR_SHARD, i, err);
-	for (size_t g = 0; !rc && c->p && g < c->p->ngroups; g++)
+	for (size_t g = 0; !rc && g < n; g++)
 		for (int r = 0; !rc && r < c->p->m; r++) {
-			const mti_pparity *q = &c->p->groups[g].parity[r];
+			const mti_pparity *q = &gs[g].parity[r];
 			rc = rp_add(c, mti_key_parity(c->dataset, q->sha256), q->sha256, q->bytes,
 				    MT_REPAIR_PARITY, g, err);
 		}
+	return rc;
+}
+
+/* The shards (of the fragments loaded, for format 2) and the parity of
+ * their groups. */
+static int rp_plan(rp_ctx *c, mt_error *err)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && c->m && i < c->m->nshards; i++) {
+		if (c->m->nfrags && !c->m->frags[mti_manifest_frag_of_shard(c->m, i)].loaded)
+			continue;
+		rc = rp_add(c, mti_key_shard(c->dataset, c->m->shards[i].sha256),
+			    c->m->shards[i].sha256, c->m->shards[i].bytes, MT_REPAIR_SHARD, i, err);
+	}
+	if (!rc && c->p)
+		rc = rp_plan_parity(c, c->p->groups, c->p->ngroups, err);
+	return rc;
+}
+
+/* A format-2 root's fragments and the parity of their groups. */
+static int rp_plan_frags(rp_ctx *c, mt_error *err)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < c->m->nfrags; i++)
+		rc = rp_add(c, mti_key_fragment(c->dataset, c->m->frags[i].sha256),
+			    c->m->frags[i].sha256, c->m->frags[i].bytes, MT_REPAIR_FRAGMENT, i,
+			    err);
+	if (!rc && c->p)
+		rc = rp_plan_parity(c, c->p->fgroups, c->p->nfgroups, err);
 	return rc;
 }
 
@@ -221,7 +251,7 @@ static int check_stream(rp_ctx *c, const rp_obj *o, uint8_t *buf, uint64_t *nrea
 static int check_job(void *ud, size_t i)
 {
 	rp_ctx *c = ud;
-	rp_obj *o = &c->objs[i];
+	rp_obj *o = &c->objs[c->from + i];
 	if (c->canceled)
 		return MT_ECANCELED;
 	uint64_t n = 0;
@@ -243,12 +273,12 @@ static int check_job(void *ud, size_t i)
 	return rc ? mti_rp_fail(c, rc, &e) : 0;
 }
 
+/* Check the objects from c->from on (those of this pass). */
 static int rp_check(rp_ctx *c, mt_error *err)
 {
-	c->total = c->done = 0;
-	for (size_t i = 0; i < c->nobjs; i++)
+	for (size_t i = c->from; i < c->nobjs; i++)
 		c->total += c->objs[i].bytes;
-	int rc = mti_parallel_for(c->o.threads, c->nobjs, check_job, c);
+	int rc = mti_parallel_for(c->o.threads, c->nobjs - c->from, check_job, c);
 	if (rc == MT_ECANCELED || c->canceled)
 		return mti_err(err, MT_ECANCELED, "%s@%s: repair canceled", c->dataset,
 			      c->version);
@@ -283,8 +313,11 @@ int mti_rp_write_back(rp_ctx *c, rp_obj *o, mt_error *err)
 		return mti_err(err, MT_ECORRUPT, "%s@%s: %s: the rebuilt bytes have sha256 %s",
 			      c->dataset, c->version, o->key, got);
 	if (rc || c->o.dry_run) {
-		free(o->data);
-		o->data = NULL;
+		/* A dry run keeps a fragment's bytes: they give its shards to check. */
+		if (rc || o->kind != MT_REPAIR_FRAGMENT) {
+			free(o->data);
+			o->data = NULL;
+		}
 		o->state = rc ? o->state : RP_REPAIRABLE;
 		return rc;
 	}
@@ -320,7 +353,7 @@ int mti_rp_write_back(rp_ctx *c, rp_obj *o, mt_error *err)
 static int source_job(void *ud, size_t i)
 {
 	rp_ctx *c = ud;
-	rp_obj *o = &c->objs[i];
+	rp_obj *o = &c->objs[c->from + i];
 	if (o->state != RP_DAMAGED)
 		return 0;
 	for (size_t k = 0; k < c->nsrc; k++) {
@@ -375,10 +408,11 @@ static int rp_result(rp_ctx *c, mt_error *err)
 		const rp_obj *o = &c->objs[i];
 		if (o->state != RP_DAMAGED)
 			continue;
-		if (o->kind == MT_REPAIR_SHARD)
-			return mti_err(err, MT_ECORRUPT, "%s@%s: shard %zu (rows %llu..%llu): %s: %s; "
+		if (o->kind == MT_REPAIR_SHARD || o->kind == MT_REPAIR_FRAGMENT)
+			return mti_err(err, MT_ECORRUPT, "%s@%s: %s %zu (rows %llu..%llu): %s: %s; "
 				      "no store holds it and its parity cannot rebuild it",
-				      c->dataset, c->version, o->number,
+				      c->dataset, c->version,
+				      o->kind == MT_REPAIR_SHARD ? "shard" : "fragment", o->number,
 				      (unsigned long long)o->first_row,
 				      (unsigned long long)(o->first_row + o->rows - 1), o->key,
 				      o->problem ? o->problem : "damaged");
@@ -388,23 +422,88 @@ static int rp_result(rp_ctx *c, mt_error *err)
 	return 0;
 }
 
-/* Check every object of the version and rebuild the damaged ones. */
-static int rp_objects(rp_ctx *c, mt_error *err)
+/* One pass: the objects of a kind (fragments, or shards) and their
+ * groups' parity, checked, then the damaged ones rebuilt. */
+static int rp_pass(rp_ctx *c, int kind, mt_error *err)
 {
-	int rc = rp_plan(c, err);
+	c->from = c->nobjs;
+	int rc = kind == MT_REPAIR_FRAGMENT ? rp_plan_frags(c, err) : rp_plan(c, err);
 	if (!rc)
 		rc = rp_check(c, err);
 	if (!rc)
-		rc = mti_parallel_for(c->o.threads, c->nobjs, source_job, c);
-	if (!rc)
+		rc = mti_parallel_for(c->o.threads, c->nobjs - c->from, source_job, c);
+	if (!rc && kind == MT_REPAIR_SHARD)
 		rc = mti_rp_container(c, err);
+	c->gkind = kind;
+	c->groups = !c->p ? NULL : kind == MT_REPAIR_FRAGMENT ? c->p->fgroups : c->p->groups;
+	c->ngroups = !c->p ? 0 : kind == MT_REPAIR_FRAGMENT ? c->p->nfgroups : c->p->ngroups;
 	if (!rc)
 		rc = mti_rp_parity(c, err);
 	else if (c->failed)
 		mti_err_copy(err, &c->failure);
-	if (!rc)
+	if (!rc && kind == MT_REPAIR_SHARD)
 		rc = mti_rp_siblings(c, err);
 	return rc;
+}
+
+/* A fragment's bytes for mti_manifest_load_frags: those a dry run
+ * rebuilt, else the store's. */
+static int rp_frag_get(void *ud, const char *key, uint64_t max, void **data, size_t *len,
+		       mt_error *err)
+{
+	rp_ctx *c = ud;
+	int i = rp_find(c, key);
+	const rp_obj *o = i < 0 ? NULL : &c->objs[i];
+	if (!o || !o->data)
+		return mti_store_get_fn(c->s, key, max, data, len, err);
+	if (!(*data = malloc(o->bytes ? (size_t)o->bytes : 1)))
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	memcpy(*data, o->data, (size_t)o->bytes);
+	*len = (size_t)o->bytes;
+	return 0;
+}
+
+/* A format-2 root's fragments that are sound now (or rebuilt) give their
+ * shard entries; one left damaged leaves its shards unknown and
+ * unchecked.  The record's shard members are then held against them. */
+static int rp_load_frags(rp_ctx *c, mt_error *err)
+{
+	for (size_t i = 0; i < c->nobjs; i++) {
+		const rp_obj *o = &c->objs[i];
+		mt_error e = {0};
+		if (o->kind != MT_REPAIR_FRAGMENT || o->state == RP_DAMAGED)
+			continue;
+		int rc = mti_manifest_load_frags(c->m, o->number, o->number + 1, rp_frag_get, c,
+						 &e);
+		if (rc == MT_ENOMEM)
+			return mti_err_copy(err, &e);
+	}
+	mt_error e = {0};
+	if (c->p && mti_prec_check_shards(c->p, c->m, c->robj.key ? c->robj.key : "record", &e))
+		return mti_rp_record_damaged(c, &e, err);
+	return 0;
+}
+
+/* Check every object of the version and rebuild the damaged ones: a
+ * format-2 root's fragments first, as the shards are known from them. */
+static int rp_objects(rp_ctx *c, mt_error *err)
+{
+	c->total = c->done = 0;
+	int rc = c->m->nfrags ? rp_pass(c, MT_REPAIR_FRAGMENT, err) : 0;
+	if (!rc && c->m->nfrags)
+		rc = rp_load_frags(c, err);
+	if (!rc)
+		rc = rp_pass(c, MT_REPAIR_SHARD, err);
+	return rc;
+}
+
+/* Whether every fragment of m is loaded (format 1: always). */
+static int rp_whole(const mt_manifest *m)
+{
+	for (size_t i = 0; i < m->nfrags; i++)
+		if (!m->frags[i].loaded)
+			return 0;
+	return 1;
 }
 
 static int rp_version(rp_ctx *c, const char *version, mt_error *err)
@@ -431,7 +530,10 @@ static int rp_version(rp_ctx *c, const char *version, mt_error *err)
 		left = mti_err(err, MT_ECORRUPT, "%s@%s: %s: %s; no store and no protection "
 			      "record holds it", c->dataset, version, c->mobj.key,
 			      c->mobj.problem ? c->mobj.problem : "damaged");
-	if (left == MT_ECORRUPT && c->o.salvage && !c->o.dry_run && c->m) {
+	/* A salvage keeps rows of known shards: every fragment is needed. */
+	if (left == MT_ECORRUPT && c->o.salvage && !c->o.dry_run && c->m && !rp_whole(c->m))
+		mti_err_prefix(err, "no salvage (a fragment is lost: its shards are unknown): ");
+	else if (left == MT_ECORRUPT && c->o.salvage && !c->o.dry_run && c->m) {
 		/* err keeps what was lost: the salvage's reads clear the records they are given. */
 		mt_error se = {0};
 		if ((rc = mti_rp_salvage(c, &se)))
@@ -535,8 +637,11 @@ int mt_repair_check_protection(mt_store *s, const char *dataset, const char *ver
 	if (rc)
 		return rc;
 	rc = mti_rp_record_load(&c, err);
+	/* No manifest: parity objects alone, of every group. */
 	if (!rc && c.p)
-		rc = rp_plan(&c, err); /* no manifest: parity objects alone */
+		rc = rp_plan_parity(&c, c.p->groups, c.p->ngroups, err);
+	if (!rc && c.p)
+		rc = rp_plan_parity(&c, c.p->fgroups, c.p->nfgroups, err);
 	if (!rc)
 		rc = rp_check(&c, err);
 	for (size_t i = 0; !rc && i < c.nobjs; i++)

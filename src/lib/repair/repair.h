@@ -18,7 +18,7 @@ typedef struct rp_obj {
 	uint64_t bytes;
 	int kind;             /* MT_REPAIR_SHARD ... */
 	int state;            /* RP_* */
-	size_t number;        /* shard number (shards), group number (parity) */
+	size_t number;        /* shard (fragment) number, group number (parity) */
 	uint64_t first_row, rows;
 	char *problem;        /* what is wrong with it */
 	const char *source;   /* what rebuilt it (static or a source's name) */
@@ -50,6 +50,12 @@ typedef struct rp_ctx {
 	size_t rlen;
 	rp_obj *objs;
 	size_t nobjs, capobjs;
+	size_t from;          /* objs before it were checked by an earlier pass */
+	/* What mti_rp_parity rebuilds from: the record's groups over shards,
+	 * or (format 2, first) over fragments; gkind is their members' kind. */
+	const mti_pgroup *groups;
+	size_t ngroups;
+	int gkind;
 	rp_source *src;
 	size_t nsrc;
 	mt_dlock *dlock;      /* taken at the first write back */
@@ -93,6 +99,9 @@ MT_LOCAL int mti_rp_record_write(rp_ctx *c, mt_error *err);
 /* Loads the version's protection record into c->p; a damaged one goes to
  * c->robj (RP_DAMAGED, its problem without the key) and c->p stays NULL. */
 MT_LOCAL int mti_rp_record_load(rp_ctx *c, mt_error *err);
+/* The record is no record after all (why: e's message): noted in c->robj
+ * as mti_rp_record_load notes a damaged one, c->p freed. */
+MT_LOCAL int mti_rp_record_damaged(rp_ctx *c, const mt_error *e, mt_error *err);
 MT_LOCAL int mti_rp_parity(rp_ctx *c, mt_error *err);
 
 /* repair-siblings.c: shards still damaged that another version's protection

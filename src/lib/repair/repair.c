@@ -506,6 +506,20 @@ static int rp_whole(const mt_manifest *m)
 	return 1;
 }
 
+/* What is left of a version beyond repair, written as its child; err
+ * keeps what was lost (the salvage's reads clear the records they are
+ * given).  A salvage keeps rows of known shards: every fragment is needed. */
+static int rp_salvage(rp_ctx *c, mt_error *err)
+{
+	mt_error se = {0};
+	int rc = 0;
+	if (!rp_whole(c->m))
+		mti_err_prefix(err, "no salvage (a fragment is lost: its shards are unknown): ");
+	else if ((rc = mti_rp_salvage(c, &se)))
+		mti_err_copy(err, &se);
+	return rc;
+}
+
 static int rp_version(rp_ctx *c, const char *version, mt_error *err)
 {
 	c->version = version;
@@ -530,15 +544,8 @@ static int rp_version(rp_ctx *c, const char *version, mt_error *err)
 		left = mti_err(err, MT_ECORRUPT, "%s@%s: %s: %s; no store and no protection "
 			      "record holds it", c->dataset, version, c->mobj.key,
 			      c->mobj.problem ? c->mobj.problem : "damaged");
-	/* A salvage keeps rows of known shards: every fragment is needed. */
-	if (left == MT_ECORRUPT && c->o.salvage && !c->o.dry_run && c->m && !rp_whole(c->m))
-		mti_err_prefix(err, "no salvage (a fragment is lost: its shards are unknown): ");
-	else if (left == MT_ECORRUPT && c->o.salvage && !c->o.dry_run && c->m) {
-		/* err keeps what was lost: the salvage's reads clear the records they are given. */
-		mt_error se = {0};
-		if ((rc = mti_rp_salvage(c, &se)))
-			mti_err_copy(err, &se);
-	}
+	if (left == MT_ECORRUPT && c->o.salvage && !c->o.dry_run && c->m)
+		rc = rp_salvage(c, err);
 	/* A record left damaged was reported unrepairable: the version's
 	 * protection is lost, though its rows are all there. */
 	if (!rc && !left && c->robj.key && c->robj.state == RP_DAMAGED)

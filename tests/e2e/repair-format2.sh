@@ -100,8 +100,13 @@ rm "$S/datasets/d/versions/v1.json" "$F/$f1.json"
 check "repair d@v1 with its root and fragment 1 lost" $M repair d@v1
 readers_ok "root and fragment deleted"
 
+# gc keeps the fragments' parity; a copy carries it.
+npar=$(ls "$S/datasets/d/parity" | wc -l)
+check "gc --delete --grace 0" $M gc d --delete --grace 0
+ok $([ "$(ls "$S/datasets/d/parity" | wc -l)" -eq "$npar" ]; echo $?) "gc kept every parity object, the fragments' included ($npar)"
 # From a second file store: with both fragments of a group gone parity cannot, --from can.
 check "push d to a second store" $M push d "file://$B"
+ok $(cmp -s "$R" "$B/datasets/d/protect/v1.json" && [ "$(ls "$B/datasets/d/parity" | wc -l)" -eq "$npar" ]; echo $?) "the copy has the record and every parity object"
 rm "$F/$f1.json" "$F/$f0.json"
 snap() { (cd "$S" && find datasets -type f ! -path '*/locks/*' | sort | xargs sha256sum); }
 snap > "$WORK/before.sums"

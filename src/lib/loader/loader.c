@@ -1141,8 +1141,9 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 		: mti_reader_open_as(s, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
 	/* Far away, what the next process opening this version would read again
 	 * (fragments, chunk indexes) is kept on local disk: its first window
-	 * then waits for the data alone. */
-	if (!rc && far && !o->in_memory)
+	 * then waits for the data alone.  A shard cache holds whole shards,
+	 * their chunk indexes with them. */
+	if (!rc && far && !o->in_memory && !o->cache_dir)
 		mti_reader_set_meta_cache(l->reader, mti_meta_cache_open());
 	return rc;
 }

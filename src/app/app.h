@@ -139,6 +139,14 @@ struct app_diff {
 };
 /* Compare version a with b (both open); app_diff_free frees what d holds. */
 void app_diff_readers(const mt_reader *a, const mt_reader *b, struct app_diff *d);
+/* app_diff_readers' totals (d->s left empty) of a and b opened lazily
+ * (mt_reader_open_lazy): a fragment both roots name alike holds the same
+ * references on both sides, so it counts as shared from its root's totals
+ * unread; only the others are loaded, and the shared ones searched only
+ * for objects whose repeat they decide.  The same totals as
+ * app_diff_readers when every reference of one object gives its bytes and
+ * rows alike.  0, or the error of a fragment that could not be read. */
+int app_diff_totals(mt_reader *a, mt_reader *b, struct app_diff *d, mt_error *err);
 void app_diff_free(struct app_diff *d);
 /* "shared", "new", "removed". */
 const char *app_diff_change_name(int change);

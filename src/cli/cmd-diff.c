@@ -9,12 +9,18 @@ static const struct cli_option diff_options[] = {
 	{ NULL, 0, NULL, NULL },
 };
 
-static void diff_print(const struct cli_ref *ra, const struct cli_ref *rb, const mt_reader *a,
-		       const mt_reader *b, int shards)
+/* Without the shard list, the versions are opened lazily and only the
+ * fragments their roots do not share are read (app_diff_totals). */
+static int diff_print(const struct cli_ref *ra, const struct cli_ref *rb, mt_reader *a,
+		      mt_reader *b, int shards)
 {
 	struct app_diff d;
 	char line[160];
-	app_diff_readers(a, b, &d);
+	mt_error err = { 0 };
+	if (shards)
+		app_diff_readers(a, b, &d);
+	else if (app_diff_totals(a, b, &d, &err))
+		return cli_fail(&err);
 	printf("%s@%s against %s@%s\n", ra->dataset, mt_reader_info(a)->version, rb->dataset,
 	       mt_reader_info(b)->version);
 	for (int c = 0; c < APP_DIFF_N; c++)
@@ -31,18 +37,22 @@ static void diff_print(const struct cli_ref *ra, const struct cli_ref *rb, const
 			       (unsigned long long)d.s[i].bytes);
 	}
 	app_diff_free(&d);
+	return 0;
 }
 
 static int diff_exec(struct cli_ctx *ctx, const struct cli_args *a)
 {
 	struct cli_ref ra, rb = { 0 };
 	mt_reader *r, *other = NULL;
-	int rc = cli_ref_open(ctx, a, &ra, &r);
+	int shards = cli_has(a, "shards");
+	int rc = shards ? cli_ref_open(ctx, a, &ra, &r) : cli_ref_open_lazy(ctx, a, &ra, &r);
 	if (rc)
 		return rc;
+	rb.lazy = !shards;
 	const char *parent = mt_reader_info(r)->parent;
 	if (a->argc > 1) {
 		rc = cli_ref_parse(a->cmd, a->argv[1], &rb);
+		rb.lazy = !shards;
 	} else if (parent && parent[0]) {
 		rb.dataset = app_xstrdup(ra.dataset);
 		rb.version = app_xstrdup(parent);
@@ -53,7 +63,7 @@ static int diff_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	if (!rc && !(other = cli_reader(ctx, &rb)))
 		rc = CLI_FAIL;
 	if (!rc)
-		diff_print(&ra, &rb, r, other, cli_has(a, "shards"));
+		rc = diff_print(&ra, &rb, r, other, shards);
 	mt_reader_close(other);
 	cli_ref_free(&rb);
 	cli_ref_close(&ra, r);

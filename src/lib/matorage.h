@@ -839,6 +839,33 @@ MT_API int mt_reader_shard(const mt_reader *r, size_t i, mt_shard_info *out);
  * damaged (MT_ECORRUPT naming the version, the fragment's key and its
  * rows). */
 MT_API int mt_reader_shard_err(const mt_reader *r, size_t i, mt_shard_info *out, mt_error *err);
+/* A format-2 version's fragments (doc/FORMAT.md, "Manifest format 2") as
+ * its root describes them, in row order; strings borrowed from the reader.
+ * Nothing is read: a lazy reader stays lazy. */
+typedef struct mt_fragment_info {
+	const char *sha256;   /* of the fragment object, 64 hex digits */
+	uint64_t bytes;       /* of the fragment object */
+	uint64_t first_row, rows;
+	uint64_t first_shard, nshards;
+	uint64_t shard_bytes; /* its shards' bytes, summed */
+} mt_fragment_info;
+/* 0 for a format-1 version. */
+MT_API size_t mt_reader_nfragments(const mt_reader *r);
+MT_API int mt_reader_fragment(const mt_reader *r, size_t i, mt_fragment_info *out);
+/* 1 when fragment i of a and fragment j of b are one: the same object of
+ * the same dataset, which both roots describe alike (rows, shards, bytes,
+ * layout), so it holds the same shard entries for both and loads under one
+ * as under the other; else 0. */
+MT_API int mt_reader_fragment_same(const mt_reader *a, size_t i, const mt_reader *b, size_t j);
+/* Which of the n shard objects shas[k] (64 hex digits) the fragments
+ * frags[0..nfrags) of r name: found[k] set to 1 for each named, left as it
+ * is otherwise.  A fragment is read and checked against the root (size,
+ * sha256) and, only when its text may name one, decoded as a load decodes
+ * it (and kept, as mt_reader_shard keeps it); it stops when all are found.
+ * A fragment that cannot be read or fails its checks: MT_ECORRUPT naming
+ * it, as a load does. */
+MT_API int mt_reader_fragments_name(mt_reader *r, const size_t *frags, size_t nfrags,
+				    const char *const *shas, size_t n, int *found, mt_error *err);
 /* One compressed chunk of one attribute inside a shard. */
 typedef struct mt_chunk_info {
 	const char *attr;    /* the attribute ("tokens/values", "tokens/offsets" when ragged) */

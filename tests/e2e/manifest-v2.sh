@@ -99,4 +99,59 @@ if command -v strace > /dev/null; then
 else
 	ok 0 "# SKIP no strace: the bytes an append reads are not counted"
 fi
+
+# A version naming one shard object many times (60 equal rows, a shard
+# each): push checks it and sends it once, and the copy verifies.
+$PY -c "import numpy as n; n.save('$WORK/z.npy', n.zeros((60, 3), dtype='int32'))"
+check "put of 60 equal one-row shards" $M put rep x="$WORK/z.npy" --shard-rows 1
+ok $([ "$(ls "$S/datasets/rep/shards" | wc -l)" -eq 1 ]; echo $?) "60 shard entries, one shard object"
+if command -v strace > /dev/null; then
+	strace -f -qq -e trace=openat -o "$WORK/trace" $M push rep "file://$WORK/r2" > /dev/null 2>&1
+	opens=$(grep -cF "$S/datasets/rep/shards/" "$WORK/trace")
+	ok $([ "$opens" -le 4 ]; echo $?) "push opened the repeated shard $opens times (verify once, the copy once), not once an entry"
+else
+	check "push rep" $M push rep "file://$WORK/r2"
+fi
+check "the pushed version verifies and reads the same" bash -c "$M --store file://$WORK/r2 verify rep && $M --store file://$WORK/r2 get rep x -o $WORK/c.npy && $M get rep x -o $WORK/a.npy && cmp $WORK/a.npy $WORK/c.npy"
+ok $([ "$(ls "$WORK/r2/datasets/rep/shards" | wc -l)" -eq 1 ]; echo $?) "the copy holds the one shard object"
+
+# diff reads only the fragments two roots do not share, and prints what a
+# diff of format-1 versions of the same rows prints: rep (format 2) and
+# rep1 (format 1) get the same appends: a repeat of the object every shard
+# names (z1), a new object (w), and w again once a fragment both share
+# holds it (rep@v6 against rep@v5: its repeat is found in a shared one).
+check "rep1: the same 60 rows in format 1" env MATORAGE_MANIFEST_FORMAT=1 $M put rep1 x="$WORK/z.npy" --shard-rows 1
+$PY -c "import numpy as n; n.save('$WORK/z1.npy', n.zeros((1, 3), dtype='int32')); n.save('$WORK/w.npy', n.ones((1, 3), dtype='int32'))"
+# diff_same ARGS...: `matorage diff ARGS` of rep, and of rep1 in its place, print the same.
+diff_same() {
+	local a b
+	# Shard objects hold their dataset's name: their sha256s differ.
+	a=$($M diff "$@" 2>&1 | sed 's/\<rep@/X@/g; s/[0-9a-f]\{64\}/SHA/')
+	b=$($M diff $(sed 's/\<rep\>/rep1/g' <<< "$*") 2>&1 | sed 's/\<rep1@/X@/g; s/[0-9a-f]\{64\}/SHA/')
+	[ "$a" = "$b" ] && [ -n "$a" ] || { printf '# rep:\n%s\n# rep1:\n%s\n' "$a" "$b" | head -20 | sed '2,$s/^/# /' >&2; return 1; }
+}
+v=1
+for f in z1 w z1 w w; do
+	v=$((v + 1))
+	check "append $f to rep and rep1 (v$v)" bash -c "MATORAGE_CATALOG=/dev/null/none $M put rep x=$WORK/$f.npy --append 2>/dev/null && MATORAGE_CATALOG=/dev/null/none MATORAGE_MANIFEST_FORMAT=1 $M put rep1 x=$WORK/$f.npy --append 2>/dev/null"
+	ok $(diff_same rep; echo $?) "diff rep@v$v (against its parent) as format 1's"
+	ok $(diff_same rep@v1 rep; echo $?) "diff rep@v1 rep@v$v as format 1's"
+	ok $(diff_same rep rep@v1; echo $?) "diff rep@v$v rep@v1 as format 1's"
+done
+ok $(grep -q '"format":2' "$S/datasets/rep/versions/v6.json" && grep -q '"format":1' "$S/datasets/rep1/versions/v6.json"; echo $?) "rep@v6 is format 2, rep1@v6 format 1"
+ok $($M diff rep | grep -q "^new  *1 shard .*(1 repeats a shard already held)$"; echo $?) "rep@v6's w repeats one a shared fragment holds"
+ok $(diff_same rep@v6 rep@v2 --shards; echo $?) "diff --shards as format 1's"
+ok $(diff_same rep@v6 rep@v6; echo $?) "a version against itself as format 1's (the same rows)"
+# With the 7 full fragments every version shares moved away, a diff that
+# needs none of them still runs; one that must search them names the one
+# missing.
+mkdir "$WORK/away2"
+for h in $(grep -o '"nshards":8,"shard_bytes":[0-9]*,"sha256":"[0-9a-f]*"' "$S/datasets/rep/versions/v1.json" | grep -o '[0-9a-f]\{64\}'); do
+	mv "$S/datasets/rep/fragments/$h.json" "$WORK/away2/"
+done
+ok $([ "$(ls "$WORK/away2" | wc -l)" -eq 7 ]; echo $?) "rep@v1's 7 full fragments moved away"
+ok $(diff_same rep@v2; echo $?) "diff rep@v2 reads only the two last fragments: as format 1's"
+fails "diff rep@v3 (a new object: the shared fragments searched) names a missing one" 1 "rep@v3: fragment datasets/rep/fragments/.*missing" $M diff rep@v3
+mv "$WORK/away2/"*.json "$S/datasets/rep/fragments/"
+ok $(diff_same rep@v3; echo $?) "with them back, diff rep@v3 as format 1's"
 done_testing

@@ -264,25 +264,26 @@ static int copy_pin(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_e
 }
 
 /* The distinct shards of m (a shard may repeat within a version; it is
- * sent once) into c->shards. */
+ * looked for and sent once, in the order of its first entry) into
+ * c->shards. */
 static int copy_plan(copy_ctx *c, const char *dataset, const mt_manifest *m, mt_error *err)
 {
-	if (m->nshards && !(c->shards = calloc(m->nshards, sizeof *c->shards)))
-		return mti_err(err, MT_ENOMEM, "copy: out of memory");
-	for (size_t i = 0; i < m->nshards; i++) {
-		int dup = 0;
-		for (size_t j = 0; j < c->nshards && !dup; j++)
-			dup = strcmp(c->shards[j].sha256, m->shards[i].sha256) == 0;
-		if (dup)
+	size_t *first = NULL;
+	int rc = mti_shard_firsts(m->shards, m->nshards, 0, &first, err);
+	if (!rc && m->nshards && !(c->shards = calloc(m->nshards, sizeof *c->shards)))
+		rc = mti_err(err, MT_ENOMEM, "copy: out of memory");
+	for (size_t i = 0; !rc && i < m->nshards; i++) {
+		if (first[i] != i)
 			continue;
 		copy_shard *sh = &c->shards[c->nshards];
 		if (!(sh->key = mti_key_shard(dataset, m->shards[i].sha256)))
-			return mti_err(err, MT_ENOMEM, "copy: out of memory");
+			rc = mti_err(err, MT_ENOMEM, "copy: out of memory");
 		sh->sha256 = m->shards[i].sha256;
 		sh->bytes = m->shards[i].bytes;
-		c->nshards++;
+		c->nshards += !rc;
 	}
-	return 0;
+	free(first);
+	return rc;
 }
 
 /* A version's protection record in src, to carry along when dst has none. */

@@ -1070,6 +1070,8 @@ struct gc_state {
 	mt_error staged_err;
 	const char *kind; /* the directory listed (gc_own_name), NULL: names checked by the caller */
 	size_t kind_off;  /* where a listed key's name below it starts */
+	mt_mfrag *seen;   /* fragments loaded for an earlier version, by mti_frag_cmp */
+	size_t nseen;
 };
 
 /* Whether n bytes at p are lowercase hex digits (a sha256 name's). */
@@ -1152,8 +1154,17 @@ static int gc_reference(struct gc_state *g, const mt_manifest *m, const char *na
 		}
 		free(key);
 	}
+	size_t f = 0;
 	for (size_t k = 0; k < m->nshards + 2; k++) {
 		char *key;
+		/* A fragment left unloaded was loaded for another version, whose
+		 * shards are those it names. */
+		while (f < m->nfrags && k >= m->frags[f].first_shard + m->frags[f].nshards)
+			f++;
+		if (k < m->nshards && f < m->nfrags && !m->frags[f].loaded) {
+			k = m->frags[f].first_shard + m->frags[f].nshards - 1;
+			continue;
+		}
 		if (k < m->nshards)
 			key = mti_key_shard(m->dataset, m->shards[k].sha256);
 		else if (k == m->nshards)
@@ -1168,6 +1179,45 @@ static int gc_reference(struct gc_state *g, const mt_manifest *m, const char *na
 		}
 		free(key);
 	}
+	return 0;
+}
+
+static int gc_frag_cmp(const void *a, const void *b)
+{
+	return mti_frag_cmp(a, b);
+}
+
+/* The fragments of m (opened lazily) that no version read before names as
+ * m's root does: several versions share fragments, and a fragment's shards
+ * are referenced once.  Each loaded one is checked as every load checks it;
+ * one that fails makes gc refuse, as before. */
+static int gc_load_unseen(struct gc_state *g, mt_manifest *m, mt_error *err)
+{
+	int rc = 0;
+	size_t added = 0;
+	for (size_t f = 0; !rc && f < m->nfrags; f++) {
+		if (g->nseen && bsearch(&m->frags[f], g->seen, g->nseen, sizeof *g->seen, gc_frag_cmp))
+			continue;
+		size_t e = f + 1;
+		while (e < m->nfrags &&
+		       !(g->nseen && bsearch(&m->frags[e], g->seen, g->nseen, sizeof *g->seen,
+					     gc_frag_cmp)))
+			e++;
+		rc = mti_manifest_load_frags(m, f, e, mti_store_get_fn, g->s, err);
+		added += e - f;
+		f = e;
+	}
+	mt_mfrag *v = rc || !added ? NULL : realloc(g->seen, (g->nseen + added) * sizeof *v);
+	if (!rc && added && !v)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	if (!v)
+		return rc;
+	g->seen = v;
+	for (size_t f = 0; f < m->nfrags; f++)
+		if (m->frags[f].loaded)
+			g->seen[g->nseen++] = m->frags[f];
+	/* Sorted, for the look-ups of the versions after it. */
+	qsort(g->seen, g->nseen, sizeof *g->seen, gc_frag_cmp);
 	return 0;
 }
 
@@ -1359,7 +1409,9 @@ static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 		int pinned = i >= vl.l.n;
 		const char *name = pinned ? g->pins->versions[i - vl.l.n] : vl.l.v[i];
 		mt_manifest *m = NULL;
-		rc = mti_dataset_load(g->s, dataset, name, &m, NULL, err);
+		rc = mti_dataset_open(g->s, dataset, name, MTI_OPEN_LAZY, &m, NULL, err);
+		if (!rc)
+			rc = gc_load_unseen(g, m, err);
 		/* Removed while a writer builds on it: which objects it named is
 		 * lost with its manifest, and the writer may still name them. */
 		if (rc == MT_ENOTFOUND && pinned)
@@ -1463,6 +1515,9 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	g->referenced = (struct strv){0};
 	g->doomed = (struct strv){0};
 	g->keep_parity = 0;
+	free(g->seen);
+	g->seen = NULL;
+	g->nseen = 0;
 	return rc;
 }
 

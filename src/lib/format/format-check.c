@@ -168,3 +168,60 @@ int mti_shard_check(const void *data, size_t len, const mt_manifest *m, size_t i
 			      s->sha256);
 	return mti_shard_check_body(data, len, m, i, what, out, err);
 }
+
+/* ---- shards a version names more than once ---- */
+
+struct sf_ref {
+	const mt_mshard *s;
+	size_t i;
+	int entry;
+};
+
+static int sf_cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int sf_cmp(const void *pa, const void *pb)
+{
+	const struct sf_ref *a = pa, *b = pb;
+	int c = strcmp(a->s->sha256, b->s->sha256);
+	if (!c && a->entry) {
+		c = sf_cmp_u64(a->s->bytes, b->s->bytes);
+		if (!c)
+			c = sf_cmp_u64(a->s->rows, b->s->rows);
+		if (!c)
+			c = sf_cmp_u64(a->s->index_offset, b->s->index_offset);
+		if (!c)
+			c = sf_cmp_u64(a->s->index_bytes, b->s->index_bytes);
+		if (!c)
+			c = sf_cmp_u64((uint64_t)a->s->has_index_xxh3, (uint64_t)b->s->has_index_xxh3);
+		if (!c)
+			c = sf_cmp_u64(a->s->index_xxh3, b->s->index_xxh3);
+	}
+	return c ? c : sf_cmp_u64(a->i, b->i);
+}
+
+int mti_shard_firsts(const mt_mshard *v, size_t n, int entry, size_t **first, mt_error *err)
+{
+	struct sf_ref *t = malloc((n ? n : 1) * sizeof *t);
+	*first = malloc((n ? n : 1) * sizeof **first);
+	if (!t || !*first) {
+		free(t);
+		free(*first);
+		*first = NULL;
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		t[i] = (struct sf_ref){&v[i], i, entry};
+	qsort(t, n, sizeof *t, sf_cmp);
+	/* Sorted by content, then place: a run's first is its earliest. */
+	for (size_t k = 0, head = 0; k < n; k++) {
+		if (k && sf_cmp(&(struct sf_ref){t[k].s, 0, entry},
+				&(struct sf_ref){t[head].s, 0, entry}))
+			head = k;
+		(*first)[t[k].i] = t[head].i;
+	}
+	free(t);
+	return 0;
+}

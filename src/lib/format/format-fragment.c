@@ -105,6 +105,26 @@ size_t mti_manifest_frag_of_row(const mt_manifest *m, uint64_t row)
 	return frag_last_from(m, row, 1);
 }
 
+static int ff_cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+int mti_frag_cmp(const mt_mfrag *a, const mt_mfrag *b)
+{
+	int c = memcmp(a->sha256, b->sha256, sizeof a->sha256);
+	const uint64_t va[] = {a->bytes, a->first_row, a->rows, a->nshards, a->shard_bytes, a->nlayout};
+	const uint64_t vb[] = {b->bytes, b->first_row, b->rows, b->nshards, b->shard_bytes, b->nlayout};
+	for (size_t i = 0; !c && i < sizeof va / sizeof va[0]; i++)
+		c = ff_cmp_u64(va[i], vb[i]);
+	for (size_t i = 0; !c && i < a->nlayout && i < MT_FRAGMENT_LAYOUT_RUNS; i++) {
+		c = ff_cmp_u64(a->layout[i].shards, b->layout[i].shards);
+		if (!c)
+			c = ff_cmp_u64(a->layout[i].rows, b->layout[i].rows);
+	}
+	return c;
+}
+
 /* Whether m's shards [at, at + p->nshards) encode to fragment p's very
  * bytes: then the fragment already stored is theirs.  -1: out of memory. */
 static int ff_repeats(const mt_manifest *m, size_t at, const mt_mfrag *p, mt_error *err)

@@ -244,6 +244,11 @@ MT_LOCAL int mti_manifest_load_frags(mt_manifest *m, size_t f0, size_t f1, mti_g
 /* The fragment holding shard i / row `row` of a format-2 m. */
 MT_LOCAL size_t mti_manifest_frag_of_shard(const mt_manifest *m, size_t i);
 MT_LOCAL size_t mti_manifest_frag_of_row(const mt_manifest *m, uint64_t row);
+/* Order of fragments as roots describe them: sha256 first, then size,
+ * rows, shards, shard bytes and layout.  0: two roots say the very same of
+ * one fragment object, so it loads under one exactly as under the other
+ * (the same entries, the same checks passed or failed). */
+MT_LOCAL int mti_frag_cmp(const mt_mfrag *a, const mt_mfrag *b);
 /* Cut m's shards (first_row set) into fragments of `per` shards: first
  * those of `prev` (the fragments of the version it builds on) whose very
  * bytes m's shards encode to at the same place, but not a last one
@@ -292,6 +297,13 @@ MT_LOCAL int mti_shard_check(const void *data, size_t len, const mt_manifest *m,
 MT_LOCAL int mti_shard_check_body(const void *data, size_t len, const mt_manifest *m, size_t i,
 				 const char *what, mt_index **out, mt_error *err);
 MT_LOCAL int mti_shard_is_hdf5(const void *head, size_t len);
+/* For each of shards v[0..n), the first shard of v naming the same object
+ * (sha256), and with `entry` also the same entry but for its first_row
+ * (bytes, rows, chunk index): (*first)[i] <= i, malloc'ed.  A shard a
+ * version names many times is then read, sent or checked once: the checks
+ * of mti_shard_check that pass depend on those fields alone. */
+MT_LOCAL int mti_shard_firsts(const mt_mshard *v, size_t n, int entry, size_t **first,
+			     mt_error *err);
 
 /* Deep copies of attribute arrays (names duplicated). */
 MT_LOCAL int mti_attrs_dup(const mt_attr *a, size_t n, mt_attr **out);

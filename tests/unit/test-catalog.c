@@ -523,6 +523,19 @@ static void test_health(void)
 	sh = list(c, MT_CAT_SHARDS, vid, NULL, 8, &err);
 	tap_ok(strstr(sh.text, "|checksum mismatch|repairable|mirror\n") != NULL,
 	       "and none of it is written: %s", sh.text);
+	/* Each statement of a batch is prepared once and run again with the
+	 * next result's values: the last two, with no note, leave none. */
+	mt_catalog_shard_check again[] = {
+		{ sha, 1, MT_ECORRUPT, 0, "bad sum" },
+		{ sha, 0, 0, MT_HEALTH_UNREPAIRABLE, "no parity" },
+		{ sha, 1, 0, 0, NULL },
+		{ sha, 0, 0, MT_HEALTH_REPAIRABLE, NULL },
+	};
+	TAP_CALL(mt_catalog_shards_checked(c, mt_store_url(store), "health", again, 4, &err), &err,
+		 "a batch of two verifications and two health states of one shard is recorded");
+	sh = list(c, MT_CAT_SHARDS, vid, NULL, 8, &err);
+	tap_ok(strstr(sh.text, "|ok|repairable|NULL") != NULL,
+	       "each statement's second run has its own values, none of the first's: %s", sh.text);
 	mt_catalog_shard_health(c, mt_store_url(store), "health", sha, MT_HEALTH_REBUILT, "parity",
 				&err);
 	k.kind = "repair";

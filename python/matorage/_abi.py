@@ -47,7 +47,7 @@ class _Opts(ctypes.Structure):
                 ("cache_dir", ctypes.c_char_p), ("cache_bytes", ctypes.c_uint64),
                 ("in_memory", ctypes.c_int),
                 ("alloc", ctypes.c_void_p), ("dealloc", ctypes.c_void_p),
-                ("alloc_ud", ctypes.c_void_p)]
+                ("alloc_ud", ctypes.c_void_p), ("defer_windows", ctypes.c_int)]
 
 
 class _StoreOpts(ctypes.Structure):

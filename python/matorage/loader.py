@@ -143,10 +143,12 @@ class Loader:
     Loader(store, "dataset[@version]", attrs=[...], batch_rows=32, shuffle=False, seed=0,
     epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=0, prefetch_bytes=0,
     fetch_threads=0, decode_threads=0, resume=None, cache_dir=None, cache_bytes=0,
-    in_memory=False, copy=True): the options of mt_loader_opts (doc/loader.md).  store is
-    a Store or a URL.  Each batch maps attribute names to arrays of shape (rows,) + row
-    shape (a ragged attribute: (values, offsets); a str one: a list of str) and "_rows" to
-    the rows' global numbers.
+    in_memory=False, copy=True, defer_windows=False): the options of mt_loader_opts
+    (doc/loader.md).  store is a Store or a URL.  Each batch maps attribute names to arrays
+    of shape (rows,) + row shape (a ragged attribute: (values, offsets); a str one: a list
+    of str) and "_rows" to the rows' global numbers.  defer_windows=True: nothing is read
+    ahead until the first batch is asked for, so a loader used only for read_rows reads
+    just the chunks of its rows.
 
     copy=True (the default): each batch's arrays are its own, and stay as they are for as
     long as they are kept: the loader gathers fixed-size columns straight into them
@@ -161,7 +163,8 @@ class Loader:
     def __init__(self, store, dataset, version=None, attrs=None, batch_rows=32, shuffle=None,
                  seed=None, epoch=0, rank=0, world=1, drop_last=False, shuffle_rows=None,
                  prefetch_bytes=0, fetch_threads=0, decode_threads=0, resume=None,
-                 cache_dir=None, cache_bytes=0, in_memory=False, copy=True):
+                 cache_dir=None, cache_bytes=0, in_memory=False, copy=True,
+                 defer_windows=False):
         self._h, self._store = None, None  # close() works whatever fails below
         self._views = _Views(bool(copy), self)
         name, version = _lib.split_name(dataset, version)
@@ -192,7 +195,7 @@ class Loader:
         o.fetch_threads, o.decode_threads = fetch_threads, decode_threads
         self._resume, self._cache = _lib.b(resume), _lib.b(cache_dir)
         o.resume, o.cache_dir, o.cache_bytes = self._resume, self._cache, cache_bytes
-        o.in_memory = int(in_memory)
+        o.in_memory, o.defer_windows = int(in_memory), int(bool(defer_windows))
         h = ctypes.c_void_p()
         _lib.call("mt_loader_open", self._store.store.handle, _lib.b(name), _lib.b(version),
                   ctypes.byref(o), ctypes.byref(h))

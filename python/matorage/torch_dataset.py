@@ -540,7 +540,8 @@ class TorchMapDataset(tud.Dataset):
         rows = np.where(rows < 0, rows + self.rows, rows)
         if self._loader is None or self._pid != os.getpid():
             self._loader = Loader(self.store_url, self.dataset, self.version, attrs=self.attrs,
-                                  batch_rows=1, prefetch_bytes=1 << 20, **self.opts)
+                                  batch_rows=1, prefetch_bytes=1 << 20, defer_windows=True,
+                                  **self.opts)
             self._pid = os.getpid()
         b = self._loader.read_rows(rows)
         cols = {k: _tensors(v) if not isinstance(v, tuple) else (_tensors(v[0]), v[1])

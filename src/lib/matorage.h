@@ -1155,6 +1155,12 @@ typedef struct mt_loader_opts {
 	void *(*alloc)(void *ud, size_t bytes);
 	void (*dealloc)(void *ud, void *p, size_t bytes);
 	void *alloc_ud;
+	/* 1: no window is read ahead until mt_loader_next (or _next_into) is
+	 * called after the open or a set_epoch that starts an epoch afresh: a
+	 * loader used only for mt_loader_read_rows (a map-style dataset) then
+	 * reads just the chunks of the rows it asks for.  0: the epoch's first
+	 * windows are read from the open on, ready for the first batch. */
+	int defer_windows;
 } mt_loader_opts;
 
 /* One attribute of a batch: the rows' values back to back (C order,

@@ -96,6 +96,8 @@ static void load(const mt_loader_opts *base, unsigned rank, size_t max, run *out
 	memset(out, 0, sizeof *out);
 	mt_loader_opts o = *base;
 	o.rank = rank;
+	/* No window read until the first batch: open_gets is the open's alone. */
+	o.defer_windows = 1;
 	mt_loader *l = NULL;
 	mt_error err = {0};
 	atomic_store(&frag_gets, 0);
@@ -275,6 +277,7 @@ int main(void)
 	r.batch_rows = 16;
 	r.world = 4;
 	r.resume = tok;
+	r.defer_windows = 1;
 	run *tail = calloc(1, sizeof *tail);
 	atomic_store(&frag_gets, 0);
 	rc = mt_loader_open(store, "lz", NULL, &r, &l, &err);

@@ -91,6 +91,7 @@ typedef struct ld_prefetch {
 	size_t next_window; /* the first of the rank's windows still needed, from base */
 	int ahead_state;    /* AHEAD_*: the next epoch's plan */
 	int ahead_on;       /* the caller moves the epochs on (it called set_epoch) */
+	int deferred;       /* no filler started yet: the first batch starts them */
 } ld_prefetch;
 
 /* A batch being handed out: buffers per column. */
@@ -888,8 +889,12 @@ int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows, const
 	if (into && n > into_rows)
 		return mti_err(err, MT_EINVAL, "loader: the caller's buffers hold %zu rows, the batch "
 			       "has %zu", into_rows, n);
+	int rc = 0;
+	if (l->fetch.deferred && !(rc = prefetch_start(l, err)))
+		l->fetch.deferred = 0;
 	ld_out *b = &l->out;
-	int rc = out_begin(l, b, n, into, err);
+	if (!rc)
+		rc = out_begin(l, b, n, into, err);
 	for (size_t i = 0, done = 1; !rc && i < n; i += done) {
 		uint64_t idx = first + i;
 		done = 1;
@@ -986,7 +991,11 @@ static int loader_start(mt_loader *l, uint64_t epoch, mt_error *err)
 	mt_plan_share share = {o->world, o->batch_rows, o->drop_last, 0};
 	l->batches_taken = 0;
 	int rc = mti_plan_epoch(l->plan, epoch, l->stages, l->nstages, o->rank, &share, err);
-	return rc ? rc : prefetch_start(l, err);
+	if (rc)
+		return rc;
+	/* Deferred, the first batch starts the fillers: read_rows never does. */
+	l->fetch.deferred = o->defer_windows;
+	return o->defer_windows ? 0 : prefetch_start(l, err);
 }
 
 /* set_epoch(epoch) without stopping the fillers: 1 when nothing needs

@@ -12,23 +12,24 @@ $T make "$WORK/x.npy" float32 8000x256 3
 check "put a format-2 version of 4 fragments" env MATORAGE_MANIFEST_FORMAT=2 \
 	MATORAGE_FRAGMENT_SHARDS=2 $M put a x="$WORK/x.npy" --shard-rows 1000
 
-# epoch: rank 0 of 4 of a shuffled epoch (so no shard is read whole and every chunk index is
-# read alone); prints "<rows right> <gets> <fragment gets>".
+# epoch: rank 0 of $W (default 4) of a shuffled epoch in windows of $P bytes (default 1 MiB:
+# no shard is read whole and every chunk index is read alone); prints "<rows right> <gets>
+# <fragment gets>".
 epoch() {
 	s3_log_clear
 	local out
-	out=$(pymt - "$MATORAGE_STORE" "$WORK/x.npy" <<'PYEOF'
+	out=$(pymt - "$MATORAGE_STORE" "$WORK/x.npy" "${W:-4}" "${P:-1048576}" <<'PYEOF'
 import sys
 import numpy as np
 import matorage
-url, x = sys.argv[1], np.load(sys.argv[2])
+url, x, world, window = sys.argv[1], np.load(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 n, same = 0, True
 for b in matorage.Loader(matorage.Store(url), "a", batch_rows=100, shuffle=True, seed=5,
-                         rank=0, world=4, prefetch_bytes=1 << 20):
+                         rank=0, world=world, prefetch_bytes=window):
     ids = np.asarray(b["_rows"], dtype=np.int64)
     n += len(ids)
     same = same and np.array_equal(np.asarray(b["x"]).reshape(len(ids), 256), x[ids])
-print(n == 2000 and same)
+print(n == 8000 // world and same)
 PYEOF
 )
 	echo "$out $(s3_log | grep -c '^GET ') $(s3_log | grep -c '^GET .*/fragments/')"
@@ -83,4 +84,15 @@ touch -d '1 hour ago' "$WORK/own/.swept"
 read -r right8 _ _ <<< "$(MATORAGE_META_CACHE=$WORK/own MATORAGE_META_CACHE_BYTES=$((size - 1000)) epoch)"
 ok $([ "$right8" = True ] && [ ! -e "$WORK/own/zz/zz-old" ]; echo $?) \
 	"over its cap ($size bytes held) the least recently used entry went first"
+# One rank whose window holds the whole version reads each shard whole and cuts its chunk
+# index out of it: the index is kept
+# once, not written again by every later epoch (the entry's file stays the same file).
+rm -rf "$WORK/whole"
+read -r right8 _ _ <<< "$(W=1 P=$((64 << 20)) MATORAGE_META_CACHE=$WORK/whole epoch)"
+idx_files() { find "$WORK/whole" -name '*-*-*' -type f ! -name '.*' -printf '%i %p\n' | sort; }
+before=$(idx_files)
+read -r right9 _ _ <<< "$(W=1 P=$((64 << 20)) MATORAGE_META_CACHE=$WORK/whole epoch)"
+ok $([ "$right8 $right9" = "True True" ] && [ "$(echo "$before" | grep -c .)" -ge 4 ] &&
+	[ "$before" = "$(idx_files)" ]; echo $?) \
+	"a shard read whole keeps its chunk index once: a second epoch rewrites none of $(echo "$before" | grep -c .)"
 done_testing

@@ -69,7 +69,9 @@ static const char *frag_cache_name(const char *key)
 }
 
 /* A fragment through the meta cache: taken when its bytes have the sha256
- * its name says; else read from the store and kept when they do. */
+ * its name says; else read from the store and kept.  What the store gave is
+ * kept unhashed: the fragment's decoding checks its sha256 next (a wrong
+ * one fails the read), and a wrong entry is never taken from the cache. */
 static int reader_get_fn(void *ud, const char *key, uint64_t max, void **data, size_t *got,
 			 mt_error *err)
 {
@@ -84,7 +86,7 @@ static int reader_get_fn(void *ud, const char *key, uint64_t max, void **data, s
 		*data = NULL;
 	}
 	int rc = mti_store_get_fn(r->store, key, max, data, got, err);
-	if (!rc && name && !mti_sha256_hex(*data, *got, sha, &e) && !strncmp(sha, name, 64))
+	if (!rc && name)
 		mti_meta_cache_put(r->meta, name, *data, *got);
 	return rc;
 }
@@ -514,11 +516,14 @@ static int index_cached(mt_reader *r, size_t i, const char *what, mt_index **ix)
 	return rc;
 }
 
-static void index_keep(mt_reader *r, size_t i, const void *data, size_t len)
+/* Keep shard i's chunk index; `fresh` only when the cache lacks it (an
+ * index cut out of a shard read whole, which is read again each epoch). */
+static void index_keep(mt_reader *r, size_t i, const void *data, size_t len, int fresh)
 {
 	char name[128];
 	index_cache_name(&r->m->shards[i], name, sizeof name);
-	mti_meta_cache_put(r->meta, name, data, len);
+	if (!fresh || !mti_meta_cache_has(r->meta, name, len))
+		mti_meta_cache_put(r->meta, name, data, len);
 }
 
 static int index_read(mt_reader *r, size_t i, const char *what, mt_index **ix, int *dmg,
@@ -540,7 +545,7 @@ static int index_read(mt_reader *r, size_t i, const char *what, mt_index **ix, i
 	if (!rc && (rc = mti_index_decode_shard(data, got, s->bytes, r->m, i, what, ix, err)))
 		*dmg = DMG_CHECKSUM;
 	else if (!rc && r->meta)
-		index_keep(r, i, data, got);
+		index_keep(r, i, data, got, 0);
 	free(data);
 	return rc;
 }
@@ -688,7 +693,7 @@ static int index_from_whole(mt_reader *r, size_t i, const char *what, mt_index *
 		: mti_index_decode_shard(data + s->index_offset, (size_t)s->index_bytes, s->bytes,
 					 r->m, i, what, ix, &e);
 	if (!rc && r->meta)
-		index_keep(r, i, data + s->index_offset, (size_t)s->index_bytes);
+		index_keep(r, i, data + s->index_offset, (size_t)s->index_bytes, 1);
 	whole_unref(r, i);
 	return rc;
 }

@@ -53,78 +53,17 @@ static const char *shard_name(const char *key)
 	return b && strstr(key, "/shards/") && is_shard_file(b + 1) ? b + 1 : NULL;
 }
 
-typedef struct entry {
-	char *name;
-	uint64_t size;
-	struct timespec used;
-} entry;
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const entry *x = a, *y = b;
-	if (x->used.tv_sec != y->used.tv_sec)
-		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
-	return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
-}
-
 /* Delete the least recently used shards until `need` more bytes fit. */
 static int evict(cache_store *c, uint64_t need, mt_error *err)
 {
-	DIR *d = opendir(c->dir);
-	if (!d)
-		return mti_err(err, MT_EIO, "cache %s: %s", c->dir, strerror(errno));
-	entry *v = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t total = 0;
+	mti_lru l = {0};
 	int rc = 0;
-	struct dirent *de;
-	while (!rc && (de = readdir(d))) {
-		struct stat sb;
-		int tmp = !strncmp(de->d_name, ".tmp.", 5);
-		if (!is_shard_file(de->d_name) && !tmp)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &sb, 0) != 0 || !S_ISREG(sb.st_mode))
-			continue;
-		/* Downloads in progress take room but are not evicted; one an
-		 * hour old was left by a process that died. */
-		if (tmp) {
-			if (time(NULL) - sb.st_mtime > 3600)
-				unlinkat(dirfd(d), de->d_name, 0);
-			else
-				total += (uint64_t)sb.st_size;
-			continue;
-		}
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			entry *g = realloc(v, cap * sizeof *g);
-			if (!g) {
-				rc = mti_err(err, MT_ENOMEM, "out of memory");
-				break;
-			}
-			v = g;
-		}
-		v[n].name = mti_strdup(de->d_name);
-		v[n].size = (uint64_t)sb.st_size;
-		v[n].used = sb.st_mtim;
-		if (!v[n].name) {
-			rc = mti_err(err, MT_ENOMEM, "out of memory");
-			break;
-		}
-		total += v[n++].size;
-	}
-	closedir(d);
-	if (!rc && n)
-		qsort(v, n, sizeof *v, entry_cmp);
-	/* A reader holding a deleted file keeps it until it closes it. */
-	for (size_t i = 0; !rc && i < n && total + need > c->cap; i++) {
-		char *p = mti_asprintf("%s/%s", c->dir, v[i].name);
-		if (p && unlink(p) == 0)
-			total -= v[i].size;
-		free(p);
-	}
-	for (size_t i = 0; i < n; i++)
-		free(v[i].name);
-	free(v);
+	if (mti_lru_scan(&l, c->dir, is_shard_file))
+		rc = mti_err(err, MT_EIO, "cache %s: %s", c->dir,
+			     errno ? strerror(errno) : "cannot be listed");
+	else if (l.total + need > c->cap)
+		mti_lru_trim(&l, c->cap > need ? c->cap - need : 0);
+	mti_lru_free(&l);
 	return rc;
 }
 

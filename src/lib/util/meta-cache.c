@@ -29,63 +29,17 @@ struct mti_meta_cache {
 	uint64_t cap;
 };
 
-struct meta_file {
-	char *path;
-	uint64_t size;
-	struct timespec used;
-};
-
-static int meta_file_cmp(const void *a, const void *b)
+/* Entries live in two-character subdirectories (a name's first two). */
+static int meta_entry(const char *name)
 {
-	const struct meta_file *x = a, *y = b;
-	if (x->used.tv_sec != y->used.tv_sec)
-		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
-	return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
-}
-
-/* Every entry of subdirectory `sub` appended to *v; *total counts their bytes. */
-static void meta_scan(const char *sub, struct meta_file **v, size_t *n, size_t *cap,
-		      uint64_t *total)
-{
-	DIR *d = opendir(sub);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		struct stat sb;
-		if (de->d_name[0] == '.' && strncmp(de->d_name, ".tmp.", 5))
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &sb, 0) != 0 || !S_ISREG(sb.st_mode))
-			continue;
-		/* A temporary file an hour old was left by a process that died. */
-		if (!strncmp(de->d_name, ".tmp.", 5)) {
-			if (time(NULL) - sb.st_mtime > 3600)
-				unlinkat(dirfd(d), de->d_name, 0);
-			continue;
-		}
-		if (*n == *cap) {
-			size_t c = *cap ? 2 * *cap : 256;
-			struct meta_file *g = realloc(*v, c * sizeof *g);
-			if (!g)
-				break;
-			*v = g;
-			*cap = c;
-		}
-		char *p = mti_asprintf("%s/%s", sub, de->d_name);
-		if (!p)
-			break;
-		(*v)[(*n)++] = (struct meta_file){p, (uint64_t)sb.st_size, sb.st_mtim};
-		*total += (uint64_t)sb.st_size;
-	}
-	closedir(d);
+	(void)name;
+	return 1;
 }
 
 /* Least recently used entries removed until the cache holds 3/4 of its cap. */
 static void meta_evict(mti_meta_cache *c)
 {
-	struct meta_file *v = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t total = 0;
+	mti_lru l = {0};
 	DIR *d = opendir(c->dir);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
@@ -93,20 +47,14 @@ static void meta_evict(mti_meta_cache *c)
 			continue;
 		char *sub = mti_asprintf("%s/%s", c->dir, de->d_name);
 		if (sub)
-			meta_scan(sub, &v, &n, &cap, &total);
+			mti_lru_scan(&l, sub, meta_entry);
 		free(sub);
 	}
 	if (d)
 		closedir(d);
-	if (total > c->cap) {
-		qsort(v, n, sizeof *v, meta_file_cmp);
-		for (size_t i = 0; i < n && total > c->cap / 4 * 3; i++)
-			if (unlink(v[i].path) == 0)
-				total -= v[i].size;
-	}
-	for (size_t i = 0; i < n; i++)
-		free(v[i].path);
-	free(v);
+	if (l.total > c->cap)
+		mti_lru_trim(&l, c->cap / 4 * 3);
+	mti_lru_free(&l);
 }
 
 /* The sweep, when the last one is older than META_SWEEP_SECS: the stamp
@@ -213,6 +161,16 @@ void *mti_meta_cache_get(mti_meta_cache *c, const char *name, size_t *len)
 	}
 	close(fd);
 	return buf;
+}
+
+int mti_meta_cache_has(mti_meta_cache *c, const char *name, size_t len)
+{
+	char *path = c ? meta_path(c, name) : NULL;
+	struct stat sb;
+	int has = path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		  (uint64_t)sb.st_size == (uint64_t)len;
+	free(path);
+	return has;
 }
 
 void mti_meta_cache_put(mti_meta_cache *c, const char *name, const void *data, size_t len)

@@ -18,6 +18,11 @@ MT_LOCAL void mti_meta_cache_close(mti_meta_cache *c);
  * NULL).  The bytes are unchecked: the caller checks them against what
  * their name promises. */
 MT_LOCAL void *mti_meta_cache_get(mti_meta_cache *c, const char *name, size_t *len);
+/* Whether entry `name` exists with `len` bytes: a caller that has the
+ * bytes from elsewhere (a shard read whole) skips rewriting it.  A damaged
+ * entry of the right size stays until a reader that takes it finds it
+ * wrong and puts the store's bytes. */
+MT_LOCAL int mti_meta_cache_has(mti_meta_cache *c, const char *name, size_t len);
 /* Keep `len` bytes as entry `name`; best effort, silent. */
 MT_LOCAL void mti_meta_cache_put(mti_meta_cache *c, const char *name, const void *data,
 				 size_t len);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "matorage.h"
 
@@ -89,12 +90,33 @@ MT_LOCAL int mti_version_name_check(const char *name, mt_error *err);
 MT_LOCAL int mti_mul_ok(uint64_t a, uint64_t b, uint64_t *out);
 MT_LOCAL int mti_add_ok(uint64_t a, uint64_t b, uint64_t *out);
 
+/* strcmp of two char * array elements, for qsort and bsearch. */
+MT_LOCAL int mti_strp_cmp(const void *a, const void *b);
 /* In n ascending uint64_t values, the first at base and each `stride` bytes
  * after the one before (an array, or a field of an array of structs): the
  * index of the last one <= v, or 0 when none is. */
-/* strcmp of two char * array elements, for qsort and bsearch. */
-MT_LOCAL int mti_strp_cmp(const void *a, const void *b);
 MT_LOCAL size_t mti_bisect_u64(const void *base, size_t n, size_t stride, uint64_t v);
+
+/* The files of a cache directory, oldest use first (dir-lru.c).  A scan
+ * lists each regular file whose name `entry` accepts and adds its size to
+ * total; a ".tmp." file being written counts in total but is never listed,
+ * and one an hour old (left by a process that died) is removed.  Scans of
+ * several directories add up; trim then removes the least recently used
+ * until total <= target.  scan is -1 when dir cannot be read or memory runs
+ * out (what was listed stays). */
+typedef struct mti_lru_file {
+	char *path;
+	uint64_t size;
+	struct timespec used;
+} mti_lru_file;
+typedef struct mti_lru {
+	mti_lru_file *v;
+	size_t n, cap;
+	uint64_t total;
+} mti_lru;
+MT_LOCAL int mti_lru_scan(mti_lru *l, const char *dir, int (*entry)(const char *name));
+MT_LOCAL void mti_lru_trim(mti_lru *l, uint64_t target);
+MT_LOCAL void mti_lru_free(mti_lru *l);
 
 /* mkdir -p of path's directory, private to the user; `what` names the
  * directory in errors. */

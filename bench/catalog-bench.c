@@ -12,13 +12,7 @@
 #include "format.h"
 #include "store.h"
 #include "tui.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "bench.h"
 
 static void die(const mt_error *err)
 {
@@ -59,21 +53,9 @@ static void make_store(mt_store *s, int ndatasets, int nshards)
 			.chunk_bytes = 1 << 20, .attrs = attrs, .nattrs = 2, .shards = shards,
 			.nshards = (size_t)nshards,
 		};
-		char *json, *key = mti_key_manifest(name, "v1");
-		mt_error err = { 0 };
-		if (mti_manifest_encode(&m, &json, &err) ||
-		    mti_store_put(s, key, json, strlen(json), MT_PUT_NOSYNC, &err))
-			die(&err);
-		free(json);
-		free(key);
+		bench_put_manifest(s, &m, "catalog-bench");
 	}
 	free(shards);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -92,9 +74,9 @@ int main(int argc, char **argv)
 		die(&err);
 	struct stat st;
 	if (stat(marker, &st) != 0) {
-		double t0 = now();
+		double t0 = bench_now();
 		make_store(s, ndatasets, nshards);
-		printf("made %d manifests of %d shards in %.1f s\n", ndatasets, nshards, now() - t0);
+		printf("made %d manifests of %d shards in %.1f s\n", ndatasets, nshards, bench_now() - t0);
 		remove(cat);
 		FILE *f = fopen(marker, "w");
 		if (f)
@@ -107,12 +89,12 @@ int main(int argc, char **argv)
 	/* The first sync of a fresh catalog reads every manifest; the second
 	 * only lists. */
 	for (int pass = 0; pass < 2; pass++) {
-		double t0 = now();
+		double t0 = bench_now();
 		if (mt_catalog_sync(c, url, s, NULL, 0, NULL, NULL, &ss, &err))
 			die(&err);
 		printf("sync: %llu datasets, %llu versions, %llu manifests read: %.2f s\n",
 		       (unsigned long long)ss.datasets, (unsigned long long)ss.versions,
-		       (unsigned long long)ss.versions_read, now() - t0);
+		       (unsigned long long)ss.versions_read, bench_now() - t0);
 	}
 	mt_catalog_close(c);
 	mt_store_close(s);
@@ -128,35 +110,35 @@ int main(int argc, char **argv)
 	disp_open_headless(200, 60);
 	for (int r = 0; r < RUNS; r++) {
 		struct tui t;
-		double a = now();
+		double a = bench_now();
 		if (tui_init(&t, &ctx, cat, 0, &err))
 			die(&err);
 		tui_draw(&t);
-		start_ms[r] = (now() - a) * 1e3;
+		start_ms[r] = (bench_now() - a) * 1e3;
 		tui_key(&t, DISP_FN | KEY_ENTER);
-		a = now();
+		a = bench_now();
 		tui_key(&t, DISP_FN | KEY_ENTER);
 		tui_draw(&t);
-		open_ms[r] = (now() - a) * 1e3;
+		open_ms[r] = (bench_now() - a) * 1e3;
 		struct view *v = tui_top(&t);
-		a = now();
+		a = bench_now();
 		v->ops->filter(&t, v, "team7");
 		tui_draw(&t);
-		filter_ms[r] = (now() - a) * 1e3;
+		filter_ms[r] = (bench_now() - a) * 1e3;
 		sscanf(t.status, "filter: team7 (%zu rows)", &matched);
-		a = now();
+		a = bench_now();
 		v->ops->filter(&t, v, "ds04242");
 		tui_draw(&t);
-		narrow_ms[r] = (now() - a) * 1e3;
+		narrow_ms[r] = (bench_now() - a) * 1e3;
 		v->ops->filter(&t, v, "");
 		sscanf(t.status, "no filter (%zu rows)", &shown);
 		tui_free(&t);
 	}
 	disp_close();
-	qsort(start_ms, RUNS, sizeof(double), cmp_double);
-	qsort(open_ms, RUNS, sizeof(double), cmp_double);
-	qsort(filter_ms, RUNS, sizeof(double), cmp_double);
-	qsort(narrow_ms, RUNS, sizeof(double), cmp_double);
+	qsort(start_ms, RUNS, sizeof(double), bench_cmp_double);
+	qsort(open_ms, RUNS, sizeof(double), bench_cmp_double);
+	qsort(filter_ms, RUNS, sizeof(double), bench_cmp_double);
+	qsort(narrow_ms, RUNS, sizeof(double), bench_cmp_double);
 	printf("datasets listed: %zu; filter 'team7' keeps %zu\n", shown, matched);
 	printf("%-40s %8s %8s\n", "step (ms, of 7 runs)", "median", "max");
 	printf("%-40s %8.1f %8.1f\n", "start: open catalog, list remotes", start_ms[RUNS / 2],

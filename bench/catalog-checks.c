@@ -13,24 +13,12 @@
 #include "format.h"
 #include "matorage-catalog.h"
 #include "store.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "bench.h"
 
 static void die(const mt_error *err)
 {
 	fprintf(stderr, "catalog-checks: %s\n", err->message);
 	exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 /* Shard i's sha256, as the manifest and the results name it. */
@@ -59,13 +47,7 @@ static void make_store(mt_store *s, size_t nshards)
 		.raw_bytes = nshards * 80, .level = 3, .chunk_bytes = 1 << 20, .attrs = attrs,
 		.nattrs = 1, .shards = shards, .nshards = nshards,
 	};
-	char *json, *key = mti_key_manifest(name, version);
-	mt_error err = {0};
-	if (mti_manifest_encode(&m, &json, &err) ||
-	    mti_store_put(s, key, json, strlen(json), MT_PUT_NOSYNC, &err))
-		die(&err);
-	free(json);
-	free(key);
+	bench_put_manifest(s, &m, "catalog-checks");
 	free(shards);
 }
 
@@ -89,9 +71,9 @@ int main(int argc, char **argv)
 		die(&err);
 	struct stat st;
 	if (stat(marker, &st) != 0) {
-		double t0 = now();
+		double t0 = bench_now();
 		make_store(s, n);
-		printf("made a manifest of %zu shards in %.1f s\n", n, now() - t0);
+		printf("made a manifest of %zu shards in %.1f s\n", n, bench_now() - t0);
 		FILE *f = fopen(marker, "w");
 		if (f)
 			fclose(f);
@@ -100,11 +82,11 @@ int main(int argc, char **argv)
 	mt_catalog *c;
 	if (mt_catalog_open(cat, &c, &err))
 		die(&err);
-	double t0 = now();
+	double t0 = bench_now();
 	mt_catalog_sync_stats ss;
 	if (mt_catalog_sync(c, url, s, NULL, 0, NULL, NULL, &ss, &err))
 		die(&err);
-	printf("sync of %zu shards: %.1f s\n", n, now() - t0);
+	printf("sync of %zu shards: %.1f s\n", n, bench_now() - t0);
 
 	char (*sha)[65] = malloc(n * sizeof *sha);
 	mt_catalog_shard_check *k = calloc(n, sizeof *k);
@@ -118,14 +100,14 @@ int main(int argc, char **argv)
 	}
 	double t[99];
 	for (int r = 0; r < runs; r++) {
-		double a = now();
+		double a = bench_now();
 		if (mt_catalog_shards_checked(c, url, "ck", k, n, &err))
 			die(&err);
-		t[r] = now() - a;
+		t[r] = bench_now() - a;
 		printf("shards_checked of %zu results: %.3f s (%.2f us a result)\n", n, t[r],
 		       t[r] * 1e6 / (double)n);
 	}
-	qsort(t, (size_t)runs, sizeof *t, cmp_double);
+	qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
 	printf("median of %d: %.3f s, %.2f us a result\n", runs, t[runs / 2],
 	       t[runs / 2] * 1e6 / (double)n);
 	free(k);

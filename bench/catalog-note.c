@@ -16,12 +16,7 @@
 #include <matorage-catalog.h>
 #include <matorage.h>
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+#include "bench.h"
 
 static int dcmp(const void *a, const void *b)
 {
@@ -56,15 +51,15 @@ static int time_lists(mt_catalog *c, mt_error *err)
 		rc = mt_catalog_list(c, MT_CAT_BUCKETS, rem.id, NULL, find_row, &b, err);
 	if (!rc)
 		rc = mt_catalog_list(c, MT_CAT_DATASETS, b.id, NULL, find_row, &d, err);
-	double t0 = now();
+	double t0 = bench_now();
 	if (!rc)
 		rc = mt_catalog_list(c, MT_CAT_VERSIONS, d.id, NULL, find_row, &v, err);
-	double t1 = now();
+	double t1 = bench_now();
 	if (!rc)
 		rc = mt_catalog_list(c, MT_CAT_SHARDS, v.id, NULL, find_row, &sh, err);
 	if (!rc)
 		printf("list %lu versions %.4f s, %lu shards of the latest %.4f s\n", v.n, t1 - t0,
-		       sh.n, now() - t1);
+		       sh.n, bench_now() - t1);
 	return rc;
 }
 
@@ -115,18 +110,18 @@ int main(int argc, char **argv)
 		char v[256];
 		if (append_one(s, v, sizeof v, &err))
 			break;
-		double t0 = now();
+		double t0 = bench_now();
 		if (mt_catalog_sync(c, "local", s, dataset, 0, NULL, NULL, &st, &err))
 			break;
-		tsync[i] = now() - t0;
+		tsync[i] = bench_now() - t0;
 		read_sync = st.versions_read;
 #if MT_CATALOG_SCHEMA >= 8
 		if (append_one(s, v, sizeof v, &err))
 			break;
-		t0 = now();
+		t0 = bench_now();
 		if (mt_catalog_sync_version(c, "local", s, dataset, v, &st, &err))
 			break;
-		tone[i] = now() - t0;
+		tone[i] = bench_now() - t0;
 		read_one = st.versions_read;
 #endif
 	}

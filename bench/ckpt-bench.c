@@ -18,12 +18,7 @@
 
 #include <matorage.h>
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+#include "bench.h"
 
 static long long dir_total;
 
@@ -109,13 +104,13 @@ int main(int argc, char **argv)
 	for (int r = 0; r < reps; r++) {
 		char name[32];
 		snprintf(name, sizeof name, "bench%d", r);
-		double t0 = now();
+		double t0 = bench_now();
 		if (save(s, name, data, per, n, &err))
 			return fail(&err);
-		double t1 = now();
+		double t1 = bench_now();
 		if (load(s, name, back, per, &err))
 			return fail(&err);
-		double t2 = now();
+		double t2 = bench_now();
 		if (memcmp(data, back, per * (size_t)n)) {
 			fprintf(stderr, "ckpt-bench: loaded bytes differ\n");
 			return 1;
@@ -131,10 +126,10 @@ int main(int argc, char **argv)
 	char dir[4200];
 	snprintf(dir, sizeof dir, "%s/models/bench0/tensors", argv[1]);
 	long long before = dir_bytes(dir);
-	double t0 = now();
+	double t0 = bench_now();
 	if (save(s, "bench0", data, per, n, &err))
 		return fail(&err);
-	printf("partial %.3f changed %zu written %lld of %zu stored %lld\n", now() - t0,
+	printf("partial %.3f changed %zu written %lld of %zu stored %lld\n", bench_now() - t0,
 	       per * (size_t)changed, dir_bytes(dir) - before, per * (size_t)n, before);
 	mt_store_close(s);
 	free(data);

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
+
 struct group {
 	int n;
 	size_t stripe;
@@ -25,13 +27,6 @@ struct job {
 	struct group *g;
 	int ngroups, m, t, threads;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void *work(void *arg)
 {
@@ -128,14 +123,14 @@ int main(int argc, char **argv)
 	for (int r = 0; r < runs; r++) {
 		pthread_t th[64];
 		struct job jobs[64];
-		double s = now();
+		double s = bench_now();
 		for (int i = 0; i < threads; i++) {
 			jobs[i] = (struct job){gs, ng, m, i, threads};
 			pthread_create(&th[i], NULL, work, &jobs[i]);
 		}
 		for (int i = 0; i < threads; i++)
 			pthread_join(th[i], NULL);
-		t[r] = now() - s;
+		t[r] = bench_now() - s;
 	}
 	qsort(t, (size_t)runs, sizeof *t, cmp);
 	double mib = (double)total / 1048576.0;

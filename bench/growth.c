@@ -14,12 +14,7 @@
 
 #include <matorage.h>
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+#include "bench.h"
 
 static int dcmp(const void *a, const void *b)
 {
@@ -58,10 +53,10 @@ static double open_latest(mt_store *s, char *version, size_t cap, mt_error *err)
 	double t[9];
 	for (int k = 0; k < 9; k++) {
 		mt_reader *r;
-		double t0 = now();
+		double t0 = bench_now();
 		if (mt_reader_open(s, "g", NULL, &r, err))
 			return -1;
-		t[k] = now() - t0;
+		t[k] = bench_now() - t0;
 		snprintf(version, cap, "%s", mt_reader_info(r)->version);
 		mt_reader_close(r);
 	}
@@ -100,12 +95,12 @@ int main(int argc, char **argv)
 	}
 	double *t = malloc((size_t)n * sizeof *t);
 	for (long i = 0; i < n; i++) {
-		double t0 = now();
+		double t0 = bench_now();
 		if (commit_one(s, i, &err)) {
 			fprintf(stderr, "growth: commit %ld: %s\n", i + 1, err.message);
 			return 1;
 		}
-		t[i] = now() - t0;
+		t[i] = bench_now() - t0;
 	}
 	printf("commits: median ms per tenth of %ld:", n);
 	for (int k = 0; k < 10; k++)

@@ -43,35 +43,6 @@ static int put(const char *ds, int append, int64_t base, mt_error *err)
 	return rc;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	if (buf)
-		buf[n] = '\0';
-	*len = (size_t)n;
-	return buf;
-}
-
-static int spill(const char *path, const char *data, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return -1;
-	int rc = fwrite(data, 1, len, f) == len ? 0 : -1;
-	return fclose(f) || rc ? -1 : 0;
-}
-
 /* Dataset `flat`: chain@version's manifest with no parent (so its shards
  * are never chained), beside a copy of the shard objects it names. */
 static int unchain(const char *version)
@@ -79,7 +50,7 @@ static int unchain(const char *version)
 	char path[512], dst[512];
 	snprintf(path, sizeof path, "%s/datasets/chain/versions/%s.json", root, version);
 	size_t len;
-	char *json = slurp(path, &len);
+	char *json = tap_read_file(path, &len);
 	mt_manifest *m = NULL;
 	mt_error err = {0};
 	if (!json || mti_manifest_decode(json, len, path, &m, &err))
@@ -93,13 +64,13 @@ static int unchain(const char *version)
 	for (size_t i = 0; !rc && i < m->nshards; i++) {
 		snprintf(path, sizeof path, "%s/datasets/chain/shards/%s.h5", root, m->shards[i].sha256);
 		snprintf(dst, sizeof dst, "%s/datasets/flat/shards/%s.h5", root, m->shards[i].sha256);
-		char *sh = slurp(path, &len);
-		rc = sh ? spill(dst, sh, len) : -1;
+		char *sh = tap_read_file(path, &len);
+		rc = sh ? tap_write_file(dst, sh, len) : -1;
 		free(sh);
 	}
 	snprintf(path, sizeof path, "%s/datasets/flat/versions/%s.json", root, version);
 	if (!rc)
-		rc = spill(path, json, strlen(json));
+		rc = tap_write_file(path, json, strlen(json));
 	free(json);
 	mti_manifest_free(m);
 	return rc;

@@ -642,23 +642,30 @@ int mti_prec_check_shards(const mti_prec *p, const mt_manifest *m, const char *w
 	return 0;
 }
 
-const mti_pgroup *mti_prec_find(const mti_prec *p, size_t shard, size_t *member)
+/* The group of gs[0..n) (consecutive runs, in order) holding member
+ * number i. */
+static const mti_pgroup *pr_find(const mti_pgroup *gs, size_t n, size_t i, size_t *member)
 {
-	size_t lo = 0, hi = p->ngroups;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const mti_pgroup *g = &p->groups[mid];
-		if (shard < g->members[0].shard) {
+		const mti_pgroup *g = &gs[mid];
+		if (i < g->members[0].shard) {
 			hi = mid;
-		} else if (shard >= g->members[0].shard + g->nmembers) {
+		} else if (i >= g->members[0].shard + g->nmembers) {
 			lo = mid + 1;
 		} else {
 			if (member)
-				*member = shard - g->members[0].shard;
+				*member = i - g->members[0].shard;
 			return g;
 		}
 	}
 	return NULL;
+}
+
+const mti_pgroup *mti_prec_find(const mti_prec *p, size_t shard, size_t *member)
+{
+	return pr_find(p->groups, p->ngroups, shard, member);
 }
 
 /* ---- rebuilding a span ---------------------------------------------------- */
@@ -667,6 +674,7 @@ struct pr_span {
 	mt_store *s;
 	const mti_prec *p;
 	const mti_pgroup *g;
+	int frags; /* the members are fragments (fragments/<sha256>.json), not shards */
 	uint64_t off;
 	size_t len;
 	uint8_t *buf[MTI_PARITY_MAX_K + MTI_PARITY_MAX_M]; /* rows read, by row number */
@@ -684,7 +692,9 @@ static int pr_span_read(struct pr_span *sp, int i)
 	int k = sp->p->k;
 	const char *sha = i < k ? sp->g->members[i].sha256 : sp->g->parity[i - k].sha256;
 	uint64_t bytes = i < k ? sp->g->members[i].bytes : sp->g->parity[i - k].bytes;
-	char *key = i < k ? mti_key_shard(sp->p->dataset, sha) : mti_key_parity(sp->p->dataset, sha);
+	char *key = i >= k     ? mti_key_parity(sp->p->dataset, sha)
+		    : sp->frags ? mti_key_fragment(sp->p->dataset, sha)
+				: mti_key_shard(sp->p->dataset, sha);
 	uint8_t *b = malloc(sp->len ? sp->len : 1);
 	size_t n = sp->off >= bytes ? 0 : bytes - sp->off < sp->len ? (size_t)(bytes - sp->off)
 								      : sp->len;
@@ -764,28 +774,46 @@ static int pr_span_try(struct pr_span *sp, size_t target, const unsigned char *a
 		      "pass the check: more members are damaged than parity can make up", nd);
 }
 
+/* Member `i` of p's shard groups (frags 0) or fragment groups (frags 1):
+ * bytes [off, off + len) rebuilt from the rest of its group. */
+static int pr_rebuild(mt_store *s, const mti_prec *p, int frags, size_t i, uint64_t off,
+		      size_t len, const unsigned char *avoid, mti_rebuild_check check,
+		      void *check_ud, void *out, uint64_t *bytes_read, mt_error *err)
+{
+	size_t target;
+	const char *what = frags ? "fragment" : "shard";
+	const mti_pgroup *g = frags ? pr_find(p->fgroups, p->nfgroups, i, &target)
+				    : pr_find(p->groups, p->ngroups, i, &target);
+	if (!g)
+		return mti_err(err, MT_ENOTFOUND, "%s@%s: %s %zu is in no group of its protection "
+			      "record", p->dataset, p->version, what, i);
+	uint64_t end;
+	if (!mti_add_ok(off, len, &end) || end > g->stripe)
+		return mti_err(err, MT_ERANGE, "%s@%s: %s %zu: bytes %llu+%zu lie past the "
+			      "group's stripe of %llu", p->dataset, p->version, what, i,
+			      (unsigned long long)off, len, (unsigned long long)g->stripe);
+	struct pr_span sp = {.s = s, .p = p, .g = g, .frags = frags, .off = off, .len = len,
+			     .bytes_read = bytes_read};
+	int rc = pr_span_try(&sp, target, avoid, check, check_ud, out, err);
+	for (int r = 0; r < p->k + p->m; r++)
+		free(sp.buf[r]);
+	if (rc)
+		mti_err_prefix(err, "%s@%s: %s %zu (%.12s...), bytes %llu+%zu: cannot rebuild "
+			       "from parity: ", p->dataset, p->version, what, i,
+			       g->members[target].sha256, (unsigned long long)off, len);
+	return rc;
+}
+
 int mti_parity_rebuild_span(mt_store *s, const mti_prec *p, size_t shard, uint64_t off,
 			    size_t len, const unsigned char *avoid, mti_rebuild_check check,
 			    void *check_ud, void *out, uint64_t *bytes_read, mt_error *err)
 {
-	size_t target;
-	const mti_pgroup *g = mti_prec_find(p, shard, &target);
-	if (!g)
-		return mti_err(err, MT_ENOTFOUND, "%s@%s: shard %zu is in no group of its protection "
-			      "record", p->dataset, p->version, shard);
-	uint64_t end;
-	if (!mti_add_ok(off, len, &end) || end > g->stripe)
-		return mti_err(err, MT_ERANGE, "%s@%s: shard %zu: bytes %llu+%zu lie past the "
-			      "group's stripe of %llu", p->dataset, p->version, shard,
-			      (unsigned long long)off, len, (unsigned long long)g->stripe);
-	struct pr_span sp = {.s = s, .p = p, .g = g, .off = off, .len = len,
-			     .bytes_read = bytes_read};
-	int rc = pr_span_try(&sp, target, avoid, check, check_ud, out, err);
-	for (int i = 0; i < p->k + p->m; i++)
-		free(sp.buf[i]);
-	if (rc)
-		mti_err_prefix(err, "%s@%s: shard %zu (%.12s...), bytes %llu+%zu: cannot rebuild "
-			       "from parity: ", p->dataset, p->version, shard,
-			       g->members[target].sha256, (unsigned long long)off, len);
-	return rc;
+	return pr_rebuild(s, p, 0, shard, off, len, avoid, check, check_ud, out, bytes_read, err);
+}
+
+int mti_parity_rebuild_fragment(mt_store *s, const mti_prec *p, size_t frag, size_t len,
+				mti_rebuild_check check, void *check_ud, void *out,
+				uint64_t *bytes_read, mt_error *err)
+{
+	return pr_rebuild(s, p, 1, frag, 0, len, NULL, check, check_ud, out, bytes_read, err);
 }

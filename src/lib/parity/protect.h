@@ -123,5 +123,10 @@ typedef int (*mti_rebuild_check)(void *ud, const void *buf, size_t len);
 MT_LOCAL int mti_parity_rebuild_span(mt_store *s, const mti_prec *p, size_t shard, uint64_t off,
 				     size_t len, const unsigned char *avoid, mti_rebuild_check check,
 				     void *check_ud, void *out, uint64_t *bytes_read, mt_error *err);
+/* The first len bytes of fragment `frag` of p's root (the whole object:
+ * len is its size), from the rest of its fragment group, as above. */
+MT_LOCAL int mti_parity_rebuild_fragment(mt_store *s, const mti_prec *p, size_t frag, size_t len,
+					 mti_rebuild_check check, void *check_ud, void *out,
+					 uint64_t *bytes_read, mt_error *err);
 
 #endif

@@ -10,7 +10,7 @@
  * before its record was written again) still says its k+m; one that does
  * not decode cannot be carried: MT_ECORRUPT, and nothing is written. */
 static int upgrade_parity(mt_store *s, const char *dataset, const char *version, int *k, int *m,
-			  mt_error *err)
+			  const char *left, mt_error *err)
 {
 	*k = *m = 0;
 	mti_prec *p = NULL;
@@ -33,9 +33,9 @@ static int upgrade_parity(mt_store *s, const char *dataset, const char *version,
 		free(key);
 	}
 	if (rc == MT_ECORRUPT || rc == MT_EFORMAT)
-		rc = mti_err(err, rc, "%s@%s is protected, but %s; nothing was upgraded (matorage "
-			    "repair %s@%s brings a sound record back, or matorage protect writes "
-			    "a new one)", dataset, version, e.message, dataset, version);
+		rc = mti_err(err, rc, "%s@%s is protected, but %s; %s (matorage repair %s@%s "
+			    "brings a sound record back, or matorage protect writes a new one)",
+			    dataset, version, e.message, left, dataset, version);
 	else if (rc)
 		rc = mti_err_copy(err, &e);
 	if (!rc) {
@@ -62,9 +62,18 @@ int mt_store_upgrade(mt_store *s, const char *dataset, const char *version, int 
 	mti_manifest_free(m);
 	int k = 0, pm = 0;
 	if (!rc)
-		rc = upgrade_parity(s, dataset, name, &k, &pm, err);
+		rc = upgrade_parity(s, dataset, name, &k, &pm, "nothing was upgraded", err);
 	if (!rc)
 		rc = mti_dataset_upgrade(s, dataset, name, changed, err);
+	/* The record is read again once the root is written: a protect that
+	 * read the format-1 text and wrote its record after the read above is
+	 * seen here (a protect reads the manifest again after its record, so
+	 * of the two one sees the other's write, and writes the record for the
+	 * root).  None there before and none now: nothing to carry. */
+	if (!rc)
+		rc = upgrade_parity(s, dataset, name, &k, &pm, *changed ? "upgraded to manifest "
+				    "format 2, its record not written again" : "its record not "
+				    "written again", err);
 	/* The record is written again for the root and its fragments; the
 	 * shards' groups are the old record's (the same shards, in the same
 	 * order), so only the fragments are coded.  A second upgrade mends a

@@ -502,23 +502,100 @@ static int pv_args(pv *p, const char *dataset, const char *version, const mt_pro
 	return 0;
 }
 
+/* Everything one run of pv_run made, freed: the next run starts over. */
+static void pv_clear(pv *p)
+{
+	mti_dlock_close(p->lock);
+	mti_manifest_free(p->man);
+	mti_prec_free(p->rec);
+	mti_prec_free(p->stale);
+	mt_strv_free(p->written, p->nwritten);
+	free(p->json);
+	p->lock = NULL;
+	p->man = NULL;
+	p->rec = p->stale = NULL;
+	p->written = NULL;
+	p->nwritten = 0;
+	p->json = NULL;
+	p->replace = 0;
+	memset(&p->st, 0, sizeof p->st);
+}
+
+/* After the record is written: 0 when the version's manifest is still the
+ * text it was coded for, 1 when another text replaced it meanwhile (an
+ * upgrade that read no record before this one existed: its root is then
+ * the manifest, and the record must be written again for it).  The record
+ * is written before this read, and an upgrade reads the record after its
+ * root is written, so of two that race one sees the other's write. */
+static int pv_recheck(pv *p, mt_error *err)
+{
+	char *key = mti_key_manifest(p->dataset, p->version);
+	void *data = NULL;
+	size_t len = 0;
+	int rc = key ? mti_store_get_max(p->s, key, MT_MANIFEST_MAX_BYTES, &data, &len, err)
+		     : mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc && (len != strlen(p->json) || memcmp(data, p->json, len)))
+		rc = 1;
+	free(data);
+	free(key);
+	return rc;
+}
+
+/* Giving up: the record this protect wrote names a manifest the version
+ * no longer has, so it is taken away again (unless something has written
+ * another record since): the version is then unprotected, never protected
+ * by a record of another text. */
+static void pv_withdraw(pv *p)
+{
+	char *key = mti_key_protect(p->dataset, p->version);
+	void *data = NULL;
+	size_t len = 0;
+	mti_prec *r = NULL;
+	mt_error e = {0};
+	if (key && !mti_store_get_max(p->s, key, MT_MANIFEST_MAX_BYTES, &data, &len, &e) &&
+	    !mti_prec_decode(data, len, key, &r, &e) && r->manifest_len == strlen(p->json) &&
+	    !memcmp(r->manifest, p->json, r->manifest_len))
+		mti_store_del(p->s, (const char *const *)&key, 1, &e);
+	mti_prec_free(r);
+	free(data);
+	free(key);
+}
+
+/* An upgrade replaces a manifest once (format 1 to 2), so a second run
+ * meets the same text; more runs than this mean something rewrites it. */
+#define PROTECT_RUNS 3
+
 int mt_protect(mt_store *s, const char *dataset, const char *version, const mt_protect_opts *o,
 	       mt_error *err)
 {
 	pv p = {.s = s, .dataset = dataset};
 	int rc = pv_args(&p, dataset, version, o, err);
-	if (!rc)
-		rc = pv_run(&p, version, err);
+	for (int run = 0; !rc; run++) {
+		if (run == PROTECT_RUNS) {
+			pv_withdraw(&p);
+			rc = mti_err(err, MT_ESTATE, "%s@%s: its manifest was replaced each of the %d "
+				     "times it was protected, so it is left unprotected (matorage "
+				     "protect %s@%s again, once nothing rewrites it)", dataset,
+				     p.version, PROTECT_RUNS, dataset, p.version);
+			break;
+		}
+		/* Again for the version found the first time (not `latest` again). */
+		char *again = run ? p.version : NULL;
+		if (run) {
+			pv_clear(&p);
+			p.version = NULL;
+		}
+		rc = pv_run(&p, run ? again : version, err);
+		free(again);
+		if (!rc && (rc = pv_recheck(&p, err)) != 1)
+			break;
+		rc = rc == 1 ? 0 : rc;
+	}
 	if (rc && rc != MT_ENOMEM && p.version && !strstr(err ? err->message : "", p.version))
 		mti_err_prefix(err, "protecting %s@%s: ", dataset, p.version);
 	if (p.o.stats)
 		*p.o.stats = p.st;
-	mti_dlock_close(p.lock);
-	mti_manifest_free(p.man);
-	mti_prec_free(p.rec);
-	mti_prec_free(p.stale);
-	mt_strv_free(p.written, p.nwritten);
-	free(p.json);
+	pv_clear(&p);
 	free(p.version);
 	return rc;
 }

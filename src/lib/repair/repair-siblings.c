@@ -1,4 +1,4 @@
-/* repair-siblings.c — shards a version shares with another version of the dataset, rebuilt from that version's parity when its own cannot (a child shares its parent's shards, so an unprotected parent heals from its protected child). */
+/* repair-siblings.c — shards and fragments a version shares with another version of the dataset, rebuilt from that version's parity when its own cannot (a child shares its parent's shards and full fragments, so an unprotected parent heals from its protected child). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,25 +31,31 @@ static int sha_check(void *ud, const void *buf, size_t len)
 	return mti_sha256_hex(buf, len, got, &e) || strcmp(got, o->sha256);
 }
 
-/* Shard o from the group of p that holds its sha256: 1 when p has no such
- * member or its group could not rebuild it. */
+/* Object o (a shard, or a fragment) from the group of p that holds its
+ * sha256 (among p's shard groups, or its fragment groups): 1 when p has
+ * no such member or its group could not rebuild it. */
 static int sibling_one(rp_ctx *c, const mti_prec *p, rp_obj *o, const char *source,
 		       mt_error *err)
 {
-	size_t shard = (size_t)-1;
-	for (size_t g = 0; g < p->ngroups && shard == (size_t)-1; g++)
-		for (size_t j = 0; j < p->groups[g].nmembers; j++)
-			if (!strcmp(p->groups[g].members[j].sha256, o->sha256))
-				shard = p->groups[g].members[j].shard;
-	if (shard == (size_t)-1 || o->bytes > SIZE_MAX)
+	int frags = o->kind == MT_REPAIR_FRAGMENT;
+	const mti_pgroup *gs = frags ? p->fgroups : p->groups;
+	size_t ng = frags ? p->nfgroups : p->ngroups, member = (size_t)-1;
+	for (size_t g = 0; g < ng && member == (size_t)-1; g++)
+		for (size_t j = 0; j < gs[g].nmembers; j++)
+			if (!strcmp(gs[g].members[j].sha256, o->sha256) &&
+			    gs[g].members[j].bytes == o->bytes)
+				member = gs[g].members[j].shard;
+	if (member == (size_t)-1 || o->bytes > SIZE_MAX)
 		return 1;
 	void *buf = malloc(o->bytes ? (size_t)o->bytes : 1);
 	if (!buf)
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	uint64_t nread = 0;
 	mt_error e = {0};
-	int rc = mti_parity_rebuild_span(c->s, p, shard, 0, (size_t)o->bytes, NULL, sha_check, o,
-					 buf, &nread, &e);
+	int rc = frags ? mti_parity_rebuild_fragment(c->s, p, member, (size_t)o->bytes, sha_check,
+						     o, buf, &nread, &e)
+		       : mti_parity_rebuild_span(c->s, p, member, 0, (size_t)o->bytes, NULL,
+						 sha_check, o, buf, &nread, &e);
 	mti_rp_add_read(c, o, nread);
 	if (rc == MT_ENOMEM) {
 		free(buf);
@@ -63,6 +69,8 @@ static int sibling_one(rp_ctx *c, const mti_prec *p, rp_obj *o, const char *sour
 	o->source = source;
 	rc = mti_rp_write_back(c, o, err);
 	if (rc == MT_ECORRUPT) {
+		free(o->data);
+		o->data = NULL;
 		o->source = NULL;
 		o->state = RP_DAMAGED;
 		return 1;
@@ -70,8 +78,8 @@ static int sibling_one(rp_ctx *c, const mti_prec *p, rp_obj *o, const char *sour
 	return rc;
 }
 
-/* Every shard still damaged, from the record of version `name`. */
-static int sibling_record(rp_ctx *c, const char *name, mt_error *err)
+/* Every object of `kind` still damaged, from the record of version `name`. */
+static int sibling_record(rp_ctx *c, int kind, const char *name, mt_error *err)
 {
 	mti_prec *p = NULL;
 	mt_error e = {0};
@@ -86,7 +94,7 @@ static int sibling_record(rp_ctx *c, const char *name, mt_error *err)
 	const char *source = rc ? NULL : c->held[c->nheld - 1];
 	for (size_t i = 0; !rc && i < c->nobjs; i++) {
 		rp_obj *o = &c->objs[i];
-		if (o->kind != MT_REPAIR_SHARD || o->state != RP_DAMAGED)
+		if (o->kind != kind || o->state != RP_DAMAGED)
 			continue;
 		int r = sibling_one(c, p, o, source, err);
 		rc = r == 1 ? 0 : r;
@@ -95,11 +103,11 @@ static int sibling_record(rp_ctx *c, const char *name, mt_error *err)
 	return rc;
 }
 
-int mti_rp_siblings(rp_ctx *c, mt_error *err)
+int mti_rp_siblings(rp_ctx *c, int kind, mt_error *err)
 {
 	size_t left = 0;
 	for (size_t i = 0; i < c->nobjs; i++)
-		left += c->objs[i].kind == MT_REPAIR_SHARD && c->objs[i].state == RP_DAMAGED;
+		left += c->objs[i].kind == kind && c->objs[i].state == RP_DAMAGED;
 	if (!left)
 		return 0;
 	struct records l = {0};
@@ -112,7 +120,7 @@ int mti_rp_siblings(rp_ctx *c, mt_error *err)
 		rc = mti_err(err, rc, "out of memory");
 	for (size_t i = 0; !rc && i < l.n; i++)
 		if (strcmp(l.v[i], c->version))
-			rc = sibling_record(c, l.v[i], err);
+			rc = sibling_record(c, kind, l.v[i], err);
 	mt_strv_free(l.v, l.n);
 	free(prefix);
 	return rc;

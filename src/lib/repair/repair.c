@@ -441,8 +441,10 @@ static int rp_pass(rp_ctx *c, int kind, mt_error *err)
 		rc = mti_rp_parity(c, err);
 	else if (c->failed)
 		mti_err_copy(err, &c->failure);
-	if (!rc && kind == MT_REPAIR_SHARD)
-		rc = mti_rp_siblings(c, err);
+	/* Shards and full fragments are shared between versions: another
+	 * version's record may hold them when this one's cannot. */
+	if (!rc)
+		rc = mti_rp_siblings(c, kind, err);
 	return rc;
 }
 

@@ -104,9 +104,11 @@ MT_LOCAL int mti_rp_record_load(rp_ctx *c, mt_error *err);
 MT_LOCAL int mti_rp_record_damaged(rp_ctx *c, const mt_error *e, mt_error *err);
 MT_LOCAL int mti_rp_parity(rp_ctx *c, mt_error *err);
 
-/* repair-siblings.c: shards still damaged that another version's protection
- * record lists as members, rebuilt from that version's parity. */
-MT_LOCAL int mti_rp_siblings(rp_ctx *c, mt_error *err);
+/* repair-siblings.c: objects of `kind` (shards, or fragments) still
+ * damaged that another version's protection record lists as members (of
+ * its shard groups, or its fragment groups), rebuilt from that version's
+ * parity. */
+MT_LOCAL int mti_rp_siblings(rp_ctx *c, int kind, mt_error *err);
 
 /* repair-salvage.c */
 MT_LOCAL int mti_rp_salvage(rp_ctx *c, mt_error *err);

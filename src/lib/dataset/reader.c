@@ -291,11 +291,11 @@ void mti_reader_cache_stats(const mt_reader *r, mt_cache_stats *out)
 	mti_ccache_stats(r->cache, out);
 }
 
-void mt_reader_close(mt_reader *r)
+/* What the reader holds for shards [a, b): their keys, chunk indexes and
+ * objects read whole. */
+static void shards_free(mt_reader *r, size_t a, size_t b)
 {
-	if (!r)
-		return;
-	for (size_t i = 0; r->m && i < r->m->nshards; i++) {
+	for (size_t i = a; i < b; i++) {
 		if (r->keys)
 			free(r->keys[i]);
 		if (r->ix)
@@ -303,6 +303,23 @@ void mt_reader_close(mt_reader *r)
 		if (r->whole)
 			free(r->whole[i].data);
 	}
+}
+
+void mt_reader_close(mt_reader *r)
+{
+	if (!r)
+		return;
+	const mt_manifest *m = r->m;
+	/* Of a format-2 version only the shards of loaded fragments hold
+	 * anything (nothing is read without the key a fragment gives): walking
+	 * all of a million-shard version's arrays faulted in 50 MB of zero
+	 * pages and took 0.3 s of an `info` that read one root. */
+	for (size_t f = 0; m && m->nfrags && f < m->nfrags; f++)
+		if (m->frags[f].loaded)
+			shards_free(r, m->frags[f].first_shard,
+				    m->frags[f].first_shard + m->frags[f].nshards);
+	if (m && !m->nfrags)
+		shards_free(r, 0, m->nshards);
 	free(r->whole);
 	free(r->keys);
 	free(r->ix);

@@ -70,14 +70,17 @@ typedef struct mt_catalog_sync_stats {
 } mt_catalog_sync_stats;
 
 /* mt_catalog_sync flags */
-#define MT_CATALOG_FULL 1   /* read every manifest, changed or not */
+#define MT_CATALOG_FULL 1   /* read every manifest, changed or not, and all its fragments */
 #define MT_CATALOG_MODELS 2 /* with dataset NULL: the models only, no dataset listed or dropped */
 
 /* Bring what the catalog knows of store s, listed as remote `remote`, up to
  * date: of `dataset` only, or (NULL) of every dataset and every model,
  * dropping those the store no longer has, and the remote's buckets at other URLs (where it
  * pointed before).  Only manifests and metadata objects that are new or
- * whose listed size or time changed are read.  progress counts datasets.
+ * whose listed size or time changed are read; of a format-2 version, not
+ * the fragments it shares with its parent as the catalog holds it (read
+ * from the parent's manifest as listed): those shards' rows are the
+ * parent's.  progress counts datasets.
  * A failure marks the remote offline with its message; a success marks it
  * online.  st may be NULL. */
 MT_CATALOG_API int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s,

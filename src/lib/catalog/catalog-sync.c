@@ -386,22 +386,25 @@ static void chain_bytes(const uint64_t h[2], unsigned char *out)
 	}
 }
 
-/* The digests of r's shard list after each shard (CHAIN_BYTES each). */
-static int chain_digests(const mt_reader *r, unsigned char **out, mt_error *err)
+/* The digests of r's shard list after each shard (CHAIN_BYTES each), from
+ * shard `from` on, h being the digest after the shards before it: the
+ * digests before it are left unset. */
+static int chain_digests(const mt_reader *r, uint64_t from, uint64_t h[2], unsigned char **out,
+			 mt_error *err)
 {
 	uint64_t n = mt_reader_info(r)->nshards;
-	uint64_t h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
 	if (!(*out = malloc(n ? n * CHAIN_BYTES : 1)))
 		return mt_error_set(err, MT_ENOMEM, "out of memory");
-	for (uint64_t i = 0; i < n; i++) {
+	if (from > 0 && from <= n)
+		chain_bytes(h, *out + (from - 1) * CHAIN_BYTES);
+	for (uint64_t i = from; i < n; i++) {
 		mt_shard_info sh;
-		int rc = mt_reader_shard(r, i, &sh);
+		/* Of a lazy reader, this loads (and checks) the fragment holding it. */
+		int rc = mt_reader_shard_err(r, (size_t)i, &sh, err);
 		if (rc) {
 			free(*out);
 			*out = NULL;
-			return mt_error_set(err, rc, "catalog: shard %llu of %s: %s",
-					    (unsigned long long)i, mt_reader_info(r)->version,
-					    mt_strerror(rc));
+			return rc;
 		}
 		chain_add(h, &sh);
 		chain_bytes(h, *out + i * CHAIN_BYTES);
@@ -430,6 +433,100 @@ static int cat_query_int(mt_catalog *c, const char *sql, int64_t a, int64_t b,
 		*out = sqlite3_column_int64(st, 0);
 	else if (r != SQLITE_ROW && r != SQLITE_DONE)
 		rc = mti_cat_sqlerr(c, err, "reading shard lists");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* What a version shares with its parent, as the two roots say
+ * (cat_read_shards): its first n shards are those of fragments the
+ * parent's root names alike at the same places, so they are the parent's
+ * first n shards.  parent: the parent's manifest as listed when its root
+ * was read; the catalog's rows of the parent stand in for those shards only
+ * when they were read from that manifest (cat_shared_prefix). */
+struct vshare {
+	uint64_t n;
+	uint64_t parent_nshards;
+	int64_t parent_size, parent_mtime;
+};
+
+/* Read what version r's shard rows need, before the catalog's lock is
+ * taken.  Of a format-2 version whose parent is listed (parent), the
+ * parent's root, to find the fragments the two share from the start; then
+ * every fragment after those, each checked as it is loaded.  The shared
+ * ones are not read: a child's fragment that differs from its parent's is
+ * always read, and one that is the same object holds the same entries. */
+static int cat_read_shards(mt_store *s, const char *dataset, const mt_reader *r,
+			   const struct listed *parent, struct vshare *sh, mt_error *err)
+{
+	const mt_version_info *v = mt_reader_info(r);
+	size_t nf = mt_reader_nfragments(r), k = 0;
+	mt_fragment_info f;
+	*sh = (struct vshare){0};
+	if (nf && parent && strcmp(v->parent, v->version)) {
+		mt_reader *p = NULL;
+		mt_error e = {0};
+		/* A parent whose root cannot be read shares nothing. */
+		if (!mt_reader_open_lazy(s, dataset, v->parent, &p, &e)) {
+			while (k < nf && mt_reader_fragment_same(r, k, p, k))
+				k++;
+			sh->parent_nshards = mt_reader_info(p)->nshards;
+		}
+		mt_reader_close(p);
+	}
+	if (k && !mt_reader_fragment(r, k - 1, &f)) {
+		sh->n = f.first_shard + f.nshards;
+		sh->parent_size = (int64_t)parent->size;
+		sh->parent_mtime = parent->mtime;
+	}
+	for (size_t i = k; i < nf; i++) {
+		mt_shard_info si;
+		int rc = mt_reader_fragment(r, i, &f);
+		if (!rc && f.nshards)
+			rc = mt_reader_shard_err(r, (size_t)f.first_shard, &si, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The parent's shard list (*plist) and the digest h after the sh->n shards
+ * the version shares with it, when the catalog's row of the parent was read
+ * from the manifest whose root was compared (the same listed size and
+ * time, the same shards); else *n = 0, and every shard is read. */
+static int cat_shared_prefix(mt_catalog *c, int64_t ds, const mt_version_info *v,
+			     const struct vshare *sh, int64_t *plist, uint64_t *n, uint64_t h[2],
+			     mt_error *err)
+{
+	*n = 0;
+	*plist = 0;
+	if (!sh || !sh->n)
+		return 0;
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, "SELECT v.shard_list, s.chain FROM versions v JOIN shards s"
+				 " ON s.list_id = v.shard_list AND s.idx = ?3 WHERE v.dataset_id = ?1"
+				 " AND v.name = ?2 AND v.shard_list <> 0 AND v.nshards = ?4 AND"
+				 " v.manifest_size = ?5 AND v.manifest_mtime = ?6", &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, ds);
+	sqlite3_bind_text(st, 2, v->parent, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)sh->n - 1);
+	sqlite3_bind_int64(st, 4, (int64_t)sh->parent_nshards);
+	sqlite3_bind_int64(st, 5, sh->parent_size);
+	sqlite3_bind_int64(st, 6, sh->parent_mtime);
+	int r = sqlite3_step(st);
+	if (r == SQLITE_ROW && sqlite3_column_bytes(st, 1) == CHAIN_BYTES) {
+		const unsigned char *b = sqlite3_column_blob(st, 1);
+		h[0] = h[1] = 0;
+		for (int i = 7; i >= 0; i--) {
+			h[0] = h[0] << 8 | b[i];
+			h[1] = h[1] << 8 | b[8 + i];
+		}
+		*plist = sqlite3_column_int64(st, 0);
+		*n = sh->n;
+	} else if (r != SQLITE_ROW && r != SQLITE_DONE) {
+		rc = mti_cat_sqlerr(c, err, "reading a parent's shard list");
+	}
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -510,14 +607,53 @@ static int cat_put_shard(mt_catalog *c, sqlite3_stmt *look, sqlite3_stmt *ins, i
 	return rc;
 }
 
-/* Record r's shard list for version vid: extend its parent's list when that
- * is a prefix of it (cat_chain_list), else a list of its own. */
-static int cat_put_shards(mt_catalog *c, int64_t ds, int64_t vid, const mt_reader *r,
-			  mt_error *err)
+/* Rows [from, to) of list src as the same rows of list dst, each with its
+ * shard's last check (cat_put_shard): the shards a version shares with its
+ * parent, from the parent's rows rather than its fragments. */
+static int cat_copy_rows(mt_catalog *c, sqlite3_stmt *look, sqlite3_stmt *ins, int64_t src,
+			 int64_t dst, int64_t from, int64_t to, mt_error *err)
 {
-	int64_t n = (int64_t)mt_reader_info(r)->nshards, list, from;
-	unsigned char *d;
-	int rc = chain_digests(r, &d, err);
+	sqlite3_stmt *st;
+	int rc = mti_cat_prepare(c, "SELECT idx, sha256, bytes, rows, first_row, chain FROM shards"
+				 " WHERE list_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx", &st,
+				 err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, src);
+	sqlite3_bind_int64(st, 2, from);
+	sqlite3_bind_int64(st, 3, to);
+	int64_t i = from;
+	int r;
+	while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_int64(st, 0) == i &&
+	       sqlite3_column_bytes(st, 5) == CHAIN_BYTES) {
+		mt_shard_info sh = {.sha256 = (const char *)sqlite3_column_text(st, 1),
+				    .bytes = (uint64_t)sqlite3_column_int64(st, 2),
+				    .rows = (uint64_t)sqlite3_column_int64(st, 3),
+				    .first_row = (uint64_t)sqlite3_column_int64(st, 4)};
+		rc = cat_put_shard(c, look, ins, dst, i++, &sh, sqlite3_column_blob(st, 5), err);
+	}
+	if (!rc && r != SQLITE_ROW && r != SQLITE_DONE)
+		rc = mti_cat_sqlerr(c, err, "reading a parent's shards");
+	else if (!rc && i != to)
+		rc = mt_error_set(err, MT_EIO, "catalog %s: shard list %lld lacks row %lld",
+				  c->path, (long long)src, (long long)i);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Record r's shard list for version vid: extend its parent's list when that
+ * is a prefix of it (cat_chain_list), else a list of its own.  The shards
+ * it shares with its parent (sh, cat_shared_prefix) are not read: their
+ * digests and rows are the parent's. */
+static int cat_put_shards(mt_catalog *c, int64_t ds, int64_t vid, const mt_reader *r,
+			  const struct vshare *sh, mt_error *err)
+{
+	int64_t n = (int64_t)mt_reader_info(r)->nshards, list, from, plist;
+	uint64_t p, h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
+	unsigned char *d = NULL;
+	int rc = cat_shared_prefix(c, ds, mt_reader_info(r), sh, &plist, &p, h, err);
+	if (!rc)
+		rc = chain_digests(r, p, h, &d, err);
 	if (rc)
 		return rc;
 	if (!(rc = cat_chain_list(c, ds, mt_reader_info(r), d, n, &list, &from, err)) && !list &&
@@ -532,14 +668,13 @@ static int cat_put_shards(mt_catalog *c, int64_t ds, int64_t vid, const mt_reade
 				     "first_row, chain, verified, verified_at, health, health_note,"
 				     " health_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
 				     " ?12)", &ins, err);
-	for (int64_t i = from; !rc && i < n; i++) {
-		mt_shard_info sh;
-		if ((rc = mt_reader_shard(r, (uint64_t)i, &sh)) != 0) {
-			rc = mt_error_set(err, rc, "catalog: shard %lld of %s", (long long)i,
-					  mt_reader_info(r)->version);
+	if (!rc && from < (int64_t)p)
+		rc = cat_copy_rows(c, look, ins, plist, list, from, (int64_t)p, err);
+	for (int64_t i = from > (int64_t)p ? from : (int64_t)p; !rc && i < n; i++) {
+		mt_shard_info si;
+		if ((rc = mt_reader_shard_err(r, (size_t)i, &si, err)) != 0)
 			break;
-		}
-		rc = cat_put_shard(c, look, ins, list, i, &sh, d + i * CHAIN_BYTES, err);
+		rc = cat_put_shard(c, look, ins, list, i, &si, d + i * CHAIN_BYTES, err);
 	}
 	sqlite3_finalize(look);
 	sqlite3_finalize(ins);
@@ -561,7 +696,7 @@ static int cat_put_shards(mt_catalog *c, int64_t ds, int64_t vid, const mt_reade
  * transaction. */
 static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
 			   const struct listed *man, const struct listed *meta,
-			   const struct prot *prot, mt_error *err)
+			   const struct prot *prot, const struct vshare *sh, mt_error *err)
 {
 	const mt_version_info *v = mt_reader_info(r);
 	int top;
@@ -573,7 +708,7 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
 	    !(rc = cat_put_protection(c, vid, prot, err)) &&
 	    !(rc = cat_clear_parts(c, vid, err)) && !(rc = cat_put_attrs(c, vid, r, err)) &&
 	    !(rc = cat_put_recipe(c, vid, v, err)) && !(rc = cat_put_tags(c, vid, v, err)) &&
-	    !(rc = cat_put_shards(c, ds, vid, r, err)) && !(rc = cat_put_sources(c, vid, r, err)) &&
+	    !(rc = cat_put_shards(c, ds, vid, r, sh, err)) && !(rc = cat_put_sources(c, vid, r, err)) &&
 	    !(rc = cat_put_attachments(c, vid, r, err)))
 		rc = mti_cat_exec_id(c, SEARCH_INSERT " WHERE v.id = ?1", vid, "indexing a version",
 				     err);
@@ -751,6 +886,7 @@ struct vread {
 	int lost;                        /* read from its protection record */
 	struct prot prot;
 	mt_reader *r;
+	struct vshare share;             /* what it shares with its parent */
 	int rc;
 	mt_error err;
 };
@@ -801,8 +937,16 @@ static void ds_read_one(void *ud, size_t i)
 {
 	struct ds_batch *b = ud;
 	struct vread *v = &b->v[i];
-	v->rc = v->lost ? mt_reader_open_lost(b->d->s, b->d->dataset, v->lm->name, &v->r, &v->err)
-			: mt_reader_open(b->d->s, b->d->dataset, v->lm->name, &v->r, &v->err);
+	struct ds_sync *d = b->d;
+	if (v->lost) {
+		v->rc = mt_reader_open_lost(d->s, d->dataset, v->lm->name, &v->r, &v->err);
+	} else if (!(v->rc = mt_reader_open_lazy(d->s, d->dataset, v->lm->name, &v->r, &v->err))) {
+		/* A full sync trusts no row it has: every fragment is read. */
+		const struct listed *parent =
+			d->flags & MT_CATALOG_FULL ? NULL
+						   : mti_listing_find(&d->man, mt_reader_info(v->r)->parent);
+		v->rc = cat_read_shards(d->s, d->dataset, v->r, parent, &v->share, &v->err);
+	}
 	if (!v->rc && v->prot.rec)
 		ds_sync_protection(b->d, v->lm->name, &v->prot);
 }
@@ -826,8 +970,16 @@ static int ds_batch_put(struct ds_sync *d, struct vread *v, mt_error *err)
 	}
 	if (!v->rc) {
 		d->stats->versions_read++;
-		return cat_put_version(d->c, d->ds, v->r, v->lost ? NULL : v->lm, v->lmeta,
-				       &v->prot, err);
+		int rc = cat_put_version(d->c, d->ds, v->r, v->lost ? NULL : v->lm, v->lmeta,
+					 &v->prot, &v->share, &v->err);
+		/* A shared fragment read after all (the parent's rows were not from
+		 * the root compared) may be damaged: noted like a damaged manifest. */
+		if ((rc != MT_EFORMAT && rc != MT_ECORRUPT) || d->c->corrupt) {
+			if (rc && err)
+				*err = v->err;
+			return rc;
+		}
+		v->rc = rc;
 	}
 	if (v->rc == MT_EFORMAT || v->rc == MT_ECORRUPT) {
 		if (!d->bad.code) {
@@ -1324,7 +1476,7 @@ int mt_catalog_sync(mt_catalog *c, const char *remote, mt_store *s, const char *
 /* Write what was read of one version and refresh its dataset's summary and
  * shard lists; one transaction under the lock. */
 static int cat_note_put(struct ds_sync *d, int64_t bucket, const mt_reader *r,
-			const struct prot *prot, mt_error *err)
+			const struct prot *prot, const struct vshare *sh, mt_error *err)
 {
 	mt_catalog *c = d->c;
 	int top = 0;
@@ -1333,7 +1485,7 @@ static int cat_note_put(struct ds_sync *d, int64_t bucket, const mt_reader *r,
 	if (!rc) {
 		if (!(rc = cat_dataset_id(c, bucket, d->dataset, 1, &d->ds, err)) &&
 		    !(rc = cat_put_version(c, d->ds, r, &d->man.v[0], d->meta.n ? &d->meta.v[0] : NULL,
-					   prot, err)) &&
+					   prot, sh, err)) &&
 		    !(rc = cat_gc_lists(c, d->ds, err)))
 			rc = mti_cat_exec_id(c, SUMMARY_UPDATE " WHERE id = ?1", d->ds,
 					     "summarising a dataset", err);
@@ -1373,15 +1525,23 @@ int mt_catalog_sync_version(mt_catalog *c, const char *remote, mt_store *s, cons
 		rc = cat_list_one(s, dataset, "protect", version, &d.prot, err);
 	struct prot prot = {d.prot.n ? &d.prot.v[0] : NULL, 0, 0, 0};
 	mt_reader *r = NULL;
+	struct listing parent = {0};
+	struct vshare sh = {0};
 	if (!rc)
-		rc = mt_reader_open(s, dataset, version, &r, err);
+		rc = mt_reader_open_lazy(s, dataset, version, &r, err);
+	/* An append shares its parent's fragments but the last: those are not read. */
+	if (!rc && mt_reader_nfragments(r) && mt_reader_info(r)->parent[0])
+		rc = cat_list_one(s, dataset, "versions", mt_reader_info(r)->parent, &parent, err);
+	if (!rc)
+		rc = cat_read_shards(s, dataset, r, parent.n == 1 ? &parent.v[0] : NULL, &sh, err);
 	if (!rc && prot.rec)
 		ds_sync_protection(&d, version, &prot);
 	if (!rc) {
 		st->datasets = st->versions = st->versions_read = 1;
-		rc = cat_note_put(&d, bucket, r, &prot, err);
+		rc = cat_note_put(&d, bucket, r, &prot, &sh, err);
 	}
 	mt_reader_close(r);
+	mti_listing_free(&parent);
 	mti_listing_free(&d.man);
 	mti_listing_free(&d.meta);
 	mti_listing_free(&d.prot);

@@ -1,0 +1,278 @@
+/* test-catalog-frag.c — the sync of a format-2 append reads only the fragments it does not share with its parent as the catalog holds it, and records the same shard rows and checks as a full read of every fragment; a differing fragment that is damaged is reported, a shared one is caught by a reader. */
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "store.h"
+#include "tap-store.h"
+#include "tap.h"
+
+#define FRAG_SHARDS 4
+#define BASE_ROWS 40 /* one-row shards: ten fragments */
+
+static mt_store *store;
+static char root[256];
+
+/* Fragment gets (whole objects, as a reader loads them). */
+static atomic_int frag_gets;
+static mt_store_ops counting_ops;
+static const mt_store_ops *real_ops;
+static int counting_get(mt_store *s, const char *key, uint64_t off, uint64_t len, void **data,
+			size_t *got, mt_error *err)
+{
+	if (strstr(key, "/fragments/"))
+		atomic_fetch_add(&frag_gets, 1);
+	return real_ops->get(s, key, off, len, data, got, err);
+}
+
+/* n one-row shards of x = base.., a new version or an append to parent
+ * (NULL: the latest). */
+static int put(uint64_t n, int64_t base, int append, const char *parent)
+{
+	static const mt_attr attrs[] = {{"x", MT_INT64, 0, {0}, 0}};
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	o.append = append;
+	o.parent = parent;
+	o.shard_rows = 1;
+	int64_t *x = malloc(n * sizeof *x);
+	for (uint64_t i = 0; i < n; i++)
+		x[i] = base + (int64_t)i;
+	const void *data[1] = {x};
+	mt_writer *w = NULL;
+	mt_error err = {0};
+	int rc = mt_writer_open(store, "fr", append ? NULL : attrs, 1, &o, &w, &err) ||
+		 mt_writer_append(w, n, data, NULL, &err) || mt_writer_commit(w, NULL, 0, &err);
+	if (rc)
+		tap_diag("put: %s", err.message);
+	mt_writer_close(w);
+	free(x);
+	return rc ? -1 : 0;
+}
+
+/* Fragments of fr@v that fr@p's root does not name alike at the same place
+ * (all of them with p NULL). */
+static int differing(const char *v, const char *p)
+{
+	mt_reader *a = NULL, *b = NULL;
+	mt_error err = {0};
+	if (mt_reader_open_lazy(store, "fr", v, &a, &err) ||
+	    (p && mt_reader_open_lazy(store, "fr", p, &b, &err))) {
+		mt_reader_close(a);
+		return -1;
+	}
+	int n = 0;
+	for (size_t i = 0; i < mt_reader_nfragments(a); i++)
+		n += !mt_reader_fragment_same(a, i, b, i);
+	mt_reader_close(a);
+	mt_reader_close(b);
+	return n;
+}
+
+/* Sync the store into catalog db; the fragment gets it cost (-1: failed). */
+static int sync_into(const char *db, int flags, int *rc_out, mt_error *err)
+{
+	mt_catalog *c = NULL;
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", root, db);
+	int rc = mt_catalog_open(path, &c, err);
+	atomic_store(&frag_gets, 0);
+	if (!rc)
+		rc = mt_catalog_sync(c, "here", store, NULL, flags, NULL, NULL, NULL, err);
+	mt_catalog_close(c);
+	if (rc_out)
+		*rc_out = rc;
+	else if (rc)
+		tap_diag("sync into %s: %s", db, err->message);
+	return rc && !rc_out ? -1 : atomic_load(&frag_gets);
+}
+
+/* Every version's shard rows, in order, with their chain digests and last
+ * checks (times left out), as text: what a read of the shards recorded. */
+static char *dump(const char *db)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", root, db);
+	sqlite3 *h;
+	sqlite3_stmt *q;
+	size_t cap = 1 << 20, len = 0;
+	char *out = calloc(1, cap);
+	if (sqlite3_open(path, &h) != SQLITE_OK ||
+	    sqlite3_prepare_v2(h, "SELECT v.name, v.nshards, s.idx, s.sha256, s.bytes, s.rows,"
+			       " s.first_row, hex(s.chain), coalesce(s.verified, ''),"
+			       " coalesce(s.health, ''), coalesce(s.health_note, '') FROM versions v"
+			       " JOIN shards s ON s.list_id = v.shard_list AND s.idx < v.nshards"
+			       " ORDER BY v.name, s.idx", -1, &q, NULL) != SQLITE_OK) {
+		snprintf(out, cap, "error: %s", sqlite3_errmsg(h));
+		sqlite3_close(h);
+		return out;
+	}
+	while (sqlite3_step(q) == SQLITE_ROW && len < cap - 512) {
+		for (int i = 0; i < 11; i++)
+			len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? "|" : "",
+						(const char *)sqlite3_column_text(q, i));
+		out[len++] = '\n';
+	}
+	sqlite3_finalize(q);
+	sqlite3_close(h);
+	return out;
+}
+
+/* Record a verification and a health note of v1's shards 0 and 33 in db:
+ * the rows a child shares carry them as a full read would. */
+static int check_some(const char *db)
+{
+	mt_reader *r = NULL;
+	mt_error err = {0};
+	mt_catalog *c = NULL;
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", root, db);
+	mt_shard_info a, b;
+	int rc = mt_reader_open(store, "fr", "v1", &r, &err) || mt_reader_shard(r, 0, &a) ||
+		 mt_reader_shard(r, 33, &b) || mt_catalog_open(path, &c, &err);
+	mt_catalog_shard_check k[2] = {
+		{.sha256 = rc ? "" : a.sha256, .verified = 1, .code = 0, .note = NULL},
+		{.sha256 = rc ? "" : b.sha256, .verified = 0, .state = MT_HEALTH_DAMAGED,
+		 .note = "bit rot"},
+	};
+	if (!rc)
+		rc = mt_catalog_shards_checked(c, mt_store_url(store), "fr", k, 2, &err);
+	if (rc)
+		tap_diag("checks: %s", err.message);
+	mt_catalog_close(c);
+	mt_reader_close(r);
+	return rc;
+}
+
+/* The path of fr@v's fragment i. */
+static int fragment_path(const char *v, size_t i, char *out, size_t cap)
+{
+	mt_reader *r = NULL;
+	mt_error err = {0};
+	mt_fragment_info f;
+	if (mt_reader_open_lazy(store, "fr", v, &r, &err) || mt_reader_fragment(r, i, &f)) {
+		mt_reader_close(r);
+		return -1;
+	}
+	snprintf(out, cap, "%s/datasets/fr/fragments/%s.json", root, f.sha256);
+	mt_reader_close(r);
+	return 0;
+}
+
+/* Flip one byte of a file in place. */
+static int flip(const char *path, long at)
+{
+	FILE *f = fopen(path, "r+b");
+	if (!f)
+		return -1;
+	int rc = fseek(f, at, SEEK_SET);
+	int ch = rc ? EOF : fgetc(f);
+	if (ch == EOF || fseek(f, at, SEEK_SET) || fputc(ch == '1' ? '2' : '1', f) == EOF)
+		rc = -1;
+	return fclose(f) || rc ? -1 : 0;
+}
+
+static void test_appends(void)
+{
+	mt_error err = {0};
+	/* v1: ten fragments; then each append of one row. */
+	tap_ok(!put(BASE_ROWS, 0, 0, NULL), "v1: %d one-row shards", BASE_ROWS);
+	int all1 = differing("v1", NULL);
+	tap_ok(all1 == BASE_ROWS / FRAG_SHARDS, "v1 is format 2 in %d fragments", all1);
+	tap_ok(sync_into("inc.db", 0, NULL, &err) == all1 &&
+	       sync_into("full.db", MT_CATALOG_FULL, NULL, &err) == all1 &&
+	       sync_into("fresh.db", 0, NULL, &err) == all1,
+	       "a first sync into each of three catalogs reads all of v1's fragments");
+	tap_ok(!check_some("inc.db") && !check_some("full.db") && !check_some("fresh.db"),
+	       "checks of v1's shards recorded in each before its children are synced");
+
+	tap_ok(!put(1, 1000, 1, NULL), "v2: an append of one row");
+	int d2 = differing("v2", "v1");
+	int got = sync_into("inc.db", 0, NULL, &err);
+	tap_ok(d2 >= 1 && d2 <= 2 && got == d2,
+	       "the sync of v2 reads only the %d fragment(s) it does not share with v1 (%d read)", d2,
+	       got);
+
+	tap_ok(!put(1, 2000, 1, NULL), "v3: an append to v2");
+	tap_ok(!put(2, 3000, 1, "v2"), "v4: an append to v2 beside v3 (its list cannot extend v2's)");
+	int d3 = differing("v3", "v2"), d4 = differing("v4", "v2");
+	got = sync_into("inc.db", 0, NULL, &err);
+	tap_ok(got == d3 + d4, "the sync of v3 and v4 reads their %d differing fragments (%d read)",
+	       d3 + d4, got);
+
+	/* The same store read whole: a full sync reads every fragment of every version. */
+	int every = differing("v1", NULL) + differing("v2", NULL) + differing("v3", NULL) +
+		    differing("v4", NULL);
+	got = sync_into("full.db", MT_CATALOG_FULL, NULL, &err);
+	tap_ok(got == every, "a full sync reads all %d fragments (%d read)", every, got);
+	got = sync_into("fresh.db", 0, NULL, &err);
+	tap_ok(got == d2 + d3 + d4,
+	       "one sync of v2, v3 and v4 after v1 reads their %d differing fragments (%d read)",
+	       d2 + d3 + d4, got);
+
+	char *inc = dump("inc.db"), *full = dump("full.db"), *fresh = dump("fresh.db");
+	size_t lines = 0;
+	for (const char *p = full; *p; p++)
+		lines += *p == '\n';
+	tap_ok(lines == 4 * BASE_ROWS + 1 + 2 + 3, "the full read recorded %zu shard rows", lines);
+	tap_ok(strstr(full, "|bit rot\n") != NULL, "the full read carries v1's checks to its children");
+	tap_ok(!strcmp(inc, full), "synced append by append: the same shard rows and checks");
+	tap_ok(!strcmp(fresh, full), "synced at once: the same shard rows and checks");
+	if (strcmp(inc, full))
+		tap_diag("incremental:\n%s\nfull:\n%s", inc, full);
+	free(inc);
+	free(full);
+	free(fresh);
+}
+
+static void test_damage(void)
+{
+	mt_error err = {0};
+	/* v5's own last fragment (which v4 does not name) edited: the sync reads
+	 * it and reports the version; v5 is not recorded. */
+	tap_ok(!put(1, 5000, 1, "v4"), "v5: an append to v4");
+	size_t nf = 0;
+	mt_reader *r = NULL;
+	if (!mt_reader_open_lazy(store, "fr", "v5", &r, &err))
+		nf = mt_reader_nfragments(r);
+	mt_reader_close(r);
+	char path[512];
+	tap_ok(nf > 0 && !fragment_path("v5", nf - 1, path, sizeof path) && !flip(path, 20),
+	       "v5's last fragment edited in place");
+	int rc = 0;
+	sync_into("inc.db", 0, &rc, &err);
+	tap_ok(rc == MT_ECORRUPT && strstr(err.message, "fragment") && strstr(err.message, "v5"),
+	       "the sync reads v5's differing fragment and names it: %s", err.message);
+	char *inc = dump("inc.db");
+	tap_ok(!strstr(inc, "v5|"), "v5 is not recorded");
+	free(inc);
+
+	/* A fragment v1 and v2 share edited: a reader of v2 (verify) names it. */
+	tap_ok(!fragment_path("v2", 0, path, sizeof path) && !flip(path, 20),
+	       "v1's first fragment, which v2 shares, edited in place");
+	rc = mt_reader_open(store, "fr", "v2", &r, &err);
+	mt_reader_close(r);
+	tap_ok(rc == MT_ECORRUPT && strstr(err.message, "fragments/"),
+	       "a reader of v2 names the edited fragment: %s", err.message);
+}
+
+int main(void)
+{
+	setenv("MATORAGE_FRAGMENT_SHARDS", "4", 1);
+	setenv("MATORAGE_MANIFEST_FORMAT", "2", 1);
+	if (tap_scratch_store("catfrag", root, sizeof root, &store))
+		return 1;
+	real_ops = store->ops;
+	counting_ops = *real_ops;
+	counting_ops.get = counting_get;
+	store->ops = &counting_ops;
+	test_appends();
+	test_damage();
+	store->ops = real_ops;
+	mt_store_close(store);
+	tap_rm_tree(root);
+	return tap_done();
+}

@@ -20,9 +20,14 @@
 #define DEFAULT_BUDGET (256ull << 20)
 #define DEFAULT_CACHE (10ull << 30)
 #define DEFAULT_FETCH 4
-/* Window buffers of HUGE_MIN or more are aligned to and advised onto huge pages. */
+/* Window buffers of HUGE_MIN or more are mapped on their own, aligned to and
+ * advised onto huge pages: at most half of such a buffer's last huge page is
+ * room it does not use. */
 #define HUGE_PAGE (2u << 20)
-#define HUGE_MIN (8u << 20)
+#define HUGE_MIN (1u << 20)
+#if !defined(__SANITIZE_ADDRESS__)
+#define WIN_MMAP 1
+#endif
 /* Rows of at least this many bytes are scattered with streaming stores. */
 #define STREAM_MIN 256
 /* mt_loader_opts as the first matorage.h with a size field declared it. */
@@ -49,8 +54,10 @@ typedef struct ld_slot {
 	int state;
 	uint64_t index; /* the window's place in the sequence that runs on into the next epoch */
 	uint64_t rows;
-	uint64_t *rowid, *perm, *inv, *seqid;
+	uint64_t *rowid, *perm, *inv, *seqid; /* in rows_mem, one after the other */
 	uint64_t rows_cap;
+	void *rows_mem;
+	size_t rows_mem_cap;
 	uint8_t **values;
 	size_t *values_cap;
 	uint64_t **offsets; /* ragged columns: rows + 1 offsets in items */
@@ -129,15 +136,14 @@ struct mt_loader {
 
 /* ---- the prefetch thread ----------------------------------------------- */
 
+static void win_free(void *p, size_t cap);
+
 static void slot_free(mt_loader *l, ld_slot *s)
 {
-	free(s->rowid);
-	free(s->perm);
-	free(s->inv);
-	free(s->seqid);
+	win_free(s->rows_mem, s->rows_mem_cap);
 	for (size_t c = 0; c < l->ncols; c++) {
 		if (s->values)
-			free(s->values[c]);
+			win_free(s->values[c], s->values_cap[c]);
 		if (s->offsets)
 			free(s->offsets[c]);
 	}
@@ -147,23 +153,64 @@ static void slot_free(mt_loader *l, ld_slot *s)
 	*s = (ld_slot){.state = SLOT_EMPTY};
 }
 
+/* A buffer of grow's, cap bytes: its own mapping when cap >= HUGE_MIN. */
+static void win_free(void *p, size_t cap)
+{
+#ifdef WIN_MMAP
+	if (p && cap >= HUGE_MIN) {
+		munmap(p, cap);
+		return;
+	}
+#endif
+	free(p);
+}
+
+#ifdef WIN_MMAP
+/* r bytes (a multiple of HUGE_PAGE) at a HUGE_PAGE boundary, mapped on their
+ * own: whatever malloc holds or has been tuned to by the process's earlier
+ * frees (a training script's arrays raise its mmap threshold, and a buffer
+ * then comes out of an arena heap whose pages may already be mapped 4 KiB
+ * at a time, where MADV_HUGEPAGE changes nothing), the buffer is fresh
+ * memory on huge pages, and munmap gives it back whole. */
+static void *win_map(size_t r)
+{
+	uint8_t *m = mmap(NULL, r + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	size_t head = (size_t)(-(uintptr_t)m & (HUGE_PAGE - 1));
+	if (head)
+		munmap(m, head);
+	munmap(m + head + r, HUGE_PAGE - head);
+	madvise(m + head, r, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
+	return m + head;
+}
+#endif
+
 /* Grow *p to hold n bytes (contents not kept).  A window buffer is filled
  * once per window by the decoders, each row written to a random place: on
  * transparent huge pages it faults in 512 times less often and those
  * writes miss the TLB less (18% less CPU per epoch on small rows and 11%
- * on large, measured with rows gathered at random the other way round). */
+ * on large, measured with rows gathered at random the other way round).
+ * Under AddressSanitizer they come from malloc, whose bounds it checks. */
 static int grow(void **p, size_t *cap, size_t n)
 {
 	if (n <= *cap && *p)
 		return 0;
-	free(*p);
+	win_free(*p, *cap);
 	*p = NULL;
+	*cap = 0;
+	if (n > SIZE_MAX - 2 * (size_t)HUGE_PAGE)
+		return -1;
 	if (n >= HUGE_MIN) {
 		size_t r = (n + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
-		if (!posix_memalign(p, HUGE_PAGE, r)) {
-			madvise(*p, r, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
-			n = r;
-		}
+#ifdef WIN_MMAP
+		*p = win_map(r);
+#else
+		if (!posix_memalign(p, HUGE_PAGE, r))
+			madvise(*p, r, MADV_HUGEPAGE);
+#endif
+		n = r;
 	} else
 		*p = malloc(n ? n : 1);
 	*cap = *p ? n : 0;
@@ -192,21 +239,23 @@ static int slot_reserve(mt_loader *l, const mt_plan *p, ld_slot *s, uint64_t n)
 			return mti_err(err, MT_ENOMEM, "loader: out of memory");
 	}
 	if (n > s->rows_cap) {
-		free(s->rowid);
-		free(s->perm);
-		free(s->inv);
-		free(s->seqid);
 		for (size_t c = 0; c < l->ncols; c++) {
 			free(s->offsets[c]);
 			s->offsets[c] = NULL;
 		}
-		s->rowid = malloc(n * sizeof *s->rowid);
-		s->perm = malloc(n * sizeof *s->perm);
-		s->inv = malloc(n * sizeof *s->inv);
-		s->seqid = malloc(n * sizeof *s->seqid);
-		s->rows_cap = s->rowid && s->perm && s->inv && s->seqid ? n : 0;
-		if (!s->rows_cap)
+		/* One buffer for the four: written by this thread before any
+		 * decoding starts, on huge pages they fault in a few times, not
+		 * once per 4 KiB (a window of 169k rows: 1,300 faults). */
+		uint64_t bytes;
+		s->rows_cap = 0;
+		if (!mti_mul_ok(n, 4 * sizeof *s->rowid, &bytes) || bytes > SIZE_MAX ||
+		    grow(&s->rows_mem, &s->rows_mem_cap, (size_t)bytes))
 			return mti_err(err, MT_ENOMEM, "loader: out of memory");
+		s->rowid = s->rows_mem;
+		s->perm = s->rowid + n;
+		s->inv = s->perm + n;
+		s->seqid = s->inv + n;
+		s->rows_cap = n;
 	}
 	for (size_t c = 0; c < l->ncols; c++)
 		if (l->cols[c].ragged && !s->offsets[c] &&

@@ -4,6 +4,7 @@
 obj_tool.py BASE ENDPOINT sums PREFIX     "KEY SHA256" for each object under PREFIX, sorted
 obj_tool.py BASE ENDPOINT damage KEY HOW  flip one bit in the middle, truncate to half, zero the
                                           middle third, or rm (keys relative to BASE)
+obj_tool.py BASE ENDPOINT cat KEY         the object's bytes on stdout
 """
 import hashlib
 import os
@@ -89,6 +90,8 @@ def main():
             store.rm(key)
         else:
             store.put(key, damage(store.get(key), how))
+    elif cmd == "cat":
+        sys.stdout.buffer.write(store.get(sys.argv[4]))
     else:
         sys.exit("obj_tool.py: unknown command " + cmd)
 

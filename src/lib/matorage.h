@@ -481,6 +481,9 @@ typedef struct mt_repair_opts {
 	mt_repair_fn report;         /* once per object; may be NULL */
 	mt_salvage_fn salvaged;      /* once per salvage; may be NULL */
 	void *report_ud;             /* for both */
+	/* Shard objects a verify through it found sound are not read again
+	 * (a dry run after a verify of the same job); NULL: none. */
+	struct mt_verify_memo *memo;
 } mt_repair_opts;
 MT_API void mt_repair_opts_init_size(mt_repair_opts *o, size_t size);
 #define mt_repair_opts_init(o) mt_repair_opts_init_size((o), sizeof(mt_repair_opts))
@@ -936,6 +939,23 @@ typedef void (*mt_verify_fn)(void *ud, size_t shard, const mt_shard_info *info, 
  * the first), or another error when verification itself could not run. */
 MT_API int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn progress,
 			    void *progress_ud, mt_error *err);
+
+/* What the verifies of one job learnt of shard objects, by key: a job over
+ * a dataset or bucket lists the shards an append chain shares in every
+ * version of it, and reads each object once.  Its functions may be called
+ * from several threads. */
+typedef struct mt_verify_memo mt_verify_memo;
+MT_API int mt_verify_memo_new(mt_verify_memo **out, mt_error *err);
+MT_API void mt_verify_memo_free(mt_verify_memo *m); /* NULL is fine */
+/* The shard objects read through m so far and their bytes (each object
+ * once, unless a damaged one was met again at other rows). */
+MT_API void mt_verify_memo_reads(mt_verify_memo *m, uint64_t *objects, uint64_t *bytes);
+/* mt_reader_verify, but a shard whose object an earlier verify through
+ * memo read is not read again: its result is that one's (a damaged object
+ * is read again where it holds other rows, as its message names them).
+ * fn still hears of every shard of r.  memo NULL: mt_reader_verify. */
+MT_API int mt_reader_verify_memo(mt_reader *r, mt_verify_memo *memo, mt_verify_fn fn, void *ud,
+				 mt_progress_fn progress, void *progress_ud, mt_error *err);
 
 /* What reading took beyond the shards as stored.  When a version is
  * protected (doc/FORMAT.md, "Protection"), a chunk that fails its checksum

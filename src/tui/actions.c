@@ -159,7 +159,7 @@ int tui_verify_version(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref
 	mt_reader *r = NULL;
 	int rc = mt_reader_open(s, ref->dataset, ref->version, &r, err);
 	if (!rc)
-		rc = mt_reader_verify(r, verify_shard, &p, verify_progress, &p, err);
+		rc = mt_reader_verify_memo(r, n->memo, verify_shard, &p, verify_progress, &p, err);
 	mt_reader_close(r);
 	/* Every shard's result in one transaction; then whether the damage is
 	 * repairable, for the version. */
@@ -169,7 +169,7 @@ int tui_verify_version(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref
 	n->bad += p.bad;
 	health[0] = '\0';
 	if (!rc || rc == MT_ECORRUPT)
-		tui_verify_health(j, s, ref, rc, p.ok + p.bad, health, cap);
+		tui_verify_health(j, s, ref, rc, p.ok + p.bad, n->memo, health, cap);
 	return rc;
 }
 
@@ -309,8 +309,10 @@ static int verify_all_run(struct tui_job *j)
 	for (size_t i = 0; i < a->n; i++)
 		total += a->v[i].bytes;
 	tui_job_progress(j, 0, total);
+	/* Versions of a chain list the same shard objects: each is read once,
+	 * and its result holds for every version listing it. */
 	struct tui_verify_count n = { 0 };
-	int rc = 0;
+	int rc = mt_verify_memo_new(&n.memo, &err);
 	for (size_t i = 0; i < a->n && !rc; i++) {
 		const struct verify_item *it = &a->v[i];
 		mt_catalog_ref ref = { .remote = a->ref.remote, .url = a->ref.url,
@@ -331,14 +333,20 @@ static int verify_all_run(struct tui_job *j)
 			verify_all_note(j, a, it, vrc, health, &e);
 	}
 	mt_store_close(s);
+	uint64_t objects = 0, bytes = 0;
+	if (n.memo)
+		mt_verify_memo_reads(n.memo, &objects, &bytes);
+	mt_verify_memo_free(n.memo);
 	if (rc)
-		return tui_job_fail(j, &(mt_error){ .code = rc });
+		return tui_job_fail(j, err.code ? &err : &(mt_error){ .code = rc });
+	char read[32];
 	snprintf(j->result, sizeof j->result,
 		 "%zu version%s: %zu sound, %zu repairable, %zu lost or damaged, %zu not verified; "
-		 "%llu shards sound, %llu damaged%s", a->n, a->n == 1 ? "" : "s", a->sound,
-		 a->repairable, a->lost,
-		 a->failed, (unsigned long long)n.ok, (unsigned long long)n.bad,
-		 a->repairable ? " (R repairs)" : "");
+		 "%llu shards sound, %llu damaged%s; %llu shard objects read (%s)", a->n,
+		 a->n == 1 ? "" : "s", a->sound, a->repairable, a->lost, a->failed,
+		 (unsigned long long)n.ok, (unsigned long long)n.bad,
+		 a->repairable ? " (R repairs)" : "", (unsigned long long)objects,
+		 app_human_bytes(bytes, read, sizeof read));
 	return a->sound == a->n ? 0 : MT_ECORRUPT;
 }
 

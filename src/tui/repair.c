@@ -422,7 +422,7 @@ void tui_heal_command(struct tui *t, const char *word, const char *rest)
 /* ---- verify's health ---- */
 
 void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int verify_rc,
-		       uint64_t shards, char *state, size_t cap)
+		       uint64_t shards, mt_verify_memo *memo, char *state, size_t cap)
 {
 	struct app_health h;
 	app_health_init(&h, "verify", 1);
@@ -442,6 +442,7 @@ void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref
 		o.use_remotes = 1;
 		o.report = app_health_report_fn;
 		o.report_ud = &h;
+		o.memo = memo; /* what the verify found sound is not read again */
 		mt_error err = { 0 };
 		int rc = mt_repair(s, ref->dataset, ref->version, &o, NULL, &err);
 		v = app_health_version(&h, ref->version);

@@ -416,10 +416,12 @@ void tui_heal_command(struct tui *t, const char *word, const char *rest);
  * damage is repairable and from what (a repair that writes nothing), into
  * the log, the catalog and `state`. */
 void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int verify_rc,
-		       uint64_t shards, char *state, size_t cap);
-/* Shards a verify job found sound and damaged. */
+		       uint64_t shards, mt_verify_memo *memo, char *state, size_t cap);
+/* Shards a verify job found sound and damaged; memo (NULL: none) keeps
+ * what it read, so a shard object many versions list is read once. */
 struct tui_verify_count {
 	uint64_t ok, bad;
+	mt_verify_memo *memo;
 };
 /* Verify dataset@version (ref) in s as part of job j (actions.c): a line
  * and a job result for each damaged shard (naming the version when named),

@@ -362,6 +362,107 @@ static void test_chain(void)
 
 /* A schema-7 catalog (rows per version and shard) upgraded in place keeps
  * its answers; its versions are read again at the next sync. */
+/* Line i (from 0) of a listing's text, its first column (up to '|'). */
+static void line_col(const char *text, int i, char *out, size_t cap)
+{
+	const char *p = text;
+	while (i-- > 0 && p && (p = strchr(p, '\n')))
+		p++;
+	*out = '\0';
+	if (p && *p)
+		snprintf(out, cap, "%.*s", (int)strcspn(p, "|\n"), p);
+}
+
+/* The health column of dataset hv in the datasets list of bucket. */
+static void dataset_health(mt_catalog *c, int64_t bucket, char *out, size_t cap)
+{
+	struct collect dl = list(c, MT_CAT_DATASETS, bucket, 0);
+	const char *p = strstr(dl.text, "hv|");
+	while (p && p != dl.text && p[-1] != '\n')
+		p = strstr(p + 1, "hv|");
+	size_t len = p ? strcspn(p, "\n") : 0;
+	const char *bar = p ? p + len : NULL;
+	while (bar && bar > p && bar[-1] != '|')
+		bar--;
+	snprintf(out, cap, "%.*s", bar ? (int)(p + len - bar) : 0, bar ? bar : "");
+}
+
+/* Health kept per shard object: damage a check of hv@v3 found in the shard
+ * all three versions list shows on v1 and v2 (never checked since), and on
+ * the dataset, from one query of each list, with the partial index
+ * shards_bad; a repair through v3 clears it for all three. */
+static void test_shared_health(void)
+{
+	mt_error err = {0};
+	mt_catalog *c;
+	mt_catalog_sync_stats st;
+	int ok = !put("hv", 0, 0, &err) && !put("hv", 1, 10, &err) && !put("hv", 1, 20, &err);
+	tap_ok(ok, "hv@v1..v3, an append chain: %s", err.message);
+	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "the catalog");
+	mt_catalog_sync(c, "local", store, "hv", 0, NULL, NULL, &st, &err);
+	const char *url = mt_store_url(store);
+	int64_t v1 = version_id(c, "hv", "v1");
+	int64_t ds = count_sql("SELECT id FROM datasets WHERE name = 'hv'");
+	int64_t bucket = count_sql("SELECT bucket_id FROM datasets WHERE name = 'hv'");
+	struct collect sh = list(c, MT_CAT_SHARDS, v1, 1);
+	char sha[72];
+	snprintf(sha, sizeof sha, "%.64s", sh.text);
+	mt_catalog_check k;
+	mt_catalog_check_init(&k);
+	k.kind = "verify";
+	k.state = MT_HEALTH_SOUND;
+	TAP_CALL(mt_catalog_version_checked(c, url, "hv", "v1", &k, &err), &err,
+		 "v1 verified sound");
+	mt_catalog_shard_check bad[] = {
+		{ sha, 1, MT_ECORRUPT, 0, "sha256 is 00" },
+		{ sha, 0, 0, MT_HEALTH_UNREPAIRABLE, "sha256 is 00" },
+	};
+	TAP_CALL(mt_catalog_shards_checked(c, url, "hv", bad, 2, &err), &err,
+		 "a check of v3 finds shard 0 lost");
+	k.state = MT_HEALTH_UNREPAIRABLE;
+	k.damaged = k.unrepairable = 1;
+	TAP_CALL(mt_catalog_version_checked(c, url, "hv", "v3", &k, &err), &err,
+		 "and records v3 unrepairable");
+	char h1[32], h2[32], h3[32], d[32];
+	struct collect vs = list(c, MT_CAT_VERSIONS, ds, 10);
+	line_col(vs.text, 0, h1, sizeof h1);
+	line_col(vs.text, 1, h2, sizeof h2);
+	line_col(vs.text, 2, h3, sizeof h3);
+	tap_ok(!strcmp(h1, "unrepairable") && !strcmp(h2, "unrepairable") &&
+		       !strcmp(h3, "unrepairable"),
+	       "v1 (checked sound before) and v2 (never checked) read unrepairable too: %s %s %s",
+	       h1, h2, h3);
+	char f[300];
+	field(c, v1, "health", f, sizeof f);
+	tap_ok(!strncmp(f, "unrepairable: 1 of its shards", 29),
+	       "v1's details say how many of its shards a check of another version found: %s", f);
+	dataset_health(c, bucket, d, sizeof d);
+	tap_ok(!strcmp(d, "unrepairable"), "the dataset reads unrepairable: %s", d);
+	char q[300];
+	snprintf(q, sizeof q, "SELECT count(*) FROM shards INDEXED BY shards_bad WHERE health IN"
+		 " ('damaged', 'unrepairable', 'repairable') AND sha256 = '%s'", sha);
+	tap_ok(count_sql(q) == 1,
+	       "shards_bad holds the one row of the damaged object (the chain's one list)");
+	TAP_CALL(mt_catalog_shard_health(c, url, "hv", sha, MT_HEALTH_REBUILT, "parity", &err),
+		 &err, "a repair through v3 rebuilds it");
+	k.kind = "repair";
+	k.state = MT_HEALTH_SOUND;
+	k.rebuilt = 1;
+	k.unrepairable = 0;
+	TAP_CALL(mt_catalog_version_checked(c, url, "hv", "v3", &k, &err), &err,
+		 "and records v3 sound");
+	vs = list(c, MT_CAT_VERSIONS, ds, 10);
+	line_col(vs.text, 0, h1, sizeof h1);
+	line_col(vs.text, 1, h2, sizeof h2);
+	line_col(vs.text, 2, h3, sizeof h3);
+	tap_ok(!strcmp(h1, "sound") && !strcmp(h2, "NULL") && !strcmp(h3, "sound"),
+	       "v1 is sound again and v2 unchecked, neither checked again: %s %s %s", h1, h2, h3);
+	dataset_health(c, bucket, d, sizeof d);
+	tap_ok(!strcmp(d, "unverified"),
+	       "the dataset reads unverified (v2 never checked), no longer unrepairable: %s", d);
+	mt_catalog_close(c);
+}
+
 static void test_migration(void)
 {
 	mt_error err = {0};
@@ -433,6 +534,7 @@ int main(void)
 	free(url);
 	snprintf(root + strlen(root), sizeof root - strlen(root), "/store");
 	test_chain();
+	test_shared_health();
 	test_migration();
 	mt_store_close(store);
 	root[strlen(root) - strlen("/store")] = '\0';

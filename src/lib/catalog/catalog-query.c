@@ -37,12 +37,41 @@ struct level {
 	" s.health IN ('damaged', 'unrepairable', 'repairable') AND s.health_at >= " k "at)" \
 	" THEN 'rebuilt' ELSE " k "state END"
 
+/* The worst health recorded on version v's shard objects, as a rank (4
+ * unrepairable, 3 damaged, 2 repairable; NULL when none is damaged).
+ * Health is kept per object: damage found through any version listing an
+ * object shows on every version that lists it, and a repair through any
+ * of them (or a check finding it sound) clears it for all.  One probe of
+ * the partial index shards_bad per version, which holds damaged rows only. */
+#define SHARD_RANK                                                                          \
+	"(SELECT max(CASE s.health WHEN 'unrepairable' THEN 4 WHEN 'damaged' THEN 3 ELSE 2"  \
+	" END) FROM shards s WHERE s.list_id = v.shard_list AND s.idx < v.nshards AND"      \
+	" " MTI_CAT_SHARD_BAD("s.") ")"
+/* A state's rank, as SHARD_RANK has it (0 for any other state). */
+#define STATE_RANK(x)                                                                       \
+	"CASE " x " WHEN 'unrepairable' THEN 4 WHEN 'damaged' THEN 3 WHEN 'repairable' THEN 2" \
+	" ELSE 0 END"
+#define RANK_STATE(x) "CASE " x " WHEN 4 THEN 'unrepairable' WHEN 3 THEN 'damaged' WHEN 2 THEN 'repairable' END"
+
+/* Version v's state: its last check's (CHECK_STATE), unless its shard
+ * objects are recorded worse since (SHARD_RANK); NULL when it was never
+ * checked and none of its shards is damaged. */
+#define VERSION_STATE                                                                       \
+	"coalesce((SELECT CASE WHEN coalesce(" SHARD_RANK ", 0) > " STATE_RANK(CHECK_STATE("k.")) \
+	" THEN " RANK_STATE(SHARD_RANK) " ELSE " CHECK_STATE("k.") " END FROM checks k WHERE"  \
+	" k.version_id = v.id ORDER BY k.id DESC LIMIT 1), " RANK_STATE(SHARD_RANK) ")"
+
 /* A version's last check (its state, and from what or what is lost), what
  * that check was, and its last repair, as text. */
 #define CHECK_FIELDS                                                                        \
 	"CASE WHEN v.manifest_size = -2 THEN 'lost: its manifest (another store holds the"   \
 	" version: repair brings it back)' WHEN v.manifest_size < 0 THEN 'lost: its"         \
-	" manifest (its protection record holds a copy: repair writes it back)' ELSE"       \
+	" manifest (its protection record holds a copy: repair writes it back)' WHEN"       \
+	" coalesce(" SHARD_RANK ", 0) > coalesce((SELECT " STATE_RANK(CHECK_STATE("k.")) " FROM" \
+	" checks k WHERE k.version_id = v.id ORDER BY k.id DESC LIMIT 1), 0) THEN "          \
+	RANK_STATE(SHARD_RANK) " || ': ' || (SELECT count(*) FROM shards s WHERE s.list_id ="  \
+	" v.shard_list AND s.idx < v.nshards AND " MTI_CAT_SHARD_BAD("s.") ") || ' of its"   \
+	" shards, as a check of a version sharing them found (see its shards)' ELSE"          \
 	" (SELECT CASE " CHECK_STATE("k.") " WHEN"                                         \
 	" 'rebuilt' THEN CASE WHEN k.state = 'rebuilt' THEN 'rebuilt' ELSE 'rebuilt: its"  \
 	" damaged shards were rebuilt since (' || k.state || ' at ' || k.at || ')' END"    \
@@ -61,14 +90,14 @@ struct level {
  * manifest is lost, or with damage nothing can rebuild, is 'unrepairable';
  * then 'damaged', 'repairable', 'unverified' (never checked) and 'sound' (a
  * rebuilt version is sound again); NULL when there is no version.  One
- * aggregate over each version's last check, as the versions list reads it. */
+ * aggregate over each version's last check and its shards' recorded health
+ * (SHARD_RANK), as the versions list reads them. */
 #define WORST_HEALTH(where)                                                                  \
 	"(SELECT CASE max(r) WHEN 4 THEN 'unrepairable' WHEN 3 THEN 'damaged' WHEN 2 THEN"   \
 	" 'repairable' WHEN 1 THEN 'unverified' WHEN 0 THEN 'sound' END FROM (SELECT CASE"   \
-	" WHEN v.manifest_size < 0 THEN 4 ELSE coalesce((SELECT CASE " CHECK_STATE("k.")     \
-	" WHEN 'unrepairable' THEN 4 WHEN 'damaged' THEN 3 WHEN 'repairable' THEN 2 ELSE 0"  \
-	" END FROM checks k WHERE k.version_id = v.id ORDER BY k.id DESC LIMIT 1), 1) END"   \
-	" AS r FROM versions v WHERE " where "))"
+	" WHEN v.manifest_size < 0 THEN 4 ELSE max(coalesce(" SHARD_RANK ", 0), coalesce(("  \
+	"SELECT " STATE_RANK(CHECK_STATE("k.")) " FROM checks k WHERE k.version_id = v.id"   \
+	" ORDER BY k.id DESC LIMIT 1), 1)) END AS r FROM versions v WHERE " where "))"
 
 /* Field rows of one version: (name, value) pairs in display order. */
 #define FIELD(name, expr) "SELECT 0, " name ", " expr " FROM v UNION ALL "
@@ -112,9 +141,7 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" v.description, " PROTECTION("v.") ", v.protect_overhead,"
 		/* A manifest lost: the version read from its protection record, or
 		 * held by another store (manifest_size -2). */
-		" CASE WHEN v.manifest_size < 0 THEN 'lost' ELSE"
-		" (SELECT " CHECK_STATE("k.") " FROM checks k WHERE k.version_id = v.id ORDER BY"
-		" k.id DESC LIMIT 1) END,"
+		" CASE WHEN v.manifest_size < 0 THEN 'lost' ELSE " VERSION_STATE " END,"
 		" " NSHARED ", " PARENT_GONE
 		" FROM versions v WHERE v.dataset_id = ?1"
 		LIKE_FILTER("v.name LIKE ?2 ESCAPE '\\' OR v.description LIKE ?2 ESCAPE '\\' OR"

@@ -34,6 +34,10 @@ MT_CATALOG_LOCAL int mti_catalog_migrate(mt_catalog *c, int target, mt_error *er
 	" pv.nshards)) END FROM versions pv WHERE pv.dataset_id = v.dataset_id AND"          \
 	" pv.name = v.parent)"
 
+/* A shard row recorded damaged (p: the table's prefix): the condition of
+ * the partial index shards_bad, which a query must repeat to use it. */
+#define MTI_CAT_SHARD_BAD(p) p "health IN ('damaged', 'unrepairable', 'repairable')"
+
 struct mt_catalog {
 	sqlite3 *db;
 	char *path;

@@ -133,6 +133,9 @@ MT_LOCAL char *mti_created_after(const char *prev);
  * (the operation) refuses it; another code when the check could not run. */
 MT_LOCAL int mti_version_sound(mt_store *s, const char *dataset, const char *version,
 			       const char *what, mt_error *err);
+/* reader-verify.c: 1 when a verify through m found key's object sound, so
+ * a check of its sha256 need not read it again. */
+MT_LOCAL int mti_verify_memo_sound(mt_verify_memo *m, const char *key);
 
 /* MT_EEXIST (err says so) when dataset@version was removed: its tombstone
  * keeps the name from being used again.  0 when it was not. */

@@ -1,4 +1,5 @@
 /* reader-verify.c — verify of a version: every shard read whole and checked, the damaged chunks named. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +74,155 @@ static int verify_shard(mt_reader *r, size_t i, char *msg, size_t cap)
 	return rc;
 }
 
-int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn progress,
-		     void *progress_ud, mt_error *err)
+/* ---- what a job's verifies learnt ------------------------------------ */
+
+/* One shard object's result: the rows it was checked at, for a damaged
+ * one, whose message names rows. */
+struct memo_entry {
+	char *key;
+	int code;
+	uint64_t first_row;
+	char *msg; /* NULL when sound */
+};
+
+struct mt_verify_memo {
+	pthread_mutex_t lock;
+	struct memo_entry *e; /* open addressing, cap a power of two */
+	size_t n, cap;
+	uint64_t reads, bytes;
+};
+
+int mt_verify_memo_new(mt_verify_memo **out, mt_error *err)
+{
+	mt_verify_memo *m = calloc(1, sizeof *m);
+	if (!m)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	pthread_mutex_init(&m->lock, NULL);
+	*out = m;
+	return 0;
+}
+
+void mt_verify_memo_free(mt_verify_memo *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->cap; i++) {
+		free(m->e[i].key);
+		free(m->e[i].msg);
+	}
+	free(m->e);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void mt_verify_memo_reads(mt_verify_memo *m, uint64_t *objects, uint64_t *bytes)
+{
+	pthread_mutex_lock(&m->lock);
+	*objects = m->reads;
+	*bytes = m->bytes;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static size_t memo_hash(const char *key)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (size_t)h;
+}
+
+/* key's slot in a table of cap (a power of two): its entry, or the empty
+ * slot where it goes. */
+static struct memo_entry *memo_slot(struct memo_entry *e, size_t cap, const char *key)
+{
+	size_t i = memo_hash(key) & (cap - 1);
+	while (e[i].key && strcmp(e[i].key, key))
+		i = (i + 1) & (cap - 1);
+	return &e[i];
+}
+
+/* key's entry; with lock held.  NULL when there is none. */
+static struct memo_entry *memo_find(mt_verify_memo *m, const char *key)
+{
+	if (!m->cap)
+		return NULL;
+	struct memo_entry *e = memo_slot(m->e, m->cap, key);
+	return e->key ? e : NULL;
+}
+
+/* Keep key's result (replacing one of other rows); with lock held.  A
+ * result not kept for want of memory is only read again. */
+static void memo_put(mt_verify_memo *m, const char *key, int code, uint64_t first_row,
+		     const char *msg)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 256;
+		struct memo_entry *e = calloc(cap, sizeof *e);
+		if (!e)
+			return;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->e[i].key)
+				*memo_slot(e, cap, m->e[i].key) = m->e[i];
+		free(m->e);
+		m->e = e;
+		m->cap = cap;
+	}
+	struct memo_entry *e = memo_slot(m->e, m->cap, key);
+	char *k = e->key ? e->key : mti_strdup(key);
+	char *text = code ? mti_strdup(msg) : NULL;
+	if (!k || (code && !text)) {
+		if (!e->key)
+			free(k);
+		free(text);
+		return;
+	}
+	m->n += !e->key;
+	free(e->msg);
+	*e = (struct memo_entry){ k, code, first_row, text };
+}
+
+int mti_verify_memo_sound(mt_verify_memo *m, const char *key)
+{
+	if (!m)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	const struct memo_entry *e = memo_find(m, key);
+	int sound = e && !e->code;
+	pthread_mutex_unlock(&m->lock);
+	return sound;
+}
+
+/* Shard i's result: from memo when an earlier verify read its object (and,
+ * when damaged, at the same rows), else read and kept there. */
+static int verify_shard_memo(mt_reader *r, mt_verify_memo *memo, size_t i, char *msg,
+			     size_t cap)
+{
+	uint64_t first_row = r->m->shards[i].first_row;
+	if (!memo)
+		return verify_shard(r, i, msg, cap);
+	pthread_mutex_lock(&memo->lock);
+	const struct memo_entry *e = memo_find(memo, r->keys[i]);
+	int known = e && (!e->code || e->first_row == first_row);
+	int rc = known ? e->code : 0;
+	if (known)
+		snprintf(msg, cap, "%s", e->code ? e->msg : "ok");
+	pthread_mutex_unlock(&memo->lock);
+	if (known)
+		return rc;
+	rc = verify_shard(r, i, msg, cap);
+	/* A failure to read says nothing of the object. */
+	int fatal = rc == MT_ENOMEM || rc == MT_EIO || rc == MT_ENET || rc == MT_EAUTH;
+	pthread_mutex_lock(&memo->lock);
+	memo->reads++;
+	memo->bytes += r->m->shards[i].bytes;
+	if (!fatal)
+		memo_put(memo, r->keys[i], rc, first_row, msg);
+	pthread_mutex_unlock(&memo->lock);
+	return rc;
+}
+
+int mt_reader_verify_memo(mt_reader *r, mt_verify_memo *memo, mt_verify_fn fn, void *ud,
+			  mt_progress_fn progress, void *progress_ud, mt_error *err)
 {
 	int bad = 0;
 	uint64_t done = 0;
@@ -89,7 +237,7 @@ int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn pro
 	for (size_t i = 0; !frc && i < r->m->nshards; i++) {
 		/* An entry repeating one found sound is as sound: the object is
 		 * read once (a failure is checked again, for its own rows). */
-		int rc = sound[first[i]] ? 0 : verify_shard(r, i, msg, sizeof msg);
+		int rc = sound[first[i]] ? 0 : verify_shard_memo(r, memo, i, msg, sizeof msg);
 		if (rc == MT_ENOMEM || rc == MT_EIO || rc == MT_ENET || rc == MT_EAUTH) {
 			frc = mti_err(err, rc, "%s", msg);
 			break;
@@ -110,6 +258,12 @@ int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn pro
 	free(first);
 	free(sound);
 	return frc ? frc : bad ? MT_ECORRUPT : 0;
+}
+
+int mt_reader_verify(mt_reader *r, mt_verify_fn fn, void *ud, mt_progress_fn progress,
+		     void *progress_ud, mt_error *err)
+{
+	return mt_reader_verify_memo(r, NULL, fn, ud, progress, progress_ud, err);
 }
 
 int mti_version_sound(mt_store *s, const char *dataset, const char *version, const char *what,

@@ -254,6 +254,11 @@ static int check_job(void *ud, size_t i)
 	rp_obj *o = &c->objs[c->from + i];
 	if (c->canceled)
 		return MT_ECANCELED;
+	/* A verify of the same job read it whole against its sha256 and more. */
+	if (o->kind == MT_REPAIR_SHARD && mti_verify_memo_sound(c->o.memo, o->key)) {
+		rp_tick(c, o->bytes);
+		return 0;
+	}
 	uint64_t n = 0;
 	mt_error e = {0};
 	char *why = NULL;

@@ -193,9 +193,12 @@ int mti_cat_move_aside(const char *path, ino_t ino, char **moved, mt_error *err)
 /* A step of its own: the shard rows recorded damaged, by shard list, so a
  * version's health can take its shards' (damage found through another
  * version sharing them) with one probe: the dataset list does it for every
- * version, and a scan of each list cost 1M rows at 10k datasets. */
+ * version, and a scan of each list cost 1M rows at 10k datasets.  "IF NOT
+ * EXISTS": a catalog set back to an older schema (to have its manifests
+ * read again) may hold it already. */
 #define MIGRATE_SHARDS_BAD                                                                 \
-	"CREATE INDEX shards_bad ON shards(list_id, idx) WHERE " MTI_CAT_SHARD_BAD("") ";"
+	"CREATE INDEX IF NOT EXISTS shards_bad ON shards(list_id, idx) WHERE "               \
+	MTI_CAT_SHARD_BAD("") ";"
 
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */

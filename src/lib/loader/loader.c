@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -20,14 +19,6 @@
 #define DEFAULT_BUDGET (256ull << 20)
 #define DEFAULT_CACHE (10ull << 30)
 #define DEFAULT_FETCH 4
-/* Window buffers of HUGE_MIN or more are mapped on their own, aligned to and
- * advised onto huge pages: at most half of such a buffer's last huge page is
- * room it does not use. */
-#define HUGE_PAGE (2u << 20)
-#define HUGE_MIN (1u << 20)
-#if !defined(__SANITIZE_ADDRESS__)
-#define WIN_MMAP 1
-#endif
 /* Rows of at least this many bytes are scattered with streaming stores. */
 #define STREAM_MIN 256
 /* mt_loader_opts as the first matorage.h with a size field declared it. */
@@ -153,67 +144,24 @@ static void slot_free(mt_loader *l, ld_slot *s)
 	*s = (ld_slot){.state = SLOT_EMPTY};
 }
 
-/* A buffer of grow's, cap bytes: its own mapping when cap >= HUGE_MIN. */
+/* A buffer of grow's, cap bytes. */
 static void win_free(void *p, size_t cap)
 {
-#ifdef WIN_MMAP
-	if (p && cap >= HUGE_MIN) {
-		munmap(p, cap);
-		return;
-	}
-#endif
-	free(p);
+	mti_huge_free(p, cap);
 }
-
-#ifdef WIN_MMAP
-/* r bytes (a multiple of HUGE_PAGE) at a HUGE_PAGE boundary, mapped on their
- * own: whatever malloc holds or has been tuned to by the process's earlier
- * frees (a training script's arrays raise its mmap threshold, and a buffer
- * then comes out of an arena heap whose pages may already be mapped 4 KiB
- * at a time, where MADV_HUGEPAGE changes nothing), the buffer is fresh
- * memory on huge pages, and munmap gives it back whole. */
-static void *win_map(size_t r)
-{
-	uint8_t *m = mmap(NULL, r + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			  -1, 0);
-	if (m == MAP_FAILED)
-		return NULL;
-	size_t head = (size_t)(-(uintptr_t)m & (HUGE_PAGE - 1));
-	if (head)
-		munmap(m, head);
-	munmap(m + head + r, HUGE_PAGE - head);
-	madvise(m + head, r, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
-	return m + head;
-}
-#endif
 
 /* Grow *p to hold n bytes (contents not kept).  A window buffer is filled
  * once per window by the decoders, each row written to a random place: on
  * transparent huge pages it faults in 512 times less often and those
  * writes miss the TLB less (18% less CPU per epoch on small rows and 11%
- * on large, measured with rows gathered at random the other way round).
- * Under AddressSanitizer they come from malloc, whose bounds it checks. */
+ * on large, measured with rows gathered at random the other way round):
+ * mti_huge_alloc. */
 static int grow(void **p, size_t *cap, size_t n)
 {
 	if (n <= *cap && *p)
 		return 0;
 	win_free(*p, *cap);
-	*p = NULL;
-	*cap = 0;
-	if (n > SIZE_MAX - 2 * (size_t)HUGE_PAGE)
-		return -1;
-	if (n >= HUGE_MIN) {
-		size_t r = (n + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
-#ifdef WIN_MMAP
-		*p = win_map(r);
-#else
-		if (!posix_memalign(p, HUGE_PAGE, r))
-			madvise(*p, r, MADV_HUGEPAGE);
-#endif
-		n = r;
-	} else
-		*p = malloc(n ? n : 1);
-	*cap = *p ? n : 0;
+	*p = mti_huge_alloc(n, cap);
 	return *p ? 0 : -1;
 }
 

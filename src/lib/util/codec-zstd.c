@@ -12,19 +12,48 @@
 _Static_assert(MT_ZSTD_FILTER_ID == MT_H5ZSTD_ID, "the library and the plugin share one id");
 
 /* Contexts cost hundreds of KiB to set up and cannot be shared, so each
- * thread keeps one of each kind, freed when the thread exits. */
+ * thread keeps one of each kind.  Threads come and go with each parallel
+ * job set (mti_parallel_for), so a context whose thread ends waits for the
+ * next thread in a short list of spares, like the threads' scratch
+ * buffers: a fresh one faults in its tables again (a loader epoch made
+ * a dozen). */
 static pthread_key_t zstd_ckey, zstd_dkey;
 static pthread_once_t zstd_keys_once = PTHREAD_ONCE_INIT;
 static int zstd_keys_ok;
 
+#define ZSTD_SPARE 8
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *spare[2][ZSTD_SPARE]; /* [compress] */
+static int nspare[2];
+
+static void ctx_free(int compress, void *p)
+{
+	if (compress)
+		ZSTD_freeCCtx(p);
+	else
+		ZSTD_freeDCtx(p);
+}
+
+static void ctx_release(int compress, void *p)
+{
+	pthread_mutex_lock(&spare_lock);
+	if (nspare[compress] < ZSTD_SPARE) {
+		spare[compress][nspare[compress]++] = p;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&spare_lock);
+	if (p)
+		ctx_free(compress, p);
+}
+
 static void zstd_cctx_free(void *p)
 {
-	ZSTD_freeCCtx(p);
+	ctx_release(1, p);
 }
 
 static void zstd_dctx_free(void *p)
 {
-	ZSTD_freeDCtx(p);
+	ctx_release(0, p);
 }
 
 static void zstd_keys_init(void)
@@ -38,6 +67,19 @@ static void zstd_keys_init(void)
 	zstd_keys_ok = 1;
 }
 
+/* A spare context, or a new one. */
+static void *ctx_take(int compress)
+{
+	void *c = NULL;
+	pthread_mutex_lock(&spare_lock);
+	if (nspare[compress])
+		c = spare[compress][--nspare[compress]];
+	pthread_mutex_unlock(&spare_lock);
+	if (!c)
+		c = compress ? (void *)ZSTD_createCCtx() : (void *)ZSTD_createDCtx();
+	return c;
+}
+
 /* The calling thread's context, created on first use.  *owned is set when
  * it could not be kept (no thread keys left): the caller frees it. */
 static void *zstd_ctx(int compress, int *owned)
@@ -48,7 +90,7 @@ static void *zstd_ctx(int compress, int *owned)
 	*owned = 0;
 	if (c)
 		return c;
-	c = compress ? (void *)ZSTD_createCCtx() : (void *)ZSTD_createDCtx();
+	c = ctx_take(compress);
 	if (c && (!zstd_keys_ok || pthread_setspecific(key, c)))
 		*owned = 1;
 	return c;

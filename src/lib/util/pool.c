@@ -79,7 +79,7 @@ static void scratch_free(void *v)
 	struct scratch *s = v;
 	for (int i = 0; i < MTI_SCRATCH_SLOTS; i++)
 		if (s->cap[i] > SCRATCH_SPARE_MAX) {
-			free(s->p[i]);
+			mti_huge_free(s->p[i], s->cap[i]);
 			s->p[i] = NULL;
 			s->cap[i] = 0;
 		}
@@ -90,7 +90,7 @@ static void scratch_free(void *v)
 	}
 	pthread_mutex_unlock(&spare_lock);
 	for (int i = 0; s && i < MTI_SCRATCH_SLOTS; i++)
-		free(s->p[i]);
+		mti_huge_free(s->p[i], s->cap[i]);
 	free(s);
 }
 
@@ -123,10 +123,11 @@ void *mti_thread_scratch(int slot, size_t n)
 			return NULL;
 		}
 	}
+	/* A decoded chunk (a MiB by default) goes on huge pages: one fault
+	 * for the thread's first chunk, not 256 (mti_huge_alloc). */
 	if (n > s->cap[slot] || !s->p[slot]) {
-		free(s->p[slot]);
-		s->p[slot] = malloc(n ? n : 1);
-		s->cap[slot] = s->p[slot] ? n : 0;
+		mti_huge_free(s->p[slot], s->cap[slot]);
+		s->p[slot] = mti_huge_alloc(n, &s->cap[slot]);
 	}
 	return s->p[slot];
 }

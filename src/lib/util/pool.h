@@ -15,7 +15,8 @@ MT_LOCAL int mti_parallel_for(int threads, size_t n, int (*fn)(void *ud, size_t 
  * slot (0 to MTI_SCRATCH_SLOTS - 1): kept for the thread's next call, freed
  * when the thread ends; contents not kept when it grows.  For buffers a
  * job needs per chunk: a fresh malloc of a MiB each time is handed back to
- * the kernel on free and faults in again.  NULL when out of memory. */
+ * the kernel on free and faults in again.  From MTI_HUGE_MIN bytes on it is
+ * on huge pages (mti_huge_alloc).  NULL when out of memory. */
 #define MTI_SCRATCH_SLOTS 2
 MT_LOCAL void *mti_thread_scratch(int slot, size_t n);
 

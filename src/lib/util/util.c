@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -23,6 +24,60 @@ int mt_error_set(mt_error *err, int code, const char *fmt, ...)
 		va_end(ap);
 	}
 	return code;
+}
+
+#if !defined(__SANITIZE_ADDRESS__)
+#define HUGE_MMAP 1
+#endif
+
+/* r bytes (a multiple of MTI_HUGE_PAGE) at an MTI_HUGE_PAGE boundary: a
+ * mapping one huge page too long, its unaligned head and tail cut off. */
+static void *huge_map(size_t r)
+{
+#ifdef HUGE_MMAP
+	uint8_t *m = mmap(NULL, r + MTI_HUGE_PAGE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	size_t head = (size_t)(-(uintptr_t)m & (MTI_HUGE_PAGE - 1));
+	if (head)
+		munmap(m, head);
+	munmap(m + head + r, MTI_HUGE_PAGE - head);
+	m += head;
+#else
+	void *m;
+	if (posix_memalign(&m, MTI_HUGE_PAGE, r))
+		return NULL;
+#endif
+	madvise(m, r, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
+	return m;
+}
+
+void *mti_huge_alloc(size_t n, size_t *cap)
+{
+	void *p = NULL;
+	*cap = 0;
+	if (n > SIZE_MAX - 2 * (size_t)MTI_HUGE_PAGE)
+		return NULL;
+	if (n >= MTI_HUGE_MIN) {
+		n = (n + MTI_HUGE_PAGE - 1) & ~(size_t)(MTI_HUGE_PAGE - 1);
+		p = huge_map(n);
+	} else
+		p = malloc(n ? n : 1);
+	*cap = p ? n : 0;
+	return p;
+}
+
+void mti_huge_free(void *p, size_t cap)
+{
+#ifdef HUGE_MMAP
+	if (p && cap >= MTI_HUGE_MIN) {
+		munmap(p, cap);
+		return;
+	}
+#endif
+	(void)cap;
+	free(p);
 }
 
 int mti_err_prefix(mt_error *err, const char *fmt, ...)

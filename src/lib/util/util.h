@@ -46,6 +46,20 @@ MT_LOCAL void mti_buf_free(mt_buf *b);
  * NULL when memory runs out (v is then left as it was, still the caller's). */
 MT_LOCAL void *mti_grow(void *v, size_t n, size_t *cap, size_t size, size_t first);
 
+/* A buffer of at least n bytes that decoders fill, for reuse: from
+ * MTI_HUGE_MIN bytes on (half a MiB, so that a chunk of a little under the
+ * default MiB qualifies) it is its own mapping on a 2 MiB boundary, advised
+ * onto transparent huge pages, and *cap is n rounded up to whole 2 MiB
+ * pages (else malloc, *cap = n).  Why: a MiB from malloc comes back fresh
+ * (faulting 256 times) or, in a process whose earlier frees raised malloc's
+ * mmap threshold, out of a heap already mapped 4 KiB at a time, where
+ * MADV_HUGEPAGE changes nothing.  Freed with mti_huge_free(p, *cap).  Under
+ * AddressSanitizer it is posix_memalign'ed, whose bounds ASan checks. */
+#define MTI_HUGE_PAGE (2u << 20)
+#define MTI_HUGE_MIN (512u << 10)
+MT_LOCAL void *mti_huge_alloc(size_t n, size_t *cap);
+MT_LOCAL void mti_huge_free(void *p, size_t cap);
+
 /* Append a copy of s[0..len) to the string vector *v of *n entries (freed
  * with mt_strv_free).  The vector doubles when *n is a power of two, so it
  * needs no capacity field.  0 or MT_ENOMEM (the vector is then unchanged). */

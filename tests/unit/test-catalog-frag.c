@@ -1,12 +1,12 @@
 /* test-catalog-frag.c — the sync of a format-2 append reads only the fragments it does not share with its parent as the catalog holds it, and records the same shard rows and checks as a full read of every fragment; a differing fragment that is damaged is reported, a shared one is caught by a reader. */
 #include <sqlite3.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
 #include "store.h"
+#include "tap-count.h"
 #include "tap-store.h"
 #include "tap.h"
 
@@ -15,18 +15,6 @@
 
 static mt_store *store;
 static char root[256];
-
-/* Fragment gets (whole objects, as a reader loads them). */
-static atomic_int frag_gets;
-static mt_store_ops counting_ops;
-static const mt_store_ops *real_ops;
-static int counting_get(mt_store *s, const char *key, uint64_t off, uint64_t len, void **data,
-			size_t *got, mt_error *err)
-{
-	if (strstr(key, "/fragments/"))
-		atomic_fetch_add(&frag_gets, 1);
-	return real_ops->get(s, key, off, len, data, got, err);
-}
 
 /* n one-row shards of x = base.., a new version or an append to parent
  * (NULL: the latest). */
@@ -79,7 +67,7 @@ static int sync_into(const char *db, int flags, int *rc_out, mt_error *err)
 	char path[512];
 	snprintf(path, sizeof path, "%s/%s", root, db);
 	int rc = mt_catalog_open(path, &c, err);
-	atomic_store(&frag_gets, 0);
+	tap_reads_reset();
 	if (!rc)
 		rc = mt_catalog_sync(c, "here", store, NULL, flags, NULL, NULL, NULL, err);
 	mt_catalog_close(c);
@@ -87,7 +75,7 @@ static int sync_into(const char *db, int flags, int *rc_out, mt_error *err)
 		*rc_out = rc;
 	else if (rc)
 		tap_diag("sync into %s: %s", db, err->message);
-	return rc && !rc_out ? -1 : atomic_load(&frag_gets);
+	return rc && !rc_out ? -1 : tap_reads();
 }
 
 /* Every version's shard rows, in order, with their chain digests and last
@@ -265,13 +253,11 @@ int main(void)
 	setenv("MATORAGE_MANIFEST_FORMAT", "2", 1);
 	if (tap_scratch_store("catfrag", root, sizeof root, &store))
 		return 1;
-	real_ops = store->ops;
-	counting_ops = *real_ops;
-	counting_ops.get = counting_get;
-	store->ops = &counting_ops;
+	/* Fragment gets (whole objects, as a reader loads them). */
+	tap_watch_reads(store, "/fragments/", NULL);
 	test_appends();
 	test_damage();
-	store->ops = real_ops;
+	tap_unwatch();
 	mt_store_close(store);
 	tap_rm_tree(root);
 	return tap_done();

@@ -1,11 +1,11 @@
 /* test-loader-lazy.c — a loader over a format-2 version plans from the root alone, reads a fragment when a window needs it, delivers the rows of the same version in format 1, and names a swapped fragment. */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "matorage.h"
 #include "store.h"
+#include "tap-count.h"
 #include "tap-store.h"
 #include "tap.h"
 
@@ -16,18 +16,6 @@
 
 static mt_store *store;
 static char root[512];
-
-/* Whole-object gets of fragments, from any of the loader's threads. */
-static atomic_int frag_gets;
-static mt_store_ops counting_ops;
-static const mt_store_ops *real_ops;
-static int counting_get(mt_store *s, const char *key, uint64_t off, uint64_t len, void **data,
-			size_t *got, mt_error *err)
-{
-	if (strstr(key, "/fragments/"))
-		atomic_fetch_add(&frag_gets, 1);
-	return real_ops->get(s, key, off, len, data, got, err);
-}
 
 /* x (int64) = row number, r (ragged uint8) = row % 5 items of row & 0xff. */
 static int write_rows(uint64_t first, uint64_t n, uint64_t shard_rows, int append)
@@ -100,9 +88,9 @@ static void load(const mt_loader_opts *base, unsigned rank, size_t max, run *out
 	o.defer_windows = 1;
 	mt_loader *l = NULL;
 	mt_error err = {0};
-	atomic_store(&frag_gets, 0);
+	tap_reads_reset();
 	out->rc = mt_loader_open(store, "lz", NULL, &o, &l, &err);
-	out->open_gets = atomic_load(&frag_gets);
+	out->open_gets = tap_reads();
 	const mt_batch *b = NULL;
 	for (size_t k = 0; !out->rc && k < max; k++) {
 		if ((out->rc = mt_loader_next(l, &b, &err)) || !b)
@@ -110,7 +98,7 @@ static void load(const mt_loader_opts *base, unsigned rank, size_t max, run *out
 		check_batch(b, out);
 	}
 	mt_loader_close(l);
-	out->gets = atomic_load(&frag_gets);
+	out->gets = tap_reads();
 	if (out->rc)
 		snprintf(out->msg, sizeof out->msg, "%s", err.message);
 }
@@ -230,10 +218,8 @@ int main(void)
 	    write_rows(0, V1_ROWS, 7, 0) || write_rows(V1_ROWS, V2_ROWS, 5, 1))
 		return tap_ok(0, "setup"), tap_done();
 	unsetenv("MATORAGE_MANIFEST_FORMAT");
-	real_ops = store->ops;
-	counting_ops = *real_ops;
-	counting_ops.get = counting_get;
-	store->ops = &counting_ops;
+	/* Whole-object gets of fragments, from any of the loader's threads. */
+	tap_watch_reads(store, "/fragments/", NULL);
 
 	load_all(before);
 	tap_ok(before[0][0].n == ROWS && !before[0][0].rc && !before[0][0].bad,
@@ -279,9 +265,9 @@ int main(void)
 	r.resume = tok;
 	r.defer_windows = 1;
 	run *tail = calloc(1, sizeof *tail);
-	atomic_store(&frag_gets, 0);
+	tap_reads_reset();
 	rc = mt_loader_open(store, "lz", NULL, &r, &l, &err);
-	tail->open_gets = atomic_load(&frag_gets);
+	tail->open_gets = tap_reads();
 	while (!rc && !(rc = mt_loader_next(l, &b, &err)) && b)
 		check_batch(b, tail);
 	mt_loader_close(l);
@@ -365,7 +351,7 @@ int main(void)
 	free(lie);
 	free(old);
 	free(rootjson);
-	store->ops = real_ops;
+	tap_unwatch();
 	mt_store_close(store);
 	if (!getenv("KEEP")) tap_rm_tree(root);
 	return tap_done();

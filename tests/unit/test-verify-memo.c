@@ -6,6 +6,7 @@
 
 #include "matorage.h"
 #include "store.h"
+#include "tap-count.h"
 #include "tap-store.h"
 #include "tap.h"
 
@@ -19,13 +20,10 @@ static char root[512];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char keys[MAXKEYS][256];
 static int reads_of[MAXKEYS], nkeys;
-static mt_store_ops counting_ops;
-static const mt_store_ops *real_ops;
 
+/* tap_watch_reads' hook for keys of shard objects. */
 static void count(const char *key)
 {
-	if (!strstr(key, "/shards/"))
-		return;
 	pthread_mutex_lock(&lock);
 	int i = 0;
 	while (i < nkeys && strcmp(keys[i], key))
@@ -55,20 +53,6 @@ static int reads_total(int *most)
 		*most = reads_of[i] > *most ? reads_of[i] : *most;
 	}
 	return n;
-}
-
-static int counting_get(mt_store *s, const char *key, uint64_t off, uint64_t len, void **data,
-			size_t *got, mt_error *err)
-{
-	count(key);
-	return real_ops->get(s, key, off, len, data, got, err);
-}
-
-static int counting_read(mt_store *s, const char *key, uint64_t off, void *buf, size_t len,
-			 mt_error *err)
-{
-	count(key);
-	return real_ops->read(s, key, off, buf, len, err);
 }
 
 /* v1: 4 shards of 100 rows; v2..v5 each append one more shard. */
@@ -160,11 +144,7 @@ int main(void)
 {
 	if (tap_scratch_store("verify-memo", root, sizeof root, &store) || write_chain())
 		return tap_ok(0, "setup"), tap_done();
-	real_ops = store->ops;
-	counting_ops = *real_ops;
-	counting_ops.get = counting_get;
-	counting_ops.read = real_ops->read ? counting_read : NULL;
-	store->ops = &counting_ops;
+	tap_watch_reads(store, "/shards/", count);
 	struct seen s[NVERSIONS];
 	int most = 0;
 
@@ -220,7 +200,7 @@ int main(void)
 	       "rc %d)", nkeys, total, rc);
 	mt_verify_memo_free(memo);
 	mt_verify_memo_free(NULL);
-	store->ops = real_ops;
+	tap_unwatch();
 	mt_store_close(store);
 	tap_rm_tree(root);
 	return tap_done();

@@ -123,19 +123,11 @@ void mt_verify_memo_reads(mt_verify_memo *m, uint64_t *objects, uint64_t *bytes)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static size_t memo_hash(const char *key)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return (size_t)h;
-}
-
 /* key's slot in a table of cap (a power of two): its entry, or the empty
  * slot where it goes. */
 static struct memo_entry *memo_slot(struct memo_entry *e, size_t cap, const char *key)
 {
-	size_t i = memo_hash(key) & (cap - 1);
+	size_t i = (size_t)mti_xxh3(key, strlen(key)) & (cap - 1);
 	while (e[i].key && strcmp(e[i].key, key))
 		i = (i + 1) & (cap - 1);
 	return &e[i];

@@ -56,8 +56,23 @@ static void zstd_dctx_free(void *p)
 	ctx_release(0, p);
 }
 
+/* A fork while an ending thread holds spare_lock would leave it held in
+ * the child (DataLoader workers are forked from threaded processes), so
+ * fork() takes it first. */
+static void spare_fork_prepare(void)
+{
+	pthread_mutex_lock(&spare_lock);
+}
+
+static void spare_fork_after(void)
+{
+	pthread_mutex_unlock(&spare_lock);
+}
+
 static void zstd_keys_init(void)
 {
+	if (pthread_atfork(spare_fork_prepare, spare_fork_after, spare_fork_after))
+		return;
 	if (pthread_key_create(&zstd_ckey, zstd_cctx_free))
 		return;
 	if (pthread_key_create(&zstd_dkey, zstd_dctx_free)) {

@@ -104,9 +104,22 @@ static struct scratch *scratch_take(void)
 	return s ? s : calloc(1, sizeof *s);
 }
 
+/* As for the chunk cache: a fork while an ending thread holds spare_lock
+ * would leave it held in the child, so fork() takes it first. */
+static void spare_fork_prepare(void)
+{
+	pthread_mutex_lock(&spare_lock);
+}
+
+static void spare_fork_after(void)
+{
+	pthread_mutex_unlock(&spare_lock);
+}
+
 static void scratch_init(void)
 {
-	scratch_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+	scratch_ok = !pthread_atfork(spare_fork_prepare, spare_fork_after, spare_fork_after) &&
+		     pthread_key_create(&scratch_key, scratch_free) == 0;
 }
 
 void *mti_thread_scratch(int slot, size_t n)

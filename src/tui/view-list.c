@@ -712,6 +712,8 @@ static void list_open(struct tui *t, struct list *l)
 			tui_push(t, tui_list_view(t, MT_CAT_ATTRS, l->parent, "attributes"));
 		else if (!strcmp(r->cols[0], "shards"))
 			tui_push(t, tui_list_view(t, MT_CAT_SHARDS, l->parent, "shards"));
+		else if (!strcmp(r->cols[0], "fragments"))
+			tui_push(t, tui_list_view(t, MT_CAT_FRAGMENTS, l->parent, "fragments"));
 		break;
 	default:
 		if (l->src == SRC_JOBS && r->id < (int64_t)t->njobs && t->jobs[r->id]->view) {
@@ -731,11 +733,25 @@ static int64_t list_version(const struct list *l)
 {
 	if (l->src != SRC_CATALOG)
 		return 0;
-	if (l->level == MT_CAT_VERSION || l->level == MT_CAT_SHARDS || l->level == MT_CAT_ATTRS)
+	if (l->level == MT_CAT_VERSION || l->level == MT_CAT_SHARDS || l->level == MT_CAT_ATTRS ||
+	    l->level == MT_CAT_FRAGMENTS)
 		return l->parent;
 	if ((l->level == MT_CAT_VERSIONS || l->level == MT_CAT_SEARCH) && l->cur < l->n)
 		return l->rows[l->cur].id;
 	return 0;
+}
+
+/* H: the fragments of the version meant here (a format-2 version's; a
+ * format-1 version has none, and says so). */
+static int list_fragments_key(struct tui *t, struct list *l)
+{
+	int64_t v = list_version(l);
+	if (!v || l->level == MT_CAT_FRAGMENTS)
+		return V_IGNORED;
+	tui_push(t, tui_list_view(t, MT_CAT_FRAGMENTS, v, "fragments"));
+	if (!((struct list *)tui_top(t))->n)
+		tui_status(t, 0, "no fragments: the version's manifest is format 1 (one object)");
+	return V_HANDLED;
 }
 
 /* X: gc of the dataset or bucket under the cursor, or of the versions' dataset. */
@@ -849,6 +865,8 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		return V_HANDLED;
 	case ACT_CANCEL:
 		return list_cancel_key(t, l);
+	case ACT_FRAGMENTS:
+		return list_fragments_key(t, l);
 	case ACT_SHARDS:
 	case ACT_ATTRS:
 		if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSION) {
@@ -976,6 +994,7 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 		[MT_CAT_VERSIONS] = K_ACT | K_GC | K_SORT, [MT_CAT_SEARCH] = K_ACT | K_BUCKET,
 		[MT_CAT_SEARCH_MODELS] = K_BUCKET,
 		[MT_CAT_SHARDS] = K_ACT | K_SORT, [MT_CAT_ATTRS] = K_ACT | K_ATTRS,
+		[MT_CAT_FRAGMENTS] = K_ACT,
 	};
 	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
 		l->base.scope = K_LIST | scopes[level];

@@ -220,6 +220,20 @@ static const char *fragment_rows(const char *const *cols, char *buf, size_t cap)
 	return buf;
 }
 
+static const char *none_text(int kind);
+
+/* A cell of the fragments list: its health and rows as above, the rest
+ * (counts, a size, the sha256) as they are. */
+static const char *fragment_cell(const char *const *cols, int kind, size_t src, char *buf,
+				 size_t cap)
+{
+	if (kind == COL_HEALTH)
+		return fragment_health(cols, buf, cap);
+	if (src == 1)
+		return fragment_rows(cols, buf, cap);
+	return cols[src] ? cols[src] : none_text(kind);
+}
+
 /* A cell of kind `kind` with no value in the catalog. */
 static const char *none_text(int kind)
 {
@@ -266,10 +280,8 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	const char *v = cols[src];
 	if (level == MT_CAT_SHARDS && kind == COL_HEALTH)
 		return shard_health(cols, buf, cap);
-	if (level == MT_CAT_FRAGMENTS && kind == COL_HEALTH)
-		return fragment_health(cols, buf, cap);
-	if (level == MT_CAT_FRAGMENTS && src == 1)
-		return fragment_rows(cols, buf, cap);
+	if (level == MT_CAT_FRAGMENTS)
+		return fragment_cell(cols, kind, src, buf, cap);
 	if (level == MT_CAT_VERSIONS && src == 5 && v && v[0])
 		return parent_cell(cols, v, buf, cap);
 	/* Every version removed, its shards not yet collected. */

@@ -865,8 +865,6 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		return V_HANDLED;
 	case ACT_CANCEL:
 		return list_cancel_key(t, l);
-	case ACT_FRAGMENTS:
-		return list_fragments_key(t, l);
 	case ACT_SHARDS:
 	case ACT_ATTRS:
 		if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSION) {
@@ -917,7 +915,7 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_GC:
 		return list_gc_key(t, l);
 	default:
-		return V_IGNORED;
+		return a == ACT_FRAGMENTS ? list_fragments_key(t, l) : V_IGNORED;
 	}
 }
 

@@ -49,11 +49,16 @@ if command -v sqlite3 > /dev/null; then
 	ok $([ "$h" = "0:sound 1:missing 2:sound 3:sound 4:damaged 5:sound" ]; echo $?) "the catalog records each fragment's health (got $h)"
 fi
 tui_start 120 30 tui --open d
+# The refresh at start ends with a status line of its own: wait for it, so it does not
+# replace what a key says.
+expect "the refresh at start ends" "sync local:"
 expect_re "the version is listed, as damaged" '^v1 .* damaged +2\+1'
 keys Enter
 expect "its details name the missing fragment and its rows" "fragment 1 (rows 8..15) missing"
 expect "and the damaged one" "fragment 4 (rows 32..39) damaged"
 expect "and count the sound ones" "6: 4 sound, 0 not checked"
+keys S
+expect "the shard view says which fragments are bad" "fragments 1 (rows 8..15) missing, 4 (rows 32..39) damaged: H lists"
 keys H
 expect "H shows the fragments" "FRAG"
 expect_re "fragment 1 (rows 8..15) is missing" '^ +1 +8\.\.15 +missing'
@@ -65,6 +70,8 @@ expect_re "fragment 1 is rebuilt from parity" '^ +1 +8\.\.15 +rebuilt \(from par
 expect_re "fragment 4 is rebuilt from parity" '^ +4 +32\.\.39 +rebuilt \(from parity\)'
 expect_not "none missing" "missing"
 ok $(same; echo $?) "the fragments are byte for byte the originals"
+keys Escape
+expect_re "back at the shards: all 24 listed now (the sync after the repair read them)" '^ +23 +[0-9a-f]{10}' 
 keys Escape
 expect "back at the details: every fragment sound" "6: 6 sound, 0 not checked"
 keys Escape
@@ -78,6 +85,7 @@ ok $? "q quits"
 # Damage after the catalog knew the version: its root is unchanged, so v finds it.
 damage
 tui_start 40 10 tui --open d
+expect "40x10: the refresh at start ends" "sync local:"
 expect "40x10: the version" "v1"
 keys H
 expect "40x10: the fragment view" "FRAG"
@@ -103,6 +111,7 @@ ok $? "40x10: q quits"
 
 # A format-1 version looks as before: no fragments row, H says why.
 tui_start 120 30 tui --open f1
+expect "the refresh at start ends" "sync local:"
 expect "the format-1 version" "v1"
 keys Enter
 expect "its details" "attributes"

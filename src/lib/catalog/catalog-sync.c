@@ -754,7 +754,7 @@ static int cat_put_fragments(mt_catalog *c, int64_t ds, int64_t vid, const mt_re
 			     const struct vshare *sh, mt_error *err)
 {
 	size_t nf = mt_reader_nfragments(r), b = 0;
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc = mti_cat_prepare(c, "INSERT OR REPLACE INTO fragments(version_id, idx, sha256,"
 		" bytes, first_row, rows, first_shard, nshards, health, health_note, health_at)"
 		" SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, coalesce(?9, p.health, ''),"

@@ -20,8 +20,11 @@ void app_health_free(struct app_health *h)
 		free(h->v[i].version);
 	for (size_t i = 0; i < h->ns; i++)
 		free(h->s[i].note);
+	for (size_t i = 0; i < h->nf; i++)
+		free(h->f[i].note);
 	free(h->v);
 	free(h->s);
+	free(h->f);
 	pthread_mutex_destroy(&h->lock);
 }
 
@@ -48,10 +51,10 @@ static void health_append(char *buf, size_t cap, const char *item)
 
 /* The sha256 in a shard's key (datasets/<d>/shards/<sha256>.h5); NULL when
  * the key is no shard's. */
-static const char *health_shard_sha(const char *key, char *buf, size_t cap)
+static const char *health_object_sha(const char *key, const char *ext, char *buf, size_t cap)
 {
 	const char *slash = key ? strrchr(key, '/') : NULL;
-	const char *dot = slash ? strstr(slash, ".h5") : NULL;
+	const char *dot = slash ? strstr(slash, ext) : NULL;
 	if (!dot || (size_t)(dot - slash - 1) >= cap)
 		return NULL;
 	snprintf(buf, cap, "%.*s", (int)(dot - slash - 1), slash + 1);
@@ -74,7 +77,7 @@ static struct app_health_shard *health_new_shard(struct app_health *h)
 static void health_shard(struct app_health *h, const mt_repair_report *r, int state)
 {
 	char sha[72];
-	if (r->kind != MT_REPAIR_SHARD || !health_shard_sha(r->key, sha, sizeof sha))
+	if (r->kind != MT_REPAIR_SHARD || !health_object_sha(r->key, ".h5", sha, sizeof sha))
 		return;
 	struct app_health_shard *s = health_new_shard(h);
 	snprintf(s->sha256, sizeof s->sha256, "%s", sha);
@@ -82,6 +85,32 @@ static void health_shard(struct app_health *h, const mt_repair_report *r, int st
 	s->note = state == MT_HEALTH_UNREPAIRABLE ? app_xstrdup(r->problem ? r->problem : "damaged")
 		  : r->source			  ? app_xstrdup(r->source)
 						  : NULL;
+}
+
+/* A fragment's health, sound ones too: a fragment holds no rows itself,
+ * so a check of it as a whole is its only check.  Its note says what was
+ * wrong ("missing") and what rebuilt it or would. */
+static void health_fragment(struct app_health *h, const mt_repair_report *r)
+{
+	static const int states[] = { [MT_REPAIR_SOUND] = MT_HEALTH_SOUND,
+				      [MT_REPAIR_REBUILT] = MT_HEALTH_REBUILT,
+				      [MT_REPAIR_REPAIRABLE] = MT_HEALTH_REPAIRABLE,
+				      [MT_REPAIR_UNREPAIRABLE] = MT_HEALTH_UNREPAIRABLE };
+	char sha[72], note[400];
+	if (r->kind != MT_REPAIR_FRAGMENT || r->state < 0 || r->state > MT_REPAIR_UNREPAIRABLE ||
+	    !health_object_sha(r->key, ".json", sha, sizeof sha))
+		return;
+	h->f = app_xreallocarray(h->f, h->nf + 1, sizeof *h->f);
+	struct app_health_fragment *f = &h->f[h->nf++];
+	snprintf(f->sha256, sizeof f->sha256, "%s", sha);
+	f->state = states[r->state];
+	snprintf(note, sizeof note, "%s%s%s", r->problem ? r->problem : "",
+		 r->problem && r->source ? ", " : "", r->source ? r->source : "");
+	if (r->source && r->state != MT_REPAIR_SOUND)
+		snprintf(note, sizeof note, "%s%s%s %s", r->problem ? r->problem : "",
+			 r->problem ? ", " : "",
+			 r->state == MT_REPAIR_REBUILT ? "rebuilt from" : "repairable from", r->source);
+	f->note = note[0] ? app_xstrdup(note) : NULL;
 }
 
 /* What is lost, as a line names it: "shard 3 (rows 30..39)", "manifest". */
@@ -106,6 +135,7 @@ void app_health_report(struct app_health *h, const mt_repair_report *r)
 	struct app_health_version *v = app_health_version(h, r->version);
 	v->objects++;
 	v->bytes_read += r->bytes_read;
+	health_fragment(h, r);
 	if (r->state != MT_REPAIR_SOUND)
 		v->damaged++;
 	if (r->state == MT_REPAIR_REBUILT || r->state == MT_REPAIR_REPAIRABLE) {
@@ -192,10 +222,23 @@ static void health_record_shards(const struct app_health *h, mt_catalog *c, cons
 	free(by);
 }
 
+static void health_record_fragments(const struct app_health *h, mt_catalog *c, const char *url,
+				    const char *dataset, mt_error *err)
+{
+	if (!h->nf)
+		return;
+	mt_catalog_fragment_check *k = app_xreallocarray(NULL, h->nf, sizeof *k);
+	for (size_t i = 0; i < h->nf; i++)
+		k[i] = (mt_catalog_fragment_check){ h->f[i].sha256, h->f[i].state, h->f[i].note };
+	mt_catalog_fragments_checked(c, url, dataset, k, h->nf, err);
+	free(k);
+}
+
 void app_health_record(struct app_health *h, mt_catalog *c, const char *url, const char *dataset)
 {
 	mt_error err = { 0 };
 	health_record_shards(h, c, url, dataset, &err);
+	health_record_fragments(h, c, url, dataset, &err);
 	for (size_t i = 0; i < h->nv; i++) {
 		struct app_health_version *v = &h->v[i];
 		mt_catalog_check k;

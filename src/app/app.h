@@ -67,6 +67,12 @@ struct app_health_shard {
 	char *note; /* the source, or what is wrong; NULL */
 	int verified, code; /* a verification's result (code 0: sound), not a state */
 };
+/* A fragment of a format-2 manifest, as a check found it. */
+struct app_health_fragment {
+	char sha256[72];
+	int state;  /* MT_HEALTH_* */
+	char *note; /* what was wrong, and what rebuilt it or would; NULL */
+};
 struct app_health {
 	pthread_mutex_t lock; /* reports come from several threads */
 	const char *kind;     /* "verify", "repair", "protect" (static) */
@@ -75,6 +81,8 @@ struct app_health {
 	size_t nv;
 	struct app_health_shard *s;
 	size_t ns, cap_s;
+	struct app_health_fragment *f;
+	size_t nf;
 };
 void app_health_init(struct app_health *h, const char *kind, int dry_run);
 void app_health_free(struct app_health *h);

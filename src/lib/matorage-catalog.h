@@ -35,7 +35,7 @@ typedef struct mt_catalog mt_catalog;
 
 /* The schema version this library writes; older catalogs are upgraded in
  * place when opened. */
-#define MT_CATALOG_SCHEMA 11
+#define MT_CATALOG_SCHEMA 12
 
 /* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/..., mt_user_path).  A catalog
@@ -149,6 +149,11 @@ enum mt_catalog_level {
 			  * not in the catalog) */
 	MT_CAT_SEARCH_MODELS, /* remote, model, checkpoint, tags, match: checkpoints matching
 			  * the query in model name, version, description, tags, tensor keys */
+	MT_CAT_FRAGMENTS, /* a format-2 version's fragments (none for format 1): index, first
+			  * row, rows, first shard, shards, bytes, sha256, health ("sound",
+			  * "missing", "damaged" as a sync that read it found, or a
+			  * check's state; NULL: never checked), its note (what is wrong,
+			  * or what rebuilt it or would) */
 	MT_CAT_NLEVELS
 };
 
@@ -250,6 +255,20 @@ MT_CATALOG_API int mt_catalog_shards_checked(mt_catalog *c, const char *url, con
 					     const mt_catalog_shard_check *checks, size_t n,
 					     mt_error *err);
 
+/* The health of fragment objects (of format-2 manifests, doc/FORMAT.md) of
+ * dataset in bucket url, in one transaction: every version naming one sees
+ * it.  state MT_HEALTH_*; note: what was wrong ("missing", ...) and what
+ * rebuilt it or would (NULL: none).  A version checked sound (or rebuilt)
+ * as a whole by mt_catalog_version_checked has its other fragments sound. */
+typedef struct mt_catalog_fragment_check {
+	const char *sha256;
+	int state;
+	const char *note;
+} mt_catalog_fragment_check;
+MT_CATALOG_API int mt_catalog_fragments_checked(mt_catalog *c, const char *url,
+						const char *dataset,
+						const mt_catalog_fragment_check *checks, size_t n,
+						mt_error *err);
 /* The statistics of attribute attr of dataset@version in bucket url, as
  * mt_stats_to_json wrote them.  Versions never change, so a result stays
  * until its version leaves the catalog.  MT_ENOTFOUND when the catalog does

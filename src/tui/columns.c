@@ -41,6 +41,13 @@ static const struct tui_col shard_cols[] = {
 };
 /* The health's note (column 7) is part of its cell. */
 static const unsigned char shard_order[] = { 0, 1, 2, 3, 4, 6, 5 };
+/* A format-2 version's fragments: which rows each holds and its health
+ * come first, to stay on a narrow screen; the object's sha256 last. */
+static const struct tui_col fragment_cols[] = {
+	{ "FRAG", COL_COUNT },	  { "ROWS", COL_TEXT },	  { "HEALTH", COL_HEALTH },
+	{ "SHARDS", COL_COUNT },  { "BYTES", COL_BYTES }, { "SHA256", COL_TEXT },
+};
+static const unsigned char fragment_order[] = { 0, 1, 7, 4, 5, 6 };
 static const struct tui_col attr_cols[] = {
 	{ "ATTRIBUTE", COL_TEXT }, { "DTYPE", COL_TEXT }, { "SHAPE", COL_TEXT },
 	{ "RAGGED", COL_YES },
@@ -107,6 +114,7 @@ static const struct {
 	[MT_CAT_CHECKPOINTS] = { ckpt_cols, sizeof ckpt_cols / sizeof ckpt_cols[0], NULL, 12 },
 	[MT_CAT_TENSORS] = COLS_ORDER(tensor_cols, tensor_order, 7),
 	[MT_CAT_SEARCH_MODELS] = COLS(search_model_cols),
+	[MT_CAT_FRAGMENTS] = COLS_ORDER(fragment_cols, fragment_order, 9),
 };
 
 const struct tui_col *tui_columns(int level, size_t *n)
@@ -177,6 +185,55 @@ static const char *shard_health(const char *const *cols, char *buf, size_t cap)
 	return health_word(state);
 }
 
+/* A fragment's health as the browser says it, short, to keep the column
+ * on a narrow screen (a column that does not fit whole is left out): a bad
+ * one is "missing" or "damaged", with whether a repair can rebuild it
+ * ("missing (repairable)": from what is in the version's health); a
+ * rebuilt one says from what when that is short ("rebuilt (from parity)"). */
+static const char *fragment_health(const char *const *cols, char *buf, size_t cap)
+{
+	const char *state = cols[7], *note = cols[8];
+	if (!state)
+		return "never checked";
+	int bad = strcmp(state, "sound") && strcmp(state, "rebuilt");
+	int missing = !strcmp(state, "missing") || (note && !strncmp(note, "missing", 7));
+	const char *word = !bad ? state : missing ? "missing" : "damaged";
+	/* The note ends with what rebuilt it (app-health.c). */
+	const char *from = note ? strstr(note, "rebuilt from ") : NULL;
+	if (!strcmp(state, "unrepairable"))
+		snprintf(buf, cap, "%s (lost)", word);
+	else if (!strcmp(state, "repairable"))
+		snprintf(buf, cap, "%s (repairable)", word);
+	else if (!strcmp(state, "rebuilt") && from && strlen(from + 8) <= 16)
+		snprintf(buf, cap, "rebuilt (%s)", from + 8);
+	else
+		return word;
+	return buf;
+}
+
+/* A fragment's rows: "200..299". */
+static const char *fragment_rows(const char *const *cols, char *buf, size_t cap)
+{
+	unsigned long long first = strtoull(cols[1] ? cols[1] : "0", NULL, 10);
+	unsigned long long rows = strtoull(cols[2] ? cols[2] : "0", NULL, 10);
+	snprintf(buf, cap, "%llu..%llu", first, first + rows - (rows > 0));
+	return buf;
+}
+
+static const char *none_text(int kind);
+
+/* A cell of the fragments list: its health and rows as above, the rest
+ * (counts, a size, the sha256) as they are. */
+static const char *fragment_cell(const char *const *cols, int kind, size_t src, char *buf,
+				 size_t cap)
+{
+	if (kind == COL_HEALTH)
+		return fragment_health(cols, buf, cap);
+	if (src == 1)
+		return fragment_rows(cols, buf, cap);
+	return cols[src] ? cols[src] : none_text(kind);
+}
+
 /* A cell of kind `kind` with no value in the catalog. */
 static const char *none_text(int kind)
 {
@@ -223,6 +280,8 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	const char *v = cols[src];
 	if (level == MT_CAT_SHARDS && kind == COL_HEALTH)
 		return shard_health(cols, buf, cap);
+	if (level == MT_CAT_FRAGMENTS)
+		return fragment_cell(cols, kind, src, buf, cap);
 	if (level == MT_CAT_VERSIONS && src == 5 && v && v[0])
 		return parent_cell(cols, v, buf, cap);
 	/* Every version removed, its shards not yet collected. */
@@ -274,6 +333,8 @@ int tui_row_role(int level, const char *const *cols)
 		return health_role(cols[10]);
 	if (level == MT_CAT_SHARDS && cols[6])
 		return health_role(cols[6]);
+	if (level == MT_CAT_FRAGMENTS && cols[7])
+		return health_role(!strcmp(cols[7], "missing") ? "damaged" : cols[7]);
 	if (level == MT_CAT_SHARDS && cols[5])
 		return strcmp(cols[5], "ok") ? R_OFFLINE : R_GOOD;
 	return R_NORMAL;

@@ -25,6 +25,7 @@ static const signed char sort_cols[MT_CAT_NLEVELS][TUI_SORT_N] = {
 	[MT_CAT_CHECKPOINTS] = { -1, 0, 5, 1, -1 },
 	[MT_CAT_TENSORS] = { -1, 0, 3, -1, -1 },
 	[MT_CAT_SEARCH_MODELS] = { -1, -1, -1, -1, -1 },
+	[MT_CAT_FRAGMENTS] = { -1, -1, -1, -1, -1 }, /* in row order: their point */
 };
 
 int tui_sort_column(int level, int sort)

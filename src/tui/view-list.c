@@ -647,6 +647,45 @@ static int list_models_key(struct tui *t, struct list *l)
 	return V_HANDLED;
 }
 
+/* A format-2 version's bad fragments, as the status line names them:
+ * "1 (rows 8..15) missing, 4 (rows 32..39) damaged". */
+struct frag_bad {
+	size_t n;
+	char text[200];
+};
+
+static int frag_bad_fn(void *ud, const mt_catalog_row *row)
+{
+	struct frag_bad *b = ud;
+	const char *state = row->cols[7], *note = row->cols[8];
+	if (!state || !strcmp(state, "sound") || !strcmp(state, "rebuilt"))
+		return 0;
+	int missing = !strcmp(state, "missing") || (note && !strncmp(note, "missing", 7));
+	unsigned long long first = strtoull(row->cols[1], NULL, 10);
+	unsigned long long rows = strtoull(row->cols[2], NULL, 10);
+	size_t len = strlen(b->text);
+	if (len + 48 < sizeof b->text)
+		snprintf(b->text + len, sizeof b->text - len, "%s%s (rows %llu..%llu) %s",
+			 b->n ? ", " : "", row->cols[0], first, first + rows - (rows > 0),
+			 missing ? "missing" : "damaged");
+	b->n++;
+	return 0;
+}
+
+/* The version's shards; of a format-2 version with a fragment missing or
+ * damaged, the status line says which rows (the shards of a fragment a
+ * sync could not read are not listed). */
+static void shards_push(struct tui *t, int64_t version)
+{
+	tui_push(t, tui_list_view(t, MT_CAT_SHARDS, version, "shards"));
+	struct frag_bad b = { 0, "" };
+	mt_error err = { 0 };
+	if (!mt_catalog_list(t->cat, MT_CAT_FRAGMENTS, version, NULL, frag_bad_fn, &b, &err) &&
+	    b.n)
+		tui_status(t, 1, "fragment%s %s: H lists the fragments, R repairs",
+			   b.n == 1 ? "" : "s", b.text);
+}
+
 static void list_open(struct tui *t, struct list *l)
 {
 	if (l->cur >= l->n)
@@ -711,7 +750,9 @@ static void list_open(struct tui *t, struct list *l)
 		else if (!strcmp(r->cols[0], "attributes"))
 			tui_push(t, tui_list_view(t, MT_CAT_ATTRS, l->parent, "attributes"));
 		else if (!strcmp(r->cols[0], "shards"))
-			tui_push(t, tui_list_view(t, MT_CAT_SHARDS, l->parent, "shards"));
+			shards_push(t, l->parent);
+		else if (!strcmp(r->cols[0], "fragments"))
+			tui_push(t, tui_list_view(t, MT_CAT_FRAGMENTS, l->parent, "fragments"));
 		break;
 	default:
 		if (l->src == SRC_JOBS && r->id < (int64_t)t->njobs && t->jobs[r->id]->view) {
@@ -731,11 +772,25 @@ static int64_t list_version(const struct list *l)
 {
 	if (l->src != SRC_CATALOG)
 		return 0;
-	if (l->level == MT_CAT_VERSION || l->level == MT_CAT_SHARDS || l->level == MT_CAT_ATTRS)
+	if (l->level == MT_CAT_VERSION || l->level == MT_CAT_SHARDS || l->level == MT_CAT_ATTRS ||
+	    l->level == MT_CAT_FRAGMENTS)
 		return l->parent;
 	if ((l->level == MT_CAT_VERSIONS || l->level == MT_CAT_SEARCH) && l->cur < l->n)
 		return l->rows[l->cur].id;
 	return 0;
+}
+
+/* H: the fragments of the version meant here (a format-2 version's; a
+ * format-1 version has none, and says so). */
+static int list_fragments_key(struct tui *t, struct list *l)
+{
+	int64_t v = list_version(l);
+	if (!v || l->level == MT_CAT_FRAGMENTS)
+		return V_IGNORED;
+	tui_push(t, tui_list_view(t, MT_CAT_FRAGMENTS, v, "fragments"));
+	if (!((struct list *)tui_top(t))->n)
+		tui_status(t, 0, "no fragments: the version's manifest is format 1 (one object)");
+	return V_HANDLED;
 }
 
 /* X: gc of the dataset or bucket under the cursor, or of the versions' dataset. */
@@ -851,12 +906,13 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 		return list_cancel_key(t, l);
 	case ACT_SHARDS:
 	case ACT_ATTRS:
-		if (l->src == SRC_CATALOG && l->level == MT_CAT_VERSION) {
-			tui_push(t, tui_list_view(t, a == ACT_SHARDS ? MT_CAT_SHARDS : MT_CAT_ATTRS,
-						  l->parent, a == ACT_SHARDS ? "shards" : "attributes"));
-			return V_HANDLED;
-		}
-		return V_IGNORED;
+		if (l->src != SRC_CATALOG || l->level != MT_CAT_VERSION)
+			return V_IGNORED;
+		if (a == ACT_SHARDS)
+			shards_push(t, l->parent);
+		else
+			tui_push(t, tui_list_view(t, MT_CAT_ATTRS, l->parent, "attributes"));
+		return V_HANDLED;
 	case ACT_STATS:
 	case ACT_FREQ:
 		if (l->src == SRC_CATALOG && l->level == MT_CAT_ATTRS && l->cur < l->n) {
@@ -899,7 +955,7 @@ static int list_key(struct tui *t, struct view *v, enum tui_action a, int k)
 	case ACT_GC:
 		return list_gc_key(t, l);
 	default:
-		return V_IGNORED;
+		return a == ACT_FRAGMENTS ? list_fragments_key(t, l) : V_IGNORED;
 	}
 }
 
@@ -976,6 +1032,7 @@ struct view *tui_list_view(struct tui *t, int level, int64_t parent, const char 
 		[MT_CAT_VERSIONS] = K_ACT | K_GC | K_SORT, [MT_CAT_SEARCH] = K_ACT | K_BUCKET,
 		[MT_CAT_SEARCH_MODELS] = K_BUCKET,
 		[MT_CAT_SHARDS] = K_ACT | K_SORT, [MT_CAT_ATTRS] = K_ACT | K_ATTRS,
+		[MT_CAT_FRAGMENTS] = K_ACT,
 	};
 	if (level != MT_CAT_VERSION && level >= 0 && level < MT_CAT_NLEVELS)
 		l->base.scope = K_LIST | scopes[level];

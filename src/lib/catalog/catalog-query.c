@@ -43,10 +43,23 @@ struct level {
  * object shows on every version that lists it, and a repair through any
  * of them (or a check finding it sound) clears it for all.  One probe of
  * the partial index shards_bad per version, which holds damaged rows only. */
-#define SHARD_RANK                                                                          \
+#define SHARD_RANK_ONLY                                                                     \
 	"(SELECT max(CASE s.health WHEN 'unrepairable' THEN 4 WHEN 'damaged' THEN 3 ELSE 2"  \
 	" END) FROM shards s WHERE s.list_id = v.shard_list AND s.idx < v.nshards AND"      \
 	" " MTI_CAT_SHARD_BAD("s.") ")"
+/* The same of version v's fragments (a format-2 manifest's): one missing
+ * or damaged leaves rows unknown, as a damaged shard does.  One probe of
+ * the partial index fragments_bad. */
+#define FRAG_RANK                                                                           \
+	"(SELECT max(CASE f.health WHEN 'unrepairable' THEN 4 WHEN 'repairable' THEN 2 ELSE 3" \
+	" END) FROM fragments f WHERE f.version_id = v.id AND " MTI_CAT_FRAG_BAD("f.") ")"
+/* The worse of the two; NULL when nothing is recorded bad. */
+#define SHARD_RANK "nullif(max(coalesce(" SHARD_RANK_ONLY ", 0), coalesce(" FRAG_RANK ", 0)), 0)"
+/* Version v's bad fragments as "fragment 2 (rows 200..299) missing, ...". */
+#define FRAG_BAD_LIST                                                                       \
+	"(SELECT group_concat('fragment ' || f.idx || ' (rows ' || f.first_row || '..' ||"   \
+	" (f.first_row + f.rows - (f.rows > 0)) || ') ' || f.health, ', ') FROM fragments f"  \
+	" WHERE f.version_id = v.id AND " MTI_CAT_FRAG_BAD("f.") ")"
 /* A state's rank, as SHARD_RANK has it (0 for any other state). */
 #define STATE_RANK(x)                                                                       \
 	"CASE " x " WHEN 'unrepairable' THEN 4 WHEN 'damaged' THEN 3 WHEN 'repairable' THEN 2" \
@@ -69,9 +82,12 @@ struct level {
 	" manifest (its protection record holds a copy: repair writes it back)' WHEN"       \
 	" coalesce(" SHARD_RANK ", 0) > coalesce((SELECT " STATE_RANK(CHECK_STATE("k.")) " FROM" \
 	" checks k WHERE k.version_id = v.id ORDER BY k.id DESC LIMIT 1), 0) THEN "          \
-	RANK_STATE(SHARD_RANK) " || ': ' || (SELECT count(*) FROM shards s WHERE s.list_id ="  \
-	" v.shard_list AND s.idx < v.nshards AND " MTI_CAT_SHARD_BAD("s.") ") || ' of its"   \
-	" shards, as a check of a version sharing them found (see its shards)' ELSE"          \
+	RANK_STATE(SHARD_RANK) " || ': ' || coalesce(" FRAG_BAD_LIST " || CASE WHEN"          \
+	" coalesce(" SHARD_RANK_ONLY ", 0) > 0 THEN '; ' ELSE '' END, '') || CASE WHEN"       \
+	" coalesce(" SHARD_RANK_ONLY ", 0) > 0 THEN (SELECT count(*) FROM shards s WHERE"     \
+	" s.list_id = v.shard_list AND s.idx < v.nshards AND " MTI_CAT_SHARD_BAD("s.") ") ||" \
+	" ' of its shards, as a check of a version sharing them found (see its shards)'"     \
+	" ELSE ' (see its fragments)' END ELSE"                                              \
 	" (SELECT CASE " CHECK_STATE("k.") " WHEN"                                         \
 	" 'rebuilt' THEN CASE WHEN k.state = 'rebuilt' THEN 'rebuilt' ELSE 'rebuilt: its"  \
 	" damaged shards were rebuilt since (' || k.state || ' at ' || k.at || ')' END"    \
@@ -152,6 +168,12 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" nullif(s.verified, ''), nullif(s.health, ''), nullif(s.health_note, '')"
 		" FROM versions v JOIN shards s ON s.list_id = v.shard_list AND s.idx < v.nshards"
 		" WHERE v.id = ?1" LIKE_FILTER("s.sha256 LIKE ?2 ESCAPE '\\'") " ORDER BY s.idx"},
+	[MT_CAT_FRAGMENTS] = {9,
+		"SELECT (f.version_id << 32) | f.idx, f.idx, f.first_row, f.rows, f.first_shard,"
+		" f.nshards, f.bytes, f.sha256, nullif(f.health, ''), nullif(f.health_note, '')"
+		" FROM fragments f WHERE f.version_id = ?1"
+		LIKE_FILTER("f.sha256 LIKE ?2 ESCAPE '\\' OR f.health LIKE ?2 ESCAPE '\\'")
+		" ORDER BY f.idx"},
 	[MT_CAT_ATTRS] = {4,
 		"SELECT idx, name, dtype, shape, ragged"
 		" FROM attrs WHERE version_id = ?1" LIKE_FILTER("name LIKE ?2 ESCAPE '\\'")
@@ -204,6 +226,12 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		FIELD("'verified'", "CASE WHEN nok + nbad = 0 THEN NULL ELSE"
 		      " nok || ' of ' || nshards || ' shards sound, ' || nbad || ' damaged' END")
 
+		/* Format 2 only: how many fragments, how they stand, the bad ones. */
+		"SELECT 0, 'fragments', (SELECT count(*) || ': ' || sum(f.health IN ('sound',"
+		" 'rebuilt')) || ' sound, ' || sum(f.health = '') || ' not checked' ||"
+		" coalesce(', ' || " FRAG_BAD_LIST ", '') FROM fragments f WHERE"
+		" f.version_id = v.id) FROM v WHERE EXISTS (SELECT 1 FROM fragments f WHERE"
+		" f.version_id = v.id) UNION ALL "
 		"SELECT 0, 'attributes', (SELECT count(*) FROM attrs WHERE version_id = ?1) FROM v"
 		" UNION ALL " FIELD("'protection'", PROTECTION("") " || printf(', overhead %.1f%%',"
 				    " 100 * protect_overhead)")

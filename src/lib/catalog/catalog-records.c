@@ -222,6 +222,11 @@ static void cat_bind_u64(sqlite3_stmt *st, int i, uint64_t v)
 	sqlite3_bind_int64(st, i, v > INT64_MAX ? INT64_MAX : (int64_t)v);
 }
 
+/* The id of version ?3 of dataset ?2 in bucket ?1. */
+#define VERSION_OF                                                                         \
+	"SELECT v.id FROM versions v JOIN datasets d ON d.id = v.dataset_id JOIN buckets b"  \
+	" ON b.id = d.bucket_id WHERE b.url = ?1 AND d.name = ?2 AND v.name = ?3"
+
 /* Parameters 1..3 of a statement about dataset@version in bucket url. */
 static void cat_bind_version(sqlite3_stmt *st, const char *url, const char *dataset,
 			     const char *version)
@@ -268,6 +273,54 @@ int mt_catalog_version_checked(mt_catalog *c, const char *url, const char *datas
 		sqlite3_finalize(st);
 	}
 	rc = cat_version_written(c, rc, url, dataset, version, err);
+	/* Sound as a whole: every fragment was read against its sha256 (those
+	 * the check rebuilt stay rebuilt). */
+	if (!rc && (k->state == MT_HEALTH_SOUND || k->state == MT_HEALTH_REBUILT) &&
+	    !(rc = mti_cat_prepare(c, "UPDATE fragments SET health = 'sound', health_note = ?4,"
+				   " health_at = ?5 WHERE health <> 'rebuilt' AND version_id IN"
+				   " (" VERSION_OF ")", &st, err))) {
+		cat_bind_version(st, url, dataset, version);
+		mti_cat_bind_texts(st, 4, (const char *const[]){k->kind, now}, 2);
+		rc = mti_cat_step_done(c, st, "recording a check", err);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* The fragment rows of sha256 (?3) in dataset ?2 of bucket ?1 take health
+ * ?4, note ?5, time ?6. */
+#define FRAGMENT_HEALTH                                                                    \
+	"UPDATE fragments SET health = ?4, health_note = coalesce(?5, ''), health_at = ?6"   \
+	" WHERE sha256 = ?3 AND version_id IN (SELECT v.id FROM versions v JOIN datasets d"  \
+	" ON d.id = v.dataset_id JOIN buckets b ON b.id = d.bucket_id WHERE b.url = ?1 AND"  \
+	" d.name = ?2)"
+
+int mt_catalog_fragments_checked(mt_catalog *c, const char *url, const char *dataset,
+				 const mt_catalog_fragment_check *checks, size_t n, mt_error *err)
+{
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	pthread_mutex_lock(&c->lock);
+	sqlite3_stmt *st = NULL;
+	int top;
+	int rc = mti_cat_begin(c, "fragments_checked", &top, err);
+	if (!rc)
+		rc = mti_cat_prepare(c, FRAGMENT_HEALTH, &st, err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		const char *name = mt_catalog_health_name(checks[i].state);
+		if (!name) {
+			rc = mt_error_set(err, MT_EINVAL, "catalog: fragment %s of %s: no state %d",
+					  checks[i].sha256, dataset, checks[i].state);
+			break;
+		}
+		sqlite3_clear_bindings(st);
+		mti_cat_bind_texts(st, 1, (const char *const[]){url, dataset, checks[i].sha256,
+							   name, checks[i].note, now}, 6);
+		rc = mti_cat_step_done(c, st, "recording a fragment's health", err);
+	}
+	sqlite3_finalize(st);
+	rc = mti_cat_end(c, "fragments_checked", top, rc, err);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

@@ -200,6 +200,25 @@ int mti_cat_move_aside(const char *path, ino_t ino, char **moved, mt_error *err)
 	"CREATE INDEX IF NOT EXISTS shards_bad ON shards(list_id, idx) WHERE "               \
 	MTI_CAT_SHARD_BAD("") ";"
 
+/* A step of its own: a format-2 version's fragments as its root describes
+ * them (row range, shards, object), each with its health: found by a sync
+ * that read it (sound, missing, damaged) or by a check (verify, repair).
+ * Health is kept per fragment object, as for shards, and the partial index
+ * fragments_bad holds the bad rows only, so a version's health takes them
+ * with one probe.  Versions indexed before it get theirs when next read.
+ * "IF NOT EXISTS": a catalog set back to an older schema may hold them. */
+#define MIGRATE_FRAGMENTS                                                                  \
+	"CREATE TABLE IF NOT EXISTS fragments(version_id INTEGER NOT NULL REFERENCES"        \
+	" versions(id) ON DELETE CASCADE, idx INTEGER NOT NULL, sha256 TEXT NOT NULL,"      \
+	" bytes INTEGER NOT NULL, first_row INTEGER NOT NULL, rows INTEGER NOT NULL,"       \
+	" first_shard INTEGER NOT NULL, nshards INTEGER NOT NULL, health TEXT NOT NULL"     \
+	" DEFAULT '', health_note TEXT NOT NULL DEFAULT '', health_at TEXT NOT NULL"        \
+	" DEFAULT '', PRIMARY KEY(version_id, idx));"                                      \
+	"CREATE INDEX IF NOT EXISTS fragments_sha ON fragments(sha256);"                    \
+	"CREATE INDEX IF NOT EXISTS fragments_bad ON fragments(version_id) WHERE "          \
+	MTI_CAT_FRAG_BAD("") ";"                                                            \
+	"UPDATE versions SET manifest_mtime = -1 WHERE manifest_size >= 0;"
+
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */
 static const char *const migrations[] = {
@@ -301,6 +320,9 @@ static const char *const migrations[] = {
 
 	/* 10 -> 11: the damaged shard rows, by list. */
 	MIGRATE_SHARDS_BAD,
+
+	/* 11 -> 12: format-2 versions' fragments and their health. */
+	MIGRATE_FRAGMENTS,
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -447,7 +447,49 @@ struct vshare {
 	uint64_t n;
 	uint64_t parent_nshards;
 	int64_t parent_size, parent_mtime;
+	/* The fragments read (from the first not shared on: sound when read)
+	 * and those that could not be, each missing or damaged with why. */
+	size_t from;
+	struct fbad {
+		size_t idx;
+		int missing;
+		char note[240];
+	} *bad;
+	size_t nbad;
 };
+
+static void vshare_free(struct vshare *sh)
+{
+	free(sh->bad);
+	sh->bad = NULL;
+	sh->nbad = 0;
+}
+
+static int count_listed(void *ud, const mt_object_info *o)
+{
+	(*(size_t *)ud)++;
+	return 0;
+}
+
+/* Fragment i of r could not be loaded (e): noted, missing when its object
+ * is not listed, else damaged, so the version is still recorded. */
+static int vshare_bad(struct vshare *sh, mt_store *s, const char *dataset,
+		      const mt_fragment_info *f, size_t i, const mt_error *e)
+{
+	struct fbad *b = realloc(sh->bad, (sh->nbad + 1) * sizeof *b);
+	if (!b)
+		return MT_ENOMEM;
+	sh->bad = b;
+	b = &sh->bad[sh->nbad++];
+	b->idx = i;
+	snprintf(b->note, sizeof b->note, "%.239s", e->message);
+	char *key = cat_printf("datasets/%s/fragments/%s.json", dataset, f->sha256);
+	size_t n = 0;
+	mt_error le = {0};
+	b->missing = key && !mt_store_list(s, key, count_listed, &n, &le) && n == 0;
+	free(key);
+	return 0;
+}
 
 /* Read what version r's shard rows need, before the catalog's lock is
  * taken.  Of a format-2 version whose parent is listed (parent), the
@@ -478,13 +520,24 @@ static int cat_read_shards(mt_store *s, const char *dataset, const mt_reader *r,
 		sh->parent_size = (int64_t)parent->size;
 		sh->parent_mtime = parent->mtime;
 	}
+	sh->from = k;
+	/* A fragment that cannot be read leaves the version listed, as damaged
+	 * (cat_put_version), not dropped from the catalog. */
 	for (size_t i = k; i < nf; i++) {
 		mt_shard_info si;
+		mt_error e = {0};
 		int rc = mt_reader_fragment(r, i, &f);
-		if (!rc && f.nshards)
-			rc = mt_reader_shard_err(r, (size_t)f.first_shard, &si, err);
 		if (rc)
+			return mt_error_set(err, rc, "%s@%s: no fragment %zu", dataset, v->version, i);
+		if (f.nshards)
+			rc = mt_reader_shard_err(r, (size_t)f.first_shard, &si, &e);
+		if ((rc == MT_ECORRUPT || rc == MT_EFORMAT || rc == MT_ENOTFOUND) &&
+		    vshare_bad(sh, s, dataset, &f, i, &e))
+			return mt_error_set(err, MT_ENOMEM, "out of memory");
+		if (rc && rc != MT_ECORRUPT && rc != MT_EFORMAT && rc != MT_ENOTFOUND) {
+			*err = e;
 			return rc;
+		}
 	}
 	return 0;
 }
@@ -692,6 +745,76 @@ static int cat_put_shards(mt_catalog *c, int64_t ds, int64_t vid, const mt_reade
 	return rc;
 }
 
+/* A format-2 version's fragments as its root describes them (none for
+ * format 1).  One this sync read (sh->from on) is sound, or missing or
+ * damaged (sh->bad); one shared with the parent and not read keeps the
+ * health last recorded of its object in the dataset (its own row's
+ * included: INSERT OR REPLACE reads before it writes). */
+static int cat_put_fragments(mt_catalog *c, int64_t ds, int64_t vid, const mt_reader *r,
+			     const struct vshare *sh, mt_error *err)
+{
+	size_t nf = mt_reader_nfragments(r), b = 0;
+	sqlite3_stmt *st = NULL;
+	int rc = mti_cat_prepare(c, "INSERT OR REPLACE INTO fragments(version_id, idx, sha256,"
+		" bytes, first_row, rows, first_shard, nshards, health, health_note, health_at)"
+		" SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, coalesce(?9, p.health, ''),"
+		" coalesce(?10, p.health_note, ''), coalesce(?11, p.health_at, '') FROM (SELECT 1)"
+		" LEFT JOIN (SELECT f.health, f.health_note, f.health_at FROM fragments f JOIN"
+		" versions o ON o.id = f.version_id WHERE f.sha256 = ?3 AND o.dataset_id = ?12 AND"
+		" f.health_at <> '' ORDER BY f.health_at DESC LIMIT 1) p", &st, err);
+	char now[32];
+	mti_cat_now(now, sizeof now);
+	for (size_t i = 0; !rc && i < nf; i++) {
+		mt_fragment_info f;
+		if ((rc = mt_reader_fragment(r, i, &f)) != 0) {
+			rc = mt_error_set(err, rc, "catalog: no fragment %zu", i);
+			break;
+		}
+		while (sh && b < sh->nbad && sh->bad[b].idx < i)
+			b++;
+		const struct fbad *bad = sh && b < sh->nbad && sh->bad[b].idx == i ? &sh->bad[b] : NULL;
+		int read = sh && i >= sh->from;
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		sqlite3_bind_int64(st, 1, vid);
+		sqlite3_bind_int64(st, 2, (int64_t)i);
+		sqlite3_bind_text(st, 3, f.sha256, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (int64_t)f.bytes);
+		sqlite3_bind_int64(st, 5, (int64_t)f.first_row);
+		sqlite3_bind_int64(st, 6, (int64_t)f.rows);
+		sqlite3_bind_int64(st, 7, (int64_t)f.first_shard);
+		sqlite3_bind_int64(st, 8, (int64_t)f.nshards);
+		if (read) {
+			sqlite3_bind_text(st, 9, bad ? (bad->missing ? "missing" : "damaged") : "sound",
+					  -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 10, bad ? bad->note : "read by a sync", -1,
+					  SQLITE_STATIC);
+			sqlite3_bind_text(st, 11, now, -1, SQLITE_STATIC);
+		}
+		sqlite3_bind_int64(st, 12, ds);
+		rc = mti_cat_step_done(c, st, "recording a fragment", err);
+	}
+	sqlite3_finalize(st);
+	if (!rc && !(rc = mti_cat_prepare(c, "DELETE FROM fragments WHERE version_id = ?1 AND"
+					  " idx >= ?2", &st, err))) {
+		sqlite3_bind_int64(st, 1, vid);
+		sqlite3_bind_int64(st, 2, (int64_t)nf);
+		rc = mti_cat_step_done(c, st, "recording a fragment", err);
+		sqlite3_finalize(st);
+	}
+	return rc;
+}
+
+/* A version with a fragment that could not be read: no shard rows (its
+ * fragments say which rows are missing), and its manifest read again at
+ * the next sync, as the root naming the fragment does not change when a
+ * repair writes the fragment back. */
+static int cat_put_no_shards(mt_catalog *c, int64_t vid, mt_error *err)
+{
+	return mti_cat_exec_id(c, "UPDATE versions SET shard_list = 0, manifest_mtime = -1"
+			       " WHERE id = ?1", vid, "recording a damaged version", err);
+}
+
 /* Replace a version of dataset ds with what reader r read of it; one
  * transaction. */
 static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
@@ -708,7 +831,10 @@ static int cat_put_version(mt_catalog *c, int64_t ds, const mt_reader *r,
 	    !(rc = cat_put_protection(c, vid, prot, err)) &&
 	    !(rc = cat_clear_parts(c, vid, err)) && !(rc = cat_put_attrs(c, vid, r, err)) &&
 	    !(rc = cat_put_recipe(c, vid, v, err)) && !(rc = cat_put_tags(c, vid, v, err)) &&
-	    !(rc = cat_put_shards(c, ds, vid, r, sh, err)) && !(rc = cat_put_sources(c, vid, r, err)) &&
+	    !(rc = sh && sh->nbad ? cat_put_no_shards(c, vid, err)
+				  : cat_put_shards(c, ds, vid, r, sh, err)) &&
+	    !(rc = cat_put_fragments(c, ds, vid, r, sh, err)) &&
+	    !(rc = cat_put_sources(c, vid, r, err)) &&
 	    !(rc = cat_put_attachments(c, vid, r, err)))
 		rc = mti_cat_exec_id(c, SEARCH_INSERT " WHERE v.id = ?1", vid, "indexing a version",
 				     err);
@@ -1010,8 +1136,10 @@ static int ds_batch_flush(struct ds_batch *b, mt_error *err)
 	if (!rc || top)
 		rc = mti_cat_end(d->c, "sync_batch", top, rc, err);
 	pthread_mutex_unlock(&d->c->lock);
-	for (size_t i = 0; i < b->n; i++)
+	for (size_t i = 0; i < b->n; i++) {
 		mt_reader_close(b->v[i].r);
+		vshare_free(&b->v[i].share);
+	}
 	b->n = 0;
 	return rc;
 }
@@ -1237,8 +1365,10 @@ static int cat_sync_dataset(mt_catalog *c, int64_t bucket, mt_store *s, const ch
 		rc = ds_sync_versions(b, err);
 	if (!rc)
 		rc = ds_batch_flush(b, err);
-	for (size_t i = 0; i < b->n; i++)
+	for (size_t i = 0; i < b->n; i++) {
 		mt_reader_close(b->v[i].r);
+		vshare_free(&b->v[i].share);
+	}
 	free(b);
 	if (!rc && d.ds) {
 		pthread_mutex_lock(&c->lock);
@@ -1541,6 +1671,7 @@ int mt_catalog_sync_version(mt_catalog *c, const char *remote, mt_store *s, cons
 		rc = cat_note_put(&d, bucket, r, &prot, &sh, err);
 	}
 	mt_reader_close(r);
+	vshare_free(&sh);
 	mti_listing_free(&parent);
 	mti_listing_free(&d.man);
 	mti_listing_free(&d.meta);

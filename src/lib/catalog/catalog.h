@@ -38,6 +38,11 @@ MT_CATALOG_LOCAL int mti_catalog_migrate(mt_catalog *c, int target, mt_error *er
  * the partial index shards_bad, which a query must repeat to use it. */
 #define MTI_CAT_SHARD_BAD(p) p "health IN ('damaged', 'unrepairable', 'repairable')"
 
+/* A fragment row recorded bad (p: the table's prefix): a sync found its
+ * object missing or damaged, or a check did; the condition of the partial
+ * index fragments_bad. */
+#define MTI_CAT_FRAG_BAD(p) p "health IN ('missing', 'damaged', 'unrepairable', 'repairable')"
+
 struct mt_catalog {
 	sqlite3 *db;
 	char *path;

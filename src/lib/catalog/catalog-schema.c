@@ -200,6 +200,21 @@ int mti_cat_move_aside(const char *path, ino_t ino, char **moved, mt_error *err)
 	"CREATE INDEX IF NOT EXISTS shards_bad ON shards(list_id, idx) WHERE "               \
 	MTI_CAT_SHARD_BAD("") ";"
 
+/* A step of its own: the health of a model's objects, by key under
+ * models/<name>/ ("tensors/<sha256>", "parity/<sha256>", ...): a tensor
+ * object is shared by every checkpoint naming it (checkpoint ''), so damage
+ * found or repaired through one checkpoint shows on all of them; parity,
+ * records and manifests belong to one checkpoint.  Kept by model, not by
+ * checkpoint row: a checkpoint's row is replaced when its manifest is read
+ * again.  "IF NOT EXISTS", as MIGRATE_SHARDS_BAD. */
+#define MIGRATE_MODEL_OBJECTS                                                              \
+	"CREATE TABLE IF NOT EXISTS model_objects(model_id INTEGER NOT NULL REFERENCES"     \
+	" models(id) ON DELETE CASCADE, object TEXT NOT NULL, checkpoint TEXT NOT NULL,"    \
+	" health TEXT NOT NULL, note TEXT NOT NULL, at TEXT NOT NULL,"                      \
+	" PRIMARY KEY(model_id, object));"                                                  \
+	"CREATE INDEX IF NOT EXISTS model_objects_ckpt ON model_objects(model_id,"          \
+	" checkpoint) WHERE checkpoint <> '';"
+
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */
 static const char *const migrations[] = {
@@ -301,6 +316,9 @@ static const char *const migrations[] = {
 
 	/* 10 -> 11: the damaged shard rows, by list. */
 	MIGRATE_SHARDS_BAD,
+
+	/* 11 -> 12: the health of models' objects. */
+	MIGRATE_MODEL_OBJECTS,
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -202,6 +202,35 @@ static int repair_manifest(struct mrep *r, const char *version, const mti_prec *
 	return rc ? rc : state == MT_REPAIR_UNREPAIRABLE ? MT_ENOTFOUND : 0;
 }
 
+/* Check every parity object of the checkpoint's record (after its tensors:
+ * parity is coded again from them), each reported with its group's number;
+ * a damaged one comes back from the group's sound tensors. */
+static int repair_parity(struct mrep *r, const char *version, const mti_prec *p, mt_error *err)
+{
+	int rc = 0;
+	for (size_t gi = 0; !rc && gi < p->ngroups; gi++) {
+		int state[MTI_PARITY_MAX_M];
+		char *why[MTI_PARITY_MAX_M] = {0};
+		uint64_t nread = 0;
+		rc = mti_ckpt_parity_check(r->s, p, gi, !r->o.dry_run, state, why, &nread, err);
+		for (int j = 0; !rc && j < p->m; j++) {
+			char *key = mti_ckpt_key_parity(r->name, p->groups[gi].parity[j].sha256);
+			if (!key) {
+				rc = mti_err(err, MT_ENOMEM, "out of memory");
+				break;
+			}
+			mrep_report(r, version, key, MT_REPAIR_PARITY, state[j],
+				    state[j] == MT_REPAIR_SOUND || state[j] == MT_REPAIR_UNREPAIRABLE
+					    ? NULL : "the checkpoint's tensors",
+				    j ? 0 : nread, gi, why[j]);
+			free(key);
+		}
+		for (int j = 0; j < p->m; j++)
+			free(why[j]);
+	}
+	return rc;
+}
+
 static int repair_version(struct mrep *r, const char *version, mt_error *err)
 {
 	mti_prec *p = NULL;
@@ -242,6 +271,8 @@ static int repair_version(struct mrep *r, const char *version, mt_error *err)
 			rc = repair_tensor(r, version, p, &t, i, err);
 		}
 	}
+	if (!rc && p && c)
+		rc = repair_parity(r, version, p, err);
 	free(seen);
 	mt_ckpt_close(c);
 	mti_prec_free(p);
@@ -309,4 +340,49 @@ int mt_ckpt_repair(mt_store *s, const char *name, const char *version, const mt_
 		mt_store_close(r.src[i]);
 	free(r.src);
 	return rc ? rc : worst;
+}
+
+int mt_ckpt_check_protection(mt_store *s, const char *name, const char *version,
+			     const mt_repair_opts *o, mt_repair_stats *stats, mt_error *err)
+{
+	mt_repair_stats local = {0};
+	struct mrep r = {.s = s, .name = name, .st = stats ? stats : &local};
+	memset(r.st, 0, sizeof *r.st);
+	mt_repair_opts_init(&r.o);
+	if (o)
+		memcpy(&r.o, o, o->size < sizeof r.o ? o->size : sizeof r.o);
+	r.o.size = sizeof r.o;
+	r.o.dry_run = 1;
+	int rc = mt_name_check(name, "model", err);
+	char **v = NULL;
+	size_t n = 0;
+	if (!rc)
+		rc = mrep_versions(&r, version, &v, &n, err);
+	mt_error first = {0};
+	for (size_t i = 0; !rc && i < n; i++) {
+		mti_prec *p = NULL;
+		mt_error e = {0};
+		int prc = mti_ckpt_prec_load(s, name, v[i], &p, &e);
+		if (prc == MT_ECORRUPT) {
+			char *key = mti_ckpt_key_protect(name, v[i]);
+			mrep_report(&r, v[i], key, MT_REPAIR_RECORD, MT_REPAIR_UNREPAIRABLE, NULL, 0, 0,
+				    e.message);
+			if (!first.code)
+				first = e;
+			free(key);
+		} else if (prc && prc != MT_ENOTFOUND) {
+			rc = mti_err_copy(err, &e);
+		}
+		uint64_t bad = r.st->damaged;
+		if (!prc)
+			rc = repair_parity(&r, v[i], p, err);
+		if (!rc && !first.code && r.st->damaged > bad)
+			mti_err(&first, MT_ECORRUPT, "model %s@%s: %llu parity object(s) damaged or "
+				"missing", name, v[i], (unsigned long long)(r.st->damaged - bad));
+		mti_prec_free(p);
+	}
+	mt_strv_free(v, n);
+	if (!rc && first.code)
+		rc = mti_err_copy(err, &first);
+	return rc;
 }

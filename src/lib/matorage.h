@@ -1474,7 +1474,9 @@ MT_API int mt_ckpt_protect(mt_store *s, const char *spec, int k, int m, mt_error
 /* mt_repair for a model: check every tensor object of name@version
  * (version NULL: of every checkpoint; "latest": the newest) against its
  * sha256, and bring back each damaged or missing one from another store
- * (o->sources, the remotes) or from the checkpoint's parity; a lost
+ * (o->sources, the remotes), from the checkpoint's parity, or from the
+ * parity of another protected checkpoint naming the same object (source
+ * "parity of vN"); a lost
  * manifest from another store or the protection record.  Reports have
  * kind MT_REPAIR_TENSOR (number: the tensor's index),
  * MT_REPAIR_PARITY (number: its group; a damaged parity object is coded

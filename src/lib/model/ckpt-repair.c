@@ -1,4 +1,5 @@
 /* ckpt-repair.c — repair of a model's checkpoints: each tensor object checked against its name, a damaged or missing one taken from another store holding it or rebuilt from the checkpoint's parity, a lost manifest from another store or the protection record. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,12 @@ struct mrep {
 	mt_repair_stats *st;
 	mt_store **src; /* o.sources, then the remotes (owned from nown on) */
 	size_t nsrc, nown;
+	/* The protection records of the model's other checkpoints, loaded the
+	 * first time a tensor's own checkpoint's parity cannot rebuild it: a
+	 * tensor object is every checkpoint's that names it. */
+	mti_prec **recs;
+	size_t nrecs;
+	int recs_loaded;
 };
 
 static void mrep_report(struct mrep *r, const char *version, const char *key, int kind,
@@ -115,6 +122,44 @@ static int from_parity(struct mrep *r, const mti_prec *p, const char *sha, uint6
 	return rc;
 }
 
+/* Load the records of every protected checkpoint of the model (once). */
+static void mrep_records(struct mrep *r)
+{
+	if (r->recs_loaded)
+		return;
+	r->recs_loaded = 1;
+	char **v = NULL;
+	size_t n = 0;
+	mt_error e = {0};
+	if (mt_ckpt_list(r->s, r->name, &v, &n, &e) || !(r->recs = calloc(n ? n : 1, sizeof *r->recs))) {
+		mt_strv_free(v, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!mti_ckpt_prec_load(r->s, r->name, v[i], &r->recs[r->nrecs], &e))
+			r->nrecs++;
+	mt_strv_free(v, n);
+}
+
+/* The tensor from the parity of another protected checkpoint naming it:
+ * 0 with "parity of vN" in buf. */
+static int from_other_parity(struct mrep *r, const mti_prec *own, const char *sha,
+			     uint64_t bytes, void **obj, size_t *olen, char *buf, size_t cap,
+			     uint64_t *nread)
+{
+	mrep_records(r);
+	for (size_t i = 0; i < r->nrecs; i++) {
+		const mti_prec *p = r->recs[i];
+		if (own && !strcmp(p->version, own->version))
+			continue;
+		if (!from_parity(r, p, sha, bytes, obj, olen, nread)) {
+			snprintf(buf, cap, "parity of %s", p->version);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* Check one tensor object, and bring it back when it is damaged. */
 static int repair_tensor(struct mrep *r, const char *version, const mti_prec *p,
 			 const mt_ckpt_tensor_info *t, size_t number, mt_error *err)
@@ -137,10 +182,14 @@ static int repair_tensor(struct mrep *r, const char *version, const mti_prec *p,
 	void *obj = NULL;
 	size_t olen = 0;
 	const char *source = NULL;
+	char other[160];
 	if (!from_sources(r, key, t->sha256, t->bytes, &obj, &olen, &source, &nread))
 		rc = 0;
 	else if (!(rc = from_parity(r, p, t->sha256, t->bytes, &obj, &olen, &nread)))
 		source = "parity";
+	else if (!(rc = from_other_parity(r, p, t->sha256, t->bytes, &obj, &olen, other,
+					  sizeof other, &nread)))
+		source = other;
 	int state = rc ? MT_REPAIR_UNREPAIRABLE : r->o.dry_run ? MT_REPAIR_REPAIRABLE : MT_REPAIR_REBUILT;
 	int wrc = 0;
 	if (state == MT_REPAIR_REBUILT) {
@@ -339,6 +388,9 @@ int mt_ckpt_repair(mt_store *s, const char *name, const char *version, const mt_
 	for (size_t i = r.nown; i < r.nsrc; i++)
 		mt_store_close(r.src[i]);
 	free(r.src);
+	for (size_t i = 0; i < r.nrecs; i++)
+		mti_prec_free(r.recs[i]);
+	free(r.recs);
 	return rc ? rc : worst;
 }
 

@@ -103,20 +103,22 @@ struct level {
  * object is sound again). */
 #define OBJ_RANK(x) STATE_RANK(x)
 /* Checkpoint k's worst: of its tensor objects (1 for one never checked;
- * kept per object, so shared with every checkpoint naming it), and of the
- * objects that are its own (parity, record, manifest). */
+ * kept per object, so shared with every checkpoint naming it: one probe of
+ * the primary key each), and of the objects that are its own (parity,
+ * record, manifest: "checkpoint <> ''" lets SQLite use the partial index
+ * model_objects_ckpt instead of reading every object of the model). */
 #define CKPT_RANK(k)                                                                        \
 	"max(coalesce((SELECT max(CASE WHEN o.health IS NULL THEN 1 ELSE " OBJ_RANK("o.health") \
 	" END) FROM ckpt_tensors t LEFT JOIN model_objects o ON o.model_id = " k ".model_id"     \
 	" AND o.object = 'tensors/' || t.sha256 WHERE t.checkpoint_id = " k ".id), 0),"        \
 	" coalesce((SELECT max(" OBJ_RANK("o.health") ") FROM model_objects o WHERE"            \
-	" o.model_id = " k ".model_id AND o.checkpoint = " k ".name), 0))"
+	" o.model_id = " k ".model_id AND o.checkpoint = " k ".name AND o.checkpoint <> ''), 0))"
 /* Whether any object of checkpoint k has a recorded health. */
 #define CKPT_CHECKED(k)                                                                     \
 	"(EXISTS (SELECT 1 FROM ckpt_tensors t JOIN model_objects o ON o.model_id = " k        \
 	".model_id AND o.object = 'tensors/' || t.sha256 WHERE t.checkpoint_id = " k ".id) OR" \
 	" EXISTS (SELECT 1 FROM model_objects o WHERE o.model_id = " k ".model_id AND"          \
-	" o.checkpoint = " k ".name))"
+	" o.checkpoint = " k ".name AND o.checkpoint <> ''))"
 /* A checkpoint's state: NULL when nothing of it was ever checked. */
 #define CKPT_HEALTH                                                                         \
 	"CASE " CKPT_RANK("k") " WHEN 4 THEN 'unrepairable' WHEN 3 THEN 'damaged' WHEN 2 THEN" \

@@ -108,6 +108,52 @@ int app_repair(mt_store *s, const char *dataset, const char *version, mt_repair_
  * unrepairable; X read" into buf. */
 const char *app_repair_summary(const mt_repair_stats *st, int dry_run, char *buf, size_t cap);
 
+/* ---- app-model-health.c ---- */
+
+/* What a verify or repair of a model's checkpoints found of each object,
+ * for the catalog: a tensor object's health is every checkpoint's that
+ * names it; parity, records and manifests are their checkpoint's. */
+struct app_model_object {
+	char *object;     /* its key under models/<model>/ */
+	char *checkpoint; /* "" for a tensor object */
+	int state;        /* MT_HEALTH_* */
+	char *note;       /* what rebuilt it or would, or what is wrong; NULL */
+	int guess;        /* sound because no damage was reported of it */
+	size_t seq;
+};
+struct app_model_health {
+	pthread_mutex_t lock; /* reports come from several threads */
+	char *model;
+	struct app_model_object *o;
+	size_t n, cap;
+	uint64_t damaged;     /* results that are not sound */
+	uint64_t tensors_bad; /* damaged tensor objects a verify found */
+};
+void app_model_health_init(struct app_model_health *h, const char *model);
+void app_model_health_free(struct app_model_health *h);
+/* A tensor object (its key) a verify found damaged or missing. */
+void app_model_health_bad(struct app_model_health *h, const char *object, const char *message);
+/* One report of mt_ckpt_repair or mt_ckpt_check_protection (as an
+ * mt_repair_fn: ud is the app_model_health). */
+void app_model_health_report(struct app_model_health *h, const mt_repair_report *r);
+void app_model_health_report_fn(void *ud, const mt_repair_report *r);
+/* Every tensor object of the checkpoint `version` (NULL: of every one)
+ * sound, unless a result says otherwise. */
+int app_model_health_sound(struct app_model_health *h, mt_store *s, const char *version,
+			   mt_error *err);
+/* Write what h gathered to the catalog (bucket url). */
+int app_model_health_record(struct app_model_health *h, mt_catalog *c, const char *url,
+			    mt_error *err);
+/* Verify h's model at `version` (NULL: every checkpoint) as `matorage
+ * verify model:` does: every tensor object (bad hears of each damaged one),
+ * then each checkpoint's parity (prot hears of each damaged parity object
+ * or record); h gathers every object's state, damage classified by a dry
+ * run of the repair (from what it could be rebuilt).  mt_ckpt_verify's
+ * code, else MT_ECORRUPT for damaged protection, else 0. */
+int app_model_verify(mt_store *s, const char *version, int threads, mt_ckpt_bad_fn bad,
+		     mt_repair_fn prot, void *ud, struct app_model_health *h, uint64_t *nchecked,
+		     mt_error *err);
+
 /* ---- app-stats.c ---- */
 
 /* An attribute's statistics as lines to show (malloc'ed, as the array):

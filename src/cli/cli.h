@@ -199,7 +199,7 @@ const char *cli_model_spec(const char *arg);
  * when no version), gc (name NULL: every model; totals added to *nobjects and
  * *nbytes) and the copies (spec NULL: every model); each prints its result. */
 int cli_model_rm(mt_store *s, const char *spec);
-int cli_model_verify(mt_store *s, const char *spec, int threads);
+int cli_model_verify(const char *remote, mt_store *s, const char *spec, int threads);
 int cli_model_gc(mt_store *s, const char *name, int dry_run, uint64_t grace, uint64_t *nobjects,
 		 uint64_t *nbytes);
 int cli_model_copy(struct cli_ctx *ctx, mt_store *src, mt_store *dst, const char *spec);

@@ -211,7 +211,38 @@ static void verify_bad(void *ud, const char *version, const char *key, const cha
 	fprintf(stderr, "matorage: %s: tensor '%s' (%s): %s\n", version, key, object, message);
 }
 
-int cli_model_verify(mt_store *s, const char *spec, int threads)
+/* A damaged or missing parity object (or record) of a checkpoint. */
+static void verify_bad_parity(void *ud, const mt_repair_report *r)
+{
+	++((uint64_t *)ud)[1];
+	if (r->kind == MT_REPAIR_RECORD)
+		fprintf(stderr, "matorage: %s: protection record %s: %s\n", r->version, r->key,
+			r->problem ? r->problem : "damaged");
+	else
+		fprintf(stderr, "matorage: %s: parity object of group %zu (%s): %s\n", r->version,
+			r->number, r->key, r->problem ? r->problem : "damaged");
+}
+
+/* What the check found goes to the catalog, when there is one (bucket of
+ * store s, listed as remote `remote`), after its models are synced. */
+static void verify_record(const char *remote, mt_store *s, struct app_model_health *h)
+{
+	mt_catalog *c = NULL;
+	mt_error err = { 0 };
+	if (cli_catalog_open(0, &c, &err))
+		return;
+	int rc = mt_catalog_sync(c, remote, s, NULL, MT_CATALOG_MODELS, NULL, NULL, NULL, &err);
+	if (!rc || rc == MT_ECORRUPT || rc == MT_EFORMAT)
+		rc = app_model_health_record(h, c, mt_store_url(s), &err);
+	if (rc) {
+		cli_progress_hide();
+		fprintf(stderr, "matorage: warning: catalog not updated (run 'matorage sync'): %s\n",
+			err.message);
+	}
+	mt_catalog_close(c);
+}
+
+int cli_model_verify(const char *remote, mt_store *s, const char *spec, int threads)
 {
 	const char *at = strchr(spec, '@');
 	char *name = app_xasprintf("%.*s", (int)(at ? (size_t)(at - spec) : strlen(spec)), spec);
@@ -226,16 +257,26 @@ int cli_model_verify(mt_store *s, const char *spec, int threads)
 		else
 			version = mt_ckpt_version(c);
 	}
-	uint64_t n = 0, bad = 0;
-	int vrc = rc ? 0 : mt_ckpt_verify(s, name, version, threads, verify_bad, &bad, &n, &err);
+	uint64_t n = 0, bad[2] = { 0, 0 };
+	struct app_model_health h;
+	app_model_health_init(&h, name);
+	int vrc = rc ? 0 : app_model_verify(s, version, threads, verify_bad, verify_bad_parity, bad,
+					     &h, &n, &err);
 	/* Each damaged object was named as it was found: a count ends the report. */
-	if (vrc == MT_ECORRUPT && bad)
+	if (vrc == MT_ECORRUPT && bad[0])
 		rc = cli_error("model:%s: %" PRIu64 " of %" PRIu64 " tensor object(s) damaged or "
-			       "missing", spec, bad, n);
+			       "missing", spec, bad[0], n);
+	else if (vrc == MT_ECORRUPT && bad[1])
+		rc = cli_error("model:%s: %" PRIu64 " tensor object(s) intact, %" PRIu64 " parity "
+			       "object(s) or record(s) damaged or missing ('matorage repair "
+			       "model:%s' rebuilds parity from the tensors)", spec, n, bad[1], spec);
 	else if (vrc)
 		rc = cli_fail(&err);
 	else if (!rc)
 		printf("model:%s: %" PRIu64 " tensor object(s) verified, all intact\n", spec, n);
+	if (!rc || vrc == MT_ECORRUPT)
+		verify_record(remote, s, &h);
+	app_model_health_free(&h);
 	mt_ckpt_close(c);
 	free(name);
 	return rc;

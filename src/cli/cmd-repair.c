@@ -102,18 +102,59 @@ static mt_store **repair_sources(struct cli_ctx *ctx, const struct cli_args *a, 
 	return s;
 }
 
-/* model:NAME[@VERSION]: the checkpoints' tensors and manifests, as
- * mt_ckpt_repair has them; the catalog's models are synced after. */
-static int repair_model(mt_store *s, const char *spec, mt_repair_opts *o)
+/* mt_ckpt_repair's reports, to the health and then to the lines. */
+struct model_tee {
+	struct app_model_health *h;
+	struct repair_out *out;
+};
+
+static void model_report(void *ud, const mt_repair_report *r)
+{
+	struct model_tee *t = ud;
+	app_model_health_report(t->h, r);
+	repair_report(t->out, r);
+}
+
+/* What was found and rebuilt goes to the catalog, its models synced first
+ * (a manifest brought back is a checkpoint it may not list). */
+static void model_record(const char *remote, mt_store *s, struct app_model_health *h)
+{
+	mt_catalog *c = NULL;
+	mt_error err = { 0 };
+	int rc = cli_catalog_open(1, &c, &err);
+	if (!rc)
+		rc = mt_catalog_sync(c, remote, s, NULL, MT_CATALOG_MODELS, NULL, NULL, NULL, &err);
+	if (!rc || rc == MT_ECORRUPT || rc == MT_EFORMAT)
+		rc = app_model_health_record(h, c, mt_store_url(s), &err);
+	if (rc) {
+		cli_progress_hide();
+		fprintf(stderr, "matorage: warning: catalog not updated (run 'matorage sync'): %s\n",
+			err.message);
+	}
+	mt_catalog_close(c);
+}
+
+/* model:NAME[@VERSION]: the checkpoints' tensors, parity and manifests, as
+ * mt_ckpt_repair has them; the catalog's models are synced after, with
+ * what was found of each object. */
+static int repair_model(const char *remote, mt_store *s, const char *spec, mt_repair_opts *o)
 {
 	const char *at = strchr(spec, '@');
 	char *name = app_xasprintf("%.*s", (int)(at ? (size_t)(at - spec) : strlen(spec)), spec);
+	struct app_model_health h;
+	app_model_health_init(&h, name);
+	struct model_tee t = { &h, o->report_ud };
+	o->report = model_report;
+	o->report_ud = &t;
 	mt_repair_stats st = { 0 };
 	mt_error err = { 0 };
 	int rrc = mt_ckpt_repair(s, name, at && at[1] ? at + 1 : NULL, o, &st, &err);
 	char line[256];
 	if (!rrc || rrc == MT_ECORRUPT)
 		printf("%s\n", app_repair_summary(&st, o->dry_run, line, sizeof line));
+	if (!rrc || rrc == MT_ECORRUPT)
+		model_record(remote, s, &h);
+	app_model_health_free(&h);
 	free(name);
 	return rrc ? cli_fail(&err) : CLI_OK;
 }
@@ -148,7 +189,7 @@ static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	o.salvaged = repair_salvaged;
 	o.report_ud = &out;
 	if (model) {
-		rc = repair_model(s, model, &o);
+		rc = repair_model(app_store_name(&ctx->app), s, model, &o);
 		for (size_t i = 0; i < nsrc; i++)
 			mt_store_close(src[i]);
 		free(src);

@@ -177,7 +177,7 @@ static int verify_exec(struct cli_ctx *ctx, const struct cli_args *a)
 	const char *model = cli_model_spec(a->argv[0]);
 	if (model) {
 		mt_store *ms = cli_store(ctx);
-		return ms ? cli_model_verify(ms, model, 0) : CLI_FAIL;
+		return ms ? cli_model_verify(app_store_name(&ctx->app), ms, model, 0) : CLI_FAIL;
 	}
 	struct cli_ref ref;
 	int rc = cli_ref_parse(a->cmd, a->argv[0], &ref);

@@ -35,7 +35,7 @@ typedef struct mt_catalog mt_catalog;
 
 /* The schema version this library writes; older catalogs are upgraded in
  * place when opened. */
-#define MT_CATALOG_SCHEMA 12
+#define MT_CATALOG_SCHEMA 13
 
 /* Open or create the catalog at `path`; NULL: $MATORAGE_CATALOG, else
  * $XDG_DATA_HOME/matorage/catalog.db (~/.local/share/..., mt_user_path).  A catalog
@@ -139,11 +139,17 @@ enum mt_catalog_level {
 	MT_CAT_JOBS,     /* id, kind, target, started, finished, result */
 	MT_CAT_JOB,      /* item, result */
 	MT_CAT_SEARCH,   /* remote, dataset, version, tags, match */
-	MT_CAT_MODELS,   /* name, checkpoints, latest, step, stored bytes, tags, description */
+	MT_CAT_MODELS,   /* name, checkpoints, latest, step, stored bytes, tags, description,
+			  * health (the worst of its checkpoints', as a dataset's:
+			  * "unverified" when an object was never checked) */
 	MT_CAT_CHECKPOINTS, /* name, created, step, tensors, bytes (raw), stored bytes, bytes
 			  * new (stored bytes of tensors its parent does not hold; NULL:
 			  * the parent is not in the catalog), parent, metrics
-			  * ("loss=0.41 acc=0.9"), tags, description, author */
+			  * ("loss=0.41 acc=0.9"), tags, description, author, health
+			  * (the worst recorded of its tensor objects, shared with
+			  * every checkpoint naming them, and of its parity, record and
+			  * manifest: mt_catalog_health_name's; "unverified" when some
+			  * tensor object never was; NULL when none was) */
 	MT_CAT_TENSORS,  /* key, dtype, shape, bytes (raw), stored bytes, sha256, shared with
 			  * the parent (1|0; 0 without a parent; NULL: the parent is
 			  * not in the catalog) */
@@ -269,6 +275,28 @@ MT_CATALOG_API int mt_catalog_fragments_checked(mt_catalog *c, const char *url,
 						const char *dataset,
 						const mt_catalog_fragment_check *checks, size_t n,
 						mt_error *err);
+
+/* What a check found of one object of a model (its key under
+ * models/<name>/: "tensors/<sha256>", "parity/<sha256>",
+ * "versions/<v>.json", "protect/<v>.json").  A tensor object is shared by
+ * every checkpoint naming it, so its health shows on each of them (and is
+ * cleared for all by a repair or a sound check through any); the others
+ * belong to `checkpoint`. */
+typedef struct mt_catalog_object_check {
+	const char *object;
+	const char *checkpoint; /* the checkpoint it belongs to; NULL or "": a tensor object */
+	int state;              /* MT_HEALTH_* */
+	const char *note;       /* what rebuilt it or would, or what is wrong; NULL: none */
+} mt_catalog_object_check;
+/* Record n checks of objects of model `model` in bucket url (one
+ * transaction), stamped with the time; the latest result of an object is
+ * its health.  The checkpoint and model lists show the worst of their
+ * objects' (MT_CAT_CHECKPOINTS, MT_CAT_MODELS).  MT_ENOTFOUND when the
+ * catalog does not list the model (a sync adds it). */
+MT_CATALOG_API int mt_catalog_model_checked(mt_catalog *c, const char *url, const char *model,
+					    const mt_catalog_object_check *checks, size_t n,
+					    mt_error *err);
+
 /* The statistics of attribute attr of dataset@version in bucket url, as
  * mt_stats_to_json wrote them.  Versions never change, so a result stays
  * until its version leaves the catalog.  MT_ENOTFOUND when the catalog does

@@ -1474,15 +1474,31 @@ MT_API int mt_ckpt_protect(mt_store *s, const char *spec, int k, int m, mt_error
 /* mt_repair for a model: check every tensor object of name@version
  * (version NULL: of every checkpoint; "latest": the newest) against its
  * sha256, and bring back each damaged or missing one from another store
- * (o->sources, the remotes) or from the checkpoint's parity; a lost
+ * (o->sources, the remotes), from the checkpoint's parity, or from the
+ * parity of another protected checkpoint naming the same object (source
+ * "parity of vN"); a lost
  * manifest from another store or the protection record.  Reports have
- * kind MT_REPAIR_TENSOR (number: the tensor's index) or
- * MT_REPAIR_MANIFEST, and `dataset` set to the model.  o->dry_run, report,
+ * kind MT_REPAIR_TENSOR (number: the tensor's index),
+ * MT_REPAIR_PARITY (number: its group; a damaged parity object is coded
+ * again from the checkpoint's sound tensors) or MT_REPAIR_MANIFEST, and
+ * `dataset` set to the model.  o->dry_run, report,
  * sources and use_remotes apply.  MT_ECORRUPT when something could not be
  * rebuilt. */
 MT_API int mt_ckpt_repair(mt_store *s, const char *name, const char *version,
 			  const mt_repair_opts *o, mt_repair_stats *stats, mt_error *err);
 
+/* Check the protection of name@version alone (version NULL: of every
+ * checkpoint; "latest": the newest), as mt_ckpt_repair checks it: each
+ * parity object against its sha256 and size, reported (kind
+ * MT_REPAIR_PARITY, number: its group) as sound, repairable (coded again
+ * from the checkpoint's tensors by mt_ckpt_repair) or unrepairable; a
+ * record that fails its checks is MT_REPAIR_RECORD.  Nothing is written;
+ * o->report applies.  Returns 0 when no checkpoint is protected or every
+ * protection is sound, MT_ECORRUPT when something is damaged or missing
+ * (err names the first). */
+MT_API int mt_ckpt_check_protection(mt_store *s, const char *name, const char *version,
+				    const mt_repair_opts *o, mt_repair_stats *stats,
+				    mt_error *err);
 /* Find (and unless dry_run, delete) tensor objects of model `name` (NULL:
  * of every model) that no checkpoint names, older than grace_seconds and
  * not pinned by a live writer, as mt_store_gc does for shards. */

@@ -67,17 +67,23 @@ static const struct tui_col search_cols[] = {
 	{ "TAGS", COL_TEXT },   { "MATCH", COL_TEXT },
 };
 
+/* A model's health (the worst of its checkpoints') and a checkpoint's
+ * come where a dataset's and a version's do on a narrow screen: before
+ * sizes and dates. */
 static const struct tui_col model_cols[] = {
-	{ "MODEL", COL_TEXT },	{ "CHECKPOINTS", COL_COUNT }, { "LATEST", COL_TEXT },
-	{ "STEP", COL_COUNT },	{ "STORED", COL_BYTES },      { "TAGS", COL_TEXT },
-	{ "DESCRIPTION", COL_TEXT },
+	{ "MODEL", COL_TEXT },	 { "CHECKPOINTS", COL_COUNT }, { "HEALTH", COL_HEALTH },
+	{ "LATEST", COL_TEXT },	 { "STEP", COL_COUNT },	       { "STORED", COL_BYTES },
+	{ "TAGS", COL_TEXT },	 { "DESCRIPTION", COL_TEXT },
 };
+static const unsigned char model_order[] = { 0, 1, 7, 2, 3, 4, 5, 6 };
 static const struct tui_col ckpt_cols[] = {
-	{ "CHECKPOINT", COL_TEXT }, { "CREATED", COL_TEXT }, { "STEP", COL_COUNT },
-	{ "TENSORS", COL_COUNT },   { "BYTES", COL_BYTES },  { "STORED", COL_BYTES },
-	{ "NEW", COL_BYTES },       { "PARENT", COL_TEXT },  { "METRICS", COL_TEXT },
-	{ "TAGS", COL_TEXT },       { "DESCRIPTION", COL_TEXT },
+	{ "CHECKPOINT", COL_TEXT }, { "HEALTH", COL_HEALTH }, { "CREATED", COL_TEXT },
+	{ "STEP", COL_COUNT },	    { "TENSORS", COL_COUNT }, { "BYTES", COL_BYTES },
+	{ "STORED", COL_BYTES },    { "NEW", COL_BYTES },     { "PARENT", COL_TEXT },
+	{ "METRICS", COL_TEXT },    { "TAGS", COL_TEXT },     { "DESCRIPTION", COL_TEXT },
 };
+/* The author (column 11) is in the checkpoint's manifest, not on screen. */
+static const unsigned char ckpt_order[] = { 0, 12, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
 static const struct tui_col tensor_cols[] = {
 	{ "TENSOR", COL_TEXT }, { "DTYPE", COL_TEXT },	{ "SHAPE", COL_TEXT },
 	{ "BYTES", COL_BYTES }, { "STORED", COL_BYTES }, { "PARENT", COL_SHARED },
@@ -109,9 +115,8 @@ static const struct {
 	[MT_CAT_VERSION] = COLS(field_cols),   [MT_CAT_SHARD] = COLS(field_cols),
 	[MT_CAT_JOBS] = COLS(job_cols),        [MT_CAT_JOB] = COLS(result_cols),
 	[MT_CAT_SEARCH] = COLS(search_cols),
-	[MT_CAT_MODELS] = COLS(model_cols),
-	/* The author (column 11) is in the checkpoint's manifest, not on screen. */
-	[MT_CAT_CHECKPOINTS] = { ckpt_cols, sizeof ckpt_cols / sizeof ckpt_cols[0], NULL, 12 },
+	[MT_CAT_MODELS] = COLS_ORDER(model_cols, model_order, 8),
+	[MT_CAT_CHECKPOINTS] = COLS_ORDER(ckpt_cols, ckpt_order, 13),
 	[MT_CAT_TENSORS] = COLS_ORDER(tensor_cols, tensor_order, 7),
 	[MT_CAT_SEARCH_MODELS] = COLS(search_model_cols),
 	[MT_CAT_FRAGMENTS] = COLS_ORDER(fragment_cols, fragment_order, 9),
@@ -288,7 +293,8 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	if (level == MT_CAT_DATASETS && src == 2 && cols[1] && !strcmp(cols[1], "0"))
 		return "(removed)";
 	/* No version to judge: nothing was left unchecked either. */
-	if (!v && kind == COL_HEALTH && (level == MT_CAT_DATASETS || level == MT_CAT_BUCKETS))
+	if (!v && kind == COL_HEALTH &&
+	    (level == MT_CAT_DATASETS || level == MT_CAT_BUCKETS || level == MT_CAT_MODELS))
 		return "-";
 	if (!v)
 		return none_text(kind);
@@ -329,8 +335,12 @@ int tui_row_role(int level, const char *const *cols)
 	if ((level == MT_CAT_DATASETS || level == MT_CAT_BUCKETS) &&
 	    health_role(cols[level == MT_CAT_DATASETS ? 7 : 4]) != R_GOOD)
 		return health_role(cols[level == MT_CAT_DATASETS ? 7 : 4]);
+	if (level == MT_CAT_MODELS && health_role(cols[7]) != R_GOOD)
+		return health_role(cols[7]);
 	if (level == MT_CAT_VERSIONS)
 		return health_role(cols[10]);
+	if (level == MT_CAT_CHECKPOINTS)
+		return health_role(cols[12]);
 	if (level == MT_CAT_SHARDS && cols[6])
 		return health_role(cols[6]);
 	if (level == MT_CAT_FRAGMENTS && cols[7])

@@ -1,4 +1,4 @@
-/* models.c — what the browser does to a model's checkpoints, each as a job: verify its tensors, repair them (as `matorage repair model:NAME@V`), delete it with its name typed to confirm. */
+/* models.c — what the browser does to a model's checkpoints, each as a job: verify its tensors and parity, repair them (as `matorage repair model:NAME@V`), each recording every object's health in the catalog, delete it with its name typed to confirm. */
 #include "config.h"
 
 #include <stdio.h>
@@ -26,16 +26,39 @@ static void ckpt_bad(void *ud, const char *version, const char *key, const char 
 	tui_job_log(j, "damaged: tensor %s (%s): %s", key, object, message);
 }
 
+static void ckpt_bad_parity(void *ud, const mt_repair_report *r)
+{
+	struct tui_job *j = ud;
+	tui_job_log(j, "damaged: %s of group %zu %s: %s",
+		    r->kind == MT_REPAIR_RECORD ? "protection record" : "parity object", r->number,
+		    r->key, r->problem ? r->problem : "damaged");
+}
+
+/* What a check found of each object goes to the catalog: a tensor object's
+ * health shows on every checkpoint naming it. */
+static void ckpt_record(struct tui_job *j, struct app_model_health *h)
+{
+	struct target *tg = j->arg;
+	mt_error err = { 0 };
+	if (!tg->stale)
+		app_model_health_record(h, j->t->cat, tg->ref.url, &err);
+}
+
 static int ckpt_verify_run(struct tui_job *j)
 {
 	struct target *tg = j->arg;
 	mt_error err = { 0 };
 	uint64_t checked = 0;
+	struct app_model_health h;
+	app_model_health_init(&h, tg->ref.model);
 	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
-	int rc = s ? mt_ckpt_verify(s, tg->ref.model, tg->ref.version, 0, ckpt_bad, j, &checked,
-				    &err)
+	int rc = s ? app_model_verify(s, tg->ref.version, 0, ckpt_bad, ckpt_bad_parity, j, &h,
+				      &checked, &err)
 		   : err.code;
 	mt_store_close(s);
+	if (!rc || rc == MT_ECORRUPT)
+		ckpt_record(j, &h);
+	app_model_health_free(&h);
 	if (rc && rc != MT_ECORRUPT)
 		return tui_job_fail(j, &err);
 	if (rc)
@@ -48,17 +71,25 @@ static int ckpt_verify_run(struct tui_job *j)
 	return rc;
 }
 
+struct ckpt_tee {
+	struct tui_job *j;
+	struct app_model_health *h;
+};
+
 static void ckpt_repair_log(void *ud, const mt_repair_report *r)
 {
-	struct tui_job *j = ud;
+	struct ckpt_tee *t = ud;
+	app_model_health_report(t->h, r);
 	if (r->state == MT_REPAIR_SOUND)
 		return;
-	const char *what = r->kind == MT_REPAIR_TENSOR ? "tensor" : "manifest";
+	const char *what = r->kind == MT_REPAIR_TENSOR ? "tensor"
+			   : r->kind == MT_REPAIR_PARITY ? "parity of group"
+							 : "manifest";
 	if (r->state == MT_REPAIR_UNREPAIRABLE)
-		tui_job_log(j, "LOST %s %zu %s: %s", what, r->number, r->key,
+		tui_job_log(t->j, "LOST %s %zu %s: %s", what, r->number, r->key,
 			    r->problem ? r->problem : "damaged");
 	else
-		tui_job_log(j, "rebuilt %s %zu %s from %s: %s", what, r->number, r->key,
+		tui_job_log(t->j, "rebuilt %s %zu %s from %s: %s", what, r->number, r->key,
 			    r->source ? r->source : "?", r->problem ? r->problem : "damaged");
 }
 
@@ -69,15 +100,21 @@ static int ckpt_repair_run(struct tui_job *j)
 	mt_store *s = tui_open_bucket(j, &tg->ref, &tg->stale, &err);
 	if (!s)
 		return tui_job_fail(j, &err);
+	struct app_model_health h;
+	app_model_health_init(&h, tg->ref.model);
+	struct ckpt_tee t = { j, &h };
 	mt_repair_opts o;
 	mt_repair_opts_init(&o);
 	o.use_remotes = 1;
 	o.report = ckpt_repair_log;
-	o.report_ud = j;
+	o.report_ud = &t;
 	mt_repair_stats st = { 0 };
 	int rc = mt_ckpt_repair(s, tg->ref.model, tg->ref.version, &o, &st, &err);
-	if (!rc || rc == MT_ECORRUPT)
+	if (!rc || rc == MT_ECORRUPT) {
 		ckpt_catalog_note(j, s);
+		ckpt_record(j, &h);
+	}
+	app_model_health_free(&h);
 	mt_store_close(s);
 	if (rc && rc != MT_ECORRUPT)
 		return tui_job_fail(j, &err);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# model-repair.sh — repair and protect cover models: a flipped or removed tensor object comes back from another store (--from) byte for byte, protect model:NAME adds parity, repair rebuilds from it, and reading a protected checkpoint (C: model export; Python: load_checkpoint) heals a damaged tensor on the fly; without a source the damage is UNREPAIRABLE, exit 1.
+# model-repair.sh — repair and protect cover models: a flipped or removed tensor object comes back from another store (--from) byte for byte, protect model:NAME adds parity, repair rebuilds from it, and reading a protected checkpoint (C: model export; Python: load_checkpoint) heals a damaged tensor on the fly; without a source the damage is UNREPAIRABLE, exit 1.  The catalog keeps each object's health: a tensor object two checkpoints share is damaged for both after verify of one, sound for both after repair of the other; verify names a damaged or missing parity object and repair codes it again; a tensor object an unprotected checkpoint shares with a protected one comes back from that one's parity.
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
 S="$WORK/store"
@@ -94,5 +94,75 @@ ok $([ $? -eq 1 ] && echo "$out" | grep -q "^UNREPAIRABLE model:net@v1 tensor 0"
 	"two lost members of one group are beyond 1 parity object: unrepairable"
 check "the mirror still brings them back" $M repair model:net --from "$WORK/mirror" --no-remotes
 check "the model verifies" $M verify model:net
+
+# Health in the catalog, per object: v2 shares all but one tensor with v1.
+"$PY" - "$WORK" << 'EOF2'
+import json, struct, sys
+raw = open(f"{sys.argv[1]}/a.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+a, b = hdr["layer0.bias"]["data_offsets"]
+body = bytearray(raw[8 + n:])
+body[a:b] = struct.pack("<16f", *range(100, 116))
+open(f"{sys.argv[1]}/b.safetensors", "wb").write(raw[:8 + n] + bytes(body))
+EOF2
+check "checkpoint net@v2, sharing four tensor objects with v1" $M model import net "$WORK/b.safetensors"
+export MATORAGE_CATALOG="$WORK/cat.db"
+check "a catalog of the store" $M sync
+# health SHA: the health the catalog recorded of tensor object SHA ("none": no record).
+health() {
+	"$PY" -c 'import sqlite3, sys
+r = sqlite3.connect(sys.argv[1]).execute("select health from model_objects where object = ?",
+    ("tensors/" + sys.argv[2],)).fetchone()
+print(r[0] if r else "none")' "$WORK/cat.db" "$1"
+}
+sha1=$(basename "$t1")
+ok $([ "$(health "$sha1")" = none ]; echo $?) "before any check the shared object has no health"
+flip_byte "$t1"
+fails "verify model:net@v2 finds the shared tensor damaged" 1 "damaged or missing" $M verify model:net@v2
+h=$(health "$sha1")
+ok $([ "$h" = repairable ]; echo $?) \
+	"verify of v2 recorded the shared object repairable ($h): v2 is not protected, v1's parity holds it"
+check "repair model:net@v1 rebuilds it from v1's parity" $M repair model:net@v1 --no-remotes
+h=$(health "$sha1")
+ok $([ "$h" = rebuilt ]; echo $?) "repair of v1 recorded it rebuilt ($h): v2 is sound again too"
+check "v2 verifies" $M verify model:net@v2
+flip_byte "$t1"
+out=$($M repair model:net@v2 --no-remotes 2>&1)
+ok $([ $? -eq 0 ] && echo "$out" | grep -q "^rebuilt model:net@v2 tensor .*; from parity of v1"; echo $?) \
+	"repair of the unprotected v2 rebuilds the shared tensor from v1's parity"
+echo "$out" | sed 's/^/# /'
+ok $(cmp -s t1.orig "$t1"; echo $?) "byte for byte"
+
+# Parity objects of a protected checkpoint.
+p0=$(ls "$S/models/net/parity" | head -1) p1=$(ls "$S/models/net/parity" | sed -n 2p)
+cp "$S/models/net/parity/$p0" p0.orig
+rm -f "$S/models/net/parity/$p0"
+flip_byte "$S/models/net/parity/$p1"
+out=$($M verify model:net@v1 2>&1)
+ok $([ $? -eq 1 ] && echo "$out" | grep -q "parity object of group .*$p0.*: missing" &&
+	echo "$out" | grep -q "parity object of group .*$p1.*: its bytes do not hash" &&
+	echo "$out" | grep -q "5 tensor object(s) intact, 2 parity"; echo $?) \
+	"verify names the missing and the damaged parity object, the tensors intact"
+echo "$out" | sed 's/^/# /'
+out=$($M repair model:net@v1 --no-remotes 2>&1)
+ok $([ $? -eq 0 ] && echo "$out" | grep -q "^rebuilt model:net@v1 parity of group .*$p0: missing" &&
+	echo "$out" | grep -q "^rebuilt model:net@v1 parity of group .*$p1"; echo $?) \
+	"repair codes both again from the tensors"
+echo "$out" | sed 's/^/# /'
+ok $(cmp -s p0.orig "$S/models/net/parity/$p0"; echo $?) "byte for byte"
+check "the model verifies, parity included" $M verify model:net@v1
+rm -f "$S"/models/net/parity/* "$t1"
+out=$($M repair model:net@v1 --no-remotes 2>&1)
+ok $([ $? -eq 1 ] && echo "$out" | grep -q "^UNREPAIRABLE model:net@v1 tensor 1 .*missing" &&
+	echo "$out" | grep -q "^UNREPAIRABLE model:net@v1 parity of group 0 .*missing" &&
+	echo "$out" | grep -q "^rebuilt model:net@v1 parity of group 1 .*missing"; echo $?) \
+	"tensor 1 and every parity object lost: tensor 1 and its group's parity unrepairable, the other groups' parity coded again"
+echo "$out" | sed 's/^/# /'
+out=$($M repair model:net@v1 --from "$WORK/mirror" --no-remotes 2>&1)
+ok $([ $? -eq 0 ] && echo "$out" | grep -q "^rebuilt model:net@v1 tensor 1 .*; from file://$WORK/mirror" &&
+	echo "$out" | grep -q "^rebuilt model:net@v1 parity of group 0 .*; from the checkpoint's tensors"; echo $?) \
+	"with the mirror, the tensor comes back, then its group's parity in the same repair"
+check "and then the parity is whole" $M verify model:net@v1
 
 done_testing

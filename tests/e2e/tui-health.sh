@@ -1,5 +1,5 @@
 #!/bin/bash
-# tui-health.sh — health of whole datasets and buckets in the browser, at 80x24 and 40x10: a HEALTH column on dataset and bucket rows (the worst of their versions: unverified, repairable, lost, sound; "-" without versions), v/V and R and :verify/:repair alone on a dataset or bucket row verify and repair every version as one job with a summary, a narrow screen hides columns whole; R on a checkpoint repairs it from another store, and says so where R does nothing.
+# tui-health.sh — health of whole datasets and buckets in the browser, at 80x24 and 40x10: a HEALTH column on dataset and bucket rows (the worst of their versions: unverified, repairable, lost, sound; "-" without versions), v/V and R and :verify/:repair alone on a dataset or bucket row verify and repair every version as one job with a summary, a narrow screen hides columns whole; R on a checkpoint repairs it from another store, and says so where R does nothing; checkpoint and model rows have a HEALTH column too, kept per tensor object: v on one checkpoint shows a damaged tensor object on both checkpoints naming it, R on the other shows both sound (at 80x24 and 40x10).
 . "$(dirname "$0")/lib.sh"
 M=$MATORAGE
 export MATORAGE_STORE="$WORK/store" MATORAGE_CONFIG="$WORK/config.json"
@@ -119,6 +119,17 @@ h = json.dumps(hdr).encode()
 open(f"{w}/a.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 EOF2
 check "checkpoint net@v1" $M model import net "$WORK/a.safetensors"
+"$PY" - "$WORK" << 'EOF2'
+import json, struct, sys
+raw = open(f"{sys.argv[1]}/a.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+a, b = json.loads(raw[8:8 + n])["layer0.weight"]["data_offsets"]
+body = bytearray(raw[8 + n:])
+body[a:a + 4] = struct.pack("<f", 99.0)
+open(f"{sys.argv[1]}/b.safetensors", "wb").write(raw[:8 + n] + bytes(body))
+EOF2
+check "checkpoint net@v2: layer0 changed, layer1 and layer2 shared with v1" \
+	$M model import net "$WORK/b.safetensors"
 mkdir -p "$WORK/mirror"
 check "a mirror holding the model's objects" cp -a "$WORK/store/models" "$WORK/mirror/models"
 check "a remote for it" $M remote add mirror "file://$WORK/mirror"
@@ -139,12 +150,20 @@ for _ in 1 2 3 4 5; do
 done
 expect "R on a model row says it does nothing there" "R (repair) does nothing here"
 keys Enter
-expect "its checkpoints" "CHECKPOINT  CREATED"
-keys v
-expect "v finds the flipped tensor" "1 damaged or"
-keys R
-expect "R on the checkpoint repairs it" "repair local:model:net@v1"
+row "its checkpoints, with their health first" "^CHECKPOINT +HEALTH +CREATED"
+row "v1 was never checked" "^v1 +never checked "
+row "nor v2" "^v2 +never checked "
+keys j v
+expect "v on v2 finds the flipped tensor it shares with v1" "1 damaged or"
+row "v2 shows the damage (the mirror holds the object)" "^v2 +repairable "
+row "and so does v1, which names the same object" "^v1 +repairable "
+keys k R
+expect "R on v1 repairs it" "repair local:model:net@v1"
 expect "from the other store" "sound: "
+row "v1 is sound" "^v1 +sound "
+row "and so is v2, which was never repaired itself" "^v2 +sound "
+keys Escape
+row "the model row's health: the worst of its checkpoints" "^net +2 +sound "
 keys J
 wait_for "repair local:model:net@v1" 10
 keys Enter
@@ -153,4 +172,23 @@ keys q
 ok $(tui_exited; echo $?) "q quits"
 ok $(cmp -s "$WORK/t1.orig" "$t1"; echo $?) "the tensor object is back byte for byte"
 check "the model verifies" $M verify model:net
+
+flip_byte "$t1"
+tui_start 40 10
+expect "the browser opens at 40x10" "REMOTE"
+keys Enter Enter M
+row "at 40 columns the model's health shows whole" "^net +2 +sound"
+keys Enter
+row "so does each checkpoint's" "^v1 +sound"
+ok $(cut_cells 10 | grep -q .; [ $? -ne 0 ]; echo $?) "no value cut short at 40 columns"
+[ -z "$(cut_cells 10)" ] || cut_cells 10 | sed 's/^/# cut: /'
+keys v
+row "v on v1 at 40x10 finds the flipped tensor: v1 repairable" "^v1 +repairable"
+row "v2 repairable" "^v2 +repairable"
+keys j R
+row "R on v2: v2 sound again" "^v2 +sound"
+row "v1 sound again" "^v1 +sound"
+keys q
+ok $(tui_exited; echo $?) "q quits"
+ok $(cmp -s "$WORK/t1.orig" "$t1"; echo $?) "the tensor object is back byte for byte"
 done_testing

@@ -46,12 +46,12 @@ expect "the footer offers the models" "M models"
 expect "the title says the bucket has a model" "(+1 model: M)"
 keys M
 expect "M lists the bucket's models" "MODEL  CHECKPOINTS"
-expect "with its checkpoints and the latest" "net              2  v2"
+ok $(screen | grep -qE '^net +2 +unverified +v2'; echo $?) "with its checkpoints, its health (never checked) and the latest"
 expect_not "and not the datasets" "table"
 keys M
 expect "M again: the datasets" "DATASET  VERSIONS"
 keys M Enter
-expect "Enter on a model: its checkpoints" "CHECKPOINT  CREATED"
+expect "Enter on a model: its checkpoints" "CHECKPOINT  HEALTH"
 expect "with tensors, bytes, stored and new bytes" "TENSORS  BYTES  STORED  NEW"
 ok $(screen | grep -qE '^v2 .* 2 +72 B +[0-9]+ B +29 B +v1'; echo $?) "v2 added only the bias's bytes, beside its parent"
 keys j Enter
@@ -67,9 +67,10 @@ keys Escape j Enter
 expect "a 1-D tensor is one row" "tensor fc.bias  int64 (3,)  of net@v2  grid 1x3"
 ok $(screen | grep -qE '^ +0 +107 +108 +109$'; echo $?) "with its values"
 keys Escape Escape
-expect "back on the checkpoints" "CHECKPOINT  CREATED"
+expect "back on the checkpoints" "CHECKPOINT  HEALTH"
 keys v
 expect "v verifies the checkpoint's tensors" "2 tensor objects checked: all sound"
+expect "and its row reads sound" "v2          sound"
 keys D
 expect "D asks for the name" "delete net@v2 from local? type its name to confirm:"
 keys net@v1 Enter
@@ -94,7 +95,7 @@ ok $(tui_exited; echo $?) "q quits"
 tui_start 130 30 --read-only
 expect "read-only browser" "sync local:"
 keys Enter Enter M Enter
-expect "the checkpoints read-only" "CHECKPOINT  CREATED"
+expect "the checkpoints read-only" "CHECKPOINT  HEALTH"
 expect_not "no delete in the footer" "D delete"
 keys q
 ok $(tui_exited; echo $?) "q quits"

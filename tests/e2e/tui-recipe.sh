@@ -1,5 +1,5 @@
 #!/bin/bash
-# tui-recipe.sh — recipes run from the browser (`:run`): a new version appears, a broken script shows its error line and commits nothing, a long one is canceled.
+# tui-recipe.sh — recipes run from the browser (`:run`): a new version appears, a broken script shows its error line and commits nothing, a long one is canceled; a recipe that fails or is canceled after it wrote rows of a new dataset leaves no directory of it in the file store and no catalog row.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/tui-lib.sh"
 M=$MATORAGE
@@ -29,6 +29,20 @@ local w = m.create("never", { attributes = { { name = "x", dtype = "int64" } } }
 w:commit()
 local i = 0
 while true do i = i + 1 end
+EOF
+cat > halfway.lua << 'EOF'
+local m = require("matorage")
+local w = m.create("halfway", { attributes = { { name = "x", dtype = "int64" } } })
+w:append({ x = m.arange(0, 99) })
+m.log("appended, not committed")
+local i = 0
+while true do i = i + 1 end
+EOF
+cat > failmid.lua << 'EOF'
+local m = require("matorage")
+local w = m.create("failed", { attributes = { { name = "x", dtype = "int64" } } })
+w:append({ x = m.arange(0, 99) })
+error("boom midway")
 EOF
 "$PY" -c "import numpy as np; np.save('$WORK/x.npy', np.arange(4))"
 check "a dataset to start from" $M put start x="$WORK/x.npy"
@@ -77,6 +91,36 @@ expect "listed as running" "running"
 keys c
 expect "c cancels it" "canceled"
 fails "the canceled recipe committed nothing" 1 "never" $M info never
+
+# left NAME: what the store and the catalog keep of dataset NAME, which no
+# version has: its directory (with anything under it) and its catalog row.
+left() {
+	find "$WORK/store/datasets/$1" 2>/dev/null
+	"$PY" -c 'import sqlite3, sys
+for r in sqlite3.connect(sys.argv[1]).execute("select name, nversions from datasets where name = ?", (sys.argv[2],)):
+    print("catalog:", r)' "$XDG_DATA_HOME/matorage/catalog.db" "$1"
+}
+# left_none CASE NAME: a case passing once nothing is left of NAME.
+left_none() {
+	local i out
+	for i in $(seq 50); do
+		out=$(left "$2")
+		[ -z "$out" ] && break
+		sleep 0.2
+	done
+	ok $([ -z "$out" ]; echo $?) "$1"
+	[ -z "$out" ] || echo "$out" | sed 's/^/# left: /'
+}
+keys Escape : 'run failmid.lua' Enter
+expect "a recipe failing after it wrote rows says so" "failmid.lua:4: boom midway"
+left_none "it leaves no directory of the dataset it began, nor a catalog row" failed
+keys : 'run halfway.lua' Enter
+expect "a recipe that wrote rows runs on" "started: run halfway.lua"
+keys J
+expect "listed as running" "running"
+keys c
+expect "c cancels it" "canceled"
+left_none "canceled after it wrote rows, it leaves no directory of the dataset, nor a catalog row" halfway
 
 keys q
 done_testing

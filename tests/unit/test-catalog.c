@@ -597,6 +597,77 @@ static int cancel_when_done(void *ud, uint64_t done, uint64_t total)
 	return done == total;
 }
 
+/* The health column (the last) of each row of a level, as "a b". */
+static void healths(mt_catalog *c, int level, int64_t parent, size_t ncols, char *out, size_t cap)
+{
+	mt_error err = {0};
+	struct collect k = list(c, level, parent, NULL, ncols, &err);
+	out[0] = '\0';
+	for (char *line = k.text, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+		*nl = '\0';
+		char *bar = strrchr(line, '|');
+		size_t len = strlen(out);
+		snprintf(out + len, cap - len, "%s%s", len ? " " : "", bar ? bar + 1 : line);
+	}
+}
+
+/* Health is kept per model object: w is one object that v1 and v2 share. */
+static void test_model_health(mt_catalog *c, int64_t bucket, int64_t model, int64_t ck2)
+{
+	mt_error err = {0};
+	char h[256], m[64], w[80], b2[80], b1[80];
+	struct collect t = list(c, MT_CAT_TENSORS, ck2, NULL, 7, &err);
+	tap_ok(sscanf(t.text, "w|%*[^|]|%*[^|]|%*[^|]|%*[^|]|%64[0-9a-f]|%*s\nb|%*[^|]|%*[^|]|"
+		      "%*[^|]|%*[^|]|%64[0-9a-f]", w + 8, b2 + 8) == 2, "the tensors' sha256");
+	memcpy(w, "tensors/", 8);
+	memcpy(b2, "tensors/", 8);
+	healths(c, MT_CAT_CHECKPOINTS, model, 13, h, sizeof h);
+	healths(c, MT_CAT_MODELS, bucket, 8, m, sizeof m);
+	tap_ok(!strcmp(h, "NULL NULL") && !strcmp(m, "unverified"),
+	       "never checked: no health, the model unverified (%s; %s)", h, m);
+	mt_catalog_object_check k = {w, NULL, MT_HEALTH_DAMAGED, "flipped"};
+	TAP_CALL(mt_catalog_model_checked(c, "nowhere", "net", &k, 1, &err) == MT_ENOTFOUND
+			 ? 0 : -1, &err, "a model of no bucket in the catalog: MT_ENOTFOUND");
+	TAP_CALL(mt_catalog_model_checked(c, mt_store_url(store), "net", &k, 1, &err), &err,
+		 "w recorded damaged (as a check of v2 finds it)");
+	healths(c, MT_CAT_CHECKPOINTS, model, 13, h, sizeof h);
+	healths(c, MT_CAT_MODELS, bucket, 8, m, sizeof m);
+	tap_ok(!strcmp(h, "damaged damaged") && !strcmp(m, "damaged"),
+	       "both checkpoints naming w are damaged, and the model (%s; %s)", h, m);
+	mt_catalog_object_check two[] = {{w, "", MT_HEALTH_REBUILT, "parity"},
+					 {b2, NULL, MT_HEALTH_SOUND, NULL}};
+	TAP_CALL(mt_catalog_model_checked(c, mt_store_url(store), "net", two, 2, &err), &err,
+		 "w rebuilt and v2's b sound (a repair of v2)");
+	healths(c, MT_CAT_CHECKPOINTS, model, 13, h, sizeof h);
+	healths(c, MT_CAT_MODELS, bucket, 8, m, sizeof m);
+	tap_ok(!strcmp(h, "unverified sound") && !strcmp(m, "unverified"),
+	       "v2 sound; v1 still has an object never checked (%s; %s)", h, m);
+	struct collect t1 = list(c, MT_CAT_CHECKPOINTS, model, NULL, 1, &err);
+	int64_t ck1 = -1;
+	struct collect one = {.ncols = 1};
+	mt_catalog_list(c, MT_CAT_CHECKPOINTS, model, "v1", collect_row, &one, &err);
+	ck1 = one.n == 1 ? one.last_id : -1;
+	t = list(c, MT_CAT_TENSORS, ck1, NULL, 7, &err);
+	char *bl = strstr(t.text, "\nb|");
+	tap_ok(t1.n == 2 && bl && sscanf(bl, "\nb|%*[^|]|%*[^|]|%*[^|]|%*[^|]|%64[0-9a-f]", b1 + 8)
+					 == 1, "v1's own b");
+	memcpy(b1, "tensors/", 8);
+	mt_catalog_object_check three[] = {{b1, NULL, MT_HEALTH_SOUND, NULL},
+					   {"parity/00ff", "v1", MT_HEALTH_UNREPAIRABLE, "missing"}};
+	TAP_CALL(mt_catalog_model_checked(c, mt_store_url(store), "net", three, 2, &err), &err,
+		 "v1's b sound, a parity object of v1 lost");
+	healths(c, MT_CAT_CHECKPOINTS, model, 13, h, sizeof h);
+	healths(c, MT_CAT_MODELS, bucket, 8, m, sizeof m);
+	tap_ok(!strcmp(h, "unrepairable sound") && !strcmp(m, "unrepairable"),
+	       "a parity object is its checkpoint's alone (%s; %s)", h, m);
+	three[1].state = MT_HEALTH_REBUILT;
+	TAP_CALL(mt_catalog_model_checked(c, mt_store_url(store), "net", &three[1], 1, &err), &err,
+		 "the parity object rebuilt");
+	healths(c, MT_CAT_CHECKPOINTS, model, 13, h, sizeof h);
+	healths(c, MT_CAT_MODELS, bucket, 8, m, sizeof m);
+	tap_ok(!strcmp(h, "sound sound") && !strcmp(m, "sound"), "all sound (%s; %s)", h, m);
+}
+
 static void test_models(void)
 {
 	mt_error err = {0};
@@ -659,6 +730,8 @@ static void test_models(void)
 	t = list(c, MT_CAT_TENSORS, ck2, NULL, 7, &err);
 	tap_ok(strstr(t.text, "w|") && strstr(t.text, "|1\nb|") && strstr(t.text, "|0\n"),
 	       "w is shared with the parent, b is new: %s", t.text);
+
+	test_model_health(c, bucket, model, ck2);
 
 	mt_catalog_ref ref;
 	TAP_CALL(mt_catalog_locate(c, MT_CAT_CHECKPOINTS, ck2, &ref, &err), &err,

@@ -356,10 +356,42 @@ static void test_roundtrip(void)
 	rc = mti_store_get(store, key, 0, UINT64_MAX, &data, &got, &err);
 	tap_ok(rc == MT_ENOTFOUND && strstr(err.message, mt_store_url(store)) &&
 	       strstr(err.message, key), "get of a missing key: %s", err.message);
+	TAP_CALL(put_str("datasets/a/keep", "k", 0, &err), &err, "an object in datasets/a");
 	rc = mti_store_read(store, "datasets/a", 0, buf, 1, &err);
 	tap_ok(rc == MT_ENOTFOUND, "a directory is not an object: %s", err.message);
 	rc = mti_store_head(store, "datasets", NULL, NULL, &err);
 	tap_ok(rc == MT_ENOTFOUND, "head of a directory: not found: %s", err.message);
+}
+
+/* Whether directory rel of the store exists. */
+static int dir_exists(const char *rel)
+{
+	char path[sizeof root + 64];
+	struct stat sb;
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* A delete that empties a directory removes it, up to the top-level one: a
+ * writer that gave up leaves no directory of its dataset. */
+static void test_prune(void)
+{
+	mt_error err;
+	const char *lock = "datasets/p/locks/w1", *shard = "datasets/p/shards/s1";
+	TAP_CALL(put_str(lock, "l", 0, &err), &err, "a lock of dataset p");
+	TAP_CALL(put_str(shard, "s", 0, &err), &err, "and a shard");
+	TAP_CALL(mti_store_del(store, &lock, 1, &err), &err, "the lock deleted");
+	tap_ok(!dir_exists("datasets/p/locks") && dir_exists("datasets/p/shards"),
+	       "its emptied directory goes, the dataset's stays");
+	TAP_CALL(mti_store_del(store, &shard, 1, &err), &err, "the shard deleted");
+	tap_ok(!dir_exists("datasets/p") && dir_exists("datasets"),
+	       "then the dataset's directory goes too, never the top-level one");
+	TAP_CALL(put_str(shard, "again", 0, &err), &err, "a put there makes them again");
+	tap_ok(is_str(shard, "again"), "and reads back");
+	TAP_CALL(mti_store_del(store, &shard, 1, &err), &err, "deleted again");
+	const char *top = "toplevel";
+	TAP_CALL(put_str(top, "t", 0, &err), &err, "an object at the root");
+	TAP_CALL(mti_store_del(store, &top, 1, &err), &err, "deleted: nothing above it to prune");
 }
 
 static void test_ranges(void)
@@ -986,6 +1018,7 @@ int main(void)
 	test_default_store();
 	test_open_without_create();
 	test_roundtrip();
+	test_prune();
 	test_ranges();
 	test_exclusive();
 	test_bad_keys();

@@ -115,6 +115,37 @@ struct level {
 	"SELECT " STATE_RANK(CHECK_STATE("k.")) " FROM checks k WHERE k.version_id = v.id"   \
 	" ORDER BY k.id DESC LIMIT 1), 1)) END AS r FROM versions v WHERE " where "))"
 
+/* A model object's recorded health as a rank, as STATE_RANK (a rebuilt
+ * object is sound again). */
+#define OBJ_RANK(x) STATE_RANK(x)
+/* Checkpoint k's worst: of its tensor objects (1 for one never checked;
+ * kept per object, so shared with every checkpoint naming it: one probe of
+ * the primary key each), and of the objects that are its own (parity,
+ * record, manifest: "checkpoint <> ''" lets SQLite use the partial index
+ * model_objects_ckpt instead of reading every object of the model). */
+#define CKPT_RANK(k)                                                                        \
+	"max(coalesce((SELECT max(CASE WHEN o.health IS NULL THEN 1 ELSE " OBJ_RANK("o.health") \
+	" END) FROM ckpt_tensors t LEFT JOIN model_objects o ON o.model_id = " k ".model_id"     \
+	" AND o.object = 'tensors/' || t.sha256 WHERE t.checkpoint_id = " k ".id), 0),"        \
+	" coalesce((SELECT max(" OBJ_RANK("o.health") ") FROM model_objects o WHERE"            \
+	" o.model_id = " k ".model_id AND o.checkpoint = " k ".name AND o.checkpoint <> ''), 0))"
+/* Whether any object of checkpoint k has a recorded health. */
+#define CKPT_CHECKED(k)                                                                     \
+	"(EXISTS (SELECT 1 FROM ckpt_tensors t JOIN model_objects o ON o.model_id = " k        \
+	".model_id AND o.object = 'tensors/' || t.sha256 WHERE t.checkpoint_id = " k ".id) OR" \
+	" EXISTS (SELECT 1 FROM model_objects o WHERE o.model_id = " k ".model_id AND"          \
+	" o.checkpoint = " k ".name AND o.checkpoint <> ''))"
+/* A checkpoint's state: NULL when nothing of it was ever checked. */
+#define CKPT_HEALTH                                                                         \
+	"CASE " CKPT_RANK("k") " WHEN 4 THEN 'unrepairable' WHEN 3 THEN 'damaged' WHEN 2 THEN" \
+	" 'repairable' WHEN 1 THEN CASE WHEN " CKPT_CHECKED("k") " THEN 'unverified' END"      \
+	" ELSE 'sound' END"
+/* A model's: the worst of its checkpoints', as a dataset's. */
+#define MODEL_HEALTH                                                                        \
+	"(SELECT CASE max(r) WHEN 4 THEN 'unrepairable' WHEN 3 THEN 'damaged' WHEN 2 THEN"   \
+	" 'repairable' WHEN 1 THEN 'unverified' WHEN 0 THEN 'sound' END FROM (SELECT "       \
+	CKPT_RANK("k") " AS r FROM checkpoints k WHERE k.model_id = m.id))"
+
 /* Field rows of one version: (name, value) pairs in display order. */
 #define FIELD(name, expr) "SELECT 0, " name ", " expr " FROM v UNION ALL "
 
@@ -264,14 +295,15 @@ static const struct level levels[MT_CAT_NLEVELS] = {
 		" JOIN versions v ON v.id = s.rowid JOIN datasets d ON d.id = v.dataset_id"
 		" JOIN buckets b ON b.id = d.bucket_id JOIN remotes r ON r.id = b.remote_id"
 		" WHERE search MATCH ?2 ORDER BY rank, r.name, s.dataset, v.created"},
-	[MT_CAT_MODELS] = {7,
-		"SELECT id, name, ncheckpoints, latest, step, stored_bytes, tags, description"
-		" FROM models WHERE bucket_id = ?1"
+	[MT_CAT_MODELS] = {8,
+		"SELECT m.id, m.name, m.ncheckpoints, m.latest, m.step, m.stored_bytes, m.tags,"
+		" m.description, " MODEL_HEALTH " FROM models m WHERE m.bucket_id = ?1"
 		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
 			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY name"},
-	[MT_CAT_CHECKPOINTS] = {12,
-		"SELECT id, name, created, step, ntensors, bytes, stored_bytes, new_bytes, parent,"
-		" metrics, tags, description, author FROM checkpoints WHERE model_id = ?1"
+	[MT_CAT_CHECKPOINTS] = {13,
+		"SELECT k.id, k.name, k.created, k.step, k.ntensors, k.bytes, k.stored_bytes,"
+		" k.new_bytes, k.parent, k.metrics, k.tags, k.description, k.author, " CKPT_HEALTH
+		" FROM checkpoints k WHERE k.model_id = ?1"
 		LIKE_FILTER("name LIKE ?2 ESCAPE '\\' OR description LIKE ?2 ESCAPE '\\'"
 			    " OR tags LIKE ?2 ESCAPE '\\'") " ORDER BY num"},
 	[MT_CAT_TENSORS] = {7,

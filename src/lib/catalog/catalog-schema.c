@@ -219,6 +219,21 @@ int mti_cat_move_aside(const char *path, ino_t ino, char **moved, mt_error *err)
 	MTI_CAT_FRAG_BAD("") ";"                                                            \
 	"UPDATE versions SET manifest_mtime = -1 WHERE manifest_size >= 0;"
 
+/* A step of its own: the health of a model's objects, by key under
+ * models/<name>/ ("tensors/<sha256>", "parity/<sha256>", ...): a tensor
+ * object is shared by every checkpoint naming it (checkpoint ''), so damage
+ * found or repaired through one checkpoint shows on all of them; parity,
+ * records and manifests belong to one checkpoint.  Kept by model, not by
+ * checkpoint row: a checkpoint's row is replaced when its manifest is read
+ * again.  "IF NOT EXISTS", as MIGRATE_SHARDS_BAD. */
+#define MIGRATE_MODEL_OBJECTS                                                              \
+	"CREATE TABLE IF NOT EXISTS model_objects(model_id INTEGER NOT NULL REFERENCES"     \
+	" models(id) ON DELETE CASCADE, object TEXT NOT NULL, checkpoint TEXT NOT NULL,"    \
+	" health TEXT NOT NULL, note TEXT NOT NULL, at TEXT NOT NULL,"                      \
+	" PRIMARY KEY(model_id, object));"                                                  \
+	"CREATE INDEX IF NOT EXISTS model_objects_ckpt ON model_objects(model_id,"          \
+	" checkpoint) WHERE checkpoint <> '';"
+
 /* Migration i takes a catalog from schema i to i + 1.  They are history:
  * never edit one, add the next. */
 static const char *const migrations[] = {
@@ -323,6 +338,9 @@ static const char *const migrations[] = {
 
 	/* 11 -> 12: format-2 versions' fragments and their health. */
 	MIGRATE_FRAGMENTS,
+
+	/* 12 -> 13: the health of models' objects. */
+	MIGRATE_MODEL_OBJECTS,
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])

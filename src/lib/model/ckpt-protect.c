@@ -279,6 +279,97 @@ int mti_ckpt_rebuild(mt_store *s, const mti_prec *p, const char *sha256, void *o
 	return rc;
 }
 
+/* The members of group g, each checked, into rows[0..nmembers) (a stripe
+ * each, zero-padded): 0, else MT_ECORRUPT when one is not sound. */
+static int members_read(mt_store *s, const mti_prec *p, const mti_pgroup *g, uint8_t **rows,
+			uint64_t *nread, mt_error *err)
+{
+	for (size_t j = 0; j < g->nmembers; j++) {
+		if (!(rows[j] = malloc(g->stripe ? (size_t)g->stripe : 1)))
+			return mti_err(err, MT_ENOMEM, "out of memory");
+		if (row_read(s, p, g, (int)j, rows[j], nread))
+			return mti_err(err, MT_ECORRUPT, "model %s@%s: tensor %.12s... of parity group"
+				      " %zu is not sound", p->dataset, p->version,
+				      g->members[j].sha256, (size_t)(g - p->groups));
+	}
+	return 0;
+}
+
+/* Code group g's parity again from its members and write those of its
+ * parity objects marked in bad (each read back against its sha256). */
+static int parity_recode(mt_store *s, const mti_prec *p, const mti_pgroup *g, const int *bad,
+			 uint64_t *nread, mt_error *err)
+{
+	uint8_t *data[MTI_PARITY_MAX_K] = {0}, *par[MTI_PARITY_MAX_M] = {0};
+	size_t len = g->stripe ? (size_t)g->stripe : 1;
+	int rc = members_read(s, p, g, data, nread, err);
+	for (int r = 0; !rc && r < p->m; r++)
+		if (!(par[r] = calloc(1, len)))
+			rc = mti_err(err, MT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = mti_parity_encode(p->k, p->m, p->matrix, g->nmembers,
+				       (const uint8_t *const *)data, (size_t)g->stripe, par, 0, err);
+	for (int r = 0; !rc && r < p->m; r++) {
+		if (!bad[r])
+			continue;
+		char got[MT_SHA256_HEX];
+		char *key = mti_ckpt_key_parity(p->dataset, g->parity[r].sha256);
+		rc = key ? mti_sha256_hex(par[r], (size_t)g->stripe, got, err)
+			 : mti_err(err, MT_ENOMEM, "out of memory");
+		if (!rc && strcmp(got, g->parity[r].sha256))
+			rc = mti_err(err, MT_ECORRUPT, "%s: its group codes to bytes hashing to "
+				    "%.12s...", key, got);
+		if (!rc)
+			rc = mti_store_put(s, key, par[r], (size_t)g->stripe, 0, err);
+		if (!rc && row_read(s, p, g, p->k + r, par[r], nread))
+			rc = mti_err(err, MT_EIO, "%s: not what was written", key);
+		free(key);
+	}
+	for (size_t j = 0; j < g->nmembers; j++)
+		free(data[j]);
+	for (int r = 0; r < p->m; r++)
+		free(par[r]);
+	return rc;
+}
+
+int mti_ckpt_parity_check(mt_store *s, const mti_prec *p, size_t gi, int fix, int *state,
+			  char **why, uint64_t *nread, mt_error *err)
+{
+	const mti_pgroup *g = &p->groups[gi];
+	uint8_t *buf = malloc(g->stripe ? (size_t)g->stripe : 1);
+	int bad[MTI_PARITY_MAX_M] = {0}, nbad = 0;
+	if (!buf)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	for (int r = 0; r < p->m; r++) {
+		int rc = row_read(s, p, g, p->k + r, buf, nread);
+		state[r] = rc ? MT_REPAIR_REPAIRABLE : MT_REPAIR_SOUND;
+		why[r] = !rc ? NULL : mti_strdup(rc == MT_ENOTFOUND ? "missing"
+					  : "its bytes do not hash to its name");
+		nbad += bad[r] = rc != 0;
+	}
+	free(buf);
+	if (!nbad)
+		return 0;
+	/* Parity is coded from the members: sound members rebuild it. */
+	mt_error e = {0};
+	int rc;
+	if (fix) {
+		rc = parity_recode(s, p, g, bad, nread, &e);
+	} else {
+		uint8_t *rows[MTI_PARITY_MAX_K] = {0};
+		rc = members_read(s, p, g, rows, nread, &e);
+		for (size_t j = 0; j < g->nmembers; j++)
+			free(rows[j]);
+	}
+	if (rc == MT_ENOMEM || rc == MT_EIO)
+		return mti_err_copy(err, &e);
+	for (int r = 0; r < p->m; r++)
+		if (bad[r])
+			state[r] = rc ? MT_REPAIR_UNREPAIRABLE : fix ? MT_REPAIR_REBUILT
+								   : MT_REPAIR_REPAIRABLE;
+	return 0;
+}
+
 /* ---- protecting -------------------------------------------------------------- */
 
 /* The checkpoint's tensor objects, once each, in manifest order. */

@@ -1,4 +1,5 @@
 /* ckpt-repair.c — repair of a model's checkpoints: each tensor object checked against its name, a damaged or missing one taken from another store holding it or rebuilt from the checkpoint's parity, a lost manifest from another store or the protection record. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,12 @@ struct mrep {
 	mt_repair_stats *st;
 	mt_store **src; /* o.sources, then the remotes (owned from nown on) */
 	size_t nsrc, nown;
+	/* The protection records of the model's other checkpoints, loaded the
+	 * first time a tensor's own checkpoint's parity cannot rebuild it: a
+	 * tensor object is every checkpoint's that names it. */
+	mti_prec **recs;
+	size_t nrecs;
+	int recs_loaded;
 };
 
 static void mrep_report(struct mrep *r, const char *version, const char *key, int kind,
@@ -115,6 +122,44 @@ static int from_parity(struct mrep *r, const mti_prec *p, const char *sha, uint6
 	return rc;
 }
 
+/* Load the records of every protected checkpoint of the model (once). */
+static void mrep_records(struct mrep *r)
+{
+	if (r->recs_loaded)
+		return;
+	r->recs_loaded = 1;
+	char **v = NULL;
+	size_t n = 0;
+	mt_error e = {0};
+	if (mt_ckpt_list(r->s, r->name, &v, &n, &e) || !(r->recs = calloc(n ? n : 1, sizeof *r->recs))) {
+		mt_strv_free(v, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!mti_ckpt_prec_load(r->s, r->name, v[i], &r->recs[r->nrecs], &e))
+			r->nrecs++;
+	mt_strv_free(v, n);
+}
+
+/* The tensor from the parity of another protected checkpoint naming it:
+ * 0 with "parity of vN" in buf. */
+static int from_other_parity(struct mrep *r, const mti_prec *own, const char *sha,
+			     uint64_t bytes, void **obj, size_t *olen, char *buf, size_t cap,
+			     uint64_t *nread)
+{
+	mrep_records(r);
+	for (size_t i = 0; i < r->nrecs; i++) {
+		const mti_prec *p = r->recs[i];
+		if (own && !strcmp(p->version, own->version))
+			continue;
+		if (!from_parity(r, p, sha, bytes, obj, olen, nread)) {
+			snprintf(buf, cap, "parity of %s", p->version);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* Check one tensor object, and bring it back when it is damaged. */
 static int repair_tensor(struct mrep *r, const char *version, const mti_prec *p,
 			 const mt_ckpt_tensor_info *t, size_t number, mt_error *err)
@@ -137,10 +182,14 @@ static int repair_tensor(struct mrep *r, const char *version, const mti_prec *p,
 	void *obj = NULL;
 	size_t olen = 0;
 	const char *source = NULL;
+	char other[160];
 	if (!from_sources(r, key, t->sha256, t->bytes, &obj, &olen, &source, &nread))
 		rc = 0;
 	else if (!(rc = from_parity(r, p, t->sha256, t->bytes, &obj, &olen, &nread)))
 		source = "parity";
+	else if (!(rc = from_other_parity(r, p, t->sha256, t->bytes, &obj, &olen, other,
+					  sizeof other, &nread)))
+		source = other;
 	int state = rc ? MT_REPAIR_UNREPAIRABLE : r->o.dry_run ? MT_REPAIR_REPAIRABLE : MT_REPAIR_REBUILT;
 	int wrc = 0;
 	if (state == MT_REPAIR_REBUILT) {
@@ -202,6 +251,35 @@ static int repair_manifest(struct mrep *r, const char *version, const mti_prec *
 	return rc ? rc : state == MT_REPAIR_UNREPAIRABLE ? MT_ENOTFOUND : 0;
 }
 
+/* Check every parity object of the checkpoint's record (after its tensors:
+ * parity is coded again from them), each reported with its group's number;
+ * a damaged one comes back from the group's sound tensors. */
+static int repair_parity(struct mrep *r, const char *version, const mti_prec *p, mt_error *err)
+{
+	int rc = 0;
+	for (size_t gi = 0; !rc && gi < p->ngroups; gi++) {
+		int state[MTI_PARITY_MAX_M];
+		char *why[MTI_PARITY_MAX_M] = {0};
+		uint64_t nread = 0;
+		rc = mti_ckpt_parity_check(r->s, p, gi, !r->o.dry_run, state, why, &nread, err);
+		for (int j = 0; !rc && j < p->m; j++) {
+			char *key = mti_ckpt_key_parity(r->name, p->groups[gi].parity[j].sha256);
+			if (!key) {
+				rc = mti_err(err, MT_ENOMEM, "out of memory");
+				break;
+			}
+			mrep_report(r, version, key, MT_REPAIR_PARITY, state[j],
+				    state[j] == MT_REPAIR_SOUND || state[j] == MT_REPAIR_UNREPAIRABLE
+					    ? NULL : "the checkpoint's tensors",
+				    j ? 0 : nread, gi, why[j]);
+			free(key);
+		}
+		for (int j = 0; j < p->m; j++)
+			free(why[j]);
+	}
+	return rc;
+}
+
 static int repair_version(struct mrep *r, const char *version, mt_error *err)
 {
 	mti_prec *p = NULL;
@@ -242,6 +320,8 @@ static int repair_version(struct mrep *r, const char *version, mt_error *err)
 			rc = repair_tensor(r, version, p, &t, i, err);
 		}
 	}
+	if (!rc && p && c)
+		rc = repair_parity(r, version, p, err);
 	free(seen);
 	mt_ckpt_close(c);
 	mti_prec_free(p);
@@ -308,5 +388,53 @@ int mt_ckpt_repair(mt_store *s, const char *name, const char *version, const mt_
 	for (size_t i = r.nown; i < r.nsrc; i++)
 		mt_store_close(r.src[i]);
 	free(r.src);
+	for (size_t i = 0; i < r.nrecs; i++)
+		mti_prec_free(r.recs[i]);
+	free(r.recs);
 	return rc ? rc : worst;
+}
+
+int mt_ckpt_check_protection(mt_store *s, const char *name, const char *version,
+			     const mt_repair_opts *o, mt_repair_stats *stats, mt_error *err)
+{
+	mt_repair_stats local = {0};
+	struct mrep r = {.s = s, .name = name, .st = stats ? stats : &local};
+	memset(r.st, 0, sizeof *r.st);
+	mt_repair_opts_init(&r.o);
+	if (o)
+		memcpy(&r.o, o, o->size < sizeof r.o ? o->size : sizeof r.o);
+	r.o.size = sizeof r.o;
+	r.o.dry_run = 1;
+	int rc = mt_name_check(name, "model", err);
+	char **v = NULL;
+	size_t n = 0;
+	if (!rc)
+		rc = mrep_versions(&r, version, &v, &n, err);
+	mt_error first = {0};
+	for (size_t i = 0; !rc && i < n; i++) {
+		mti_prec *p = NULL;
+		mt_error e = {0};
+		int prc = mti_ckpt_prec_load(s, name, v[i], &p, &e);
+		if (prc == MT_ECORRUPT) {
+			char *key = mti_ckpt_key_protect(name, v[i]);
+			mrep_report(&r, v[i], key, MT_REPAIR_RECORD, MT_REPAIR_UNREPAIRABLE, NULL, 0, 0,
+				    e.message);
+			if (!first.code)
+				first = e;
+			free(key);
+		} else if (prc && prc != MT_ENOTFOUND) {
+			rc = mti_err_copy(err, &e);
+		}
+		uint64_t bad = r.st->damaged;
+		if (!prc)
+			rc = repair_parity(&r, v[i], p, err);
+		if (!rc && !first.code && r.st->damaged > bad)
+			mti_err(&first, MT_ECORRUPT, "model %s@%s: %llu parity object(s) damaged or "
+				"missing", name, v[i], (unsigned long long)(r.st->damaged - bad));
+		mti_prec_free(p);
+	}
+	mt_strv_free(v, n);
+	if (!rc && first.code)
+		rc = mti_err_copy(err, &first);
+	return rc;
 }

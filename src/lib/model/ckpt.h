@@ -46,6 +46,13 @@ MT_LOCAL int mti_ckpt_prec_load(mt_store *s, const char *name, const char *versi
 			       mti_prec **out, mt_error *err);
 MT_LOCAL int mti_ckpt_rebuild(mt_store *s, const mti_prec *p, const char *sha256, void *out,
 			     uint64_t *nread, mt_error *err);
+/* Check the m parity objects of group gi of p against their sha256:
+ * state[r] (MT_REPAIR_*) and why[r] (malloc'ed, NULL when sound) for each;
+ * a damaged one is repairable when the group's members are sound, and with
+ * fix it is coded again from them and written back (rebuilt).  Nonzero
+ * only for what stopped the check (no memory, a write that failed). */
+MT_LOCAL int mti_ckpt_parity_check(mt_store *s, const mti_prec *p, size_t gi, int fix, int *state,
+				   char **why, uint64_t *nread, mt_error *err);
 MT_LOCAL int mti_ckpt_meta_caps(struct json_t *meta, int code, const char *what, mt_error *err);
 
 #endif

@@ -494,8 +494,15 @@ static int fs_upload_open(mt_store *st, const char *key, int flags, mt_upload **
 			e = ENOMEM;
 		else if ((u->fd = openat(u->dirfd, u->tmp,
 					 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-					 0666)) < 0 && errno != EEXIST)
+					 0666)) < 0 && errno == ENOENT) {
+			/* A delete that emptied the directory removed it
+			 * meanwhile (fs_prune): made again. */
+			close(u->dirfd);
+			u->dirfd = fs_open_parent(s, u->key, 1, &u->base);
+			e = u->dirfd < 0 ? -u->dirfd : 0;
+		} else if (u->fd < 0 && errno != EEXIST) {
 			e = errno;
+		}
 	}
 	if (!e && u->fd < 0)
 		e = EEXIST;
@@ -1000,6 +1007,30 @@ static int fs_same_dir(const char *a, const char *b)
 	return sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
 }
 
+/* Remove the directories holding key that are left empty, deepest first,
+ * up to (not including) its top-level one ("datasets", "models"): a
+ * dataset whose writer gave up (its lock, its shards deleted) leaves no
+ * directory that a listing would take for a dataset.  rmdir(2) removes only
+ * an empty directory; an upload into one removed meanwhile makes it again
+ * (fs_upload_open).  Each directory is reached beneath the root. */
+static void fs_prune(fs_store *s, const char *key)
+{
+	char *dir = mti_strdup(key);
+	for (char *slash = dir ? strrchr(dir, '/') : NULL; slash; slash = strrchr(dir, '/')) {
+		*slash = '\0';
+		if (!strchr(dir, '/'))
+			break;
+		const char *base;
+		int pfd = fs_open_parent(s, dir, 0, &base);
+		int gone = pfd >= 0 && unlinkat(pfd, base, AT_REMOVEDIR) == 0;
+		if (pfd >= 0)
+			close(pfd);
+		if (!gone)
+			break;
+	}
+	free(dir);
+}
+
 /* Delete each key's file from its directory, reached beneath the root: a
  * key whose directory is (or passes) a link deletes nothing and fails.
  * unlinkat(2) removes a link itself, never its target.  Keys of one
@@ -1013,8 +1044,10 @@ static int fs_del(mt_store *st, const char *const *keys, size_t n, mt_error *err
 		if ((rc = fs_key_check(s, keys[i], err)))
 			break;
 		if (dfd < 0 || !fs_same_dir(keys[i - 1], keys[i])) {
-			if (dfd >= 0)
+			if (dfd >= 0) {
 				close(dfd);
+				fs_prune(s, keys[i - 1]);
+			}
 			dfd = fs_open_parent(s, keys[i], 0, &base);
 		} else {
 			base = strrchr(keys[i], '/') + 1;
@@ -1027,6 +1060,8 @@ static int fs_del(mt_store *st, const char *const *keys, size_t n, mt_error *err
 	}
 	if (dfd >= 0)
 		close(dfd);
+	if (!rc && n)
+		fs_prune(s, keys[n - 1]);
 	return rc;
 }
 

@@ -344,6 +344,7 @@ static const char *const migrations[] = {
 };
 
 #define NMIGRATIONS (sizeof migrations / sizeof migrations[0])
+_Static_assert(NMIGRATIONS == MT_CATALOG_SCHEMA, "one migration per schema step");
 static int cat_user_version(mt_catalog *c, int *v, mt_error *err)
 {
 	sqlite3_stmt *st;

@@ -42,7 +42,9 @@ S=s3://bench/lat
 "$MATORAGE" -q --store $S put large x="$WORK/big.npy" id="$WORK/id.npy" > /dev/null
 rm -f "$WORK"/*.npy
 
-# epoch DATASET ATTRS BATCH DELAY_MS: one shuffled epoch; prints "seconds gets".  With
+# epoch DATASET ATTRS BATCH DELAY_MS: one shuffled epoch; prints "seconds gets wait": wait, from
+# the proxy's timed log, the ms from the process's first request to its first shard request
+# (the round trips before data flows, which the load on the machine barely moves).  With
 # EPOCHS=3, the third epoch of one loader (its open and the epochs before not timed; gets
 # counts all three).
 epoch() {
@@ -52,8 +54,10 @@ epoch() {
 	s3_log_clear
 	local out
 	out=$(LOADER_EPOCHS=${EPOCHS:-1} "$bin" $S "$1${VERSION:+@$VERSION}" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
-	printf '%s %s\n' "$(echo "$out" | awk -v e="${EPOCHS:-1}" '{ printf "%.3f", (e > 1 ? $3 : $3 + $5) }')" \
-		"$(s3_log | grep -c '^GET ')"
+	printf '%s %s %s\n' "$(echo "$out" | awk -v e="${EPOCHS:-1}" '{ printf "%.3f", (e > 1 ? $3 : $3 + $5) }')" \
+		"$(s3_log | grep -c '^GET ')" \
+		"$(curl -s -f "$S3_ENDPOINT/__log?times=1" | awk '$4 ~ /^\/bench\// { if (t0 == "" || $1 < t0) t0 = $1
+			if ($4 ~ /\/shards\// && (f == "" || $1 < f)) f = $1 } END { printf "%.0f", f - t0 }')"
 }
 builds="this"
 [ -z "${BASE:-}" ] || builds="base this"
@@ -83,14 +87,14 @@ for b in $builds; do
 	[ "$builds" = this ] || echo "# $b"
 	# The latency's cost (delay median minus no-delay median) moves less from session to
 	# session than the ratio, whose no-delay epoch alone spans a third of its value.
-	printf '| dataset (epoch) | s, no delay | s, +%d ms | ratio (no delay / delay) | latency'"'"'s cost, ms | GETs (all epochs) |\n|---|---|---|---|---|---|\n' "$DELAY"
+	printf '| dataset (epoch) | s, no delay | s, +%d ms | ratio (no delay / delay) | latency'"'"'s cost, ms | GETs (all epochs) | first shard request after, ms (+%d ms) |\n|---|---|---|---|---|---|---|\n' "$DELAY" "$DELAY"
 	for s in small large small3 large3; do
 		x=$(col $b $s 0 4 | med)
 		y=$(col $b $s "$DELAY" 4 | med)
 		name=$s
 		case $s in *3) name="${s%3} (3rd of one loader)" ;; *) name="$s (first, open included)" ;; esac
-		printf '| %s | %.3f (%s) | %.3f (%s) | %.2fx | %.0f | %s |\n' "$name" "$x" "$(col $b $s 0 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" \
+		printf '| %s | %.3f (%s) | %.3f (%s) | %.2fx | %.0f | %s | %s |\n' "$name" "$x" "$(col $b $s 0 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" \
 			"$y" "$(col $b $s "$DELAY" 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" "$(echo "$x / $y" | bc -l)" \
-			"$(echo "($y - $x) * 1000" | bc -l)" "$(col $b $s "$DELAY" 5 | med)"
+			"$(echo "($y - $x) * 1000" | bc -l)" "$(col $b $s "$DELAY" 5 | med)" "$(col $b $s "$DELAY" 6 | med)"
 	done
 done

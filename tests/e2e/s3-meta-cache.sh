@@ -1,5 +1,5 @@
 #!/bin/bash
-# s3-meta-cache.sh — a loader over S3 keeps what a later process would read again (format-2 fragments, shard chunk indexes) in a local directory, so the second process's epoch asks the store for data alone; entries damaged on disk are refused and read again from the store; MATORAGE_META_CACHE=off keeps nothing.
+# s3-meta-cache.sh — a loader over S3 keeps what a later process would read again (format-2 fragments, shard chunk indexes) in a local directory, so the second process's epoch asks the store for data alone, its first window's data requested with the listing that confirms the latest (the latest's manifest kept as a guess; one the listing refutes is dropped before any row is delivered); entries damaged on disk are refused and read again from the store; MATORAGE_META_CACHE=off keeps nothing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/store.sh"
 MT_TEST_STORE=s3 use_store
@@ -95,4 +95,84 @@ read -r right9 _ _ <<< "$(W=1 P=$((64 << 20)) MATORAGE_META_CACHE=$WORK/whole ep
 ok $([ "$right8 $right9" = "True True" ] && [ "$(echo "$before" | grep -c .)" -ge 4 ] &&
 	[ "$before" = "$(idx_files)" ]; echo $?) \
 	"a shard read whole keeps its chunk index once: a second epoch rewrites none of $(echo "$before" | grep -c .)"
+
+# The latest on a guess: the cache keeps the manifest an open found latest, and the next open
+# starts its first window on it while the listing that confirms it is in flight; a guess the
+# listing refutes is dropped before any row is delivered.  Dataset b, its own cache.
+G=$WORK/guess
+$T make "$WORK/b1.npy" float32 4000x64 11
+$T make "$WORK/b2.npy" float32 4000x64 12
+$T make "$WORK/by.npy" int64 4000 13
+check "put b@v1" $M put b x="$WORK/b1.npy" --shard-rows 1000
+# bepoch: a shuffled epoch of b's x over rank 0 of 1, checked row by row against the latest as
+# `matorage get` reads it now; prints "<rows right> <GETs of shards of b@v1>".
+bepoch() {
+	$M get b x -o "$WORK/bref.npy" > /dev/null
+	s3_log_clear
+	local out
+	out=$(MATORAGE_META_CACHE=$G pymt - "$MATORAGE_STORE" "$WORK/bref.npy" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url, x = sys.argv[1], np.load(sys.argv[2])
+seen = []
+same = True
+for b in matorage.Loader(matorage.Store(url), "b", attrs=["x"], batch_rows=100, shuffle=True, seed=3,
+                         prefetch_bytes=1 << 20):
+    ids = np.asarray(b["_rows"], dtype=np.int64)
+    seen += ids.tolist()
+    same = same and np.array_equal(np.asarray(b["x"]).reshape(len(ids), 64), x[ids])
+print(sorted(seen) == list(range(len(x))) and same)
+PYEOF
+)
+	# The first call, with v1 alone, notes v1's shard objects.
+	[ -s "$WORK/v1shards" ] || s3_log | grep -o '/shards/[0-9a-f]*' | sort -u > "$WORK/v1shards"
+	echo "$out $(s3_log | grep -c -F -f "$WORK/v1shards" || true)"
+}
+read -r right _ <<< "$(bepoch)"
+ok $([ "$right" = True ] && [ -n "$(find "$G" -name 'latest-*' -type f)" ]; echo $?) \
+	"cold cache: the rows are b@v1's, and the latest's manifest is kept as the next guess"
+
+# depth LOG: the round trips before the first shard request, from the proxy's timed log: 1 + the
+# longest chain of requests, each sent after the one before it was answered, that ended before it.
+depth() {
+	$PY - "$1" <<'PYEOF'
+import sys
+reqs = sorted((float(a), float(b), p) for a, b, _, p, *_ in (l.split() for l in open(sys.argv[1])))
+depth = []
+for i, (s, e, p) in enumerate(reqs):
+    depth.append(1 + max([depth[j] for j, (_, f, _) in enumerate(reqs[:i]) if f <= s], default=0))
+print(next((d for d, (_, _, p) in zip(depth, reqs) if "/shards/" in p), 0))
+PYEOF
+}
+# The listing and the head held 3 s at the proxy: a shard request sent before either was
+# answered can only come from the guess (the old order has to wait for the listing's answer).
+s3_faults '{"rules": [{"match": "^GET /[^ ]*(list-type|/head.json)", "action": "delay", "count": -1, "delay_ms": 3000}]}'
+s3_log_clear
+out=$(MATORAGE_META_CACHE=$G "$top_builddir/bench/loader-epoch" "$MATORAGE_STORE" b x 100 1 1048576)
+s3_faults clear
+curl -s -f "$S3_ENDPOINT/__log?times=1" | grep " /mt-test/" > "$WORK/log-guess"
+sed 's/^/# /; s/[0-9a-f]\{64\}/SHA/' "$WORK/log-guess"
+n=$(depth "$WORK/log-guess")
+ok $([ "${out%% *}" = 4000 ] && [ "$n" = 1 ] && grep -q "list-type" "$WORK/log-guess"; echo $?) \
+	"warm cache: the first shard request goes out with the listing, before any answer (round $n), 4000 rows"
+
+# Another writer commits b@v2 after the cache was warmed: the guess (v1) is refuted by the
+# listing; the loader delivers v2's rows exactly, none of v1's, though v1's first windows were
+# being read.
+check "another writer puts b@v2 (other rows, and y)" $M put b x="$WORK/b2.npy" y="$WORK/by.npy" --shard-rows 1000
+read -r right v1gets <<< "$(bepoch)"
+ok $([ "$right" = True ]; echo $?) "a new latest after the cache was warmed: the rows are exactly b@v2's"
+ok $([ "$v1gets" -ge 1 ]; echo $?) "the stale guess's first window was being read ($v1gets GETs of b@v1's shards) and dropped"
+read -r right v1gets <<< "$(bepoch)"
+ok $([ "$right" = True ] && [ "$v1gets" = 0 ]; echo $?) "the next open guesses b@v2 and reads no shard of b@v1 ($v1gets)"
+# The latest removed: the listing's newest is older than the guess.
+check "rm b@v2" $M rm b@v2
+read -r right _ <<< "$(bepoch)"
+ok $([ "$right" = True ] && cmp -s "$WORK/bref.npy" "$WORK/b1.npy"; echo $?) \
+	"the guessed latest removed: the rows are exactly b@v1's"
+# A guess that is not a manifest of b is no guess.
+find "$G" -name 'latest-*' -type f -exec sh -c 'printf garbage > "$1"' _ {} \;
+read -r right _ <<< "$(bepoch)"
+ok $([ "$right" = True ]; echo $?) "a damaged guess is ignored: the rows are b@v1's"
 done_testing

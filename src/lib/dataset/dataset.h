@@ -25,6 +25,25 @@ MT_LOCAL int mti_dataset_open(mt_store *s, const char *dataset, const char *vers
 #define MTI_OPEN_META 1
 #define MTI_OPEN_LAZY 2
 
+/* The latest version on a guess (latest.c): on a far store, the manifest
+ * cache c kept as dataset's latest into *m and *json (the caller's), and
+ * the listing that confirms it started in the background as *out: 0.  1:
+ * no guess (not far, none kept, or one that does not decode), nothing
+ * started.  The guess must not reach a caller before mti_latest_wait
+ * confirms it; c must outlive *out. */
+typedef struct mti_latest mti_latest;
+MT_LOCAL int mti_latest_guess(mt_store *s, mti_meta_cache *c, const char *dataset,
+			     mt_manifest **m, char **json, mti_latest **out);
+/* Wait for the listing and free l: 0 when the guess is the latest (the
+ * listing's newest manifest has its very bytes); 1 when another manifest
+ * is: that one into *m and *json (the caller's), and kept as the guess of
+ * the next open; or the open's error. */
+MT_LOCAL int mti_latest_wait(mti_latest *l, mt_manifest **m, char **json, mt_error *err);
+/* Keep json, the manifest an open of dataset's latest in s found, as the
+ * next open's guess; silent. */
+MT_LOCAL void mti_latest_keep(mt_store *s, mti_meta_cache *c, const char *dataset,
+			     const char *json);
+
 /* After dataset's newest version was created with manifest text json: keep
  * a copy as the dataset's head (doc/FORMAT.md, "Head"), on a store far away
  * and for a manifest of at most 1 MiB.  Never fails: the head is a hint. */
@@ -90,6 +109,12 @@ MT_LOCAL void mti_reader_cache_stats(const mt_reader *r, mt_cache_stats *out);
  * the data alone, one request less. */
 MT_LOCAL int mti_reader_open_as(mt_store *s, const char *dataset, const char *version,
 			       int with_meta, mt_reader **out, mt_error *err);
+/* A lazy reader of manifest m with text json, both taken (freed on
+ * failure too): a version the caller already has (mti_latest_guess). */
+MT_LOCAL int mti_reader_open_manifest(mt_store *s, mt_manifest *m, char *json, mt_reader **out,
+				     mt_error *err);
+/* The manifest text r reads (r's). */
+MT_LOCAL const char *mti_reader_json(const mt_reader *r);
 /* Rows [a, b) of fixed-size attribute attr, each chunk's rows handed to fn
  * as soon as they are decoded (on the reader's threads, in no order): n
  * rows, the first the read's row number `at` (0 is row a).  The rows go

@@ -184,6 +184,27 @@ int mti_reader_open_as(mt_store *s, const char *dataset, const char *version, in
 	return reader_setup(r, out, err);
 }
 
+int mti_reader_open_manifest(mt_store *s, mt_manifest *m, char *json, mt_reader **out,
+			     mt_error *err)
+{
+	*out = NULL;
+	mt_reader *r = reader_new(s);
+	if (!r) {
+		mti_manifest_free(m);
+		free(json);
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	}
+	r->lazy = 1;
+	r->m = m;
+	r->json = json;
+	return reader_setup(r, out, err);
+}
+
+const char *mti_reader_json(const mt_reader *r)
+{
+	return r->json;
+}
+
 /* The version's manifest is gone: its protection record's copy, for a
  * version that was not removed (its tombstone says it was). */
 static int reader_lost_manifest(mt_reader *r, const char *dataset, const char *version,

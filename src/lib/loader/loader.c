@@ -1123,12 +1123,23 @@ static int loader_open_token(mt_loader *l, mt_store *s, const char *dataset, con
 	return rc;
 }
 
-/* The store to read (through a shard cache when asked) and the version. */
-static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
-			      const char *version, mt_error *err)
+/* Whether an open of `version` can start on the metadata cache's guess of
+ * the latest (dataset/latest.c) and keeps what it finds as the next
+ * guess: the latest of a far store, read through no shard cache. */
+static int loader_guesses(const mt_loader *l, mt_store *s, const char *version)
 {
 	const mt_loader_opts *o = &l->opts;
-	int rc = 0, far = s->ops->far;
+	return s->ops->far && !o->resume && !o->cache_dir && !o->in_memory &&
+	       (!version || !*version || !strcmp(version, "latest"));
+}
+
+/* The store to read (through a shard cache when asked) and the version:
+ * manifest m (with its text json, both taken) when the caller has it. */
+static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
+			      const char *version, mt_manifest *m, char *json, mt_error *err)
+{
+	const mt_loader_opts *o = &l->opts;
+	int rc = 0, far = s->ops->far, guesses = loader_guesses(l, s, version);
 	if (o->cache_dir && o->in_memory)
 		rc = mti_err(err, MT_EINVAL, "loader: a cache directory or in-memory, not both");
 	else if (o->cache_dir) {
@@ -1139,18 +1150,27 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 	if (o->rank >= o->world)
 		rc = mti_err(err, MT_EINVAL, "loader: rank %u is not below the world size %u", o->rank,
 			    o->world);
-	if (rc)
+	if (rc) {
+		mti_manifest_free(m);
+		free(json);
 		return rc;
+	}
 	/* A loader needs the data, not the edited description: no metadata
 	 * object.  A format-2 version's fragments are read as windows need them. */
-	rc = o->resume ? loader_open_token(l, s, dataset, version, err)
-		: mti_reader_open_as(s, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
+	if (m)
+		rc = mti_reader_open_manifest(s, m, json, &l->reader, err);
+	else
+		rc = o->resume ? loader_open_token(l, s, dataset, version, err)
+			: mti_reader_open_as(s, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
 	/* Far away, what the next process opening this version would read again
-	 * (fragments, chunk indexes) is kept on local disk: its first window
-	 * then waits for the data alone.  A shard cache holds whole shards,
-	 * their chunk indexes with them. */
-	if (!rc && far && !o->in_memory && !o->cache_dir)
-		mti_reader_set_meta_cache(l->reader, mti_meta_cache_open());
+	 * (fragments, chunk indexes; the latest's manifest, as a guess) is kept
+	 * on local disk: its first window then waits for the data alone.  A
+	 * shard cache holds whole shards, their chunk indexes with them. */
+	mti_meta_cache *mc = !rc && far && !o->in_memory && !o->cache_dir ? mti_meta_cache_open() : NULL;
+	if (mc && guesses && !m)
+		mti_latest_keep(s, mc, dataset, mti_reader_json(l->reader));
+	if (mc)
+		mti_reader_set_meta_cache(l->reader, mc);
 	return rc;
 }
 
@@ -1266,11 +1286,11 @@ static int loader_plan(mt_loader *l, uint64_t row_bytes, mt_error *err)
 	return mti_plan_copy_layout(l->ahead, l->plan, err);
 }
 
-int mt_loader_open(mt_store *s, const char *dataset, const char *version,
-		   const mt_loader_opts *opts, mt_loader **out, mt_error *err)
+/* A loader with the caller's options, not opened yet. */
+static int loader_new(const mt_loader_opts *opts, mt_loader **out, mt_error *err)
 {
-	*out = NULL;
 	mt_loader *l = calloc(1, sizeof *l);
+	*out = l;
 	if (!l)
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&l->fetch.lock, NULL);
@@ -1282,9 +1302,16 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 				     "mt_loader_opts", err)
 		      : 0;
 	loader_defaults(&l->opts);
+	return rc;
+}
+
+/* Open l on the version (manifest m with its text json, both taken, when
+ * the caller has it): its plan made and its first windows being read. */
+static int loader_build(mt_loader *l, mt_store *s, const char *dataset, const char *version,
+			mt_manifest *m, char *json, mt_error *err)
+{
 	uint64_t row_bytes = 0;
-	if (!rc)
-		rc = loader_open_reader(l, s, dataset, version, err);
+	int rc = loader_open_reader(l, s, dataset, version, m, json, err);
 	if (!rc)
 		rc = loader_columns(l, &row_bytes, err);
 	if (!rc)
@@ -1297,6 +1324,56 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 		rc = loader_plan(l, row_bytes, err);
 	if (!rc)
 		rc = loader_start(l, l->plan->epoch, err);
+	return rc;
+}
+
+/* The loader l (rc: its open's result) was opened on the guessed latest,
+ * its first windows read while the listing ran: kept when the listing
+ * confirms the guess.  Otherwise it is closed, its windows dropped before
+ * anyone could take a row of them, and a loader opened on the listing's
+ * latest in its place. */
+static int loader_confirm(mt_loader **l, mti_latest *guess, int rc, mt_store *s,
+			  const char *dataset, const mt_loader_opts *opts, mt_error *err)
+{
+	mt_manifest *m = NULL;
+	char *json = NULL;
+	mt_error e = {0};
+	int v = mti_latest_wait(guess, &m, &json, &e);
+	if (v == 0)
+		return rc;
+	mt_loader_close(*l);
+	*l = NULL;
+	if (v < 0)
+		return mti_err_copy(err, &e);
+	rc = loader_new(opts, l, err);
+	if (!rc)
+		return loader_build(*l, s, dataset, "latest", m, json, err);
+	mti_manifest_free(m);
+	free(json);
+	return rc;
+}
+
+int mt_loader_open(mt_store *s, const char *dataset, const char *version,
+		   const mt_loader_opts *opts, mt_loader **out, mt_error *err)
+{
+	*out = NULL;
+	mt_loader *l = NULL;
+	int rc = loader_new(opts, &l, err);
+	/* Far away, the latest is opened on the metadata cache's guess while
+	 * the listing that confirms it is in flight (dataset/latest.c): the
+	 * first window's data is asked for a round trip sooner.  The open
+	 * returns only once the listing has confirmed the guess. */
+	mti_meta_cache *mc = !rc && loader_guesses(l, s, version) ? mti_meta_cache_open() : NULL;
+	mt_manifest *m = NULL;
+	char *json = NULL;
+	mti_latest *guess = NULL;
+	if (mc)
+		mti_latest_guess(s, mc, dataset, &m, &json, &guess);
+	if (!rc)
+		rc = loader_build(l, s, dataset, version, m, json, err);
+	if (guess)
+		rc = loader_confirm(&l, guess, rc, s, dataset, opts, err);
+	mti_meta_cache_close(mc);
 	if (rc) {
 		mt_loader_close(l);
 		return rc;

@@ -3,10 +3,13 @@
  * Names are content-addressed (a fragment's sha256; a shard's sha256 and the
  * byte range of its chunk index), so an entry never goes stale; the caller
  * checks every entry it takes (a fragment against its name, a chunk index
- * against the manifest's XXH3) and reads the store when one fails.  A cache
- * never fails a read: any error here is a miss.  Files are renamed into
- * place, so processes share the directory; the least recently used go when
- * it holds more than its cap (checked at open, at most every few minutes). */
+ * against the manifest's XXH3) and reads the store when one fails.  One kind
+ * is not: a dataset's latest manifest (dataset/latest.c), only ever a guess
+ * that the store's listing confirms or refutes before anything read on it
+ * is delivered.  A cache never fails a read: any error here is a miss.
+ * Files are renamed into place, so processes share the directory; the least
+ * recently used go when it holds more than its cap (checked at open, at
+ * most every few minutes). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -200,6 +200,12 @@ const char *cli_model_spec(const char *arg);
  * *nbytes) and the copies (spec NULL: every model); each prints its result. */
 int cli_model_rm(mt_store *s, const char *spec);
 int cli_model_verify(const char *remote, mt_store *s, const char *spec, int threads);
+/* What a verify or repair of models found goes to the catalog (bucket of
+ * store s, listed as remote `remote`), its models synced first (a manifest
+ * brought back is a checkpoint it may not list): a warning when it cannot.
+ * create: make the catalog when there is none (a repair); a verify records
+ * only into one that exists, as for datasets. */
+void cli_model_record(const char *remote, mt_store *s, struct app_model_health *h, int create);
 int cli_model_gc(mt_store *s, const char *name, int dry_run, uint64_t grace, uint64_t *nobjects,
 		 uint64_t *nbytes);
 int cli_model_copy(struct cli_ctx *ctx, mt_store *src, mt_store *dst, const char *spec);

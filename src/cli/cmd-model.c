@@ -223,16 +223,16 @@ static void verify_bad_parity(void *ud, const mt_repair_report *r)
 			r->number, r->key, r->problem ? r->problem : "damaged");
 }
 
-/* What the check found goes to the catalog, when there is one (bucket of
- * store s, listed as remote `remote`), after its models are synced. */
-static void verify_record(const char *remote, mt_store *s, struct app_model_health *h)
+void cli_model_record(const char *remote, mt_store *s, struct app_model_health *h, int create)
 {
 	mt_catalog *c = NULL;
 	mt_error err = { 0 };
-	if (cli_catalog_open(0, &c, &err))
-		return;
-	int rc = mt_catalog_sync(c, remote, s, NULL, MT_CATALOG_MODELS, NULL, NULL, NULL, &err);
-	if (!rc || rc == MT_ECORRUPT || rc == MT_EFORMAT)
+	int rc = cli_catalog_open(create, &c, &err);
+	if (rc && !create)
+		return; /* no catalog to tell */
+	if (!rc)
+		rc = mt_catalog_sync(c, remote, s, NULL, MT_CATALOG_MODELS, NULL, NULL, NULL, &err);
+	if (c && (!rc || rc == MT_ECORRUPT || rc == MT_EFORMAT))
 		rc = app_model_health_record(h, c, mt_store_url(s), &err);
 	if (rc) {
 		cli_progress_hide();
@@ -275,7 +275,7 @@ int cli_model_verify(const char *remote, mt_store *s, const char *spec, int thre
 	else if (!rc)
 		printf("model:%s: %" PRIu64 " tensor object(s) verified, all intact\n", spec, n);
 	if (!rc || vrc == MT_ECORRUPT)
-		verify_record(remote, s, &h);
+		cli_model_record(remote, s, &h, 0);
 	app_model_health_free(&h);
 	mt_ckpt_close(c);
 	free(name);

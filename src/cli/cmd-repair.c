@@ -115,25 +115,6 @@ static void model_report(void *ud, const mt_repair_report *r)
 	repair_report(t->out, r);
 }
 
-/* What was found and rebuilt goes to the catalog, its models synced first
- * (a manifest brought back is a checkpoint it may not list). */
-static void model_record(const char *remote, mt_store *s, struct app_model_health *h)
-{
-	mt_catalog *c = NULL;
-	mt_error err = { 0 };
-	int rc = cli_catalog_open(1, &c, &err);
-	if (!rc)
-		rc = mt_catalog_sync(c, remote, s, NULL, MT_CATALOG_MODELS, NULL, NULL, NULL, &err);
-	if (!rc || rc == MT_ECORRUPT || rc == MT_EFORMAT)
-		rc = app_model_health_record(h, c, mt_store_url(s), &err);
-	if (rc) {
-		cli_progress_hide();
-		fprintf(stderr, "matorage: warning: catalog not updated (run 'matorage sync'): %s\n",
-			err.message);
-	}
-	mt_catalog_close(c);
-}
-
 /* model:NAME[@VERSION]: the checkpoints' tensors, parity and manifests, as
  * mt_ckpt_repair has them; the catalog's models are synced after, with
  * what was found of each object. */
@@ -153,7 +134,7 @@ static int repair_model(const char *remote, mt_store *s, const char *spec, mt_re
 	if (!rrc || rrc == MT_ECORRUPT)
 		printf("%s\n", app_repair_summary(&st, o->dry_run, line, sizeof line));
 	if (!rrc || rrc == MT_ECORRUPT)
-		model_record(remote, s, &h);
+		cli_model_record(remote, s, &h, 1);
 	app_model_health_free(&h);
 	free(name);
 	return rrc ? cli_fail(&err) : CLI_OK;

@@ -356,17 +356,35 @@ static int mrep_versions(struct mrep *r, const char *version, char ***v, size_t 
 	return rc;
 }
 
+/* r's statistics cleared and its options taken from o (any size of the
+ * struct, as mt_repair_opts is versioned), once its model's name passes. */
+static int mrep_start(struct mrep *r, const mt_repair_opts *o, mt_error *err)
+{
+	memset(r->st, 0, sizeof *r->st);
+	mt_repair_opts_init(&r->o);
+	if (o)
+		memcpy(&r->o, o, o->size < sizeof r->o ? o->size : sizeof r->o);
+	r->o.size = sizeof r->o;
+	return mt_name_check(r->name, "model", err);
+}
+
+/* The other stores and protection records r opened. */
+static void mrep_end(struct mrep *r)
+{
+	for (size_t i = r->nown; i < r->nsrc; i++)
+		mt_store_close(r->src[i]);
+	free(r->src);
+	for (size_t i = 0; i < r->nrecs; i++)
+		mti_prec_free(r->recs[i]);
+	free(r->recs);
+}
+
 int mt_ckpt_repair(mt_store *s, const char *name, const char *version, const mt_repair_opts *o,
 		   mt_repair_stats *stats, mt_error *err)
 {
 	mt_repair_stats local = {0};
 	struct mrep r = {.s = s, .name = name, .st = stats ? stats : &local};
-	memset(r.st, 0, sizeof *r.st);
-	mt_repair_opts_init(&r.o);
-	if (o)
-		memcpy(&r.o, o, o->size < sizeof r.o ? o->size : sizeof r.o);
-	r.o.size = sizeof r.o;
-	int rc = mt_name_check(name, "model", err);
+	int rc = mrep_start(&r, o, err);
 	char **v = NULL;
 	size_t n = 0;
 	if (!rc)
@@ -385,12 +403,7 @@ int mt_ckpt_repair(mt_store *s, const char *name, const char *version, const mt_
 		rc = mti_err(err, MT_ECORRUPT, "model %s: %llu object(s) could not be rebuilt", name,
 			    (unsigned long long)r.st->unrepairable);
 	mt_strv_free(v, n);
-	for (size_t i = r.nown; i < r.nsrc; i++)
-		mt_store_close(r.src[i]);
-	free(r.src);
-	for (size_t i = 0; i < r.nrecs; i++)
-		mti_prec_free(r.recs[i]);
-	free(r.recs);
+	mrep_end(&r);
 	return rc ? rc : worst;
 }
 
@@ -399,13 +412,8 @@ int mt_ckpt_check_protection(mt_store *s, const char *name, const char *version,
 {
 	mt_repair_stats local = {0};
 	struct mrep r = {.s = s, .name = name, .st = stats ? stats : &local};
-	memset(r.st, 0, sizeof *r.st);
-	mt_repair_opts_init(&r.o);
-	if (o)
-		memcpy(&r.o, o, o->size < sizeof r.o ? o->size : sizeof r.o);
-	r.o.size = sizeof r.o;
+	int rc = mrep_start(&r, o, err);
 	r.o.dry_run = 1;
-	int rc = mt_name_check(name, "model", err);
 	char **v = NULL;
 	size_t n = 0;
 	if (!rc)
@@ -434,6 +442,7 @@ int mt_ckpt_check_protection(mt_store *s, const char *name, const char *version,
 		mti_prec_free(p);
 	}
 	mt_strv_free(v, n);
+	mrep_end(&r);
 	if (!rc && first.code)
 		rc = mti_err_copy(err, &first);
 	return rc;

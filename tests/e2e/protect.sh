@@ -94,6 +94,8 @@ ok $([ "$(ls "$S/datasets/f/shards" | wc -l)" = "$nsh" ] && [ "$(nparity "$S/dat
 	[ -e "$S/datasets/f/protect/v1.json" ]; echo $?) \
 	"gc keeps the shards, parity and record of a version whose manifest is gone without a tombstone"
 "$PY" -c "import json; open('$WORK/m.json','w').write(json.load(open('$S/datasets/f/protect/v1.json'))['manifest'])"
+# (gc may have removed the emptied versions/ directory: a file store keeps no empty one)
+mkdir -p "$S/datasets/f/versions"
 cp "$WORK/m.json" "$S/datasets/f/versions/v1.json"
 check "the embedded manifest brings the version back" $M verify f@v1
 $M rm f@v1 > /dev/null

@@ -1,4 +1,4 @@
-/* tap-count.h — a store's object reads watched by a unit test: its ops wrapped so that every get or read of a key holding a given substring is counted, or handed to the test's own hook. */
+/* tap-count.h — a store's object reads watched by a unit test: its ops wrapped so that every get or read of a key holding a given substring is counted, or handed to the test's own hook (with the range read, to tap_watch.hook_at). */
 #ifndef MT_TAP_COUNT_H
 #define MT_TAP_COUNT_H
 
@@ -14,29 +14,33 @@ static struct {
 	mt_store_ops ops;
 	const char *part;        /* keys holding it are counted */
 	void (*hook)(const char *key); /* called for each, when set */
+	/* called for each with the range read, when set after tap_watch_reads */
+	void (*hook_at)(const char *key, uint64_t off, uint64_t len);
 	atomic_int n;
 } tap_watch;
 
-static inline void tap_watch_key(const char *key)
+static inline void tap_watch_key(const char *key, uint64_t off, uint64_t len)
 {
 	if (!strstr(key, tap_watch.part))
 		return;
 	atomic_fetch_add(&tap_watch.n, 1);
 	if (tap_watch.hook)
 		tap_watch.hook(key);
+	if (tap_watch.hook_at)
+		tap_watch.hook_at(key, off, len);
 }
 
 static inline int tap_watch_get(mt_store *s, const char *key, uint64_t off, uint64_t len,
 				void **data, size_t *got, mt_error *err)
 {
-	tap_watch_key(key);
+	tap_watch_key(key, off, len);
 	return tap_watch.real->get(s, key, off, len, data, got, err);
 }
 
 static inline int tap_watch_read(mt_store *s, const char *key, uint64_t off, void *buf,
 				 size_t len, mt_error *err)
 {
-	tap_watch_key(key);
+	tap_watch_key(key, off, len);
 	return tap_watch.real->read(s, key, off, buf, len, err);
 }
 
@@ -51,6 +55,7 @@ static inline void tap_watch_reads(mt_store *s, const char *part, void (*hook)(c
 	tap_watch.ops.read = s->ops->read ? tap_watch_read : NULL;
 	tap_watch.part = part;
 	tap_watch.hook = hook;
+	tap_watch.hook_at = NULL;
 	atomic_store(&tap_watch.n, 0);
 	s->ops = &tap_watch.ops;
 }

@@ -133,6 +133,13 @@ MT_LOCAL int mti_reader_read_each(mt_reader *r, size_t attr, uint64_t a, uint64_
  * mti_reader_drop_whole. */
 MT_LOCAL void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const char *whole,
 				     size_t n);
+/* Far away, the objects of shards[0..n) with whole[i] set read whole now
+ * (their indexes loaded or not, read whole before or not), each when it
+ * fits the 32 MiB beside the run buffers in flight, and held until
+ * mti_reader_drop_whole: a caller that knows which shards it reads next
+ * and has nothing to decode meanwhile pays their round trips then. */
+MT_LOCAL void mti_reader_fetch_whole(mt_reader *r, const size_t *shards, const char *whole,
+				    size_t n);
 /* Free the whole objects of shards[0..n) (once the reads slicing them are done). */
 MT_LOCAL void mti_reader_drop_whole(mt_reader *r, const size_t *shards, size_t n);
 /* Whether the reader's store is far away (each request costs a round trip). */

@@ -449,15 +449,6 @@ int mt_reader_recipe(mt_reader *r, char **script, size_t *len, mt_error *err)
 	return rc;
 }
 
-/* Give back bytes of READER_INFLIGHT taken for a shard read whole. */
-static void whole_release(mt_reader *r, uint64_t bytes)
-{
-	pthread_mutex_lock(&r->lock);
-	r->whole_bytes -= bytes;
-	pthread_cond_broadcast(&r->room_freed);
-	pthread_mutex_unlock(&r->lock);
-}
-
 /* Shard i's object read whole, held until whole_unref; NULL when it is not. */
 static const uint8_t *whole_ref(mt_reader *r, size_t i)
 {
@@ -495,7 +486,13 @@ void mti_reader_drop_whole(mt_reader *r, const size_t *shards, size_t n)
 	for (size_t k = 0; k < n; k++) {
 		if (shards[k] >= r->m->nshards)
 			continue;
-		r->whole[shards[k]].dropped = 1;
+		struct whole *w = &r->whole[shards[k]];
+		/* The drop of the window before the one that asked for it again. */
+		if (w->keep) {
+			w->keep = 0;
+			continue;
+		}
+		w->dropped = 1;
 		whole_free_locked(r, shards[k]);
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -689,29 +686,34 @@ static void whole_fetch(mt_reader *r, size_t i)
 {
 	uint64_t bytes = r->m->shards[i].bytes;
 	pthread_mutex_lock(&r->lock);
-	int go = r->whole[i].want && !r->whole[i].data && !r->whole[i].dropped && bytes &&
+	struct whole *wh = &r->whole[i];
+	int go = wh->want && !wh->data && !wh->dropped && !wh->fetching && bytes &&
 		 r->run_bytes + r->whole_bytes + bytes <= READER_INFLIGHT;
-	if (go)
+	if (go) {
 		r->whole_bytes += bytes;
-	pthread_mutex_unlock(&r->lock);
-	if (go && mti_heal_lost(r->heal, i)) {
-		whole_release(r, bytes);
-		return;
+		wh->fetching = 1;
 	}
+	pthread_mutex_unlock(&r->lock);
 	if (!go)
 		return;
-	struct whole_read w = {r, i, malloc((size_t)bytes), (bytes + WHOLE_PIECES - 1) / WHOLE_PIECES};
+	struct whole_read w = {r, i, NULL, (bytes + WHOLE_PIECES - 1) / WHOLE_PIECES};
 	if (w.piece < WHOLE_PIECE_MIN)
 		w.piece = WHOLE_PIECE_MIN;
 	size_t pieces = (size_t)((bytes + w.piece - 1) / w.piece);
-	if (!w.buf || mti_parallel_for((int)pieces, pieces, whole_piece, &w)) {
+	if (!mti_heal_lost(r->heal, i) && (w.buf = malloc((size_t)bytes)) &&
+	    mti_parallel_for((int)pieces, pieces, whole_piece, &w)) {
 		free(w.buf);
-		whole_release(r, bytes);
-		return;
+		w.buf = NULL;
 	}
 	pthread_mutex_lock(&r->lock);
-	r->whole[i].data = w.buf;
-	whole_free_locked(r, i); /* dropped while it was read */
+	wh->fetching = 0;
+	if (w.buf) {
+		wh->data = w.buf;
+		whole_free_locked(r, i); /* dropped while it was read */
+	} else {
+		r->whole_bytes -= bytes;
+		pthread_cond_broadcast(&r->room_freed);
+	}
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -874,6 +876,43 @@ void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const char *who
 	pthread_mutex_unlock(&r->lock);
 	if (missing)
 		mti_parallel_for((int)(n < 16 ? n : 16), n, index_job, &j);
+}
+
+static int whole_job(void *ud, size_t i)
+{
+	struct index_jobs *j = ud;
+	whole_fetch(j->r, j->shards[i]);
+	return 0;
+}
+
+void mti_reader_fetch_whole(mt_reader *r, const size_t *shards, const char *whole, size_t n)
+{
+	if (!r->store->ops->far || !n)
+		return;
+	size_t *want = malloc(n * sizeof *want), m = 0;
+	if (!want)
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct whole *w = shards[i] < r->m->nshards ? &r->whole[shards[i]] : NULL;
+		if (!w || !whole[i])
+			continue;
+		/* Still held for an earlier window (or on its way): kept past
+		 * that window's drop, for the one asking now. */
+		if (w->data || w->fetching) {
+			w->keep = 1;
+			continue;
+		}
+		/* Dropped after an earlier window: wanted again, for the next. */
+		w->want = 1;
+		w->dropped = 0;
+		want[m++] = shards[i];
+	}
+	pthread_mutex_unlock(&r->lock);
+	struct index_jobs j = {r, want};
+	if (m)
+		mti_parallel_for((int)(m < 16 ? m : 16), m, whole_job, &j);
+	free(want);
 }
 
 int mti_reader_far(const mt_reader *r)

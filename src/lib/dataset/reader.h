@@ -15,6 +15,8 @@
 struct whole {
 	uint8_t *data;
 	int want, refs, dropped;
+	int fetching; /* being read whole, by one thread */
+	int keep;     /* wanted by a window to come: the next drop leaves it */
 };
 
 struct mt_reader {

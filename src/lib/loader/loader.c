@@ -90,6 +90,8 @@ typedef struct ld_prefetch {
 	int ahead_state;    /* AHEAD_*: the next epoch's plan */
 	int ahead_on;       /* the caller moves the epochs on (it called set_epoch) */
 	int deferred;       /* no filler started yet: the first batch starts them */
+	int peeking;        /* fillers reading ahead for a window of theirs (slot_whole_ahead) */
+	int idle;           /* fillers waiting: for a slot, or for the loader to move on */
 } ld_prefetch;
 
 /* A batch being handed out: buffers per column. */
@@ -443,20 +445,44 @@ static void slot_indexes(mt_loader *l, const mt_plan *p, size_t k)
 	free(whole);
 }
 
+/* window_shards into arrays of its own (*shards and *whole, to free): their
+ * count, 0 when out of memory. */
+static size_t window_shards_new(mt_loader *l, const mt_plan *p, size_t k, size_t **shards,
+				char **whole)
+{
+	size_t w = p->rank_windows[k], n = p->window_unit[w + 1] - p->window_unit[w];
+	*shards = malloc((n ? n : 1) * sizeof **shards);
+	*whole = malloc(n ? n : 1);
+	return *shards && *whole ? window_shards(l, p, k, *shards, *whole) : 0;
+}
+
 /* After window k is read: the shard objects it read whole are let go (not
  * one the next window reads most of and this one only a little of). */
 static void slot_drop_whole(mt_loader *l, const mt_plan *p, size_t k)
 {
-	size_t w = p->rank_windows[k], n = p->window_unit[w + 1] - p->window_unit[w];
-	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
-	char *whole = malloc(n ? n : 1);
-	if (shards && whole) {
-		size_t m = window_shards(l, p, k, shards, whole), kept = 0;
-		for (size_t j = 0; j < m; j++)
-			if (whole[j])
-				shards[kept++] = shards[j];
-		mti_reader_drop_whole(l->reader, shards, kept);
-	}
+	size_t *shards;
+	char *whole;
+	size_t m = window_shards_new(l, p, k, &shards, &whole), kept = 0;
+	for (size_t j = 0; j < m; j++)
+		if (whole[j])
+			shards[kept++] = shards[j];
+	mti_reader_drop_whole(l->reader, shards, kept);
+	free(shards);
+	free(whole);
+}
+
+/* Far away, while window k waits for its slot (the window before it in
+ * that slot still being handed out): the shards it reads most of, read
+ * whole now.  Past the first epoch their chunk indexes are known, so
+ * nothing else would read ahead, and the window's first requests would
+ * only go out once the slot is free, a round trip in front of the batches
+ * of each epoch's first window. */
+static void slot_whole_ahead(mt_loader *l, const mt_plan *p, size_t k)
+{
+	size_t *shards;
+	char *whole;
+	size_t m = window_shards_new(l, p, k, &shards, &whole);
+	mti_reader_fetch_whole(l->reader, shards, whole, m);
 	free(shards);
 	free(whole);
 }
@@ -510,7 +536,9 @@ static int window_locate(mt_loader *l, uint64_t g, const mt_plan **p, size_t *k)
 		uint64_t next = g - f->base - l->plan->nrank_windows;
 		if (f->ahead_state == AHEAD_FAILED)
 			return 0;
-		if (f->ahead_state == AHEAD_NONE && f->ahead_on) {
+		/* Not while a filler reads ahead for a window of the plan
+		 * that would be made again (slot_whole_ahead). */
+		if (f->ahead_state == AHEAD_NONE && f->ahead_on && !f->peeking) {
 			f->ahead_state = AHEAD_BUILDING;
 			pthread_mutex_unlock(&f->lock);
 			int rc = ahead_build(l);
@@ -524,7 +552,9 @@ static int window_locate(mt_loader *l, uint64_t g, const mt_plan **p, size_t *k)
 			*k = (size_t)next;
 			return 1;
 		}
+		f->idle++;
 		pthread_cond_wait(&f->cond, &f->lock);
+		f->idle--;
 	}
 	return 0;
 }
@@ -539,8 +569,18 @@ static void *prefetch(void *arg)
 	pthread_mutex_lock(&f->lock);
 	for (uint64_t g = me->first; window_locate(l, g, &p, &k); g += me->step) {
 		ld_slot *s = &f->slot[g % 2];
+		if (l->far && s->state != SLOT_EMPTY && !f->stop) {
+			f->peeking++;
+			pthread_mutex_unlock(&f->lock);
+			slot_whole_ahead(l, p, k);
+			pthread_mutex_lock(&f->lock);
+			f->peeking--;
+			pthread_cond_broadcast(&f->cond);
+		}
+		f->idle++;
 		while (s->state != SLOT_EMPTY && !f->stop)
 			pthread_cond_wait(&f->cond, &f->lock);
+		f->idle--;
 		if (f->stop)
 			break;
 		/* The loader moved on to the next epoch meanwhile, past a window
@@ -981,6 +1021,15 @@ int mti_loader_ahead_ready(mt_loader *l)
 	return n;
 }
 
+int mti_loader_fillers_idle(mt_loader *l)
+{
+	ld_prefetch *f = &l->fetch;
+	pthread_mutex_lock(&f->lock);
+	int n = f->idle;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
 /* The plan of `epoch` after the stages, and its windows fetched ahead. */
 static int loader_start(mt_loader *l, uint64_t epoch, mt_error *err)
 {
@@ -997,11 +1046,11 @@ static int loader_start(mt_loader *l, uint64_t epoch, mt_error *err)
 
 /* set_epoch(epoch) without stopping the fillers: 1 when nothing needs
  * undoing.  The epoch already started, untouched: it stays as it is (its
- * first windows may be read already).  The next one, after all of this
- * one: its plan, made ahead, becomes the loader's, and the windows read of
- * it stay.  Not when a read failed (set_epoch is how a caller tries again)
- * or this epoch's windows are still being read (drop_last leaves the last
- * one unused). */
+ * first windows may be read already, or being read).  The next one, after
+ * all of this one: its plan, made ahead, becomes the loader's, and the
+ * windows read of it stay.  Not when a read failed (set_epoch is how a
+ * caller tries again), nor for the next epoch while this epoch's windows
+ * are still being read (drop_last leaves the last one unused). */
 static int epoch_keep(mt_loader *l, uint64_t epoch)
 {
 	ld_prefetch *f = &l->fetch;
@@ -1010,13 +1059,16 @@ static int epoch_keep(mt_loader *l, uint64_t epoch)
 	f->ahead_on = 1;
 	pthread_cond_broadcast(&f->cond);
 	uint64_t end = f->base + l->plan->nrank_windows;
-	int busy = 0;
-	for (int i = 0; i < 2; i++)
-		busy |= f->slot[i].state == SLOT_FAILED ||
-			(f->slot[i].state == SLOT_LOADING && f->slot[i].index < end);
-	if (f->running && !busy && epoch == l->plan->epoch && !l->nstages && !l->batches_taken)
+	int failed = 0, busy = 0;
+	for (int i = 0; i < 2; i++) {
+		failed |= f->slot[i].state == SLOT_FAILED;
+		busy |= f->slot[i].state == SLOT_LOADING && f->slot[i].index < end;
+	}
+	/* The epoch the loader opened on, set right after the open as a
+	 * training loop does: the windows being read are this epoch's. */
+	if (f->running && !failed && epoch == l->plan->epoch && !l->nstages && !l->batches_taken)
 		keep = 1;
-	else if (f->running && !busy && epoch == l->plan->epoch + 1 &&
+	else if (f->running && !failed && !busy && epoch == l->plan->epoch + 1 &&
 		 l->batches_taken >= l->plan->batches && f->ahead_state == AHEAD_READY) {
 		for (int i = 0; i < 2; i++)
 			if (f->slot[i].state == SLOT_READY && f->slot[i].index < end)

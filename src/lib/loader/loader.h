@@ -10,5 +10,8 @@ MT_LOCAL uint64_t mti_loader_batches_left(const mt_loader *l);
 MT_LOCAL uint64_t mti_loader_epoch(const mt_loader *l);
 /* Windows of the next epoch read ahead and ready (for tests). */
 MT_LOCAL int mti_loader_ahead_ready(mt_loader *l);
+/* Fillers waiting, for their slot to be handed out (having read ahead for
+ * the window they fill next) or for the loader to move on (for tests). */
+MT_LOCAL int mti_loader_fillers_idle(mt_loader *l);
 
 #endif

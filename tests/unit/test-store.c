@@ -394,6 +394,43 @@ static void test_prune(void)
 	TAP_CALL(mti_store_del(store, &top, 1, &err), &err, "deleted: nothing above it to prune");
 }
 
+/* Two writers putting and deleting objects in one directory: each delete
+ * that empties it removes it (and the dataset's directory above), under
+ * the other's put.  Every put must land and read back. */
+#define RACE_PUTS 1500
+static void *prune_worker(void *arg)
+{
+	long t = (long)arg;
+	intptr_t failures = 0;
+	for (int i = 0; i < RACE_PUTS; i++) {
+		char key[64];
+		snprintf(key, sizeof key, "datasets/race/shards/t%ld-%d", t, i);
+		const char *k = key;
+		mt_error err = {0};
+		if (put_str(key, "x", 0, &err) || !is_str(key, "x")) {
+			if (failures++ < 3)
+				tap_diag("put %s: %s", key, err.message);
+		}
+		mti_store_del(store, &k, 1, &err);
+	}
+	return (void *)failures;
+}
+
+static void test_prune_race(void)
+{
+	pthread_t th[2];
+	for (long t = 0; t < 2; t++)
+		pthread_create(&th[t], NULL, prune_worker, (void *)t);
+	intptr_t failures = 0;
+	for (int t = 0; t < 2; t++) {
+		void *r;
+		pthread_join(th[t], &r);
+		failures += (intptr_t)r;
+	}
+	tap_ok(failures == 0, "2 threads put and delete %d objects each in a directory the deletes "
+	       "remove: %ld puts failed", RACE_PUTS, (long)failures);
+}
+
 static void test_ranges(void)
 {
 	mt_error err;
@@ -1019,6 +1056,7 @@ int main(void)
 	test_open_without_create();
 	test_roundtrip();
 	test_prune();
+	test_prune_race();
 	test_ranges();
 	test_exclusive();
 	test_bad_keys();

@@ -229,7 +229,10 @@ static int fs_open_parent(fs_store *s, const char *key, int mk, const char **bas
 	if (!dir)
 		return -ENOMEM;
 	int fd = fs_open_beneath(s, dir, O_RDONLY | O_DIRECTORY);
-	if (fd == -ENOENT && mk) {
+	/* A delete that empties a directory removes it (fs_prune), maybe
+	 * between this walk's mkdir and its open, or the directory above
+	 * under the walk: walked again, each time from the root. */
+	for (int tries = 0; fd == -ENOENT && mk && tries < 16; tries++) {
 		int root = fs_root(s);
 		fd = root < 0 ? root : fs_walk_open(root, dir, O_RDONLY | O_DIRECTORY, 1);
 	}

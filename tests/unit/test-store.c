@@ -397,7 +397,7 @@ static void test_prune(void)
 /* Two writers putting and deleting objects in one directory: each delete
  * that empties it removes it (and the dataset's directory above), under
  * the other's put.  Every put must land and read back. */
-#define RACE_PUTS 1500
+#define RACE_PUTS 500
 static void *prune_worker(void *arg)
 {
 	long t = (long)arg;

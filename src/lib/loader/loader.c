@@ -569,7 +569,8 @@ static void *prefetch(void *arg)
 	pthread_mutex_lock(&f->lock);
 	for (uint64_t g = me->first; window_locate(l, g, &p, &k); g += me->step) {
 		ld_slot *s = &f->slot[g % 2];
-		if (l->far && s->state != SLOT_EMPTY && !f->stop) {
+		/* (Not in memory: the decoded chunks are kept, nothing is read twice.) */
+		if (l->far && !l->decoded && s->state != SLOT_EMPTY && !f->stop) {
 			f->peeking++;
 			pthread_mutex_unlock(&f->lock);
 			slot_whole_ahead(l, p, k);

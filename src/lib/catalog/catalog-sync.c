@@ -378,11 +378,21 @@ static void chain_add(uint64_t h[2], const mt_shard_info *sh)
 	}
 }
 
+/* A digest as stored (CHAIN_BYTES, each half little-endian), and back. */
 static void chain_bytes(const uint64_t h[2], unsigned char *out)
 {
 	for (int i = 0; i < 8; i++) {
 		out[i] = (unsigned char)(h[0] >> (8 * i));
 		out[8 + i] = (unsigned char)(h[1] >> (8 * i));
+	}
+}
+
+static void chain_from_bytes(const unsigned char *b, uint64_t h[2])
+{
+	h[0] = h[1] = 0;
+	for (int i = 7; i >= 0; i--) {
+		h[0] = h[0] << 8 | b[i];
+		h[1] = h[1] << 8 | b[8 + i];
 	}
 }
 
@@ -569,12 +579,7 @@ static int cat_shared_prefix(mt_catalog *c, int64_t ds, const mt_version_info *v
 	sqlite3_bind_int64(st, 6, sh->parent_mtime);
 	int r = sqlite3_step(st);
 	if (r == SQLITE_ROW && sqlite3_column_bytes(st, 1) == CHAIN_BYTES) {
-		const unsigned char *b = sqlite3_column_blob(st, 1);
-		h[0] = h[1] = 0;
-		for (int i = 7; i >= 0; i--) {
-			h[0] = h[0] << 8 | b[i];
-			h[1] = h[1] << 8 | b[8 + i];
-		}
+		chain_from_bytes(sqlite3_column_blob(st, 1), h);
 		*plist = sqlite3_column_int64(st, 0);
 		*n = sh->n;
 	} else if (r != SQLITE_ROW && r != SQLITE_DONE) {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# s3-loader-overlap.sh — over S3 the loader's requests that need nothing of each other go out together: opening the latest requests the listing of versions and the dataset's head at once (and a named version's manifest alone), a shard a window reads all through comes whole with its chunk index, otherwise the chunk indexes of the next window come with the current window's, and the second window's requests are in flight with the first's.  Checked on the proxy's timed log, with 200 ms added to every request: the longest chain of requests each sent after the one before it answered.
+# s3-loader-overlap.sh — over S3 the loader's requests that need nothing of each other go out together: opening the latest requests the listing of versions and the dataset's head at once (and a named version's manifest alone), a shard a window reads all through comes whole with its chunk index, otherwise the chunk indexes of the next window come with the current window's, and the second window's requests are in flight with the first's; epochs moved on with set_epoch still give every row as put.  Checked on the proxy's timed log, with 200 ms added to every request: the longest chain of requests each sent after the one before it answered.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/store.sh"
 MT_TEST_STORE=s3 use_store
@@ -28,6 +28,31 @@ print(sorted(rows) == list(range(len(x))), same)
 PYEOF
 )
 ok $([ "$out" = "True True" ]; echo $?) "a shuffled epoch of 2 windows over S3 delivers every row, x as put"
+
+# A training loop's epochs, moved on with set_epoch from right after the open: the loader reads
+# the next window's shards whole while a slot is handed out (doc/loader.md, "Across epochs").
+out=$(pymt - "$MATORAGE_STORE" "$WORK/x.npy" <<'PYEOF'
+import sys
+import numpy as np
+import matorage
+url, x = sys.argv[1], np.load(sys.argv[2])
+ld = matorage.Loader(matorage.Store(url), "a", batch_rows=100, shuffle=True, seed=7,
+                     prefetch_bytes=4096000)
+good, orders = True, set()
+for e in range(4):
+    ld.set_epoch(e)
+    rows = []
+    for b in ld:
+        ids = np.asarray(b["_rows"], dtype=np.int64)
+        rows += ids.tolist()
+        good = good and np.array_equal(np.asarray(b["x"]).reshape(len(ids), 256), x[ids])
+    good = good and sorted(rows) == list(range(len(x)))
+    orders.add(tuple(rows))
+ld.close()
+print(good, len(orders))
+PYEOF
+)
+ok $([ "$out" = "True 4" ]; echo $?) "four epochs moved on with set_epoch: every row each epoch, x as put, four orders ($out)"
 
 # chain LOG: the longest run of requests in LOG each sent after the one before it was answered.
 chain() {

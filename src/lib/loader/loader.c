@@ -387,39 +387,54 @@ static char *window_need(const mt_plan *p, size_t k)
 	return need;
 }
 
+/* A shard a window reads, and how many of its rows. */
+struct shard_rows {
+	size_t shard;
+	uint64_t rows;
+};
+
+static int shard_rows_cmp(const void *a, const void *b)
+{
+	size_t x = ((const struct shard_rows *)a)->shard, y = ((const struct shard_rows *)b)->shard;
+	return x < y ? -1 : x > y;
+}
+
 /* The shards of the units of rank window k, each once, into shards (room
  * for the window's units); with whole, whether the window reads (most of)
- * all of that shard: three quarters of its rows or more, every attribute. */
+ * all of that shard: three quarters of its rows or more, every attribute.
+ * Sorted, not searched: a window of one-row shards has as many as rows. */
 static size_t window_shards(mt_loader *l, const mt_plan *p, size_t k, size_t *shards,
 			    char *whole)
 {
-	size_t w = p->rank_windows[k], m = 0, u0 = p->window_unit[w];
+	size_t w = p->rank_windows[k], n = 0, m = 0, u0 = p->window_unit[w];
+	size_t nu = p->window_unit[w + 1] - u0;
 	char *need = window_need(p, k);
-	if (!need)
-		return 0;
-	for (size_t u = u0; u < p->window_unit[w + 1]; u++) {
-		if (!need[u - u0])
-			continue;
-		size_t sh = mti_reader_shard_of(l->reader, p->units[p->unit_order[u]].first_row);
-		size_t j = 0;
-		while (j < m && shards[j] != sh)
-			j++;
-		if (j == m)
-			shards[m++] = sh;
+	struct shard_rows *sr = need ? malloc((nu ? nu : 1) * sizeof *sr) : NULL;
+	for (size_t u = 0; sr && u < nu; u++) {
+		const mt_plan_unit *un = &p->units[p->unit_order[u0 + u]];
+		if (need[u])
+			sr[n++] = (struct shard_rows){mti_reader_shard_of(l->reader, un->first_row),
+						      un->rows};
 	}
-	for (size_t j = 0; whole && j < m; j++) {
+	if (sr)
+		qsort(sr, n, sizeof *sr, shard_rows_cmp);
+	for (size_t i = 0; sr && i < n; i++) {
+		if (m && sr[m - 1].shard == sr[i].shard)
+			sr[m - 1].rows += sr[i].rows;
+		else
+			sr[m++] = sr[i];
+	}
+	for (size_t j = 0; j < m; j++) {
+		shards[j] = sr[j].shard;
 		mt_shard_info si;
-		uint64_t rows = 0;
-		for (size_t u = u0; u < p->window_unit[w + 1]; u++) {
-			const mt_plan_unit *un = &p->units[p->unit_order[u]];
-			if (need[u - u0] && mti_reader_shard_of(l->reader, un->first_row) == shards[j])
-				rows += un->rows;
-		}
 		/* Most of it is as good as all: what the window leaves of the
 		 * shard, another window reads, from the whole object while held. */
-		whole[j] = !mt_reader_shard(l->reader, shards[j], &si) && rows >= si.rows / 4 * 3 &&
-			   l->ncols == mt_reader_nattrs(l->reader);
+		if (whole)
+			whole[j] = !mt_reader_shard(l->reader, sr[j].shard, &si) &&
+				   sr[j].rows >= si.rows / 4 * 3 &&
+				   l->ncols == mt_reader_nattrs(l->reader);
 	}
+	free(sr);
 	free(need);
 	return m;
 }

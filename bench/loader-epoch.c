@@ -9,7 +9,9 @@
  * LOADER_INTO=1 each batch is gathered into fresh malloc'ed buffers, freed after it; with
  * LOADER_STEP_US=N the program sleeps N microseconds after each batch, as a training step
  * on an accelerator leaves the CPU to the loader, and prints a seventh field: the seconds
- * those sleeps took in the timed epoch (the steps alone, the floor of the epoch). */
+ * those sleeps took in the timed epoch (the steps alone, the floor of the epoch); with
+ * LOADER_CACHE_DIR=DIR the shards are read through a shard cache in DIR (cache_dir), with
+ * LOADER_IN_MEMORY=1 the version is held in memory (in_memory). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +79,8 @@ int main(int argc, char **argv)
 	o.decode_threads = argc > 7 ? atoi(argv[7]) : 0;
 	/* The window, given so the baselines can shuffle with the very same one. */
 	o.shuffle_rows = argc > 8 ? strtoull(argv[8], NULL, 10) : 0;
+	o.cache_dir = getenv("LOADER_CACHE_DIR");
+	o.in_memory = getenv("LOADER_IN_MEMORY") != NULL;
 	mt_store *s;
 	mt_loader *l;
 	mt_error err = {0};

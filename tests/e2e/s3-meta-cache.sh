@@ -1,5 +1,5 @@
 #!/bin/bash
-# s3-meta-cache.sh — a loader over S3 keeps what a later process would read again (format-2 fragments, shard chunk indexes) in a local directory, so the second process's epoch asks the store for data alone, its first window's data requested with the listing that confirms the latest (the latest's manifest kept as a guess; one the listing refutes is dropped before any row is delivered); entries damaged on disk are refused and read again from the store; MATORAGE_META_CACHE=off keeps nothing.
+# s3-meta-cache.sh — a loader over S3 keeps what a later process would read again (format-2 fragments, shard chunk indexes) in a local directory, so the second process's epoch asks the store for data alone, its first window's data requested with the listing that confirms the latest (the latest's manifest kept as a guess; one the listing refutes is dropped before any row is delivered; through a shard cache, cache_dir, or in_memory too: a warm shard cache is read before the listing is answered); entries damaged on disk are refused and read again from the store; MATORAGE_META_CACHE=off keeps nothing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/store.sh"
 MT_TEST_STORE=s3 use_store

@@ -1135,7 +1135,8 @@ static int loader_open_token(mt_loader *l, mt_store *s, const char *dataset, con
 static int loader_guesses(const mt_loader *l, mt_store *s, const char *version)
 {
 	const mt_loader_opts *o = &l->opts;
-	return s->ops->far && !o->resume && (!version || !*version || !strcmp(version, "latest"));
+	return s->ops->far && !o->resume && !(o->cache_dir && o->in_memory) &&
+	       (!version || !*version || !strcmp(version, "latest"));
 }
 
 /* The store to read (through a shard cache when asked) and the version:
@@ -1219,8 +1220,9 @@ static int loader_columns(mt_loader *l, uint64_t *row_bytes, mt_error *err)
 	return 0;
 }
 
-/* l's reader opened again on store s, on the manifest it has: no request
- * (the guess's version may be gone from the store by now, dataset/latest.c). */
+/* l's reader opened again on store s, on the manifest it has: no round trip
+ * for it again, and the version opened is the one l has, though a guessed
+ * latest (dataset/latest.c) may be gone from the store by now. */
 static int loader_reopen(mt_loader *l, mt_store *s, mt_error *err)
 {
 	const mt_version_info *vi = mt_reader_info(l->reader);

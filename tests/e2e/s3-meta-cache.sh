@@ -252,4 +252,13 @@ for v in 5:LOADER_IN_MEMORY=1 6:LOADER_CACHE_DIR=$CD; do
 	ok $([ "$rc" = 0 ] && [ "${out%% *}" = 4000 ]; echo $?) \
 		"${opt%%=*}, a refuted guess: 4000 rows of b@v${v%%:*}, nothing leaked (rc $rc)"
 done
+# Without a guess (no metadata cache) a cache_dir open still finds the latest in the store as a
+# far one: the head asked with the listing, not the listing, then a HEAD of the manifest.
+s3_log_clear
+out=$(MATORAGE_META_CACHE=off LOADER_CACHE_DIR=$CD "$top_builddir/bench/loader-epoch" "$MATORAGE_STORE" b x 100 1 1048576)
+s3_log > "$WORK/log-noguess"
+sed 's/^/# /' "$WORK/log-noguess"
+ok $([ "${out%% *}" = 4000 ] && grep -q '/b/head.json' "$WORK/log-noguess" &&
+	! grep -q '^HEAD ' "$WORK/log-noguess"; echo $?) \
+	"cache_dir without a guess: the head is asked with the listing, no HEAD of a manifest"
 done_testing

@@ -1145,7 +1145,7 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 			      const char *version, mt_manifest *m, char *json, mt_error *err)
 {
 	const mt_loader_opts *o = &l->opts;
-	int rc = 0, far = s->ops->far, guesses = loader_guesses(l, s, version);
+	int rc = 0, far = s->ops->far, guesses = loader_guesses(l, s, version), listed = !m;
 	mt_store *far_store = s;
 	if (o->cache_dir && o->in_memory)
 		rc = mti_err(err, MT_EINVAL, "loader: a cache directory or in-memory, not both");
@@ -1163,10 +1163,15 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 		return rc;
 	}
 	/* A loader needs the data, not the edited description: no metadata
-	 * object.  A format-2 version's fragments are read as windows need them. */
-	if (m)
+	 * object.  A format-2 version's fragments are read as windows need them.
+	 * Through a shard cache the version is found in the store itself, as
+	 * far away (the latest: the listing and the head at once), not through
+	 * the cache, which reads as a near store. */
+	if (!m && o->cache_dir && !o->resume)
+		rc = mti_dataset_open(far_store, dataset, version, MTI_OPEN_LAZY, &m, &json, err);
+	if (!rc && m)
 		rc = mti_reader_open_manifest(s, m, json, &l->reader, err);
-	else
+	else if (!rc)
 		rc = o->resume ? loader_open_token(l, s, dataset, version, err)
 			: mti_reader_open_as(s, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
 	/* Far away, what the next process opening this version would read again
@@ -1174,8 +1179,8 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 	 * on local disk: its first window then waits for the data alone.  A
 	 * shard cache holds whole shards, their chunk indexes with them. */
 	int meta = far && !o->in_memory && !o->cache_dir;
-	mti_meta_cache *mc = !rc && (meta || (guesses && !m)) ? mti_meta_cache_open() : NULL;
-	if (mc && guesses && !m)
+	mti_meta_cache *mc = !rc && (meta || (guesses && listed)) ? mti_meta_cache_open() : NULL;
+	if (mc && guesses && listed)
 		mti_latest_keep(far_store, mc, dataset, mti_reader_json(l->reader));
 	if (mc && meta)
 		mti_reader_set_meta_cache(l->reader, mc);

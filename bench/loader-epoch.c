@@ -9,7 +9,10 @@
  * LOADER_INTO=1 each batch is gathered into fresh malloc'ed buffers, freed after it; with
  * LOADER_STEP_US=N the program sleeps N microseconds after each batch, as a training step
  * on an accelerator leaves the CPU to the loader, and prints a seventh field: the seconds
- * those sleeps took in the timed epoch (the steps alone, the floor of the epoch). */
+ * those sleeps took in the timed epoch (the steps alone, the floor of the epoch); with
+ * LOADER_CACHE_DIR=DIR the shards are read through a shard cache in DIR (cache_dir), with
+ * LOADER_IN_MEMORY=1 the version is held in memory (in_memory); with LOADER_FIRST=1 a last
+ * field is the seconds from the start of the open to the first batch in hand. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +80,8 @@ int main(int argc, char **argv)
 	o.decode_threads = argc > 7 ? atoi(argv[7]) : 0;
 	/* The window, given so the baselines can shuffle with the very same one. */
 	o.shuffle_rows = argc > 8 ? strtoull(argv[8], NULL, 10) : 0;
+	o.cache_dir = getenv("LOADER_CACHE_DIR");
+	o.in_memory = getenv("LOADER_IN_MEMORY") != NULL;
 	mt_store *s;
 	mt_loader *l;
 	mt_error err = {0};
@@ -84,7 +89,7 @@ int main(int argc, char **argv)
 	char *version = strchr(argv[2], '@');
 	if (version)
 		*version++ = '\0';
-	struct timespec t0, topen, tstart, t1, c0, c1;
+	struct timespec t0, topen, tstart, t1, c0, c1, tfirst = {0, 0};
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (mt_store_open(argv[1], &s, &err) || mt_loader_open(s, argv[2], version, &o, &l, &err)) {
@@ -116,6 +121,8 @@ int main(int argc, char **argv)
 		if (e)
 			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 		while (!(rc = next_batch(l, into, nattrs, o.batch_rows, bufs, &b, &err)) && b) {
+			if (!tfirst.tv_sec && !tfirst.tv_nsec)
+				clock_gettime(CLOCK_MONOTONIC, &tfirst);
 			rows += b->rows;
 			if (step_us > 0) {
 				struct timespec ts = {step_us / 1000000, step_us % 1000000 * 1000}, s0, s1;
@@ -149,6 +156,8 @@ int main(int argc, char **argv)
 	       seconds(t0, topen), seconds(c0, c1));
 	if (step_us > 0)
 		printf(" %.3f", stepped);
+	if (getenv("LOADER_FIRST"))
+		printf(" %.3f", seconds(t0, tfirst));
 	putchar('\n');
 	mt_loader_close(l);
 	mt_store_close(s);

@@ -10,7 +10,11 @@
 # build with CFLAGS="-O2 -g" and no sanitizers;
 # BASE=DIR: another build's bench/loader-epoch too, run by run alternating with this one's, a table each;
 # VERSION=v1: open that version by name rather than the latest, which saves listing the versions;
-# META=compare: the loader's metadata cache off and on, alternating)
+# META=compare: the loader's metadata cache off and on, alternating;
+# CACHE=1: every loader reads through one shard cache directory (cache_dir), warmed by an
+# untimed epoch of each dataset first: the store is then asked for the listing and the head
+# alone, and "first batch" shows when data flows; with META=compare, "nometa" is the open
+# without the metadata cache's guess of the latest (the listing first, then the data))
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$here/../build/bench}" && pwd)
@@ -44,9 +48,11 @@ S=s3://bench/lat
 "$MATORAGE" -q --store $S put large x="$WORK/big.npy" id="$WORK/id.npy" > /dev/null
 rm -f "$WORK"/*.npy
 
-# epoch DATASET ATTRS BATCH DELAY_MS: one shuffled epoch; prints "seconds gets wait": wait, from
-# the proxy's timed log, the ms from the process's first request to its first shard request
-# (the round trips before data flows, which the load on the machine barely moves).  With
+# epoch DATASET ATTRS BATCH DELAY_MS: one shuffled epoch; prints "seconds gets wait first": wait,
+# from the proxy's timed log, the ms from the process's first request to its first shard
+# request (the round trips before data flows, which the load on the machine barely moves;
+# none with a warm shard cache), first the ms from the start of the open to the first batch
+# in hand (the process's own clock).  With
 # EPOCHS=3, the third epoch of one loader (its open and the epochs before not timed; gets
 # counts all three).
 epoch() {
@@ -55,12 +61,18 @@ epoch() {
 	[ "$4" = 0 ] || s3_faults "{\"rules\": [{\"match\": \"^[A-Z]+ /bench/\", \"action\": \"delay\", \"count\": -1, \"delay_ms\": $4}]}"
 	s3_log_clear
 	local out
-	out=$(LOADER_EPOCHS=${EPOCHS:-1} "$bin" $S "$1${VERSION:+@$VERSION}" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
-	printf '%s %s %s\n' "$(echo "$out" | awk -v e="${EPOCHS:-1}" '{ printf "%.3f", (e > 1 ? $3 : $3 + $5) }')" \
+	out=$(LOADER_FIRST=1 LOADER_EPOCHS=${EPOCHS:-1} "$bin" $S "$1${VERSION:+@$VERSION}" "$2" "$3" 1 "$BUDGET" ${THREADS:-})
+	printf '%s %s %s %s\n' "$(echo "$out" | awk -v e="${EPOCHS:-1}" '{ printf "%.3f", (e > 1 ? $3 : $3 + $5) }')" \
 		"$(s3_log | grep -c '^GET ')" \
 		"$(curl -s -f "$S3_ENDPOINT/__log?times=1" | awk '$4 ~ /^\/bench\// { if (t0 == "" || $1 < t0) t0 = $1
-			if ($4 ~ /\/shards\// && (f == "" || $1 < f)) f = $1 } END { printf "%.0f", f - t0 }')"
+			if ($4 ~ /\/shards\// && (f == "" || $1 < f)) f = $1 } END { if (f == "") printf "-"; else printf "%.0f", f - t0 }')" \
+		"$(echo "$out" | awk '{ printf "%.0f", $NF * 1000 }')"
 }
+if [ -n "${CACHE:-}" ]; then
+	export LOADER_CACHE_DIR=$WORK/shard-cache
+	epoch small image,label 256 0 > /dev/null
+	epoch large x,id 16 0 > /dev/null
+fi
 builds="this"
 [ -z "${BASE:-}" ] || builds="base this"
 # META=compare: this build with the loader's metadata cache off ("nometa": every process
@@ -89,14 +101,15 @@ for b in $builds; do
 	[ "$builds" = this ] || echo "# $b"
 	# The latency's cost (delay median minus no-delay median) moves less from session to
 	# session than the ratio, whose no-delay epoch alone spans a third of its value.
-	printf '| dataset (epoch) | s, no delay | s, +%d ms | ratio (no delay / delay) | latency'"'"'s cost, ms | GETs (all epochs) | first shard request after, ms (+%d ms) |\n|---|---|---|---|---|---|---|\n' "$DELAY" "$DELAY"
+	printf '| dataset (epoch) | s, no delay | s, +%d ms | ratio (no delay / delay) | latency'"'"'s cost, ms | GETs (all epochs) | first shard request after, ms (+%d ms) | first batch after, ms (no delay; +%d ms) |\n|---|---|---|---|---|---|---|---|\n' "$DELAY" "$DELAY" "$DELAY"
 	for s in small large small3 large3; do
 		x=$(col $b $s 0 4 | med)
 		y=$(col $b $s "$DELAY" 4 | med)
 		name=$s
 		case $s in *3) name="${s%3} (3rd of one loader)" ;; *) name="$s (first, open included)" ;; esac
-		printf '| %s | %.3f (%s) | %.3f (%s) | %.2fx | %.0f | %s | %s |\n' "$name" "$x" "$(col $b $s 0 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" \
+		printf '| %s | %.3f (%s) | %.3f (%s) | %.2fx | %.0f | %s | %s | %s; %s |\n' "$name" "$x" "$(col $b $s 0 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" \
 			"$y" "$(col $b $s "$DELAY" 4 | sort -n | tr '\n' ' ' | sed 's/ $//')" "$(echo "$x / $y" | bc -l)" \
-			"$(echo "($y - $x) * 1000" | bc -l)" "$(col $b $s "$DELAY" 5 | med)" "$(col $b $s "$DELAY" 6 | med)"
+			"$(echo "($y - $x) * 1000" | bc -l)" "$(col $b $s "$DELAY" 5 | med)" "$(col $b $s "$DELAY" 6 | med)" \
+			"$(col $b $s 0 7 | med)" "$(col $b $s "$DELAY" 7 | med)"
 	done
 done

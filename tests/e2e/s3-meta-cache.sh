@@ -1,5 +1,5 @@
 #!/bin/bash
-# s3-meta-cache.sh — a loader over S3 keeps what a later process would read again (format-2 fragments, shard chunk indexes) in a local directory, so the second process's epoch asks the store for data alone, its first window's data requested with the listing that confirms the latest (the latest's manifest kept as a guess; one the listing refutes is dropped before any row is delivered); entries damaged on disk are refused and read again from the store; MATORAGE_META_CACHE=off keeps nothing.
+# s3-meta-cache.sh — a loader over S3 keeps what a later process would read again (format-2 fragments, shard chunk indexes) in a local directory, so the second process's epoch asks the store for data alone, its first window's data requested with the listing that confirms the latest (the latest's manifest kept as a guess; one the listing refutes is dropped before any row is delivered; through a shard cache, cache_dir, or in_memory too: a warm shard cache is read before the listing is answered); entries damaged on disk are refused and read again from the store; MATORAGE_META_CACHE=off keeps nothing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/store.sh"
 MT_TEST_STORE=s3 use_store
@@ -105,29 +105,49 @@ $T make "$WORK/b2.npy" float32 4000x64 12
 $T make "$WORK/by.npy" int64 4000 13
 check "put b@v1" $M put b x="$WORK/b1.npy" --shard-rows 1000
 # bepoch: a shuffled epoch of b's x over rank 0 of 1, checked row by row against the latest as
-# `matorage get` reads it now; prints "<rows right> <GETs of shards of b@v1>".
+# `matorage get` reads it now; prints "<rows right> <GETs of shards of b@v1>".  KW: more
+# options of the Loader, "name=value,..." (cache_dir=DIR, in_memory=1, cache_bytes=N).
+# HOLD=1: the proxy holds the listing of versions 5 s, and a third field is 1 when the loader
+# was seen reading shards before the proxy answered that listing: a shard file of $CD read
+# (each read sets its mtime) or a shard request answered, and only then the log looked at
+# and found without the listing; the bounded poll ends at the first sign of either.
 bepoch() {
 	$M get b x -o "$WORK/bref.npy" > /dev/null
 	s3_log_clear
-	local out
-	out=$(MATORAGE_META_CACHE=$G pymt - "$MATORAGE_STORE" "$WORK/bref.npy" <<'PYEOF'
+	[ -z "${HOLD:-}" ] || s3_faults '{"rules": [{"match": "^GET /[^ ]*list-type", "action": "delay", "count": 1, "delay_ms": 5000}]}'
+	touch "$WORK/mark"
+	MATORAGE_META_CACHE=$G pymt - "$MATORAGE_STORE" "$WORK/bref.npy" "${KW:-}" > "$WORK/bout" <<'PYEOF' &
 import sys
 import numpy as np
 import matorage
 url, x = sys.argv[1], np.load(sys.argv[2])
+kw = {k: int(v) if v.isdigit() else v for k, v in (a.split("=", 1) for a in sys.argv[3].split(",") if a)}
 seen = []
 same = True
 for b in matorage.Loader(matorage.Store(url), "b", attrs=["x"], batch_rows=100, shuffle=True, seed=3,
-                         prefetch_bytes=1 << 20):
+                         prefetch_bytes=1 << 20, **kw):
     ids = np.asarray(b["_rows"], dtype=np.int64)
     seen += ids.tolist()
     same = same and np.array_equal(np.asarray(b["x"]).reshape(len(ids), 64), x[ids])
 print(sorted(seen) == list(range(len(x))) and same)
 PYEOF
-)
+	local pid=$! early=0 i
+	for ((i = 0; ${HOLD:-0} && i < 600; i++)); do
+		s3_log > "$WORK/blog"
+		if [ -n "$(find "${CD:-$WORK/none}" -maxdepth 1 -name '*.h5' -newer "$WORK/mark" 2> /dev/null)" ] ||
+			grep -q '/shards/' "$WORK/blog"; then
+			s3_log | grep -q 'list-type' || early=1
+			break
+		fi
+		grep -q 'list-type' "$WORK/blog" && break
+		kill -0 "$pid" 2> /dev/null || break
+		sleep 0.1
+	done
+	wait "$pid"
+	[ -z "${HOLD:-}" ] || s3_faults clear
 	# The first call, with v1 alone, notes v1's shard objects.
 	[ -s "$WORK/v1shards" ] || s3_log | grep -o '/shards/[0-9a-f]*' | sort -u > "$WORK/v1shards"
-	echo "$out $(s3_log | grep -c -F -f "$WORK/v1shards" || true)"
+	echo "$(cat "$WORK/bout") $(s3_log | grep -c -F -f "$WORK/v1shards" || true)${HOLD:+ $early}"
 }
 read -r right _ <<< "$(bepoch)"
 ok $([ "$right" = True ] && [ -n "$(find "$G" -name 'latest-*' -type f)" ]; echo $?) \
@@ -175,4 +195,70 @@ ok $([ "$right" = True ] && cmp -s "$WORK/bref.npy" "$WORK/b1.npy"; echo $?) \
 find "$G" -name 'latest-*' -type f -exec sh -c 'printf garbage > "$1"' _ {} \;
 read -r right _ <<< "$(bepoch)"
 ok $([ "$right" = True ]; echo $?) "a damaged guess is ignored: the rows are b@v1's"
+
+# Through a shard cache (cache_dir) the latest opens on the guess too: with the shards in the
+# cache the data is local, so the only requests before the first windows are read are the
+# listing and the head that confirm the guess, in flight meanwhile.  The old order read no
+# shard before the proxy had answered the listing.
+CD=$WORK/shard-cache
+read -r right _ <<< "$(KW=cache_dir=$CD bepoch)"
+ok $([ "$right" = True ] && [ -n "$(find "$CD" -maxdepth 1 -name '*.h5')" ]; echo $?) \
+	"cache_dir, cold: the rows are b@v1's and its shards are in the cache"
+touch -d '1 hour ago' "$CD"/*.h5
+read -r right _ early <<< "$(HOLD=1 KW=cache_dir=$CD bepoch)"
+curl -s -f "$S3_ENDPOINT/__log?times=1" | grep " /mt-test/" | sort -n > "$WORK/log-cached"
+sed 's/^/# /; s/[0-9a-f]\{64\}/SHA/' "$WORK/log-cached"
+ok $([ "$right" = True ] && [ "$early" = 1 ] && grep -q 'list-type' "$WORK/log-cached" &&
+	! grep -v -e 'list-type' -e '/b/head.json ' -e '/b/versions/v1.json ' "$WORK/log-cached"; echo $?) \
+	"cache_dir, warm: the listing and the head are all the store is asked (no shard), and the first windows were read from the cache before the listing was answered; the rows are b@v1's"
+
+# Another writer commits b@v3: the guess (v1) is refuted; its windows, read from the cache, are
+# dropped, and every row is b@v3's.  The shard cache holds only objects whose bytes are their
+# name's sha256 (the refuted guess's too).
+$T make "$WORK/b3.npy" float32 4000x64 14
+check "another writer puts b@v3" $M put b x="$WORK/b3.npy" --shard-rows 1000
+touch -d '1 hour ago' "$CD"/*.h5
+read -r right _ early <<< "$(HOLD=1 KW=cache_dir=$CD bepoch)"
+ok $([ "$right" = True ] && [ "$early" = 1 ] && cmp -s "$WORK/bref.npy" "$WORK/b3.npy"; echo $?) \
+	"cache_dir, a new latest: b@v1's cached shards were read on the guess and dropped; the rows are exactly b@v3's"
+bad=$(for f in "$CD"/*.h5; do
+	[ "$(sha256sum < "$f" | cut -c1-64).h5" = "${f##*/}" ] || echo "$f"; done)
+ok $([ -z "$bad" ] && [ "$(find "$CD" -maxdepth 1 -name '*.h5' | wc -l)" = 8 ]; echo $?) \
+	"the shard cache holds b@v1's and b@v3's 8 shards, each named by its sha256 ${bad:+(not: $bad)}"
+
+# in_memory: the latest opens on the guess too (b@v3 now); its first shard requests are
+# answered before the listing is.
+read -r right v1gets early <<< "$(HOLD=1 KW=in_memory=1 bepoch)"
+ok $([ "$right" = True ] && [ "$early" = 1 ] && [ "$v1gets" = 0 ]; echo $?) \
+	"in_memory: the first shards are read on the guess (b@v3) before the listing is answered; the rows are b@v3's"
+# A refuted guess: its decoded chunks are dropped with its loader; every row is the new latest's.
+$T make "$WORK/b4.npy" float32 4000x64 15
+check "another writer puts b@v4" $M put b x="$WORK/b4.npy" --shard-rows 1000
+read -r right _ early <<< "$(HOLD=1 KW=in_memory=1 bepoch)"
+ok $([ "$right" = True ] && [ "$early" = 1 ] && cmp -s "$WORK/bref.npy" "$WORK/b4.npy"; echo $?) \
+	"in_memory, a new latest: b@v3's first shards were read on the guess and dropped; the rows are exactly b@v4's"
+# The compressed shards kept in memory when the decoded rows do not fit (1 MiB over 600 KB):
+# the guessed b@v4 removed, the rows are b@v3's.
+check "rm b@v4" $M rm b@v4
+read -r right _ early <<< "$(HOLD=1 KW=in_memory=1,cache_bytes=600000 bepoch)"
+ok $([ "$right" = True ] && [ "$early" = 1 ] && cmp -s "$WORK/bref.npy" "$WORK/b3.npy"; echo $?) \
+	"in_memory, compressed: the removed guess b@v4 was read and dropped; the rows are exactly b@v3's"
+# In C, under the leak checker of a sanitized build: a refuted guess's loader leaves nothing behind.
+for v in 5:LOADER_IN_MEMORY=1 6:LOADER_CACHE_DIR=$CD; do
+	check "another writer puts b@v${v%%:*}" $M put b x="$WORK/b1.npy" --shard-rows 1000
+	out=$(env "${v#*:}" MATORAGE_META_CACHE=$G "$top_builddir/bench/loader-epoch" "$MATORAGE_STORE" b x 100 1 1048576 2>&1)
+	rc=$?
+	opt=${v#*:}
+	ok $([ "$rc" = 0 ] && [ "${out%% *}" = 4000 ]; echo $?) \
+		"${opt%%=*}, a refuted guess: 4000 rows of b@v${v%%:*}, nothing leaked (rc $rc)"
+done
+# Without a guess (no metadata cache) a cache_dir open still finds the latest in the store as a
+# far one: the head asked with the listing, not the listing, then a HEAD of the manifest.
+s3_log_clear
+out=$(MATORAGE_META_CACHE=off LOADER_CACHE_DIR=$CD "$top_builddir/bench/loader-epoch" "$MATORAGE_STORE" b x 100 1 1048576)
+s3_log > "$WORK/log-noguess"
+sed 's/^/# /' "$WORK/log-noguess"
+ok $([ "${out%% *}" = 4000 ] && grep -q '/b/head.json' "$WORK/log-noguess" &&
+	! grep -q '^HEAD ' "$WORK/log-noguess"; echo $?) \
+	"cache_dir without a guess: the head is asked with the listing, no HEAD of a manifest"
 done_testing

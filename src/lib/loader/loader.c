@@ -1193,11 +1193,17 @@ static int loader_open_token(mt_loader *l, mt_store *s, const char *dataset, con
 
 /* Whether an open of `version` can start on the metadata cache's guess of
  * the latest (dataset/latest.c) and keeps what it finds as the next
- * guess: the latest of a far store, read through no shard cache. */
+ * guess: the latest of a far store.  Through a shard cache too: its
+ * entries are named by the sha256 of their bytes and checked against it,
+ * so what a refuted guess's windows put there is right, only of no use to
+ * this open (the entry of the guess is named by the S3 store's URL, which
+ * the shard cache keeps as its own: plain and cached opens share it).  And
+ * in_memory: its decoded chunks or compressed shards belong to the loader,
+ * closed with it when the listing refutes the guess. */
 static int loader_guesses(const mt_loader *l, mt_store *s, const char *version)
 {
 	const mt_loader_opts *o = &l->opts;
-	return s->ops->far && !o->resume && !o->cache_dir && !o->in_memory &&
+	return s->ops->far && !o->resume && !(o->cache_dir && o->in_memory) &&
 	       (!version || !*version || !strcmp(version, "latest"));
 }
 
@@ -1207,7 +1213,8 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 			      const char *version, mt_manifest *m, char *json, mt_error *err)
 {
 	const mt_loader_opts *o = &l->opts;
-	int rc = 0, far = s->ops->far, guesses = loader_guesses(l, s, version);
+	int rc = 0, far = s->ops->far, guesses = loader_guesses(l, s, version), listed = !m;
+	mt_store *far_store = s;
 	if (o->cache_dir && o->in_memory)
 		rc = mti_err(err, MT_EINVAL, "loader: a cache directory or in-memory, not both");
 	else if (o->cache_dir) {
@@ -1224,21 +1231,29 @@ static int loader_open_reader(mt_loader *l, mt_store *s, const char *dataset,
 		return rc;
 	}
 	/* A loader needs the data, not the edited description: no metadata
-	 * object.  A format-2 version's fragments are read as windows need them. */
-	if (m)
+	 * object.  A format-2 version's fragments are read as windows need them.
+	 * Through a shard cache the version is found in the store itself, as
+	 * far away (the latest: the listing and the head at once), not through
+	 * the cache, which reads as a near store. */
+	if (!m && o->cache_dir && !o->resume)
+		rc = mti_dataset_open(far_store, dataset, version, MTI_OPEN_LAZY, &m, &json, err);
+	if (!rc && m)
 		rc = mti_reader_open_manifest(s, m, json, &l->reader, err);
-	else
+	else if (!rc)
 		rc = o->resume ? loader_open_token(l, s, dataset, version, err)
 			: mti_reader_open_as(s, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
 	/* Far away, what the next process opening this version would read again
 	 * (fragments, chunk indexes; the latest's manifest, as a guess) is kept
 	 * on local disk: its first window then waits for the data alone.  A
 	 * shard cache holds whole shards, their chunk indexes with them. */
-	mti_meta_cache *mc = !rc && far && !o->in_memory && !o->cache_dir ? mti_meta_cache_open() : NULL;
-	if (mc && guesses && !m)
-		mti_latest_keep(s, mc, dataset, mti_reader_json(l->reader));
-	if (mc)
+	int meta = far && !o->in_memory && !o->cache_dir;
+	mti_meta_cache *mc = !rc && (meta || (guesses && listed)) ? mti_meta_cache_open() : NULL;
+	if (mc && guesses && listed)
+		mti_latest_keep(far_store, mc, dataset, mti_reader_json(l->reader));
+	if (mc && meta)
 		mti_reader_set_meta_cache(l->reader, mc);
+	else
+		mti_meta_cache_close(mc);
 	return rc;
 }
 
@@ -1278,6 +1293,27 @@ static int loader_columns(mt_loader *l, uint64_t *row_bytes, mt_error *err)
 	return 0;
 }
 
+/* l's reader opened again on store s, on the manifest it has: no round trip
+ * for it again, and the version opened is the one l has, though a guessed
+ * latest (dataset/latest.c) may be gone from the store by now. */
+static int loader_reopen(mt_loader *l, mt_store *s, mt_error *err)
+{
+	const mt_version_info *vi = mt_reader_info(l->reader);
+	char *json = mti_strdup(mti_reader_json(l->reader));
+	char *what = mti_asprintf("%s@%s", vi->dataset, vi->version);
+	mt_manifest *m = NULL;
+	int rc = json && what ? mti_manifest_decode(json, strlen(json), what, &m, err)
+			      : mti_err(err, MT_ENOMEM, "loader: out of memory");
+	free(what);
+	if (rc) {
+		free(json);
+		return rc;
+	}
+	mt_reader_close(l->reader);
+	l->reader = NULL;
+	return mti_reader_open_manifest(s, m, json, &l->reader, err);
+}
+
 /* in_memory: the version held in memory within cache_bytes.  Decoded when
  * the decoded rows of the columns fit (a private chunk cache that keeps
  * every chunk the loader decodes: from the first touch of a chunk on, its
@@ -1307,18 +1343,8 @@ static int loader_in_memory(mt_loader *l, mt_store *s, uint64_t row_bytes, mt_er
 		mti_reader_set_cache(l->reader, l->decoded, 1);
 		return 0;
 	}
-	char *dataset = mti_strdup(vi->dataset), *version = mti_strdup(vi->version);
-	int rc = dataset && version ? 0 : mti_err(err, MT_ENOMEM, "loader: out of memory");
-	if (!rc)
-		rc = mti_store_cache_open(s, NULL, cap, &l->cache, err);
-	if (!rc) {
-		mt_reader_close(l->reader);
-		l->reader = NULL;
-		rc = mti_reader_open_as(l->cache, dataset, version, MTI_OPEN_LAZY, &l->reader, err);
-	}
-	free(dataset);
-	free(version);
-	return rc;
+	int rc = mti_store_cache_open(s, NULL, cap, &l->cache, err);
+	return rc ? rc : loader_reopen(l, l->cache, err);
 }
 
 static int plan_shard(void *ud, uint64_t first_row, uint64_t rows, mt_error *err)

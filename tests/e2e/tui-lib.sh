@@ -63,7 +63,29 @@ expect_gone() {
 	ok $rc "$1"
 	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
 }
+# expect_re NAME REGEX [SECONDS]: a case that passes when a line of the screen matches REGEX
+# in time (20 s by default; a row, column by column).
+expect_re() {
+	local i rc=1
+	for i in $(seq $((${3:-20} * 10))); do
+		screen | grep -Eq -- "$2" && { rc=0; break; }
+		sleep 0.1
+	done
+	ok $rc "$1"
+	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
+}
 keys() { tmx send-keys -t mt "$@"; }
+# tui_synced STORE...: the browser's start-up syncs of these stores (local, a remote's name) have
+# ended, as its jobs list says (each a case): a status line of theirs cannot replace a later
+# key's.  Back to the view it was on.
+tui_synced() {
+	local s
+	keys J
+	for s in "$@"; do
+		expect_re "the start-up sync of $s ends" "^ *[0-9]+ +sync +done .* sync $s *\$"
+	done
+	keys Escape
+}
 # tui_exited: until the browser has exited (at most 10 s); 0 when it exited with 0.
 tui_exited() {
 	for _ in $(seq 100); do [ -s "$WORK/exit" ] && break; sleep 0.1; done

@@ -28,17 +28,6 @@ same() {
 frag_row() {
 	expect_re "$1" "^ +$2 +$(($2 * 8))\\.\\.$(($2 * 8 + 7)) +$3"
 }
-# expect_whole NAME TEXT: a case passing when the screen shows TEXT in time, lines joined and
-# spaces left out (the job view wraps a long result at the screen's edge, a space there lost).
-expect_whole() {
-	local i rc=1
-	for i in $(seq 200); do
-		screen | tr -d '\n ' | grep -qF -- "${2// /}" && { rc=0; break; }
-		sleep 0.1
-	done
-	ok $rc "$1"
-	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
-}
 
 # Parity alone (no remote yet): a fragment deleted, found by v, rebuilt by R.
 frag_rm "$OBJ_BASE" "${K[1]}"

@@ -79,6 +79,7 @@ done
 frag_row "fragment 2 is sound" 2 'sound'
 keys Escape Enter
 expect_re "the details: the version's health says from what" "^health +repairable from ($MIRROR_URL, parity|parity, $MIRROR_URL)"
+expect_re "the last repair is still the one from parity (a dry run repairs nothing)" '^repaired .*: 1 rebuilt from parity, 0 unrepairable'
 keys Escape
 expect_re "the version is repairable" '^v1 .* repairable +2\+1'
 keys H R

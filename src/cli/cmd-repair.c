@@ -176,8 +176,10 @@ static int repair_exec(struct cli_ctx *ctx, const struct cli_args *a)
 		free(src);
 		return rc;
 	}
-	struct app_health health; /* for the catalog */
-	app_health_init(&health, "repair", out.dry_run);
+	/* For the catalog: a dry run rebuilds nothing, so it is a check, not a
+	 * repair (the browser's "repaired" row names the last real one). */
+	struct app_health health;
+	app_health_init(&health, out.dry_run ? "verify" : "repair", out.dry_run);
 	cli_catch_interrupt();
 	struct cli_progress *p = cli_progress_begin(ctx, ref.dataset, 0);
 	o.progress = cli_progress_fn;

@@ -1,42 +1,23 @@
 #!/bin/bash
 # tui-fragments.sh — a format-2 version's fragments in the browser: a first sync of a version with a fragment deleted and one edited lists it as damaged (not dropped, the sync succeeds), its details and H's fragment view say which rows are missing or damaged, R rebuilds both byte for byte from parity and the health turns sound without a verify; damage after the catalog knew the version is found by v and shown the same at 40x10; a format-1 version has no fragments.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/store.sh"
 M=$MATORAGE
-export MATORAGE_STORE="$WORK/store" MATORAGE_CONFIG="$WORK/config.json"
+export MATORAGE_CONFIG="$WORK/config.json"
+MT_TEST_STORE=file use_store # fragment 4 is edited in place with sed
 . "$(dirname "$0")/tui-lib.sh"
+. "$(dirname "$0")/frag-lib.sh"
 cd "$WORK" || exit 1
-F=$WORK/store/datasets/d/fragments
-# 4 shards a fragment: 48 rows in 24 two-row shards make 6 fragments, fragment j rows 8j..8j+7.
-"$PY" -c "import numpy as n; n.save('$WORK/x.npy', (n.arange(48 * 3, dtype='int32') * 7 - 5).reshape(48, 3))"
-check "put d: 24 shards in format 2" env MATORAGE_MANIFEST_FORMAT=2 MATORAGE_FRAGMENT_SHARDS=4 \
-	$M put d x="$WORK/x.npy" --shard-rows 2
+frag_put d
 check "put f1: a format-1 version" env MATORAGE_MANIFEST_FORMAT=1 $M put f1 x="$WORK/x.npy" --shard-rows 8
-n=$(ls "$F" | wc -l)
-ok $([ "$n" -eq 6 ]; echo $?) "6 fragments (got $n)"
-check "protect d@v1 with 2+1 parity (fragments in groups of two)" $M protect d@v1 --parity 2+1
-frag_of() { # ROW: the sha256 of the fragment starting at ROW
-	grep -o "\"first_row\":$1,\"rows\":8,\"nshards\":4,\"shard_bytes\":[0-9]*,\"sha256\":\"[0-9a-f]*\"" \
-		"$WORK/store/datasets/d/versions/v1.json" | grep -o '[0-9a-f]\{64\}'
-}
-f1=$(frag_of 8)
-f4=$(frag_of 32)
-cp "$F/$f1.json" "$WORK/f1.json"
-cp "$F/$f4.json" "$WORK/f4.json"
+read -r -d '' k1 k4 < <(frag_keys d 1 4)
+cp "$OBJ_BASE/$k1" "$WORK/f1.json"
+cp "$OBJ_BASE/$k4" "$WORK/f4.json"
 damage() { # fragment 1 (rows 8..15) deleted, fragment 4 (rows 32..39) edited
-	rm "$F/$f1.json"
-	sed -i '0,/"rows":2,/s//"rows":3,/' "$F/$f4.json"
+	rm "$OBJ_BASE/$k1"
+	sed -i '0,/"rows":2,/s//"rows":3,/' "$OBJ_BASE/$k4"
 }
-same() { cmp -s "$WORK/f1.json" "$F/$f1.json" && cmp -s "$WORK/f4.json" "$F/$f4.json"; }
-# expect_re NAME REGEX: the screen shows a line matching REGEX in time (a row, column by column).
-expect_re() {
-	local i rc=1
-	for i in $(seq 200); do
-		screen | grep -Eq -- "$2" && { rc=0; break; }
-		sleep 0.1
-	done
-	ok $rc "$1"
-	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
-}
+same() { cmp -s "$WORK/f1.json" "$OBJ_BASE/$k1" && cmp -s "$WORK/f4.json" "$OBJ_BASE/$k4"; }
 damage
 
 # A first sync of the damaged version (put recorded it sound: a new catalog) lists it, damaged.

@@ -17,15 +17,7 @@ shard_file() {
 		$PY -c "import json,sys; print(json.load(sys.stdin)['shards'][$2]['sha256'])").h5"
 }
 # row NAME REGEX [SECONDS]: a case passing when a line of the screen matches REGEX in time.
-row() {
-	local i rc=1
-	for i in $(seq $((${3:-30} * 10))); do
-		screen | grep -qE -- "$2" && { rc=0; break; }
-		sleep 0.1
-	done
-	ok $rc "$1"
-	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
-}
+row() { expect_re "$1" "$2" "${3:-30}"; }
 # cut_cells H: lines of the view (below the title, above the status line) holding a value cut short.
 cut_cells() { screen | sed -n "2,$(($1 - 2))p" | grep -F "…"; }
 

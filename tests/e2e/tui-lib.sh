@@ -30,40 +30,54 @@ tui_start() {
 }
 # screen: what the terminal shows now.
 screen() { tmx capture-pane -p -t mt; }
-# wait_for TEXT [SECONDS]: until the screen shows TEXT (at most 20 s by default).
-wait_for() {
-	local i
-	for i in $(seq $((${2:-20} * 10))); do
-		screen | grep -qF -- "$1" && return 0
+# until_screen SECONDS CMD...: until CMD, given the screen on its input, succeeds (at most
+# SECONDS); 1 when it never did.
+until_screen() {
+	local n=$(($1 * 10)) i
+	shift
+	for i in $(seq $n); do
+		screen | "$@" && return 0
 		sleep 0.1
 	done
 	return 1
 }
+# screen_case NAME RC: a case passing when RC is 0, with the screen shown when it failed.
+screen_case() {
+	ok "$2" "$1"
+	[ "$2" -eq 0 ] || screen | sed 's/^/# | /'
+}
+# Filters for until_screen: the screen shows TEXT; does not; has a line matching REGEX; shows
+# TEXT with its lines joined and spaces left out (a view wraps a long line at the screen's
+# edge, and a space there is lost).
+shows() { grep -qF -- "$1"; }
+lacks() { ! grep -qF -- "$1"; }
+matches() { grep -Eq -- "$1"; }
+shows_whole() { tr -d '\n ' | grep -qF -- "${1// /}"; }
+# wait_for TEXT [SECONDS]: until the screen shows TEXT (at most 20 s by default).
+wait_for() { until_screen "${2:-20}" shows "$1"; }
 # expect NAME TEXT: a case that passes when the screen shows TEXT in time.
-expect() {
-	wait_for "$2"
-	local rc=$?
-	ok $rc "$1"
-	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
-}
+expect() { wait_for "$2"; screen_case "$1" $?; }
 # expect_not NAME TEXT: a case that passes when the screen does not show TEXT.
-expect_not() {
-	! screen | grep -qF -- "$2"
-	local rc=$?
-	ok $rc "$1"
-	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
-}
+expect_not() { screen | lacks "$2"; screen_case "$1" $?; }
 # expect_gone NAME TEXT: a case that passes when the screen stops showing TEXT in time.
-expect_gone() {
-	local i rc=1
-	for i in $(seq 200); do
-		screen | grep -qF -- "$2" || { rc=0; break; }
-		sleep 0.1
-	done
-	ok $rc "$1"
-	[ $rc -eq 0 ] || screen | sed 's/^/# | /'
-}
+expect_gone() { until_screen 20 lacks "$2"; screen_case "$1" $?; }
+# expect_re NAME REGEX [SECONDS]: a case that passes when a line of the screen matches REGEX
+# in time (20 s by default; a row, column by column).
+expect_re() { until_screen "${3:-20}" matches "$2"; screen_case "$1" $?; }
+# expect_whole NAME TEXT: a case that passes when the screen shows TEXT in time, wrapped or not.
+expect_whole() { until_screen 20 shows_whole "$2"; screen_case "$1" $?; }
 keys() { tmx send-keys -t mt "$@"; }
+# tui_synced STORE...: the browser's start-up syncs of these stores (local, a remote's name) have
+# ended, as its jobs list says (each a case): a status line of theirs cannot replace a later
+# key's.  Back to the view it was on.
+tui_synced() {
+	local s
+	keys J
+	for s in "$@"; do
+		expect_re "the start-up sync of $s ends" "^ *[0-9]+ +sync +done .* sync $s *\$"
+	done
+	keys Escape
+}
 # tui_exited: until the browser has exited (at most 10 s); 0 when it exited with 0.
 tui_exited() {
 	for _ in $(seq 100); do [ -s "$WORK/exit" ] && break; sleep 0.1; done

@@ -750,6 +750,16 @@ static int cat_put_shards(mt_catalog *c, int64_t ds, int64_t vid, const mt_reade
 	return rc;
 }
 
+/* A fragment's row: the sync's finding (?9..?11), else the health last
+ * recorded of its object in the dataset (p).  A sync that finds it missing
+ * (or damaged) keeps a check's verdict that found it so too: that says
+ * more, whether a repair can rebuild it and from what.  A version with an
+ * unreadable fragment is read again at every sync (cat_put_no_shards), and
+ * the browser syncs every few seconds: the verdict of its v or R was gone
+ * before it could be read. */
+#define FRAGMENT_KEEP								"(?9 <> 'sound' AND p.health IN ('repairable', 'unrepairable') AND"		" (p.health_note LIKE 'missing%') = (?9 = 'missing'))"
+#define FRAGMENT_PUT									"INSERT OR REPLACE INTO fragments(version_id, idx, sha256, bytes, first_row, rows,"		" first_shard, nshards, health, health_note, health_at) SELECT ?1, ?2, ?3, ?4, ?5,"		" ?6, ?7, ?8, CASE WHEN " FRAGMENT_KEEP " THEN p.health ELSE coalesce(?9, p.health,"		" '') END, CASE WHEN " FRAGMENT_KEEP " THEN p.health_note ELSE coalesce(?10,"			" p.health_note, '') END, CASE WHEN " FRAGMENT_KEEP " THEN p.health_at ELSE"			" coalesce(?11, p.health_at, '') END FROM (SELECT 1) LEFT JOIN (SELECT f.health,"		" f.health_note, f.health_at FROM fragments f JOIN versions o ON o.id = f.version_id"		" WHERE f.sha256 = ?3 AND o.dataset_id = ?12 AND f.health_at <> '' ORDER BY"			" f.health_at DESC LIMIT 1) p"
+
 /* A format-2 version's fragments as its root describes them (none for
  * format 1).  One this sync read (sh->from on) is sound, or missing or
  * damaged (sh->bad); one shared with the parent and not read keeps the
@@ -760,13 +770,7 @@ static int cat_put_fragments(mt_catalog *c, int64_t ds, int64_t vid, const mt_re
 {
 	size_t nf = mt_reader_nfragments(r), b = 0;
 	sqlite3_stmt *st = NULL;
-	int rc = mti_cat_prepare(c, "INSERT OR REPLACE INTO fragments(version_id, idx, sha256,"
-		" bytes, first_row, rows, first_shard, nshards, health, health_note, health_at)"
-		" SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, coalesce(?9, p.health, ''),"
-		" coalesce(?10, p.health_note, ''), coalesce(?11, p.health_at, '') FROM (SELECT 1)"
-		" LEFT JOIN (SELECT f.health, f.health_note, f.health_at FROM fragments f JOIN"
-		" versions o ON o.id = f.version_id WHERE f.sha256 = ?3 AND o.dataset_id = ?12 AND"
-		" f.health_at <> '' ORDER BY f.health_at DESC LIMIT 1) p", &st, err);
+	int rc = mti_cat_prepare(c, FRAGMENT_PUT, &st, err);
 	char now[32];
 	mti_cat_now(now, sizeof now);
 	for (size_t i = 0; !rc && i < nf; i++) {

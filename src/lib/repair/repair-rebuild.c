@@ -71,6 +71,20 @@ int mti_rp_sources_open(rp_ctx *c, mt_error *err)
 	return rc;
 }
 
+int mti_rp_source_fetch(rp_ctx *c, size_t k, const rp_obj *o, void **data, uint64_t *nread,
+			mt_error *err)
+{
+	const rp_source *src = &c->src[k];
+	if (src->flat && o->kind != MT_REPAIR_SHARD)
+		return MT_ENOTFOUND; /* a loader's cache holds shards alone */
+	char *key = src->flat ? mti_asprintf("%s.h5", o->sha256) : mti_strdup(o->key);
+	if (!key)
+		return mti_err(err, MT_ENOMEM, "out of memory");
+	int rc = mti_rp_fetch(src->store, key, o->sha256, o->bytes, data, nread, NULL, err);
+	free(key);
+	return rc;
+}
+
 void mti_rp_sources_close(rp_ctx *c)
 {
 	for (size_t i = 0; i < c->nsrc; i++) {
@@ -520,6 +534,34 @@ static void gbuf_free(gbuf *b, int n)
 	b->read = read;
 }
 
+/* A dry run writes nothing back, yet the repair it stands for finds here
+ * what it wrote before it codes a group: a member another store holds, or
+ * one a group rebuilt (a fragment keeps its bytes), is a survivor read from
+ * there.  Without this a dry run calls lost what the repair rebuilds. */
+static int stand_in(const rp_ctx *c, const rp_obj *o)
+{
+	return c->o.dry_run && o->state == RP_REPAIRABLE && (o->data || o->src);
+}
+
+/* A stand-in's bytes into row: 0, or 1 when its store no longer gives
+ * them (it is no survivor after all: look again). */
+static int stand_in_read(rp_ctx *c, rp_obj *o, uint8_t *row, uint64_t *nread)
+{
+	if (o->data) {
+		memcpy(row, o->data, (size_t)o->bytes);
+		return 0;
+	}
+	void *data = NULL;
+	mt_error e = {0};
+	if (mti_rp_source_fetch(c, o->src - 1, o, &data, nread, &e)) {
+		o->src = 0;
+		return 1;
+	}
+	memcpy(row, data, (size_t)o->bytes);
+	free(data);
+	return 0;
+}
+
 /* Read the group's sound rows whole, padded to the stripe; damaged rows get
  * output buffers.  With `trust`, only the first k sound rows are read and
  * not hashed again: the check that found them sound has just hashed them,
@@ -534,7 +576,7 @@ static int group_read(rp_ctx *c, const mti_pgroup *g, const int *row, gbuf *b, i
 	for (int i = 0; i < n; i++) {
 		rp_obj *o = row[i] < 0 ? NULL : &c->objs[row[i]];
 		int use = !o || o->state == RP_DAMAGED ||
-			  ((o->state == RP_SOUND || o->state == RP_REBUILT) &&
+			  ((o->state == RP_SOUND || o->state == RP_REBUILT || stand_in(c, o)) &&
 			   !(trust && had >= (size_t)c->p->k));
 		if (!use)
 			continue; /* not needed: neither read nor given a buffer */
@@ -548,6 +590,15 @@ static int group_read(rp_ctx *c, const mti_pgroup *g, const int *row, gbuf *b, i
 		}
 		if (o->state == RP_DAMAGED) {
 			b->want[b->nwant++] = (size_t)i;
+			continue;
+		}
+		if (o->state == RP_REPAIRABLE) {
+			uint64_t nr = 0;
+			if (stand_in_read(c, o, b->rows[i], &nr))
+				return 1;
+			b->read += nr;
+			b->have[i] = 1;
+			had++;
 			continue;
 		}
 		if (trust) { /* straight into its row: its size was checked with its hash */

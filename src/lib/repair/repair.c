@@ -362,21 +362,16 @@ static int source_job(void *ud, size_t i)
 	if (o->state != RP_DAMAGED)
 		return 0;
 	for (size_t k = 0; k < c->nsrc; k++) {
-		const rp_source *src = &c->src[k];
-		if (src->flat && o->kind != MT_REPAIR_SHARD)
-			continue;
-		char *key = src->flat ? mti_asprintf("%s.h5", o->sha256) : mti_strdup(o->key);
 		void *data = NULL;
 		uint64_t n = 0;
 		mt_error e = {0};
-		int rc = key ? mti_rp_fetch(src->store, key, o->sha256, o->bytes, &data, &n, NULL, &e)
-			     : MT_ENOMEM;
-		free(key);
+		int rc = mti_rp_source_fetch(c, k, o, &data, &n, &e);
 		mti_rp_add_read(c, o, n);
 		if (rc)
 			continue; /* not there, damaged there too, or unreachable: the next */
 		o->data = data;
-		o->source = src->name;
+		o->source = c->src[k].name;
+		o->src = k + 1;
 		rc = mti_rp_write_back(c, o, &e);
 		return rc ? mti_rp_fail(c, rc, &e) : 0;
 	}

@@ -22,6 +22,7 @@ typedef struct rp_obj {
 	uint64_t first_row, rows;
 	char *problem;        /* what is wrong with it */
 	const char *source;   /* what rebuilt it (static or a source's name) */
+	size_t src;           /* 1 + the index in c->src of the store found holding it, 0: none */
 	uint64_t read;        /* bytes read for it */
 	uint8_t *data;        /* rebuilt bytes waiting to be written back */
 } rp_obj;
@@ -85,6 +86,9 @@ MT_LOCAL int mti_rp_write_back(rp_ctx *c, rp_obj *o, mt_error *err);
 /* repair-rebuild.c */
 MT_LOCAL int mti_rp_sources_open(rp_ctx *c, mt_error *err);
 MT_LOCAL void mti_rp_sources_close(rp_ctx *c);
+/* o whole from source k, held against its sha256 and size as mti_rp_fetch. */
+MT_LOCAL int mti_rp_source_fetch(rp_ctx *c, size_t k, const rp_obj *o, void **data,
+				 uint64_t *nread, mt_error *err);
 /* The versions to repair: the one named, or every version of the dataset
  * and every one a protection record names whose manifest is gone. */
 MT_LOCAL int mti_rp_versions(rp_ctx *c, const char *version, char ***out, size_t *n,

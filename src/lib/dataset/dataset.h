@@ -128,15 +128,14 @@ MT_LOCAL int mti_reader_read_each(mt_reader *r, size_t attr, uint64_t a, uint64_
  * all of them, ahead of time.  A failure leaves that index unread; the
  * read that needs it tries again and reports it.  whole (may be NULL):
  * whole[i] says the caller will read all of shards[i]; far away such a
- * shard's object is read whole at once with its index (within the room a
- * reader holds for run buffers: 32 MiB, more where the round trip is
- * long), so its chunks cost no second round trip, and held until
+ * shard's object is read whole at once with its index (within the 32 MiB
+ * a reader holds of run buffers), so its chunks cost no second round trip, and held until
  * mti_reader_drop_whole. */
 MT_LOCAL void mti_reader_load_indexes(mt_reader *r, const size_t *shards, const char *whole,
 				     size_t n);
 /* Far away, the objects of shards[0..n) with whole[i] set read whole now
  * (their indexes loaded or not, read whole before or not), each when it
- * fits the room beside the run buffers in flight, and held until
+ * fits the 32 MiB beside the run buffers in flight, and held until
  * mti_reader_drop_whole: a caller that knows which shards it reads next
  * and has nothing to decode meanwhile pays their round trips then. */
 MT_LOCAL void mti_reader_fetch_whole(mt_reader *r, const size_t *shards, const char *whole,

@@ -657,7 +657,7 @@ static int lost_error(const mt_reader *r, size_t i, int dmg, mt_error *err)
 		      dmg == DMG_MISSING ? "missing" : "damaged");
 }
 
-/* Shards read whole share the room with the run buffers (taken only
+/* Shards read whole share READER_INFLIGHT with the run buffers (taken only
  * when they fit: a run waits for room, a whole object does not, so a run
  * always gets through in the end); each is read in up to WHOLE_PIECES
  * ranged requests at once, none below WHOLE_PIECE_MIN. */
@@ -681,15 +681,14 @@ static int whole_piece(void *ud, size_t k)
 }
 
 /* Shard i's object read whole when a caller wants it so and it fits
- * the room (READER_INFLIGHT, more where the round trip is long) beside the
- * buffers held; nothing when it cannot be had. */
+ * READER_INFLIGHT beside the buffers held; nothing when it cannot be had. */
 static void whole_fetch(mt_reader *r, size_t i)
 {
 	uint64_t bytes = r->m->shards[i].bytes;
 	pthread_mutex_lock(&r->lock);
 	struct whole *wh = &r->whole[i];
 	int go = wh->want && !wh->data && !wh->dropped && !wh->fetching && bytes &&
-		 r->run_bytes + r->whole_bytes + bytes <= r->room;
+		 r->run_bytes + r->whole_bytes + bytes <= READER_INFLIGHT;
 	if (go) {
 		r->whole_bytes += bytes;
 		wh->fetching = 1;

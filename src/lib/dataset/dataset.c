@@ -1063,6 +1063,7 @@ struct gc_state {
 	const mt_pins *pins;
 	int keep_parity; /* a record could not be read: every parity object stays */
 	int64_t cutoff; /* objects at least this old may go (the store's clock) */
+	int64_t now;    /* the store's clock when the pins were read */
 	uint64_t nobjects, nbytes;
 	mt_gc_fn fn;
 	void *ud;
@@ -1440,13 +1441,23 @@ static int gc_mark(struct gc_state *g, const char *dataset, mt_error *err)
 	return 0;
 }
 
+/* Seconds an unfinished upload is kept at least (see gc_sweep). */
+#define SWEEP_MIN_AGE 60
+
 static int gc_sweep(struct gc_state *g, const char *dataset, int dry_run, mt_error *err)
 {
 	uint64_t n = 0, bytes = 0;
 	char *dir = mti_asprintf("datasets/%s/", dataset);
 	if (!dir)
 		return mti_err(err, MT_ENOMEM, "out of memory");
-	int rc = g->s->ops->sweep(g->s, dir, g->cutoff + 1, dry_run, &n, &bytes, err);
+	/* Never an upload younger than SWEEP_MIN_AGE, whatever the grace: a
+	 * writer's lock is itself an upload until it is in place, and one
+	 * begun as this gc read the pins is not among them (swept, its rename
+	 * failed: "taking a lock: ... rename: No such file or directory"). */
+	int64_t before = g->cutoff + 1;
+	if (before > g->now - SWEEP_MIN_AGE)
+		before = g->now - SWEEP_MIN_AGE;
+	int rc = g->s->ops->sweep(g->s, dir, before, dry_run, &n, &bytes, err);
 	free(dir);
 	g->nobjects += n;
 	g->nbytes += bytes;
@@ -1468,6 +1479,7 @@ static int gc_dataset(struct gc_state *g, const char *dataset, int dry_run, mt_e
 	/* Writers of this matorage never need the grace: they pin, or wait
 	 * for this gc to end.  It is there for writers that do neither. */
 	g->cutoff = pins.now - (int64_t)(g->grace > INT32_MAX ? INT32_MAX : g->grace);
+	g->now = pins.now;
 	if (!rc)
 		rc = gc_mark(g, dataset, err);
 	/* parity last: keep_parity leaves it out. */

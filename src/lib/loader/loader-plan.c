@@ -339,6 +339,8 @@ int mti_plan_epoch(mt_plan *p, uint64_t epoch, const mt_plan_share *stages, size
 	share_split(p->live_rows, share, &p->share_rows, &p->batches);
 	if (rank_windows(p))
 		return mti_err(err, MT_ENOMEM, "loader: out of memory");
+	static uint64_t makings;
+	p->made = __atomic_add_fetch(&makings, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -69,6 +69,10 @@ typedef struct mt_plan {
 	size_t nrank_windows;
 	mt_plan_span *mine;   /* the positions of the share (padding aside), ascending */
 	size_t nmine;
+	/* Which making of a plan this is: each mti_plan_epoch stamps one never
+	 * used before (in this process), so what was worked out of a plan can
+	 * be kept under it and never taken for another's. */
+	uint64_t made;
 } mt_plan;
 
 /* An empty plan for `rows` rows, windows of window_rows (>= 2) and units of

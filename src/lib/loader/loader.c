@@ -94,6 +94,18 @@ typedef struct ld_prefetch {
 	int idle;           /* fillers waiting: for a slot, or for the loader to move on */
 } ld_prefetch;
 
+/* A window's shards, each once, and whether each is read whole
+ * (window_shards): kept for the next asks (window_list). */
+typedef struct ld_wlist {
+	uint64_t made; /* the making of the plan it is of (mt_plan.made); 0: none */
+	size_t k, n;   /* the rank window; its shards */
+	size_t *shards;
+	char *whole;
+} ld_wlist;
+
+/* Lists kept: a window's and the next one's, for each of two fillers. */
+#define WLISTS 4
+
 /* A batch being handed out: buffers per column. */
 typedef struct ld_out {
 	mt_batch batch;
@@ -125,6 +137,9 @@ struct mt_loader {
 	ld_out out;      /* mt_loader_next's batch */
 	ld_out rows_out; /* mt_loader_read_rows' batch */
 	int far;         /* the store is far away (mti_reader_far) */
+	ld_wlist wl[WLISTS]; /* window lists kept (window_list), under wl_lock */
+	unsigned wl_next;    /* the one to replace next */
+	pthread_mutex_t wl_lock;
 };
 
 /* ---- the prefetch thread ----------------------------------------------- */
@@ -400,43 +415,104 @@ static int shard_rows_cmp(const void *a, const void *b)
 }
 
 /* The shards of the units of rank window k, each once, into shards (room
- * for the window's units); with whole, whether the window reads (most of)
- * all of that shard: three quarters of its rows or more, every attribute.
- * Sorted, not searched: a window of one-row shards has as many as rows. */
-static size_t window_shards(mt_loader *l, const mt_plan *p, size_t k, size_t *shards,
-			    char *whole)
+ * for the window's units), *m of them; with whole, whether the window reads
+ * (most of) all of that shard: three quarters of its rows or more, every
+ * attribute.  Sorted, not searched: a window of one-row shards has as many
+ * as rows.  -1 when out of memory. */
+static int window_shards(mt_loader *l, const mt_plan *p, size_t k, size_t *shards, char *whole,
+			 size_t *m)
 {
-	size_t w = p->rank_windows[k], n = 0, m = 0, u0 = p->window_unit[w];
+	size_t w = p->rank_windows[k], n = 0, u0 = p->window_unit[w];
 	size_t nu = p->window_unit[w + 1] - u0;
 	char *need = window_need(p, k);
 	struct shard_rows *sr = need ? malloc((nu ? nu : 1) * sizeof *sr) : NULL;
-	for (size_t u = 0; sr && u < nu; u++) {
+	*m = 0;
+	if (!sr) {
+		free(need);
+		return -1;
+	}
+	for (size_t u = 0; u < nu; u++) {
 		const mt_plan_unit *un = &p->units[p->unit_order[u0 + u]];
 		if (need[u])
 			sr[n++] = (struct shard_rows){mti_reader_shard_of(l->reader, un->first_row),
 						      un->rows};
 	}
-	if (sr)
-		qsort(sr, n, sizeof *sr, shard_rows_cmp);
-	for (size_t i = 0; sr && i < n; i++) {
-		if (m && sr[m - 1].shard == sr[i].shard)
-			sr[m - 1].rows += sr[i].rows;
+	qsort(sr, n, sizeof *sr, shard_rows_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (*m && sr[*m - 1].shard == sr[i].shard)
+			sr[*m - 1].rows += sr[i].rows;
 		else
-			sr[m++] = sr[i];
+			sr[(*m)++] = sr[i];
 	}
-	for (size_t j = 0; j < m; j++) {
+	for (size_t j = 0; j < *m; j++) {
 		shards[j] = sr[j].shard;
 		mt_shard_info si;
 		/* Most of it is as good as all: what the window leaves of the
 		 * shard, another window reads, from the whole object while held. */
-		if (whole)
-			whole[j] = !mt_reader_shard(l->reader, sr[j].shard, &si) &&
-				   sr[j].rows >= si.rows / 4 * 3 &&
-				   l->ncols == mt_reader_nattrs(l->reader);
+		whole[j] = !mt_reader_shard(l->reader, sr[j].shard, &si) &&
+			   sr[j].rows >= si.rows / 4 * 3 && l->ncols == mt_reader_nattrs(l->reader);
 	}
 	free(sr);
 	free(need);
-	return m;
+	return 0;
+}
+
+static void wlist_free(ld_wlist *w)
+{
+	free(w->shards);
+	free(w->whole);
+	*w = (ld_wlist){0};
+}
+
+/* *dst (arrays of its own) as src; -1 when out of memory. */
+static int wlist_copy(ld_wlist *dst, const ld_wlist *src)
+{
+	*dst = *src;
+	dst->shards = malloc((src->n ? src->n : 1) * sizeof *dst->shards);
+	dst->whole = malloc(src->n ? src->n : 1);
+	if (!dst->shards || !dst->whole) {
+		wlist_free(dst);
+		return -1;
+	}
+	if (src->n) {
+		memcpy(dst->shards, src->shards, src->n * sizeof *dst->shards);
+		memcpy(dst->whole, src->whole, src->n);
+	}
+	return 0;
+}
+
+/* Rank window k's shards (window_shards) into *out, arrays of its own to
+ * free with wlist_free: a list kept, or worked out and kept.  Far away,
+ * each window's list is asked for up to four times (its read-ahead, the
+ * chunk indexes of the window before it and its own, its drop), from both
+ * fillers, and it takes the window's permutation, a shard per unit and a
+ * sort.  -1 when out of memory. */
+static int window_list(mt_loader *l, const mt_plan *p, size_t k, ld_wlist *out)
+{
+	int rc = 1;
+	pthread_mutex_lock(&l->wl_lock);
+	for (int i = 0; rc > 0 && i < WLISTS; i++)
+		if (l->wl[i].made == p->made && l->wl[i].k == k)
+			rc = wlist_copy(out, &l->wl[i]);
+	pthread_mutex_unlock(&l->wl_lock);
+	if (rc <= 0)
+		return rc;
+	size_t w = p->rank_windows[k], nu = p->window_unit[w + 1] - p->window_unit[w];
+	*out = (ld_wlist){p->made, k, 0, malloc((nu ? nu : 1) * sizeof *out->shards),
+			  malloc(nu ? nu : 1)};
+	if (!out->shards || !out->whole || window_shards(l, p, k, out->shards, out->whole, &out->n)) {
+		wlist_free(out);
+		return -1;
+	}
+	ld_wlist keep;
+	if (!wlist_copy(&keep, out)) {
+		pthread_mutex_lock(&l->wl_lock);
+		wlist_free(&l->wl[l->wl_next]);
+		l->wl[l->wl_next] = keep;
+		l->wl_next = (l->wl_next + 1) % WLISTS;
+		pthread_mutex_unlock(&l->wl_lock);
+	}
+	return 0;
 }
 
 /* Far away, the chunk indexes of the shards window k and the next one
@@ -445,45 +521,44 @@ static size_t window_shards(mt_loader *l, const mt_plan *p, size_t k, size_t *sh
  * window reads all of come whole, index and chunks in that one round trip. */
 static void slot_indexes(mt_loader *l, const mt_plan *p, size_t k)
 {
-	size_t n = 0;
-	for (size_t i = k; i < k + 2 && i < p->nrank_windows; i++)
-		n += p->window_unit[p->rank_windows[i] + 1] - p->window_unit[p->rank_windows[i]];
-	size_t *shards = malloc((n ? n : 1) * sizeof *shards);
-	char *whole = malloc(n ? n : 1);
-	if (shards && whole) {
-		size_t m = window_shards(l, p, k, shards, whole);
-		if (k + 1 < p->nrank_windows)
-			m += window_shards(l, p, k + 1, shards + m, whole + m);
-		mti_reader_load_indexes(l->reader, shards, whole, m);
+	ld_wlist a = {0}, b = {0}, both = {0};
+	if (window_list(l, p, k, &a) ||
+	    (k + 1 < p->nrank_windows && window_list(l, p, k + 1, &b))) {
+		wlist_free(&a);
+		return;
 	}
-	free(shards);
-	free(whole);
-}
-
-/* window_shards into arrays of its own (*shards and *whole, to free): their
- * count, 0 when out of memory. */
-static size_t window_shards_new(mt_loader *l, const mt_plan *p, size_t k, size_t **shards,
-				char **whole)
-{
-	size_t w = p->rank_windows[k], n = p->window_unit[w + 1] - p->window_unit[w];
-	*shards = malloc((n ? n : 1) * sizeof **shards);
-	*whole = malloc(n ? n : 1);
-	return *shards && *whole ? window_shards(l, p, k, *shards, *whole) : 0;
+	both.n = a.n + b.n;
+	both.shards = malloc((both.n ? both.n : 1) * sizeof *both.shards);
+	both.whole = malloc(both.n ? both.n : 1);
+	if (both.shards && both.whole) {
+		if (a.n) {
+			memcpy(both.shards, a.shards, a.n * sizeof *a.shards);
+			memcpy(both.whole, a.whole, a.n);
+		}
+		if (b.n) {
+			memcpy(both.shards + a.n, b.shards, b.n * sizeof *b.shards);
+			memcpy(both.whole + a.n, b.whole, b.n);
+		}
+		mti_reader_load_indexes(l->reader, both.shards, both.whole, both.n);
+	}
+	wlist_free(&a);
+	wlist_free(&b);
+	wlist_free(&both);
 }
 
 /* After window k is read: the shard objects it read whole are let go (not
  * one the next window reads most of and this one only a little of). */
 static void slot_drop_whole(mt_loader *l, const mt_plan *p, size_t k)
 {
-	size_t *shards;
-	char *whole;
-	size_t m = window_shards_new(l, p, k, &shards, &whole), kept = 0;
-	for (size_t j = 0; j < m; j++)
-		if (whole[j])
-			shards[kept++] = shards[j];
-	mti_reader_drop_whole(l->reader, shards, kept);
-	free(shards);
-	free(whole);
+	ld_wlist a;
+	if (window_list(l, p, k, &a))
+		return;
+	size_t kept = 0;
+	for (size_t j = 0; j < a.n; j++)
+		if (a.whole[j])
+			a.shards[kept++] = a.shards[j];
+	mti_reader_drop_whole(l->reader, a.shards, kept);
+	wlist_free(&a);
 }
 
 /* Far away, while window k waits for its slot (the window before it in
@@ -494,12 +569,11 @@ static void slot_drop_whole(mt_loader *l, const mt_plan *p, size_t k)
  * of each epoch's first window. */
 static void slot_whole_ahead(mt_loader *l, const mt_plan *p, size_t k)
 {
-	size_t *shards;
-	char *whole;
-	size_t m = window_shards_new(l, p, k, &shards, &whole);
-	mti_reader_fetch_whole(l->reader, shards, whole, m);
-	free(shards);
-	free(whole);
+	ld_wlist a;
+	if (window_list(l, p, k, &a))
+		return;
+	mti_reader_fetch_whole(l->reader, a.shards, a.whole, a.n);
+	wlist_free(&a);
 }
 
 /* Decode the rank's window number k of plan p into s. */
@@ -1389,6 +1463,7 @@ static int loader_new(const mt_loader_opts *opts, mt_loader **out, mt_error *err
 		return mti_err(err, MT_ENOMEM, "out of memory");
 	pthread_mutex_init(&l->fetch.lock, NULL);
 	pthread_cond_init(&l->fetch.cond, NULL);
+	pthread_mutex_init(&l->wl_lock, NULL);
 	l->plan = &l->plans[0];
 	l->ahead = &l->plans[1];
 	mt_loader_opts_init(&l->opts);
@@ -1495,5 +1570,8 @@ void mt_loader_close(mt_loader *l)
 	free(l->stages);
 	pthread_mutex_destroy(&l->fetch.lock);
 	pthread_cond_destroy(&l->fetch.cond);
+	for (int i = 0; i < WLISTS; i++)
+		wlist_free(&l->wl[i]);
+	pthread_mutex_destroy(&l->wl_lock);
 	free(l);
 }

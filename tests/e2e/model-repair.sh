@@ -127,7 +127,26 @@ check "repair model:net@v1 rebuilds it from v1's parity" $M repair model:net@v1 
 h=$(health "$sha1")
 ok $([ "$h" = rebuilt ]; echo $?) "repair of v1 recorded it rebuilt ($h): v2 is sound again too"
 check "v2 verifies" $M verify model:net@v2
+check "v2 exported while sound" $M model export net@v2 -o "$WORK/good2.safetensors"
 flip_byte "$t1"
+check "C: model export of the unprotected v2 heals the shared tensor from v1's parity" bash -c \
+	"$M model export net@v2 -o $WORK/healed2.safetensors && cmp $WORK/good2.safetensors $WORK/healed2.safetensors"
+out=$(pymt - "$S" "$WORK/good2.safetensors" <<'PYEOF' 2>&1
+import json, struct, sys
+import numpy as np
+import matorage
+back = matorage.load_checkpoint(sys.argv[1], "net@v2", as_numpy=True)
+raw = open(sys.argv[2], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = {k: v for k, v in json.loads(raw[8:8 + n]).items() if not k.startswith("__")}
+for k, v in hdr.items():
+    a, b = v["data_offsets"]
+    want = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(v["shape"])
+    assert np.array_equal(back[k], want), k
+print("python healed", len(hdr))
+PYEOF
+)
+ok $(echo "$out" | grep -q "^python healed 5$"; echo $?) "Python: load_checkpoint of v2 heals it too: $out"
 out=$($M repair model:net@v2 --no-remotes 2>&1)
 ok $([ $? -eq 0 ] && echo "$out" | grep -q "^rebuilt model:net@v2 tensor .*; from parity of v1"; echo $?) \
 	"repair of the unprotected v2 rebuilds the shared tensor from v1's parity"

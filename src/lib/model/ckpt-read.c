@@ -511,18 +511,40 @@ static int tensor_check(const struct tensor *t, const void *buf, mt_error *err)
 	return rc;
 }
 
-/* A damaged or missing tensor of a protected checkpoint, rebuilt from its
- * parity into buf (the store is left as it is: repair writes it back);
- * else the read's own error (rc). */
+/* The tensor rebuilt into buf from the parity of another protected
+ * checkpoint of the model naming the same object (a tensor object is every
+ * checkpoint's that names it): 0, else -1. */
+static int heal_from_others(mt_ckpt *c, const mt_ckpt_tensor_info *t, void *buf)
+{
+	char **v = NULL;
+	size_t n = 0;
+	mt_error e = {0};
+	int rc = -1;
+	if (mt_ckpt_list(c->s, c->name, &v, &n, &e))
+		return -1;
+	for (size_t i = 0; rc && i < n; i++) {
+		mti_prec *p = NULL;
+		if (strcmp(v[i], c->version) && !mti_ckpt_prec_load(c->s, c->name, v[i], &p, &e))
+			rc = mti_ckpt_rebuild(c->s, p, t->sha256, buf, NULL, &e) ? -1 : 0;
+		mti_prec_free(p);
+	}
+	mt_strv_free(v, n);
+	return rc;
+}
+
+/* A damaged or missing tensor rebuilt into buf from its checkpoint's
+ * parity, else from another checkpoint's that names it (the store is left
+ * as it is: repair writes it back); else the read's own error (rc). */
 static int read_heal(mt_ckpt *c, const mt_ckpt_tensor_info *t, void *buf, int rc, mt_error *err)
 {
 	mti_prec *p = NULL;
 	mt_error e = {0};
-	if (mti_ckpt_prec_load(c->s, c->name, c->version, &p, &e))
-		return rc;
-	if (mti_ckpt_rebuild(c->s, p, t->sha256, buf, NULL, &e) == 0) {
+	int own = !mti_ckpt_prec_load(c->s, c->name, c->version, &p, &e);
+	if (own && mti_ckpt_rebuild(c->s, p, t->sha256, buf, NULL, &e) == 0)
 		rc = 0;
-	} else if (err) {
+	else if (heal_from_others(c, t, buf) == 0)
+		rc = 0;
+	else if (own && err) {
 		mt_error was = *err;
 		mti_err(err, rc, "%s; its parity could not rebuild it either: %s", was.message,
 			e.message);

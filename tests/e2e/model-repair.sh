@@ -6,6 +6,25 @@ S="$WORK/store"
 export MATORAGE_STORE="$S" MATORAGE_CONFIG="$WORK/config.json"
 cd "$WORK" || exit 1
 
+# py_load SPEC FILE: Python's load_checkpoint of SPEC against the tensors of safetensors
+# FILE; prints "python healed N" when all N match.
+py_load() {
+	pymt - "$S" "$1" "$2" <<'PYEOF' 2>&1
+import json, struct, sys
+import numpy as np
+import matorage
+back = matorage.load_checkpoint(sys.argv[1], sys.argv[2], as_numpy=True)
+raw = open(sys.argv[3], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = {k: v for k, v in json.loads(raw[8:8 + n]).items() if not k.startswith("__")}
+for k, v in hdr.items():
+    a, b = v["data_offsets"]
+    want = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(v["shape"])
+    assert np.array_equal(back[k], want), k
+print("python healed", len(hdr))
+PYEOF
+}
+
 # A checkpoint of 5 tensors (seeded values): safetensors written with struct + numpy.
 "$PY" - "$WORK" << 'EOF2'
 import json, struct, sys
@@ -61,22 +80,7 @@ flip_byte "$t1"
 check "C: model export heals the damaged tensor from parity" bash -c \
 	"$M model export net -o $WORK/healed.safetensors && cmp $WORK/good.safetensors $WORK/healed.safetensors"
 ok $(cmp -s t1.orig "$t1"; [ $? -ne 0 ]; echo $?) "reading heals in memory: the stored object is still damaged"
-out=$(pymt - "$S" "$WORK/good.safetensors" <<'PYEOF' 2>&1
-import json, struct, sys
-import numpy as np
-import matorage
-back = matorage.load_checkpoint(sys.argv[1], "net", as_numpy=True)
-raw = open(sys.argv[2], "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-hdr = json.loads(raw[8:8 + n])
-hdr = {k: v for k, v in hdr.items() if not k.startswith("__")}
-for k, v in hdr.items():
-    a, b = v["data_offsets"]
-    want = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(v["shape"])
-    assert np.array_equal(back[k], want), k
-print("python healed", len(hdr))
-PYEOF
-)
+out=$(py_load net "$WORK/good.safetensors")
 ok $(echo "$out" | grep -q "^python healed 5$"; echo $?) "Python: load_checkpoint heals it too: $out"
 rm -f "$t3"
 out=$($M repair model:net --no-remotes 2>&1)
@@ -131,21 +135,7 @@ check "v2 exported while sound" $M model export net@v2 -o "$WORK/good2.safetenso
 flip_byte "$t1"
 check "C: model export of the unprotected v2 heals the shared tensor from v1's parity" bash -c \
 	"$M model export net@v2 -o $WORK/healed2.safetensors && cmp $WORK/good2.safetensors $WORK/healed2.safetensors"
-out=$(pymt - "$S" "$WORK/good2.safetensors" <<'PYEOF' 2>&1
-import json, struct, sys
-import numpy as np
-import matorage
-back = matorage.load_checkpoint(sys.argv[1], "net@v2", as_numpy=True)
-raw = open(sys.argv[2], "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-hdr = {k: v for k, v in json.loads(raw[8:8 + n]).items() if not k.startswith("__")}
-for k, v in hdr.items():
-    a, b = v["data_offsets"]
-    want = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(v["shape"])
-    assert np.array_equal(back[k], want), k
-print("python healed", len(hdr))
-PYEOF
-)
+out=$(py_load net@v2 "$WORK/good2.safetensors")
 ok $(echo "$out" | grep -q "^python healed 5$"; echo $?) "Python: load_checkpoint of v2 heals it too: $out"
 out=$($M repair model:net@v2 --no-remotes 2>&1)
 ok $([ $? -eq 0 ] && echo "$out" | grep -q "^rebuilt model:net@v2 tensor .*; from parity of v1"; echo $?) \

@@ -183,4 +183,37 @@ row "v1 sound again" "^v1 +sound"
 keys q
 ok $(tui_exited; echo $?) "q quits"
 ok $(cmp -s "$WORK/t1.orig" "$t1"; echo $?) "the tensor object is back byte for byte"
+
+# Checkpoints and models sort by health too: v2's own layer0 object damaged, model aaa sound.
+t0v2="$WORK/store/models/net/tensors/$($M model info net@v2 --json |
+	$PY -c "import json,sys; print(json.load(sys.stdin)['tensors']['layer0.weight']['sha256'])")"
+flip_byte "$t0v2"
+check "model aaa" $M model import aaa "$WORK/a.safetensors"
+check "aaa verifies" $M verify model:aaa
+fails "verify of net finds v2's layer0 damaged" 1 "damaged or missing" $M verify model:net
+tui_start 80 24
+expect "the browser opens" "REMOTE"
+keys Enter Enter M
+row "model net: v2 repairable (the mirror holds its layer0)" "^net +2 +repairable "
+row "model aaa: sound" "^aaa +1 +sound "
+# first_row: the list's first row (line 3, under the title and the header).
+first_row() { screen | sed -n 3p; }
+for _ in 1 2 3 4; do
+	wait_for "(by health)" 1 && break
+	keys o
+done
+expect "o sorts models by health" "(by health)"
+ok $(first_row | grep -qE '^net '; echo $?) "the damaged model first: $(first_row)"
+keys g Enter
+row "net's checkpoints: v1 sound" "^v1 +sound "
+row "v2 repairable" "^v2 +repairable "
+ok $(first_row | grep -qE '^v1 '; echo $?) "in catalog order v1 first: $(first_row)"
+for _ in 1 2 3 4 5; do
+	wait_for "(by health)" 1 && break
+	keys o
+done
+expect "o sorts checkpoints by health" "(by health)"
+ok $(first_row | grep -qE '^v2 '; echo $?) "the damaged checkpoint first: $(first_row)"
+keys q
+ok $(tui_exited; echo $?) "q quits"
 done_testing

@@ -208,12 +208,13 @@ keys g Enter
 row "net's checkpoints: v1 sound" "^v1 +sound "
 row "v2 repairable" "^v2 +repairable "
 ok $(first_row | grep -qE '^v1 '; echo $?) "in catalog order v1 first: $(first_row)"
-# title_has TEXT: the screen's first line (the list's title) holds TEXT.
-title_has() { sed -n 1p | grep -qF -- "$1"; }
-ok $(screen | title_has "(by "; [ $? -ne 0 ]; echo $?) "the checkpoints in catalog order: $(screen | sed -n 1p)"
+# title_by ORDER: the screen's first line (the path of lists, this one's title last) ends
+# with this list's order, "(by ORDER)"; the models list's order shows before it.
+title_by() { sed -n 1p | grep -qE -- "\(by $1\) *\$"; }
+ok $(screen | title_by '[a-z]+'; [ $? -ne 0 ]; echo $?) "the checkpoints in catalog order: $(screen | sed -n 1p)"
 for by in name size date health; do
 	keys o
-	until_screen 10 title_has "(by $by)"
+	until_screen 10 title_by "$by"
 	screen_case "o sorts checkpoints by $by" $?
 done
 ok $(first_row | grep -qE '^v2 '; echo $?) "the damaged checkpoint first: $(first_row)"

@@ -1167,14 +1167,14 @@ static void job_deliver(const struct jobs *js, const struct job *j, const uint8_
 	const mt_chunk *k = &j->e->chunks[j->chunk];
 	size_t ub = (size_t)j->e->unit_bytes;
 	for (size_t i = 0; i < j->npicks; i++)
-		memcpy(j->picks[i].dst, plain + (j->picks[i].unit - k->first) * ub, ub);
+		mti_copy(j->picks[i].dst, plain + (j->picks[i].unit - k->first) * ub, ub);
 	if (j->picks)
 		return;
 	const uint8_t *part = plain + (j->u0 - k->first) * ub;
 	if (!j->dst)
 		js->each(js->each_ud, j->at, j->u1 - j->u0, part);
 	else if (part != j->dst)
-		memcpy(j->dst, part, (size_t)((j->u1 - j->u0) * ub));
+		mti_copy(j->dst, part, (size_t)((j->u1 - j->u0) * ub));
 }
 
 /* The decoded chunk of job j into the chunk cache, when the read keeps it. */

@@ -988,7 +988,7 @@ static int batch_put_run(mt_loader *l, ld_out *b, size_t i, uint64_t idx, size_t
 		if (!col->ragged && in_place && b->put[c] == b->data[c])
 			b->view[c] = src;
 		else if (!col->ragged)
-			memcpy(b->put[c] + i * col->unit_bytes, src, k * col->unit_bytes);
+			mti_copy(b->put[c] + i * col->unit_bytes, src, k * col->unit_bytes);
 		for (size_t r = 0; !rc && col->ragged && r < k; r++) {
 			uint64_t j = s->perm[at + r], from = s->offsets[c][j];
 			rc = out_put(l, b, c, i + r, s->values[c] + from * col->unit_bytes,

@@ -13,6 +13,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 int mt_error_set(mt_error *err, int code, const char *fmt, ...)
 {
@@ -66,6 +69,31 @@ void *mti_huge_alloc(size_t n, size_t *cap)
 		p = malloc(n ? n : 1);
 	*cap = p ? n : 0;
 	return p;
+}
+
+void mti_copy(void *dst, const void *src, size_t n)
+{
+#ifdef __SSE2__
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+	size_t i = 0;
+	/* Below 2 KiB glibc does not use rep movsb; elsewhere memcpy is the
+	 * faster (by up to a fifth from memory). */
+	if (n >= 2048 && (((uintptr_t)d - (uintptr_t)s) & 4095) - 1 < 31)
+		for (; i + 64 <= n; i += 64) {
+			__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+			__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+			__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
+			__m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
+			_mm_storeu_si128((__m128i *)(void *)(d + i), a);
+			_mm_storeu_si128((__m128i *)(void *)(d + i + 16), b);
+			_mm_storeu_si128((__m128i *)(void *)(d + i + 32), c);
+			_mm_storeu_si128((__m128i *)(void *)(d + i + 48), e);
+		}
+	memcpy(d + i, s + i, n - i);
+#else
+	memcpy(dst, src, n);
+#endif
 }
 
 void mti_huge_free(void *p, size_t cap)

@@ -560,7 +560,10 @@ struct frag_row {
  * the remote's name the health column shows. */
 static void frag_note_line(struct frag_row *f, const char *note)
 {
-	const char *from = strstr(note, " from ");
+	/* The note ends with the source (app-health.c). */
+	const char *from = strstr(note, "rebuilt from ");
+	from = from ? from + 7 : strstr(note, "repairable from ");
+	from = !from || from[0] == ' ' ? from : from + 10;
 	const char *url = from ? from + 6 : NULL;
 	char line[1200];
 	if (!url || (!strstr(url, "://") && url[0] != '/')) {

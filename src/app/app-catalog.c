@@ -36,6 +36,14 @@ static int app_same_url(const char *a, const char *b)
 	return !strcmp(ka, kb);
 }
 
+const char *app_remote_of_url(const mt_remote *r, size_t n, const char *url)
+{
+	for (size_t i = 0; url && i < n; i++)
+		if (app_same_url(url, r[i].url))
+			return r[i].name;
+	return NULL;
+}
+
 void app_store_name_resolve(struct app_ctx *app)
 {
 	const char *url = app->store_url;

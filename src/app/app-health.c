@@ -136,6 +136,10 @@ void app_health_report(struct app_health *h, const mt_repair_report *r)
 	v->objects++;
 	v->bytes_read += r->bytes_read;
 	health_fragment(h, r);
+	if (r->kind == MT_REPAIR_SHARD && r->state == MT_REPAIR_SOUND)
+		v->shards_sound++;
+	else if (r->kind == MT_REPAIR_SHARD)
+		v->shards_bad++;
 	if (r->state != MT_REPAIR_SOUND)
 		v->damaged++;
 	if (r->state == MT_REPAIR_REBUILT || r->state == MT_REPAIR_REPAIRABLE) {

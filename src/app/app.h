@@ -41,6 +41,10 @@ char *app_read_file(const char *path, size_t *len);
 #define APP_LOCAL "local"
 /* The catalog's name for the store of --store: the remote or URL given, else APP_LOCAL. */
 const char *app_store_name(const struct app_ctx *app);
+/* The name of the remote of r[0..n) (mt_remotes_list) whose store `url` is (a
+ * path and its file:// URL are one store), or NULL: a URL may carry more than
+ * a screen should show, a remote's name never does. */
+const char *app_remote_of_url(const mt_remote *r, size_t n, const char *url);
 /* A --store URL that is a remote's (or $MATORAGE_STORE's) store takes that
  * remote's name, so one store is one entry in the catalog. */
 void app_store_name_resolve(struct app_ctx *app);
@@ -56,6 +60,7 @@ int app_catalog_prune(mt_catalog *c, mt_error *err);
 struct app_health_version {
 	char *version;
 	uint64_t objects, damaged, rebuilt, unrepairable, bytes_read;
+	uint64_t shards_sound, shards_bad; /* of the objects, shards: sound, not */
 	char sources[256];
 	char lost[256];
 	char message[256]; /* what stopped the check, else "" */

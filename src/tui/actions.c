@@ -150,6 +150,33 @@ static int verify_progress(void *ud, uint64_t done, uint64_t total)
 	return tui_job_progress(p->j, p->base + done, p->named ? 0 : total);
 }
 
+/* The library's "d@v1: fragment KEY (rows 8 to 15, shards 4 to 7):
+ * missing" as a result leads with it: the fragment's number, rows and what
+ * is wrong before the long key, "d@v1: fragment 1 (rows 8..15, shards
+ * 4..7) missing: KEY", so a narrow status line still says it. */
+static void verify_fragment_lead(const mt_reader *r, mt_error *err)
+{
+	const char *problem = strstr(err->message, "): ");
+	mt_fragment_info fi;
+	size_t i = 0, n = mt_reader_nfragments(r);
+	while (i < n && (mt_reader_fragment(r, i, &fi) || !strstr(err->message, fi.sha256)))
+		i++;
+	const char *key = strstr(err->message, ": fragment ");
+	const char *key_end = key ? strstr(key + 11, " (rows ") : NULL;
+	if (i == n || !problem || !key_end)
+		return;
+	char lead[sizeof err->message];
+	int missing = !strcmp(problem + 3, "missing");
+	snprintf(lead, sizeof lead, "%.*s: fragment %zu (rows %llu..%llu, shards %llu..%llu) %s: %.*s%s%.300s",
+		 (int)(key - err->message), err->message, i, (unsigned long long)fi.first_row,
+		 (unsigned long long)(fi.first_row + fi.rows - (fi.rows > 0)),
+		 (unsigned long long)fi.first_shard,
+		 (unsigned long long)(fi.first_shard + fi.nshards - (fi.nshards > 0)),
+		 missing ? "missing" : "damaged", (int)(key_end - key - 11), key + 11,
+		 missing ? "" : ": ", missing ? "" : problem + 3);
+	snprintf(err->message, sizeof err->message, "%s", lead);
+}
+
 int tui_verify_version(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int named,
 		       uint64_t base, struct tui_verify_count *n, char *health, size_t cap,
 		       mt_error *err)
@@ -160,17 +187,61 @@ int tui_verify_version(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref
 	int rc = mt_reader_open(s, ref->dataset, ref->version, &r, err);
 	if (!rc)
 		rc = mt_reader_verify_memo(r, n->memo, verify_shard, &p, verify_progress, &p, err);
-	mt_reader_close(r);
+	/* A fragment that cannot be loaded stops the open (or the verify)
+	 * before the first shard: the counts are then the repair check's,
+	 * which rebuilds what it can of the fragments to read their shards.
+	 * The root alone says which shards each fragment holds. */
+	mt_error e = { 0 };
+	if (rc == MT_ECORRUPT && !r && mt_reader_open_lazy(s, ref->dataset, ref->version, &r, &e))
+		r = NULL;
+	int stopped = rc == MT_ECORRUPT && r && !p.ok && !p.bad && mt_reader_nfragments(r);
+	struct tui_dry_count dry = { .r = r };
+	if (stopped) {
+		tui_job_log(j, "%s", err->message);
+		verify_fragment_lead(r, err);
+	}
 	/* Every shard's result in one transaction; then whether the damage is
 	 * repairable, for the version. */
 	app_health_record(&p.h, j->t->cat, ref->url, ref->dataset);
 	app_health_free(&p.h);
-	n->ok += p.ok;
-	n->bad += p.bad;
 	health[0] = '\0';
 	if (!rc || rc == MT_ECORRUPT)
-		tui_verify_health(j, s, ref, rc, p.ok + p.bad, n->memo, health, cap);
+		tui_verify_health(j, s, ref, rc, p.ok + p.bad, n->memo, stopped ? &dry : NULL, health,
+				  cap);
+	mt_reader_close(r);
+	n->ok += stopped ? dry.sound : p.ok;
+	n->bad += stopped ? dry.bad : p.bad;
+	n->unchecked += dry.unchecked;
+	n->stopped += stopped;
 	return rc;
+}
+
+/* ", 8 not checked (their fragment is lost)" when n has such shards. */
+static const char *verify_unchecked(const struct tui_verify_count *n, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	if (n->unchecked)
+		snprintf(buf, cap, ", %llu not checked (their fragment is lost)",
+			 (unsigned long long)n->unchecked);
+	return buf;
+}
+
+/* The result of a verify a fragment stopped: what is wrong with the
+ * fragment first (the title names the version), then the shards the
+ * repair check could read, and the version's health. */
+static void verify_stopped_result(struct tui_job *j, const struct tui_verify_count *n,
+				  const char *message)
+{
+	struct target *tg = j->arg;
+	size_t dl = strlen(tg->ref.dataset), vl = strlen(tg->ref.version);
+	if (!strncmp(message, tg->ref.dataset, dl) && message[dl] == '@' &&
+	    !strncmp(message + dl + 1, tg->ref.version, vl) && !strncmp(message + dl + 1 + vl, ": ", 2))
+		message += dl + vl + 3;
+	char unchecked[80];
+	snprintf(j->result, sizeof j->result, "%.300s; %llu shards sound, %llu damaged%s%s%.150s",
+		 message, (unsigned long long)n->ok, (unsigned long long)n->bad,
+		 verify_unchecked(n, unchecked, sizeof unchecked), tg->health[0] ? "; " : "",
+		 tg->health);
 }
 
 static int verify_run(struct tui_job *j)
@@ -192,9 +263,13 @@ static int verify_run(struct tui_job *j)
 	snprintf(item, sizeof item, "%s@%s", tg->ref.dataset, tg->ref.version);
 	if (j->catalog_id)
 		mt_catalog_job_result(j->t->cat, j->catalog_id, item, rc, tg->health, &e);
-	snprintf(j->result, sizeof j->result, "%llu shards sound, %llu damaged%s%.300s%s%.150s",
-		 (unsigned long long)tg->shards_ok, (unsigned long long)tg->shards_bad,
-		 rc ? ": " : "", rc ? err.message : "", tg->health[0] ? "; " : "", tg->health);
+	if (n.stopped)
+		verify_stopped_result(j, &n, err.message);
+	else
+		snprintf(j->result, sizeof j->result, "%llu shards sound, %llu damaged%s%.300s%s%.150s",
+			 (unsigned long long)tg->shards_ok, (unsigned long long)tg->shards_bad,
+			 rc ? ": " : "", rc ? err.message : "", tg->health[0] ? "; " : "",
+			 tg->health);
 	return rc;
 }
 
@@ -339,13 +414,14 @@ static int verify_all_run(struct tui_job *j)
 	mt_verify_memo_free(n.memo);
 	if (rc)
 		return tui_job_fail(j, err.code ? &err : &(mt_error){ .code = rc });
-	char read[32];
+	char read[32], unchecked[80];
 	snprintf(j->result, sizeof j->result,
 		 "%zu version%s: %zu sound, %zu repairable, %zu lost or damaged, %zu not verified; "
-		 "%llu shards sound, %llu damaged%s; %llu shard objects read (%s)", a->n,
+		 "%llu shards sound, %llu damaged%s%s; %llu shard objects read (%s)", a->n,
 		 a->n == 1 ? "" : "s", a->sound, a->repairable, a->lost, a->failed,
 		 (unsigned long long)n.ok, (unsigned long long)n.bad,
-		 a->repairable ? " (R repairs)" : "", (unsigned long long)objects,
+		 a->repairable ? " (R repairs)" : "", verify_unchecked(&n, unchecked, sizeof unchecked),
+		 (unsigned long long)objects,
 		 app_human_bytes(bytes, read, sizeof read));
 	return a->sound == a->n ? 0 : MT_ECORRUPT;
 }

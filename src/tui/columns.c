@@ -190,12 +190,34 @@ static const char *shard_health(const char *const *cols, char *buf, size_t cap)
 	return health_word(state);
 }
 
+/* A fragment's health cell is at most this wide: FRAG, a ROWS of up to 8
+ * columns ("992..999") and HEALTH then fit a 40-column screen. */
+#define FRAG_HEALTH_MAX 24
+
+/* What rebuilt a fragment, as its health cell says it: "from parity";
+ * another store by its remote's name, "from mirror" (a URL does not fit, and
+ * may hold more than a screen should show), else "remote". */
+static const char *fragment_source(const char *from, const struct tui_remotes *rm, char *buf,
+				   size_t cap)
+{
+	if (!strstr(from, "://") && from[0] != '/') {
+		snprintf(buf, cap, "from %s", from);
+		return buf;
+	}
+	const char *name = rm ? app_remote_of_url(rm->v, rm->n, from) : NULL;
+	snprintf(buf, cap, "from %s", name ? name : "");
+	return name && strlen(buf) + 10 <= FRAG_HEALTH_MAX ? buf : "remote";
+}
+
 /* A fragment's health as the browser says it, short, to keep the column
  * on a narrow screen (a column that does not fit whole is left out): a bad
  * one is "missing" or "damaged", with whether a repair can rebuild it
  * ("missing (repairable)": from what is in the version's health); a
- * rebuilt one says from what when that is short ("rebuilt (from parity)"). */
-static const char *fragment_health(const char *const *cols, char *buf, size_t cap)
+ * rebuilt one says from what ("rebuilt (from parity)", "rebuilt (from
+ * mirror)", "rebuilt (remote)"); the fragment's own view (Enter) gives the
+ * whole note. */
+static const char *fragment_health(const char *const *cols, const struct tui_remotes *rm,
+				   char *buf, size_t cap)
 {
 	const char *state = cols[7], *note = cols[8];
 	if (!state)
@@ -205,12 +227,14 @@ static const char *fragment_health(const char *const *cols, char *buf, size_t ca
 	const char *word = !bad ? state : missing ? "missing" : "damaged";
 	/* The note ends with what rebuilt it (app-health.c). */
 	const char *from = note ? strstr(note, "rebuilt from ") : NULL;
+	char src[FRAG_HEALTH_MAX + 8];
+	const char *what = from ? fragment_source(from + 13, rm, src, sizeof src) : NULL;
 	if (!strcmp(state, "unrepairable"))
 		snprintf(buf, cap, "%s (lost)", word);
 	else if (!strcmp(state, "repairable"))
 		snprintf(buf, cap, "%s (repairable)", word);
-	else if (!strcmp(state, "rebuilt") && from && strlen(from + 8) <= 16)
-		snprintf(buf, cap, "rebuilt (%s)", from + 8);
+	else if (!strcmp(state, "rebuilt") && what && strlen(what) + 10 <= FRAG_HEALTH_MAX)
+		snprintf(buf, cap, "rebuilt (%s)", what);
 	else
 		return word;
 	return buf;
@@ -229,11 +253,11 @@ static const char *none_text(int kind);
 
 /* A cell of the fragments list: its health and rows as above, the rest
  * (counts, a size, the sha256) as they are. */
-static const char *fragment_cell(const char *const *cols, int kind, size_t src, char *buf,
-				 size_t cap)
+static const char *fragment_cell(const char *const *cols, int kind, size_t src,
+				 const struct tui_remotes *rm, char *buf, size_t cap)
 {
 	if (kind == COL_HEALTH)
-		return fragment_health(cols, buf, cap);
+		return fragment_health(cols, rm, buf, cap);
 	if (src == 1)
 		return fragment_rows(cols, buf, cap);
 	return cols[src] ? cols[src] : none_text(kind);
@@ -276,7 +300,8 @@ static const char *parent_cell(const char *const *cols, const char *v, char *buf
 	return buf;
 }
 
-const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap)
+const char *tui_cell(int level, const char *const *cols, size_t c, const struct tui_remotes *rm,
+		     char *buf, size_t cap)
 {
 	if (level == MT_CAT_VERSION || level == MT_CAT_SHARD)
 		return field_cell(cols, c, buf, cap);
@@ -286,7 +311,7 @@ const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, si
 	if (level == MT_CAT_SHARDS && kind == COL_HEALTH)
 		return shard_health(cols, buf, cap);
 	if (level == MT_CAT_FRAGMENTS)
-		return fragment_cell(cols, kind, src, buf, cap);
+		return fragment_cell(cols, kind, src, rm, buf, cap);
 	if (level == MT_CAT_VERSIONS && src == 5 && v && v[0])
 		return parent_cell(cols, v, buf, cap);
 	/* Every version removed, its shards not yet collected. */

@@ -34,7 +34,7 @@ const struct tui_key tui_keys[] = {
 	{ 'F', 0, "F", "find", "full-text search of the whole catalog (names, descriptions, tags, attributes; M: model checkpoints)", ACT_FIND, K_LIST | K_VERSION, 0 },
 	{ 'M', 0, "M", "models", "switch a bucket's list between its datasets and its models (checkpoints beside the data); search results between versions and checkpoints", ACT_MODELS, K_BUCKET, 1 },
 	{ 'S', 0, "S", "shards", "the version's shards", ACT_SHARDS, K_VERSION, 1 },
-	{ 'H', 0, "H", "frags", "a format-2 version's fragments with their row ranges, shards and health (sound, missing, damaged, never checked); R rebuilds a bad one", ACT_FRAGMENTS, K_VERSION | K_ACT, 2 },
+	{ 'H', 0, "H", "frags", "a format-2 version's fragments with their row ranges, shards and health (sound, missing, damaged, never checked); Enter on one shows its whole note (the store that rebuilt it); R rebuilds a bad one", ACT_FRAGMENTS, K_VERSION | K_ACT, 2 },
 	{ 'A', 0, "A", "attrs", "the version's attributes; Enter on one opens the matrix viewer", ACT_ATTRS, K_VERSION, 2 },
 	{ 'm', 0, "m", "matrix", "matrix viewer on the first attribute (or the one under the cursor)", ACT_MATRIX, K_VERSION | K_ACT, 0 },
 	{ 'd', 0, "d", "diff", "compare the version with another of its dataset (its parent unless told): shards shared, new and removed, bytes and rows (a job)", ACT_DIFF, K_ACT | K_VERSION, 2 },

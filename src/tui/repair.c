@@ -421,8 +421,30 @@ void tui_heal_command(struct tui *t, const char *word, const char *rest)
 
 /* ---- verify's health ---- */
 
+/* What the repair check h read of the shards, into dry: the shards of a
+ * fragment it found lost are named nowhere else, so no check reached them. */
+static void verify_dry_count(const struct app_health *h, const struct app_health_version *v,
+			     struct tui_dry_count *dry)
+{
+	dry->sound = v->shards_sound;
+	dry->bad = v->shards_bad;
+	dry->unchecked = 0;
+	size_t nf = dry->r ? mt_reader_nfragments(dry->r) : 0;
+	for (size_t k = 0; k < h->nf; k++) {
+		if (h->f[k].state != MT_HEALTH_UNREPAIRABLE)
+			continue;
+		mt_fragment_info fi;
+		for (size_t i = 0; i < nf; i++)
+			if (!mt_reader_fragment(dry->r, i, &fi) && !strcmp(fi.sha256, h->f[k].sha256)) {
+				dry->unchecked += fi.nshards;
+				break;
+			}
+	}
+}
+
 void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int verify_rc,
-		       uint64_t shards, mt_verify_memo *memo, char *state, size_t cap)
+		       uint64_t shards, mt_verify_memo *memo, struct tui_dry_count *dry,
+		       char *state, size_t cap)
 {
 	struct app_health h;
 	app_health_init(&h, "verify", 1);
@@ -459,6 +481,8 @@ void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref
 			 st == MT_HEALTH_REPAIRABLE ? v->sources : "",
 			 st == MT_HEALTH_REPAIRABLE ? " (R repairs)" : "");
 		tui_job_log(j, "%s@%s: %s", ref->dataset, ref->version, state);
+		if (dry)
+			verify_dry_count(&h, v, dry);
 	}
 	app_health_record(&h, j->t->cat, ref->url, ref->dataset);
 	app_health_free(&h);

@@ -317,10 +317,18 @@ struct tui_col {
 };
 /* The columns of a catalog level's rows (static); NULL for an unknown level. */
 const struct tui_col *tui_columns(int level, size_t *n);
+/* The configured remotes (mt_remotes_list), for a cell that names a store
+ * by its remote's name rather than its URL. */
+struct tui_remotes {
+	mt_remote *v;
+	size_t n;
+};
 /* Column c of a catalog row of `level` as the browser shows it: a placeholder
  * where there is no value, a flag in words, a ratio with two decimals (byte
- * sizes are put in units by the list).  The text is static, the row's or buf's. */
-const char *tui_cell(int level, const char *const *cols, size_t c, char *buf, size_t cap);
+ * sizes are put in units by the list), a store by its remote's name (rm may
+ * be NULL).  The text is static, the row's or buf's. */
+const char *tui_cell(int level, const char *const *cols, size_t c, const struct tui_remotes *rm,
+		     char *buf, size_t cap);
 /* How many columns the catalog gives for a row of `level` (the headers may
  * show them in another order, or two in one cell). */
 size_t tui_catalog_ncols(int level);
@@ -412,15 +420,29 @@ void tui_protect_start(struct tui *t, int64_t version_id, const char *parity);
 /* ":repair DATASET[@VERSION]" and ":protect DATASET[@VERSION] K+M" (word is
  * the command, rest its arguments), in the default store. */
 void tui_heal_command(struct tui *t, const char *word, const char *rest);
+/* The shards a verify's repair check read where the verify could not (a
+ * fragment it could not load stops it before the first shard): sound,
+ * damaged, and those held by fragments nothing can rebuild, which no check
+ * reaches; r is the version's reader, for the fragments' shard counts. */
+struct tui_dry_count {
+	const mt_reader *r;
+	uint64_t sound, bad, unchecked;
+};
 /* After a verify job's check of ref (verify_rc: 0 or MT_ECORRUPT): whether
  * damage is repairable and from what (a repair that writes nothing), into
- * the log, the catalog and `state`. */
+ * the log, the catalog and `state`; the shards that repair read into dry
+ * (NULL: not wanted). */
 void tui_verify_health(struct tui_job *j, mt_store *s, const mt_catalog_ref *ref, int verify_rc,
-		       uint64_t shards, mt_verify_memo *memo, char *state, size_t cap);
-/* Shards a verify job found sound and damaged; memo (NULL: none) keeps
- * what it read, so a shard object many versions list is read once. */
+		       uint64_t shards, mt_verify_memo *memo, struct tui_dry_count *dry,
+		       char *state, size_t cap);
+/* Shards a verify job found sound and damaged, and those it could not
+ * check (their fragment lost); `stopped`: versions whose verify a fragment
+ * stopped, their counts the repair check's (struct tui_dry_count); memo
+ * (NULL: none) keeps what it read, so a shard object many versions list is
+ * read once. */
 struct tui_verify_count {
-	uint64_t ok, bad;
+	uint64_t ok, bad, unchecked;
+	size_t stopped;
 	mt_verify_memo *memo;
 };
 /* Verify dataset@version (ref) in s as part of job j (actions.c): a line

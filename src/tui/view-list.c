@@ -39,6 +39,7 @@ struct list {
 	int sort;      /* TUI_SORT_* */
 	char name[256]; /* the title without the order */
 	size_t job;    /* SRC_JOBLOG: the job's index in t->jobs */
+	struct tui_remotes remotes; /* fragments: a store that rebuilt one is named by these */
 };
 
 static const struct tui_col job_cols[] = {
@@ -97,7 +98,7 @@ static int list_catalog_row(void *ud, const mt_catalog_row *row)
 	const char *text[16];
 	char bufs[16][96];
 	for (size_t c = 0; c < l->ncols && c < 16; c++)
-		text[c] = tui_cell(l->level, row->cols, c, bufs[c], sizeof bufs[c]);
+		text[c] = tui_cell(l->level, row->cols, c, &l->remotes, bufs[c], sizeof bufs[c]);
 	list_add(l, row->id, text, role);
 	int sc = tui_sort_column(l->level, l->sort);
 	if (sc >= 0 && (size_t)sc < row->ncols)
@@ -211,6 +212,13 @@ static void list_load(struct tui *t, struct list *l)
 	l->error[0] = '\0';
 	if (l->src == SRC_CATALOG) {
 		mt_error err = { 0 };
+		mt_remotes_free(l->remotes.v, l->remotes.n);
+		l->remotes = (struct tui_remotes){ NULL, 0 };
+		/* The remotes as configured now (none readable: stores go unnamed). */
+		mt_error e2 = { 0 };
+		if (l->level == MT_CAT_FRAGMENTS &&
+		    mt_remotes_list(&l->remotes.v, &l->remotes.n, &e2))
+			l->remotes = (struct tui_remotes){ NULL, 0 };
 		if (mt_catalog_list(t->cat, l->level, l->parent, l->filter[0] ? l->filter : NULL,
 				    list_catalog_row, l, &err) && !l->error[0])
 			snprintf(l->error, sizeof l->error, "%s", err.message);
@@ -541,6 +549,91 @@ static int list_source(struct tui *t, struct list *l)
 	return V_HANDLED;
 }
 
+/* A fragment's catalog row, whole, for its view. */
+struct frag_row {
+	int64_t id;
+	struct tui_words lines;
+	const struct tui_remotes *rm;
+};
+
+/* "missing, rebuilt from URL": the URL without its user and password, and
+ * the remote's name the health column shows. */
+static void frag_note_line(struct frag_row *f, const char *note)
+{
+	/* The note ends with the source (app-health.c). */
+	const char *from = strstr(note, "rebuilt from ");
+	from = from ? from + 7 : strstr(note, "repairable from ");
+	from = !from || from[0] == ' ' ? from : from + 10;
+	const char *url = from ? from + 6 : NULL;
+	char line[1200];
+	if (!url || (!strstr(url, "://") && url[0] != '/')) {
+		snprintf(line, sizeof line, "  note      %.1000s", note);
+		tui_words_add(&f->lines, line);
+		return;
+	}
+	char *shown = mt_url_redact(url);
+	const char *name = f->rm ? app_remote_of_url(f->rm->v, f->rm->n, url) : NULL;
+	snprintf(line, sizeof line, "  note      %.*s from %.900s%s%.200s%s", (int)(from - note), note,
+		 shown ? shown : "a store", name ? " (remote " : "", name ? name : "",
+		 name ? ")" : "");
+	mt_free(shown);
+	tui_words_add(&f->lines, line);
+}
+
+static int frag_row_fn(void *ud, const mt_catalog_row *row)
+{
+	struct frag_row *f = ud;
+	if (row->id != f->id || row->ncols < 9)
+		return 0;
+	const char *const *c = row->cols;
+	char line[400], health[128], size[32];
+	unsigned long long first = strtoull(c[1] ? c[1] : "0", NULL, 10);
+	unsigned long long rows = strtoull(c[2] ? c[2] : "0", NULL, 10);
+	unsigned long long shard = strtoull(c[3] ? c[3] : "0", NULL, 10);
+	unsigned long long nshards = strtoull(c[4] ? c[4] : "0", NULL, 10);
+	snprintf(line, sizeof line, "  rows      %llu..%llu", first, first + rows - (rows > 0));
+	tui_words_add(&f->lines, line);
+	snprintf(line, sizeof line, "  shards    %llu..%llu", shard, shard + nshards - (nshards > 0));
+	tui_words_add(&f->lines, line);
+	snprintf(line, sizeof line, "  bytes     %s",
+		 app_human_bytes(strtoull(c[5] ? c[5] : "0", NULL, 10), size, sizeof size));
+	tui_words_add(&f->lines, line);
+	snprintf(line, sizeof line, "  sha256    %.100s", c[6] ? c[6] : "");
+	tui_words_add(&f->lines, line);
+	snprintf(line, sizeof line, "  health    %s",
+		 tui_cell(MT_CAT_FRAGMENTS, c, 2, f->rm, health, sizeof health));
+	tui_words_add(&f->lines, line);
+	if (c[8])
+		frag_note_line(f, c[8]);
+	return 1;
+}
+
+/* Enter on a fragment: its rows, shards, object and health with the whole
+ * note (what was wrong, the store that rebuilt it), which the column has
+ * no room for. */
+static void fragment_open(struct tui *t, struct list *l, const struct row *r)
+{
+	struct frag_row f = { r->id, { 0 }, &l->remotes };
+	mt_error err = { 0 };
+	mt_catalog_list(t->cat, MT_CAT_FRAGMENTS, l->parent, NULL, frag_row_fn, &f, &err);
+	if (!f.lines.n) {
+		tui_status(t, 1, "fragment %s: %s", r->cols[0],
+			   err.message[0] ? err.message : "no longer in the catalog (r to sync)");
+		tui_words_free(&f.lines);
+		return;
+	}
+	char title[300];
+	mt_catalog_ref ref;
+	if (!mt_catalog_locate(t->cat, MT_CAT_VERSIONS, l->parent, &ref, &err)) {
+		snprintf(title, sizeof title, "fragment %s of %.100s@%.100s", r->cols[0], ref.dataset,
+			 ref.version);
+		mt_catalog_ref_free(&ref);
+	} else {
+		snprintf(title, sizeof title, "fragment %s", r->cols[0]);
+	}
+	tui_push(t, tui_text_view(title, f.lines.v, f.lines.n));
+}
+
 static void list_open(struct tui *t, struct list *l);
 
 /* The row of the versions list l named `name` (the first word of its
@@ -739,6 +832,9 @@ static void list_open(struct tui *t, struct list *l)
 		break;
 	case MT_CAT_TENSORS:
 		tensor_open(t, l, r);
+		break;
+	case MT_CAT_FRAGMENTS:
+		fragment_open(t, l, r);
 		break;
 	case MT_CAT_JOBS:
 		snprintf(title, sizeof title, "job %s", r->cols[0]);
@@ -987,6 +1083,7 @@ static void list_free(struct view *v)
 	free(l->rows);
 	free(l->widths);
 	free(l->shown);
+	mt_remotes_free(l->remotes.v, l->remotes.n);
 	free(l);
 }
 

@@ -71,7 +71,10 @@ expect "40x10: the version" "v1"
 keys H
 expect "40x10: the fragment view" "FRAG"
 keys v
-expect "40x10: verify ends" "verify local:d@v1: 0 shard"
+expect "40x10: verify ends, saying first what is wrong with a fragment" "verify local:d@v1: fragmen"
+keys E
+expect_whole "40x10: its result leads with the fragment, wrapped whole" "failed: fragment 1 (rows 8..15, shards 4..7) missing: $k1; 24 shards sound, 0 damaged; repairable from parity"
+keys Escape
 expect_re "40x10: fragment 1 is missing, repairable" '^ +1 +8\.\.15 +missing \(repa'
 expect_re "40x10: fragment 4 is damaged, repairable" '^ +4 +32\.\.39 +damaged \(repa'
 keys R

@@ -8,8 +8,10 @@
 # of the tables a sync writes, the time a fragment was read left out).  Each build's own
 # binary is timed, not its libtool wrapper: src/cli/.libs/matorage with src/lib/.libs.
 # Usage: bench/sync-first.sh BUILD_DIR [BUILD_DIR...]   (SYNC_SIZES="100000 1000000",
-# SYNC_RUNS=3; a build may be its two .libs alone: the store is made by the first build
-# that has its libtool wrapper)
+# SYNC_RUNS=3; SYNC_DISTINCT=1: every shard entry names an object of its own, as a real
+# version's do, so the index of shards by sha256 grows at random places (the sync reads
+# no shard object); a build may be its two .libs alone: the store is made by the first
+# build that has its libtool wrapper)
 BENCH_NAME=sync-first
 . "$(dirname "$0")/lib.sh"
 SIZES=${SYNC_SIZES:-100000}
@@ -17,10 +19,23 @@ RUNS=${SYNC_RUNS:-3}
 for b in "$@"; do
 	[ ! -x "$b/src/cli/matorage" ] || { M=$(cd "$b" && pwd)/src/cli/matorage; break; }
 done
-echo "# command: bench/sync-first.sh $*   (sizes: $SIZES; runs: $RUNS)"
+echo "# command: bench/sync-first.sh $*   (sizes: $SIZES; runs: $RUNS; distinct: ${SYNC_DISTINCT:-0})"
 bench_machine
 $PY -c 'import numpy as np; np.save("'"$DIR"'/one.npy", np.arange(1, dtype=np.int64))'
 NOCAT="env MATORAGE_CATALOG=/dev/null/none"
+# distinct MANIFEST: its shard entries each named by a sha256 of its own (its checksum
+# made again as bench_synth makes it).
+distinct() {
+	$PY - "$1" <<'PYEOF'
+import hashlib, json, sys
+m = json.loads(open(sys.argv[1]).read())
+for i, sh in enumerate(m["shards"]):
+    sh["sha256"] = hashlib.sha256(str(i).encode()).hexdigest()
+del m["checksum"]
+t = json.dumps(m, separators=(",", ":"))[:-1]
+open(sys.argv[1], "w").write(t + ',"checksum":"sha256:' + hashlib.sha256((t + "}").encode()).hexdigest() + '"}')
+PYEOF
+}
 # dump DB: the rows a sync writes, in a form to compare.
 dump() {
 	sqlite3 "$1" ".dump shards" ".dump shard_lists" ".dump versions" ".dump datasets" \
@@ -36,6 +51,7 @@ for N in $SIZES; do
 	V=$S/datasets/g/versions
 	$NOCAT "$M" put g x="$DIR/one.npy" > /dev/null 2>&1
 	bench_synth "$V/v1.json" "$N" "$V/v2.json" v2 v1
+	[ "${SYNC_DISTINCT:-0}" = 0 ] || distinct "$V/v2.json"
 	$NOCAT MATORAGE_MANIFEST_FORMAT=2 "$M" put g x="$DIR/one.npy" --append --parent v2 > /dev/null 2>&1
 	$NOCAT "$M" rm g@v2 > /dev/null 2>&1
 	rm -f "$DIR/times"

@@ -384,10 +384,10 @@ static int put_long(int append, int64_t base, int n, mt_error *err)
 	return rc;
 }
 
-/* How many of long@v's shards the catalog's rows give as its manifest does
+/* How many of ds@v's shards the catalog's rows give as its manifest does
  * (index, sha256, bytes, rows, first row), and as checked (verified_at
  * set); -1 when they cannot be read. */
-static int64_t long_rows(const char *v, int64_t *checked)
+static int64_t long_rows(const char *ds, const char *v, int64_t *checked)
 {
 	mt_reader *r;
 	mt_error err = {0};
@@ -395,15 +395,16 @@ static int64_t long_rows(const char *v, int64_t *checked)
 	sqlite3_stmt *q = NULL;
 	int64_t n = -1;
 	*checked = 0;
-	if (mt_reader_open(store, "long", v, &r, &err))
+	if (mt_reader_open(store, ds, v, &r, &err))
 		return -1;
 	if (sqlite3_open(dbpath, &db) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db, "SELECT s.idx, s.sha256, s.bytes, s.rows, s.first_row,"
 			       " s.verified_at <> '' FROM shards s JOIN versions v ON"
 			       " v.shard_list = s.list_id JOIN datasets d ON d.id = v.dataset_id"
-			       " WHERE d.name = 'long' AND v.name = ?1 AND s.idx < v.nshards"
+			       " WHERE d.name = ?2 AND v.name = ?1 AND s.idx < v.nshards"
 			       " ORDER BY s.idx", -1, &q, NULL) == SQLITE_OK) {
 		sqlite3_bind_text(q, 1, v, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, ds, -1, SQLITE_STATIC);
 		n = 0;
 		while (sqlite3_step(q) == SQLITE_ROW) {
 			mt_shard_info sh;
@@ -423,6 +424,62 @@ static int64_t long_rows(const char *v, int64_t *checked)
 	return n;
 }
 
+/* A version of more shard rows than the catalog holds, and more than
+ * SHARD_REINDEX_MIN (10,000): written without the index by sha256, which
+ * is made again after them.  big@v1 names long@v1's 150 objects over and
+ * over (a sync reads no shard object), 12,000 entries. */
+static void test_big_list(mt_catalog *c, const char *sha70)
+{
+	char path[512];
+	mt_error err = {0};
+	mt_catalog_sync_stats st;
+	size_t len;
+	snprintf(path, sizeof path, "%s/datasets/long/versions/v1.json", root);
+	char *json = tap_read_file(path, &len);
+	mt_manifest *m = NULL;
+	int ok = json && !mti_manifest_decode(json, len, path, &m, &err) && m->nshards == 150;
+	free(json);
+	json = NULL;
+	mt_mshard *sh = ok ? calloc(12000, sizeof *sh) : NULL;
+	for (size_t i = 0; sh && i < 12000; i++) {
+		sh[i] = m->shards[i % 150];
+		sh[i].first_row = i;
+	}
+	if (sh) {
+		free(m->shards);
+		m->shards = sh;
+		m->nshards = 12000;
+		m->rows = 12000;
+		m->raw_bytes = 8 * 12000;
+		free(m->dataset);
+		m->dataset = strdup("big");
+	}
+	ok = sh && !mti_manifest_encode(m, &json, &err);
+	snprintf(path, sizeof path, "%s/datasets/big", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/datasets/big/versions", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/datasets/big/versions/v1.json", root);
+	ok = ok && !tap_write_file(path, json, strlen(json));
+	free(json);
+	mti_manifest_free(m);
+	tap_ok(ok, "big@v1: 12,000 entries naming long@v1's 150 objects");
+	TAP_CALL(mt_catalog_sync(c, "local", store, "big", 0, NULL, NULL, &st, &err), &err,
+		 "big synced");
+	int64_t checked, n = long_rows("big", "v1", &checked);
+	tap_ok(n == 12000 && checked == 80, "its 12,000 rows are the manifest's, and the 80 naming"
+	       " long@v1's shard 70 checked: %lld, %lld", (long long)n, (long long)checked);
+	tap_ok(count_sql("SELECT count(*) FROM sqlite_master WHERE name = 'shards_sha' AND"
+			 " sql = 'CREATE INDEX shards_sha ON shards(sha256)'") == 1 &&
+	       count_sql("SELECT integrity_check = 'ok' FROM pragma_integrity_check") == 1,
+	       "the index by sha256 is there again, as the schema makes it, and the catalog whole");
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM shards INDEXED BY shards_sha WHERE"
+		 " sha256 = '%s'", sha70);
+	tap_ok(count_sql(sql) == 82, "it finds the 82 rows of that object (80 and long's 2): %lld",
+	       (long long)count_sql(sql));
+}
+
 /* Lists longer than the sync's batch of rows (several batches and a
  * shorter last one): every row as the manifest gives it, and a check
  * recorded before a version is synced taken by its rows of the same
@@ -439,28 +496,31 @@ static void test_long_lists(void)
 	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "a new catalog opens");
 	TAP_CALL(mt_catalog_sync(c, "local", store, "long", 0, NULL, NULL, &st, &err), &err,
 		 "long synced");
-	int64_t n = long_rows("v1", &checked);
+	int64_t n = long_rows("long", "v1", &checked);
 	tap_ok(n == 150 && checked == 0, "its 150 rows are the manifest's, none checked: %lld, %lld",
 	       (long long)n, (long long)checked);
 	mt_reader *r;
 	mt_shard_info s70;
 	TAP_CALL(mt_reader_open(store, "long", "v1", &r, &err), &err, "long@v1 opens");
 	mt_reader_shard(r, 70, &s70);
-	TAP_CALL(mt_catalog_shard_verified(c, mt_store_url(store), "long", s70.sha256, 0, NULL,
-					   &err), &err, "its shard 70 verified");
+	char sha70[65];
+	snprintf(sha70, sizeof sha70, "%s", s70.sha256);
+	TAP_CALL(mt_catalog_shard_verified(c, mt_store_url(store), "long", sha70, 0, NULL, &err),
+		 &err, "its shard 70 verified");
 	mt_reader_close(r);
 	/* Rows 0..99 again: shards 150..249 are the objects of shards 0..99. */
 	TAP_CALL(put_long(1, 0, 100, &err), &err, "long@v2 appends 100 shards");
 	TAP_CALL(mt_catalog_sync(c, "local", store, "long", 0, NULL, NULL, &st, &err), &err,
 		 "long synced again");
-	n = long_rows("v2", &checked);
+	n = long_rows("long", "v2", &checked);
 	tap_ok(n == 250 && checked == 2, "v2's 250 rows are the manifest's, and its shards 70 and"
 	       " 220 (one object) checked: %lld, %lld", (long long)n, (long long)checked);
 	TAP_CALL(mt_catalog_sync(c, "local", store, "long", MT_CATALOG_FULL, NULL, NULL, &st, &err),
 		 &err, "a full sync");
-	n = long_rows("v2", &checked);
+	n = long_rows("long", "v2", &checked);
 	tap_ok(n == 250 && checked == 2, "after it, the same: %lld, %lld", (long long)n,
 	       (long long)checked);
+	test_big_list(c, sha70);
 	mt_catalog_close(c);
 }
 

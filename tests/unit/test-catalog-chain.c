@@ -1,4 +1,4 @@
-/* test-catalog-chain.c — shard lists shared along append chains: a chain's answers (shard lists, counts, shared shards, health, removals) equal those of the same versions unchained; the upgrade from schema 7; recording one written version reads that version alone. */
+/* test-catalog-chain.c — shard lists shared along append chains: a chain's answers (shard lists, counts, shared shards, health, removals) equal those of the same versions unchained; the upgrade from schema 7; recording one written version reads that version alone; lists longer than a sync's batch of rows. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +360,170 @@ static void test_chain(void)
 	mt_catalog_close(c);
 }
 
+/* n one-row shards of rows base..base+n-1 into dataset "long", a new
+ * version or an append to the latest. */
+static int put_long(int append, int64_t base, int n, mt_error *err)
+{
+	mt_writer_opts o;
+	mt_writer_opts_init(&o);
+	o.append = append;
+	o.shard_rows = 1;
+	mt_writer *w;
+	int rc = mt_writer_open(store, "long", append ? NULL : attrs, 1, &o, &w, err);
+	if (rc)
+		return rc;
+	int64_t *x = malloc((size_t)n * sizeof *x);
+	for (int i = 0; x && i < n; i++)
+		x[i] = base + i;
+	const void *data[1] = {x};
+	rc = x ? mt_writer_append(w, (uint64_t)n, data, NULL, err) : MT_ENOMEM;
+	if (!rc)
+		rc = mt_writer_commit(w, written, sizeof written, err);
+	mt_writer_close(w);
+	free(x);
+	return rc;
+}
+
+/* How many of ds@v's shards the catalog's rows give as its manifest does
+ * (index, sha256, bytes, rows, first row), and as checked (verified_at
+ * set); -1 when they cannot be read. */
+static int64_t long_rows(const char *ds, const char *v, int64_t *checked)
+{
+	mt_reader *r;
+	mt_error err = {0};
+	sqlite3 *db;
+	sqlite3_stmt *q = NULL;
+	int64_t n = -1;
+	*checked = 0;
+	if (mt_reader_open(store, ds, v, &r, &err))
+		return -1;
+	if (sqlite3_open(dbpath, &db) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT s.idx, s.sha256, s.bytes, s.rows, s.first_row,"
+			       " s.verified_at <> '' FROM shards s JOIN versions v ON"
+			       " v.shard_list = s.list_id JOIN datasets d ON d.id = v.dataset_id"
+			       " WHERE d.name = ?2 AND v.name = ?1 AND s.idx < v.nshards"
+			       " ORDER BY s.idx", -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(q, 1, v, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, ds, -1, SQLITE_STATIC);
+		n = 0;
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			mt_shard_info sh;
+			if (mt_reader_shard(r, (size_t)n, &sh) || sqlite3_column_int64(q, 0) != n ||
+			    strcmp((const char *)sqlite3_column_text(q, 1), sh.sha256) ||
+			    sqlite3_column_int64(q, 2) != (int64_t)sh.bytes ||
+			    sqlite3_column_int64(q, 3) != (int64_t)sh.rows ||
+			    sqlite3_column_int64(q, 4) != (int64_t)sh.first_row)
+				break;
+			*checked += sqlite3_column_int64(q, 5);
+			n++;
+		}
+	}
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	mt_reader_close(r);
+	return n;
+}
+
+/* A version of more shard rows than the catalog holds, and more than
+ * SHARD_REINDEX_MIN (10,000): written without the index by sha256, which
+ * is made again after them.  big@v1 names long@v1's 150 objects over and
+ * over (a sync reads no shard object), 12,000 entries. */
+static void test_big_list(mt_catalog *c, const char *sha70)
+{
+	char path[512];
+	mt_error err = {0};
+	mt_catalog_sync_stats st;
+	size_t len;
+	snprintf(path, sizeof path, "%s/datasets/long/versions/v1.json", root);
+	char *json = tap_read_file(path, &len);
+	mt_manifest *m = NULL;
+	int ok = json && !mti_manifest_decode(json, len, path, &m, &err) && m->nshards == 150;
+	free(json);
+	json = NULL;
+	mt_mshard *sh = ok ? calloc(12000, sizeof *sh) : NULL;
+	for (size_t i = 0; sh && i < 12000; i++) {
+		sh[i] = m->shards[i % 150];
+		sh[i].first_row = i;
+	}
+	if (sh) {
+		free(m->shards);
+		m->shards = sh;
+		m->nshards = 12000;
+		m->rows = 12000;
+		m->raw_bytes = 8 * 12000;
+		free(m->dataset);
+		m->dataset = strdup("big");
+	}
+	ok = sh && !mti_manifest_encode(m, &json, &err);
+	snprintf(path, sizeof path, "%s/datasets/big", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/datasets/big/versions", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/datasets/big/versions/v1.json", root);
+	ok = ok && !tap_write_file(path, json, strlen(json));
+	free(json);
+	mti_manifest_free(m);
+	tap_ok(ok, "big@v1: 12,000 entries naming long@v1's 150 objects");
+	TAP_CALL(mt_catalog_sync(c, "local", store, "big", 0, NULL, NULL, &st, &err), &err,
+		 "big synced");
+	int64_t checked, n = long_rows("big", "v1", &checked);
+	tap_ok(n == 12000 && checked == 80, "its 12,000 rows are the manifest's, and the 80 naming"
+	       " long@v1's shard 70 checked: %lld, %lld", (long long)n, (long long)checked);
+	tap_ok(count_sql("SELECT count(*) FROM sqlite_master WHERE name = 'shards_sha' AND"
+			 " sql = 'CREATE INDEX shards_sha ON shards(sha256)'") == 1 &&
+	       count_sql("SELECT integrity_check = 'ok' FROM pragma_integrity_check") == 1,
+	       "the index by sha256 is there again, as the schema makes it, and the catalog whole");
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM shards INDEXED BY shards_sha WHERE"
+		 " sha256 = '%s'", sha70);
+	tap_ok(count_sql(sql) == 82, "it finds the 82 rows of that object (80 and long's 2): %lld",
+	       (long long)count_sql(sql));
+}
+
+/* Lists longer than the sync's batch of rows (several batches and a
+ * shorter last one): every row as the manifest gives it, and a check
+ * recorded before a version is synced taken by its rows of the same
+ * object, in a later batch than the checked row. */
+static void test_long_lists(void)
+{
+	mt_error err = {0};
+	mt_catalog *c;
+	mt_catalog_sync_stats st;
+	int64_t checked;
+	TAP_CALL(put_long(0, 0, 150, &err), &err, "long@v1: 150 one-row shards");
+	/* A new catalog: no row checked, none to look up. */
+	unlink(dbpath);
+	TAP_CALL(mt_catalog_open(dbpath, &c, &err), &err, "a new catalog opens");
+	TAP_CALL(mt_catalog_sync(c, "local", store, "long", 0, NULL, NULL, &st, &err), &err,
+		 "long synced");
+	int64_t n = long_rows("long", "v1", &checked);
+	tap_ok(n == 150 && checked == 0, "its 150 rows are the manifest's, none checked: %lld, %lld",
+	       (long long)n, (long long)checked);
+	mt_reader *r;
+	mt_shard_info s70;
+	TAP_CALL(mt_reader_open(store, "long", "v1", &r, &err), &err, "long@v1 opens");
+	mt_reader_shard(r, 70, &s70);
+	char sha70[65];
+	snprintf(sha70, sizeof sha70, "%s", s70.sha256);
+	TAP_CALL(mt_catalog_shard_verified(c, mt_store_url(store), "long", sha70, 0, NULL, &err),
+		 &err, "its shard 70 verified");
+	mt_reader_close(r);
+	/* Rows 0..99 again: shards 150..249 are the objects of shards 0..99. */
+	TAP_CALL(put_long(1, 0, 100, &err), &err, "long@v2 appends 100 shards");
+	TAP_CALL(mt_catalog_sync(c, "local", store, "long", 0, NULL, NULL, &st, &err), &err,
+		 "long synced again");
+	n = long_rows("long", "v2", &checked);
+	tap_ok(n == 250 && checked == 2, "v2's 250 rows are the manifest's, and its shards 70 and"
+	       " 220 (one object) checked: %lld, %lld", (long long)n, (long long)checked);
+	TAP_CALL(mt_catalog_sync(c, "local", store, "long", MT_CATALOG_FULL, NULL, NULL, &st, &err),
+		 &err, "a full sync");
+	n = long_rows("long", "v2", &checked);
+	tap_ok(n == 250 && checked == 2, "after it, the same: %lld, %lld", (long long)n,
+	       (long long)checked);
+	test_big_list(c, sha70);
+	mt_catalog_close(c);
+}
+
 /* A schema-7 catalog (rows per version and shard) upgraded in place keeps
  * its answers; its versions are read again at the next sync. */
 /* Line i (from 0) of a listing's text, its first column (up to '|'). */
@@ -535,6 +699,7 @@ int main(void)
 	snprintf(root + strlen(root), sizeof root - strlen(root), "/store");
 	test_chain();
 	test_shared_health();
+	test_long_lists();
 	test_migration();
 	mt_store_close(store);
 	root[strlen(root) - strlen("/store")] = '\0';

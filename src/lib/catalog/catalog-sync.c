@@ -637,40 +637,142 @@ static int cat_chain_list(mt_catalog *c, int64_t ds, const mt_version_info *v,
 	" health_at)) FROM shards WHERE sha256 = ?1 AND (verified_at <> '' OR"             \
 	" health_at <> '')"
 
-/* Row i of list: shard sh with its chain digest and its last check's
- * columns.  A plain INSERT of one row, not INSERT ... SELECT: SQLite gives
- * a statement that may write many rows a statement journal, and one per
- * shard made a sync of 100k shards write 1.4 GB of journal. */
-static int cat_put_shard(mt_catalog *c, sqlite3_stmt *look, sqlite3_stmt *ins, int64_t list,
-			 int64_t i, const mt_shard_info *sh, const unsigned char *chain,
-			 mt_error *err)
+/* A version's shard rows are written SHARD_BATCH to an INSERT: a statement
+ * of one row cost about 10 us a row in opening and closing its cursors, its
+ * statement journal (a page copied per index touched) and the IN list of
+ * the partial index shards_bad, 30 s of a first sync of a million shards.
+ * 12 parameters a row, well under SQLite's oldest limit of 999. */
+#define SHARD_BATCH 64
+#define SHARD_COLS 12
+
+/* The rows of one shard list being written, a run of consecutive rows at a
+ * time (shard_put_run): a run's rows are bound into `full` SHARD_BATCH at a
+ * time and its last, shorter batch into `part`, each stepped once whole.
+ * look: NULL when no shard row in the catalog was ever checked (a fresh
+ * catalog), so none has a last check to take. */
+struct shard_put {
+	mt_catalog *c;
+	sqlite3_stmt *look, *full, *part, *cur;
+	int64_t list, left;
+	int n, want;
+};
+
+/* An INSERT of rows shard rows, into *st. */
+static int shard_put_prepare(mt_catalog *c, int rows, sqlite3_stmt **st, mt_error *err)
 {
-	sqlite3_bind_text(look, 1, sh->sha256, -1, SQLITE_STATIC);
-	int r = sqlite3_step(look);
-	if (r != SQLITE_ROW) {
-		sqlite3_reset(look);
-		return mti_cat_sqlerr(c, err, "reading a shard's last check");
-	}
-	sqlite3_bind_int64(ins, 1, list);
-	sqlite3_bind_int64(ins, 2, i);
-	sqlite3_bind_text(ins, 3, sh->sha256, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(ins, 4, (int64_t)sh->bytes);
-	sqlite3_bind_int64(ins, 5, (int64_t)sh->rows);
-	sqlite3_bind_int64(ins, 6, (int64_t)sh->first_row);
-	sqlite3_bind_blob(ins, 7, chain, CHAIN_BYTES, SQLITE_STATIC);
-	for (int k = 0; k < 5; k++)
-		sqlite3_bind_value(ins, 8 + k, sqlite3_column_value(look, k));
-	int rc = mti_cat_step_done(c, ins, "recording a shard", err);
-	sqlite3_reset(look);
+	static const char head[] = "INSERT INTO shards(list_id, idx, sha256, bytes, rows, first_row,"
+				   " chain, verified, verified_at, health, health_note, health_at)"
+				   " VALUES";
+	static const char row[] = "(?,?,?,?,?,?,?,?,?,?,?,?),";
+	char *sql = malloc(sizeof head + (size_t)rows * (sizeof row - 1));
+	if (!sql)
+		return mt_error_set(err, MT_ENOMEM, "out of memory");
+	char *e = stpcpy(sql, head);
+	for (int i = 0; i < rows; i++)
+		e = stpcpy(e, row);
+	e[-1] = '\0';
+	int rc = mti_cat_prepare(c, sql, st, err);
+	free(sql);
 	return rc;
 }
 
-/* Rows [from, to) of list src as the same rows of list dst, each with its
- * shard's last check (cat_put_shard): the shards a version shares with its
- * parent, from the parent's rows rather than its fragments. */
-static int cat_copy_rows(mt_catalog *c, sqlite3_stmt *look, sqlite3_stmt *ins, int64_t src,
-			 int64_t dst, int64_t from, int64_t to, mt_error *err)
+/* Start p on list, with the last check's query unless no shard row was
+ * ever checked: a catalog's rows are checked by verify and repair, not by
+ * a sync, so it stays so while the version's rows are written. */
+static int shard_put_open(mt_catalog *c, int64_t list, struct shard_put *p, mt_error *err)
 {
+	*p = (struct shard_put){.c = c, .list = list};
+	int64_t any;
+	int rc = cat_query_int(c, "SELECT 1 FROM shards WHERE verified_at <> '' OR health_at <> ''"
+			       " LIMIT 1", 0, 0, NULL, &any, err);
+	if (!rc && any == 1)
+		rc = mti_cat_prepare(c, CAT_LAST_CHECK, &p->look, err);
+	if (!rc)
+		rc = shard_put_prepare(c, SHARD_BATCH, &p->full, err);
+	return rc;
+}
+
+static void shard_put_close(struct shard_put *p)
+{
+	sqlite3_finalize(p->look);
+	sqlite3_finalize(p->full);
+	sqlite3_finalize(p->part);
+	*p = (struct shard_put){0};
+}
+
+/* The next rows rows of the list come one by one (shard_put_row). */
+static void shard_put_run(struct shard_put *p, int64_t rows)
+{
+	p->left = rows;
+	p->cur = NULL;
+}
+
+/* The shard's last check (p->look), as columns ?b+7..?b+11 of p->cur: the
+ * row of sha256's newest check, or empty columns. */
+static int shard_put_check(struct shard_put *p, int b, const char *sha256, mt_error *err)
+{
+	if (!p->look) {
+		for (int k = 0; k < 5; k++)
+			sqlite3_bind_text(p->cur, b + 8 + k, "", 0, SQLITE_STATIC);
+		return 0;
+	}
+	sqlite3_bind_text(p->look, 1, sha256, -1, SQLITE_STATIC);
+	int r = sqlite3_step(p->look);
+	/* sqlite3_bind_value binds a copy: the row may go with the reset. */
+	for (int k = 0; r == SQLITE_ROW && k < 5; k++)
+		sqlite3_bind_value(p->cur, b + 8 + k, sqlite3_column_value(p->look, k));
+	sqlite3_reset(p->look);
+	return r == SQLITE_ROW ? 0 : mti_cat_sqlerr(p->c, err, "reading a shard's last check");
+}
+
+/* Row i of the list: shard sh with its chain digest and its last check's
+ * columns, written with the batch it completes.  A plain INSERT of rows,
+ * not INSERT ... SELECT: SQLite gives a statement that may write many rows
+ * a statement journal, and one per shard made a sync of 100k shards write
+ * 1.4 GB of journal.  The values are copied (SQLITE_TRANSIENT): a row read
+ * from the catalog goes at its statement's next step. */
+static int shard_put_row(struct shard_put *p, int64_t i, const mt_shard_info *sh,
+			 const unsigned char *chain, mt_error *err)
+{
+	int rc = 0;
+	if (!p->cur) {
+		p->want = p->left < SHARD_BATCH ? (int)p->left : SHARD_BATCH;
+		p->n = 0;
+		if (p->want == SHARD_BATCH) {
+			p->cur = p->full;
+		} else {
+			sqlite3_finalize(p->part);
+			p->part = NULL;
+			if ((rc = shard_put_prepare(p->c, p->want, &p->part, err)))
+				return rc;
+			p->cur = p->part;
+		}
+	}
+	int b = p->n * SHARD_COLS;
+	sqlite3_bind_int64(p->cur, b + 1, p->list);
+	sqlite3_bind_int64(p->cur, b + 2, i);
+	sqlite3_bind_text(p->cur, b + 3, sh->sha256, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(p->cur, b + 4, (int64_t)sh->bytes);
+	sqlite3_bind_int64(p->cur, b + 5, (int64_t)sh->rows);
+	sqlite3_bind_int64(p->cur, b + 6, (int64_t)sh->first_row);
+	sqlite3_bind_blob(p->cur, b + 7, chain, CHAIN_BYTES, SQLITE_TRANSIENT);
+	if ((rc = shard_put_check(p, b, sh->sha256, err)))
+		return rc;
+	p->left--;
+	if (++p->n == p->want) {
+		rc = mti_cat_step_done(p->c, p->cur, "recording a shard", err);
+		p->cur = NULL;
+	}
+	return rc;
+}
+
+/* Rows [from, to) of list src as the same rows of p's list, each with its
+ * shard's last check (shard_put_row): the shards a version shares with its
+ * parent, from the parent's rows rather than its fragments. */
+static int cat_copy_rows(struct shard_put *p, int64_t src, int64_t from, int64_t to,
+			 mt_error *err)
+{
+	mt_catalog *c = p->c;
 	sqlite3_stmt *st;
 	int rc = mti_cat_prepare(c, "SELECT idx, sha256, bytes, rows, first_row, chain FROM shards"
 				 " WHERE list_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx", &st,
@@ -680,6 +782,7 @@ static int cat_copy_rows(mt_catalog *c, sqlite3_stmt *look, sqlite3_stmt *ins, i
 	sqlite3_bind_int64(st, 1, src);
 	sqlite3_bind_int64(st, 2, from);
 	sqlite3_bind_int64(st, 3, to);
+	shard_put_run(p, to - from);
 	int64_t i = from;
 	int r;
 	while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_int64(st, 0) == i &&
@@ -688,7 +791,7 @@ static int cat_copy_rows(mt_catalog *c, sqlite3_stmt *look, sqlite3_stmt *ins, i
 				    .bytes = (uint64_t)sqlite3_column_int64(st, 2),
 				    .rows = (uint64_t)sqlite3_column_int64(st, 3),
 				    .first_row = (uint64_t)sqlite3_column_int64(st, 4)};
-		rc = cat_put_shard(c, look, ins, dst, i++, &sh, sqlite3_column_blob(st, 5), err);
+		rc = shard_put_row(p, i++, &sh, sqlite3_column_blob(st, 5), err);
 	}
 	if (!rc && r != SQLITE_ROW && r != SQLITE_DONE)
 		rc = mti_cat_sqlerr(c, err, "reading a parent's shards");
@@ -696,6 +799,40 @@ static int cat_copy_rows(mt_catalog *c, sqlite3_stmt *look, sqlite3_stmt *ins, i
 		rc = mt_error_set(err, MT_EIO, "catalog %s: shard list %lld lacks row %lld",
 				  c->path, (long long)src, (long long)i);
 	sqlite3_finalize(st);
+	return rc;
+}
+
+/* The index of shard rows by object (shards_sha) takes each new row at a
+ * random place: of a first sync of a million distinct shards, 60% of the
+ * time went to finding and making room for them there, and with pages
+ * beyond the cache, spilling and reading them back.  A version bringing
+ * more rows than the catalog holds (SHARD_REINDEX_MIN at least) writes them
+ * without it, and the index is made again after them in one sort, inside
+ * the same transaction: a reader sees it whole before and after, and a
+ * sync that stops between rolls the drop back.  *sql: the index's own
+ * CREATE statement (NULL when not dropped). */
+#define SHARD_REINDEX_MIN 10000
+
+static int shard_index_drop(mt_catalog *c, int64_t rows, char **sql, mt_error *err)
+{
+	*sql = NULL;
+	int64_t have;
+	int rc = rows < SHARD_REINDEX_MIN ? 0
+		 : cat_query_int(c, "SELECT max(rowid) FROM shards", 0, 0, NULL, &have, err);
+	if (rc || rows < SHARD_REINDEX_MIN || have >= rows)
+		return rc;
+	sqlite3_stmt *st;
+	if ((rc = mti_cat_prepare(c, "SELECT sql FROM sqlite_master WHERE type = 'index' AND"
+				  " name = 'shards_sha'", &st, err)))
+		return rc;
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+	    !(*sql = strdup((const char *)sqlite3_column_text(st, 0))))
+		rc = mt_error_set(err, MT_ENOMEM, "out of memory");
+	sqlite3_finalize(st);
+	if (!rc && *sql && (rc = mti_cat_exec(c, "DROP INDEX shards_sha", "recording shards", err))) {
+		free(*sql);
+		*sql = NULL;
+	}
 	return rc;
 }
 
@@ -718,25 +855,27 @@ static int cat_put_shards(mt_catalog *c, int64_t ds, int64_t vid, const mt_reade
 	    !(rc = mti_cat_exec_id(c, "INSERT INTO shard_lists(dataset_id) VALUES(?1)", ds,
 				   "recording a shard list", err)))
 		list = sqlite3_last_insert_rowid(c->db);
-	sqlite3_stmt *look = NULL, *ins = NULL;
+	struct shard_put put = {0};
+	char *reindex = NULL;
 	if (!rc)
-		rc = mti_cat_prepare(c, CAT_LAST_CHECK, &look, err);
+		rc = shard_index_drop(c, n - from, &reindex, err);
 	if (!rc)
-		rc = mti_cat_prepare(c, "INSERT INTO shards(list_id, idx, sha256, bytes, rows, "
-				     "first_row, chain, verified, verified_at, health, health_note,"
-				     " health_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
-				     " ?12)", &ins, err);
+		rc = shard_put_open(c, list, &put, err);
 	if (!rc && from < (int64_t)p)
-		rc = cat_copy_rows(c, look, ins, plist, list, from, (int64_t)p, err);
-	for (int64_t i = from > (int64_t)p ? from : (int64_t)p; !rc && i < n; i++) {
+		rc = cat_copy_rows(&put, plist, from, (int64_t)p, err);
+	int64_t i = from > (int64_t)p ? from : (int64_t)p;
+	shard_put_run(&put, n > i ? n - i : 0);
+	for (; !rc && i < n; i++) {
 		mt_shard_info si;
 		if ((rc = mt_reader_shard_err(r, (size_t)i, &si, err)) != 0)
 			break;
-		rc = cat_put_shard(c, look, ins, list, i, &si, d + i * CHAIN_BYTES, err);
+		rc = shard_put_row(&put, i, &si, d + i * CHAIN_BYTES, err);
 	}
-	sqlite3_finalize(look);
-	sqlite3_finalize(ins);
+	shard_put_close(&put);
 	free(d);
+	if (!rc && reindex)
+		rc = mti_cat_exec(c, reindex, "indexing shards", err);
+	free(reindex);
 	sqlite3_stmt *st;
 	if (!rc) {
 		if (!(rc = mti_cat_prepare(c, "UPDATE versions SET shard_list = ?2 WHERE id = ?1", &st,

@@ -51,3 +51,18 @@ t = json.dumps(m, separators=(",", ":"))[:-1]
 open(dst, "w").write(t + ',"checksum":"sha256:' + hashlib.sha256((t + "}").encode()).hexdigest() + '"}')
 PYEOF
 }
+
+# bench_frag_store MATORAGE ONE_NPY S N [HOOK]: store S (its own directory, no catalog) with
+# g@v3, a format-2 version of N + 1 one-row shards whose parent g@v2 (N synthetic shards,
+# bench_synth, after HOOK MANIFEST when given) is removed: what a first sync of a large
+# version reads.  MATORAGE_STORE is left pointing at S.
+bench_frag_store() {
+	local m=$1 one=$2 s=$3 n=$4 hook=${5:-}
+	local nocat="env MATORAGE_CATALOG=/dev/null/none" v=$s/datasets/g/versions
+	export MATORAGE_STORE=file://$s
+	$nocat "$m" put g x="$one" > /dev/null 2>&1
+	bench_synth "$v/v1.json" "$n" "$v/v2.json" v2 v1
+	[ -z "$hook" ] || "$hook" "$v/v2.json"
+	$nocat MATORAGE_MANIFEST_FORMAT=2 "$m" put g x="$one" --append --parent v2 > /dev/null 2>&1
+	$nocat "$m" rm g@v2 > /dev/null 2>&1
+}

@@ -22,7 +22,6 @@ done
 echo "# command: bench/sync-first.sh $*   (sizes: $SIZES; runs: $RUNS; distinct: ${SYNC_DISTINCT:-0})"
 bench_machine
 $PY -c 'import numpy as np; np.save("'"$DIR"'/one.npy", np.arange(1, dtype=np.int64))'
-NOCAT="env MATORAGE_CATALOG=/dev/null/none"
 # distinct MANIFEST: its shard entries each named by a sha256 of its own (its checksum
 # made again as bench_synth makes it).
 distinct() {
@@ -47,13 +46,9 @@ echo "| shards | build | wall (s) | user (s) | system (s) | peak RSS | rows as t
 echo "|---|---|---|---|---|---|---|"
 for N in $SIZES; do
 	S=$DIR/s$N
-	export MATORAGE_STORE=file://$S
-	V=$S/datasets/g/versions
-	$NOCAT "$M" put g x="$DIR/one.npy" > /dev/null 2>&1
-	bench_synth "$V/v1.json" "$N" "$V/v2.json" v2 v1
-	[ "${SYNC_DISTINCT:-0}" = 0 ] || distinct "$V/v2.json"
-	$NOCAT MATORAGE_MANIFEST_FORMAT=2 "$M" put g x="$DIR/one.npy" --append --parent v2 > /dev/null 2>&1
-	$NOCAT "$M" rm g@v2 > /dev/null 2>&1
+	hook=
+	[ "${SYNC_DISTINCT:-0}" = 0 ] || hook=distinct
+	bench_frag_store "$M" "$DIR/one.npy" "$S" "$N" $hook
 	rm -f "$DIR/times"
 	for _ in $(seq "$RUNS"); do
 		i=0

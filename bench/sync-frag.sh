@@ -31,12 +31,7 @@ run() {
 }
 for N in $SIZES; do
 	S=$DIR/s$N
-	export MATORAGE_STORE=file://$S
-	V=$S/datasets/g/versions
-	$NOCAT "$M" put g x="$DIR/one.npy" > /dev/null 2>&1
-	bench_synth "$V/v1.json" "$N" "$V/v2.json" v2 v1
-	$NOCAT MATORAGE_MANIFEST_FORMAT=2 "$M" put g x="$DIR/one.npy" --append --parent v2 > /dev/null 2>&1
-	$NOCAT "$M" rm g@v2 > /dev/null 2>&1
+	bench_frag_store "$M" "$DIR/one.npy" "$S" "$N"
 	i=0
 	for b in "$@"; do
 		i=$((i + 1))

@@ -194,13 +194,24 @@ static const char *shard_health(const char *const *cols, char *buf, size_t cap)
  * columns ("992..999") and HEALTH then fit a 40-column screen. */
 #define FRAG_HEALTH_MAX 24
 
+const char *tui_note_source(const char *note, int rebuilt_only, int *store)
+{
+	/* The note ends with what rebuilt the object, or would (app-health.c). */
+	const char *w = note ? strstr(note, "rebuilt from ") : NULL;
+	const char *src = w ? w + 13 : NULL;
+	if (!src && note && !rebuilt_only && (w = strstr(note, "repairable from ")))
+		src = w + 16;
+	*store = src && (strstr(src, "://") || src[0] == '/');
+	return src;
+}
+
 /* What rebuilt a fragment, as its health cell says it: "from parity";
  * another store by its remote's name, "from mirror" (a URL does not fit, and
  * may hold more than a screen should show), else "remote". */
-static const char *fragment_source(const char *from, const struct tui_remotes *rm, char *buf,
-				   size_t cap)
+static const char *fragment_source(const char *from, int store, const struct tui_remotes *rm,
+				   char *buf, size_t cap)
 {
-	if (!strstr(from, "://") && from[0] != '/') {
+	if (!store) {
 		snprintf(buf, cap, "from %s", from);
 		return buf;
 	}
@@ -225,10 +236,10 @@ static const char *fragment_health(const char *const *cols, const struct tui_rem
 	int bad = strcmp(state, "sound") && strcmp(state, "rebuilt");
 	int missing = !strcmp(state, "missing") || (note && !strncmp(note, "missing", 7));
 	const char *word = !bad ? state : missing ? "missing" : "damaged";
-	/* The note ends with what rebuilt it (app-health.c). */
-	const char *from = note ? strstr(note, "rebuilt from ") : NULL;
+	int store;
+	const char *from = tui_note_source(note, 1, &store);
 	char src[FRAG_HEALTH_MAX + 8];
-	const char *what = from ? fragment_source(from + 13, rm, src, sizeof src) : NULL;
+	const char *what = from ? fragment_source(from, store, rm, src, sizeof src) : NULL;
 	if (!strcmp(state, "unrepairable"))
 		snprintf(buf, cap, "%s (lost)", word);
 	else if (!strcmp(state, "repairable"))

@@ -323,6 +323,10 @@ struct tui_remotes {
 	mt_remote *v;
 	size_t n;
 };
+/* The source a health note ends with (app-health.c: "... rebuilt from
+ * SOURCE", or with !rebuilt_only "... repairable from SOURCE"), or NULL;
+ * *store: whether SOURCE is another store (a URL or a path), not "parity". */
+const char *tui_note_source(const char *note, int rebuilt_only, int *store);
 /* Column c of a catalog row of `level` as the browser shows it: a placeholder
  * where there is no value, a flag in words, a ratio with two decimals (byte
  * sizes are put in units by the list), a store by its remote's name (rm may

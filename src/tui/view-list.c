@@ -560,20 +560,18 @@ struct frag_row {
  * the remote's name the health column shows. */
 static void frag_note_line(struct frag_row *f, const char *note)
 {
-	/* The note ends with the source (app-health.c). */
-	const char *from = strstr(note, "rebuilt from ");
-	from = from ? from + 7 : strstr(note, "repairable from ");
-	from = !from || from[0] == ' ' ? from : from + 10;
-	const char *url = from ? from + 6 : NULL;
+	int store;
+	const char *url = tui_note_source(note, 0, &store);
 	char line[1200];
-	if (!url || (!strstr(url, "://") && url[0] != '/')) {
+	if (!store) {
 		snprintf(line, sizeof line, "  note      %.1000s", note);
 		tui_words_add(&f->lines, line);
 		return;
 	}
 	char *shown = mt_url_redact(url);
 	const char *name = f->rm ? app_remote_of_url(f->rm->v, f->rm->n, url) : NULL;
-	snprintf(line, sizeof line, "  note      %.*s from %.900s%s%.200s%s", (int)(from - note), note,
+	/* The note up to " from ", then the store as shown. */
+	snprintf(line, sizeof line, "  note      %.*s from %.900s%s%.200s%s", (int)(url - 6 - note), note,
 		 shown ? shown : "a store", name ? " (remote " : "", name ? name : "",
 		 name ? ")" : "");
 	mt_free(shown);

@@ -54,7 +54,22 @@ typedef struct ld_slot {
 	uint64_t **offsets; /* ragged columns: rows + 1 offsets in items */
 	mt_error err;
 	int rc;
+	uint64_t fill;      /* this filling's number (the loader's fills) */
+	unsigned holds;     /* batches of filling held_fill handed out held, not yet released */
+	uint64_t held_fill;
 } ld_slot;
+
+/* A slot's buffers let go while batches handed out of them were still held
+ * (slot_detach): freed at the last one's release, or at close. */
+typedef struct ld_orphan {
+	struct ld_orphan *next;
+	uint64_t fill;
+	unsigned holds;
+	void *rows_mem;
+	size_t rows_mem_cap;
+	uint8_t **values; /* fixed-size columns' (NULL for ragged ones) */
+	size_t *values_cap;
+} ld_orphan;
 
 struct mt_loader;
 
@@ -92,6 +107,10 @@ typedef struct ld_prefetch {
 	int deferred;       /* no filler started yet: the first batch starts them */
 	int peeking;        /* fillers reading ahead for a window of theirs (slot_whole_ahead) */
 	int idle;           /* fillers waiting: for a slot, or for the loader to move on */
+	int wanting;        /* the consumer waits for window `want` of the sequence */
+	uint64_t want;
+	uint64_t fills;     /* slot fillings so far: each one's number names its held batches */
+	ld_orphan *orphans;
 } ld_prefetch;
 
 /* A window's shards, each once, and whether each is read whole
@@ -118,6 +137,7 @@ typedef struct ld_out {
 	uint8_t **put; /* where this batch's fixed-size values go: data[c], or the caller's */
 	const uint8_t **view;    /* a fixed-size column handed out in place: its rows */
 	const uint64_t *view_ids; /* and their row numbers, in the window */
+	ld_slot *in_place;        /* the slot they are in, when every one is */
 } ld_out;
 
 struct mt_loader {
@@ -159,6 +179,77 @@ static void slot_free(mt_loader *l, ld_slot *s)
 	free(s->values_cap);
 	free(s->offsets);
 	*s = (ld_slot){.state = SLOT_EMPTY};
+}
+
+static void orphan_free(mt_loader *l, ld_orphan *o)
+{
+	win_free(o->rows_mem, o->rows_mem_cap);
+	for (size_t c = 0; o->values && c < l->ncols; c++)
+		win_free(o->values[c], o->values_cap[c]);
+	free(o->values);
+	free(o->values_cap);
+	free(o);
+}
+
+/* The buffers of s that its held batches are in (row numbers and fixed-size
+ * columns) to a new orphan, s left to allocate new ones: the loader waits
+ * for the window s is to hold next, and the caller still holds batches of
+ * the one before.  f->lock held.  -1 when out of memory. */
+static int slot_detach(mt_loader *l, ld_slot *s)
+{
+	ld_orphan *o = calloc(1, sizeof *o);
+	size_t ncols = l->ncols ? l->ncols : 1;
+	if (o) {
+		o->values = calloc(ncols, sizeof *o->values);
+		o->values_cap = calloc(ncols, sizeof *o->values_cap);
+	}
+	if (!o || !o->values || !o->values_cap) {
+		if (o) {
+			free(o->values);
+			free(o->values_cap);
+		}
+		free(o);
+		return -1;
+	}
+	o->fill = s->held_fill;
+	o->holds = s->holds;
+	o->rows_mem = s->rows_mem;
+	o->rows_mem_cap = s->rows_mem_cap;
+	s->rows_mem = NULL;
+	s->rows_mem_cap = 0;
+	s->rows_cap = 0;
+	for (size_t c = 0; s->values && c < l->ncols; c++) {
+		if (l->cols[c].ragged)
+			continue;
+		o->values[c] = s->values[c];
+		o->values_cap[c] = s->values_cap[c];
+		s->values[c] = NULL;
+		s->values_cap[c] = 0;
+	}
+	s->holds = 0;
+	o->next = l->fetch.orphans;
+	l->fetch.orphans = o;
+	return 0;
+}
+
+/* Before filling s again: its batches still held are the caller's until
+ * released (mt_loader_next_held), so wait for them, unless the consumer
+ * waits for window g itself (it may hold them for good: a training loop
+ * keeping a few samples), when s takes new buffers instead (slot_detach).
+ * A loop that drops each batch as it takes the next releases the last of
+ * a window a moment after the next window's first is handed out, long
+ * before this filler is done planning.  f->lock held; -1 when out of memory
+ * (s->err says so). */
+static int slot_wait_held(mt_loader *l, ld_slot *s, uint64_t g)
+{
+	ld_prefetch *f = &l->fetch;
+	f->idle++;
+	while (s->holds && !f->stop && !(f->wanting && f->want == g))
+		pthread_cond_wait(&f->cond, &f->lock);
+	f->idle--;
+	if (!s->holds || f->stop || !slot_detach(l, s))
+		return 0;
+	return mti_err(&s->err, MT_ENOMEM, "loader: out of memory");
 }
 
 /* A buffer of grow's, cap bytes. */
@@ -678,12 +769,17 @@ static void *prefetch(void *arg)
 		 * plan, is the next epoch's to make now. */
 		if (g < f->base)
 			continue;
+		int rc = slot_wait_held(l, s, g);
+		if (f->stop)
+			break;
 		/* Only this thread touches a slot while it is loading; the loader
 		 * moving on to the next epoch leaves window g where it was. */
 		s->state = SLOT_LOADING;
 		s->index = g;
+		s->fill = ++f->fills;
 		pthread_mutex_unlock(&f->lock);
-		int rc = slot_load(l, p, s, k);
+		if (!rc)
+			rc = slot_load(l, p, s, k);
 		pthread_mutex_lock(&f->lock);
 		s->rc = rc;
 		s->state = rc ? SLOT_FAILED : SLOT_READY;
@@ -755,7 +851,12 @@ static int window_get(mt_loader *l, size_t w, ld_slot **out, mt_error *err)
 			break;
 		}
 		if (s->state != SLOT_READY || s->index != g) {
+			/* A filler waiting for batches held in this slot lets them go. */
+			f->wanting = 1;
+			f->want = g;
+			pthread_cond_broadcast(&f->cond);
 			pthread_cond_wait(&f->cond, &f->lock);
+			f->wanting = 0;
 			continue;
 		}
 		if (l->plan->rank_windows[f->next_window] == w) {
@@ -928,6 +1029,7 @@ static int out_begin(mt_loader *l, ld_out *b, size_t n, void *const *into, mt_er
 			b->offsets[c][0] = 0;
 	}
 	b->view_ids = NULL;
+	b->in_place = NULL;
 	return rc;
 }
 
@@ -978,9 +1080,10 @@ static int batch_put_run(mt_loader *l, ld_out *b, size_t i, uint64_t idx, size_t
 		k++;
 	uint64_t at = pos - start;
 	int in_place = i == 0 && k == batch_rows && !l->opts.alloc;
-	if (in_place)
+	if (in_place) {
 		b->view_ids = s->seqid + at;
-	else
+		b->in_place = s;
+	} else
 		memcpy(b->row_ids + i, s->seqid + at, k * sizeof *b->row_ids);
 	for (size_t c = 0; !rc && c < l->ncols; c++) {
 		const ld_col *col = &l->cols[c];
@@ -1038,6 +1141,52 @@ int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows, const
 	l->batches_taken++;
 	*out = &b->batch;
 	return 0;
+}
+
+int mt_loader_next_held(mt_loader *l, const mt_batch **out, uint64_t *hold, mt_error *err)
+{
+	*hold = 0;
+	int rc = mt_loader_next_into(l, NULL, 0, out, err);
+	ld_slot *s = l->out.in_place;
+	if (rc || !*out || !s)
+		return rc;
+	ld_prefetch *f = &l->fetch;
+	pthread_mutex_lock(&f->lock);
+	s->held_fill = s->fill;
+	s->holds++;
+	*hold = s->fill;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+void mt_loader_release(mt_loader *l, uint64_t hold)
+{
+	if (!l || !hold)
+		return;
+	ld_prefetch *f = &l->fetch;
+	ld_orphan *gone = NULL;
+	pthread_mutex_lock(&f->lock);
+	int found = 0;
+	for (int i = 0; i < 2 && !found; i++) {
+		ld_slot *s = &f->slot[i];
+		if (s->holds && s->held_fill == hold) {
+			found = 1;
+			if (!--s->holds)
+				pthread_cond_broadcast(&f->cond);
+		}
+	}
+	for (ld_orphan **o = &f->orphans; *o && !found; o = &(*o)->next)
+		if ((*o)->fill == hold) {
+			found = 1;
+			if (!--(*o)->holds) {
+				gone = *o;
+				*o = gone->next;
+			}
+		}
+	pthread_mutex_unlock(&f->lock);
+	/* Unmapped with no lock held: a window is tens of MiB. */
+	if (gone)
+		orphan_free(l, gone);
 }
 
 int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n, const mt_batch **out,
@@ -1558,6 +1707,11 @@ void mt_loader_close(mt_loader *l)
 	prefetch_stop(l);
 	for (int i = 0; i < 2; i++)
 		slot_free(l, &l->fetch.slot[i]);
+	while (l->fetch.orphans) {
+		ld_orphan *o = l->fetch.orphans;
+		l->fetch.orphans = o->next;
+		orphan_free(l, o);
+	}
 	out_free(l, &l->out);
 	out_free(l, &l->rows_out);
 	mt_reader_close(l->reader);

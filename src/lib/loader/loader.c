@@ -1269,6 +1269,17 @@ int mti_loader_fillers_idle(mt_loader *l)
 	return n;
 }
 
+int mti_loader_orphans(mt_loader *l)
+{
+	ld_prefetch *f = &l->fetch;
+	pthread_mutex_lock(&f->lock);
+	int n = 0;
+	for (const ld_orphan *o = f->orphans; o; o = o->next)
+		n++;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
 /* The plan of `epoch` after the stages, and its windows fetched ahead. */
 static int loader_start(mt_loader *l, uint64_t epoch, mt_error *err)
 {

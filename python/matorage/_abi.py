@@ -196,7 +196,7 @@ def _signatures():
         "mt_loader_next_into": (ctypes.c_int, [vp, ctypes.POINTER(vp), sz,
                                                ctypes.POINTER(ctypes.POINTER(_Batch)), err]),
         "mt_loader_next_held": (ctypes.c_int, [vp, ctypes.POINTER(ctypes.POINTER(_Batch)),
-                                               pu64, err]),
+                                               pu64, sz, err]),
         "mt_loader_release": (None, [vp, u64]),
         "mt_loader_batches": (u64, [vp]),
         "mt_loader_reader": (vp, [vp]),

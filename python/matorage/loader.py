@@ -114,12 +114,18 @@ def _view(addr, nbytes, dtype, shape, owner=None, writable=False):
     return a
 
 
+# A batch's fixed-size column of at least this many bytes is handed out held in its window
+# rather than copied: below it, a copy costs less than the hold and its release, and keeps
+# nothing of the window (labels kept for metrics, say).
+_HOLD_MIN = 16 << 10
+
+
 class _Holds:
-    """A loader's batches handed out held (mt_loader_next_held) and not yet let go: their
-    row numbers and fixed-size columns are the window's memory, which the loader fills again
-    only once each is released.  The last array of a batch going releases it, from whatever
-    thread drops it.  Closing with batches held leaves the C loader open (idle) until the
-    last goes, since their memory is its."""
+    """A loader's batch columns handed out held (mt_loader_next_held) and not yet let go:
+    each is the window's memory, which the loader fills again only once it is released.
+    The last array over a column going releases it, from whatever thread drops it.
+    Closing with columns held leaves the C loader open (idle) until the last goes, since
+    their memory is its."""
 
     def __init__(self, h):
         self.h, self.pid, self.live, self.finish = h, os.getpid(), 0, None
@@ -154,7 +160,8 @@ class _Holds:
 
 
 class _Hold:
-    """One held batch: its arrays keep it, and it releases the batch when they are gone."""
+    """One held column of a batch: its arrays keep it, and it releases the column when they
+    are gone."""
     __slots__ = ("holds", "token")
 
     def __init__(self, holds, token):
@@ -209,14 +216,13 @@ class Loader:
     just the chunks of its rows.
 
     copy=True (the default): each batch's arrays are its own, writable, and stay as they are
-    for as long as they are kept.  A batch lying in one window (all but the few straddling
-    two) is handed out held (mt_loader_next_held): its row numbers and fixed-size columns
-    are the window's memory itself, with no copy, and the loader fills that memory again
-    only once every array of the batch (and every view of one) is gone.  A training loop
-    that drops each batch as it takes the next costs nothing; batches kept past the next
-    window's start keep their window's buffers (up to half of prefetch_bytes each) until
-    they go, while the loader takes new ones: .copy() what you keep for long.  Other
-    batches, and ragged columns, are copied from the loader's buffers.
+    for as long as they are kept.  In a batch lying in one window (all but the few that
+    straddle two), a fixed-size column of 16 KiB or more is handed out held
+    (mt_loader_next_held): the array is the window's memory itself, with no copy, and the
+    loader fills that memory again only once the array (and every view of it) is gone.  A
+    training loop that drops each batch as it takes the next waits for nothing; columns
+    kept longer keep their own pages (the rest of the window is given back), as copies
+    would.  Row numbers, smaller and ragged columns, and the other batches are copied.
     copy=False: the arrays are read-only views of the loader's buffers, with no copy, and
     they are valid only until the next call on the loader (the next batch, read_rows,
     set_epoch, state, len, close): the loader then writes the next batch over the same
@@ -286,22 +292,20 @@ class Loader:
             raise _lib.error_from(-13, f"{self.dataset}@{self.version}: the loader is closed")
         return self._h
 
-    def _numpy_batch(self, addr, hold=None):
-        """The batch (mt_batch) at addr as a dict of numpy arrays, copies or views; hold: the
-        batch's _Hold when it was handed out held (its row numbers and fixed-size columns
-        are then writable views that keep it), or None."""
+    def _numpy_batch(self, addr, holds=None):
+        """The batch (mt_batch) at addr as a dict of numpy arrays, copies or views; holds:
+        the id of each column handed out held (mt_loader_next_held; 0 for one that is not),
+        or None.  A held column is a writable view of the window with a _Hold."""
         take, w = self._views.take, _words(addr, _B_WORDS)
         n = w[_B_ROWS]
         cols = _words(w[_B_COLS], _C_WORDS * len(self._layout)) if self._layout else ()
-        if hold is not None:
-            out = {"_rows": _view(w[_B_IDS], 8 * n, _U64, (n,), hold, True)}
-        else:
-            out = {"_rows": take(-1, w[_B_IDS], 8 * n, _U64, (n,))}
+        out = {"_rows": take(-1, w[_B_IDS], 8 * n, _U64, (n,))}
         k = 0
-        for name, dtype, shape, ragged, unit in self._layout:
+        for i, (name, dtype, shape, ragged, unit) in enumerate(self._layout):
             data, nbytes = cols[k + _C_DATA], cols[k + _C_BYTES]
-            if hold is not None and not ragged:
-                out[name] = _view(data, nbytes, dtype, (n,) + shape, hold, True)
+            if holds is not None and holds[i]:
+                out[name] = _view(data, nbytes, dtype, (n,) + shape,
+                                  self._holds.hold(holds[i]), True)
             elif ragged:
                 items = nbytes // unit if unit else 0
                 out[name] = (take(k, data, nbytes, dtype, (items,) + shape),
@@ -358,12 +362,11 @@ class Loader:
         # read the window back from memory on the consumer's thread, which, in the last
         # window of an epoch, nothing else overlaps.
         held = numpy and self._views.copy
-        token = ctypes.c_uint64()
-        ptoken = ctypes.byref(token)
-        nxt, nxt_held, holds = lib.mt_loader_next, lib.mt_loader_next_held, self._holds
+        ids = (ctypes.c_uint64 * max(len(self._layout), 1))()
+        nxt, nxt_held = lib.mt_loader_next, lib.mt_loader_next_held
         while True:
             if held:
-                rc = nxt_held(self._handle(), pbp, ptoken, perr)
+                rc = nxt_held(self._handle(), pbp, ids, _HOLD_MIN, perr)
             else:
                 rc = nxt(self._handle(), pbp, perr)
             if rc:
@@ -373,8 +376,7 @@ class Loader:
             if not numpy:
                 yield self.convert(bp, column)
             else:
-                yield self._numpy_batch(addr.value, holds.hold(token.value) if held and
-                                        token.value else None)
+                yield self._numpy_batch(addr.value, ids[:] if held else None)
 
     def __iter__(self):
         return self.batches()

@@ -496,8 +496,9 @@ typedef struct held_run {
 	size_t batches, held, bad, orphans;
 	uint64_t holds[128];
 	const int64_t *x[128];
-	const uint64_t *ids[128];
+	uint64_t *ids[128]; /* copies: row_ids are not held */
 	size_t rows[128];
+	uint64_t id_copies[ROWS];
 } held_run;
 
 static int held_epoch(mt_loader *l, int keep, held_run *r)
@@ -505,19 +506,24 @@ static int held_epoch(mt_loader *l, int keep, held_run *r)
 	memset(r, 0, sizeof *r);
 	const mt_batch *b;
 	mt_error err = {0};
-	uint64_t prev = 0, hold;
+	uint64_t prev = 0, holds[2], hold;
 	while (r->batches < 128) {
-		if (mt_loader_next_held(l, &b, &hold, &err))
+		if (mt_loader_next_held(l, &b, holds, 0, &err))
 			return tap_diag("next_held: %s", err.message), -1;
 		if (!b)
 			break;
+		/* r, ragged, is never held. */
+		r->bad += holds[1] != 0;
+		hold = holds[0];
 		const int64_t *x = b->cols[0].data;
 		for (size_t i = 0; i < b->rows; i++)
 			r->bad += x[i] != (int64_t)b->row_ids[i];
 		r->held += hold != 0;
 		r->holds[r->batches] = hold;
 		r->x[r->batches] = x;
-		r->ids[r->batches] = b->row_ids;
+		r->ids[r->batches] = r->id_copies + (r->batches ? r->ids[r->batches - 1] -
+							     r->id_copies + r->rows[r->batches - 1] : 0);
+		memcpy(r->ids[r->batches], b->row_ids, b->rows * sizeof *b->row_ids);
 		r->rows[r->batches++] = b->rows;
 		if (!keep) {
 			mt_loader_release(l, prev);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -33,6 +35,19 @@ typedef struct ld_col {
 
 enum { SLOT_EMPTY, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
 
+/* A batch's column handed out held (mt_loader_next_held): rows at..at+n of
+ * column c of a window's buffer, the caller's until released. */
+typedef struct ld_hold {
+	uint64_t id;
+	size_t c;
+	uint64_t at, n;
+} ld_hold;
+
+typedef struct ld_holds {
+	ld_hold *v;
+	size_t n, cap;
+} ld_holds;
+
 /* A window's rows, decoded: rowid[j] for the j-th row in unit order,
  * perm[i] the unit-order index of the i-th row of the window's sequence,
  * inv its inverse and seqid[i] = rowid[perm[i]].  Fixed-size columns hold
@@ -54,20 +69,16 @@ typedef struct ld_slot {
 	uint64_t **offsets; /* ragged columns: rows + 1 offsets in items */
 	mt_error err;
 	int rc;
-	uint64_t fill;      /* this filling's number (the loader's fills) */
-	unsigned holds;     /* batches of filling held_fill handed out held, not yet released */
-	uint64_t held_fill;
+	ld_holds held; /* its batches' columns handed out held, not yet released */
 } ld_slot;
 
-/* A slot's buffers let go while batches handed out of them were still held
- * (slot_detach): freed at the last one's release, or at close. */
+/* A slot's column buffers let go while columns of batches handed out of
+ * them were still held (slot_detach), the rest of their pages given back:
+ * freed at the last release, or at close. */
 typedef struct ld_orphan {
 	struct ld_orphan *next;
-	uint64_t fill;
-	unsigned holds;
-	void *rows_mem;
-	size_t rows_mem_cap;
-	uint8_t **values; /* fixed-size columns' (NULL for ragged ones) */
+	ld_holds held;
+	uint8_t **values; /* the columns held (NULL for the others) */
 	size_t *values_cap;
 } ld_orphan;
 
@@ -109,7 +120,7 @@ typedef struct ld_prefetch {
 	int idle;           /* fillers waiting: for a slot, or for the loader to move on */
 	int wanting;        /* the consumer waits for window `want` of the sequence */
 	uint64_t want;
-	uint64_t fills;     /* slot fillings so far: each one's number names its held batches */
+	uint64_t hold_ids;  /* holds made so far: the next one's id */
 	ld_orphan *orphans;
 } ld_prefetch;
 
@@ -138,6 +149,7 @@ typedef struct ld_out {
 	const uint8_t **view;    /* a fixed-size column handed out in place: its rows */
 	const uint64_t *view_ids; /* and their row numbers, in the window */
 	ld_slot *in_place;        /* the slot they are in, when every one is */
+	uint64_t in_place_at;     /* and the rows' place in its window */
 } ld_out;
 
 struct mt_loader {
@@ -178,23 +190,56 @@ static void slot_free(mt_loader *l, ld_slot *s)
 	free(s->values);
 	free(s->values_cap);
 	free(s->offsets);
+	free(s->held.v);
 	*s = (ld_slot){.state = SLOT_EMPTY};
 }
 
 static void orphan_free(mt_loader *l, ld_orphan *o)
 {
-	win_free(o->rows_mem, o->rows_mem_cap);
-	for (size_t c = 0; o->values && c < l->ncols; c++)
+	for (size_t c = 0; c < l->ncols; c++)
 		win_free(o->values[c], o->values_cap[c]);
 	free(o->values);
 	free(o->values_cap);
+	free(o->held.v);
 	free(o);
 }
 
-/* The buffers of s that its held batches are in (row numbers and fixed-size
- * columns) to a new orphan, s left to allocate new ones: the loader waits
- * for the window s is to hold next, and the caller still holds batches of
- * the one before.  f->lock held.  -1 when out of memory. */
+static int hold_at_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const ld_hold *)a)->at, y = ((const ld_hold *)b)->at;
+	return x < y ? -1 : x > y;
+}
+
+/* Give back the pages of o's column c that no held batch lies in: a batch
+ * kept for long then costs its own pages (as a copy would), not its whole
+ * window.  Huge pages partly given back are split by the kernel. */
+static void orphan_trim(mt_loader *l, ld_orphan *o, size_t c)
+{
+#ifdef MADV_DONTNEED
+	size_t ub = l->cols[c].unit_bytes, page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t base = (uintptr_t)o->values[c], from = base;
+	qsort(o->held.v, o->held.n, sizeof *o->held.v, hold_at_cmp);
+	for (size_t i = 0; i <= o->held.n; i++) {
+		uintptr_t to = base + o->values_cap[c];
+		if (i < o->held.n && o->held.v[i].c != c)
+			continue;
+		if (i < o->held.n)
+			to = base + (uintptr_t)(o->held.v[i].at * ub);
+		uintptr_t a = (from + page - 1) & ~(uintptr_t)(page - 1), b = to & ~(uintptr_t)(page - 1);
+		if (b > a)
+			madvise((void *)a, b - a, MADV_DONTNEED);
+		if (i < o->held.n && base + (o->held.v[i].at + o->held.v[i].n) * ub > from)
+			from = base + (uintptr_t)((o->held.v[i].at + o->held.v[i].n) * ub);
+	}
+#else
+	(void)l, (void)o, (void)c;
+#endif
+}
+
+/* The column buffers of s that held batches lie in, to a new orphan, s left
+ * to allocate new ones: the loader waits for the window s is to hold next,
+ * and the caller still holds batches of the one before.  f->lock held.  -1
+ * when out of memory. */
 static int slot_detach(mt_loader *l, ld_slot *s)
 {
 	ld_orphan *o = calloc(1, sizeof *o);
@@ -211,43 +256,41 @@ static int slot_detach(mt_loader *l, ld_slot *s)
 		free(o);
 		return -1;
 	}
-	o->fill = s->held_fill;
-	o->holds = s->holds;
-	o->rows_mem = s->rows_mem;
-	o->rows_mem_cap = s->rows_mem_cap;
-	s->rows_mem = NULL;
-	s->rows_mem_cap = 0;
-	s->rows_cap = 0;
-	for (size_t c = 0; s->values && c < l->ncols; c++) {
-		if (l->cols[c].ragged)
+	o->held = s->held;
+	s->held = (ld_holds){0};
+	for (size_t i = 0; i < o->held.n; i++) {
+		size_t c = o->held.v[i].c;
+		if (o->values[c])
 			continue;
 		o->values[c] = s->values[c];
 		o->values_cap[c] = s->values_cap[c];
 		s->values[c] = NULL;
 		s->values_cap[c] = 0;
 	}
-	s->holds = 0;
+	for (size_t c = 0; c < l->ncols; c++)
+		if (o->values[c])
+			orphan_trim(l, o, c);
 	o->next = l->fetch.orphans;
 	l->fetch.orphans = o;
 	return 0;
 }
 
-/* Before filling s again: its batches still held are the caller's until
- * released (mt_loader_next_held), so wait for them, unless the consumer
- * waits for window g itself (it may hold them for good: a training loop
- * keeping a few samples), when s takes new buffers instead (slot_detach).
- * A loop that drops each batch as it takes the next releases the last of
- * a window a moment after the next window's first is handed out, long
- * before this filler is done planning.  f->lock held; -1 when out of memory
- * (s->err says so). */
+/* Before filling s again: its batches' columns still held are the caller's
+ * until released (mt_loader_next_held), so wait for them, unless the
+ * consumer waits for window g itself (it may keep them for good: a training
+ * loop keeping a few samples), when s takes new buffers instead
+ * (slot_detach).  A loop that drops each batch as it takes the next releases
+ * the last of a window a moment after the next window's first is handed
+ * out, long before this filler is done planning.  f->lock held; -1 when out
+ * of memory (s->err says so). */
 static int slot_wait_held(mt_loader *l, ld_slot *s, uint64_t g)
 {
 	ld_prefetch *f = &l->fetch;
 	f->idle++;
-	while (s->holds && !f->stop && !(f->wanting && f->want == g))
+	while (s->held.n && !f->stop && !(f->wanting && f->want == g))
 		pthread_cond_wait(&f->cond, &f->lock);
 	f->idle--;
-	if (!s->holds || f->stop || !slot_detach(l, s))
+	if (!s->held.n || f->stop || !slot_detach(l, s))
 		return 0;
 	return mti_err(&s->err, MT_ENOMEM, "loader: out of memory");
 }
@@ -776,7 +819,6 @@ static void *prefetch(void *arg)
 		 * moving on to the next epoch leaves window g where it was. */
 		s->state = SLOT_LOADING;
 		s->index = g;
-		s->fill = ++f->fills;
 		pthread_mutex_unlock(&f->lock);
 		if (!rc)
 			rc = slot_load(l, p, s, k);
@@ -1083,6 +1125,7 @@ static int batch_put_run(mt_loader *l, ld_out *b, size_t i, uint64_t idx, size_t
 	if (in_place) {
 		b->view_ids = s->seqid + at;
 		b->in_place = s;
+		b->in_place_at = at;
 	} else
 		memcpy(b->row_ids + i, s->seqid + at, k * sizeof *b->row_ids);
 	for (size_t c = 0; !rc && c < l->ncols; c++) {
@@ -1143,19 +1186,50 @@ int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows, const
 	return 0;
 }
 
-int mt_loader_next_held(mt_loader *l, const mt_batch **out, uint64_t *hold, mt_error *err)
+/* Record column c of the batch just handed out (n rows at `at` of slot s's
+ * window) as held: its id, or 0 when out of memory (then not held).
+ * f->lock held. */
+static uint64_t hold_add(ld_prefetch *f, ld_slot *s, size_t c, uint64_t at, uint64_t n)
 {
-	*hold = 0;
+	ld_holds *h = &s->held;
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 16;
+		ld_hold *v = realloc(h->v, cap * sizeof *v);
+		if (!v)
+			return 0;
+		h->v = v;
+		h->cap = cap;
+	}
+	h->v[h->n++] = (ld_hold){++f->hold_ids, c, at, n};
+	return f->hold_ids;
+}
+
+int mt_loader_next_held(mt_loader *l, const mt_batch **out, uint64_t *holds, size_t min_bytes,
+			mt_error *err)
+{
+	for (size_t c = 0; c < l->ncols; c++)
+		holds[c] = 0;
 	int rc = mt_loader_next_into(l, NULL, 0, out, err);
 	ld_slot *s = l->out.in_place;
 	if (rc || !*out || !s)
 		return rc;
 	ld_prefetch *f = &l->fetch;
 	pthread_mutex_lock(&f->lock);
-	s->held_fill = s->fill;
-	s->holds++;
-	*hold = s->fill;
+	for (size_t c = 0; c < l->ncols; c++)
+		if (!l->cols[c].ragged && (*out)->cols[c].bytes && (*out)->cols[c].bytes >= min_bytes)
+			holds[c] = hold_add(f, s, c, l->out.in_place_at, (*out)->rows);
 	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+/* Drop hold `id` from h: 1 when it was there. */
+static int hold_drop(ld_holds *h, uint64_t id)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (h->v[i].id == id) {
+			h->v[i] = h->v[--h->n];
+			return 1;
+		}
 	return 0;
 }
 
@@ -1167,21 +1241,13 @@ void mt_loader_release(mt_loader *l, uint64_t hold)
 	ld_orphan *gone = NULL;
 	pthread_mutex_lock(&f->lock);
 	int found = 0;
-	for (int i = 0; i < 2 && !found; i++) {
-		ld_slot *s = &f->slot[i];
-		if (s->holds && s->held_fill == hold) {
-			found = 1;
-			if (!--s->holds)
-				pthread_cond_broadcast(&f->cond);
-		}
-	}
+	for (int i = 0; i < 2 && !found; i++)
+		if ((found = hold_drop(&f->slot[i].held, hold)) && !f->slot[i].held.n)
+			pthread_cond_broadcast(&f->cond);
 	for (ld_orphan **o = &f->orphans; *o && !found; o = &(*o)->next)
-		if ((*o)->fill == hold) {
-			found = 1;
-			if (!--(*o)->holds) {
-				gone = *o;
-				*o = gone->next;
-			}
+		if ((found = hold_drop(&(*o)->held, hold)) && !(*o)->held.n) {
+			gone = *o;
+			*o = gone->next;
 		}
 	pthread_mutex_unlock(&f->lock);
 	/* Unmapped with no lock held: a window is tens of MiB. */

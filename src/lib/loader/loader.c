@@ -1248,6 +1248,7 @@ void mt_loader_release(mt_loader *l, uint64_t hold)
 		if ((found = hold_drop(&(*o)->held, hold)) && !(*o)->held.n) {
 			gone = *o;
 			*o = gone->next;
+			break;
 		}
 	pthread_mutex_unlock(&f->lock);
 	/* Unmapped with no lock held: a window is tens of MiB. */

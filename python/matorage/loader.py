@@ -123,12 +123,11 @@ _HOLD_MIN = 16 << 10
 class _Holds:
     """A loader's batch columns handed out held (mt_loader_next_held) and not yet let go:
     each is the window's memory, which the loader fills again only once it is released.
-    The last array over a column going releases it, from whatever thread drops it.
-    Closing with columns held leaves the C loader open (idle) until the last goes, since
-    their memory is its."""
+    The last array over a column going releases it, from whatever thread drops it, also
+    after the loader's close (which frees all but the held columns' own pages)."""
 
     def __init__(self, h):
-        self.h, self.pid, self.live, self.finish = h, os.getpid(), 0, None
+        self.h, self.pid, self.live = h, os.getpid(), 0
         self.lock = threading.Lock()
         self.release = _lib.lib().mt_loader_release
 
@@ -138,25 +137,12 @@ class _Holds:
         return _Hold(self, token)
 
     def drop(self, token):
-        # In a forked child the loader is not there to release to (nor to close).
+        # In a forked child the loader is not there to release to.
         if os.getpid() != self.pid:
             return
-        self.release(self.h, token)
         with self.lock:
             self.live -= 1
-            finish = self.finish if not self.live else None
-            if finish:
-                self.finish = None
-        if finish:
-            finish()
-
-    def close(self, finish):
-        """finish() (the C close) now, or when the last held batch goes."""
-        with self.lock:
-            if self.live:
-                self.finish = finish
-                return
-        finish()
+        self.release(self.h, token)
 
 
 class _Hold:
@@ -438,16 +424,10 @@ class Loader:
         s, self._store = getattr(self, "_store", None), None
         if getattr(self, "_pid", None) not in (None, os.getpid()):
             return
-        def finish():
-            if h:
-                _lib.lib().mt_loader_close(h)
-            if s is not None:
-                s.close()
-        holds = getattr(self, "_holds", None)
-        if holds is not None and h:
-            holds.close(finish)
-        else:
-            finish()
+        if h:
+            _lib.lib().mt_loader_close(h)
+        if s is not None:
+            s.close()
 
     def __enter__(self):
         return self

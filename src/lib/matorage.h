@@ -1228,11 +1228,13 @@ MT_API int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows
  * first: then it takes new buffers, and the held ones keep only the pages
  * the held columns lie in (memory past the prefetch budget while they are
  * kept, about what copies would take) until their last release.
- * mt_loader_close frees whatever is still held. */
+ * mt_loader_close frees the loader but for the columns still held, which
+ * keep only their own pages: their releases, the only calls left to make on
+ * it, free the rest. */
 MT_API int mt_loader_next_held(mt_loader *l, const mt_batch **out, uint64_t *holds,
 			       size_t min_bytes, mt_error *err);
 /* Let go of a column held by mt_loader_next_held; 0 does nothing.  Safe from
- * any thread, while the loader is open. */
+ * any thread, and after mt_loader_close. */
 MT_API void mt_loader_release(mt_loader *l, uint64_t hold);
 /* Batches this rank gets in the current epoch (all ranks get as many). */
 MT_API uint64_t mt_loader_batches(const mt_loader *l);

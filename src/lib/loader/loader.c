@@ -121,6 +121,7 @@ typedef struct ld_prefetch {
 	int wanting;        /* the consumer waits for window `want` of the sequence */
 	uint64_t want;
 	uint64_t hold_ids;  /* holds made so far: the next one's id */
+	int held_waits;     /* fillers waiting for a slot's held columns (slot_wait_held) */
 	ld_orphan *orphans;
 } ld_prefetch;
 
@@ -169,6 +170,7 @@ struct mt_loader {
 	ld_out out;      /* mt_loader_next's batch */
 	ld_out rows_out; /* mt_loader_read_rows' batch */
 	int far;         /* the store is far away (mti_reader_far) */
+	int closed;      /* closed with columns held: only they and what frees them are left */
 	ld_wlist wl[WLISTS]; /* window lists kept (window_list), under wl_lock */
 	unsigned wl_next;    /* the one to replace next */
 	pthread_mutex_t wl_lock;
@@ -177,6 +179,7 @@ struct mt_loader {
 /* ---- the prefetch thread ----------------------------------------------- */
 
 static void win_free(void *p, size_t cap);
+static void loader_free_last(mt_loader *l);
 
 static void slot_free(mt_loader *l, ld_slot *s)
 {
@@ -287,8 +290,10 @@ static int slot_wait_held(mt_loader *l, ld_slot *s, uint64_t g)
 {
 	ld_prefetch *f = &l->fetch;
 	f->idle++;
+	f->held_waits++;
 	while (s->held.n && !f->stop && !(f->wanting && f->want == g))
 		pthread_cond_wait(&f->cond, &f->lock);
+	f->held_waits--;
 	f->idle--;
 	if (!s->held.n || f->stop || !slot_detach(l, s))
 		return 0;
@@ -1241,8 +1246,11 @@ void mt_loader_release(mt_loader *l, uint64_t hold)
 	ld_orphan *gone = NULL;
 	pthread_mutex_lock(&f->lock);
 	int found = 0;
+	/* A filler is woken only when one waits: a loop releasing each batch
+	 * as it takes the next would otherwise wake them every batch. */
 	for (int i = 0; i < 2 && !found; i++)
-		if ((found = hold_drop(&f->slot[i].held, hold)) && !f->slot[i].held.n)
+		if ((found = hold_drop(&f->slot[i].held, hold)) && !f->slot[i].held.n &&
+		    f->held_waits)
 			pthread_cond_broadcast(&f->cond);
 	for (ld_orphan **o = &f->orphans; *o && !found; o = &(*o)->next)
 		if ((found = hold_drop(&(*o)->held, hold)) && !(*o)->held.n) {
@@ -1250,10 +1258,13 @@ void mt_loader_release(mt_loader *l, uint64_t hold)
 			*o = gone->next;
 			break;
 		}
+	int last = l->closed && !f->orphans && !f->slot[0].held.n && !f->slot[1].held.n;
 	pthread_mutex_unlock(&f->lock);
 	/* Unmapped with no lock held: a window is tens of MiB. */
 	if (gone)
 		orphan_free(l, gone);
+	if (last)
+		loader_free_last(l);
 }
 
 int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n, const mt_batch **out,
@@ -1778,32 +1789,47 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 	return 0;
 }
 
+/* What a loader closed with columns held still needs to release them:
+ * freed at the last release (mt_loader_release). */
+static void loader_free_last(mt_loader *l)
+{
+	free(l->cols);
+	pthread_mutex_destroy(&l->fetch.lock);
+	pthread_cond_destroy(&l->fetch.cond);
+	free(l);
+}
+
 void mt_loader_close(mt_loader *l)
 {
 	if (!l)
 		return;
 	prefetch_stop(l);
-	for (int i = 0; i < 2; i++)
-		slot_free(l, &l->fetch.slot[i]);
-	while (l->fetch.orphans) {
-		ld_orphan *o = l->fetch.orphans;
-		l->fetch.orphans = o->next;
-		orphan_free(l, o);
+	/* Columns still held keep their own pages, in orphans, till released;
+	 * out of memory for an orphan, the slot's buffers are left, not freed
+	 * under them. */
+	ld_prefetch *f = &l->fetch;
+	pthread_mutex_lock(&f->lock);
+	int held = 0;
+	for (int i = 0; i < 2; i++) {
+		if (!f->slot[i].held.n || !slot_detach(l, &f->slot[i]))
+			slot_free(l, &f->slot[i]);
+		held |= f->slot[i].held.n != 0;
 	}
+	held |= f->orphans != NULL;
+	l->closed = held;
+	pthread_mutex_unlock(&f->lock);
 	out_free(l, &l->out);
 	out_free(l, &l->rows_out);
 	mt_reader_close(l->reader);
 	mti_ccache_free(l->decoded);
 	if (l->cache)
 		l->cache->ops->close(l->cache);
-	free(l->cols);
 	mti_plan_free(&l->plans[0]);
 	mti_plan_free(&l->plans[1]);
 	free(l->stages);
-	pthread_mutex_destroy(&l->fetch.lock);
-	pthread_cond_destroy(&l->fetch.cond);
 	for (int i = 0; i < WLISTS; i++)
 		wlist_free(&l->wl[i]);
 	pthread_mutex_destroy(&l->wl_lock);
-	free(l);
+	if (!held)
+		loader_free_last(l);
 }

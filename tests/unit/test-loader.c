@@ -582,10 +582,19 @@ static void test_next_held(void)
 	tap_ok(!rc && !r->bad && r->held > 50 && r->orphans == 0,
 	       "each released as the next is taken: %zu held, none let go (%zu)", r->held,
 	       r->orphans);
-	/* Closed with batches held: they go with the loader. */
+	/* Closed with batches held: they stay as they were until released, and
+	 * the last release frees the rest (the sanitizers see a leak or a use
+	 * after free). */
 	rc = mt_loader_set_epoch(l, 2, &err) || held_epoch(l, 1, r);
-	tap_ok(!rc && r->orphans >= 2, "closed with %zu batches held", r->held);
 	mt_loader_close(l);
+	bad = 0;
+	for (size_t k = 0; !rc && k < r->batches; k++)
+		for (size_t i = 0; r->holds[k] && i < r->rows[k]; i++)
+			bad += r->x[k][i] != (int64_t)r->ids[k][i];
+	tap_ok(!rc && r->orphans >= 2 && !bad,
+	       "closed with %zu batches held: each still holds its rows (%zu wrong)", r->held, bad);
+	for (size_t k = 0; k < r->batches; k++)
+		mt_loader_release(l, r->holds[k]);
 	free(r);
 }
 

@@ -78,6 +78,7 @@ typedef struct ld_slot {
 typedef struct ld_orphan {
 	struct ld_orphan *next;
 	ld_holds held;
+	size_t ncols;
 	uint8_t **values; /* the columns held (NULL for the others) */
 	size_t *values_cap;
 } ld_orphan;
@@ -197,9 +198,11 @@ static void slot_free(mt_loader *l, ld_slot *s)
 	*s = (ld_slot){.state = SLOT_EMPTY};
 }
 
-static void orphan_free(mt_loader *l, ld_orphan *o)
+/* Not through the loader: after its close, another thread's last release
+ * may free it meanwhile. */
+static void orphan_free(ld_orphan *o)
 {
-	for (size_t c = 0; c < l->ncols; c++)
+	for (size_t c = 0; c < o->ncols; c++)
 		win_free(o->values[c], o->values_cap[c]);
 	free(o->values);
 	free(o->values_cap);
@@ -259,6 +262,7 @@ static int slot_detach(mt_loader *l, ld_slot *s)
 		free(o);
 		return -1;
 	}
+	o->ncols = l->ncols;
 	o->held = s->held;
 	s->held = (ld_holds){0};
 	for (size_t i = 0; i < o->held.n; i++) {
@@ -1262,7 +1266,7 @@ void mt_loader_release(mt_loader *l, uint64_t hold)
 	pthread_mutex_unlock(&f->lock);
 	/* Unmapped with no lock held: a window is tens of MiB. */
 	if (gone)
-		orphan_free(l, gone);
+		orphan_free(gone);
 	if (last)
 		loader_free_last(l);
 }

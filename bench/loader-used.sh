@@ -4,8 +4,8 @@
 # and dropped; torch tensors of 4-32 MB, a model's parameters, made and dropped), against the
 # 2-core decode limit (bench/loader-baselines.py limit: zstd decode of the same frames into a
 # buffer faulted in beforehand).  Small rows (bench/make-images.py: 180,000 rows of a 784-byte
-# image and an int64 label), a fresh store in the page cache, 256-row batches copied into numpy
-# arrays (the default), shuffle seed 1, a 256 MiB budget; the time runs from Loader() (open
+# image and an int64 label), a fresh store in the page cache, 256-row batches as numpy arrays of
+# their own (the default: the images held in the loader's window, the labels copied), shuffle seed 1, a 256 MiB budget; the time runs from Loader() (open
 # included) to the last batch, as in bench/python-overhead.sh.  Besides the wall time: the CPU
 # time of all the process's threads, its system part and the minor page faults over the same
 # span.  RUNS runs of each mode, alternating (with BASE, another build's library too, run by run).

@@ -1,6 +1,7 @@
 """Loader: the rows of a version as batches of numpy arrays (doc/loader.md), and its token."""
 import ctypes
 import os
+import threading
 import weakref
 
 import numpy as np
@@ -99,14 +100,64 @@ def _words(addr, n):
     return (ctypes.c_size_t * n).from_address(addr)[:]
 
 
-def _view(addr, nbytes, dtype, shape, owner=None):
-    """A read-only array over the loader's memory at addr (valid while the batch is); the
-    array keeps owner (the Loader) alive, so dropping the loader frees nothing under it."""
+def _view(addr, nbytes, dtype, shape, owner=None, writable=False):
+    """An array over the loader's memory at addr, read-only unless writable; it keeps owner
+    alive (the Loader, so dropping the loader frees nothing under it, or a held batch's
+    _Hold, which lets the memory go when the last of its arrays goes)."""
+    if not nbytes:
+        return np.empty(shape, dtype)
     buf = (ctypes.c_char * nbytes).from_address(addr)
     buf.owner = owner
     a = np.frombuffer(buf, dtype).reshape(shape)
-    a.flags.writeable = False
+    if not writable:
+        a.flags.writeable = False
     return a
+
+
+# A batch's fixed-size column of at least this many bytes is handed out held in its window
+# rather than copied: below it, a copy costs less than the hold and its release, and keeps
+# nothing of the window (labels kept for metrics, say).
+_HOLD_MIN = 16 << 10
+
+
+class _Holds:
+    """A loader's batch columns handed out held (mt_loader_next_held) and not yet let go:
+    each is the window's memory, which the loader fills again only once it is released.
+    The last array over a column going releases it, from whatever thread drops it, also
+    after the loader's close (which frees all but the held columns' own pages)."""
+
+    def __init__(self, h):
+        self.h, self.pid, self.live = h, os.getpid(), 0
+        self.lock = threading.Lock()
+        self.release = _lib.lib().mt_loader_release
+
+    def hold(self, token):
+        with self.lock:
+            self.live += 1
+        return _Hold(self, token)
+
+    def drop(self, token):
+        # In a forked child the loader is not there to release to.
+        if os.getpid() != self.pid:
+            return
+        with self.lock:
+            self.live -= 1
+        self.release(self.h, token)
+
+
+class _Hold:
+    """One held column of a batch: its arrays keep it, and it releases the column when they
+    are gone."""
+    __slots__ = ("holds", "token")
+
+    def __init__(self, holds, token):
+        self.holds, self.token = holds, token
+
+    def __del__(self):
+        try:
+            self.holds.drop(self.token)
+        except Exception:  # at interpreter exit, the library may be gone first
+            pass
 
 
 class _Views:
@@ -150,9 +201,14 @@ class Loader:
     ahead until the first batch is asked for, so a loader used only for read_rows reads
     just the chunks of its rows.
 
-    copy=True (the default): each batch's arrays are its own, and stay as they are for as
-    long as they are kept: the loader gathers fixed-size columns straight into them
-    (mt_loader_next_into); row numbers and ragged columns are copied from its buffers.
+    copy=True (the default): each batch's arrays are its own, writable, and stay as they are
+    for as long as they are kept.  In a batch lying in one window (all but the few that
+    straddle two), a fixed-size column of 16 KiB or more is handed out held
+    (mt_loader_next_held): the array is the window's memory itself, with no copy, and the
+    loader fills that memory again only once the array (and every view of it) is gone.  A
+    training loop that drops each batch as it takes the next waits for nothing; columns
+    kept longer keep their own pages (the rest of the window is given back), as copies
+    would.  Row numbers, smaller and ragged columns, and the other batches are copied.
     copy=False: the arrays are read-only views of the loader's buffers, with no copy, and
     they are valid only until the next call on the loader (the next batch, read_rows,
     set_epoch, state, len, close): the loader then writes the next batch over the same
@@ -165,7 +221,7 @@ class Loader:
                  prefetch_bytes=0, fetch_threads=0, decode_threads=0, resume=None,
                  cache_dir=None, cache_bytes=0, in_memory=False, copy=True,
                  defer_windows=False):
-        self._h, self._store = None, None  # close() works whatever fails below
+        self._h, self._store, self._holds = None, None, None  # close() works whatever fails below
         self._views = _Views(bool(copy), self)
         name, version = _lib.split_name(dataset, version)
         batch_rows = self._batch_rows = _check_int("batch_rows", batch_rows, 1)
@@ -199,7 +255,7 @@ class Loader:
         h = ctypes.c_void_p()
         _lib.call("mt_loader_open", self._store.store.handle, _lib.b(name), _lib.b(version),
                   ctypes.byref(o), ctypes.byref(h))
-        self._h, self._pid = h, os.getpid()
+        self._h, self._pid, self._holds = h, os.getpid(), _Holds(h)
         # The version as the loader opened it: one open (on S3, one round trip less).
         r = lib.mt_loader_reader(h)
         vi = lib.mt_reader_info(r).contents
@@ -222,9 +278,10 @@ class Loader:
             raise _lib.error_from(-13, f"{self.dataset}@{self.version}: the loader is closed")
         return self._h
 
-    def _numpy_batch(self, addr, fresh=None):
-        """The batch (mt_batch) at addr as a dict of numpy arrays, copies or views; fresh:
-        the arrays the loader gathered fixed-size columns into (see batches), or None."""
+    def _numpy_batch(self, addr, holds=None):
+        """The batch (mt_batch) at addr as a dict of numpy arrays, copies or views; holds:
+        the id of each column handed out held (mt_loader_next_held; 0 for one that is not),
+        or None.  A held column is a writable view of the window with a _Hold."""
         take, w = self._views.take, _words(addr, _B_WORDS)
         n = w[_B_ROWS]
         cols = _words(w[_B_COLS], _C_WORDS * len(self._layout)) if self._layout else ()
@@ -232,9 +289,9 @@ class Loader:
         k = 0
         for i, (name, dtype, shape, ragged, unit) in enumerate(self._layout):
             data, nbytes = cols[k + _C_DATA], cols[k + _C_BYTES]
-            a = fresh[i] if fresh is not None else None
-            if a is not None:
-                out[name] = a if len(a) == n else a[:n]
+            if holds is not None and holds[i]:
+                out[name] = _view(data, nbytes, dtype, (n,) + shape,
+                                  self._holds.hold(holds[i]), True)
             elif ragged:
                 items = nbytes // unit if unit else 0
                 out[name] = (take(k, data, nbytes, dtype, (items,) + shape),
@@ -286,28 +343,26 @@ class Loader:
         pbp, perr = ctypes.byref(bp), ctypes.byref(err)
         addr = ctypes.c_size_t.from_address(ctypes.addressof(bp))  # bp's value as an int
         numpy = column is numpy_column
-        # Copies of fixed-size columns cost nothing more than views when the loader
-        # gathers each batch straight into new arrays (mt_loader_next_into), which are
-        # the caller's from then on: no copy out of the loader's buffer.
-        fixed = [(i, (self._batch_rows,) + shape, dtype)
-                 for i, (_, dtype, shape, ragged, _) in enumerate(self._layout) if not ragged]
-        into = numpy and self._views.copy and fixed
-        ptrs, fresh = (ctypes.c_void_p * max(len(self._layout), 1))(), None
-        nxt, nxt_into, brows = lib.mt_loader_next, lib.mt_loader_next_into, self._batch_rows
+        # Own arrays with no copy: each batch held in the window it lies in, until its
+        # arrays go (mt_loader_next_held).  A copy (gathered straight into new arrays)
+        # read the window back from memory on the consumer's thread, which, in the last
+        # window of an epoch, nothing else overlaps.
+        held = numpy and self._views.copy
+        ids = (ctypes.c_uint64 * max(len(self._layout), 1))()
+        nxt, nxt_held = lib.mt_loader_next, lib.mt_loader_next_held
         while True:
-            if into:
-                fresh = [None] * len(self._layout)
-                for i, shape, dtype in fixed:
-                    a = fresh[i] = np.empty(shape, dtype)
-                    ptrs[i] = a.ctypes.data
-                rc = nxt_into(self._handle(), ptrs, brows, pbp, perr)
+            if held:
+                rc = nxt_held(self._handle(), pbp, ids, _HOLD_MIN, perr)
             else:
                 rc = nxt(self._handle(), pbp, perr)
             if rc:
                 _lib.check(rc, err)
             if not bp:
                 return
-            yield self._numpy_batch(addr.value, fresh) if numpy else self.convert(bp, column)
+            if not numpy:
+                yield self.convert(bp, column)
+            else:
+                yield self._numpy_batch(addr.value, ids[:] if held else None)
 
     def __iter__(self):
         return self.batches()

@@ -1215,6 +1215,27 @@ MT_API int mt_loader_next(mt_loader *l, const mt_batch **out, mt_error *err);
  * (a batch has at most batch_rows). */
 MT_API int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows,
 			       const mt_batch **out, mt_error *err);
+/* mt_loader_next, with the batch's fixed-size columns of at least min_bytes
+ * held when it lies in one window (all but the few batches that straddle
+ * two, or are padding): holds (room for one per column, in the order of
+ * opts.attrs) gets an id for each column held, 0 for the others.  A held
+ * column's data points into the window and stays valid, the caller's to read
+ * and write, until mt_loader_release(l, holds[c]) rather than until the next
+ * call: the loader fills that window's memory again only after.  The rest
+ * (row_ids, ragged columns, columns not held) is valid until the next call,
+ * as with mt_loader_next.  A filler waits for a window's held columns before
+ * filling its buffers again, unless the batches asked for need that window
+ * first: then it takes new buffers, and the held ones keep only the pages
+ * the held columns lie in (memory past the prefetch budget while they are
+ * kept, about what copies would take) until their last release.
+ * mt_loader_close frees the loader but for the columns still held, which
+ * keep only their own pages: their releases, the only calls left to make on
+ * it, free the rest. */
+MT_API int mt_loader_next_held(mt_loader *l, const mt_batch **out, uint64_t *holds,
+			       size_t min_bytes, mt_error *err);
+/* Let go of a column held by mt_loader_next_held; 0 does nothing.  Safe from
+ * any thread, and after mt_loader_close. */
+MT_API void mt_loader_release(mt_loader *l, uint64_t hold);
 /* Batches this rank gets in the current epoch (all ranks get as many). */
 MT_API uint64_t mt_loader_batches(const mt_loader *l);
 /* The reader the loader reads the version through (borrowed, valid until

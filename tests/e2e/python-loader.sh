@@ -115,6 +115,64 @@ assert (np.concatenate([b["x"].copy() for b in lx]) == x).all()
 print("views ok")
 PYEOF
 
+check "copy=True: big columns held in their window, writable, unchanged across windows and after close, let go with their arrays" pymt - "$WORK" "$MATORAGE_STORE" <<'PYEOF'
+import gc, sys
+import numpy as np
+import matorage
+d, url = sys.argv[1], sys.argv[2]
+x = np.load(f"{d}/x.npy")
+# x: 300 rows of 64 bytes a batch, held; id (2,400 bytes) and the row numbers copied.
+opts = dict(attrs=["x", "id"], batch_rows=300, shuffle=True, seed=7, shuffle_rows=600)
+ref = [b["_rows"].copy() for b in matorage.Loader(url, "pyds", copy=False, **opts)]
+l = matorage.Loader(url, "pyds", **opts)
+kept = []
+for i, b in enumerate(l):
+    assert b["x"].flags.writeable and b["_rows"].flags.writeable and b["id"].flags.writeable
+    assert (b["_rows"] == ref[i]).all() and (b["x"] == x[b["_rows"]]).all(), i
+    assert b["id"].flags.owndata and b["_rows"].flags.owndata
+    if i % 2 == 0:
+        kept.append((i, b))
+assert i + 1 == len(ref) == 10, i
+# Most are views of the window (held), not copies; the held keep their hold.
+held = [b for _, b in kept if not b["x"].flags.owndata]
+assert len(held) >= 3, (len(held), len(kept))
+base = held[0]["x"]
+while isinstance(base, np.ndarray):
+    base = base.base
+holds = base.owner.holds
+del base
+assert holds.live >= len(held), holds.live
+# Windows of 600 rows were filled again while these were kept: each still has its rows.
+assert l._holds.live == len(held) + (not b["x"].flags.owndata), l._holds.live  # and the last
+for i, b in kept:
+    assert (b["_rows"] == ref[i]).all() and (b["x"] == x[b["_rows"]]).all(), i
+    assert (b["id"] == b["_rows"]).all(), i
+# A write to one batch is that batch's alone, and what the loader reads is unchanged.
+for i, b in kept:
+    b["x"][:] = -i
+for i, b in kept:
+    assert (b["x"] == -i).all(), i
+r = kept[2][1]["_rows"]
+assert (l.read_rows(r)["x"] == x[r]).all()
+# Closed and dropped with batches kept: they stay as they were (the loader's close frees
+# all but their pages; its last part goes with the last of them).
+l.close()
+l.close()
+del l, b
+gc.collect()
+for i, b in kept:
+    assert (b["x"] == -i).all() and (b["_rows"] == ref[i]).all(), i
+del kept, held, b, r
+gc.collect()
+assert holds.live == 0, holds.live
+# A loop that drops each batch as it takes the next leaves nothing held.
+l = matorage.Loader(url, "pyds", **opts)
+n = sum(len(b["x"]) for b in l)
+holds = l._holds
+assert n == 3000 and holds.live == 0, (n, holds.live)
+print("held ok")
+PYEOF
+
 if ! "$PY" -c 'import torch' 2> /dev/null; then
 	ok 0 "# SKIP python3-torch is not installed"
 	done_testing

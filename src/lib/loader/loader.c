@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -33,6 +35,19 @@ typedef struct ld_col {
 
 enum { SLOT_EMPTY, SLOT_LOADING, SLOT_READY, SLOT_FAILED };
 
+/* A batch's column handed out held (mt_loader_next_held): rows at..at+n of
+ * column c of a window's buffer, the caller's until released. */
+typedef struct ld_hold {
+	uint64_t id;
+	size_t c;
+	uint64_t at, n;
+} ld_hold;
+
+typedef struct ld_holds {
+	ld_hold *v;
+	size_t n, cap;
+} ld_holds;
+
 /* A window's rows, decoded: rowid[j] for the j-th row in unit order,
  * perm[i] the unit-order index of the i-th row of the window's sequence,
  * inv its inverse and seqid[i] = rowid[perm[i]].  Fixed-size columns hold
@@ -54,7 +69,19 @@ typedef struct ld_slot {
 	uint64_t **offsets; /* ragged columns: rows + 1 offsets in items */
 	mt_error err;
 	int rc;
+	ld_holds held; /* its batches' columns handed out held, not yet released */
 } ld_slot;
+
+/* A slot's column buffers let go while columns of batches handed out of
+ * them were still held (slot_detach), the rest of their pages given back:
+ * freed at the last release, or at close. */
+typedef struct ld_orphan {
+	struct ld_orphan *next;
+	ld_holds held;
+	size_t ncols;
+	uint8_t **values; /* the columns held (NULL for the others) */
+	size_t *values_cap;
+} ld_orphan;
 
 struct mt_loader;
 
@@ -92,6 +119,11 @@ typedef struct ld_prefetch {
 	int deferred;       /* no filler started yet: the first batch starts them */
 	int peeking;        /* fillers reading ahead for a window of theirs (slot_whole_ahead) */
 	int idle;           /* fillers waiting: for a slot, or for the loader to move on */
+	int wanting;        /* the consumer waits for window `want` of the sequence */
+	uint64_t want;
+	uint64_t hold_ids;  /* holds made so far: the next one's id */
+	int held_waits;     /* fillers waiting for a slot's held columns (slot_wait_held) */
+	ld_orphan *orphans;
 } ld_prefetch;
 
 /* A window's shards, each once, and whether each is read whole
@@ -118,6 +150,8 @@ typedef struct ld_out {
 	uint8_t **put; /* where this batch's fixed-size values go: data[c], or the caller's */
 	const uint8_t **view;    /* a fixed-size column handed out in place: its rows */
 	const uint64_t *view_ids; /* and their row numbers, in the window */
+	ld_slot *in_place;        /* the slot they are in, when every one is */
+	uint64_t in_place_at;     /* and the rows' place in its window */
 } ld_out;
 
 struct mt_loader {
@@ -137,6 +171,7 @@ struct mt_loader {
 	ld_out out;      /* mt_loader_next's batch */
 	ld_out rows_out; /* mt_loader_read_rows' batch */
 	int far;         /* the store is far away (mti_reader_far) */
+	int closed;      /* closed with columns held: only they and what frees them are left */
 	ld_wlist wl[WLISTS]; /* window lists kept (window_list), under wl_lock */
 	unsigned wl_next;    /* the one to replace next */
 	pthread_mutex_t wl_lock;
@@ -145,6 +180,7 @@ struct mt_loader {
 /* ---- the prefetch thread ----------------------------------------------- */
 
 static void win_free(void *p, size_t cap);
+static void loader_free_last(mt_loader *l);
 
 static void slot_free(mt_loader *l, ld_slot *s)
 {
@@ -158,7 +194,114 @@ static void slot_free(mt_loader *l, ld_slot *s)
 	free(s->values);
 	free(s->values_cap);
 	free(s->offsets);
+	free(s->held.v);
 	*s = (ld_slot){.state = SLOT_EMPTY};
+}
+
+/* Not through the loader: after its close, another thread's last release
+ * may free it meanwhile. */
+static void orphan_free(ld_orphan *o)
+{
+	for (size_t c = 0; c < o->ncols; c++)
+		win_free(o->values[c], o->values_cap[c]);
+	free(o->values);
+	free(o->values_cap);
+	free(o->held.v);
+	free(o);
+}
+
+static int hold_at_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const ld_hold *)a)->at, y = ((const ld_hold *)b)->at;
+	return x < y ? -1 : x > y;
+}
+
+/* Give back the pages of o's column c that no held batch lies in: a batch
+ * kept for long then costs its own pages (as a copy would), not its whole
+ * window.  Huge pages partly given back are split by the kernel. */
+static void orphan_trim(mt_loader *l, ld_orphan *o, size_t c)
+{
+#ifdef MADV_DONTNEED
+	size_t ub = l->cols[c].unit_bytes, page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t base = (uintptr_t)o->values[c], from = base;
+	qsort(o->held.v, o->held.n, sizeof *o->held.v, hold_at_cmp);
+	for (size_t i = 0; i <= o->held.n; i++) {
+		uintptr_t to = base + o->values_cap[c];
+		if (i < o->held.n && o->held.v[i].c != c)
+			continue;
+		if (i < o->held.n)
+			to = base + (uintptr_t)(o->held.v[i].at * ub);
+		uintptr_t a = (from + page - 1) & ~(uintptr_t)(page - 1), b = to & ~(uintptr_t)(page - 1);
+		if (b > a)
+			madvise((void *)a, b - a, MADV_DONTNEED);
+		if (i < o->held.n && base + (o->held.v[i].at + o->held.v[i].n) * ub > from)
+			from = base + (uintptr_t)((o->held.v[i].at + o->held.v[i].n) * ub);
+	}
+#else
+	(void)l, (void)o, (void)c;
+#endif
+}
+
+/* The column buffers of s that held batches lie in, to a new orphan, s left
+ * to allocate new ones: the loader waits for the window s is to hold next,
+ * and the caller still holds batches of the one before.  f->lock held.  -1
+ * when out of memory. */
+static int slot_detach(mt_loader *l, ld_slot *s)
+{
+	ld_orphan *o = calloc(1, sizeof *o);
+	size_t ncols = l->ncols ? l->ncols : 1;
+	if (o) {
+		o->values = calloc(ncols, sizeof *o->values);
+		o->values_cap = calloc(ncols, sizeof *o->values_cap);
+	}
+	if (!o || !o->values || !o->values_cap) {
+		if (o) {
+			free(o->values);
+			free(o->values_cap);
+		}
+		free(o);
+		return -1;
+	}
+	o->ncols = l->ncols;
+	o->held = s->held;
+	s->held = (ld_holds){0};
+	for (size_t i = 0; i < o->held.n; i++) {
+		size_t c = o->held.v[i].c;
+		if (o->values[c])
+			continue;
+		o->values[c] = s->values[c];
+		o->values_cap[c] = s->values_cap[c];
+		s->values[c] = NULL;
+		s->values_cap[c] = 0;
+	}
+	for (size_t c = 0; c < l->ncols; c++)
+		if (o->values[c])
+			orphan_trim(l, o, c);
+	o->next = l->fetch.orphans;
+	l->fetch.orphans = o;
+	return 0;
+}
+
+/* Before filling s again: its batches' columns still held are the caller's
+ * until released (mt_loader_next_held), so wait for them, unless the
+ * consumer waits for window g itself (it may keep them for good: a training
+ * loop keeping a few samples), when s takes new buffers instead
+ * (slot_detach).  A loop that drops each batch as it takes the next releases
+ * the last of a window a moment after the next window's first is handed
+ * out, long before this filler is done planning.  f->lock held; -1 when out
+ * of memory (s->err says so). */
+static int slot_wait_held(mt_loader *l, ld_slot *s, uint64_t g)
+{
+	ld_prefetch *f = &l->fetch;
+	f->idle++;
+	f->held_waits++;
+	while (s->held.n && !f->stop && !(f->wanting && f->want == g))
+		pthread_cond_wait(&f->cond, &f->lock);
+	f->held_waits--;
+	f->idle--;
+	if (!s->held.n || f->stop || !slot_detach(l, s))
+		return 0;
+	return mti_err(&s->err, MT_ENOMEM, "loader: out of memory");
 }
 
 /* A buffer of grow's, cap bytes. */
@@ -678,12 +821,16 @@ static void *prefetch(void *arg)
 		 * plan, is the next epoch's to make now. */
 		if (g < f->base)
 			continue;
+		int rc = slot_wait_held(l, s, g);
+		if (f->stop)
+			break;
 		/* Only this thread touches a slot while it is loading; the loader
 		 * moving on to the next epoch leaves window g where it was. */
 		s->state = SLOT_LOADING;
 		s->index = g;
 		pthread_mutex_unlock(&f->lock);
-		int rc = slot_load(l, p, s, k);
+		if (!rc)
+			rc = slot_load(l, p, s, k);
 		pthread_mutex_lock(&f->lock);
 		s->rc = rc;
 		s->state = rc ? SLOT_FAILED : SLOT_READY;
@@ -755,7 +902,12 @@ static int window_get(mt_loader *l, size_t w, ld_slot **out, mt_error *err)
 			break;
 		}
 		if (s->state != SLOT_READY || s->index != g) {
+			/* A filler waiting for batches held in this slot lets them go. */
+			f->wanting = 1;
+			f->want = g;
+			pthread_cond_broadcast(&f->cond);
 			pthread_cond_wait(&f->cond, &f->lock);
+			f->wanting = 0;
 			continue;
 		}
 		if (l->plan->rank_windows[f->next_window] == w) {
@@ -928,6 +1080,7 @@ static int out_begin(mt_loader *l, ld_out *b, size_t n, void *const *into, mt_er
 			b->offsets[c][0] = 0;
 	}
 	b->view_ids = NULL;
+	b->in_place = NULL;
 	return rc;
 }
 
@@ -978,9 +1131,11 @@ static int batch_put_run(mt_loader *l, ld_out *b, size_t i, uint64_t idx, size_t
 		k++;
 	uint64_t at = pos - start;
 	int in_place = i == 0 && k == batch_rows && !l->opts.alloc;
-	if (in_place)
+	if (in_place) {
 		b->view_ids = s->seqid + at;
-	else
+		b->in_place = s;
+		b->in_place_at = at;
+	} else
 		memcpy(b->row_ids + i, s->seqid + at, k * sizeof *b->row_ids);
 	for (size_t c = 0; !rc && c < l->ncols; c++) {
 		const ld_col *col = &l->cols[c];
@@ -1038,6 +1193,82 @@ int mt_loader_next_into(mt_loader *l, void *const *into, size_t into_rows, const
 	l->batches_taken++;
 	*out = &b->batch;
 	return 0;
+}
+
+/* Record column c of the batch just handed out (n rows at `at` of slot s's
+ * window) as held: its id, or 0 when out of memory (then not held).
+ * f->lock held. */
+static uint64_t hold_add(ld_prefetch *f, ld_slot *s, size_t c, uint64_t at, uint64_t n)
+{
+	ld_holds *h = &s->held;
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 16;
+		ld_hold *v = realloc(h->v, cap * sizeof *v);
+		if (!v)
+			return 0;
+		h->v = v;
+		h->cap = cap;
+	}
+	h->v[h->n++] = (ld_hold){++f->hold_ids, c, at, n};
+	return f->hold_ids;
+}
+
+int mt_loader_next_held(mt_loader *l, const mt_batch **out, uint64_t *holds, size_t min_bytes,
+			mt_error *err)
+{
+	for (size_t c = 0; c < l->ncols; c++)
+		holds[c] = 0;
+	int rc = mt_loader_next_into(l, NULL, 0, out, err);
+	ld_slot *s = l->out.in_place;
+	if (rc || !*out || !s)
+		return rc;
+	ld_prefetch *f = &l->fetch;
+	pthread_mutex_lock(&f->lock);
+	for (size_t c = 0; c < l->ncols; c++)
+		if (!l->cols[c].ragged && (*out)->cols[c].bytes && (*out)->cols[c].bytes >= min_bytes)
+			holds[c] = hold_add(f, s, c, l->out.in_place_at, (*out)->rows);
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+/* Drop hold `id` from h: 1 when it was there. */
+static int hold_drop(ld_holds *h, uint64_t id)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (h->v[i].id == id) {
+			h->v[i] = h->v[--h->n];
+			return 1;
+		}
+	return 0;
+}
+
+void mt_loader_release(mt_loader *l, uint64_t hold)
+{
+	if (!l || !hold)
+		return;
+	ld_prefetch *f = &l->fetch;
+	ld_orphan *gone = NULL;
+	pthread_mutex_lock(&f->lock);
+	int found = 0;
+	/* A filler is woken only when one waits: a loop releasing each batch
+	 * as it takes the next would otherwise wake them every batch. */
+	for (int i = 0; i < 2 && !found; i++)
+		if ((found = hold_drop(&f->slot[i].held, hold)) && !f->slot[i].held.n &&
+		    f->held_waits)
+			pthread_cond_broadcast(&f->cond);
+	for (ld_orphan **o = &f->orphans; *o && !found; o = &(*o)->next)
+		if ((found = hold_drop(&(*o)->held, hold)) && !(*o)->held.n) {
+			gone = *o;
+			*o = gone->next;
+			break;
+		}
+	int last = l->closed && !f->orphans && !f->slot[0].held.n && !f->slot[1].held.n;
+	pthread_mutex_unlock(&f->lock);
+	/* Unmapped with no lock held: a window is tens of MiB. */
+	if (gone)
+		orphan_free(gone);
+	if (last)
+		loader_free_last(l);
 }
 
 int mt_loader_read_rows(mt_loader *l, const uint64_t *rows, size_t n, const mt_batch **out,
@@ -1116,6 +1347,17 @@ int mti_loader_fillers_idle(mt_loader *l)
 	ld_prefetch *f = &l->fetch;
 	pthread_mutex_lock(&f->lock);
 	int n = f->idle;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+int mti_loader_orphans(mt_loader *l)
+{
+	ld_prefetch *f = &l->fetch;
+	pthread_mutex_lock(&f->lock);
+	int n = 0;
+	for (const ld_orphan *o = f->orphans; o; o = o->next)
+		n++;
 	pthread_mutex_unlock(&f->lock);
 	return n;
 }
@@ -1551,27 +1793,47 @@ int mt_loader_open(mt_store *s, const char *dataset, const char *version,
 	return 0;
 }
 
+/* What a loader closed with columns held still needs to release them:
+ * freed at the last release (mt_loader_release). */
+static void loader_free_last(mt_loader *l)
+{
+	free(l->cols);
+	pthread_mutex_destroy(&l->fetch.lock);
+	pthread_cond_destroy(&l->fetch.cond);
+	free(l);
+}
+
 void mt_loader_close(mt_loader *l)
 {
 	if (!l)
 		return;
 	prefetch_stop(l);
-	for (int i = 0; i < 2; i++)
-		slot_free(l, &l->fetch.slot[i]);
+	/* Columns still held keep their own pages, in orphans, till released;
+	 * out of memory for an orphan, the slot's buffers are left, not freed
+	 * under them. */
+	ld_prefetch *f = &l->fetch;
+	pthread_mutex_lock(&f->lock);
+	int held = 0;
+	for (int i = 0; i < 2; i++) {
+		if (!f->slot[i].held.n || !slot_detach(l, &f->slot[i]))
+			slot_free(l, &f->slot[i]);
+		held |= f->slot[i].held.n != 0;
+	}
+	held |= f->orphans != NULL;
+	l->closed = held;
+	pthread_mutex_unlock(&f->lock);
 	out_free(l, &l->out);
 	out_free(l, &l->rows_out);
 	mt_reader_close(l->reader);
 	mti_ccache_free(l->decoded);
 	if (l->cache)
 		l->cache->ops->close(l->cache);
-	free(l->cols);
 	mti_plan_free(&l->plans[0]);
 	mti_plan_free(&l->plans[1]);
 	free(l->stages);
-	pthread_mutex_destroy(&l->fetch.lock);
-	pthread_cond_destroy(&l->fetch.cond);
 	for (int i = 0; i < WLISTS; i++)
 		wlist_free(&l->wl[i]);
 	pthread_mutex_destroy(&l->wl_lock);
-	free(l);
+	if (!held)
+		loader_free_last(l);
 }

@@ -13,5 +13,7 @@ MT_LOCAL int mti_loader_ahead_ready(mt_loader *l);
 /* Fillers waiting, for their slot to be handed out (having read ahead for
  * the window they fill next) or for the loader to move on (for tests). */
 MT_LOCAL int mti_loader_fillers_idle(mt_loader *l);
+/* Window buffers let go with batches of theirs still held (for tests). */
+MT_LOCAL int mti_loader_orphans(mt_loader *l);
 
 #endif

@@ -104,6 +104,19 @@ static void count_rows(const run *runs, size_t nruns, int *count)
 			count[runs[r].rows[i]]++;
 }
 
+/* A shuffled loader's options: batches of `batch` rows, `seed`, windows of
+ * `window` rows (0: as the budget gives). */
+static mt_loader_opts shuffled(size_t batch, uint64_t seed, uint64_t window)
+{
+	mt_loader_opts o;
+	mt_loader_opts_init(&o);
+	o.batch_rows = batch;
+	o.shuffle = 1;
+	o.seed = seed;
+	o.shuffle_rows = window;
+	return o;
+}
+
 static mt_loader *open_loader(mt_loader_opts *o, const char *what)
 {
 	mt_loader *l = NULL;
@@ -143,12 +156,7 @@ static void test_plain(void)
 
 static void test_shuffle(void)
 {
-	mt_loader_opts o;
-	mt_loader_opts_init(&o);
-	o.batch_rows = 50;
-	o.shuffle = 1;
-	o.seed = 7;
-	o.shuffle_rows = 200;
+	mt_loader_opts o = shuffled(50, 7, 200);
 	mt_loader *l = open_loader(&o, "shuffle");
 	if (!l)
 		return;
@@ -201,12 +209,7 @@ static void test_ranks(int drop)
 	size_t total = 0;
 	int same_batches = 1;
 	for (unsigned k = 0; k < 3; k++) {
-		mt_loader_opts o;
-		mt_loader_opts_init(&o);
-		o.batch_rows = 32;
-		o.shuffle = 1;
-		o.seed = 3;
-		o.shuffle_rows = 128;
+		mt_loader_opts o = shuffled(32, 3, 128);
 		o.world = 3;
 		o.rank = k;
 		o.drop_last = drop;
@@ -265,12 +268,8 @@ static int fresh_epoch(mt_loader_opts o, uint64_t e, run *out)
  * the epochs are moved (in turn, skipped, restarted, left midway). */
 static void test_epoch_ahead(unsigned world, int drop)
 {
-	mt_loader_opts o;
-	mt_loader_opts_init(&o);
-	o.batch_rows = 48;
-	o.shuffle = 1;
-	o.seed = 11;
-	o.shuffle_rows = 150; /* 7 windows: the next epoch's first lands in the other slot */
+	/* 7 windows: the next epoch's first lands in the other slot */
+	mt_loader_opts o = shuffled(48, 11, 150);
 	o.world = world;
 	o.rank = world - 1;
 	o.drop_last = drop;
@@ -321,13 +320,8 @@ static void test_epoch_ahead(unsigned world, int drop)
 
 static void test_resume(void)
 {
-	mt_loader_opts o;
-	mt_loader_opts_init(&o);
-	o.batch_rows = 40;
-	o.shuffle = 1;
-	o.seed = 11;
+	mt_loader_opts o = shuffled(40, 11, 300);
 	o.epoch = 4;
-	o.shuffle_rows = 300;
 	mt_loader *l = open_loader(&o, "resume: full");
 	if (!l)
 		return;
@@ -442,11 +436,7 @@ static void test_read_no_rows(void)
  * its values after later batches; r (ragged) in the loader's; too small a buffer refused. */
 static void test_next_into(void)
 {
-	mt_loader_opts o;
-	mt_loader_opts_init(&o);
-	o.batch_rows = 64;
-	o.shuffle = 1;
-	o.seed = 9;
+	mt_loader_opts o = shuffled(64, 9, 0);
 	mt_loader *l = open_loader(&o, "next_into");
 	if (!l)
 		return;
@@ -542,12 +532,7 @@ static int held_epoch(mt_loader *l, int keep, held_run *r)
  * freed at release or close (the sanitizers see a leak or a use after free). */
 static void test_next_held(void)
 {
-	mt_loader_opts o;
-	mt_loader_opts_init(&o);
-	o.batch_rows = 10;
-	o.shuffle = 1;
-	o.seed = 4;
-	o.shuffle_rows = 150;
+	mt_loader_opts o = shuffled(10, 4, 150);
 	const char *only_x[] = {"x", "r"};
 	o.attrs = only_x;
 	o.nattrs = 2;
@@ -672,12 +657,7 @@ static int held_feed(held_queue *h, size_t *fed)
 
 static void test_held_threads(void)
 {
-	mt_loader_opts o;
-	mt_loader_opts_init(&o);
-	o.batch_rows = 10;
-	o.shuffle = 1;
-	o.seed = 5;
-	o.shuffle_rows = 150;
+	mt_loader_opts o = shuffled(10, 5, 150);
 	held_queue *h = calloc(1, sizeof *h);
 	if (!(h->l = open_loader(&o, "held_threads")))
 		return free(h);
@@ -785,12 +765,7 @@ static void test_misc(void)
 static void test_mix(void)
 {
 	mt_loader *a, *b;
-	mt_loader_opts o;
-	mt_loader_opts_init(&o);
-	o.batch_rows = 10;
-	o.shuffle = 1;
-	o.seed = 1;
-	o.shuffle_rows = 200;
+	mt_loader_opts o = shuffled(10, 1, 200);
 	a = open_loader(&o, "mix a");
 	o.seed = 2;
 	b = open_loader(&o, "mix b");

@@ -1813,14 +1813,9 @@ void mt_loader_close(mt_loader *l)
 	 * under them. */
 	ld_prefetch *f = &l->fetch;
 	pthread_mutex_lock(&f->lock);
-	int held = 0;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2; i++)
 		if (!f->slot[i].held.n || !slot_detach(l, &f->slot[i]))
 			slot_free(l, &f->slot[i]);
-		held |= f->slot[i].held.n != 0;
-	}
-	held |= f->orphans != NULL;
-	l->closed = held;
 	pthread_mutex_unlock(&f->lock);
 	out_free(l, &l->out);
 	out_free(l, &l->rows_out);
@@ -1834,6 +1829,12 @@ void mt_loader_close(mt_loader *l)
 	for (int i = 0; i < WLISTS; i++)
 		wlist_free(&l->wl[i]);
 	pthread_mutex_destroy(&l->wl_lock);
+	/* Only now may a release free the loader: one on another thread while
+	 * the rest was freed above found it not closed yet, and left it. */
+	pthread_mutex_lock(&f->lock);
+	int held = f->orphans || f->slot[0].held.n || f->slot[1].held.n;
+	l->closed = held;
+	pthread_mutex_unlock(&f->lock);
 	if (!held)
 		loader_free_last(l);
 }

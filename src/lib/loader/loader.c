@@ -150,8 +150,7 @@ typedef struct ld_out {
 	uint8_t **put; /* where this batch's fixed-size values go: data[c], or the caller's */
 	const uint8_t **view;    /* a fixed-size column handed out in place: its rows */
 	const uint64_t *view_ids; /* and their row numbers, in the window */
-	ld_slot *in_place;        /* the slot they are in, when every one is */
-	uint64_t in_place_at;     /* and the rows' place in its window */
+	ld_slot *in_place;        /* the slot they are in (at view_ids - seqid), when every one is */
 } ld_out;
 
 struct mt_loader {
@@ -218,13 +217,13 @@ static int hold_at_cmp(const void *a, const void *b)
 
 /* Give back the pages of o's column c that no held batch lies in: a batch
  * kept for long then costs its own pages (as a copy would), not its whole
- * window.  Huge pages partly given back are split by the kernel. */
+ * window.  Huge pages partly given back are split by the kernel.  o's holds
+ * sorted by place. */
 static void orphan_trim(mt_loader *l, ld_orphan *o, size_t c)
 {
 #ifdef MADV_DONTNEED
 	size_t ub = l->cols[c].unit_bytes, page = (size_t)sysconf(_SC_PAGESIZE);
 	uintptr_t base = (uintptr_t)o->values[c], from = base;
-	qsort(o->held.v, o->held.n, sizeof *o->held.v, hold_at_cmp);
 	for (size_t i = 0; i <= o->held.n; i++) {
 		uintptr_t to = base + o->values_cap[c];
 		if (i < o->held.n && o->held.v[i].c != c)
@@ -274,6 +273,7 @@ static int slot_detach(mt_loader *l, ld_slot *s)
 		s->values[c] = NULL;
 		s->values_cap[c] = 0;
 	}
+	qsort(o->held.v, o->held.n, sizeof *o->held.v, hold_at_cmp);
 	for (size_t c = 0; c < l->ncols; c++)
 		if (o->values[c])
 			orphan_trim(l, o, c);
@@ -1134,7 +1134,6 @@ static int batch_put_run(mt_loader *l, ld_out *b, size_t i, uint64_t idx, size_t
 	if (in_place) {
 		b->view_ids = s->seqid + at;
 		b->in_place = s;
-		b->in_place_at = at;
 	} else
 		memcpy(b->row_ids + i, s->seqid + at, k * sizeof *b->row_ids);
 	for (size_t c = 0; !rc && c < l->ncols; c++) {
@@ -1226,7 +1225,8 @@ int mt_loader_next_held(mt_loader *l, const mt_batch **out, uint64_t *holds, siz
 	pthread_mutex_lock(&f->lock);
 	for (size_t c = 0; c < l->ncols; c++)
 		if (!l->cols[c].ragged && (*out)->cols[c].bytes && (*out)->cols[c].bytes >= min_bytes)
-			holds[c] = hold_add(f, s, c, l->out.in_place_at, (*out)->rows);
+			holds[c] = hold_add(f, s, c, (uint64_t)(l->out.view_ids - s->seqid),
+					    (*out)->rows);
 	pthread_mutex_unlock(&f->lock);
 	return 0;
 }
